@@ -1,0 +1,78 @@
+// swift-tools-version:6.0
+// hubhost: an in-app engagement runtime built as a small host that loads `.so` plugins.
+//
+// Layout (see README.md):
+//   Protocols/        the C-ABI protocol module (headers only; the contract between host and plugins)
+//   Host/HubHostKit   the embeddable Swift library (manifest, loader, registry, logging, engines)
+//   Host/hubhost      the command-line front end
+//   Plugins/<Name>/   one folder per bundled plugin, each its own dynamic library product
+import PackageDescription
+
+/// Flags every C target builds with: the ABI must stay clean, pedantic C11.
+let strictC: [CSetting] = [.unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])]
+
+/// A bundled plugin: a target under Plugins/<folder> built as `lib<product>.so`.
+struct BundledPlugin {
+    let folder: String
+    let product: String
+    let isC: Bool
+}
+
+let bundledPlugins: [BundledPlugin] = [
+    .init(folder: "ConsoleLogger", product: "hubhost-console-logger", isC: true),
+    .init(folder: "JSONLinesLogger", product: "hubhost-jsonl-logger", isC: false),
+    .init(folder: "StaticAdvertiserID", product: "hubhost-static-advertiser-id", isC: false),
+    .init(folder: "FixedLocation", product: "hubhost-fixed-location", isC: true),
+    .init(folder: "Noop", product: "hubhost-noop", isC: true),
+]
+
+let package = Package(
+    name: "hubhost",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "hubhost", targets: ["hubhost"]),
+        .library(name: "HubHostKit", targets: ["HubHostKit"]),
+        .library(name: "HubHostABI", targets: ["HubHostABI"]),
+    ] + bundledPlugins.map { .library(name: $0.product, type: .dynamic, targets: [$0.folder + "Plugin"]) },
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .target(name: "HubHostABI", path: "Protocols", cSettings: strictC),
+        .systemLibrary(name: "COpenSSL", path: "Host/COpenSSL"),
+        .target(
+            name: "HubHostKit",
+            dependencies: [
+                "HubHostABI", "COpenSSL",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Host/HubHostKit",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .executableTarget(
+            name: "hubhost",
+            dependencies: [
+                "HubHostKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Host/hubhost",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "HubHostKitTests",
+            dependencies: ["HubHostKit"],
+            path: "Tests/HubHostKitTests",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+    ] + bundledPlugins.map { plugin in
+        plugin.isC
+            ? .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
+                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".", cSettings: strictC)
+            : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
+                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
+                      swiftSettings: [.swiftLanguageMode(.v5)])
+    }
+)

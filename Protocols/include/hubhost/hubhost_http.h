@@ -1,0 +1,64 @@
+/*
+ * hubhost plugin ABI v1: the host's HTTP service extension, "hubhost.http.v1".
+ *
+ * A plugin that needs the network (e.g. the weather augmentation) asks the host to fetch a URL
+ * instead of carrying its own HTTP stack. The host enforces its policy: an allow-list of hosts,
+ * timeouts and response size limits from plugins.yaml. Obtain the table with
+ *
+ *     const hh_host_http_v1_t *http = host->get_extension(host, HH_HOST_EXT_HTTP);
+ *
+ * and handle NULL: a host may not offer it (this host offers it once the event engine is in).
+ */
+#ifndef HUBHOST_HTTP_H
+#define HUBHOST_HTTP_H
+
+#include "hubhost_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HH_HOST_EXT_HTTP "hubhost.http.v1"
+
+typedef struct hh_http_header {
+    hh_string_t name;
+    hh_string_t value;
+} hh_http_header_t;
+
+/* A request. Everything in it is plugin-owned and borrowed by the host for the call. */
+typedef struct hh_http_request {
+    hh_string_t method;               /* "GET", "POST"... */
+    hh_string_t url;                  /* absolute http:// or https:// URL */
+    const hh_http_header_t *headers;  /* may be NULL when header_count is 0 */
+    size_t header_count;
+    const void *body;                 /* may be NULL when body_length is 0 */
+    size_t body_length;
+    uint32_t timeout_ms;              /* 0: the host's default; the host caps it by its policy */
+} hh_http_request_t;
+
+/* The response. Host-owned; valid until the plugin calls release on it. */
+typedef struct hh_http_response {
+    int32_t status_code;              /* e.g. 200; 0 when no response arrived */
+    const hh_http_header_t *headers;
+    size_t header_count;
+    const void *body;
+    size_t body_length;
+} hh_http_response_t;
+
+typedef struct hh_host_http_v1 {
+    /* Perform a request and wait for the whole response (blocking the calling thread).
+     * HH_OK: *out_response is filled (any HTTP status, including 4xx/5xx); release it with
+     * `release`. HH_ERR_TIMEOUT, HH_ERR_IO: no response (report nothing; the host logs).
+     * HH_ERR_UNSUPPORTED: the URL's host is not on the allow-list. [thread-safe] */
+    hh_status_t (*fetch)(const hh_host_t *host, const hh_http_request_t *request,
+                         hh_http_response_t *out_response);
+
+    /* Release a response obtained from fetch. [thread-safe] */
+    void (*release)(const hh_host_t *host, hh_http_response_t *response);
+} hh_host_http_v1_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HUBHOST_HTTP_H */
