@@ -1,1 +1,79 @@
-public enum HubHost {}
+import Foundation
+import Logging
+
+/// The hubhost runtime: one manifest, its data directory, its logging pipeline and its plugins.
+/// The CLI, the HTTP API and embedding apps all use this one API.
+///
+///     let host = try HubHost(manifestPath: "plugins.yaml")
+///     defer { host.shutdown() }
+///     print(host.advertiserID())
+public final class HubHost: @unchecked Sendable {
+    public let manifest: HostManifest
+    public let pipeline: LogPipeline
+    public let registry: PluginRegistry
+    public let logger: Logger
+    private var isShutDown = false
+
+    /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
+    /// cannot be used at all; problems inside it are logged and disable only what they touch.
+    public convenience init(manifestPath: String = "plugins.yaml", locator: LibraryLocator = LibraryLocator(),
+                            extraDestinations: [LogDestination] = []) throws {
+        try self.init(manifest: HostManifest.load(path: manifestPath), locator: locator, extraDestinations: extraDestinations)
+    }
+
+    /// Starts the runtime from a parsed manifest. `extraDestinations` receive log records beside the
+    /// logging plugins (tests use it to capture records).
+    public init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination] = []) throws {
+        self.manifest = manifest
+        pipeline = LogPipeline(filter: manifest.logging)
+        logger = Logger(label: "hubhost", pipeline: pipeline)
+        try DataDirectory.prepare(manifest.dataDirectory)
+        for diagnostic in manifest.diagnostics {
+            logger.error("\(diagnostic)")
+        }
+        registry = PluginRegistry(manifest: manifest, pipeline: pipeline, locator: locator)
+        registry.loadAll()
+        pipeline.attach(registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations)
+    }
+
+    /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.
+    public func advertiserID() -> AdvertiserIDDecision {
+        AdvertiserIDResolver(plugins: registry.plugins(of: .advertiserID).map(AdvertiserIDPlugin.init), logger: logger).decide()
+    }
+
+    /// The current location from the first location delegate that has one.
+    public func location() -> (instance: String, location: Location)? {
+        for plugin in registry.plugins(of: .location).map(LocationPlugin.init) {
+            switch plugin.current() {
+            case .location(let location): return (plugin.instance.instanceID, location)
+            case .unavailable: continue
+            case .failed(let status, let message):
+                logger.warning("location delegate '\(plugin.instance.instanceID)' failed (\(StatusCode.name(status))): \(message)")
+            }
+        }
+        return nil
+    }
+
+    /// Flushes the logging plugins and destroys every plugin instance. Safe to call twice.
+    public func shutdown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        pipeline.flush()
+        pipeline.attach([])
+        registry.shutdown()
+    }
+
+    deinit { shutdown() }
+}
+
+/// The data directory (default `./.hubhost/`), created on first use.
+public enum DataDirectory {
+    public static func prepare(_ path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw ManifestError([ManifestDiagnostic(file: path, line: 1, column: 1, key: "data_dir",
+                                                    message: "cannot create the data directory: \(error.localizedDescription)")])
+        }
+    }
+}

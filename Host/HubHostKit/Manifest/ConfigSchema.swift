@@ -1,0 +1,84 @@
+import Yams
+
+/// The type of one configuration key, as a plugin.yaml `config:` entry declares it.
+public enum ConfigType: String, Codable, CaseIterable, Sendable {
+    case string, int, double, bool
+    /// Seconds or an Engage expiration string; plugins read it as a double of seconds.
+    case duration
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    case time
+}
+
+/// One key of a plugin's configuration schema.
+public struct ConfigKey: Encodable, Equatable, Sendable {
+    public var key: String
+    public var type: ConfigType
+    public var defaultValue: PluginValue?
+    public var required: Bool
+    public var doc: String
+
+    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", required, doc }
+
+    public init(key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "") {
+        self.key = key
+        self.type = type
+        self.defaultValue = defaultValue
+        self.required = required
+        self.doc = doc
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(key, forKey: .key)
+        try container.encode(type, forKey: .type)
+        try container.encode(defaultValue?.json ?? .null, forKey: .defaultValue)
+        try container.encode(required, forKey: .required)
+        try container.encode(doc, forKey: .doc)
+    }
+}
+
+/// A plugin's configuration schema: checks an instance's `config:` map from plugins.yaml and fills in defaults.
+public struct ConfigSchema: Equatable, Sendable {
+    public var keys: [ConfigKey]
+
+    public init(keys: [ConfigKey]) { self.keys = keys }
+
+    /// Converts one YAML value to the key's type; reports and returns nil when it does not fit.
+    func value(of node: Node, as type: ConfigType, key: String, reader: YAMLReader) -> PluginValue? {
+        switch type {
+        case .string:
+            if case .scalar(let scalar) = node, !reader.isNull(node) { return .string(scalar.string) }
+            reader.report(node, key: key, "expected a string, found \(reader.describe(node))")
+            return nil
+        case .int: return reader.int(node, key: key).map(PluginValue.int)
+        case .double: return reader.double(node, key: key).map(PluginValue.double)
+        case .bool: return reader.bool(node, key: key).map(PluginValue.bool)
+        case .duration: return reader.duration(node, key: key).map(PluginValue.double)
+        case .time: return reader.int(node, key: key).map(PluginValue.timeMs)
+        }
+    }
+
+    /// Checks `config` (nil when the instance has none) against the schema. Unknown keys, wrong
+    /// types and missing required keys are reported; the result has every key with a value,
+    /// defaults included.
+    func resolve(_ config: Node?, path: String, reader: YAMLReader, reportAt anchor: Node) -> [String: PluginValue] {
+        var resolved: [String: PluginValue] = [:]
+        var given: [String: (keyNode: Node, value: Node)] = [:]
+        if let config, let entries = reader.mapping(config, key: path) {
+            given = reader.known(entries, allowed: keys.map(\.key), in: path, what: "config key")
+        }
+        for key in keys {
+            if let entry = given[key.key], !reader.isNull(entry.value) {
+                if let value = value(of: entry.value, as: key.type, key: "\(path).\(key.key)", reader: reader) {
+                    resolved[key.key] = value
+                }
+            } else if let fallback = key.defaultValue {
+                resolved[key.key] = fallback
+            } else if key.required {
+                reader.report(given[key.key]?.keyNode ?? config ?? anchor, key: "\(path).\(key.key)",
+                              "required config key '\(key.key)' (\(key.type.rawValue)) is missing\(key.doc.isEmpty ? "" : ": \(key.doc)")")
+            }
+        }
+        return resolved
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Yams
+
+/// The host manifest, `plugins.yaml`: where hubhost keeps its data, how it logs, and which plugin
+/// instances it loads, in order. Later engines add their sections (`events:`, `campaigns:`, `hub:`).
+///
+/// Parsing is lenient on purpose: every problem becomes a diagnostic (file:line:column), and a
+/// problem inside one plugin instance disables only that instance, so the host still runs with the
+/// rest. `hubhost manifest check` fails on any diagnostic.
+public struct HostManifest: Sendable {
+    /// One entry of `plugins:`.
+    public struct Instance: Sendable {
+        public var id: String
+        /// Absolute path of the plugin.yaml named by `use:`.
+        public var use: String
+        public var enabled: Bool
+        /// Expected SHA-256 (hex) of the library file, checked before dlopen.
+        public var sha256: String?
+        /// The plugin.yaml, when it could be read.
+        public var plugin: PluginManifest?
+        /// The instance's config, checked against the plugin's schema, defaults filled in.
+        public var config: [String: PluginValue]
+        /// Problems that disable this instance (empty when it may load).
+        public var problems: [ManifestDiagnostic]
+        /// Where the entry starts in plugins.yaml.
+        public var line: Int
+    }
+
+    /// Absolute path of the manifest file.
+    public var file: String
+    /// Absolute path of the data directory (default `.hubhost` beside the manifest).
+    public var dataDirectory: String
+    public var logging: LogFilter
+    public var instances: [Instance]
+    /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
+    public var diagnostics: [ManifestDiagnostic]
+
+    public var isValid: Bool { diagnostics.isEmpty }
+
+    static let topKeys = ["data_dir", "logging", "plugins", "events", "campaigns", "hub"]
+    static let reservedSections = ["events": "the event engine", "campaigns": "the campaign engine", "hub": "the content hub"]
+    static let loggingKeys = ["severity", "verbosity"]
+    static let instanceKeys = ["id", "use", "enabled", "config", "sha256"]
+
+    /// The manifest with no file: data in `./.hubhost`, default logging, no plugins.
+    public static func empty(folder: String = FileManager.default.currentDirectoryPath) -> HostManifest {
+        HostManifest(file: "", dataDirectory: (folder as NSString).appendingPathComponent(".hubhost"),
+                     logging: LogFilter(), instances: [], diagnostics: [])
+    }
+
+    /// Reads plugins.yaml and every plugin.yaml it uses. Throws only when the file cannot be used
+    /// at all (missing, unreadable, not YAML, not a mapping); everything else is a diagnostic.
+    public static func load(path: String) throws -> HostManifest {
+        let file = absolute(path, from: FileManager.default.currentDirectoryPath)
+        let reader = YAMLReader(file: file)
+        guard let root = reader.load(), let entries = reader.mapping(root, key: "") else {
+            throw ManifestError(reader.diagnostics)
+        }
+        let folder = (file as NSString).deletingLastPathComponent
+        var manifest = HostManifest.empty(folder: folder)
+        manifest.file = file
+        let top = reader.known(entries, allowed: topKeys, in: "", what: "section")
+
+        if let node = top["data_dir"]?.value, let dir = reader.string(node, key: "data_dir") {
+            manifest.dataDirectory = absolute(dir, from: folder)
+        }
+        if let node = top["logging"]?.value, let loggingEntries = reader.mapping(node, key: "logging") {
+            let fields = reader.known(loggingEntries, allowed: loggingKeys, in: "logging")
+            if let severityNode = fields["severity"]?.value, let text = reader.string(severityNode, key: "logging.severity") {
+                if let severity = LogSeverity(name: text) {
+                    manifest.logging.severity = severity
+                } else {
+                    let all = LogSeverity.allCases.map(\.name)
+                    reader.report(severityNode, key: "logging.severity",
+                                  "unknown severity '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
+                }
+            }
+            if let verbosityNode = fields["verbosity"]?.value, let text = reader.string(verbosityNode, key: "logging.verbosity") {
+                if let verbosity = LogVerbosity(name: text) {
+                    manifest.logging.verbosity = verbosity
+                } else {
+                    let all = LogVerbosity.allCases.map(\.name)
+                    reader.report(verbosityNode, key: "logging.verbosity",
+                                  "unknown verbosity '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
+                }
+            }
+        }
+        for (section, engine) in reservedSections.sorted(by: { $0.key < $1.key }) {
+            guard let entry = top[section] else { continue }
+            // Reserved for a later engine: accepted only empty, so no setting is ever silently ignored.
+            if let sectionEntries = reader.mapping(entry.value, key: section), let first = sectionEntries.first {
+                reader.report(first.keyNode, key: "\(section).\(first.key)",
+                              "the '\(section)' section configures \(engine), which this hubhost version does not include yet; remove the setting")
+            }
+        }
+
+        if let node = top["plugins"]?.value, let items = reader.sequence(node, key: "plugins") {
+            var seenIDs: [String: Int] = [:]
+            for (index, item) in items.enumerated() {
+                manifest.instances.append(parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs))
+            }
+        }
+        // Two instances of one plugin would report that plugin.yaml's problems twice: keep the first.
+        var diagnostics: [ManifestDiagnostic] = []
+        for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where !diagnostics.contains(diagnostic) {
+            diagnostics.append(diagnostic)
+        }
+        manifest.diagnostics = diagnostics
+        return manifest
+    }
+
+    /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.
+    static func parseInstance(_ item: Node, index: Int, folder: String, file: String, seenIDs: inout [String: Int]) -> Instance {
+        let reader = YAMLReader(file: file)
+        let path = "plugins[\(index)]"
+        var instance = Instance(id: "#\(index + 1)", use: "", enabled: true, sha256: nil, plugin: nil, config: [:],
+                                problems: [], line: item.mark?.line ?? 1)
+        guard let entries = reader.mapping(item, key: path) else {
+            instance.problems = reader.diagnostics
+            return instance
+        }
+        let fields = reader.known(entries, allowed: instanceKeys, in: path)
+        if let node = fields["id"]?.value, let id = reader.string(node, key: "\(path).id") {
+            instance.id = id
+            if !PluginManifest.isValidID(id) {
+                reader.report(node, key: "\(path).id", "'\(id)' is not a valid instance id: use lowercase letters, digits, '-', '_' and '.'")
+            } else if let firstLine = seenIDs[id] {
+                reader.report(node, key: "\(path).id", "duplicate instance id '\(id)' (first used on line \(firstLine)); each instance needs its own id")
+            } else {
+                seenIDs[id] = node.mark?.line ?? 0
+            }
+        } else if fields["id"] == nil {
+            reader.report(item, key: "\(path).id", "missing required key 'id' (a unique name for this instance)")
+        }
+        if let node = fields["enabled"]?.value, let enabled = reader.bool(node, key: "\(path).enabled") {
+            instance.enabled = enabled
+        }
+        if let node = fields["sha256"]?.value, let pin = reader.string(node, key: "\(path).sha256") {
+            let lowered = pin.lowercased()
+            if lowered.count == 64, lowered.allSatisfy(\.isHexDigit) {
+                instance.sha256 = lowered
+            } else {
+                reader.report(node, key: "\(path).sha256", "expected 64 hexadecimal digits (the output of sha256sum on the library)")
+            }
+        }
+        var pluginDiagnostics: [ManifestDiagnostic] = []
+        if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {
+            instance.use = absolute(use, from: folder)
+            if !FileManager.default.fileExists(atPath: instance.use) {
+                reader.report(node, key: "\(path).use", "no plugin manifest at '\(use)' (resolved to \(instance.use))")
+            } else {
+                let loaded = PluginManifest.load(path: instance.use)
+                instance.plugin = loaded.manifest
+                pluginDiagnostics = loaded.diagnostics
+                if loaded.manifest == nil, loaded.diagnostics.isEmpty {
+                    reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
+                }
+            }
+        } else if fields["use"] == nil {
+            reader.report(item, key: "\(path).use", "missing required key 'use' (the path of the plugin's plugin.yaml)")
+        }
+        if let plugin = instance.plugin {
+            instance.config = plugin.config.resolve(fields["config"]?.value, path: "\(path).config", reader: reader, reportAt: item)
+        } else if let node = fields["config"]?.value {
+            _ = reader.mapping(node, key: "\(path).config")
+        }
+        instance.problems = reader.diagnostics + pluginDiagnostics
+        return instance
+    }
+
+    static func absolute(_ path: String, from folder: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        let joined = expanded.hasPrefix("/") ? expanded : (folder as NSString).appendingPathComponent(expanded)
+        return (joined as NSString).standardizingPath
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import Yams
+
+/// A plugin kind of ABI v1, as plugin.yaml spells it.
+public enum PluginKind: String, Codable, CaseIterable, Sendable {
+    case contentProvider = "content_provider"
+    case augmentation
+    case triggerOperator = "trigger_operator"
+    case advertiserID = "advertiser_id"
+    case logging
+    case location
+
+    /// The HH_KIND_* code in hubhost_plugin.h.
+    public var code: Int32 {
+        switch self {
+        case .contentProvider: return 1
+        case .augmentation: return 2
+        case .triggerOperator: return 3
+        case .advertiserID: return 4
+        case .logging: return 5
+        case .location: return 6
+        }
+    }
+
+    public init?(code: Int32) {
+        guard let kind = PluginKind.allCases.first(where: { $0.code == code }) else { return nil }
+        self = kind
+    }
+}
+
+/// A `plugin.yaml`: describes a plugin library without loading it (id, version, ABI, the library
+/// file, the plugins it exports and their configuration schema).
+public struct PluginManifest: Sendable {
+    public struct Export: Codable, Equatable, Sendable {
+        public var id: String
+        public var kind: PluginKind
+    }
+
+    /// Absolute path of the plugin.yaml.
+    public var file: String
+    public var id: String
+    public var name: String
+    public var version: String
+    public var description: String
+    /// The ABI version the library was built against, e.g. "1.0".
+    public var abi: String
+    /// The library's file name (e.g. `libhubhost-console-logger.so`), looked up as the README says.
+    public var library: String
+    public var capabilities: [String]
+    public var exports: [Export]
+    public var config: ConfigSchema
+
+    public var kinds: [PluginKind] {
+        var seen: [PluginKind] = []
+        for export in exports where !seen.contains(export.kind) { seen.append(export.kind) }
+        return seen
+    }
+
+    public var folder: String { (file as NSString).deletingLastPathComponent }
+
+    static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config"]
+    static let exportKeys = ["id", "kind"]
+    static let configKeys = ["key", "type", "default", "required", "doc"]
+
+    /// Reads and checks a plugin.yaml. Returns the manifest (nil when it is unusable) and every problem found.
+    public static func load(path: String) -> (manifest: PluginManifest?, diagnostics: [ManifestDiagnostic]) {
+        let reader = YAMLReader(file: path)
+        guard let root = reader.load() else { return (nil, reader.diagnostics) }
+        let manifest = parse(root, reader: reader)
+        return (reader.diagnostics.isEmpty ? manifest : nil, reader.diagnostics)
+    }
+
+    static func parse(_ root: Node, reader: YAMLReader) -> PluginManifest? {
+        guard let entries = reader.mapping(root, key: "") else { return nil }
+        let top = reader.known(entries, allowed: topKeys, in: "")
+        func required(_ key: String) -> String? {
+            guard let entry = top[key] else {
+                reader.report(root, key: key, "missing required key '\(key)'")
+                return nil
+            }
+            return reader.string(entry.value, key: key)
+        }
+        let id = required("id")
+        if let id, let node = top["id"]?.value, !isValidID(id) {
+            reader.report(node, key: "id", "'\(id)' is not a valid plugin id: use lowercase letters, digits, '-', '_' and '.'")
+        }
+        let name = required("name")
+        let version = required("version")
+        if let version, let node = top["version"]?.value, !isSemver(version) {
+            reader.report(node, key: "version", "'\(version)' is not a semantic version like 1.2.0")
+        }
+        let abi = required("abi")
+        if let abi, let node = top["abi"]?.value {
+            if let major = abi.split(separator: ".").first.flatMap({ UInt32($0) }) {
+                if major != ABIVersion.host.major {
+                    reader.report(node, key: "abi", "ABI \(abi) has major version \(major); this hubhost speaks ABI \(ABIVersion.host)")
+                }
+            } else {
+                reader.report(node, key: "abi", "'\(abi)' is not an ABI version like \"1.0\"")
+            }
+        }
+        let library = required("library")
+        let description = top["description"].flatMap { reader.string($0.value, key: "description") } ?? ""
+        var capabilities: [String] = []
+        if let node = top["capabilities"]?.value, let items = reader.sequence(node, key: "capabilities") {
+            capabilities = items.compactMap { reader.string($0, key: "capabilities") }
+        }
+
+        var exports: [Export] = []
+        if let node = top["exports"]?.value, let items = reader.sequence(node, key: "exports") {
+            for (index, item) in items.enumerated() {
+                let path = "exports[\(index)]"
+                guard let itemEntries = reader.mapping(item, key: path) else { continue }
+                let fields = reader.known(itemEntries, allowed: exportKeys, in: path)
+                guard let idNode = fields["id"]?.value, let exportID = reader.string(idNode, key: "\(path).id") else {
+                    if fields["id"] == nil { reader.report(item, key: "\(path).id", "missing required key 'id'") }
+                    continue
+                }
+                guard let kindNode = fields["kind"]?.value, let kindText = reader.string(kindNode, key: "\(path).kind") else {
+                    if fields["kind"] == nil { reader.report(item, key: "\(path).kind", "missing required key 'kind'") }
+                    continue
+                }
+                guard let kind = PluginKind(rawValue: kindText) else {
+                    let all = PluginKind.allCases.map(\.rawValue)
+                    reader.report(kindNode, key: "\(path).kind",
+                                  "unknown plugin kind '\(kindText)'\(Suggestion.hint(for: kindText, in: all)); expected one of: \(all.joined(separator: ", "))")
+                    continue
+                }
+                if exports.contains(where: { $0.id == exportID }) {
+                    reader.report(idNode, key: "\(path).id", "export id '\(exportID)' appears twice")
+                }
+                exports.append(Export(id: exportID, kind: kind))
+            }
+            if items.isEmpty { reader.report(node, key: "exports", "a plugin library must export at least one plugin") }
+        } else if top["exports"] == nil {
+            reader.report(root, key: "exports", "missing required key 'exports' (the list of plugins the library exports, each with id and kind)")
+        }
+
+        var keys: [ConfigKey] = []
+        if let node = top["config"]?.value, let items = reader.sequence(node, key: "config") {
+            for (index, item) in items.enumerated() {
+                let path = "config[\(index)]"
+                guard let itemEntries = reader.mapping(item, key: path) else { continue }
+                let fields = reader.known(itemEntries, allowed: configKeys, in: path)
+                guard let keyNode = fields["key"]?.value, let key = reader.string(keyNode, key: "\(path).key") else {
+                    if fields["key"] == nil { reader.report(item, key: "\(path).key", "missing required key 'key'") }
+                    continue
+                }
+                guard let typeNode = fields["type"]?.value, let typeText = reader.string(typeNode, key: "\(path).type") else {
+                    if fields["type"] == nil { reader.report(item, key: "\(path).type", "missing required key 'type'") }
+                    continue
+                }
+                guard let type = ConfigType(rawValue: typeText) else {
+                    let all = ConfigType.allCases.map(\.rawValue)
+                    reader.report(typeNode, key: "\(path).type",
+                                  "unknown config type '\(typeText)'\(Suggestion.hint(for: typeText, in: all)); expected one of: \(all.joined(separator: ", "))")
+                    continue
+                }
+                if keys.contains(where: { $0.key == key }) {
+                    reader.report(keyNode, key: "\(path).key", "config key '\(key)' is declared twice")
+                }
+                let schemaOfOne = ConfigSchema(keys: [])
+                let defaultValue = fields["default"].flatMap { field in
+                    reader.isNull(field.value) ? nil : schemaOfOne.value(of: field.value, as: type, key: "\(path).default", reader: reader)
+                }
+                let isRequired = fields["required"].flatMap { reader.bool($0.value, key: "\(path).required") } ?? false
+                let doc = fields["doc"].flatMap { reader.string($0.value, key: "\(path).doc") } ?? ""
+                keys.append(ConfigKey(key: key, type: type, defaultValue: defaultValue, required: isRequired, doc: doc))
+            }
+        }
+
+        guard let id, let name, let version, let abi, let library else { return nil }
+        return PluginManifest(file: reader.file, id: id, name: name, version: version, description: description,
+                              abi: abi, library: library, capabilities: capabilities, exports: exports,
+                              config: ConfigSchema(keys: keys))
+    }
+
+    static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    static func isSemver(_ version: String) -> Bool {
+        let core = version.split(separator: "-", maxSplits: 1).first.map(String.init) ?? version
+        let parts = core.split(separator: "+", maxSplits: 1).first?.split(separator: ".", omittingEmptySubsequences: false) ?? []
+        return parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
+    }
+}

@@ -1,0 +1,37 @@
+/// "Did you mean" suggestions for misspelled keys and values.
+enum Suggestion {
+    /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+    static func closest(to word: String, in candidates: [String]) -> String? {
+        let lowered = word.lowercased()
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates {
+            let distance = editDistance(lowered, candidate.lowercased())
+            if distance < (best?.distance ?? Int.max) { best = (candidate, distance) }
+        }
+        guard let best else { return nil }
+        // Allow about one typo per three characters, at least one.
+        return best.distance <= max(1, word.count / 3) ? best.candidate : nil
+    }
+
+    /// ` (did you mean 'x'?)` or an empty string.
+    static func hint(for word: String, in candidates: [String]) -> String {
+        closest(to: word, in: candidates).map { " (did you mean '\($0)'?)" } ?? ""
+    }
+
+    /// Levenshtein distance.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

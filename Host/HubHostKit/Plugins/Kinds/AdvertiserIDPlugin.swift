@@ -1,0 +1,47 @@
+import Foundation
+import HubHostABI
+
+/// An `advertiser_id` plugin's answer.
+public enum AdvertiserIDAnswer: Equatable, Sendable {
+    /// Use this advertiser ID.
+    case id(String)
+    /// Limit ad tracking is on: no advertiser ID is used at all.
+    case limitAdTracking
+    /// The delegate answered but has no ID: none is used.
+    case none
+    /// The delegate has no opinion (HH_ERR_NOT_FOUND): ask the next one.
+    case noOpinion
+    /// The delegate failed; its status and message.
+    case failed(status: Int32, message: String)
+}
+
+public final class AdvertiserIDPlugin: @unchecked Sendable {
+    public let instance: PluginInstance
+    private let api: UnsafePointer<hh_advertiser_id_v1_t>
+
+    public init(_ instance: PluginInstance) {
+        precondition(instance.kind == .advertiserID, "AdvertiserIDPlugin needs an advertiser_id plugin")
+        self.instance = instance
+        self.api = instance.api(hh_advertiser_id_v1_t.self)
+    }
+
+    /// Asks the plugin. [thread-safe], as the header promises.
+    public func answer() -> AdvertiserIDAnswer {
+        final class Box { var value: String? }
+        let box = Box()
+        var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in
+            guard let data else { return }
+            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = swiftString(value)
+        })
+        var limit = false
+        let status = withExtendedLifetime(box) { api.pointee.advertiser_id(instance.handle, &limit, &sink) }
+        switch status {
+        case HH_OK:
+            if limit { return .limitAdTracking }
+            if let id = box.value, !id.isEmpty { return .id(id) }
+            return AdvertiserIDAnswer.none
+        case HH_ERR_NOT_FOUND: return .noOpinion
+        default: return .failed(status: status, message: instance.takeError())
+        }
+    }
+}

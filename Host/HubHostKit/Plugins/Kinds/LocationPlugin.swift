@@ -1,0 +1,51 @@
+import Foundation
+import HubHostABI
+
+/// A location as a `location` plugin answered it, copied into host memory.
+public struct Location: Codable, Equatable, Sendable {
+    public var latitude: Double?
+    public var longitude: Double?
+    public var accuracyMeters: Double?
+    public var timeMs: Int64?
+    public var locationID: String?
+    public var name: String?
+    public var address: String?
+}
+
+public enum LocationAnswer: Equatable, Sendable {
+    case location(Location)
+    case unavailable
+    case failed(status: Int32, message: String)
+}
+
+public final class LocationPlugin: @unchecked Sendable {
+    public let instance: PluginInstance
+    private let api: UnsafePointer<hh_location_v1_t>
+
+    public init(_ instance: PluginInstance) {
+        precondition(instance.kind == .location, "LocationPlugin needs a location plugin")
+        self.instance = instance
+        self.api = instance.api(hh_location_v1_t.self)
+    }
+
+    /// Asks the plugin and copies the answer at once, then lets the plugin release its strings.
+    /// [thread-safe], as the header promises.
+    public func current() -> LocationAnswer {
+        var raw = hh_location_t()
+        let status = api.pointee.get_location(instance.handle, &raw)
+        switch status {
+        case HH_OK:
+            func text(_ s: hh_string_t) -> String? { s.length == 0 ? nil : swiftString(s) }
+            let location = Location(
+                latitude: raw.has_coordinates ? raw.latitude : nil,
+                longitude: raw.has_coordinates ? raw.longitude : nil,
+                accuracyMeters: raw.has_coordinates && raw.accuracy_m > 0 ? raw.accuracy_m : nil,
+                timeMs: raw.time_ms == 0 ? nil : raw.time_ms,
+                locationID: text(raw.location_id), name: text(raw.name), address: text(raw.address))
+            api.pointee.release_location?(instance.handle, &raw)
+            return .location(location)
+        case HH_ERR_UNAVAILABLE: return .unavailable
+        default: return .failed(status: status, message: instance.takeError())
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import HubHostABI
+
+/// A `trigger_operator` plugin: compares an event value with a trigger value.
+public final class TriggerOperatorPlugin: @unchecked Sendable {
+    public let instance: PluginInstance
+    let api: UnsafePointer<hh_trigger_operator_v1_t>
+
+    public init(_ instance: PluginInstance) {
+        precondition(instance.kind == .triggerOperator, "TriggerOperatorPlugin needs a trigger_operator plugin")
+        self.instance = instance
+        self.api = instance.api(hh_trigger_operator_v1_t.self)
+    }
+
+    public var operatorName: String { api.pointee.operator_name.map { String(cString: $0) } ?? instance.descriptor.id }
+    public var wireCode: Int32 { api.pointee.wire_code }
+
+    /// The operator's answer; a type mismatch or a failure answers false (and says why in `reason`).
+    public func compare(event: PluginValue, trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
+        var result = false
+        let status = event.withRawValue { eventRaw in
+            trigger.withRawValue { triggerRaw in
+                api.pointee.compare(instance.handle, eventRaw, triggerRaw, &result)
+            }
+        }
+        if status == HH_OK { return (result, status, "") }
+        return (false, status, instance.takeError())
+    }
+}
+
+extension PluginValue {
+    /// Calls `body` with this value as an hh_value_t whose string bytes are borrowed for the call.
+    func withRawValue<R>(_ body: (UnsafePointer<hh_value_t>) -> R) -> R {
+        var raw = hh_value_t()
+        switch self {
+        case .null:
+            raw.type = HH_VALUE_NULL
+            return body(&raw)
+        case .string(var text):
+            return text.withUTF8 { bytes in
+                raw.type = HH_VALUE_STRING
+                raw.of.string = hh_string_t(data: UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: bytes.count)
+                return body(&raw)
+            }
+        case .int(let i): raw.type = HH_VALUE_INT64; raw.of.int64 = i
+        case .double(let d): raw.type = HH_VALUE_DOUBLE; raw.of.real = d
+        case .bool(let b): raw.type = HH_VALUE_BOOL; raw.of.boolean = b
+        case .timeMs(let t): raw.type = HH_VALUE_TIME_MS; raw.of.time_ms = t
+        }
+        return body(&raw)
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// Finds a plugin library file: next to its plugin.yaml, then in each folder of
+/// `HUBHOST_PLUGIN_PATH` (colon-separated), then in the folder of the running executable (where
+/// `swift build` puts the bundled plugins' `.so` files).
+public struct LibraryLocator: Sendable {
+    public var searchPath: [String]
+    public var executableFolder: String?
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, executableFolder: String? = LibraryLocator.runningExecutableFolder()) {
+        self.searchPath = (environment["HUBHOST_PLUGIN_PATH"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        self.executableFolder = executableFolder
+    }
+
+    /// The folders searched for a library whose plugin.yaml is in `manifestFolder`, in order.
+    public func folders(manifestFolder: String?) -> [String] {
+        var folders: [String] = []
+        if let manifestFolder { folders.append(manifestFolder) }
+        folders += searchPath
+        if let executableFolder { folders.append(executableFolder) }
+        return folders
+    }
+
+    /// The library's absolute path, or the folders that were searched.
+    public func locate(library: String, manifestFolder: String?) -> Result<String, PluginLoadError> {
+        if library.hasPrefix("/") {
+            return FileManager.default.fileExists(atPath: library) ? .success(library)
+                : .failure(.libraryNotFound(library: library, searched: [(library as NSString).deletingLastPathComponent]))
+        }
+        let folders = folders(manifestFolder: manifestFolder)
+        for folder in folders {
+            let candidate = (folder as NSString).appendingPathComponent(library)
+            if FileManager.default.fileExists(atPath: candidate) { return .success((candidate as NSString).standardizingPath) }
+        }
+        return .failure(.libraryNotFound(library: library, searched: folders))
+    }
+
+    public static func runningExecutableFolder() -> String? {
+        guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            return Bundle.main.executablePath.map { ($0 as NSString).deletingLastPathComponent }
+        }
+        return (path as NSString).deletingLastPathComponent
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import HubHostABI
+
+/// One created plugin: a descriptor from a loaded library, its instance handle and its services table.
+/// The kind adapters (LoggingPlugin, AdvertiserIDPlugin, ...) call through it.
+public final class PluginInstance: @unchecked Sendable {
+    /// The instance id from plugins.yaml.
+    public let instanceID: String
+    public let descriptor: PluginDescriptor
+    public let library: PluginLibrary
+    let services: HostServices
+    let handle: UnsafeMutableRawPointer?
+    private let destroyLock = NSLock()
+    private var destroyed = false
+
+    private init(instanceID: String, descriptor: PluginDescriptor, library: PluginLibrary, services: HostServices,
+                 handle: UnsafeMutableRawPointer?) {
+        self.instanceID = instanceID
+        self.descriptor = descriptor
+        self.library = library
+        self.services = services
+        self.handle = handle
+    }
+
+    /// Creates an instance of `descriptor` with `config` (already checked against the schema).
+    /// A failing create throws `.createFailed` with the plugin's own message.
+    public static func create(_ descriptor: PluginDescriptor, of library: PluginLibrary, instanceID: String,
+                              config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline) throws -> PluginInstance {
+        let services = HostServices(instanceID: instanceID, config: config, dataDirectory: dataDirectory, pipeline: pipeline)
+        var handle: UnsafeMutableRawPointer?
+        let status = descriptor.raw.pointee.create(UnsafePointer(services.table), &handle)
+        guard status == HH_OK else {
+            throw PluginLoadError.createFailed(instance: instanceID, plugin: descriptor.id, status: status, message: services.takeError())
+        }
+        return PluginInstance(instanceID: instanceID, descriptor: descriptor, library: library, services: services, handle: handle)
+    }
+
+    public var kind: PluginKind { descriptor.kind }
+
+    /// The kind's function table, typed. Callers check `kind` first.
+    func api<T>(_ type: T.Type) -> UnsafePointer<T> {
+        descriptor.raw.pointee.kind_api.assumingMemoryBound(to: T.self)
+    }
+
+    /// The message the plugin reported for its last failure on this thread.
+    func takeError() -> String { services.takeError() }
+
+    /// Destroys the instance once; later calls do nothing. The caller guarantees no call is running.
+    public func destroy() {
+        let first = destroyLock.withLock { () -> Bool in
+            defer { destroyed = true }
+            return !destroyed
+        }
+        if first { descriptor.raw.pointee.destroy(handle) }
+    }
+
+    deinit { destroy() }
+}

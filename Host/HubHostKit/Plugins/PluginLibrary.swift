@@ -1,0 +1,135 @@
+import Foundation
+import HubHostABI
+
+/// What a plugin descriptor in a library says about one plugin.
+public struct PluginDescriptor: @unchecked Sendable {
+    public let id: String
+    public let name: String
+    public let description: String
+    public let version: String
+    public let kind: PluginKind
+    /// The descriptor itself: static memory inside the library, valid for the process's life.
+    let raw: UnsafePointer<hh_plugin_descriptor_t>
+}
+
+/// One dlopen'ed plugin library with its ABI version checked and its descriptors read.
+///
+/// Libraries are never unloaded: a Swift plugin registers runtime metadata that cannot be
+/// removed safely, and a plugin may have started threads. Opening the same file twice returns the
+/// same object, so a library's `init` runs once per process.
+public final class PluginLibrary: @unchecked Sendable {
+    public let path: String
+    public let abiVersion: ABIVersion
+    public let descriptors: [PluginDescriptor]
+    let library: UnsafePointer<hh_library_t>
+
+    private static let cacheLock = NSLock()
+    nonisolated(unsafe) private static var cache: [String: PluginLibrary] = [:]
+
+    private init(path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], library: UnsafePointer<hh_library_t>) {
+        self.path = path
+        self.abiVersion = abiVersion
+        self.descriptors = descriptors
+        self.library = library
+    }
+
+    /// Opens the library at `path` (absolute), checks its ABI version before anything else, runs
+    /// its optional init once, and reads its descriptors. Throws PluginLoadError.
+    public static func open(path: String) throws -> PluginLibrary {
+        let key = (path as NSString).resolvingSymlinksInPath
+        return try cacheLock.withLock {
+            if let cached = cache[key] { return cached }
+            let opened = try load(path: key)
+            cache[key] = opened
+            return opened
+        }
+    }
+
+    private static func load(path: String) throws -> PluginLibrary {
+        _ = dlerror()
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
+            // dlerror repeats the path first; keep only what follows it.
+            let trimmed = reason.hasPrefix(path + ": ") ? String(reason.dropFirst(path.count + 2)) : reason
+            throw PluginLoadError.notASharedObject(path: path, reason: trimmed)
+        }
+        guard let symbol = dlsym(handle, HH_ENTRY_SYMBOL) else {
+            throw PluginLoadError.missingEntrySymbol(path: path)
+        }
+        let entry = unsafeBitCast(symbol, to: hh_library_entry_fn.self)
+        guard let library = entry() else { throw PluginLoadError.nullLibrary(path: path) }
+
+        // The version is the first member; nothing else is read until it matches.
+        let version = ABIVersion(library.pointee.abi_version)
+        guard version.major == ABIVersion.host.major else {
+            throw PluginLoadError.abiMismatch(path: path, plugin: version, host: .host)
+        }
+
+        if let initialize = library.pointee.`init` {
+            // Library init has no host table to report a message through: the status says it all.
+            let status = initialize(path)
+            if status != HH_OK {
+                throw PluginLoadError.libraryInitFailed(path: path, status: status, message: "")
+            }
+        }
+
+        let count = Int(library.pointee.plugin_count)
+        guard count >= 1, count <= 4096 else {
+            throw PluginLoadError.invalidDescriptor(path: path, index: 0, reason: "plugin_count is \(count); expected 1 to 4096")
+        }
+        guard let getPlugin = library.pointee.get_plugin else {
+            throw PluginLoadError.invalidDescriptor(path: path, index: 0, reason: "get_plugin is NULL")
+        }
+        var descriptors: [PluginDescriptor] = []
+        for index in 0..<count {
+            descriptors.append(try readDescriptor(getPlugin(UInt32(index)), index: index, path: path))
+        }
+        var seen = Set<String>()
+        for descriptor in descriptors where !seen.insert(descriptor.id).inserted {
+            throw PluginLoadError.invalidDescriptor(path: path, index: 0, reason: "plugin id '\(descriptor.id)' is exported twice")
+        }
+        return PluginLibrary(path: path, abiVersion: version, descriptors: descriptors, library: library)
+    }
+
+    private static func readDescriptor(_ pointer: UnsafePointer<hh_plugin_descriptor_t>?, index: Int, path: String) throws -> PluginDescriptor {
+        func fail(_ reason: String) -> PluginLoadError { .invalidDescriptor(path: path, index: index, reason: reason) }
+        guard let pointer else { throw fail("get_plugin(\(index)) returned NULL") }
+        let d = pointer.pointee
+        guard let id = d.id.map({ String(cString: $0) }), PluginManifest.isValidID(id) else {
+            throw fail("id is missing or not made of lowercase letters, digits, '-', '_' and '.'")
+        }
+        guard let kind = PluginKind(code: d.kind) else { throw fail("'\(id)' has unknown kind code \(d.kind)") }
+        guard d.kind_api != nil else { throw fail("'\(id)' has no kind_api table") }
+        guard d.create != nil, d.destroy != nil else { throw fail("'\(id)' lacks create or destroy") }
+        guard let version = d.version.map({ String(cString: $0) }) else { throw fail("'\(id)' has no version") }
+        return PluginDescriptor(id: id, name: d.name.map { String(cString: $0) } ?? id,
+                                description: d.description.map { String(cString: $0) } ?? "",
+                                version: version, kind: kind, raw: pointer)
+    }
+
+    /// Differences between this binary and its plugin.yaml (empty when they agree).
+    public func disagreements(with manifest: PluginManifest) -> [String] {
+        var problems: [String] = []
+        let manifestMajor = manifest.abi.split(separator: ".").first.flatMap { UInt32($0) }
+        if let manifestMajor, manifestMajor != abiVersion.major {
+            problems.append("plugin.yaml says ABI \(manifest.abi), the binary was built for \(abiVersion)")
+        }
+        for export in manifest.exports {
+            guard let descriptor = descriptors.first(where: { $0.id == export.id }) else {
+                problems.append("plugin.yaml exports '\(export.id)', the binary does not (it exports \(descriptors.map { "'\($0.id)'" }.joined(separator: ", ")))")
+                continue
+            }
+            if descriptor.kind != export.kind {
+                problems.append("'\(export.id)' is \(export.kind.rawValue) in plugin.yaml but \(descriptor.kind.rawValue) in the binary")
+            }
+            if descriptor.version != manifest.version {
+                problems.append("'\(export.id)' is version \(descriptor.version) in the binary but \(manifest.version) in plugin.yaml")
+            }
+        }
+        for descriptor in descriptors where !manifest.exports.contains(where: { $0.id == descriptor.id }) {
+            problems.append("the binary exports '\(descriptor.id)' (\(descriptor.kind.rawValue)), which plugin.yaml does not list")
+        }
+        return problems
+    }
+}
+

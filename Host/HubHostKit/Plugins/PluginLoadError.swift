@@ -1,0 +1,64 @@
+/// Why a plugin library or instance did not load. Each case names the file or instance and says
+/// what to do, because this text is what an integrator sees in `hubhost plugins list`.
+public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable {
+    case manifestProblems([ManifestDiagnostic])
+    case libraryNotFound(library: String, searched: [String])
+    case sha256Mismatch(path: String, expected: String, actual: String)
+    case notASharedObject(path: String, reason: String)
+    case missingEntrySymbol(path: String)
+    case nullLibrary(path: String)
+    case abiMismatch(path: String, plugin: ABIVersion, host: ABIVersion)
+    case libraryInitFailed(path: String, status: Int32, message: String)
+    case invalidDescriptor(path: String, index: Int, reason: String)
+    case manifestMismatch(path: String, reason: String)
+    case createFailed(instance: String, plugin: String, status: Int32, message: String)
+    case disabled
+
+    public var description: String {
+        switch self {
+        case .manifestProblems(let problems):
+            return "manifest problem\(problems.count == 1 ? "" : "s"): " + problems.map(\.description).joined(separator: "; ")
+        case .libraryNotFound(let library, let searched):
+            return "library \(library) not found; looked in: \(searched.joined(separator: ", ")) (build it with `swift build`, or add its folder to HUBHOST_PLUGIN_PATH)"
+        case .sha256Mismatch(let path, let expected, let actual):
+            return "\(path): sha256 is \(actual) but plugins.yaml pins \(expected); the library changed since it was pinned (not loaded)"
+        case .notASharedObject(let path, let reason):
+            return "\(path) is not a loadable shared object: \(reason)"
+        case .missingEntrySymbol(let path):
+            return "\(path) does not export the entry symbol 'hubhost_library_entry'; is it a hubhost plugin? (see README, plugin author's guide)"
+        case .nullLibrary(let path):
+            return "\(path): hubhost_library_entry() returned NULL"
+        case .abiMismatch(let path, let plugin, let host):
+            return "\(path) was built for plugin ABI \(plugin), but this hubhost speaks ABI \(host); rebuild the plugin against the ABI \(host.major).x headers"
+        case .libraryInitFailed(let path, let status, let message):
+            return "\(path): library init failed (status \(status))\(message.isEmpty ? "" : ": \(message)")"
+        case .invalidDescriptor(let path, let index, let reason):
+            return "\(path): plugin descriptor \(index) is invalid: \(reason)"
+        case .manifestMismatch(let path, let reason):
+            return "\(path) does not match its plugin.yaml: \(reason)"
+        case .createFailed(let instance, let plugin, let status, let message):
+            return "instance '\(instance)' disabled: \(plugin) create failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")"
+        case .disabled:
+            return "disabled in plugins.yaml (enabled: false)"
+        }
+    }
+}
+
+/// Names of hh_status_t values, for messages.
+public enum StatusCode {
+    public static func name(_ status: Int32) -> String {
+        switch status {
+        case 0: return "HH_OK"
+        case 1: return "HH_ERR_INVALID_ARGUMENT"
+        case 2: return "HH_ERR_CONFIG"
+        case 3: return "HH_ERR_UNSUPPORTED"
+        case 4: return "HH_ERR_TYPE_MISMATCH"
+        case 5: return "HH_ERR_NOT_FOUND"
+        case 6: return "HH_ERR_TIMEOUT"
+        case 7: return "HH_ERR_IO"
+        case 8: return "HH_ERR_INTERNAL"
+        case 9: return "HH_ERR_UNAVAILABLE"
+        default: return "unknown status \(status)"
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Logging
+
+/// The plugin instances of one host, loaded in plugins.yaml order. A bad instance (manifest
+/// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
+/// reason and skipped; the others load regardless.
+public final class PluginRegistry: @unchecked Sendable {
+    public enum State: Equatable, Sendable {
+        case loaded
+        case failed(PluginLoadError)
+        case disabled
+
+        public var name: String {
+            switch self {
+            case .loaded: return "loaded"
+            case .failed: return "failed"
+            case .disabled: return "disabled"
+            }
+        }
+    }
+
+    /// One configured instance and what became of it.
+    public struct Entry: @unchecked Sendable {
+        public let configuration: HostManifest.Instance
+        public var state: State
+        /// The library file it resolved to, when it got that far.
+        public var libraryPath: String?
+        /// The ABI version the binary reported, when it got that far.
+        public var binaryABI: ABIVersion?
+        /// One per exported plugin, when loaded.
+        public var plugins: [PluginInstance]
+
+        public var id: String { configuration.id }
+    }
+
+    public private(set) var entries: [Entry] = []
+    private let manifest: HostManifest
+    private let pipeline: LogPipeline
+    private let locator: LibraryLocator
+    private let logger: Logger
+
+    public init(manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator()) {
+        self.manifest = manifest
+        self.pipeline = pipeline
+        self.locator = locator
+        self.logger = Logger(label: "hubhost.loader", pipeline: pipeline)
+    }
+
+    /// Loads every instance in order. Call once.
+    public func loadAll() {
+        for configuration in manifest.instances {
+            var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [])
+            do {
+                try load(configuration, into: &entry)
+                entry.state = .loaded
+                logger.info("instance '\(configuration.id)' loaded: \(entry.plugins.map { "\($0.descriptor.id) (\($0.kind.rawValue))" }.joined(separator: ", "))")
+            } catch let error as PluginLoadError {
+                entry.state = error == .disabled ? .disabled : .failed(error)
+                if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
+            } catch {
+                entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
+            }
+            entries.append(entry)
+        }
+    }
+
+    private func load(_ configuration: HostManifest.Instance, into entry: inout Entry) throws {
+        guard configuration.problems.isEmpty else { throw PluginLoadError.manifestProblems(configuration.problems) }
+        guard configuration.enabled else { throw PluginLoadError.disabled }
+        guard let plugin = configuration.plugin else {
+            throw PluginLoadError.manifestProblems([])
+        }
+        let path = try locator.locate(library: plugin.library, manifestFolder: plugin.folder).get()
+        entry.libraryPath = path
+        if let pin = configuration.sha256 {
+            let actual = SHA256.hex(ofFile: path) ?? "unreadable"
+            guard actual == pin else { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: actual) }
+        }
+        let library = try PluginLibrary.open(path: path)
+        entry.binaryABI = library.abiVersion
+        let disagreements = library.disagreements(with: plugin)
+        guard disagreements.isEmpty else {
+            throw PluginLoadError.manifestMismatch(path: path, reason: disagreements.joined(separator: "; "))
+        }
+        var created: [PluginInstance] = []
+        for export in plugin.exports {
+            let descriptor = library.descriptors.first { $0.id == export.id }!
+            do {
+                created.append(try PluginInstance.create(descriptor, of: library, instanceID: configuration.id,
+                                                         config: configuration.config, dataDirectory: manifest.dataDirectory,
+                                                         pipeline: pipeline))
+            } catch {
+                // All of an instance's plugins load, or none: undo the ones already created.
+                for instance in created.reversed() { instance.destroy() }
+                throw error
+            }
+        }
+        entry.plugins = created
+    }
+
+    /// Every loaded plugin of a kind, in plugins.yaml order.
+    public func plugins(of kind: PluginKind) -> [PluginInstance] {
+        entries.flatMap { $0.state == .loaded ? $0.plugins.filter { $0.kind == kind } : [] }
+    }
+
+    public func entry(id: String) -> Entry? { entries.first { $0.id == id } }
+
+    /// Destroys every instance, last loaded first.
+    public func shutdown() {
+        for entry in entries.reversed() {
+            for instance in entry.plugins.reversed() { instance.destroy() }
+        }
+    }
+}

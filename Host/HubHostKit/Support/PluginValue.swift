@@ -1,0 +1,67 @@
+/// A typed value as it crosses the plugin boundary (hh_value_t): string, int64, double, bool,
+/// time in milliseconds, or null.
+public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
+    case null
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case timeMs(Int64)
+
+    public var typeName: String {
+        switch self {
+        case .null: return "null"
+        case .string: return "string"
+        case .int: return "int"
+        case .double: return "double"
+        case .bool: return "bool"
+        case .timeMs: return "time"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .null: return "null"
+        case .string(let s): return s
+        case .int(let i): return String(i)
+        case .double(let d): return String(d)
+        case .bool(let b): return String(b)
+        case .timeMs(let t): return String(t)
+        }
+    }
+
+    /// A JSON-friendly form for `--json` output.
+    public var json: JSONValue {
+        switch self {
+        case .null: return .null
+        case .string(let s): return .string(s)
+        case .int(let i): return .number(Double(i))
+        case .double(let d): return .number(d)
+        case .bool(let b): return .bool(b)
+        case .timeMs(let t): return .number(Double(t))
+        }
+    }
+}
+
+/// A minimal JSON value for printing resolved configuration.
+public enum JSONValue: Encodable, Equatable, Sendable {
+    case null
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .string(let s): try container.encode(s)
+        case .number(let d):
+            if d == d.rounded(), abs(d) < 9e15 { try container.encode(Int64(d)) } else { try container.encode(d) }
+        case .bool(let b): try container.encode(b)
+        case .array(let a): try container.encode(a)
+        case .object(let o): try container.encode(o)
+        }
+    }
+}

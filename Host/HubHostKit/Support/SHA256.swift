@@ -1,0 +1,24 @@
+import COpenSSL
+import Foundation
+
+/// SHA-256 of files (library pins), computed with OpenSSL's libcrypto.
+public enum SHA256 {
+    /// Lowercase hex digest of the file's bytes, or nil when it cannot be read.
+    public static func hex(ofFile path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let context = EVP_MD_CTX_new() else { return nil }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { return nil }
+        while true {
+            guard let chunk = try? handle.read(upToCount: 1 << 20) else { return nil }
+            if chunk.isEmpty { break }
+            let ok = chunk.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+            guard ok == 1 else { return nil }
+        }
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &digest, &length) == 1 else { return nil }
+        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+    }
+}
