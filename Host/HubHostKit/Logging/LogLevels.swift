@@ -3,7 +3,7 @@ import Logging
 
 /// Severity, the ZBiM scale: None < CriticalError < Error < Warning < Info.
 /// As a setting it is the least important severity still logged; None turns logging off.
-public enum LogSeverity: Int32, CaseIterable, Codable, Comparable, Sendable {
+public enum LogSeverity: Int32, CaseIterable, Comparable, Sendable {
     case none = 0, criticalError = 1, error = 2, warning = 3, info = 4
 
     public var name: String {
@@ -28,7 +28,7 @@ public enum LogSeverity: Int32, CaseIterable, Codable, Comparable, Sendable {
 
 /// Verbosity, the ZBiM scale: None < Debug < Info. As a setting it is the most detailed verbosity
 /// still logged; None turns logging off.
-public enum LogVerbosity: Int32, CaseIterable, Codable, Comparable, Sendable {
+public enum LogVerbosity: Int32, CaseIterable, Comparable, Sendable {
     case none = 0, debug = 1, info = 2
 
     public var name: String {
@@ -94,5 +94,36 @@ public struct LogRecord: Equatable, Sendable {
         self.timeMs = timeMs
         self.source = source
         self.message = message
+    }
+}
+
+/// Levels are written by name ("error", "debug") in JSON, as in plugins.yaml.
+extension LogSeverity: Codable {
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let level = LogSeverity(name: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown severity '\(text)'"))
+        }
+        self = level
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
+}
+
+extension LogVerbosity: Codable {
+    public init(from decoder: Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let level = LogVerbosity(name: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unknown verbosity '\(text)'"))
+        }
+        self = level
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
     }
 }

@@ -1,0 +1,128 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+
+struct PluginsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugins",
+        abstract: "List the configured plugin instances, or inspect one plugin.",
+        subcommands: [List.self, Inspect.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load every instance in the manifest and show each one's state.",
+            discussion: "Exits 1 when an enabled instance did not load.")
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let host = try manifestOption.startHost()
+            defer { host.shutdown() }
+            let rows = PluginRow.rows(host.registry)
+            if output.json { Output.json(rows) } else { PluginRow.printTable(rows) }
+            if rows.contains(where: { $0.state == "failed" }) { throw ExitCode(1) }
+        }
+    }
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Describe a plugin from its plugin.yaml or .so, and check that binary and manifest agree.",
+            discussion: """
+            The plugin.yaml is read without loading the binary, so this works on a broken binary too.
+            Then, if the library loads, its exported plugins are compared with the manifest.
+            Exits 1 when the manifest has problems, the binary does not load, or the two disagree.
+            """)
+
+        @Argument(help: ArgumentHelp("A plugin.yaml or a plugin library (.so).", valueName: "path"))
+        var path: String
+
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let report = PluginInspection.inspect(path: path)
+            if output.json {
+                Output.json(report)
+            } else {
+                printText(report)
+            }
+            if !report.isConsistent { throw ExitCode(1) }
+        }
+
+        func printText(_ report: PluginInspection) {
+            if let m = report.manifest {
+                print("plugin.yaml:  \(m.file)")
+                print("id:           \(m.id)")
+                print("name:         \(m.name)")
+                print("version:      \(m.version)")
+                print("abi:          \(m.abi)")
+                print("library:      \(m.library)")
+                if !m.description.isEmpty { print("description:  \(m.description)") }
+                if !m.capabilities.isEmpty { print("capabilities: \(m.capabilities.joined(separator: ", "))") }
+                print("exports:      \(m.exports.map { "\($0.id) (\($0.kind.rawValue))" }.joined(separator: ", "))")
+                if !m.config.isEmpty {
+                    print("config:")
+                    Output.table(["  key", "type", "default", "required", "doc"], m.config.map { key in
+                        ["  " + key.key, key.type.rawValue, key.defaultValue.map { "\($0)" } ?? "-", key.required ? "yes" : "no", key.doc]
+                    })
+                }
+            }
+            for problem in report.manifestProblems { Output.error("\(problem)") }
+            if let b = report.binary {
+                print("")
+                print("binary:       \(b.path)")
+                print("binary abi:   \(b.abi)")
+                if let sha = b.sha256 { print("sha256:       \(sha)") }
+                Output.table(["  plugin", "kind", "version", "description"], b.plugins.map {
+                    ["  " + $0.id, $0.kind.rawValue, $0.version, $0.description]
+                })
+            }
+            if let problem = report.binaryProblem { Output.error("binary not loaded: \(problem)") }
+            for disagreement in report.disagreements { Output.error("mismatch: \(disagreement)") }
+            if report.isConsistent { print("\nmanifest and binary agree") }
+        }
+    }
+}
+
+/// One row of `plugins list` and `status`.
+struct PluginRow: Encodable {
+    var id: String
+    var plugin: String?
+    var kinds: [String]
+    var version: String?
+    var abi: String?
+    var library: String?
+    var enabled: Bool
+    var state: String
+    var loaded: Bool
+    var reason: String?
+    var exports: [String]
+
+    static func rows(_ registry: PluginRegistry) -> [PluginRow] {
+        registry.entries.map { entry in
+            let plugin = entry.configuration.plugin
+            var reason: String?
+            switch entry.state {
+            case .failed(let error): reason = error.description
+            case .disabled: reason = PluginLoadError.disabled.description
+            case .loaded: reason = nil
+            }
+            return PluginRow(id: entry.id, plugin: plugin?.id, kinds: plugin?.kinds.map(\.rawValue) ?? [],
+                             version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
+                             library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
+                             state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
+                             exports: entry.plugins.map(\.descriptor.id))
+        }
+    }
+
+    static func printTable(_ rows: [PluginRow]) {
+        if rows.isEmpty {
+            print("no plugin instances configured")
+            return
+        }
+        Output.table(["ID", "KIND", "VERSION", "ABI", "LIBRARY", "STATE"], rows.map { row in
+            [row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-", row.library ?? "-",
+             row.reason.map { "\(row.state): \($0)" } ?? row.state]
+        })
+    }
+}
