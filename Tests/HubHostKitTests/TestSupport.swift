@@ -1,0 +1,106 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// Paths and helpers shared by the tests: the repository, the build folder with the bundled
+/// plugins and the hubhost executable, temporary folders, the C compiler for fixture plugins.
+enum TestSupport {
+    /// The repository root (this file is Tests/HubHostKitTests/TestSupport.swift).
+    static let repository: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    /// The folder `swift build` wrote the test bundle, the hubhost executable and the plugin libraries to.
+    static let buildFolder: String = LibraryLocator.runningExecutableFolder()!
+
+    static var hubhostExecutable: String { buildFolder + "/hubhost" }
+
+    static func plugin(_ folder: String) -> String { "\(repository)/Plugins/\(folder)/plugin.yaml" }
+
+    /// A new empty folder, removed when the test ends.
+    static func temporaryFolder(_ test: XCTestCase) throws -> String {
+        let path = NSTemporaryDirectory() + "hubhost-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        test.addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        return path
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// Runs a program to completion (bounded by `timeout` seconds) and returns its exit status and output.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                    currentDirectory: String? = nil, timeout: TimeInterval = 120) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes while the child runs so a full pipe cannot block it.
+        final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
+        let collected = Collected()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        if group.wait(timeout: .now() + timeout) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw NSError(domain: "TestSupport", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) timed out after \(timeout)s"])
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: collected.out, as: UTF8.self), String(decoding: collected.err, as: UTF8.self))
+    }
+
+    /// Compiles Tests/Fixtures/<source> into a shared library with the strict flags the ABI promises
+    /// to pass, with extra `-D` defines. Returns the library path.
+    static func compileFixture(_ source: String = "fault_plugin.c", defines: [String] = [], into folder: String,
+                               name: String) throws -> String {
+        let output = "\(folder)/\(name)"
+        let result = try run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                                             "-I", "\(repository)/Protocols/include"] + defines.map { "-D" + $0 } +
+                                            ["-o", output, "\(repository)/Tests/Fixtures/\(source)"])
+        guard result.status == 0 else {
+            throw NSError(domain: "TestSupport", code: 2, userInfo: [NSLocalizedDescriptionKey: "cc failed: \(result.stderr)"])
+        }
+        return output
+    }
+
+    /// A plugin.yaml for the fault fixture, naming `library`.
+    static func fixtureManifest(library: String, id: String = "fault-fixture", abi: String = "1.0") -> String {
+        """
+        abi: "\(abi)"
+        id: \(id)
+        name: Fault fixture
+        version: 1.0.0
+        description: test-only
+        library: \(library)
+        exports:
+          - id: \(id)
+            kind: trigger_operator
+        config: []
+        """
+    }
+}
+
+/// A log destination that keeps what it receives, for assertions.
+final class CapturedLog: LogDestination, @unchecked Sendable {
+    private let lock = NSLock()
+    private var kept: [LogRecord] = []
+
+    var records: [LogRecord] { lock.withLock { kept } }
+    var messages: [String] { records.map(\.message) }
+
+    func write(_ record: LogRecord) { lock.withLock { kept.append(record) } }
+    func flush() {}
+}
