@@ -67,6 +67,7 @@ enum TestSupport {
     static func compileFixture(_ source: String = "fault_plugin.c", defines: [String] = [], into folder: String,
                                name: String) throws -> String {
         let output = "\(folder)/\(name)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let result = try run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
                                              "-I", "\(repository)/Protocols/include"] + defines.map { "-D" + $0 } +
                                             ["-o", output, "\(repository)/Tests/Fixtures/\(source)"])

@@ -37,7 +37,7 @@ struct AdvertiserIDResolver {
             }
         }
         return AdvertiserIDDecision(advertiserID: nil, limitAdTracking: false, decidedBy: nil,
-                                    reason: plugins.isEmpty ? "no advertiser_id delegate is configured: none is used"
+                                    reason: plugins.isEmpty ? "no advertiser_id delegate is loaded: none is used"
                                                             : "no advertiser_id delegate has an ID: none is used")
     }
 }

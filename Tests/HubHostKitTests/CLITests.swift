@@ -1,0 +1,133 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The hubhost executable, run as a user runs it.
+final class CLITests: XCTestCase {
+    private func hubhost(_ arguments: [String], in folder: String? = nil, environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        try TestSupport.run(TestSupport.hubhostExecutable, arguments, environment: environment, currentDirectory: folder ?? TestSupport.repository)
+    }
+
+    private func json(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+
+    func testHelpListsEveryCommand() throws {
+        let result = try hubhost(["--help"])
+        XCTAssertEqual(result.status, 0)
+        for command in ["status", "manifest", "plugins", "advertiser-id", "location", "bench"] {
+            XCTAssertTrue(result.stdout.contains(command), "--help lacks \(command)")
+        }
+    }
+
+    func testManifestCheckValidDefault() throws {
+        let result = try hubhost(["manifest", "check"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("plugins.yaml: valid (4 plugin instances)"), result.stdout)
+        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json", "--resolved"]).stdout) as? [String: Any])
+        XCTAssertEqual(report["valid"] as? Bool, true)
+        let resolved = try XCTUnwrap(report["resolved"] as? [String: Any])
+        let logging = try XCTUnwrap(resolved["logging"] as? [String: String])
+        XCTAssertEqual(logging, ["severity": "warning", "verbosity": "debug"])
+    }
+
+    func testManifestCheckListsEveryProblemAndFails() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("""
+        plugins:
+          - id: geo
+            use: \(TestSupport.plugin("FixedLocation"))
+            config: {latitud: 1}
+          - id: geo
+            use: \(TestSupport.plugin("FixedLocation"))
+        """, to: folder + "/bad.yaml")
+        let result = try hubhost(["manifest", "check", folder + "/bad.yaml"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("bad.yaml:4:14: plugins[0].config.latitud: unknown config key 'latitud' (did you mean 'latitude'?)"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("bad.yaml:5:9: plugins[1].id: duplicate instance id 'geo'"), result.stderr)
+        XCTAssertTrue(result.stderr.contains("2 problems"), result.stderr)
+
+        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json", folder + "/bad.yaml"]).stdout) as? [String: Any])
+        XCTAssertEqual(report["valid"] as? Bool, false)
+        XCTAssertEqual((report["diagnostics"] as? [[String: Any]])?.compactMap { $0["line"] as? Int }, [4, 5])
+    }
+
+    func testManifestCheckOfAMissingFileExits2() throws {
+        let result = try hubhost(["manifest", "check", "/nonexistent/plugins.yaml"])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertTrue(result.stderr.contains("/nonexistent/plugins.yaml:1:1: no such file"), result.stderr)
+    }
+
+    func testPluginsListJSON() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try FileManager.default.copyItem(atPath: TestSupport.repository + "/plugins.yaml", toPath: folder + "/plugins.yaml")
+        try FileManager.default.createSymbolicLink(atPath: folder + "/Plugins", withDestinationPath: TestSupport.repository + "/Plugins")
+        let result = try hubhost(["plugins", "list", "--json"], in: folder)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try json(result.stdout) as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["id"] as? String }, ["console", "logfile", "advertiser", "location"])
+        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true])
+        XCTAssertEqual(rows.compactMap { $0["abi"] as? String }, Array(repeating: "1.0.0", count: 4))
+        XCTAssertTrue(rows.allSatisfy { ($0["library"] as? String)?.hasSuffix(".so") ?? false })
+        XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/.hubhost"), "the data directory is created on first use")
+    }
+
+    func testPluginsInspectManifestAndBinary() throws {
+        let result = try hubhost(["plugins", "inspect", "Plugins/ConsoleLogger/plugin.yaml"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("manifest and binary agree"), result.stdout)
+        let library = TestSupport.buildFolder + "/libhubhost-fixed-location.so"
+        let report = try XCTUnwrap(try json(try hubhost(["plugins", "inspect", "--json", library]).stdout) as? [String: Any])
+        let binary = try XCTUnwrap(report["binary"] as? [String: Any])
+        XCTAssertEqual(binary["abi"] as? String, "1.0.0")
+        XCTAssertEqual((binary["plugins"] as? [[String: Any]])?.first?["kind"] as? String, "location")
+    }
+
+    func testPluginsInspectReadsTheManifestOfABrokenBinary() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write(TestSupport.fixtureManifest(library: "libbroken.so"), to: folder + "/plugin.yaml")
+        try TestSupport.write("not an ELF file", to: folder + "/libbroken.so")
+        let result = try hubhost(["plugins", "inspect", folder + "/plugin.yaml"])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stdout.contains("id:           fault-fixture"), result.stdout)
+        XCTAssertTrue(result.stderr.contains("binary not loaded: \(folder)/libbroken.so is not a loadable shared object"), result.stderr)
+    }
+
+    func testAdvertiserIDCommand() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("""
+        plugins:
+          - id: ads
+            use: \(TestSupport.plugin("StaticAdvertiserID"))
+            config: {advertiser_id_env: HUBHOST_TEST_ADVERTISER_ID, limit_ad_tracking_env: HUBHOST_TEST_LIMIT}
+        """, to: folder + "/plugins.yaml")
+        let id = try hubhost(["advertiser-id", "--json"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "38400000-8cf0-11bd-b23e-10b96e40000d"])
+        let decision = try XCTUnwrap(try json(id.stdout) as? [String: Any])
+        XCTAssertEqual(decision["advertiserID"] as? String, "38400000-8cf0-11bd-b23e-10b96e40000d")
+        let limited = try hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "x", "HUBHOST_TEST_LIMIT": "1"])
+        XCTAssertTrue(limited.stdout.hasPrefix("none: limit ad tracking is on: no advertiser ID is used"), limited.stdout)
+        let bad = try hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_LIMIT": "perhaps"])
+        // A flag that is not a boolean fails the delegate's create, so no delegate is loaded.
+        XCTAssertTrue(bad.stdout.hasPrefix("none: no advertiser_id delegate is loaded"), bad.stdout)
+    }
+
+    func testStatusReportsTheRuntime() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try FileManager.default.copyItem(atPath: TestSupport.repository + "/plugins.yaml", toPath: folder + "/plugins.yaml")
+        try FileManager.default.createSymbolicLink(atPath: folder + "/Plugins", withDestinationPath: TestSupport.repository + "/Plugins")
+        let result = try hubhost([], in: folder)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("location:       47.6097, -122.3422; Pike Place Market"), result.stdout)
+        let report = try XCTUnwrap(try json(try hubhost(["status", "--json"], in: folder).stdout) as? [String: Any])
+        XCTAssertEqual((report["plugins"] as? [[String: Any]])?.count, 4)
+    }
+
+    func testBenchABIPrintsBothFigures() throws {
+        let result = try hubhost(["bench", "abi", "--iterations", "20000", "--rounds", "2", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        XCTAssertGreaterThan(figures["abiNsPerCall"] as? Double ?? 0, 0)
+        XCTAssertGreaterThan(figures["swiftNsPerCall"] as? Double ?? 0, 0)
+        XCTAssertEqual(figures["iterations"] as? Int, 20000)
+    }
+}
