@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "hubhost", targets: ["hubhost"]),
         .library(name: "HubHostKit", targets: ["HubHostKit"]),
         .library(name: "HubHostABI", targets: ["HubHostABI"]),
+        .library(name: "HubHostPluginSupport", targets: ["HubHostPluginSupport"]),
     ] + bundledPlugins.map { .library(name: $0.product, type: .dynamic, targets: [$0.folder + "Plugin"]) },
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -40,7 +41,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        .target(name: "HubHostABI", path: "Protocols", cSettings: strictC),
+        .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"], cSettings: strictC),
+        // Helpers for plugins written in Swift (static tables, typed config); depends only on the ABI.
+        .target(name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
+                swiftSettings: [.swiftLanguageMode(.v5)]),
         .systemLibrary(name: "COpenSSL", path: "Host/COpenSSL"),
         .target(
             name: "HubHostKit",
@@ -71,7 +75,7 @@ let package = Package(
         plugin.isC
             ? .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
                       path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".", cSettings: strictC)
-            : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
+            : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
                       path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
                       swiftSettings: [.swiftLanguageMode(.v5)])
     }

@@ -5,6 +5,7 @@
 // Each line: {"time":"2026-11-22T07:50:00.123Z","time_ms":...,"severity":"error",
 //             "verbosity":"debug","source":"hubhost.loader","message":"..."}
 import HubHostABI
+import HubHostPluginSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -116,42 +117,26 @@ private func name(_ names: [String], _ level: Int32) -> String {
     level >= 0 && Int(level) < names.count ? names[Int(level)] : "unknown"
 }
 
-private func config(_ host: UnsafePointer<hh_host_t>, _ key: String) -> hh_value_t? {
-    var value = hh_value_t()
-    return host.pointee.config_get(host, key, &value) == HH_OK ? value : nil
-}
-
-private func reportError(_ host: UnsafePointer<hh_host_t>, _ status: hh_status_t, _ message: String) {
-    var message = message
-    message.withUTF8 { bytes in
-        bytes.withMemoryRebound(to: CChar.self) { chars in
-            host.pointee.report_error(host, status, hh_string_t(data: chars.baseAddress, length: chars.count))
-        }
-    }
-}
-
 private let createInstance: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> hh_status_t = { host, out in
     guard let host, let out else { return HH_ERR_INVALID_ARGUMENT }
     var path = "logs/hubhost.jsonl"
-    if let value = config(host, "path"), value.type == HH_VALUE_STRING {
-        path = String(decoding: buffer(value.of.string), as: UTF8.self)
-    }
+    if let configured = host.configString("path") { path = configured }
     if !path.hasPrefix("/"), let dataDirectory = host.pointee.data_directory {
         path = String(cString: dataDirectory) + "/" + path
     }
-    let maxBytes = config(host, "max_bytes").map { Int($0.of.int64) } ?? 10 * 1024 * 1024
-    let maxFiles = config(host, "max_files").map { Int($0.of.int64) } ?? 5
+    let maxBytes = host.configInt("max_bytes").map { Int($0) } ?? 10 * 1024 * 1024
+    let maxFiles = host.configInt("max_files").map { Int($0) } ?? 5
     guard maxBytes >= 1024 else {
-        reportError(host, HH_ERR_CONFIG, "max_bytes must be at least 1024 (got \(maxBytes))")
+        host.reportError(HH_ERR_CONFIG, "max_bytes must be at least 1024 (got \(maxBytes))")
         return HH_ERR_CONFIG
     }
     guard maxFiles >= 0 else {
-        reportError(host, HH_ERR_CONFIG, "max_files must be 0 or more (got \(maxFiles))")
+        host.reportError(HH_ERR_CONFIG, "max_files must be 0 or more (got \(maxFiles))")
         return HH_ERR_CONFIG
     }
     let logger = JSONLinesLogger(path: path, maxBytes: maxBytes, maxFiles: maxFiles)
     if let problem = logger.open() {
-        reportError(host, HH_ERR_IO, problem)
+        host.reportError(HH_ERR_IO, problem)
         return HH_ERR_IO
     }
     out.pointee = Unmanaged.passRetained(logger).toOpaque()
@@ -178,33 +163,14 @@ private let logRecord: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<h
     logger.write(line)
 }
 
-private let library: UnsafeMutablePointer<hh_library_t> = {
-    let api = UnsafeMutablePointer<hh_logging_v1_t>.allocate(capacity: 1)
-    api.initialize(to: hh_logging_v1_t(log: logRecord, flush: nil))  // every write goes straight to the file
-    let descriptor = UnsafeMutablePointer<hh_plugin_descriptor_t>.allocate(capacity: 1)
-    descriptor.initialize(to: hh_plugin_descriptor_t(
-        id: UnsafePointer(strdup("jsonl-logger")),
-        name: UnsafePointer(strdup("JSON-lines file logger")),
-        description: UnsafePointer(strdup("Appends one JSON object per log record to a file, rotating by size.")),
-        version: UnsafePointer(strdup("1.0.0")),
-        kind: HH_KIND_LOGGING,
-        kind_api: UnsafeRawPointer(api),
-        create: createInstance,
-        destroy: destroyInstance,
-        get_extension: nil))
-    descriptorPointer = UnsafePointer(descriptor)
-    let library = UnsafeMutablePointer<hh_library_t>.allocate(capacity: 1)
-    library.initialize(to: hh_library_t(
-        abi_version: hh_version_t(major: UInt32(HH_ABI_VERSION_MAJOR), minor: UInt32(HH_ABI_VERSION_MINOR),
-                                  patch: UInt32(HH_ABI_VERSION_PATCH)),
-        init: nil, deinit: nil, plugin_count: 1,
-        get_plugin: { index in index == 0 ? descriptorPointer : nil }))
-    return library
-}()
-
-nonisolated(unsafe) private var descriptorPointer: UnsafePointer<hh_plugin_descriptor_t>?
+private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
+    id: "jsonl-logger", name: "JSON-lines file logger",
+    description: "Appends one JSON object per log record to a file, rotating by size.",
+    version: "1.0.0", kind: HH_KIND_LOGGING,
+    kindAPI: SwiftPluginLibrary.table(hh_logging_v1_t(log: logRecord, flush: nil)),  // every write goes straight to the file
+    create: createInstance, destroy: destroyInstance)])
 
 @_cdecl("hubhost_library_entry")
 public func hubhostLibraryEntry() -> UnsafePointer<hh_library_t> {
-    UnsafePointer(library)
+    library
 }
