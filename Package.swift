@@ -32,6 +32,7 @@ let package = Package(
     products: [
         .executable(name: "hubhost", targets: ["hubhost"]),
         .library(name: "HubHostKit", targets: ["HubHostKit"]),
+        .library(name: "PluginTestKit", targets: ["PluginTestKit"]),
         .library(name: "HubHostABI", targets: ["HubHostABI"]),
         .library(name: "HubHostPluginSupport", targets: ["HubHostPluginSupport"]),
     ] + bundledPlugins.map { .library(name: $0.product, type: .dynamic, targets: [$0.folder + "Plugin"]) },
@@ -65,9 +66,15 @@ let package = Package(
             path: "Host/hubhost",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        .target(
+            name: "PluginTestKit",
+            dependencies: ["HubHostKit"],
+            path: "Host/PluginTestKit",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(
             name: "HubHostKitTests",
-            dependencies: ["HubHostKit"],
+            dependencies: ["HubHostKit", "PluginTestKit"],
             path: "Tests/HubHostKitTests",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

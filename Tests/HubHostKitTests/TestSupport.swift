@@ -94,14 +94,4 @@ enum TestSupport {
     }
 }
 
-/// A log destination that keeps what it receives, for assertions.
-final class CapturedLog: LogDestination, @unchecked Sendable {
-    private let lock = NSLock()
-    private var kept: [LogRecord] = []
-
-    var records: [LogRecord] { lock.withLock { kept } }
-    var messages: [String] { records.map(\.message) }
-
-    func write(_ record: LogRecord) { lock.withLock { kept.append(record) } }
-    func flush() {}
-}
+typealias CapturedLog = LogCapture

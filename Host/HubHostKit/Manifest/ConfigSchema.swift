@@ -82,3 +82,41 @@ public struct ConfigSchema: Equatable, Sendable {
         return resolved
     }
 }
+
+extension ConfigSchema {
+    /// Checks a config given as values (the Swift API and PluginTestKit; plugins.yaml goes through
+    /// YAML with positions instead). Fills in defaults; throws every problem at once.
+    public func resolve(values: [String: PluginValue], source: String = "config") throws -> [String: PluginValue] {
+        var problems: [String] = []
+        var resolved: [String: PluginValue] = [:]
+        for key in values.keys.sorted() where !keys.contains(where: { $0.key == key }) {
+            problems.append("unknown config key '\(key)'\(Suggestion.hint(for: key, in: keys.map(\.key)))")
+        }
+        for key in keys {
+            guard let value = values[key.key], value != .null else {
+                if let fallback = key.defaultValue { resolved[key.key] = fallback }
+                else if key.required { problems.append("required config key '\(key.key)' (\(key.type.rawValue)) is missing") }
+                continue
+            }
+            switch (key.type, value) {
+            case (.string, .string), (.int, .int), (.double, .double), (.bool, .bool), (.time, .timeMs), (.duration, .double):
+                resolved[key.key] = value
+            case (.double, .int(let i)), (.duration, .int(let i)):
+                resolved[key.key] = .double(Double(i))
+            case (.time, .int(let i)):
+                resolved[key.key] = .timeMs(i)
+            case (.duration, .string(let text)):
+                switch EngageDuration.parse(text) {
+                case .success(let seconds): resolved[key.key] = .double(seconds)
+                case .failure(let error): problems.append("'\(key.key)': \(error)")
+                }
+            default:
+                problems.append("'\(key.key)' expects \(key.type.rawValue), got \(value.typeName) \(value)")
+            }
+        }
+        guard problems.isEmpty else {
+            throw ManifestError(problems.map { ManifestDiagnostic(file: source, line: 0, column: 0, key: "", message: $0) })
+        }
+        return resolved
+    }
+}

@@ -168,7 +168,8 @@ public struct HostManifest: Sendable {
         return instance
     }
 
-    static func absolute(_ path: String, from folder: String) -> String {
+    /// `path` made absolute against `folder` (with ~ expanded), standardized.
+    public static func absolute(_ path: String, from folder: String) -> String {
         let expanded = (path as NSString).expandingTildeInPath
         let joined = expanded.hasPrefix("/") ? expanded : (folder as NSString).appendingPathComponent(expanded)
         return (joined as NSString).standardizingPath

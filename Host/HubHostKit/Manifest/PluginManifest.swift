@@ -49,6 +49,9 @@ public struct PluginManifest: Sendable {
     public var capabilities: [String]
     public var exports: [Export]
     public var config: ConfigSchema
+    /// A valid config for `hubhost plugin test` (`test_config:`), checked against the schema with
+    /// defaults filled in; just the defaults when plugin.yaml has none.
+    public var testConfig: [String: PluginValue] = [:]
 
     public var kinds: [PluginKind] {
         var seen: [PluginKind] = []
@@ -58,7 +61,7 @@ public struct PluginManifest: Sendable {
 
     public var folder: String { (file as NSString).deletingLastPathComponent }
 
-    static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config"]
+    static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config", "test_config"]
     static let exportKeys = ["id", "kind"]
     static let configKeys = ["key", "type", "default", "required", "doc"]
 
@@ -169,10 +172,14 @@ public struct PluginManifest: Sendable {
             }
         }
 
+        let schema = ConfigSchema(keys: keys)
+        let testConfig = top["test_config"].map { schema.resolve($0.value, path: "test_config", reader: reader, reportAt: $0.keyNode) }
+            ?? keys.reduce(into: [:]) { defaults, key in defaults[key.key] = key.defaultValue }
         guard let id, let name, let version, let abi, let library else { return nil }
-        return PluginManifest(file: reader.file, id: id, name: name, version: version, description: description,
-                              abi: abi, library: library, capabilities: capabilities, exports: exports,
-                              config: ConfigSchema(keys: keys))
+        var manifest = PluginManifest(file: reader.file, id: id, name: name, version: version, description: description,
+                                      abi: abi, library: library, capabilities: capabilities, exports: exports, config: schema)
+        manifest.testConfig = testConfig
+        return manifest
     }
 
     static func isValidID(_ id: String) -> Bool {

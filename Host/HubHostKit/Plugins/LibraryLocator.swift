@@ -35,6 +35,11 @@ public struct LibraryLocator: Sendable {
         return .failure(.libraryNotFound(library: library, searched: folders))
     }
 
+    /// The absolute path of the running executable.
+    public static func runningExecutablePath() -> String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
     public static func runningExecutableFolder() -> String? {
         guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
             return Bundle.main.executablePath.map { ($0 as NSString).deletingLastPathComponent }

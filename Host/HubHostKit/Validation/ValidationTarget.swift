@@ -1,0 +1,40 @@
+import Foundation
+
+/// What `hubhost plugin test PATH` tests: a plugin.yaml (preferred: it gives the schema and the
+/// config to test with) or a bare `.so`.
+public struct ValidationTarget: Sendable {
+    public var path: String
+    public var manifest: PluginManifest?
+    public var manifestProblems: [ManifestDiagnostic]
+    public var libraryPath: String?
+    public var libraryProblem: String?
+    /// The config the "valid config" tests use: the manifest's `test_config:` checked against the
+    /// schema, with defaults filled in.
+    public var validConfig: [String: PluginValue]
+
+    public init(path: String, locator: LibraryLocator = LibraryLocator()) {
+        let absolute = HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath)
+        self.path = absolute
+        manifest = nil
+        manifestProblems = []
+        libraryPath = nil
+        libraryProblem = nil
+        validConfig = [:]
+        if absolute.hasSuffix(".yaml") || absolute.hasSuffix(".yml") {
+            let loaded = PluginManifest.load(path: absolute)
+            manifest = loaded.manifest
+            manifestProblems = loaded.diagnostics
+            if let manifest {
+                switch locator.locate(library: manifest.library, manifestFolder: manifest.folder) {
+                case .success(let found): libraryPath = found
+                case .failure(let error): libraryProblem = error.description
+                }
+                validConfig = manifest.testConfig
+            }
+        } else if FileManager.default.fileExists(atPath: absolute) {
+            libraryPath = absolute
+        } else {
+            libraryProblem = "no such file: \(absolute)"
+        }
+    }
+}

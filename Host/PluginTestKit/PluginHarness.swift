@@ -1,0 +1,133 @@
+import Foundation
+@_exported import HubHostKit
+
+/// Loads one plugin library in isolation (no plugins.yaml, no data directory of the host, no
+/// network) and drives its plugins with fixtures, for plugin authors' own test targets:
+///
+///     let harness = try PluginHarness(manifest: "Plugins/Geo/plugin.yaml", config: ["latitude": .double(1), ...])
+///     defer { harness.destroy() }
+///     let out = harness.augment(PluginHarness.event(name: "PLAYER LOADED"))
+///     XCTAssertEqual(out.event[attribute: "Latitude"], .double(1))
+///     XCTAssertTrue(harness.logged.contains { $0.message.contains("...") })
+///
+/// The library goes through the same loader the host uses (ABI check, descriptors, manifest
+/// agreement), and config through the same schema check.
+public final class PluginHarness: @unchecked Sendable {
+    public let manifest: PluginManifest?
+    public let library: PluginLibrary
+    /// Every instance created, one per exported plugin, in export order.
+    public let plugins: [PluginInstance]
+    /// A scratch data directory, removed by destroy().
+    public let dataDirectory: String
+    private let capture = LogCapture()
+    private let pipeline: LogPipeline
+
+    /// Loads the plugin described by `manifest` (a plugin.yaml) and creates every export with
+    /// `config`, checked against the schema with defaults filled in. `logging` sets what the
+    /// plugin's own log calls capture (default: everything).
+    public convenience init(manifest path: String, config: [String: PluginValue] = [:],
+                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
+                            locator: LibraryLocator = LibraryLocator()) throws {
+        let loaded = PluginManifest.load(path: HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath))
+        guard let manifest = loaded.manifest else { throw ManifestError(loaded.diagnostics) }
+        let libraryPath = try locator.locate(library: manifest.library, manifestFolder: manifest.folder).get()
+        try self.init(libraryPath: libraryPath, manifest: manifest, config: config, logging: logging)
+    }
+
+    /// Loads a library directly (no plugin.yaml: config is passed to the plugin unchecked).
+    public convenience init(library path: String, config: [String: PluginValue] = [:],
+                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info)) throws {
+        try self.init(libraryPath: path, manifest: nil, config: config, logging: logging)
+    }
+
+    private init(libraryPath: String, manifest: PluginManifest?, config: [String: PluginValue], logging: LogFilter) throws {
+        self.manifest = manifest
+        library = try PluginLibrary.open(path: libraryPath)
+        if let manifest {
+            let problems = library.disagreements(with: manifest)
+            guard problems.isEmpty else { throw PluginLoadError.manifestMismatch(path: libraryPath, reason: problems.joined(separator: "; ")) }
+        }
+        let resolved = try manifest?.config.resolve(values: config) ?? config
+        dataDirectory = NSTemporaryDirectory() + "plugintestkit-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        pipeline = LogPipeline(filter: logging)
+        pipeline.attach([capture])
+        var created: [PluginInstance] = []
+        do {
+            for descriptor in library.descriptors {
+                created.append(try PluginInstance.create(descriptor, of: library, instanceID: descriptor.id, config: resolved,
+                                                         dataDirectory: dataDirectory, pipeline: pipeline))
+            }
+        } catch {
+            for instance in created.reversed() { instance.destroy() }
+            try? FileManager.default.removeItem(atPath: dataDirectory)
+            throw error
+        }
+        plugins = created
+    }
+
+    /// What the plugins logged through the host services, in order.
+    public var logged: [LogRecord] { capture.records }
+
+    /// The plugin with `id`, or the first of `kind`.
+    public func plugin(_ id: String? = nil, kind: PluginKind) -> PluginInstance? {
+        plugins.first { $0.kind == kind && (id == nil || $0.descriptor.id == id) }
+    }
+
+    private func require(_ id: String?, _ kind: PluginKind) -> PluginInstance {
+        guard let found = plugin(id, kind: kind) else {
+            preconditionFailure("the library exports no \(kind.rawValue) plugin\(id.map { " with id '\($0)'" } ?? "")")
+        }
+        return found
+    }
+
+    // MARK: Fixtures
+
+    /// An event to augment: a named event (Universal Behavior code 17) at a fixed time by default.
+    public static func event(name: String = "TEST EVENT", typeCode: Int32 = 17, timeMs: Int64 = 1_402_358_400_000,
+                             attributes: [(String, PluginValue)] = []) -> AugmentableEvent {
+        AugmentableEvent(id: "test-" + UUID().uuidString, typeCode: typeCode, name: name, timeMs: timeMs,
+                         attributes: attributes.map { (name: $0.0, value: $0.1) })
+    }
+
+    // MARK: Driving one call
+
+    public func augment(_ event: AugmentableEvent, plugin id: String? = nil) -> AugmentationOutcome {
+        AugmentationPlugin(require(id, .augmentation)).augment(event)
+    }
+
+    /// The operator's answer (false on a type mismatch or failure, as the campaign engine treats it).
+    public func compare(_ event: PluginValue, _ trigger: PluginValue, operator id: String? = nil) -> Bool {
+        TriggerOperatorPlugin(require(id, .triggerOperator)).compare(event: event, trigger: trigger).result
+    }
+
+    public func fetch(_ resource: String, plugin id: String? = nil) -> ContentProviderPlugin.Fetched {
+        ContentProviderPlugin(require(id, .contentProvider)).fetch(resource)
+    }
+
+    public func advertiserID(plugin id: String? = nil) -> AdvertiserIDAnswer {
+        AdvertiserIDPlugin(require(id, .advertiserID)).answer()
+    }
+
+    public func location(plugin id: String? = nil) -> LocationAnswer {
+        LocationPlugin(require(id, .location)).current()
+    }
+
+    /// Hands one record to a logging plugin.
+    public func log(_ severity: LogSeverity, _ message: String, verbosity: LogVerbosity = .debug, source: String = "test",
+                    plugin id: String? = nil) {
+        LoggingPlugin(require(id, .logging)).write(LogRecord(severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(),
+                                                             source: source, message: message))
+    }
+
+    public func flushLogging(plugin id: String? = nil) { LoggingPlugin(require(id, .logging)).flush() }
+
+    /// Destroys every plugin and removes the scratch data directory. Safe to call twice.
+    public func destroy() {
+        for instance in plugins.reversed() { instance.destroy() }
+        try? FileManager.default.removeItem(atPath: dataDirectory)
+    }
+
+    deinit { destroy() }
+}
+

@@ -1,0 +1,162 @@
+/*
+ * Test-only plugins that misbehave on purpose, one fault per build (choose with -DFAULT_<NAME>):
+ *
+ *   FAULT_SEGFAULT        write through a NULL pointer
+ *   FAULT_ABORT           call abort()
+ *   FAULT_HANG            loop forever
+ *   FAULT_ALLOC           allocate (and touch) memory without bound
+ *   FAULT_GARBAGE_STATUS  return a status no header defines (12345)
+ *   FAULT_OVERFLOW        write 1 MiB past a 16-byte stack buffer
+ *   FAULT_WRONG_ABI       claim ABI major version 7
+ *   FAULT_LEAK            create allocates and destroy does not free (for --leaks)
+ *
+ * The fault fires in every kind call (augment, compare, log), never in create, so the host sees it
+ * while handling events. Without a FAULT_ define both plugins behave: the augmentation adds
+ * "Fixture" = "augmented", the operator answers whether two int64 values are equal.
+ */
+#include <hubhost/hubhost.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FAULT_WRONG_ABI
+#define FIXTURE_ABI_MAJOR 7
+#else
+#define FIXTURE_ABI_MAJOR HH_ABI_VERSION_MAJOR
+#endif
+
+/* Returns HH_OK when the call should go on normally; otherwise misbehaves (or never returns). */
+static hh_status_t misbehave(void) {
+#if defined(FAULT_SEGFAULT)
+    volatile int *nowhere = NULL;
+    *nowhere = 42;
+#elif defined(FAULT_ABORT)
+    abort();
+#elif defined(FAULT_HANG)
+    volatile unsigned long spin = 0;
+    for (;;) {
+        spin++;
+    }
+#elif defined(FAULT_ALLOC)
+    for (;;) {
+        char *block = malloc(64u << 20);
+        memset(block, 1, 64u << 20); /* like careless code: no NULL check, so it dies when memory runs out */
+    }
+#elif defined(FAULT_GARBAGE_STATUS)
+    return 12345;
+#elif defined(FAULT_OVERFLOW)
+    char small[16];
+    volatile size_t n = 1u << 20;
+    memset(small, 'x', n);
+    return small[0] == 'x' ? HH_OK : HH_ERR_INTERNAL;
+#endif
+    return HH_OK;
+}
+
+static hh_status_t fixture_create(const hh_host_t *host, void **out_instance) {
+#ifdef FAULT_LEAK
+    *out_instance = malloc(4096);
+#else
+    *out_instance = NULL;
+#endif
+    host->log(host, HH_SEVERITY_INFO, HH_VERBOSITY_DEBUG, hh_string_from_cstr("faulty fixture created"));
+    return HH_OK;
+}
+
+static void fixture_destroy(void *instance) {
+#ifndef FAULT_LEAK
+    free(instance);
+#else
+    (void)instance;
+#endif
+}
+
+static bool fixture_false(void *instance) {
+    (void)instance;
+    return false;
+}
+
+static bool fixture_true(void *instance) {
+    (void)instance;
+    return true;
+}
+
+static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event, const hh_event_editor_t *editor) {
+    (void)instance;
+    (void)event;
+    hh_status_t status = misbehave();
+    if (status != HH_OK) {
+        return status;
+    }
+    hh_value_t value;
+    value.type = HH_VALUE_STRING;
+    value.of.string = hh_string_from_cstr("augmented");
+    return editor->set_attribute(editor, hh_string_from_cstr("Fixture"), &value);
+}
+
+static hh_status_t fixture_compare(void *instance, const hh_value_t *event_value, const hh_value_t *trigger_value,
+                                   bool *out_result) {
+    (void)instance;
+    hh_status_t status = misbehave();
+    if (status != HH_OK) {
+        return status;
+    }
+    if (event_value->type != HH_VALUE_INT64 || trigger_value->type != HH_VALUE_INT64) {
+        return HH_ERR_TYPE_MISMATCH;
+    }
+    *out_result = event_value->of.int64 == trigger_value->of.int64;
+    return HH_OK;
+}
+
+static const hh_augmentation_v1_t augmentation_api = {
+    .process_synchronously = fixture_false,
+    .is_supplemental_data_ready = fixture_true,
+    .augment = fixture_augment,
+};
+
+static const hh_trigger_operator_v1_t operator_api = {
+    .operator_name = "FAULTY_EQUALS",
+    .wire_code = 0,
+    .compare = fixture_compare,
+};
+
+static const hh_plugin_descriptor_t descriptors[] = {
+    {
+        .id = "faulty-augmentation",
+        .name = "Faulty augmentation",
+        .description = "Misbehaves as built.",
+        .version = "1.0.0",
+        .kind = HH_KIND_AUGMENTATION,
+        .kind_api = &augmentation_api,
+        .create = fixture_create,
+        .destroy = fixture_destroy,
+        .get_extension = NULL,
+    },
+    {
+        .id = "faulty-operator",
+        .name = "Faulty operator",
+        .description = "Misbehaves as built.",
+        .version = "1.0.0",
+        .kind = HH_KIND_TRIGGER_OPERATOR,
+        .kind_api = &operator_api,
+        .create = fixture_create,
+        .destroy = fixture_destroy,
+        .get_extension = NULL,
+    },
+};
+
+static const hh_plugin_descriptor_t *fixture_get_plugin(uint32_t index) {
+    return index < 2 ? &descriptors[index] : NULL;
+}
+
+static const hh_library_t fixture_library = {
+    .abi_version = { FIXTURE_ABI_MAJOR, 0, 0 },
+    .init = NULL,
+    .deinit = NULL,
+    .plugin_count = 2,
+    .get_plugin = fixture_get_plugin,
+};
+
+HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
+    return &fixture_library;
+}
