@@ -42,7 +42,7 @@ public final class ValidationRunner: @unchecked Sendable {
         if options.inProcess {
             return (try? PluginLibrary.open(path: path))?.descriptors.map { (id: $0.id, kind: $0.kind) } ?? fromManifest
         }
-        guard let result = try? ChildProcess.run(childCommand + ["--probe"], timeoutMs: options.testTimeoutMs),
+        guard let result = try? ChildProcess.run(childCommand + ["--probe"], timeoutMs: options.testTimeoutMs, environment: Self.childEnvironment),
               case .exited(0) = result.termination,
               let line = result.stdout.split(separator: "\n").last(where: { $0.hasPrefix(Self.resultMarker) }),
               let probed = try? JSONDecoder().decode([ProbedExport].self, from: Data(line.dropFirst(Self.resultMarker.count).utf8))
@@ -117,6 +117,12 @@ public final class ValidationRunner: @unchecked Sendable {
     /// Marks the child's result line on stdout, apart from anything a plugin prints.
     public static let resultMarker = "@@hubhost-result "
 
+    /// The children's environment: Swift's crash backtracer off (the crash is the plugin's, and the
+    /// report is the test's result, not pages of backtrace), everything else inherited.
+    static var childEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { _, new in new }
+    }
+
     func runInChild(_ test: ConformanceTest) -> ConformanceResult {
         var command = childCommand + ["--run-one", test.name, "--call-budget", String(options.callBudgetMs),
                                       "--memory-limit", String(options.memoryLimitMB)]
@@ -136,7 +142,7 @@ public final class ValidationRunner: @unchecked Sendable {
         let timeout = options.leaks ? options.testTimeoutMs * 20 : options.testTimeoutMs  // memcheck runs ~20x slower
         let result: ChildProcess.Result
         do {
-            result = try ChildProcess.run(command, timeoutMs: timeout)
+            result = try ChildProcess.run(command, timeoutMs: timeout, environment: Self.childEnvironment)
         } catch {
             return ConformanceResult(name: test.name, outcome: .failed, message: "could not start the test process: \(error)", durationMs: elapsed())
         }

@@ -1,0 +1,141 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import XCTest
+@testable import HubHostKit
+
+/// `hubhost plugin test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
+/// each fault is reported as its own test's failure, with its cause, and the run goes on.
+final class ValidatorTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    /// Builds the faulty fixture with `fault` (nil: well-behaved) and returns its plugin.yaml.
+    private func fixture(_ fault: String?) throws -> String {
+        let dir = folder + "/" + (fault ?? "GOOD")
+        _ = try TestSupport.compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
+        try TestSupport.write("""
+        abi: "1.0"
+        id: faulty
+        name: Faulty
+        version: 1.0.0
+        library: libfaulty.so
+        exports:
+          - {id: faulty-augmentation, kind: augmentation}
+          - {id: faulty-operator, kind: trigger_operator}
+        """, to: dir + "/plugin.yaml")
+        return dir + "/plugin.yaml"
+    }
+
+    private struct Report: Decodable {
+        var passed: Int
+        var failed: Int
+        var results: [ConformanceResult]
+        func result(_ name: String) -> ConformanceResult? { results.first { $0.name == name } }
+    }
+
+    private func validate(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: Report, stderr: String) {
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", path, "--json"] + extra, timeout: 300)
+        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+        return (run.status, report, run.stderr)
+    }
+
+    func testAWellBehavedPluginPassesEveryTest() throws {
+        let (status, report, _) = try validate(try fixture(nil))
+        XCTAssertEqual(status, 0)
+        XCTAssertEqual(report.failed, 0, "\(report.results.filter { $0.outcome == .failed })")
+        XCTAssertEqual(report.passed, 2 + 2 * 4 + 5 + 2)  // library, lifecycle x2, augmentation, operator
+    }
+
+    func testCrashesHangsAndGarbageAreEachTheirTestsFailure() throws {
+        let cases: [(fault: String, check: (ConformanceResult) -> Bool, describe: String)] = [
+            ("SEGFAULT", { $0.signal == SIGSEGV && $0.message.hasPrefix("crashed: SIGSEGV (signal 11)") }, "SIGSEGV"),
+            ("ABORT", { $0.signal == SIGABRT && $0.message.hasPrefix("crashed: SIGABRT (signal 6)") }, "SIGABRT"),
+            ("OVERFLOW", { $0.signal != nil }, "a crash by signal"),
+            ("HANG", { $0.timedOut && $0.message.contains("did not return within its 300 ms budget") }, "a budget overrun"),
+            ("GARBAGE_STATUS", { $0.message.contains("returned status 12345, which the ABI does not define") }, "the garbage status"),
+        ]
+        for (fault, check, describe) in cases {
+            let (status, report, _) = try validate(try fixture(fault), ["--call-budget", "300", "--filter", "augment-empty",
+                                                                         "--filter", "compare-every-type", "--filter", "library/"])
+            XCTAssertEqual(status, 1, fault)
+            XCTAssertEqual(report.results.map(\.name), ["library/load", "library/manifest-agrees", "faulty-augmentation/augment-empty",
+                                                        "faulty-operator/compare-every-type"], fault)
+            // The library loads fine; the fault fires in the calls, and each call's test fails alone.
+            XCTAssertEqual(report.result("library/load")?.outcome, .passed, fault)
+            for name in ["faulty-augmentation/augment-empty", "faulty-operator/compare-every-type"] {
+                let result = try XCTUnwrap(report.result(name), fault)
+                XCTAssertEqual(result.outcome, .failed, "\(fault) \(name)")
+                XCTAssertTrue(check(result), "\(fault) \(name): expected \(describe), got \(result)")
+            }
+        }
+    }
+
+    func testUnboundedAllocationHitsTheMemoryLimitAndFailsItsTest() throws {
+        let (_, report, _) = try validate(try fixture("ALLOC"), ["--filter", "augment-empty", "--memory-limit", "1024", "--call-budget", "20000"])
+        let result = try XCTUnwrap(report.result("faulty-augmentation/augment-empty"))
+        XCTAssertEqual(result.outcome, .failed)
+        XCTAssertNotNil(result.signal, "\(result)")
+    }
+
+    func testWrongABIIsReportedByTheLibraryTest() throws {
+        let path = try fixture("WRONG_ABI")
+        let (status, report, _) = try validate(path, ["--filter", "library/"])
+        XCTAssertEqual(status, 1)
+        let load = try XCTUnwrap(report.result("library/load"))
+        XCTAssertEqual(load.outcome, .failed)
+        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.0.0"), load.message)
+    }
+
+    func testListFilterAndJUnit() throws {
+        let path = try fixture(nil)
+        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", path, "--list", "--json"])
+        let names = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]]).compactMap { $0["name"] }
+        XCTAssertEqual(names.count, 17)
+        XCTAssertTrue(names.contains("faulty-operator/compare-concurrent"))
+
+        let junit = folder + "/results.xml"
+        let segv = try fixture("SEGFAULT")
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
+                                                                      "--junit", junit])
+        XCTAssertEqual(run.status, 1)
+        XCTAssertTrue(run.stdout.contains("1 passed, 1 failed"), run.stdout)
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        XCTAssertTrue(xml.contains("<testsuites name=\"hubhost plugin test\" tests=\"2\" failures=\"1\""), xml)
+        XCTAssertTrue(xml.contains("<testcase classname=\"faulty-augmentation\" name=\"augment-empty\""), xml)
+        XCTAssertTrue(xml.contains("<failure type=\"crash\" message=\"crashed: SIGSEGV (signal 11)"), xml)
+        // The XML is well formed.
+        XCTAssertTrue(XMLParser(data: Data(xml.utf8)).parse(), "the JUnit XML does not parse")
+    }
+
+    func testInProcessModeRunsTheSameSuite() throws {
+        let (status, report, _) = try validate(try fixture(nil), ["--in-process", "--filter", "faulty-operator/"])
+        XCTAssertEqual(status, 0)
+        XCTAssertEqual(report.results.map(\.name), ["faulty-operator/create-destroy", "faulty-operator/create-destroy-repeated",
+                                                    "faulty-operator/create-missing-config", "faulty-operator/create-wrong-config",
+                                                    "faulty-operator/compare-every-type", "faulty-operator/compare-concurrent"])
+    }
+
+    func testEveryBundledPluginPassesTheSuite() throws {
+        for name in ["ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop"] {
+            let (status, report, _) = try validate(TestSupport.plugin(name))
+            XCTAssertEqual(status, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
+            XCTAssertGreaterThanOrEqual(report.passed, 7, name)
+        }
+    }
+
+    func testLeaksFindsTheLeakingPluginAndPassesTheCleanOne() throws {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind"), "valgrind is needed (.ci/run installs it)")
+        let (status, report, _) = try validate(try fixture("LEAK"), ["--leaks", "--filter", "faulty-operator/create-destroy-repeated"])
+        XCTAssertEqual(status, 1)
+        let leak = try XCTUnwrap(report.results.first)
+        XCTAssertTrue(leak.message.hasPrefix("memcheck: 1 definite leak in libfaulty.so:"), leak.message)
+        XCTAssertTrue(leak.message.contains("fixture_create"), leak.message)
+        let (cleanStatus, clean, _) = try validate(try fixture(nil), ["--leaks", "--filter", "faulty-operator/create-destroy-repeated"])
+        XCTAssertEqual(cleanStatus, 0, "\(clean.results)")
+    }
+}
