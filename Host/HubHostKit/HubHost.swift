@@ -45,10 +45,10 @@ public final class HubHost: @unchecked Sendable {
     public func location() -> (instance: String, location: Location)? {
         for plugin in registry.plugins(of: .location).map(LocationPlugin.init) {
             switch plugin.current() {
-            case .location(let location): return (plugin.instance.instanceID, location)
+            case .location(let location): return (plugin.handle.instanceID, location)
             case .unavailable: continue
             case .failed(let status, let message):
-                logger.warning("location delegate '\(plugin.instance.instanceID)' failed (\(StatusCode.name(status))): \(message)")
+                logger.warning("location delegate '\(plugin.handle.instanceID)' failed (\(StatusCode.name(status))): \(message)")
             }
         }
         return nil

@@ -97,6 +97,11 @@ struct PluginRow: Encodable {
     var loaded: Bool
     var reason: String?
     var exports: [String]
+    /// in_process or process.
+    var isolation: String
+    /// For isolation: process: running (pid), restarting, or given up after N crashes in a window.
+    var worker: String?
+    var workerCrashes: Int?
 
     static func rows(_ registry: PluginRegistry) -> [PluginRow] {
         registry.entries.map { entry in
@@ -111,7 +116,8 @@ struct PluginRow: Encodable {
                              version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                              library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
                              state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
-                             exports: entry.plugins.map(\.descriptor.id))
+                             exports: entry.plugins.map(\.pluginID), isolation: entry.configuration.isolation.rawValue,
+                             worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
         }
     }
 
@@ -120,8 +126,9 @@ struct PluginRow: Encodable {
             print("no plugin instances configured")
             return
         }
-        Output.table(["ID", "KIND", "VERSION", "ABI", "LIBRARY", "STATE"], rows.map { row in
-            [row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-", row.library ?? "-",
+        Output.table(["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE"], rows.map { row in
+            [row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-",
+             row.worker.map { "process: \($0)" } ?? row.isolation, row.library ?? "-",
              row.reason.map { "\(row.state): \($0)" } ?? row.state]
         })
     }

@@ -9,6 +9,9 @@
  *   FAULT_OVERFLOW        write 1 MiB past a 16-byte stack buffer
  *   FAULT_WRONG_ABI       claim ABI major version 7
  *   FAULT_LEAK            create allocates and destroy does not free (for --leaks)
+ *   FAULT_CRASH_ONCE      segfault on the first call when the file named by the environment
+ *                         variable FAULTY_CRASH_MARKER does not exist yet (creating it first):
+ *                         a worker that crashes once and then behaves
  *
  * The fault fires in every kind call (augment, compare, log), never in create, so the host sees it
  * while handling events. Without a FAULT_ define both plugins behave: the augmentation adds
@@ -16,6 +19,7 @@
  */
 #include <hubhost/hubhost.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +48,21 @@ static hh_status_t misbehave(void) {
     }
 #elif defined(FAULT_GARBAGE_STATUS)
     return 12345;
+#elif defined(FAULT_CRASH_ONCE)
+    const char *marker = getenv("FAULTY_CRASH_MARKER");
+    if (marker) {
+        FILE *seen = fopen(marker, "r");
+        if (seen) {
+            fclose(seen);
+        } else {
+            FILE *created = fopen(marker, "w");
+            if (created) {
+                fclose(created);
+            }
+            volatile int *nowhere = NULL;
+            *nowhere = 1;
+        }
+    }
 #elif defined(FAULT_OVERFLOW)
     char small[16];
     volatile size_t n = 1u << 20;

@@ -20,7 +20,7 @@ struct AdvertiserIDResolver {
 
     func decide() -> AdvertiserIDDecision {
         for plugin in plugins {
-            let id = plugin.instance.instanceID
+            let id = plugin.handle.instanceID
             switch plugin.answer() {
             case .id(let value):
                 return AdvertiserIDDecision(advertiserID: value, limitAdTracking: false, decidedBy: id, reason: nil)

@@ -24,6 +24,20 @@ public struct HostManifest: Sendable {
         public var problems: [ManifestDiagnostic]
         /// Where the entry starts in plugins.yaml.
         public var line: Int
+        /// Where the plugin runs: in this process (default) or in a worker child process.
+        public var isolation: Isolation = .inProcess
+        /// Deadline of one call to an isolated plugin (`call_timeout`, default 5 s).
+        public var callTimeoutSeconds: Double = 5
+        /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`, default 4096).
+        public var memoryLimitMB: Int = 4096
+    }
+
+    /// `isolation:` of a plugin instance.
+    public enum Isolation: String, Codable, CaseIterable, Sendable {
+        /// Loaded into hubhost itself: fastest; for trusted plugins. The default.
+        case inProcess = "in_process"
+        /// Run in a worker child process: a crash, hang or exit fails only the call in flight.
+        case process
     }
 
     /// Absolute path of the manifest file.
@@ -40,7 +54,7 @@ public struct HostManifest: Sendable {
     static let topKeys = ["data_dir", "logging", "plugins", "events", "campaigns", "hub"]
     static let reservedSections = ["events": "the event engine", "campaigns": "the campaign engine", "hub": "the content hub"]
     static let loggingKeys = ["severity", "verbosity"]
-    static let instanceKeys = ["id", "use", "enabled", "config", "sha256"]
+    static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit"]
 
     /// The manifest with no file: data in `./.hubhost`, default logging, no plugins.
     public static func empty(folder: String = FileManager.default.currentDirectoryPath) -> HostManifest {
@@ -141,6 +155,29 @@ public struct HostManifest: Sendable {
                 instance.sha256 = lowered
             } else {
                 reader.report(node, key: "\(path).sha256", "expected 64 hexadecimal digits (the output of sha256sum on the library)")
+            }
+        }
+        if let node = fields["isolation"]?.value, let text = reader.string(node, key: "\(path).isolation") {
+            if let isolation = Isolation(rawValue: text) {
+                instance.isolation = isolation
+            } else {
+                let all = Isolation.allCases.map(\.rawValue)
+                reader.report(node, key: "\(path).isolation",
+                              "unknown isolation '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
+            }
+        }
+        if let node = fields["call_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).call_timeout") {
+            if seconds > 0 {
+                instance.callTimeoutSeconds = seconds
+            } else {
+                reader.report(node, key: "\(path).call_timeout", "the call timeout must be longer than 0 seconds")
+            }
+        }
+        if let node = fields["memory_limit"]?.value, let megabytes = reader.int(node, key: "\(path).memory_limit") {
+            if megabytes >= 64 {
+                instance.memoryLimitMB = Int(megabytes)
+            } else {
+                reader.report(node, key: "\(path).memory_limit", "the worker's memory limit must be at least 64 (MiB)")
             }
         }
         var pluginDiagnostics: [ManifestDiagnostic] = []

@@ -12,6 +12,7 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case invalidDescriptor(path: String, index: Int, reason: String)
     case manifestMismatch(path: String, reason: String)
     case createFailed(instance: String, plugin: String, status: Int32, message: String)
+    case workerFailed(instance: String, reason: String)
     case disabled
 
     public var description: String {
@@ -38,6 +39,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(path) does not match its plugin.yaml: \(reason)"
         case .createFailed(let instance, let plugin, let status, let message):
             return "instance '\(instance)' disabled: \(plugin) create failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")"
+        case .workerFailed(let instance, let reason):
+            return "instance '\(instance)' disabled: its worker process (isolation: process) did not start: \(reason)"
         case .disabled:
             return "disabled in plugins.yaml (enabled: false)"
         }

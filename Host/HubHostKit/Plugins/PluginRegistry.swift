@@ -28,7 +28,9 @@ public final class PluginRegistry: @unchecked Sendable {
         /// The ABI version the binary reported, when it got that far.
         public var binaryABI: ABIVersion?
         /// One per exported plugin, when loaded.
-        public var plugins: [PluginInstance]
+        public var plugins: [PluginHandle]
+        /// The worker process, for an instance with `isolation: process`.
+        public var worker: PluginWorker?
 
         public var id: String { configuration.id }
     }
@@ -38,22 +40,27 @@ public final class PluginRegistry: @unchecked Sendable {
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
     private let logger: Logger
+    private let workerExecutable: String?
 
-    public init(manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator()) {
+    /// `workerExecutable` is the hubhost executable that runs `hubhost worker` for instances with
+    /// `isolation: process` (default: the running hubhost, or a `hubhost` beside the running program).
+    public init(manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator(),
+                workerExecutable: String? = nil) {
         self.manifest = manifest
         self.pipeline = pipeline
         self.locator = locator
+        self.workerExecutable = workerExecutable ?? Self.defaultWorkerExecutable()
         self.logger = Logger(label: "hubhost.loader", pipeline: pipeline)
     }
 
     /// Loads every instance in order. Call once.
     public func loadAll() {
         for configuration in manifest.instances {
-            var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [])
+            var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
             do {
                 try load(configuration, into: &entry)
                 entry.state = .loaded
-                logger.info("instance '\(configuration.id)' loaded: \(entry.plugins.map { "\($0.descriptor.id) (\($0.kind.rawValue))" }.joined(separator: ", "))")
+                logger.info("instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))")
             } catch let error as PluginLoadError {
                 entry.state = error == .disabled ? .disabled : .failed(error)
                 if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
@@ -76,6 +83,24 @@ public final class PluginRegistry: @unchecked Sendable {
             let actual = SHA256.hex(ofFile: path) ?? "unreadable"
             guard actual == pin else { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: actual) }
         }
+        if configuration.isolation == .process {
+            // The library is opened only in the worker: a library that crashes as it loads must not
+            // take hubhost down.
+            guard let executable = workerExecutable else {
+                throw PluginLoadError.workerFailed(instance: configuration.id, reason: "no hubhost executable found to run the worker")
+            }
+            var settings = PluginWorker.Settings(instanceID: configuration.id, manifestPath: plugin.file, libraryPath: path,
+                                                 dataDirectory: manifest.dataDirectory, config: configuration.config,
+                                                 logFilter: manifest.logging, executable: executable)
+            settings.callTimeoutMs = Int((configuration.callTimeoutSeconds * 1000).rounded(.up))
+            settings.memoryLimitMB = configuration.memoryLimitMB
+            let worker = PluginWorker(settings: settings, pipeline: pipeline)
+            entry.worker = worker
+            let exports = try worker.start()
+            entry.binaryABI = ABIVersion.host
+            entry.plugins = exports.enumerated().map { PluginHandle(worker: worker, index: $0.offset, pluginID: $0.element.id, kind: $0.element.kind) }
+            return
+        }
         let library = try PluginLibrary.open(path: path)
         entry.binaryABI = library.abiVersion
         let disagreements = library.disagreements(with: plugin)
@@ -95,20 +120,29 @@ public final class PluginRegistry: @unchecked Sendable {
                 throw error
             }
         }
-        entry.plugins = created
+        entry.plugins = created.map(PluginHandle.init)
+    }
+
+    /// The running hubhost, or a `hubhost` beside the running program (tests run from the build folder).
+    static func defaultWorkerExecutable() -> String? {
+        let running = LibraryLocator.runningExecutablePath()
+        if (running as NSString).lastPathComponent == "hubhost" { return running }
+        let beside = ((running as NSString).deletingLastPathComponent as NSString).appendingPathComponent("hubhost")
+        return FileManager.default.isExecutableFile(atPath: beside) ? beside : nil
     }
 
     /// Every loaded plugin of a kind, in plugins.yaml order.
-    public func plugins(of kind: PluginKind) -> [PluginInstance] {
+    public func plugins(of kind: PluginKind) -> [PluginHandle] {
         entries.flatMap { $0.state == .loaded ? $0.plugins.filter { $0.kind == kind } : [] }
     }
 
     public func entry(id: String) -> Entry? { entries.first { $0.id == id } }
 
-    /// Destroys every instance, last loaded first.
+    /// Destroys every instance and stops every worker, last loaded first.
     public func shutdown() {
         for entry in entries.reversed() {
-            for instance in entry.plugins.reversed() { instance.destroy() }
+            for handle in entry.plugins.reversed() { handle.destroy() }
+            entry.worker?.stop()
         }
     }
 }

@@ -16,17 +16,20 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
 }
 
 public final class AdvertiserIDPlugin: @unchecked Sendable {
-    public let instance: PluginInstance
-    private let api: UnsafePointer<hh_advertiser_id_v1_t>
+    public let handle: PluginHandle
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .advertiserID, "AdvertiserIDPlugin needs an advertiser_id plugin")
-        self.instance = instance
-        self.api = instance.api(hh_advertiser_id_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .advertiserID, "AdvertiserIDPlugin needs an advertiser_id plugin")
+        self.handle = handle
     }
 
-    /// Asks the plugin. [thread-safe], as the header promises.
+    /// Asks the plugin. [thread-safe], as the header promises. Isolated: a failed worker answers
+    /// `.failed`, so the chain asks the next delegate.
     public func answer() -> AdvertiserIDAnswer {
+        guard let instance = handle.instance else { return IsolatedCalls.advertiserID(handle) }
+        let api = instance.api(hh_advertiser_id_v1_t.self)
         final class Box { var value: String? }
         let box = Box()
         var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in

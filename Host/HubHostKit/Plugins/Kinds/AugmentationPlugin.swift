@@ -55,20 +55,31 @@ public struct AugmentationOutcome: Equatable, Sendable {
 /// An `augmentation` plugin. The event is exposed through hh_event_view_t and changed only through
 /// hh_event_editor_t; edits are kept only when the plugin answers HH_OK.
 public final class AugmentationPlugin: @unchecked Sendable {
-    public let instance: PluginInstance
-    private let api: UnsafePointer<hh_augmentation_v1_t>
+    public let handle: PluginHandle
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .augmentation, "AugmentationPlugin needs an augmentation plugin")
-        self.instance = instance
-        self.api = instance.api(hh_augmentation_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .augmentation, "AugmentationPlugin needs an augmentation plugin")
+        self.handle = handle
     }
 
-    public var processSynchronously: Bool { api.pointee.process_synchronously(instance.handle) }
-    public var isSupplementalDataReady: Bool { api.pointee.is_supplemental_data_ready(instance.handle) }
+    /// Isolated: a failed worker answers false.
+    public var processSynchronously: Bool {
+        guard let instance = handle.instance else { return IsolatedCalls.flag(handle, .processSynchronously) }
+        return instance.api(hh_augmentation_v1_t.self).pointee.process_synchronously(instance.handle)
+    }
 
-    /// Runs the plugin on `event`. [thread-safe], as the header promises.
+    public var isSupplementalDataReady: Bool {
+        guard let instance = handle.instance else { return IsolatedCalls.flag(handle, .isSupplementalDataReady) }
+        return instance.api(hh_augmentation_v1_t.self).pointee.is_supplemental_data_ready(instance.handle)
+    }
+
+    /// Runs the plugin on `event`. [thread-safe], as the header promises. Isolated: a failed
+    /// worker leaves the event as it was (status HH_ERR_UNAVAILABLE, the cause as message).
     public func augment(_ event: AugmentableEvent) -> AugmentationOutcome {
+        guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
+        let api = instance.api(hh_augmentation_v1_t.self)
         let session = EventEditSession(event)
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }

@@ -3,14 +3,14 @@ import HubHostABI
 
 /// A `content_provider` plugin: fetches a named resource into host memory.
 public final class ContentProviderPlugin: @unchecked Sendable {
-    public let instance: PluginInstance
-    private let api: UnsafePointer<hh_content_provider_v1_t>
+    public let handle: PluginHandle
     private let lock = NSLock()  // fetch is [host-serialized]
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .contentProvider, "ContentProviderPlugin needs a content_provider plugin")
-        self.instance = instance
-        self.api = instance.api(hh_content_provider_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .contentProvider, "ContentProviderPlugin needs a content_provider plugin")
+        self.handle = handle
     }
 
     public struct Fetched: Equatable, Sendable {
@@ -28,6 +28,8 @@ public final class ContentProviderPlugin: @unchecked Sendable {
 
     /// Fetches `resource`, keeping at most `limit` bytes (the sink refuses more with HH_ERR_IO).
     public func fetch(_ resource: String, limit: Int = 1 << 30) -> Fetched {
+        guard let instance = handle.instance else { return IsolatedCalls.fetch(handle, resource) }
+        let api = instance.api(hh_content_provider_v1_t.self)
         final class Collector {
             var data = Data()
             var progress: (UInt64, UInt64)?

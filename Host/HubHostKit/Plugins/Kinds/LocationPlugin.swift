@@ -19,18 +19,20 @@ public enum LocationAnswer: Equatable, Sendable {
 }
 
 public final class LocationPlugin: @unchecked Sendable {
-    public let instance: PluginInstance
-    private let api: UnsafePointer<hh_location_v1_t>
+    public let handle: PluginHandle
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .location, "LocationPlugin needs a location plugin")
-        self.instance = instance
-        self.api = instance.api(hh_location_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .location, "LocationPlugin needs a location plugin")
+        self.handle = handle
     }
 
     /// Asks the plugin and copies the answer at once, then lets the plugin release its strings.
     /// [thread-safe], as the header promises.
     public func current() -> LocationAnswer {
+        guard let instance = handle.instance else { return IsolatedCalls.location(handle) }
+        let api = instance.api(hh_location_v1_t.self)
         var raw = hh_location_t()
         let status = api.pointee.get_location(instance.handle, &raw)
         switch status {

@@ -4,17 +4,23 @@ import HubHostABI
 /// A `logging` plugin as a destination of the log pipeline. Calls are serialized per instance, as
 /// the header promises ([host-serialized]).
 public final class LoggingPlugin: LogDestination, @unchecked Sendable {
-    public let instance: PluginInstance
+    public let handle: PluginHandle
     private let lock = NSLock()
-    private let api: UnsafePointer<hh_logging_v1_t>
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .logging, "LoggingPlugin needs a logging plugin")
-        self.instance = instance
-        self.api = instance.api(hh_logging_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .logging, "LoggingPlugin needs a logging plugin")
+        self.handle = handle
     }
 
+    /// Isolated: a failed worker drops the record, as a failing logging plugin does.
     public func write(_ record: LogRecord) {
+        guard let instance = handle.instance else {
+            if case .isolated(let worker, let index) = handle.backend { _ = worker.call(index, .log) { $0.logRecord(record) } }
+            return
+        }
+        let api = instance.api(hh_logging_v1_t.self)
         var source = record.source, message = record.message
         source.withUTF8 { sourceBytes in
             message.withUTF8 { messageBytes in
@@ -28,7 +34,11 @@ public final class LoggingPlugin: LogDestination, @unchecked Sendable {
     }
 
     public func flush() {
-        guard let flush = api.pointee.flush else { return }
+        guard let instance = handle.instance else {
+            if case .isolated(let worker, let index) = handle.backend { _ = worker.call(index, .flush) { _ in } }
+            return
+        }
+        guard let flush = instance.api(hh_logging_v1_t.self).pointee.flush else { return }
         lock.withLock { flush(instance.handle) }
     }
 }

@@ -3,20 +3,30 @@ import HubHostABI
 
 /// A `trigger_operator` plugin: compares an event value with a trigger value.
 public final class TriggerOperatorPlugin: @unchecked Sendable {
-    public let instance: PluginInstance
-    let api: UnsafePointer<hh_trigger_operator_v1_t>
+    public let handle: PluginHandle
+    /// The operator's name and wire code, read once (from the worker when isolated).
+    public let operatorName: String
+    public let wireCode: Int32
 
-    public init(_ instance: PluginInstance) {
-        precondition(instance.kind == .triggerOperator, "TriggerOperatorPlugin needs a trigger_operator plugin")
-        self.instance = instance
-        self.api = instance.api(hh_trigger_operator_v1_t.self)
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .triggerOperator, "TriggerOperatorPlugin needs a trigger_operator plugin")
+        self.handle = handle
+        if let instance = handle.instance {
+            let api = instance.api(hh_trigger_operator_v1_t.self)
+            operatorName = api.pointee.operator_name.map { String(cString: $0) } ?? instance.descriptor.id
+            wireCode = api.pointee.wire_code
+        } else {
+            (operatorName, wireCode) = IsolatedCalls.operatorInfo(handle)
+        }
     }
 
-    public var operatorName: String { api.pointee.operator_name.map { String(cString: $0) } ?? instance.descriptor.id }
-    public var wireCode: Int32 { api.pointee.wire_code }
-
     /// The operator's answer; a type mismatch or a failure answers false (and says why in `reason`).
+    /// Isolated: a failed worker answers false.
     public func compare(event: PluginValue, trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
+        guard let instance = handle.instance else { return IsolatedCalls.compare(handle, event, trigger) }
+        let api = instance.api(hh_trigger_operator_v1_t.self)
         var result = false
         let status = event.withRawValue { eventRaw in
             trigger.withRawValue { triggerRaw in

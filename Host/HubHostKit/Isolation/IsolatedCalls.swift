@@ -1,0 +1,201 @@
+import Foundation
+import HubHostABI
+
+/// The calls an isolated plugin answers, one code each on the wire.
+enum WorkerOp: UInt8 {
+    case augment = 1, processSynchronously, isSupplementalDataReady
+    case operatorInfo, compare
+    case log, flush
+    case advertiserID, location, fetch
+}
+
+/// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
+/// worker failure into that kind's failure); the worker decodes the request, calls the plugin in its
+/// own process through the same adapters, and encodes the answer.
+enum IsolatedCalls {
+    // MARK: Host side
+
+    static func worker(_ handle: PluginHandle) -> (PluginWorker, Int) {
+        guard case .isolated(let worker, let index) = handle.backend else { preconditionFailure("not an isolated plugin") }
+        return (worker, index)
+    }
+
+    static func augment(_ handle: PluginHandle, _ event: AugmentableEvent) -> AugmentationOutcome {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .augment, { $0.event(event) }) {
+        case .success(var reader):
+            do {
+                let status = try reader.i32()
+                let message = try reader.string()
+                let result = status == HH_OK ? try reader.event() : event
+                return AugmentationOutcome(status: status, message: message, event: result)
+            } catch {
+                return AugmentationOutcome(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)", event: event)
+            }
+        case .failure(let failure):
+            return AugmentationOutcome(status: HH_ERR_UNAVAILABLE, message: failure.description, event: event)
+        }
+    }
+
+    static func flag(_ handle: PluginHandle, _ op: WorkerOp) -> Bool {
+        let (worker, index) = worker(handle)
+        guard case .success(var reader) = worker.call(index, op, { _ in }) else { return false }
+        return (try? reader.bool()) ?? false
+    }
+
+    static func operatorInfo(_ handle: PluginHandle) -> (String, Int32) {
+        let (worker, index) = worker(handle)
+        guard case .success(var reader) = worker.call(index, .operatorInfo, { _ in }),
+              let name = try? reader.string(), let code = try? reader.i32() else { return (handle.pluginID, 0) }
+        return (name, code)
+    }
+
+    static func compare(_ handle: PluginHandle, _ event: PluginValue, _ trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .compare, { $0.value(event); $0.value(trigger) }) {
+        case .success(var reader):
+            guard let result = try? reader.bool(), let status = try? reader.i32(), let reason = try? reader.string() else {
+                return (false, HH_ERR_INTERNAL, "bad answer from the worker")
+            }
+            return (result, status, reason)
+        case .failure(let failure):
+            return (false, HH_ERR_UNAVAILABLE, failure.description)
+        }
+    }
+
+    static func advertiserID(_ handle: PluginHandle) -> AdvertiserIDAnswer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .advertiserID, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0: return .id(try reader.string())
+                case 1: return .limitAdTracking
+                case 2: return AdvertiserIDAnswer.none
+                case 3: return .noOpinion
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    static func location(_ handle: PluginHandle) -> LocationAnswer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .location, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0:
+                    return .location(Location(latitude: try reader.optionalDouble(), longitude: try reader.optionalDouble(),
+                                              accuracyMeters: try reader.optionalDouble(),
+                                              timeMs: try reader.bool() ? try reader.i64() : nil,
+                                              locationID: try reader.optionalString(), name: try reader.optionalString(),
+                                              address: try reader.optionalString()))
+                case 1: return .unavailable
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    static func fetch(_ handle: PluginHandle, _ resource: String) -> ContentProviderPlugin.Fetched {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .fetch, { $0.string(resource) }) {
+        case .success(var reader):
+            guard let status = try? reader.i32(), let message = try? reader.string(), let data = try? reader.data() else {
+                return .init(status: HH_ERR_INTERNAL, message: "bad answer from the worker", data: Data(), progress: nil)
+            }
+            return .init(status: status, message: message, data: data, progress: nil)
+        case .failure(let failure):
+            return .init(status: HH_ERR_IO, message: failure.description, data: Data(), progress: nil)
+        }
+    }
+
+    // MARK: Worker side
+
+    /// Answers one request for an in-process handle, in the worker.
+    static func serve(_ op: WorkerOp, _ handle: PluginHandle, _ request: inout WireReader, into out: inout WireWriter) throws {
+        switch op {
+        case .augment:
+            let outcome = AugmentationPlugin(handle).augment(try request.event())
+            out.i32(outcome.status)
+            out.string(outcome.message)
+            if outcome.status == HH_OK { out.event(outcome.event) }
+        case .processSynchronously: out.bool(AugmentationPlugin(handle).processSynchronously)
+        case .isSupplementalDataReady: out.bool(AugmentationPlugin(handle).isSupplementalDataReady)
+        case .operatorInfo:
+            let op = TriggerOperatorPlugin(handle)
+            out.string(op.operatorName)
+            out.i32(op.wireCode)
+        case .compare:
+            let event = try request.value(), trigger = try request.value()
+            let answer = TriggerOperatorPlugin(handle).compare(event: event, trigger: trigger)
+            out.bool(answer.result)
+            out.i32(answer.status)
+            out.string(answer.reason)
+        case .log: LoggingPlugin(handle).write(try request.logRecord())
+        case .flush: LoggingPlugin(handle).flush()
+        case .advertiserID:
+            switch AdvertiserIDPlugin(handle).answer() {
+            case .id(let id): out.u8(0); out.string(id)
+            case .limitAdTracking: out.u8(1)
+            case .none: out.u8(2)
+            case .noOpinion: out.u8(3)
+            case .failed(let status, let message): out.u8(4); out.i32(status); out.string(message)
+            }
+        case .location:
+            switch LocationPlugin(handle).current() {
+            case .location(let l):
+                out.u8(0)
+                out.optionalDouble(l.latitude); out.optionalDouble(l.longitude); out.optionalDouble(l.accuracyMeters)
+                out.bool(l.timeMs != nil); if let t = l.timeMs { out.i64(t) }
+                out.optionalString(l.locationID); out.optionalString(l.name); out.optionalString(l.address)
+            case .unavailable: out.u8(1)
+            case .failed(let status, let message): out.u8(2); out.i32(status); out.string(message)
+            }
+        case .fetch:
+            let fetched = ContentProviderPlugin(handle).fetch(try request.string())
+            out.i32(fetched.status)
+            out.string(fetched.message)
+            out.data(fetched.data)
+        }
+    }
+}
+
+extension WireWriter {
+    mutating func event(_ e: AugmentableEvent) {
+        string(e.id); i32(e.typeCode); string(e.name); i64(e.timeMs)
+        u32(UInt32(e.attributes.count))
+        for attribute in e.attributes { string(attribute.name); value(attribute.value) }
+    }
+
+    mutating func logRecord(_ r: LogRecord) {
+        i32(r.severity.rawValue); i32(r.verbosity.rawValue); i64(r.timeMs); string(r.source); string(r.message)
+    }
+}
+
+extension WireReader {
+    mutating func event() throws -> AugmentableEvent {
+        let id = try string(), typeCode = try i32(), name = try string(), timeMs = try i64()
+        let count = Int(try u32())
+        var attributes: [(name: String, value: PluginValue)] = []
+        attributes.reserveCapacity(min(count, 4096))
+        for _ in 0..<count { attributes.append((try string(), try value())) }
+        return AugmentableEvent(id: id, typeCode: typeCode, name: name, timeMs: timeMs, attributes: attributes)
+    }
+
+    mutating func logRecord() throws -> LogRecord {
+        guard let severity = LogSeverity(rawValue: try i32()), let verbosity = LogVerbosity(rawValue: try i32()) else {
+            throw WireError(description: "bad log levels")
+        }
+        return LogRecord(severity: severity, verbosity: verbosity, timeMs: try i64(), source: try string(), message: try string())
+    }
+}

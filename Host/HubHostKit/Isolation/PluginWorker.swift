@@ -1,0 +1,362 @@
+import Foundation
+import Logging
+
+/// Why an isolated call failed, in the words that go into the log and into the call's failure.
+public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
+    case crashed(String)
+    case restarting(String)
+    case gaveUp(String)
+
+    public var description: String {
+        switch self {
+        case .crashed(let cause): return cause
+        case .restarting(let cause): return "worker restarting after: \(cause)"
+        case .gaveUp(let cause): return "worker given up: \(cause)"
+        }
+    }
+}
+
+/// The host side of one `isolation: process` plugin instance: a worker child process (`hubhost
+/// worker`) that loads the library and runs its plugins, and the calls sent to it.
+///
+/// When the worker crashes, hangs past the call deadline or exits, the call in flight fails (each
+/// kind adapter turns that into its kind's failure), the failure is logged once with the instance
+/// id and the cause, and the worker is restarted on a later call after a backoff (100 ms, doubling,
+/// at most 10 s). After `maxCrashes` crashes within `crashWindow` it is given up: calls fail at once.
+/// hubhost itself never dies with it. Calls to one worker are serialized.
+public final class PluginWorker: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var instanceID: String
+        public var manifestPath: String
+        public var libraryPath: String
+        public var dataDirectory: String
+        public var config: [String: PluginValue]
+        public var logFilter: LogFilter
+        /// Deadline of one call; a worker past it is killed (SIGKILL).
+        public var callTimeoutMs: Int = 5000
+        /// Address-space limit of the worker (RLIMIT_AS), so unbounded allocation ends the worker.
+        public var memoryLimitMB: Int = 4096
+        public var maxCrashes: Int = 5
+        public var crashWindowSeconds: Int = 60
+        public var initialBackoffMs: Int = 100
+        public var maxBackoffMs: Int = 10_000
+        /// The hubhost executable that runs `hubhost worker`.
+        public var executable: String
+
+        public init(instanceID: String, manifestPath: String, libraryPath: String, dataDirectory: String,
+                    config: [String: PluginValue], logFilter: LogFilter, executable: String) {
+            self.instanceID = instanceID
+            self.manifestPath = manifestPath
+            self.libraryPath = libraryPath
+            self.dataDirectory = dataDirectory
+            self.config = config
+            self.logFilter = logFilter
+            self.executable = executable
+        }
+    }
+
+    public enum State: Equatable, Sendable {
+        case notStarted
+        case running(pid: Int32)
+        case restarting(cause: String)
+        case gaveUp(crashes: Int, cause: String)
+    }
+
+    public let settings: Settings
+    public var instanceID: String { settings.instanceID }
+    private let pipeline: LogPipeline
+    private let logger: Logger
+    private let lock = NSLock()
+    private var pid: pid_t = 0
+    private var fd: Int32 = -1
+    private var state: State = .notStarted
+    private var crashTimes: [UInt64] = []
+    private var restartAtNs: UInt64 = 0
+    private var backoffMs: Int
+    private var nextRequest: UInt32 = 0
+    /// Crashes since start, for `plugins list`.
+    public private(set) var totalCrashes = 0
+
+    public init(settings: Settings, pipeline: LogPipeline) {
+        self.settings = settings
+        self.pipeline = pipeline
+        self.backoffMs = settings.initialBackoffMs
+        self.logger = Logger(label: "hubhost.isolation", pipeline: pipeline)
+    }
+
+    public var currentState: State { lock.withLock { state } }
+
+    /// For `plugins list`: running (pid), restarting, or given up after N crashes in the window.
+    public var stateDescription: String {
+        switch currentState {
+        case .notStarted: return "not started"
+        case .running(let pid): return "running (pid \(pid))"
+        case .restarting(let cause): return "restarting (after: \(cause))"
+        case .gaveUp(let crashes, let cause):
+            return "given up after \(crashes) crashes in \(settings.crashWindowSeconds) s (last: \(cause))"
+        }
+    }
+
+    /// Starts the worker and loads the plugins in it. A failure here (the library does not load, a
+    /// create fails, the worker dies at start) is final for this instance, like an in-process one.
+    public func start() throws -> [(id: String, kind: PluginKind)] {
+        try lock.withLock {
+            switch spawn() {
+            case .success(let exports): return exports
+            case .failure(let failure):
+                state = .gaveUp(crashes: 0, cause: failure.reason)
+                throw PluginLoadError.workerFailed(instance: instanceID, reason: failure.reason)
+            }
+        }
+    }
+
+    private var exports: [(id: String, kind: PluginKind)] = []
+
+    /// Sends one call and waits for its answer (feeding the worker's log records to the pipeline).
+    func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
+        var request = WireWriter()
+        request.u8(FrameType.call.rawValue)
+        lock.lock()
+        defer { lock.unlock() }
+        switch state {
+        case .gaveUp(_, let cause): return .failure(.gaveUp(cause))
+        case .restarting(let cause):
+            if Clock.monotonicNs() < restartAtNs { return .failure(.restarting(cause)) }
+            if case .failure(let failure) = spawn() { return .failure(recordCrash(failure.reason, during: "restart")) }
+            logger.notice("instance '\(instanceID)': worker restarted (pid \(pid))")
+        case .notStarted: return .failure(.crashed("worker not started"))
+        case .running: break
+        }
+        nextRequest &+= 1
+        let id = nextRequest
+        request.u32(id)
+        request.u32(UInt32(index))
+        request.u8(op.rawValue)
+        arguments(&request)
+        guard FrameIO.write(fd, request.bytes) else { return .failure(recordCrash(exitCause(), during: "\(op)")) }
+        let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
+        while true {
+            switch FrameIO.read(fd, deadlineNs: deadline) {
+            case .frame(let bytes):
+                var reader = WireReader(bytes)
+                guard let type = try? reader.u8() else { return .failure(recordCrash("sent an empty frame", during: "\(op)")) }
+                if type == FrameType.log.rawValue {
+                    forwardLog(&reader)
+                    continue
+                }
+                guard type == FrameType.result.rawValue, let answerID = try? reader.u32(), answerID == id,
+                      let ok = try? reader.bool() else {
+                    return .failure(recordCrash("broke the protocol (unexpected frame)", during: "\(op)"))
+                }
+                if !ok { return .failure(.crashed((try? reader.string()) ?? "the worker refused the call")) }
+                backoffMs = settings.initialBackoffMs  // a good answer resets the backoff
+                return .success(reader)
+            case .timedOut:
+                kill(pid, SIGKILL)
+                reap()
+                return .failure(recordCrash("hung past its \(settings.callTimeoutMs) ms call deadline (killed)", during: "\(op)"))
+            case .closed:
+                return .failure(recordCrash(exitCause(), during: "\(op)"))
+            case .failed(let why):
+                kill(pid, SIGKILL)
+                reap()
+                return .failure(recordCrash("socket failed: \(why)", during: "\(op)"))
+            }
+        }
+    }
+
+    private func forwardLog(_ reader: inout WireReader) {
+        guard let record = try? reader.logRecord() else { return }
+        pipeline.log(record)
+    }
+
+    /// Records a crash, logs it once, schedules the restart or gives up. Caller holds the lock.
+    private func recordCrash(_ cause: String, during op: String) -> WorkerFailure {
+        closeChannel()
+        totalCrashes += 1
+        let now = Clock.monotonicNs()
+        let window = UInt64(settings.crashWindowSeconds) * 1_000_000_000
+        crashTimes = crashTimes.filter { now - $0 < window } + [now]
+        if crashTimes.count >= settings.maxCrashes {
+            state = .gaveUp(crashes: crashTimes.count, cause: cause)
+            logger.error("instance '\(instanceID)': worker \(cause) during \(op); given up after \(crashTimes.count) crashes in \(settings.crashWindowSeconds) s, its calls fail until hubhost restarts")
+            return .gaveUp(cause)
+        }
+        state = .restarting(cause: cause)
+        restartAtNs = now + UInt64(backoffMs) * 1_000_000
+        logger.error("instance '\(instanceID)': worker \(cause) during \(op); restarting in \(backoffMs) ms (crash \(crashTimes.count) of \(settings.maxCrashes) allowed in \(settings.crashWindowSeconds) s)")
+        backoffMs = min(backoffMs * 2, settings.maxBackoffMs)
+        return .crashed(cause)
+    }
+
+    // MARK: The child process
+
+    /// Starts a worker and performs the hello/ready handshake. Caller holds the lock.
+    private func spawn() -> Result<[(id: String, kind: PluginKind)], StartFailure> {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+            return .failure(StartFailure(reason: "socketpair failed: \(String(cString: strerror(errno)))"))
+        }
+        _ = fcntl(pair[0], F_SETFD, FD_CLOEXEC)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
+        let arguments = [settings.executable, "worker", "--fd", "3", "--instance", instanceID, "--memory-limit", String(settings.memoryLimitMB)]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"  // the worker's crash is reported here, in one line
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, settings.executable, &actions, nil, argv, envp)
+        close(pair[1])
+        guard spawned == 0 else {
+            close(pair[0])
+            return .failure(StartFailure(reason: "cannot start the worker \(settings.executable): \(String(cString: strerror(spawned)))"))
+        }
+        pid = child
+        fd = pair[0]
+        state = .running(pid: child)
+
+        var hello = WireWriter()
+        hello.u8(FrameType.hello.rawValue)
+        hello.string(instanceID)
+        hello.string(settings.manifestPath)
+        hello.string(settings.libraryPath)
+        hello.string(settings.dataDirectory)
+        hello.i32(settings.logFilter.severity.rawValue)
+        hello.i32(settings.logFilter.verbosity.rawValue)
+        hello.u32(UInt32(settings.config.count))
+        for (key, value) in settings.config.sorted(by: { $0.key < $1.key }) {
+            hello.string(key)
+            hello.value(value)
+        }
+        guard FrameIO.write(fd, hello.bytes) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
+        let deadline = Clock.monotonicNs() + UInt64(max(settings.callTimeoutMs, 10_000)) * 1_000_000
+        while true {
+            switch FrameIO.read(fd, deadlineNs: deadline) {
+            case .frame(let bytes):
+                var reader = WireReader(bytes)
+                let type = try? reader.u8()
+                if type == FrameType.log.rawValue {
+                    forwardLog(&reader)
+                    continue
+                }
+                guard type == FrameType.ready.rawValue, let ok = try? reader.bool() else {
+                    return .failure(StartFailure(reason: failStart("broke the protocol at start")))
+                }
+                guard ok else {
+                    let reason = (try? reader.string()) ?? "loading failed"
+                    return .failure(StartFailure(reason: failStart(reason, kill: true)))
+                }
+                var loaded: [(id: String, kind: PluginKind)] = []
+                let count = (try? reader.u32()) ?? 0
+                for _ in 0..<count {
+                    guard let id = try? reader.string(), let code = try? reader.i32(), let kind = PluginKind(code: code) else {
+                        return .failure(StartFailure(reason: failStart("sent a bad plugin list")))
+                    }
+                    loaded.append((id, kind))
+                }
+                exports = loaded
+                return .success(loaded)
+            case .timedOut:
+                return .failure(StartFailure(reason: failStart("did not start within the deadline", kill: true)))
+            case .closed:
+                return .failure(StartFailure(reason: failStart(exitCause())))
+            case .failed(let why):
+                return .failure(StartFailure(reason: failStart("socket failed at start: \(why)", kill: true)))
+            }
+        }
+    }
+
+    struct StartFailure: Error {
+        var reason: String
+    }
+
+    private func failStart(_ reason: String, kill shouldKill: Bool = false) -> String {
+        if shouldKill, pid > 0 {
+            kill(pid, SIGKILL)
+            reap()
+        }
+        closeChannel()
+        return reason
+    }
+
+    /// Why the worker went away: its signal or exit status (waiting briefly for it to finish dying).
+    private func exitCause() -> String {
+        guard pid > 0 else { return "worker is gone" }
+        var status: Int32 = 0
+        var waited: pid_t = 0
+        for _ in 0..<200 {  // up to 1 s
+            waited = waitpid(pid, &status, WNOHANG)
+            if waited != 0 { break }
+            usleep(5000)
+        }
+        if waited == 0 {
+            kill(pid, SIGKILL)
+            waitpid(pid, &status, 0)
+            pid = 0
+            return "closed its socket and was killed"
+        }
+        pid = 0
+        let signal = status & 0x7f
+        if signal != 0 { return "crashed (\(ChildProcess.signalName(signal)))" }
+        return "exited with status \((status >> 8) & 0xff)"
+    }
+
+    private func reap() {
+        guard pid > 0 else { return }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pid = 0
+    }
+
+    private func closeChannel() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+        if pid > 0 {
+            kill(pid, SIGKILL)
+            reap()
+        }
+    }
+
+    /// Asks the worker to destroy its plugins and exit; kills it if it does not within a second.
+    public func stop() {
+        lock.withLock {
+            guard fd >= 0, pid > 0 else { return }
+            var bye = WireWriter()
+            bye.u8(FrameType.shutdown.rawValue)
+            if FrameIO.write(fd, bye.bytes) {
+                // Drain its last log records until it closes the socket.
+                let deadline = Clock.monotonicNs() + 1_000_000_000
+                while case .frame(let bytes) = FrameIO.read(fd, deadlineNs: deadline) {
+                    var reader = WireReader(bytes)
+                    if (try? reader.u8()) == FrameType.log.rawValue { forwardLog(&reader) }
+                }
+            }
+            close(fd)
+            fd = -1
+            var status: Int32 = 0
+            var reaped = false
+            for _ in 0..<100 {
+                if waitpid(pid, &status, WNOHANG) != 0 {
+                    reaped = true
+                    break
+                }
+                usleep(10_000)
+            }
+            if !reaped {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+            }
+            pid = 0
+            state = .notStarted
+        }
+    }
+
+    deinit { stop() }
+}

@@ -1,0 +1,42 @@
+/// One loaded plugin of an instance, wherever it runs: in this process (`isolation: in_process`,
+/// the default) or in a worker child process (`isolation: process`). The kind adapters
+/// (LoggingPlugin, AugmentationPlugin, ...) take a handle and hide the difference.
+public final class PluginHandle: @unchecked Sendable {
+    public enum Backend {
+        case inProcess(PluginInstance)
+        /// The worker and the plugin's index among the plugins it created.
+        case isolated(PluginWorker, index: Int)
+    }
+
+    /// The instance id from plugins.yaml.
+    public let instanceID: String
+    /// The plugin's id (its descriptor id).
+    public let pluginID: String
+    public let kind: PluginKind
+    public let backend: Backend
+
+    public init(_ instance: PluginInstance) {
+        instanceID = instance.instanceID
+        pluginID = instance.descriptor.id
+        kind = instance.kind
+        backend = .inProcess(instance)
+    }
+
+    init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
+        instanceID = worker.instanceID
+        self.pluginID = pluginID
+        self.kind = kind
+        backend = .isolated(worker, index: index)
+    }
+
+    /// The in-process instance, when it runs here.
+    public var instance: PluginInstance? {
+        if case .inProcess(let instance) = backend { return instance }
+        return nil
+    }
+
+    /// Destroys an in-process instance; an isolated one ends with its worker.
+    public func destroy() {
+        if case .inProcess(let instance) = backend { instance.destroy() }
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// `isolation: process`: plugins that crash, abort, hang, allocate without bound, return garbage or
+/// claim a wrong ABI run in worker processes, and hubhost survives each while handling events.
+final class IsolationTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    private func fixture(_ fault: String?) throws -> String {
+        let dir = folder + "/" + (fault ?? "GOOD")
+        _ = try TestSupport.compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
+        try TestSupport.write("""
+        abi: "1.0"
+        id: faulty
+        name: Faulty
+        version: 1.0.0
+        library: libfaulty.so
+        exports:
+          - {id: faulty-augmentation, kind: augmentation}
+          - {id: faulty-operator, kind: trigger_operator}
+        """, to: dir + "/plugin.yaml")
+        return dir + "/plugin.yaml"
+    }
+
+    /// A host with an isolated faulty instance and, beside it, an in-process and an isolated good plugin.
+    private func host(_ fault: String?, extra: String = "") throws -> (HubHost, LogCapture) {
+        try TestSupport.write("""
+        data_dir: data
+        logging: {severity: info}
+        plugins:
+          - id: geo
+            use: \(TestSupport.plugin("FixedLocation"))
+            config: {location_id: here}
+          - id: faulty
+            use: \(try fixture(fault))
+            isolation: process
+            call_timeout: 300ms
+            memory_limit: 512
+        \(extra)
+          - id: ads
+            use: \(TestSupport.plugin("StaticAdvertiserID"))
+            isolation: process
+            config: {advertiser_id: ad-1}
+        """, to: folder + "/plugins.yaml")
+        let capture = LogCapture()
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
+        addTeardownBlock { host.shutdown() }
+        return (host, capture)
+    }
+
+    private func augmentation(_ host: HubHost) throws -> AugmentationPlugin {
+        AugmentationPlugin(try XCTUnwrap(host.registry.plugins(of: .augmentation).first))
+    }
+
+    func testAWellBehavedIsolatedPluginWorksLikeAnInProcessOne() throws {
+        let (host, capture) = try host(nil)
+        let entry = try XCTUnwrap(host.registry.entry(id: "faulty"))
+        XCTAssertEqual(entry.state, .loaded)
+        guard case .running(let pid)? = entry.worker?.currentState else { return XCTFail("worker not running") }
+        XCTAssertNotEqual(pid, getpid())
+        let event = AugmentableEvent(id: "e1", typeCode: 17, name: "PLAYER LOADED", timeMs: 1, attributes: [("Level", .int(2))])
+        let outcome = try augmentation(host).augment(event)
+        XCTAssertEqual(outcome.status, 0)
+        XCTAssertEqual(outcome.event[attribute: "Fixture"], .string("augmented"))
+        XCTAssertEqual(outcome.event[attribute: "Level"], .int(2))
+        let op = TriggerOperatorPlugin(try XCTUnwrap(host.registry.plugins(of: .triggerOperator).first))
+        XCTAssertEqual(op.operatorName, "FAULTY_EQUALS")
+        XCTAssertTrue(op.compare(event: .int(3), trigger: .int(3)).result)
+        XCTAssertFalse(op.compare(event: .int(3), trigger: .int(4)).result)
+        XCTAssertEqual(host.advertiserID().advertiserID, "ad-1", "an isolated advertiser-ID delegate answers")
+        // What the plugin logged in its worker reached the host's pipeline, tagged with the instance id.
+        XCTAssertTrue(capture.records.contains { $0.source == "faulty" && $0.message == "faulty fixture created" })
+    }
+
+    /// Drives augmentations until the worker is given up (bounded), checking every call fails safely.
+    private func driveUntilGivenUp(_ host: HubHost, fault: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let plugin = try augmentation(host)
+        let op = TriggerOperatorPlugin(try XCTUnwrap(host.registry.plugins(of: .triggerOperator).first))
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1, attributes: [("Level", .int(2))])
+        let start = Date()
+        var calls = 0
+        while Date().timeIntervalSince(start) < 60, calls < 400 {
+            calls += 1
+            let outcome = plugin.augment(event)
+            XCTAssertNotEqual(outcome.status, 0, "\(fault): the faulty call cannot succeed", file: file, line: line)
+            XCTAssertEqual(outcome.event, event, "\(fault): a failed augmentation leaves the event as it was", file: file, line: line)
+            XCTAssertFalse(op.compare(event: .int(1), trigger: .int(1)).result, "\(fault): a failed operator answers false", file: file, line: line)
+            // The host and its other plugins go on.
+            XCTAssertEqual(host.location()?.location.locationID, "here", file: file, line: line)
+            if case .gaveUp = worker.currentState { break }
+            usleep(50_000)
+        }
+        guard case .gaveUp(let crashes, _) = worker.currentState else {
+            return XCTFail("\(fault): the worker was not given up after \(calls) calls: \(worker.stateDescription)", file: file, line: line)
+        }
+        XCTAssertEqual(crashes, 5, file: file, line: line)
+        XCTAssertTrue(worker.stateDescription.hasPrefix("given up after 5 crashes in 60 s"), worker.stateDescription, file: file, line: line)
+        XCTAssertEqual(host.advertiserID().advertiserID, "ad-1", "another isolated plugin still answers", file: file, line: line)
+    }
+
+    func testTheHostSurvivesEveryCrashingFault() throws {
+        // Unbounded allocation ends at the 512 MiB memory limit (SIGSEGV), or at the call deadline
+        // when touching that much memory takes longer than 300 ms.
+        let causes = ["SEGFAULT": ["crashed (SIGSEGV)"], "ABORT": ["crashed (SIGABRT)"], "HANG": ["hung past its 300 ms call deadline (killed)"],
+                      "ALLOC": ["crashed (SIGSEGV)", "hung past its 300 ms call deadline (killed)"], "OVERFLOW": ["crashed"]]
+        for fault in ["SEGFAULT", "ABORT", "HANG", "ALLOC", "OVERFLOW"] {
+            let (host, capture) = try host(fault)
+            try driveUntilGivenUp(host, fault: fault)
+            let failures = capture.records.filter { $0.source == "hubhost.isolation" && $0.severity == .error }.map(\.message)
+            // Logged once per crash, with the instance id and the cause.
+            XCTAssertEqual(failures.count, 5, "\(fault): \(failures)")
+            XCTAssertTrue(failures.allSatisfy { failure in causes[fault]!.contains { failure.hasPrefix("instance 'faulty': worker \($0)") } },
+                          "\(fault): \(failures)")
+            XCTAssertTrue(failures.last?.contains("given up after 5 crashes in 60 s") ?? false, "\(fault): \(failures)")
+            host.shutdown()
+        }
+    }
+
+    func testGarbageStatusFailsTheCallWithoutRestartingTheWorker() throws {
+        let (host, _) = try host("GARBAGE_STATUS")
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)
+        let outcome = try augmentation(host).augment(event)
+        XCTAssertEqual(outcome.status, 12345)
+        XCTAssertEqual(outcome.event, event)
+        guard case .running? = host.registry.entry(id: "faulty")?.worker?.currentState else { return XCTFail("the worker should still run") }
+    }
+
+    func testWrongABIDisablesOnlyThatInstance() throws {
+        let (host, _) = try host("WRONG_ABI")
+        guard case .failed(let error)? = host.registry.entry(id: "faulty")?.state else { return XCTFail("loaded a wrong-ABI plugin") }
+        XCTAssertTrue(error.description.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.0.0"), error.description)
+        XCTAssertTrue(error.description.hasPrefix("instance 'faulty' disabled: its worker process (isolation: process) did not start"))
+        XCTAssertEqual(host.advertiserID().advertiserID, "ad-1")
+    }
+
+    func testAWorkerThatCrashesOnceIsRestartedAndServesAgain() throws {
+        let marker = folder + "/crashed-once"
+        setenv("FAULTY_CRASH_MARKER", marker, 1)
+        defer { unsetenv("FAULTY_CRASH_MARKER") }
+        let (host, capture) = try host("CRASH_ONCE")
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        guard case .running(let firstPID) = worker.currentState else { return XCTFail("not running") }
+        let plugin = try augmentation(host)
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)
+        XCTAssertEqual(plugin.augment(event).status, 9 /* HH_ERR_UNAVAILABLE */, "the first call crashes the worker")
+        guard case .restarting = worker.currentState else { return XCTFail("expected restarting, got \(worker.stateDescription)") }
+        // During the backoff calls fail at once; after it the worker is started again.
+        var answered: AugmentationOutcome?
+        for _ in 0..<100 {
+            let outcome = plugin.augment(event)
+            if outcome.status == 0 { answered = outcome; break }
+            usleep(20_000)
+        }
+        XCTAssertEqual(answered?.event[attribute: "Fixture"], .string("augmented"))
+        guard case .running(let secondPID) = worker.currentState else { return XCTFail("not running again") }
+        XCTAssertNotEqual(firstPID, secondPID)
+        XCTAssertEqual(worker.totalCrashes, 1)
+        XCTAssertTrue(capture.messages.contains { $0.hasPrefix("instance 'faulty': worker restarted (pid \(secondPID))") }, "\(capture.messages)")
+    }
+
+    func testPluginsListShowsIsolationAndWorkerState() throws {
+        _ = try host(nil)
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["isolation"] as? String }, ["in_process", "process", "process"])
+        XCTAssertTrue((rows[1]["worker"] as? String)?.hasPrefix("running (pid ") ?? false, "\(rows[1])")
+        XCTAssertNil(rows[0]["worker"] as? String)
+    }
+
+    func testIsolationSettingsAreChecked() throws {
+        try TestSupport.write("""
+        plugins:
+          - id: geo
+            use: \(TestSupport.plugin("FixedLocation"))
+            isolation: proces
+            call_timeout: soon
+            memory_limit: 1
+        """, to: folder + "/bad.yaml")
+        let manifest = try HostManifest.load(path: folder + "/bad.yaml")
+        XCTAssertEqual(manifest.diagnostics.map(\.key), ["plugins[0].isolation", "plugins[0].call_timeout", "plugins[0].memory_limit"])
+        XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'process'?"))
+    }
+}
