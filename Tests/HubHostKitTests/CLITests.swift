@@ -130,4 +130,13 @@ final class CLITests: XCTestCase {
         XCTAssertGreaterThan(figures["swiftNsPerCall"] as? Double ?? 0, 0)
         XCTAssertEqual(figures["iterations"] as? Int, 20000)
     }
+
+    func testBenchIsolationPrintsBothFigures() throws {
+        let result = try hubhost(["bench", "isolation", "--iterations", "2000", "--rounds", "1", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        XCTAssertGreaterThan(figures["inProcessNsPerCall"] as? Double ?? 0, 0)
+        XCTAssertGreaterThan(figures["isolatedNsPerCall"] as? Double ?? 0, 0)
+        XCTAssertEqual(figures["iterations"] as? Int, 2000)
+    }
 }

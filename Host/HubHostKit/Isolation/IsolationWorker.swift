@@ -6,7 +6,8 @@ import Foundation
 public enum IsolationWorker {
     /// Serves on `fd` and returns the process exit status.
     public static func serve(fd: Int32) -> Int32 {
-        guard case .frame(let bytes) = FrameIO.read(fd, deadlineNs: nil) else { return 3 }
+        let reader = FrameReader(fd: fd)
+        guard case .frame(let bytes) = reader.next(deadlineNs: nil) else { return 3 }
         var hello = WireReader(bytes)
         guard (try? hello.u8()) == FrameType.hello.rawValue,
               let instanceID = try? hello.string(), let manifestPath = try? hello.string(), let libraryPath = try? hello.string(),
@@ -56,7 +57,8 @@ public enum IsolationWorker {
         if handles.isEmpty { return 0 }
 
         while true {
-            guard case .frame(let bytes) = FrameIO.read(fd, deadlineNs: nil) else { break }  // the host is gone
+            // Spin briefly for the next call (calls often come in bursts), then sleep until one comes.
+            guard case .frame(let bytes) = reader.next(deadlineNs: nil, spinNs: 50_000) else { break }  // the host is gone
             var request = WireReader(bytes)
             guard let type = try? request.u8() else { break }
             if type == FrameType.shutdown.rawValue { break }

@@ -69,6 +69,7 @@ public final class PluginWorker: @unchecked Sendable {
     private let lock = NSLock()
     private var pid: pid_t = 0
     private var fd: Int32 = -1
+    private var reader: FrameReader?
     private var state: State = .notStarted
     private var crashTimes: [UInt64] = []
     private var restartAtNs: UInt64 = 0
@@ -136,7 +137,8 @@ public final class PluginWorker: @unchecked Sendable {
         guard FrameIO.write(fd, request.bytes) else { return .failure(recordCrash(exitCause(), during: "\(op)")) }
         let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
         while true {
-            switch FrameIO.read(fd, deadlineNs: deadline) {
+            // Spin briefly first: a plugin call usually answers within microseconds.
+            switch reader!.next(deadlineNs: deadline, spinNs: 50_000) {
             case .frame(let bytes):
                 var reader = WireReader(bytes)
                 guard let type = try? reader.u8() else { return .failure(recordCrash("sent an empty frame", during: "\(op)")) }
@@ -220,6 +222,7 @@ public final class PluginWorker: @unchecked Sendable {
         }
         pid = child
         fd = pair[0]
+        reader = FrameReader(fd: fd)
         state = .running(pid: child)
 
         var hello = WireWriter()
@@ -238,7 +241,7 @@ public final class PluginWorker: @unchecked Sendable {
         guard FrameIO.write(fd, hello.bytes) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
         let deadline = Clock.monotonicNs() + UInt64(max(settings.callTimeoutMs, 10_000)) * 1_000_000
         while true {
-            switch FrameIO.read(fd, deadlineNs: deadline) {
+            switch reader!.next(deadlineNs: deadline) {
             case .frame(let bytes):
                 var reader = WireReader(bytes)
                 let type = try? reader.u8()
@@ -318,6 +321,7 @@ public final class PluginWorker: @unchecked Sendable {
     private func closeChannel() {
         if fd >= 0 { close(fd) }
         fd = -1
+        reader = nil
         if pid > 0 {
             kill(pid, SIGKILL)
             reap()
@@ -333,13 +337,14 @@ public final class PluginWorker: @unchecked Sendable {
             if FrameIO.write(fd, bye.bytes) {
                 // Drain its last log records until it closes the socket.
                 let deadline = Clock.monotonicNs() + 1_000_000_000
-                while case .frame(let bytes) = FrameIO.read(fd, deadlineNs: deadline) {
+                while let reader, case .frame(let bytes) = reader.next(deadlineNs: deadline) {
                     var reader = WireReader(bytes)
                     if (try? reader.u8()) == FrameType.log.rawValue { forwardLog(&reader) }
                 }
             }
             close(fd)
             fd = -1
+            reader = nil
             var status: Int32 = 0
             var reaped = false
             for _ in 0..<100 {
