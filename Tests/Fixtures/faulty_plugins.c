@@ -9,6 +9,7 @@
  *   FAULT_OVERFLOW        write 1 MiB past a 16-byte stack buffer
  *   FAULT_WRONG_ABI       claim ABI major version 7
  *   FAULT_LEAK            create allocates and destroy does not free (for --leaks)
+ *   FAULT_CRASH_ON_LOAD   segfault in a library constructor, as dlopen runs it
  *   FAULT_CRASH_ONCE      segfault on the first call when the file named by the environment
  *                         variable FAULTY_CRASH_MARKER does not exist yet (creating it first):
  *                         a worker that crashes once and then behaves
@@ -27,6 +28,13 @@
 #define FIXTURE_ABI_MAJOR 7
 #else
 #define FIXTURE_ABI_MAJOR HH_ABI_VERSION_MAJOR
+#endif
+
+#ifdef FAULT_CRASH_ON_LOAD
+__attribute__((constructor)) static void crash_on_load(void) {
+    volatile int *nowhere = NULL;
+    *nowhere = 7;
+}
 #endif
 
 /* Returns HH_OK when the call should go on normally; otherwise misbehaves (or never returns). */

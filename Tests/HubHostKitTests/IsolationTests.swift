@@ -139,6 +139,14 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(host.advertiserID().advertiserID, "ad-1")
     }
 
+    func testALibraryThatCrashesAsItLoadsDisablesOnlyItsInstance() throws {
+        let (host, _) = try host("CRASH_ON_LOAD")
+        guard case .failed(let error)? = host.registry.entry(id: "faulty")?.state else { return XCTFail("loaded a crashing library") }
+        XCTAssertEqual(error.description, "instance 'faulty' disabled: its worker process (isolation: process) did not start: crashed (SIGSEGV)")
+        XCTAssertEqual(host.location()?.location.locationID, "here")
+        XCTAssertEqual(host.advertiserID().advertiserID, "ad-1")
+    }
+
     func testAWorkerThatCrashesOnceIsRestartedAndServesAgain() throws {
         let marker = folder + "/crashed-once"
         setenv("FAULTY_CRASH_MARKER", marker, 1)

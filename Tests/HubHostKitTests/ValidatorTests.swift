@@ -91,6 +91,13 @@ final class ValidatorTests: XCTestCase {
         XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.0.0"), load.message)
     }
 
+    func testALibraryThatCrashesAsItLoadsFailsTheLoadTest() throws {
+        let (status, report, _) = try validate(try fixture("CRASH_ON_LOAD"), ["--filter", "library/load"])
+        XCTAssertEqual(status, 1)
+        let load = try XCTUnwrap(report.result("library/load"))
+        XCTAssertEqual(load.signal, SIGSEGV, "\(load)")
+    }
+
     func testListFilterAndJUnit() throws {
         let path = try fixture(nil)
         let list = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", path, "--list", "--json"])
