@@ -77,6 +77,24 @@ enum TestSupport {
         return output
     }
 
+    /// Builds Tests/Fixtures/faulty_plugins.c with `fault` (e.g. "SEGFAULT"; nil: well-behaved) into
+    /// `folder`/<fault>/ with its plugin.yaml, and returns the plugin.yaml's path.
+    static func faultyFixture(_ fault: String?, in folder: String) throws -> String {
+        let dir = folder + "/" + (fault ?? "GOOD")
+        _ = try compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
+        try write("""
+        abi: "1.0"
+        id: faulty
+        name: Faulty
+        version: 1.0.0
+        library: libfaulty.so
+        exports:
+          - {id: faulty-augmentation, kind: augmentation}
+          - {id: faulty-operator, kind: trigger_operator}
+        """, to: dir + "/plugin.yaml")
+        return dir + "/plugin.yaml"
+    }
+
     /// A plugin.yaml for the fault fixture, naming `library`.
     static func fixtureManifest(library: String, id: String = "fault-fixture", abi: String = "1.0") -> String {
         """

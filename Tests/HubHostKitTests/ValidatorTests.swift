@@ -16,19 +16,7 @@ final class ValidatorTests: XCTestCase {
 
     /// Builds the faulty fixture with `fault` (nil: well-behaved) and returns its plugin.yaml.
     private func fixture(_ fault: String?) throws -> String {
-        let dir = folder + "/" + (fault ?? "GOOD")
-        _ = try TestSupport.compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
-        try TestSupport.write("""
-        abi: "1.0"
-        id: faulty
-        name: Faulty
-        version: 1.0.0
-        library: libfaulty.so
-        exports:
-          - {id: faulty-augmentation, kind: augmentation}
-          - {id: faulty-operator, kind: trigger_operator}
-        """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        try TestSupport.faultyFixture(fault, in: folder)
     }
 
     private struct Report: Decodable {

@@ -80,23 +80,15 @@ public struct HostManifest: Sendable {
         }
         if let node = top["logging"]?.value, let loggingEntries = reader.mapping(node, key: "logging") {
             let fields = reader.known(loggingEntries, allowed: loggingKeys, in: "logging")
-            if let severityNode = fields["severity"]?.value, let text = reader.string(severityNode, key: "logging.severity") {
-                if let severity = LogSeverity(name: text) {
-                    manifest.logging.severity = severity
-                } else {
-                    let all = LogSeverity.allCases.map(\.name)
-                    reader.report(severityNode, key: "logging.severity",
-                                  "unknown severity '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
-                }
+            if let node = fields["severity"]?.value,
+               let severity = reader.choice(node, key: "logging.severity", what: "severity",
+                                            options: LogSeverity.allCases.map(\.name), parse: LogSeverity.init(name:)) {
+                manifest.logging.severity = severity
             }
-            if let verbosityNode = fields["verbosity"]?.value, let text = reader.string(verbosityNode, key: "logging.verbosity") {
-                if let verbosity = LogVerbosity(name: text) {
-                    manifest.logging.verbosity = verbosity
-                } else {
-                    let all = LogVerbosity.allCases.map(\.name)
-                    reader.report(verbosityNode, key: "logging.verbosity",
-                                  "unknown verbosity '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
-                }
+            if let node = fields["verbosity"]?.value,
+               let verbosity = reader.choice(node, key: "logging.verbosity", what: "verbosity",
+                                             options: LogVerbosity.allCases.map(\.name), parse: LogVerbosity.init(name:)) {
+                manifest.logging.verbosity = verbosity
             }
         }
         for (section, engine) in reservedSections.sorted(by: { $0.key < $1.key }) {
@@ -157,14 +149,10 @@ public struct HostManifest: Sendable {
                 reader.report(node, key: "\(path).sha256", "expected 64 hexadecimal digits (the output of sha256sum on the library)")
             }
         }
-        if let node = fields["isolation"]?.value, let text = reader.string(node, key: "\(path).isolation") {
-            if let isolation = Isolation(rawValue: text) {
-                instance.isolation = isolation
-            } else {
-                let all = Isolation.allCases.map(\.rawValue)
-                reader.report(node, key: "\(path).isolation",
-                              "unknown isolation '\(text)'\(Suggestion.hint(for: text, in: all)); expected one of: \(all.joined(separator: ", "))")
-            }
+        if let node = fields["isolation"]?.value,
+           let isolation = reader.choice(node, key: "\(path).isolation", what: "isolation",
+                                         options: Isolation.allCases.map(\.rawValue), parse: Isolation.init(rawValue:)) {
+            instance.isolation = isolation
         }
         if let node = fields["call_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).call_timeout") {
             if seconds > 0 {

@@ -132,6 +132,14 @@ final class YAMLReader {
         }
     }
 
+    /// A string that must name one of `options` (parsed by `parse`); reports with a suggestion.
+    func choice<T>(_ node: Node, key: String, what: String, options: [String], parse: (String) -> T?) -> T? {
+        guard let text = string(node, key: key) else { return nil }
+        if let value = parse(text) { return value }
+        report(node, key: key, "unknown \(what) '\(text)'\(Suggestion.hint(for: text, in: options)); expected one of: \(options.joined(separator: ", "))")
+        return nil
+    }
+
     func isNull(_ node: Node) -> Bool {
         if case .scalar(let scalar) = node, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) {
             return true
