@@ -40,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"], cSettings: strictC),
@@ -53,6 +55,7 @@ let package = Package(
                 "HubHostABI", "COpenSSL",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v5)]
@@ -62,6 +65,7 @@ let package = Package(
             dependencies: [
                 "HubHostKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Host/hubhost",
             swiftSettings: [.swiftLanguageMode(.v5)]

@@ -36,6 +36,21 @@ public final class HubHost: @unchecked Sendable {
         pipeline.attach(registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations)
     }
 
+    private let engineLock = NSLock()
+    private var eventEngine: EventEngine?
+
+    /// The event engine, opened on first use (its SQLite store lives in the data directory).
+    public func events() throws -> EventEngine {
+        try engineLock.withLock {
+            if let eventEngine { return eventEngine }
+            let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
+                                         augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
+                                         pipeline: pipeline)
+            eventEngine = engine
+            return engine
+        }
+    }
+
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.
     public func advertiserID() -> AdvertiserIDDecision {
         AdvertiserIDResolver(plugins: registry.plugins(of: .advertiserID).map(AdvertiserIDPlugin.init), logger: logger).decide()

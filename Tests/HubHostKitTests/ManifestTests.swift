@@ -98,8 +98,8 @@ final class ManifestTests: XCTestCase {
     }
 
     func testReservedEngineSectionsAreNeverSilentlyIgnored() throws {
-        let m = try manifest("events:\n  cache_size: 3\nhub: {}\n")
-        XCTAssertEqual(m.diagnostics.map(\.key), ["events.cache_size"])
+        let m = try manifest("campaigns:\n  config_url: http://127.0.0.1/\nhub: {}\n")
+        XCTAssertEqual(m.diagnostics.map(\.key), ["campaigns.config_url"])
         XCTAssertTrue(m.diagnostics[0].message.contains("does not include yet"))
     }
 

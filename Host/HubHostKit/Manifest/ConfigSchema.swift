@@ -62,6 +62,12 @@ public struct ConfigSchema: Equatable, Sendable {
     /// types and missing required keys are reported; the result has every key with a value,
     /// defaults included.
     func resolve(_ config: Node?, path: String, reader: YAMLReader, reportAt anchor: Node) -> [String: PluginValue] {
+        var lines: [String: Int] = [:]
+        return resolve(config, path: path, reader: reader, reportAt: anchor, lines: &lines)
+    }
+
+    /// As above, also telling on which line each key was given (keys left at their default are absent).
+    func resolve(_ config: Node?, path: String, reader: YAMLReader, reportAt anchor: Node, lines: inout [String: Int]) -> [String: PluginValue] {
         var resolved: [String: PluginValue] = [:]
         var given: [String: (keyNode: Node, value: Node)] = [:]
         if let config, let entries = reader.mapping(config, key: path) {
@@ -71,6 +77,7 @@ public struct ConfigSchema: Equatable, Sendable {
             if let entry = given[key.key], !reader.isNull(entry.value) {
                 if let value = value(of: entry.value, as: key.type, key: "\(path).\(key.key)", reader: reader) {
                     resolved[key.key] = value
+                    lines[key.key] = entry.keyNode.mark?.line
                 }
             } else if let fallback = key.defaultValue {
                 resolved[key.key] = fallback

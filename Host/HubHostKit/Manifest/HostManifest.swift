@@ -46,13 +46,18 @@ public struct HostManifest: Sendable {
     public var dataDirectory: String
     public var logging: LogFilter
     public var instances: [Instance]
+    /// The event engine's settings (`events:`), defaults filled in.
+    public var events = EventSettings()
+    /// Where `hubhost serve` listens (`server:`).
+    public var server = ServerSettings()
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
     public var isValid: Bool { diagnostics.isEmpty }
 
-    static let topKeys = ["data_dir", "logging", "plugins", "events", "campaigns", "hub"]
-    static let reservedSections = ["events": "the event engine", "campaigns": "the campaign engine", "hub": "the content hub"]
+    static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "campaigns", "hub"]
+    static let reservedSections = ["campaigns": "the campaign engine", "hub": "the content hub"]
+    static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
     static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit"]
 
@@ -89,6 +94,24 @@ public struct HostManifest: Sendable {
                let verbosity = reader.choice(node, key: "logging.verbosity", what: "verbosity",
                                              options: LogVerbosity.allCases.map(\.name), parse: LogVerbosity.init(name:)) {
                 manifest.logging.verbosity = verbosity
+            }
+        }
+        if let entry = top["events"] {
+            var lines: [String: Int] = [:]
+            let values = EventSettings.schema.resolve(entry.value, path: "events", reader: reader, reportAt: entry.keyNode, lines: &lines)
+            manifest.events = EventSettings(values: values, lines: lines)
+        }
+        if let node = top["server"]?.value, let serverEntries = reader.mapping(node, key: "server") {
+            let fields = reader.known(serverEntries, allowed: serverKeys, in: "server")
+            if let hostNode = fields["host"]?.value, let host = reader.string(hostNode, key: "server.host") {
+                manifest.server.host = host
+            }
+            if let portNode = fields["port"]?.value, let port = reader.int(portNode, key: "server.port") {
+                if (0...65535).contains(port) {
+                    manifest.server.port = Int(port)
+                } else {
+                    reader.report(portNode, key: "server.port", "a port is 0 to 65535 (0: any free port)")
+                }
             }
         }
         for (section, engine) in reservedSections.sorted(by: { $0.key < $1.key }) {

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+
+/// The Engage augmentation service: runs the augmentation plugins on an event in plugins.yaml order
+/// under one timeout per event, however many plugins there are.
+///
+/// A plugin whose `process_synchronously` is true runs alone, after everything before it finished,
+/// and everything after it waits for it (later plugins may depend on its output). Plugins between
+/// such barriers run concurrently on the same input; their edits are applied in manifest order.
+/// A plugin that fails is logged with its id and the event id, and its edits are dropped. When the
+/// timeout passes, the event is EXPIRED exactly as it was handed to augmentation; an answer that
+/// comes later changes nothing.
+public final class AugmentationTimeline: @unchecked Sendable {
+    public let plugins: [AugmentationPlugin]
+    public let timeoutSeconds: Double
+    private let logger: Logger
+    /// Stages of plugin indexes, computed once (process_synchronously is constant per instance).
+    private let stages: [[Int]]
+
+    public init(plugins: [AugmentationPlugin], timeoutSeconds: Double, logger: Logger) {
+        self.plugins = plugins
+        self.timeoutSeconds = timeoutSeconds
+        self.logger = logger
+        var stages: [[Int]] = []
+        var group: [Int] = []
+        for (index, plugin) in plugins.enumerated() {
+            if plugin.processSynchronously {
+                if !group.isEmpty { stages.append(group) }
+                stages.append([index])
+                group = []
+            } else {
+                group.append(index)
+            }
+        }
+        if !group.isEmpty { stages.append(group) }
+        self.stages = stages
+    }
+
+    public var isEmpty: Bool { plugins.isEmpty }
+
+    /// The augmented event (status NOT_POSTED), or the event as given (status EXPIRED) on timeout.
+    public func run(_ event: Event) -> Event {
+        guard !plugins.isEmpty else { return event }
+        final class Shared: @unchecked Sendable {
+            let lock = NSLock()
+            var working: Event
+            var timedOut = false
+            init(_ event: Event) { working = event }
+        }
+        let shared = Shared(event)
+        let finished = DispatchSemaphore(value: 0)
+        let stages = self.stages
+        // The stages run on their own thread so that this one can stop waiting at the deadline.
+        DispatchQueue.global().async {
+            for stage in stages {
+                let input = shared.lock.withLock { shared.working }
+                var outcomes = [AugmentationOutcome?](repeating: nil, count: stage.count)
+                let outcomesLock = NSLock()
+                DispatchQueue.concurrentPerform(iterations: stage.count) { i in
+                    let outcome = self.plugins[stage[i]].augment(input.augmentable)
+                    outcomesLock.withLock { outcomes[i] = outcome }
+                }
+                let keepGoing: Bool = shared.lock.withLock {
+                    if shared.timedOut { return false }  // too late: change nothing
+                    for (i, outcome) in outcomes.enumerated() {
+                        guard let outcome else { continue }
+                        let plugin = self.plugins[stage[i]].handle
+                        guard outcome.status == 0 else {
+                            self.logger.error("augmentation '\(plugin.instanceID)/\(plugin.pluginID)' failed on event \(event.id) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data")
+                            continue
+                        }
+                        Self.apply(outcome.event, over: input, to: &shared.working)
+                    }
+                    return true
+                }
+                if !keepGoing { break }
+            }
+            finished.signal()
+        }
+        let waitNs = UInt64(max(0, timeoutSeconds) * 1e9)
+        if finished.wait(timeout: .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .timedOut {
+            shared.lock.withLock { shared.timedOut = true }
+            logger.warning("augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was")
+            var expired = event
+            expired.status = .expired
+            return expired
+        }
+        var done = shared.lock.withLock { shared.working }
+        done.status = .notPosted
+        return done
+    }
+
+    /// Applies what one plugin changed (relative to `input`) to `working`.
+    static func apply(_ output: AugmentableEvent, over input: Event, to working: inout Event) {
+        let before = Dictionary(input.attributes.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        let after = Set(output.attributes.map(\.name))
+        for attribute in output.attributes where before[attribute.name] != attribute.value {
+            working.set(attribute.name, attribute.value)
+        }
+        for name in before.keys where !after.contains(name) {
+            working.attributes.removeAll { $0.name == name }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// One tracked event: type, name, time, typed attributes, user identifiers and the core values
+/// (device, OS, app) that hubhost fills in from its configuration. Values the caller gives take
+/// precedence over the values hubhost fills in.
+public struct Event: Codable, Equatable, Sendable {
+    public struct Attribute: Codable, Equatable, Sendable {
+        public var name: String
+        public var value: PluginValue
+
+        public init(_ name: String, _ value: PluginValue) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// hubhost's id for the event, also its idempotency key at the collector.
+    public var id: String
+    public var type: EventType
+    /// The event's name ("PLAYER LOADED"); sent as the "Event Name" attribute.
+    public var name: String
+    public var timestampMs: Int64
+    public var attributes: [Attribute]
+    public var status: EventStatus
+    /// Delivery attempts so far.
+    public var attempts: Int
+
+    public init(id: String = UUID().uuidString.lowercased(), type: EventType, name: String = "",
+                timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0) {
+        self.id = id
+        self.type = type
+        self.name = name
+        self.timestampMs = timestampMs
+        self.attributes = attributes
+        self.status = status
+        self.attempts = attempts
+    }
+
+    public subscript(attribute name: String) -> PluginValue? {
+        attributes.first { $0.name == name }?.value
+    }
+
+    /// Sets an attribute, replacing one of the same name in place.
+    public mutating func set(_ name: String, _ value: PluginValue) {
+        if let index = attributes.firstIndex(where: { $0.name == name }) {
+            attributes[index].value = value
+        } else {
+            attributes.append(Attribute(name, value))
+        }
+    }
+
+    /// Sets an attribute only when the caller did not give one: hubhost's values never override the caller's.
+    public mutating func fill(_ name: String, _ value: PluginValue) {
+        if self[attribute: name] == nil { attributes.append(Attribute(name, value)) }
+    }
+
+    var augmentable: AugmentableEvent {
+        AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs,
+                         attributes: attributes.map { (name: $0.name, value: $0.value) })
+    }
+}
+
+extension PluginValue: Codable {
+    enum CodingKeys: String, CodingKey { case type, value }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "null": self = .null
+        case "string": self = .string(try container.decode(String.self, forKey: .value))
+        case "int": self = .int(try container.decode(Int64.self, forKey: .value))
+        case "double": self = .double(try container.decode(Double.self, forKey: .value))
+        case "bool": self = .bool(try container.decode(Bool.self, forKey: .value))
+        case "time": self = .timeMs(try container.decode(Int64.self, forKey: .value))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container,
+                                                   debugDescription: "unknown value type '\(other)' (expected string, int, double, bool, time or null)")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(typeName, forKey: .type)
+        switch self {
+        case .null: break
+        case .string(let s): try container.encode(s, forKey: .value)
+        case .int(let i): try container.encode(i, forKey: .value)
+        case .double(let d): try container.encode(d, forKey: .value)
+        case .bool(let b): try container.encode(b, forKey: .value)
+        case .timeMs(let t): try container.encode(t, forKey: .value)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import Logging
+
+/// The event engine: every event in hubhost, whoever produces it, goes through `track`:
+/// core values -> session events -> campaign attribution -> durable store (HOLD while augmented) ->
+/// augmentation timeline -> NOT_POSTED (or EXPIRED) -> batched delivery.
+public final class EventEngine: @unchecked Sendable {
+    public let settings: EventSettings
+    public let store: EventStore
+    public let timeline: AugmentationTimeline
+    public let delivery: EventDelivery
+    let sessions: SessionTracker
+    let campaigns: CampaignAttribution
+    let logger: Logger
+    private let trackLock = NSLock()  // session and campaign state change one event at a time
+
+    public init(settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
+                http: HTTPFetcher = HTTPFetcher()) throws {
+        self.settings = settings
+        logger = Logger(label: "hubhost.events", pipeline: pipeline)
+        let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"))
+        store = opened.store
+        if let aside = opened.movedAside {
+            logger.error("the event database \(opened.store.path) was not a valid SQLite database; it was moved aside to \(aside) and a new one started")
+        }
+        let recovered = try store.expireStaleHolds()
+        if recovered > 0 {
+            logger.warning("\(recovered) event\(recovered == 1 ? " was" : "s were") left in HOLD by an earlier run; now EXPIRED and sent as they were")
+        }
+        let state = try KeyValueState(store: store)
+        sessions = SessionTracker(settings: settings, state: state)
+        campaigns = CampaignAttribution(settings: settings, state: state)
+        timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
+        delivery = EventDelivery(settings: settings, store: store, http: http, logger: logger)
+    }
+
+    /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or
+    /// NOT_POSTED) before augmentation starts, so an acknowledged event survives a crash.
+    /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
+    @discardableResult
+    public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
+        let prepared: [Event] = try trackLock.withLock {
+            var event = event
+            fillCoreValues(&event)
+            var all = try sessions.events(before: event).map { session -> Event in
+                var session = session
+                fillCoreValues(&session)
+                return session
+            }
+            try campaigns.annotate(&event)
+            event.status = timeline.isEmpty ? .notPosted : .hold
+            all.append(event)
+            try store.insert(all)
+            return all
+        }
+        var tracked = prepared.last!
+        if tracked.status == .hold {
+            tracked = timeline.run(tracked)
+            try store.update(tracked)
+        }
+        if autoFlush, try waitingCount() >= settings.cacheSize {
+            _ = delivery.flush()
+        }
+        return tracked
+    }
+
+    /// Tracks many events with one commit per batch (augmentation still per event): the fast path.
+    public func trackBatch(_ events: [Event]) throws {
+        var prepared: [Event] = []
+        prepared.reserveCapacity(events.count)
+        try trackLock.withLock {
+            for var event in events {
+                fillCoreValues(&event)
+                prepared += try sessions.events(before: event)
+                try campaigns.annotate(&event)
+                prepared.append(event)
+            }
+        }
+        if !timeline.isEmpty {
+            prepared = prepared.map { timeline.run($0) }
+        }
+        try store.insert(prepared)
+    }
+
+    /// Opening a URL (a deep link): reads the campaign parameters and tracks a named event with the URL.
+    @discardableResult
+    public func openURL(_ url: String) throws -> (event: Event, campaignNote: String?) {
+        let parameters = Self.parameters(of: url)
+        let note = try trackLock.withLock { try campaigns.take(parameters: parameters, nowMs: Clock.wallMs()) }
+        if let note { logger.warning("\(note)") }
+        var event = Event(type: .namedEvent, name: "Open URL")
+        event.set("URL", .string(url))
+        for (key, value) in parameters.sorted(by: { $0.key < $1.key }) { event.set(key, .string(value)) }
+        return (try track(event), note)
+    }
+
+    /// A notification payload (received or opened): reads the campaign parameters, tracks type 48 or 49.
+    @discardableResult
+    public func notification(opened: Bool, payload: [String: String]) throws -> Event {
+        let note = try trackLock.withLock { try campaigns.take(parameters: payload, nowMs: Clock.wallMs()) }
+        if let note { logger.warning("\(note)") }
+        var event = Event(type: opened ? .notificationOpened : .notificationReceived, name: opened ? "Notification Opened" : "Notification Received")
+        for (key, value) in payload.sorted(by: { $0.key < $1.key }) { event.set(key, .string(value)) }
+        return try track(event)
+    }
+
+    public func flush() -> DeliveryReport { delivery.flush() }
+
+    /// Purges SUCCESSFULLY_POSTED events older than `expire_local_events_after`.
+    @discardableResult
+    public func purge(nowMs: Int64 = Clock.wallMs()) throws -> Int {
+        try store.purgePosted(olderThanMs: nowMs - Int64(settings.expireLocalEventsAfter * 1000))
+    }
+
+    func waitingCount() throws -> Int {
+        try store.count(status: .notPosted) + store.count(status: .expired)
+    }
+
+    private func fillCoreValues(_ event: inout Event) {
+        for (field, key) in settings.coreValues {
+            let value = settings.string(key)
+            if !value.isEmpty { event.fill(field, .string(value)) }
+        }
+    }
+
+    static func parameters(of url: String) -> [String: String] {
+        guard let components = URLComponents(string: url) else { return [:] }
+        var parameters: [String: String] = [:]
+        for item in components.queryItems ?? [] { parameters[item.name] = item.value ?? "" }
+        return parameters
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+
+/// Events as JSON, the form `hubhost track --stdin` reads and `POST /v1/events` accepts:
+///
+///     {"type": "named_event", "name": "PLAYER LOADED", "timestamp": 1402358400000,
+///      "attributes": {"Level": 3, "Mode": "arcade", "Score": 12.5, "Premium": true,
+///                     "Started": {"type": "time", "value": 1402358400000}}}
+///
+/// One event, a list of them, or `{"events": [...]}`. `type` is a name (`named_event`, `app_start`,
+/// ...) or a Universal Behavior code (`17`); `timestamp` is ms since epoch or an ISO 8601 text
+/// (default: now). Plain JSON values take their natural type; `{"type": ..., "value": ...}` is explicit.
+public enum EventInput {
+    public struct Problem: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func parse(_ data: Data) throws -> [Event] {
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            throw Problem(description: "not valid JSON: \(error.localizedDescription)")
+        }
+        let items: [Any]
+        if let list = json as? [Any] {
+            items = list
+        } else if let object = json as? [String: Any], let list = object["events"] as? [Any] {
+            items = list
+        } else {
+            items = [json]
+        }
+        guard !items.isEmpty else { throw Problem(description: "no events in the input") }
+        return try items.enumerated().map { index, item in
+            do {
+                return try event(item)
+            } catch let problem as Problem {
+                throw Problem(description: items.count > 1 ? "event \(index + 1): \(problem.description)" : problem.description)
+            }
+        }
+    }
+
+    static let knownKeys = ["type", "name", "timestamp", "attributes", "id"]
+
+    static func event(_ item: Any) throws -> Event {
+        guard let object = item as? [String: Any] else { throw Problem(description: "an event must be a JSON object") }
+        for key in object.keys.sorted() where !knownKeys.contains(key) {
+            throw Problem(description: "unknown key '\(key)'\(Suggestion.hint(for: key, in: knownKeys)); expected: \(knownKeys.joined(separator: ", "))")
+        }
+        let typeText: String
+        switch object["type"] {
+        case let text as String: typeText = text
+        case let number as NSNumber: typeText = number.stringValue
+        case nil: typeText = "named_event"
+        default: throw Problem(description: "'type' must be a name or a code")
+        }
+        guard let type = EventType(text: typeText) else {
+            let names = EventType.allCases.map(\.rawValue)
+            throw Problem(description: "unknown event type '\(typeText)'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))")
+        }
+        var event = Event(type: type, name: object["name"] as? String ?? "")
+        if let id = object["id"] as? String, !id.isEmpty { event.id = id }
+        if let stamp = object["timestamp"] {
+            event.timestampMs = try time(stamp, what: "'timestamp'")
+        }
+        if let attributes = object["attributes"] {
+            guard let map = attributes as? [String: Any] else { throw Problem(description: "'attributes' must be an object of name: value") }
+            for name in map.keys.sorted() {
+                guard !name.isEmpty else { throw Problem(description: "an attribute name is empty") }
+                event.set(name, try value(map[name]!, name: name))
+            }
+        }
+        return event
+    }
+
+    static func value(_ raw: Any, name: String) throws -> PluginValue {
+        switch raw {
+        case is NSNull: return .null
+        case let text as String: return .string(text)
+        case let number as NSNumber:
+            // JSON true/false decode as a boolean NSNumber whose Objective-C type is "c".
+            let objCType = String(cString: number.objCType)
+            if objCType == "c" { return .bool(number.boolValue) }
+            if objCType == "d" || objCType == "f" { return .double(number.doubleValue) }
+            return .int(number.int64Value)
+        case let typed as [String: Any]:
+            guard let type = typed["type"] as? String, let inner = typed["value"] else {
+                throw Problem(description: "attribute '\(name)': an object value must be {\"type\": ..., \"value\": ...}")
+            }
+            switch (type, inner) {
+            case ("string", let s as String): return .string(s)
+            case ("int", let n as NSNumber): return .int(n.int64Value)
+            case ("double", let n as NSNumber): return .double(n.doubleValue)
+            case ("bool", let n as NSNumber) where String(cString: n.objCType) == "c": return .bool(n.boolValue)
+            case ("time", _): return .timeMs(try time(inner, what: "attribute '\(name)'"))
+            case ("null", _): return .null
+            default: throw Problem(description: "attribute '\(name)': a \(type) cannot hold \(inner)")
+            }
+        default:
+            throw Problem(description: "attribute '\(name)': lists are not attribute values")
+        }
+    }
+
+    /// Milliseconds since epoch from a number or an ISO 8601 text.
+    public static func time(_ raw: Any, what: String) throws -> Int64 {
+        if let number = raw as? NSNumber { return number.int64Value }
+        if let text = raw as? String {
+            if let ms = Int64(text) { return ms }
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+            formatter.formatOptions = [.withInternetDateTime]
+            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        }
+        throw Problem(description: "\(what) must be milliseconds since 1970 or an ISO 8601 time like 2014-06-10T00:00:00.000Z")
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import GRDB
+
+/// The local event store (Engage "Local Event Storage"): one SQLite file in the data directory,
+/// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
+/// and power loss. Events keep one of the five statuses of EventStatus.
+public final class EventStore: @unchecked Sendable {
+    public let path: String
+    let pool: DatabasePool
+
+    public struct OpenError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Opens (creating) the store at `path`. A file that is not a database, or is corrupt, is moved
+    /// aside (`<path>.corrupt-<time>`), never overwritten, and a new store is started; the returned
+    /// `movedAside` says where the old file went. An unreadable file is an error naming it.
+    public static func open(path: String) throws -> (store: EventStore, movedAside: String?) {
+        do {
+            return (try EventStore(path: path), nil)
+        } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode.primaryResultCode) {
+            let aside = "\(path).corrupt-\(Clock.wallMs())"
+            do {
+                try FileManager.default.moveItem(atPath: path, toPath: aside)
+                for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                    try? FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix)
+                }
+            } catch {
+                throw OpenError(description: "\(path) is not a valid event database (\(error.localizedDescription)), and it could not be moved aside")
+            }
+            return (try EventStore(path: path), aside)
+        } catch let error as DatabaseError {
+            throw OpenError(description: "cannot open the event database \(path): \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    private init(path: String) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            // FULL: a commit is on disk before it returns, even in WAL mode.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try migrate()
+    }
+
+    private func migrate() throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 events") { db in
+            try db.execute(sql: """
+                CREATE TABLE events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    timestamp_ms INTEGER NOT NULL,
+                    attributes TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                    created_ms INTEGER NOT NULL,
+                    updated_ms INTEGER NOT NULL,
+                    last_error TEXT
+                );
+                CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    // MARK: Writing
+
+    /// Inserts events in one transaction; returns when they are on disk.
+    public func insert(_ events: [Event]) throws {
+        let now = Clock.wallMs()
+        try pool.write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for event in events {
+                try statement.execute(arguments: [event.id, event.type.rawValue, event.name, event.timestampMs,
+                                                  try Self.encode(event.attributes), event.status.rawValue, event.attempts, now, now])
+            }
+        }
+    }
+
+    /// Replaces an event's attributes and status (after augmentation).
+    public func update(_ event: Event) throws {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE events SET attributes = ?, status = ?, updated_ms = ? WHERE id = ?",
+                           arguments: [try Self.encode(event.attributes), event.status.rawValue, Clock.wallMs(), event.id])
+        }
+    }
+
+    /// Marks events posted.
+    public func markPosted(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try pool.write { db in
+            let now = Clock.wallMs()
+            for id in ids {
+                try db.execute(sql: "UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL WHERE id = ?",
+                               arguments: [EventStatus.successfullyPosted.rawValue, now, id])
+            }
+        }
+    }
+
+    /// Records a failed attempt: retried at `retryAtMs`, or FAILED_POST once `maxAttempts` is reached.
+    public func markAttemptFailed(_ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int) throws {
+        guard !ids.isEmpty else { return }
+        try pool.write { db in
+            let now = Clock.wallMs()
+            for id in ids {
+                try db.execute(sql: """
+                    UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
+                        status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
+                    WHERE id = ?
+                    """, arguments: [error, now, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, id])
+            }
+        }
+    }
+
+    /// Events left in HOLD by a process that died mid-augmentation become EXPIRED: sent as they were.
+    @discardableResult
+    public func expireStaleHolds() throws -> Int {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE events SET status = ?, updated_ms = ? WHERE status = ?",
+                           arguments: [EventStatus.expired.rawValue, Clock.wallMs(), EventStatus.hold.rawValue])
+            return db.changesCount
+        }
+    }
+
+    /// Deletes SUCCESSFULLY_POSTED events posted before `olderThanMs`.
+    @discardableResult
+    public func purgePosted(olderThanMs: Int64) throws -> Int {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM events WHERE status = ? AND updated_ms < ?",
+                           arguments: [EventStatus.successfullyPosted.rawValue, olderThanMs])
+            return db.changesCount
+        }
+    }
+
+    // MARK: Reading
+
+    /// Events ready to send now (NOT_POSTED or EXPIRED, due for an attempt), oldest first.
+    public func deliverable(limit: Int, nowMs: Int64 = Clock.wallMs()) throws -> [Event] {
+        try pool.read { db in
+            try Self.events(db, sql: "SELECT * FROM events WHERE status IN (?, ?) AND next_attempt_ms <= ? ORDER BY seq LIMIT ?",
+                            arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, nowMs, limit])
+        }
+    }
+
+    public func count(status: EventStatus) throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE status = ?", arguments: [status.rawValue]) ?? 0 }
+    }
+
+    public func list(status: EventStatus? = nil, limit: Int = 100) throws -> [StoredEvent] {
+        try pool.read { db in
+            let rows: [Row]
+            if let status {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE status = ? ORDER BY seq DESC LIMIT ?", arguments: [status.rawValue, limit])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM events ORDER BY seq DESC LIMIT ?", arguments: [limit])
+            }
+            return try rows.map(Self.stored)
+        }
+    }
+
+    public func event(id: String) throws -> StoredEvent? {
+        try pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]).map(Self.stored) }
+    }
+
+    /// Count per status, every status present.
+    public func stats() throws -> [EventStatus: Int] {
+        try pool.read { db in
+            var counts = Dictionary(uniqueKeysWithValues: EventStatus.allCases.map { ($0, 0) })
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM events GROUP BY status") {
+                if let status = EventStatus(rawValue: row["status"]) { counts[status] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    // MARK: Encoding
+
+    static func encode(_ attributes: [Event.Attribute]) throws -> String {
+        String(decoding: try JSONEncoder().encode(attributes), as: UTF8.self)
+    }
+
+    static func events(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Event] {
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map { try stored($0).event }
+    }
+
+    static func stored(_ row: Row) throws -> StoredEvent {
+        let attributes = try JSONDecoder().decode([Event.Attribute].self, from: Data((row["attributes"] as String).utf8))
+        let event = Event(id: row["id"], type: EventType(rawValue: row["type"]) ?? .namedEvent, name: row["name"],
+                          timestampMs: row["timestamp_ms"], attributes: attributes,
+                          status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"])
+        return StoredEvent(event: event, createdMs: row["created_ms"], updatedMs: row["updated_ms"], lastError: row["last_error"])
+    }
+}
+
+/// An event as stored, with its bookkeeping.
+public struct StoredEvent: Codable, Equatable, Sendable {
+    public var event: Event
+    public var createdMs: Int64
+    public var updatedMs: Int64
+    public var lastError: String?
+}

@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+
+/// Engage sessions: a session starts with the first event after start-up or after inactivity
+/// longer than `session_timeout`; when it ends, a "session ended" event carries its duration,
+/// which excludes the inactive time (it runs from the first to the last event of the session).
+///
+/// The session's state is kept in the event store, so a session spans several `hubhost track`
+/// invocations as it spans an app's calls; "start-up" is a store with no session, or a stale one.
+final class SessionTracker {
+    struct State: Codable {
+        var startedMs: Int64
+        var lastActivityMs: Int64
+    }
+
+    let timeoutMs: Int64
+    let durationField: String
+    private let state: KeyValueState
+
+    init(settings: EventSettings, state: KeyValueState) {
+        timeoutMs = Int64(settings.sessionTimeout * 1000)
+        durationField = settings.sessionDurationField
+        self.state = state
+    }
+
+    /// The session events to record before `event`: "session ended" for a session that went stale,
+    /// then "session started" when a new one begins. Session events themselves start nothing.
+    func events(before event: Event) throws -> [Event] {
+        if event.type == .sessionStarted || event.type == .sessionEnded { return [] }
+        let now = event.timestampMs
+        var produced: [Event] = []
+        if var current: State = try state.get("session") {
+            if now - current.lastActivityMs <= timeoutMs {
+                current.lastActivityMs = max(current.lastActivityMs, now)
+                try state.set("session", current)
+                return []
+            }
+            var ended = Event(type: .sessionEnded, name: "Session Ended", timestampMs: current.lastActivityMs)
+            ended.set(durationField, .int((current.lastActivityMs - current.startedMs) / 1000))
+            produced.append(ended)
+        }
+        try state.set("session", State(startedMs: now, lastActivityMs: now))
+        produced.append(Event(type: .sessionStarted, name: "Session Started", timestampMs: now))
+        return produced
+    }
+}
+
+/// Small persistent state (sessions, current campaign) in the event store's database.
+final class KeyValueState {
+    let store: EventStore
+
+    init(store: EventStore) throws {
+        self.store = store
+        try store.pool.write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        }
+    }
+
+    func get<T: Decodable>(_ key: String) throws -> T? {
+        guard let text = try store.pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) })
+        else { return nil }
+        return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+
+    func set<T: Encodable>(_ key: String, _ value: T) throws {
+        let text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+        try store.pool.write { db in
+            try db.execute(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, text])
+        }
+    }
+}
