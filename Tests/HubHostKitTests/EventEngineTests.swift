@@ -1,0 +1,272 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The event pipeline against a real collector on 127.0.0.1 and a real SQLite file on disk.
+final class EventEngineTests: XCTestCase {
+    private var folder = ""
+    private var collector: TestCollector!
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+        collector = try TestCollector()
+        addTeardownBlock { [collector] in collector?.stop() }
+    }
+
+    /// A host whose events section is `events` (YAML lines, indented by 2) and plugins `plugins`.
+    private func host(events: String, plugins: String = "") throws -> (HubHost, LogCapture) {
+        try TestSupport.write("data_dir: data\nlogging: {severity: info}\nevents:\n\(events)\nplugins:\n\(plugins)", to: folder + "/plugins.yaml")
+        let capture = LogCapture()
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
+        addTeardownBlock { host.shutdown() }
+        return (host, capture)
+    }
+
+    private func named(_ name: String, _ attributes: [Event.Attribute] = []) -> Event {
+        Event(type: .namedEvent, name: name, attributes: attributes)
+    }
+
+    func testTrackStoresDurablyWithCoreValuesAndTheCallerWins() throws {
+        let (host, _) = try host(events: "  app_name: Demo\n  os_version: \"12\"\n  collector_url: \(collector.url)\n  cache_size: 100")
+        let engine = try host.events()
+        let tracked = try engine.track(named("PLAYER LOADED", [.init("App Name", .string("Mine")), .init("Level", .int(3))]))
+        XCTAssertEqual(tracked.status, .notPosted)
+        XCTAssertEqual(tracked[attribute: "App Name"], .string("Mine"), "the caller's value wins")
+        XCTAssertEqual(tracked[attribute: "OS Version"], .string("12"))
+        XCTAssertEqual(tracked[attribute: "Level"], .int(3))
+        // On disk, read back by a second store on the same file.
+        let reopened = try EventStore.open(path: folder + "/data/events.sqlite").store
+        XCTAssertEqual(try reopened.event(id: tracked.id)?.event, tracked)
+        XCTAssertEqual(try reopened.stats()[.notPosted], 2, "the event and its session-started event")
+        XCTAssertTrue(collector.requests.isEmpty, "cache_size not reached: nothing posted")
+    }
+
+    func testABatchIsPostedWhenCacheSizeIsReached() throws {
+        let (host, _) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 3")
+        let engine = try host.events()
+        let first = try engine.track(named("ONE"))  // + session started = 2 waiting
+        XCTAssertTrue(collector.requests.isEmpty)
+        let second = try engine.track(named("TWO", [.init("Score", .double(1.5)), .init("At", .timeMs(1_402_358_400_000))]))
+        XCTAssertEqual(collector.requests.count, 1)
+        let body = try XCTUnwrap(JSONSerialization.jsonObject(with: collector.requests[0].body) as? [String: Any])
+        let events = try XCTUnwrap(body["events"] as? [[String: Any]])
+        XCTAssertEqual(events.map { $0["eventTypeCode"] as? String }, ["13", "17", "17"])
+        XCTAssertEqual(Set(collector.acceptedKeys), Set(try engine.store.list().map(\.event.id)))
+        let two = try XCTUnwrap(events.last?["attributes"] as? [[String: String]])
+        XCTAssertEqual(two.first, ["name": "Event Name", "value": "TWO"])
+        XCTAssertTrue(two.contains(["name": "At", "value": "2014-06-10T00:00:00.000Z"]), "\(two)")
+        XCTAssertTrue(two.contains(["name": "Score", "value": "1.5"]))
+        XCTAssertEqual(events.last?["eventTimestamp"] as? String, EventDelivery.isoTime(second.timestampMs))
+        XCTAssertEqual(try engine.store.event(id: first.id)?.event.status, .successfullyPosted)
+        XCTAssertEqual(collector.requests[0].headers["content-type"], "application/json")
+    }
+
+    func testCollectorFailuresRetryThenSucceedWithNothingLostOrPostedTwice() throws {
+        let (host, _) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 5\n  post_timeout: 0.5")
+        let engine = try host.events()
+        collector.script([.status(500), .close, .hang, .status(503)], then: .status(200))
+        var ids: [String] = []
+        for i in 0..<5 { ids.append(try engine.track(named("E\(i)")).id) }
+        var reports: [DeliveryReport] = []
+        for _ in 0..<5 { reports.append(engine.flush()) }
+        XCTAssertEqual(reports.map(\.posted), [0, 0, 0, 0, 6])
+        XCTAssertEqual(reports[0].lastError, "the collector answered HTTP 500")
+        XCTAssertNotNil(reports[1].lastError)
+        XCTAssertEqual(reports[2].lastError?.contains("before the deadline"), true, "\(reports[2])")
+        XCTAssertEqual(try engine.store.stats()[.successfullyPosted], 6)
+        // Every event was accepted exactly once.
+        XCTAssertEqual(collector.acceptedKeys.count, 6)
+        XCTAssertEqual(Set(collector.acceptedKeys).count, 6)
+        XCTAssertTrue(Set(ids).isSubset(of: Set(collector.acceptedKeys)))
+        // Each failed attempt was the same batch, with the same idempotency keys.
+        let batches = collector.requests.map { request -> [String] in
+            let json = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+            return (json?["events"] as? [[String: Any]])?.compactMap { $0["idempotencyKey"] as? String } ?? []
+        }
+        XCTAssertEqual(Set(batches.map { $0.sorted() }).count, 1)
+    }
+
+    func testAfterMaxRetriesEventsAreFailedPostAndNotRetried() throws {
+        let (host, _) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 3")
+        let engine = try host.events()
+        collector.script([], then: .status(500))
+        _ = try engine.track(named("DOOMED"))
+        let reports = (0..<3).map { _ in engine.flush() }
+        XCTAssertEqual(reports.map(\.failed), [0, 0, 2])
+        XCTAssertEqual(try engine.store.stats()[.failedPost], 2)
+        collector.script([], then: .status(200))
+        XCTAssertEqual(engine.flush().posted, 0, "FAILED_POST is never retried")
+        XCTAssertEqual(collector.requests.count, 3)
+        XCTAssertEqual(try engine.store.list(status: .failedPost).first?.lastError, "the collector answered HTTP 500")
+    }
+
+    func testAnAbsentCollectorLosesNothing() throws {
+        let port = collector.port
+        collector.stop()
+        let (host, _) = try host(events: "  collector_url: http://127.0.0.1:\(port)/collect\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 10")
+        let engine = try host.events()
+        _ = try engine.track(named("OFFLINE"))
+        let report = engine.flush()
+        XCTAssertEqual(report.posted, 0)
+        XCTAssertEqual(report.retrying, 2)
+        XCTAssertEqual(try engine.store.stats()[.notPosted], 2)
+    }
+
+    func testOAuthTokenIsCachedAnd401RefreshesOnce() throws {
+        let (host, _) = try host(events: """
+          collector_url: \(collector.url)
+          cache_size: 100
+          auth_token_url: \(collector.tokenURL)
+          auth_client_id: app
+          auth_client_secret: s3cret
+          auth_refresh_token: r1
+        """)
+        let engine = try host.events()
+        _ = try engine.track(named("A"))
+        XCTAssertEqual(engine.flush().posted, 2)
+        XCTAssertEqual(collector.tokenRequests, 1)
+        XCTAssertEqual(collector.requests.last?.headers["authorization"], "Bearer token-1")
+        _ = try engine.track(named("B"))
+        XCTAssertEqual(engine.flush().posted, 1)
+        XCTAssertEqual(collector.tokenRequests, 1, "the token is cached until it expires")
+        collector.script([.status(401)], then: .status(200))
+        _ = try engine.track(named("C"))
+        XCTAssertEqual(engine.flush().posted, 1)
+        XCTAssertEqual(collector.tokenRequests, 2, "a 401 refreshes the token once")
+        XCTAssertEqual(collector.requests.last?.headers["authorization"], "Bearer token-2")
+    }
+
+    func testEventsWaitWhileAuthenticationFails() throws {
+        let (host, _) = try host(events: """
+          collector_url: \(collector.url)
+          cache_size: 100
+          auth_token_url: http://127.0.0.1:1/token
+          auth_refresh_token: r1
+        """)
+        let engine = try host.events()
+        _ = try engine.track(named("QUEUED"))
+        let report = engine.flush()
+        XCTAssertEqual(report.posted, 0)
+        XCTAssertTrue(report.lastError?.hasPrefix("token endpoint:") ?? false, "\(report)")
+        let waiting = try engine.store.list(status: .notPosted)
+        XCTAssertEqual(waiting.count, 2, "queued, not dropped")
+        XCTAssertEqual(waiting.map(\.event.attempts), [0, 0], "not counted as attempts")
+    }
+
+    func testAHangingAugmentationExpiresTheEventAndItIsDelivered() throws {
+        let fixture = try TestSupport.faultyFixture("HANG", in: folder)
+        let (host, capture) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms", plugins: """
+          - id: slow
+            use: \(fixture)
+            isolation: process
+            call_timeout: 2s
+        """)
+        let engine = try host.events()
+        let original = named("SLOW", [.init("Level", .int(1))])
+        let tracked = try engine.track(original)
+        XCTAssertEqual(tracked.status, .expired)
+        XCTAssertNil(tracked[attribute: "Fixture"])
+        XCTAssertEqual(tracked[attribute: "Level"], .int(1))
+        XCTAssertTrue(capture.messages.contains { $0.contains("augmentation of event \(tracked.id) did not finish within 0.3s") }, "\(capture.messages)")
+        XCTAssertEqual(engine.flush().posted, 2)
+        XCTAssertEqual(try engine.store.event(id: tracked.id)?.event.status, .successfullyPosted)
+    }
+
+    func testAugmentationAddsDataAndAFailingPluginLosesNothing() throws {
+        let good = try TestSupport.faultyFixture(nil, in: folder)
+        let garbage = try TestSupport.faultyFixture("GARBAGE_STATUS", in: folder)
+        let (host, capture) = try host(events: "  cache_size: 100", plugins: """
+          - id: good
+            use: \(good)
+          - id: broken
+            use: \(garbage)
+        """)
+        let tracked = try host.events().track(named("AUGMENT"))
+        XCTAssertEqual(tracked.status, .notPosted)
+        XCTAssertEqual(tracked[attribute: "Fixture"], .string("augmented"))
+        XCTAssertTrue(capture.messages.contains { $0.hasPrefix("augmentation 'broken/faulty-augmentation' failed on event \(tracked.id) (unknown status 12345)") },
+                      "\(capture.messages)")
+    }
+
+    func testSessionsStartAndEndExcludingInactiveTime() throws {
+        let (host, _) = try host(events: "  cache_size: 100\n  session_timeout: 60")
+        let engine = try host.events()
+        let t0: Int64 = 1_700_000_000_000
+        _ = try engine.track(Event(type: .namedEvent, name: "A", timestampMs: t0))
+        _ = try engine.track(Event(type: .namedEvent, name: "B", timestampMs: t0 + 30_000))
+        _ = try engine.track(Event(type: .namedEvent, name: "C", timestampMs: t0 + 50_000))
+        _ = try engine.track(Event(type: .namedEvent, name: "D", timestampMs: t0 + 50_000 + 3_600_000))  // an hour idle
+        let events = try engine.store.list(limit: 100).map(\.event).reversed()
+        XCTAssertEqual(events.map(\.type), [.sessionStarted, .namedEvent, .namedEvent, .namedEvent, .sessionEnded, .sessionStarted, .namedEvent])
+        let ended = try XCTUnwrap(events.first { $0.type == .sessionEnded })
+        XCTAssertEqual(ended[attribute: "Session Duration"], .int(50), "50 s of activity; the idle hour is excluded")
+        XCTAssertEqual(ended.timestampMs, t0 + 50_000)
+    }
+
+    func testCurrentCampaignFromAURLUntilItsEndAndLastCampaign() throws {
+        let (host, _) = try host(events: "  cache_size: 100")
+        let engine = try host.events()
+        let future = Int(Date().timeIntervalSince1970) + 3600
+        _ = try engine.openURL("myapp://open?CurrentCampaign=spring&CampaignEndTimeStamp=\(future)")
+        XCTAssertEqual(try engine.track(named("LATER"))[attribute: "Campaign Name"], .string("spring"))
+        _ = try engine.openURL("myapp://open?CurrentCampaign=summer")
+        let after = try engine.track(named("AFTER"))
+        XCTAssertEqual(after[attribute: "Campaign Name"], .string("summer"))
+        XCTAssertEqual(after[attribute: "Last Campaign"], .string("spring"))
+        let (_, note) = try engine.openURL("myapp://open?CurrentCampaign=winter&CampaignEndTimeStamp=1000")
+        XCTAssertEqual(note, "campaign 'winter' ended at 1000, before now: not activated")
+        XCTAssertEqual(try engine.track(named("STILL"))[attribute: "Campaign Name"], .string("summer"))
+        // Past its end, the campaign is no longer added and becomes the last campaign.
+        let expired = try engine.track(Event(type: .namedEvent, name: "NEXT DAY", timestampMs: Clock.wallMs() + 2 * 86_400_000))
+        XCTAssertNil(expired[attribute: "Campaign Name"])
+        XCTAssertEqual(expired[attribute: "Last Campaign"], .string("summer"))
+        let notification = try engine.notification(opened: true, payload: ["CurrentCampaign": "push", "alert": "hi"])
+        XCTAssertEqual(notification.type.code, 49)
+        XCTAssertEqual(notification[attribute: "alert"], .string("hi"))
+    }
+
+    func testACorruptDatabaseIsMovedAsideNotOverwritten() throws {
+        try FileManager.default.createDirectory(atPath: folder + "/data", withIntermediateDirectories: true)
+        let garbage = String(repeating: "not a database ", count: 500)
+        try garbage.write(toFile: folder + "/data/events.sqlite", atomically: true, encoding: .utf8)
+        let (host, capture) = try host(events: "  cache_size: 100")
+        let engine = try host.events()
+        _ = try engine.track(named("FRESH"))
+        let aside = try FileManager.default.contentsOfDirectory(atPath: folder + "/data").filter { $0.hasPrefix("events.sqlite.corrupt-") }
+        XCTAssertEqual(aside.count, 1)
+        XCTAssertEqual(try String(contentsOfFile: folder + "/data/" + aside[0], encoding: .utf8), garbage, "the old file is kept as it was")
+        XCTAssertTrue(capture.messages.contains { $0.contains("\(folder)/data/events.sqlite was not a valid SQLite database; it was moved aside") },
+                      "\(capture.messages)")
+    }
+
+    func testPurgeRemovesOnlyOldPostedEvents() throws {
+        let (host, _) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  expire_local_events_after: 1 day")
+        let engine = try host.events()
+        _ = try engine.track(named("POSTED"))
+        XCTAssertEqual(engine.flush().posted, 2)
+        XCTAssertEqual(try engine.purge(), 0, "posted just now")
+        XCTAssertEqual(try engine.purge(nowMs: Clock.wallMs() + 2 * 86_400_000), 2)
+        XCTAssertEqual(try engine.store.stats().values.reduce(0, +), 0)
+    }
+
+    func testEventInputJSON() throws {
+        let events = try EventInput.parse(Data("""
+        {"events": [{"type": "app_start"}, {"type": 17, "name": "N", "timestamp": "2014-06-10T00:00:00.000Z",
+          "attributes": {"i": 1, "d": 2.5, "b": false, "s": "x", "t": {"type": "time", "value": 5}, "n": null}}]}
+        """.utf8))
+        XCTAssertEqual(events.map(\.type), [.appStart, .namedEvent])
+        XCTAssertEqual(events[1].timestampMs, 1_402_358_400_000)
+        XCTAssertEqual(events[1][attribute: "i"], .int(1))
+        XCTAssertEqual(events[1][attribute: "d"], .double(2.5))
+        XCTAssertEqual(events[1][attribute: "b"], .bool(false))
+        XCTAssertEqual(events[1][attribute: "t"], .timeMs(5))
+        XCTAssertEqual(events[1][attribute: "n"], .null)
+        XCTAssertThrowsError(try EventInput.parse(Data("[{\"type\": \"app_strat\"}]".utf8))) { error in
+            XCTAssertTrue("\(error)".contains("unknown event type 'app_strat' (did you mean 'app_start'?)"), "\(error)")
+        }
+        XCTAssertThrowsError(try EventInput.parse(Data("[{}, {\"nmae\": 1}]".utf8))) { error in
+            XCTAssertTrue("\(error)".hasPrefix("event 2: unknown key 'nmae' (did you mean 'name'?)"), "\(error)")
+        }
+        XCTAssertThrowsError(try EventInput.parse(Data("{".utf8)))
+    }
+}
