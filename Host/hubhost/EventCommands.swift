@@ -81,6 +81,9 @@ struct TrackCommand: ParsableCommand {
     @Flag(name: .customLong("no-flush"), help: "Do not post a batch even when cache_size events are waiting.")
     var noFlush = false
 
+    @Option(help: ArgumentHelp("Track the event this many times, printing each id once it is on disk (load and crash tests).", valueName: "n"))
+    var `repeat`: Int?
+
     @OptionGroup var manifestOption: ManifestOption
     @OptionGroup var output: JSONFlag
 
@@ -126,6 +129,19 @@ struct TrackCommand: ParsableCommand {
         let host = try manifestOption.startHost()
         defer { host.shutdown() }
         let engine = try host.events()
+        if let count = `repeat` {
+            // One line per acknowledged event, written as soon as it is on disk.
+            for _ in 0..<max(0, count) {
+                for event in events {
+                    var copy = event
+                    copy.id = UUID().uuidString.lowercased()
+                    copy.timestampMs = Clock.wallMs()
+                    let stored = try engine.track(copy, autoFlush: !noFlush)
+                    FileHandle.standardOutput.write(Data((stored.id + "\n").utf8))
+                }
+            }
+            return
+        }
         var tracked: [Event] = []
         for event in events { tracked.append(try engine.track(event, autoFlush: !noFlush)) }
         // Delivery may have posted them meanwhile: show each as stored now.

@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+import Hummingbird
+import Logging
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run hubhost: load the plugins and serve the HTTP API on the address in plugins.yaml (server:).",
+        discussion: """
+        Prints the address it listens on. Posts waiting events every events.flush_interval, purges old
+        posted ones, and flushes once more on SIGINT or SIGTERM before it exits.
+        """)
+
+    @OptionGroup var manifestOption: ManifestOption
+
+    @Option(help: "Listen on this port instead of server.port (0: any free port).")
+    var port: Int?
+
+    func run() async throws {
+        let host = try manifestOption.startHost()
+        let engine = try host.events()
+        let server = host.manifest.server
+        let app = Application(
+            router: HTTPAPI.router(host: host, engine: engine),
+            configuration: .init(address: .hostname(server.host, port: port ?? server.port), serverName: "hubhost"),
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? 0
+                print("hubhost serving on http://\(server.host):\(bound)")
+                fflush(stdout)
+                host.logger.info("serving on http://\(server.host):\(bound)")
+            },
+            logger: Logger(label: "hubhost.server", pipeline: host.pipeline))
+        // Post what waits at least every flush_interval, and purge expired posted events.
+        let interval = max(0.05, engine.settings.flushInterval)
+        let flusher = Task.detached {
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                if Task.isCancelled { break }
+                _ = engine.flush()
+                _ = try? engine.purge()
+            }
+        }
+        do {
+            try await app.runService()
+        } catch {
+            flusher.cancel()
+            host.shutdown()
+            throw error
+        }
+        flusher.cancel()
+        _ = engine.flush()  // at shutdown
+        host.shutdown()
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+
+/// The HTTP API of `hubhost serve`: a thin front end over HubHostKit, like the CLI. Every route
+/// answers JSON; a bad request gets 400 with `{"error": "..."}`.
+///
+///   GET  /v1/health                      {"status": "ok"}
+///   POST /v1/events                      one event, a list, or {"events": [...]} (see EventInput); 201 with the stored events
+///   GET  /v1/events?status=S&limit=N     stored events, newest first
+///   GET  /v1/events/stats                counts by status
+///   POST /v1/events/flush                post what is due now; the DeliveryReport
+///   POST /v1/open-url                    {"url": "..."}: a deep link; the tracked event
+///   POST /v1/notifications/received      a notification payload (JSON object); the tracked event
+///   POST /v1/notifications/opened        same, opened
+enum HTTPAPI {
+    static func router(host: HubHost, engine: EventEngine) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("/v1/health") { _, _ in json(["status": "ok"]) }
+        router.post("/v1/events") { request, _ in
+            let data = try await body(request)
+            let events: [Event]
+            do { events = try EventInput.parse(data) } catch { return failure(.badRequest, "\(error)") }
+            let tracked = try await blocking { try events.map { try engine.track($0) } }
+            return json(tracked.map { EventView($0) }, status: .created)
+        }
+        router.get("/v1/events") { request, _ in
+            var status: EventStatus?
+            if let text = request.uri.queryParameters.get("status") {
+                guard let parsed = EventStatus(rawValue: text.uppercased()) else {
+                    return failure(.badRequest, "unknown status '\(text)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                status = parsed
+            }
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50
+            let stored = try await blocking { try engine.store.list(status: status, limit: max(1, min(limit, 10_000))) }
+            return json(stored.map { EventView($0.event, lastError: $0.lastError) })
+        }
+        router.get("/v1/events/stats") { _, _ in
+            let counts = try await blocking { try engine.store.stats() }
+            return json(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
+        }
+        router.post("/v1/events/flush") { _, _ in
+            json(try await blocking { engine.flush() })
+        }
+        router.post("/v1/open-url") { request, _ in
+            let data = try await body(request)
+            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let url = object["url"] as? String else {
+                return failure(.badRequest, "expected {\"url\": \"...\"}")
+            }
+            let (event, _) = try await blocking { try engine.openURL(url) }
+            return json(EventView(event), status: .created)
+        }
+        router.post("/v1/notifications/:action") { request, context in
+            let action = context.parameters.get("action") ?? ""
+            guard action == "received" || action == "opened" else { return failure(.notFound, "use /v1/notifications/received or /opened") }
+            let data = try await body(request)
+            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                return failure(.badRequest, "expected a JSON object (the notification payload)")
+            }
+            let payload = object.mapValues { "\($0)" }
+            let event = try await blocking { try engine.notification(opened: action == "opened", payload: payload) }
+            return json(EventView(event), status: .created)
+        }
+        return router
+    }
+
+    static func body(_ request: Request) async throws -> Data {
+        var request = request
+        let buffer = try await request.collectBody(upTo: 16 << 20)
+        return Data(buffer.readableBytesView)
+    }
+
+    /// Runs blocking engine work (SQLite, plugin calls) off the server's event loops.
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        json(["error": message], status: status)
+    }
+}
