@@ -24,6 +24,8 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "StaticAdvertiserID", product: "hubhost-static-advertiser-id", isC: false),
     .init(folder: "FixedLocation", product: "hubhost-fixed-location", isC: true),
     .init(folder: "Noop", product: "hubhost-noop", isC: true),
+    .init(folder: "LocationAugmentation", product: "hubhost-location-augmentation", isC: false),
+    .init(folder: "WeatherAugmentation", product: "hubhost-weather", isC: true),
 ]
 
 let package = Package(

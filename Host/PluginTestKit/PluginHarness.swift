@@ -25,22 +25,34 @@ public final class PluginHarness: @unchecked Sendable {
     /// Loads the plugin described by `manifest` (a plugin.yaml) and creates every export with
     /// `config`, checked against the schema with defaults filled in. `logging` sets what the
     /// plugin's own log calls capture (default: everything).
+    /// `environment` is what the plugin gets beyond the services table: the HTTP policy (which
+    /// hosts it may reach through hubhost.http.v1; none by default) and a location service
+    /// (default: a fixed test place).
     public convenience init(manifest path: String, config: [String: PluginValue] = [:],
                             logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
+                            environment: HostEnvironment = PluginHarness.defaultEnvironment,
                             locator: LibraryLocator = LibraryLocator()) throws {
         let loaded = PluginManifest.load(path: HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath))
         guard let manifest = loaded.manifest else { throw ManifestError(loaded.diagnostics) }
         let libraryPath = try locator.locate(library: manifest.library, manifestFolder: manifest.folder).get()
-        try self.init(libraryPath: libraryPath, manifest: manifest, config: config, logging: logging)
+        try self.init(libraryPath: libraryPath, manifest: manifest, config: config, logging: logging, environment: environment)
     }
+
+    /// No HTTP host allowed; a fixed location: 47.6097, -122.3422, "Test Place", "1 Test Street".
+    public static let defaultEnvironment = HostEnvironment(
+        http: .init(allowedHosts: [], timeoutSeconds: 5),
+        location: LocationService(fixed: Location(latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
+                                                  locationID: "test-place", name: "Test Place", address: "1 Test Street")))
 
     /// Loads a library directly (no plugin.yaml: config is passed to the plugin unchecked).
     public convenience init(library path: String, config: [String: PluginValue] = [:],
-                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info)) throws {
-        try self.init(libraryPath: path, manifest: nil, config: config, logging: logging)
+                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
+                            environment: HostEnvironment = PluginHarness.defaultEnvironment) throws {
+        try self.init(libraryPath: path, manifest: nil, config: config, logging: logging, environment: environment)
     }
 
-    private init(libraryPath: String, manifest: PluginManifest?, config: [String: PluginValue], logging: LogFilter) throws {
+    private init(libraryPath: String, manifest: PluginManifest?, config: [String: PluginValue], logging: LogFilter,
+                 environment: HostEnvironment) throws {
         self.manifest = manifest
         library = try PluginLibrary.open(path: libraryPath)
         if let manifest {
@@ -56,7 +68,7 @@ public final class PluginHarness: @unchecked Sendable {
         do {
             for descriptor in library.descriptors {
                 created.append(try PluginInstance.create(descriptor, of: library, instanceID: descriptor.id, config: resolved,
-                                                         dataDirectory: dataDirectory, pipeline: pipeline))
+                                                         dataDirectory: dataDirectory, pipeline: pipeline, environment: environment))
             }
         } catch {
             for instance in created.reversed() { instance.destroy() }

@@ -2,7 +2,7 @@ import ArgumentParser
 import HubHostKit
 
 @main
-struct HubHostCommand: AsyncParsableCommand {
+struct HubHostCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hubhost",
         abstract: "An in-app engagement runtime: a small host that loads .so plugins described by YAML manifests.",

@@ -4,7 +4,7 @@ import HubHostKit
 import Hummingbird
 import Logging
 
-struct ServeCommand: AsyncParsableCommand {
+struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run hubhost: load the plugins and serve the HTTP API on the address in plugins.yaml (server:).",
@@ -18,7 +18,23 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Listen on this port instead of server.port (0: any free port).")
     var port: Int?
 
-    func run() async throws {
+    /// The command stays synchronous (so the root command is not async: the validator's child
+    /// processes run under valgrind, which does not survive an async main); the server runs on
+    /// Swift concurrency's threads while this one waits.
+    func run() throws {
+        final class Outcome: @unchecked Sendable { var error: Error? }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let command = self
+        Task.detached {
+            do { try await command.serve() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    func serve() async throws {
         let host = try manifestOption.startHost()
         let engine = try host.events()
         let server = host.manifest.server

@@ -19,7 +19,7 @@ final class BundledPluginTests: XCTestCase {
 
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
-        XCTAssertEqual(bundled, ["ConsoleLogger", "FixedLocation", "JSONLinesLogger", "Noop", "StaticAdvertiserID"])
+        XCTAssertEqual(bundled, ["ConsoleLogger", "FixedLocation", "JSONLinesLogger", "LocationAugmentation", "Noop", "StaticAdvertiserID", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))
             XCTAssertTrue(inspection.isConsistent, "\(name): \(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")
@@ -30,7 +30,8 @@ final class BundledPluginTests: XCTestCase {
         relocated.dataDirectory = folder + "/data"
         let host = try HubHost(manifest: relocated)
         defer { host.shutdown() }
-        XCTAssertEqual(host.registry.entries.map(\.state), Array(repeating: .loaded, count: manifest.instances.count))
+        XCTAssertEqual(host.registry.entries.map(\.state), manifest.instances.map { $0.enabled ? .loaded : .disabled })
+        XCTAssertEqual(host.registry.entries.filter { $0.state == .disabled }.map(\.id), ["weather"])
     }
 
     func testJSONLinesLoggerWritesValidJSONAndRotatesBySize() throws {

@@ -48,6 +48,16 @@ final class TestCollector: @unchecked Sendable {
     }
 
     var url: String { "http://127.0.0.1:\(port)/collect" }
+    /// An Open-Meteo-like forecast endpoint.
+    var forecastURL: String { "http://127.0.0.1:\(port)/v1/forecast" }
+    /// What the forecast endpoint answers (status, body).
+    var forecast: (status: Int, body: String) {
+        get { lock.withLock { forecastAnswer } }
+        set { lock.withLock { forecastAnswer = newValue } }
+    }
+    private var forecastAnswer = (status: 200, body: #"{"latitude":47.61,"current_units":{"temperature_2m":"°C"},"current":{"time":"2026-11-22T08:00","temperature_2m":11.5,"weather_code":3}}"#)
+    /// The paths (with queries) of the forecast requests received.
+    var forecastRequests: [String] { lock.withLock { received.filter { $0.path.hasPrefix("/v1/forecast") }.map(\.path) } }
     var tokenURL: String { "http://127.0.0.1:\(port)/token" }
 
     /// The next requests to /collect get these behaviors in order, then `then` for the rest.
@@ -92,6 +102,14 @@ final class TestCollector: @unchecked Sendable {
             lock.withLock { tokenCount += 1 }
             let token = "token-\(lock.withLock { tokenCount })"
             respond(fd, 200, "{\"access_token\":\"\(token)\",\"expires_in\":3600,\"token_type\":\"bearer\"}")
+            return
+        }
+        if request.path.hasPrefix("/v1/forecast") {
+            let answer = lock.withLock { () -> (status: Int, body: String) in
+                received.append(request)
+                return forecastAnswer
+            }
+            respond(fd, answer.status, answer.body)
             return
         }
         let behavior: Behavior = lock.withLock {

@@ -54,12 +54,17 @@ public final class AugmentationTimeline: @unchecked Sendable {
         DispatchQueue.global().async {
             for stage in stages {
                 let input = shared.lock.withLock { shared.working }
-                var outcomes = [AugmentationOutcome?](repeating: nil, count: stage.count)
-                let outcomesLock = NSLock()
+                final class Outcomes: @unchecked Sendable {
+                    let lock = NSLock()
+                    var list: [AugmentationOutcome?]
+                    init(_ count: Int) { list = Array(repeating: nil, count: count) }
+                }
+                let collected = Outcomes(stage.count)
                 DispatchQueue.concurrentPerform(iterations: stage.count) { i in
                     let outcome = self.plugins[stage[i]].augment(input.augmentable)
-                    outcomesLock.withLock { outcomes[i] = outcome }
+                    collected.lock.withLock { collected.list[i] = outcome }
                 }
+                let outcomes = collected.lock.withLock { collected.list }
                 let keepGoing: Bool = shared.lock.withLock {
                     if shared.timedOut { return false }  // too late: change nothing
                     for (i, outcome) in outcomes.enumerated() {

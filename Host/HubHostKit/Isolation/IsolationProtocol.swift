@@ -4,7 +4,8 @@
 /// `[u32 length, little-endian][u8 type][body]`:
 ///
 ///   host -> worker   hello     instance id, plugin.yaml path, library path, data directory,
-///                               log severity and verbosity, config (count, then key and value each)
+///                               log severity and verbosity, config (count, then key and value each),
+///                               HTTP policy (count of allowed hosts, each host, timeout seconds f64)
 ///                    call      request id u32, plugin index u32, op u8 (WorkerOp), arguments
 ///                    shutdown  (no body): destroy every plugin and exit
 ///   worker -> host   ready     ok bool; then the plugins created (count, then id and kind code

@@ -19,6 +19,15 @@ public enum IsolationWorker {
             guard let key = try? hello.string(), let value = try? hello.value() else { return 3 }
             config[key] = value
         }
+        guard let allowedCount = try? hello.u32() else { return 3 }
+        var allowed: [String] = []
+        for _ in 0..<allowedCount {
+            guard let host = try? hello.string() else { return 3 }
+            allowed.append(host)
+        }
+        guard let httpTimeout = try? hello.f64() else { return 3 }
+        // The location service lives in the host; an isolated plugin does not get it.
+        let environment = HostEnvironment(http: .init(allowedHosts: allowed, timeoutSeconds: httpTimeout))
 
         let forwarder = LogForwarder(fd: fd)
         let pipeline = LogPipeline(filter: LogFilter(severity: severity, verbosity: verbosity))
@@ -39,7 +48,8 @@ public enum IsolationWorker {
             }
             for descriptor in descriptors {
                 handles.append(PluginHandle(try PluginInstance.create(descriptor, of: library, instanceID: instanceID, config: config,
-                                                                      dataDirectory: dataDirectory, pipeline: pipeline)))
+                                                                      dataDirectory: dataDirectory, pipeline: pipeline,
+                                                                      environment: environment)))
             }
             ready.bool(true)
             ready.u32(UInt32(handles.count))

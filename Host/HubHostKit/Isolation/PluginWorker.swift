@@ -36,6 +36,8 @@ public final class PluginWorker: @unchecked Sendable {
         public var callTimeoutMs: Int = 5000
         /// Address-space limit of the worker (RLIMIT_AS), so unbounded allocation ends the worker.
         public var memoryLimitMB: Int = 4096
+        /// The HTTP policy of the plugin's instance, applied in the worker.
+        public var http = HostEnvironment.HTTPPolicy()
         public var maxCrashes: Int = 5
         public var crashWindowSeconds: Int = 60
         public var initialBackoffMs: Int = 100
@@ -238,6 +240,9 @@ public final class PluginWorker: @unchecked Sendable {
             hello.string(key)
             hello.value(value)
         }
+        hello.u32(UInt32(settings.http.allowedHosts.count))
+        for allowed in settings.http.allowedHosts { hello.string(allowed) }
+        hello.f64(settings.http.timeoutSeconds)
         guard FrameIO.write(fd, hello.bytes) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
         let deadline = Clock.monotonicNs() + UInt64(max(settings.callTimeoutMs, 10_000)) * 1_000_000
         while true {

@@ -30,6 +30,8 @@ public struct HostManifest: Sendable {
         public var callTimeoutSeconds: Double = 5
         /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`, default 4096).
         public var memoryLimitMB: Int = 4096
+        /// What the instance may reach through the host's HTTP service (`http_allow`, `http_timeout`).
+        public var http = HostEnvironment.HTTPPolicy()
     }
 
     /// `isolation:` of a plugin instance.
@@ -59,7 +61,8 @@ public struct HostManifest: Sendable {
     static let reservedSections = ["campaigns": "the campaign engine", "hub": "the content hub"]
     static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
-    static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit"]
+    static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
+                               "http_allow", "http_timeout"]
 
     /// The manifest with no file: data in `./.hubhost`, default logging, no plugins.
     public static func empty(folder: String = FileManager.default.currentDirectoryPath) -> HostManifest {
@@ -190,6 +193,12 @@ public struct HostManifest: Sendable {
             } else {
                 reader.report(node, key: "\(path).memory_limit", "the worker's memory limit must be at least 64 (MiB)")
             }
+        }
+        if let node = fields["http_allow"]?.value, let items = reader.sequence(node, key: "\(path).http_allow") {
+            instance.http.allowedHosts = items.compactMap { reader.string($0, key: "\(path).http_allow") }.map { $0.lowercased() }
+        }
+        if let node = fields["http_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).http_timeout") {
+            instance.http.timeoutSeconds = seconds
         }
         var pluginDiagnostics: [ManifestDiagnostic] = []
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {

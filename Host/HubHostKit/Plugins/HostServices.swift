@@ -9,6 +9,7 @@ import HubHostABI
 final class HostServices: @unchecked Sendable {
     let instanceID: String
     let pipeline: LogPipeline
+    let environment: HostEnvironment
     let table: UnsafeMutablePointer<hh_host_t>
     private let config: [String: PluginValue]
     /// NUL-terminated copies of string config values and of the two path strings.
@@ -17,8 +18,10 @@ final class HostServices: @unchecked Sendable {
     private let errorLock = NSLock()
     private var lastErrors: [UInt: (status: Int32, message: String)] = [:]
 
-    init(instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline) {
+    init(instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
+         environment: HostEnvironment = HostEnvironment()) {
         self.instanceID = instanceID
+        self.environment = environment
         self.config = config
         self.pipeline = pipeline
         table = .allocate(capacity: 1)
@@ -107,7 +110,8 @@ private let hostReportError: @convention(c) (UnsafePointer<hh_host_t>?, hh_statu
     HostServices.from(host)?.recordError(status, swiftString(message))
 }
 
-/// No host extensions yet: the HTTP service ("hubhost.http.v1") arrives with the event engine.
-private let hostGetExtension: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<CChar>?) -> UnsafeRawPointer? = { _, _ in
-    nil
+/// "hubhost.http.v1" and, when there are location delegates, "hubhost.location.v1".
+private let hostGetExtension: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<CChar>?) -> UnsafeRawPointer? = { host, id in
+    guard let services = HostServices.from(host), let id else { return nil }
+    return HostExtensions.lookup(String(cString: id), for: services)
 }

@@ -36,6 +36,8 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     public private(set) var entries: [Entry] = []
+    /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
+    public let locationService = LocationService()
     private let manifest: HostManifest
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
@@ -68,6 +70,10 @@ public final class PluginRegistry: @unchecked Sendable {
                 entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
             }
             entries.append(entry)
+            // Location delegates serve the plugins loaded after them (the location augmentation).
+            if entry.plugins.contains(where: { $0.kind == .location }) {
+                locationService.use(plugins(of: .location).map(LocationPlugin.init))
+            }
         }
     }
 
@@ -94,6 +100,7 @@ public final class PluginRegistry: @unchecked Sendable {
                                                  logFilter: manifest.logging, executable: executable)
             settings.callTimeoutMs = Int((configuration.callTimeoutSeconds * 1000).rounded(.up))
             settings.memoryLimitMB = configuration.memoryLimitMB
+            settings.http = configuration.http
             let worker = PluginWorker(settings: settings, pipeline: pipeline)
             entry.worker = worker
             let exports = try worker.start()
@@ -113,7 +120,8 @@ public final class PluginRegistry: @unchecked Sendable {
             do {
                 created.append(try PluginInstance.create(descriptor, of: library, instanceID: configuration.id,
                                                          config: configuration.config, dataDirectory: manifest.dataDirectory,
-                                                         pipeline: pipeline))
+                                                         pipeline: pipeline,
+                                                         environment: HostEnvironment(http: configuration.http, location: locationService)))
             } catch {
                 // All of an instance's plugins load, or none: undo the ones already created.
                 for instance in created.reversed() { instance.destroy() }

@@ -19,6 +19,13 @@ public final class ConformanceContext: @unchecked Sendable {
         pipeline.attach([capture])
     }
 
+    /// What plugins under test get beyond the services table: a fixed location, and an HTTP service
+    /// that allows no host (the suite never reaches the network).
+    static let environment = HostEnvironment(
+        http: .init(allowedHosts: [], timeoutSeconds: 2),
+        location: LocationService(fixed: Location(latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
+                                                  locationID: "test-place", name: "Test Place", address: "1 Test Street")))
+
     func cleanUp() { try? FileManager.default.removeItem(atPath: dataDirectory) }
 
     /// The library under test, loaded through the host's loader.
@@ -47,7 +54,7 @@ public final class ConformanceContext: @unchecked Sendable {
         do {
             return try budget.run("\(id).create") {
                 try PluginInstance.create(descriptor, of: library, instanceID: "test", config: config,
-                                          dataDirectory: dataDirectory, pipeline: pipeline)
+                                          dataDirectory: dataDirectory, pipeline: pipeline, environment: Self.environment)
             }
         } catch PluginLoadError.createFailed(_, _, let status, let message) {
             try checkStatus(status, message: message, call: "\(id).create")

@@ -7,7 +7,10 @@
  *
  *     const hh_host_http_v1_t *http = host->get_extension(host, HH_HOST_EXT_HTTP);
  *
- * and handle NULL: a host may not offer it (this host offers it once the event engine is in).
+ * and handle NULL: a host may not offer it. hubhost offers it to every instance; the policy comes
+ * from the instance's entry in plugins.yaml: `http_allow:` (host names the plugin may reach; none
+ * by default, so every request is refused until the integrator allows a host) and `http_timeout:`
+ * (the most a request may take, default 10 s).
  */
 #ifndef HUBHOST_HTTP_H
 #define HUBHOST_HTTP_H

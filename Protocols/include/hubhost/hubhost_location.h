@@ -41,6 +41,31 @@ typedef struct hh_location_v1 {
     void (*release_location)(void *instance, hh_location_t *location);
 } hh_location_v1_t;
 
+/* ---------------------------------------------------------------------------------------------
+ * The host's location service extension, "hubhost.location.v1": how any plugin (for example the
+ * location augmentation) asks for the device's location. The host asks its location delegates in
+ * plugins.yaml order and caches the answer.
+ *
+ *     const hh_host_location_v1_t *loc = host->get_extension(host, HH_HOST_EXT_LOCATION);
+ *
+ * Handle NULL: a host without location delegates, or a plugin running with `isolation: process`,
+ * does not offer it.
+ * ------------------------------------------------------------------------------------------- */
+
+#define HH_HOST_EXT_LOCATION "hubhost.location.v1"
+
+typedef struct hh_host_location_v1 {
+    /* Fill *out with the current location: a cached answer no older than `max_age_ms`, else a new
+     * one asked of the delegates, waiting at most `timeout_ms`. The host zero-fills *out first;
+     * its strings are host-owned and valid until release_location. HH_OK: *out is the answer;
+     * HH_ERR_UNAVAILABLE: no delegate has a location; HH_ERR_TIMEOUT: none answered in time.
+     * [thread-safe] */
+    hh_status_t (*get_location)(const hh_host_t *host, int64_t max_age_ms, int64_t timeout_ms, hh_location_t *out);
+
+    /* Release the strings of a location obtained from get_location. [thread-safe] */
+    void (*release_location)(const hh_host_t *host, hh_location_t *location);
+} hh_host_location_v1_t;
+
 #ifdef __cplusplus
 }
 #endif

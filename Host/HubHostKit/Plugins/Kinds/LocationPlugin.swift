@@ -10,6 +10,17 @@ public struct Location: Codable, Equatable, Sendable {
     public var locationID: String?
     public var name: String?
     public var address: String?
+
+    public init(latitude: Double? = nil, longitude: Double? = nil, accuracyMeters: Double? = nil, timeMs: Int64? = nil,
+                locationID: String? = nil, name: String? = nil, address: String? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracyMeters = accuracyMeters
+        self.timeMs = timeMs
+        self.locationID = locationID
+        self.name = name
+        self.address = address
+    }
 }
 
 public enum LocationAnswer: Equatable, Sendable {

@@ -1,0 +1,84 @@
+import Foundation
+
+/// What the host offers plugin instances beyond the basic services table: the HTTP service under
+/// the instance's policy, and the location service. Given to each instance at create.
+public struct HostEnvironment: Sendable {
+    /// Which hosts an instance may reach through "hubhost.http.v1", and how long a request may take.
+    public struct HTTPPolicy: Sendable, Equatable {
+        /// Host names (lowercase), compared exactly; empty refuses every request.
+        public var allowedHosts: [String]
+        public var timeoutSeconds: Double
+
+        public init(allowedHosts: [String] = [], timeoutSeconds: Double = 10) {
+            self.allowedHosts = allowedHosts.map { $0.lowercased() }
+            self.timeoutSeconds = timeoutSeconds
+        }
+    }
+
+    public var http: HTTPPolicy
+    /// The location service behind "hubhost.location.v1"; nil: not offered.
+    public var location: LocationService?
+
+    public init(http: HTTPPolicy = HTTPPolicy(), location: LocationService? = nil) {
+        self.http = http
+        self.location = location
+    }
+}
+
+/// The host's location service: asks the location delegates in plugins.yaml order, with a cache
+/// (the Engage location cache lifespan) and a deadline (the acquisition timeout).
+public final class LocationService: @unchecked Sendable {
+    private let lock = NSLock()
+    private var delegates: [LocationPlugin] = []
+    private var cached: (location: Location, atMs: Int64)?
+    private var fixed: Location?
+
+    public init() {}
+
+    /// A service that always answers `location`, with no delegates: for `hubhost plugin test` and
+    /// PluginTestKit, which test one plugin with no others loaded.
+    public init(fixed location: Location) {
+        fixed = location
+    }
+
+    /// Set once the location plugins are loaded.
+    public func use(_ plugins: [LocationPlugin]) {
+        lock.withLock {
+            delegates = plugins
+            cached = nil
+        }
+    }
+
+    public var hasDelegates: Bool { lock.withLock { !delegates.isEmpty || fixed != nil } }
+
+    /// A cached location no older than `maxAgeMs`, or a new answer within `timeoutMs`.
+    public func current(maxAgeMs: Int64, timeoutMs: Int64) -> LocationAnswer {
+        let (plugins, hit): ([LocationPlugin], Location?) = lock.withLock {
+            if let fixed { return ([], fixed) }
+            if let cached, Clock.wallMs() - cached.atMs <= maxAgeMs { return ([], cached.location) }
+            return (delegates, nil)
+        }
+        if let hit { return .location(hit) }
+        guard !plugins.isEmpty else { return .unavailable }
+        final class Box: @unchecked Sendable { var answer: LocationAnswer = .unavailable }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            for plugin in plugins {
+                let answer = plugin.current()
+                if case .location = answer {
+                    box.answer = answer
+                    break
+                }
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .milliseconds(Int(max(0, timeoutMs)))) == .success else {
+            return .failed(status: 6, message: "no location delegate answered within \(timeoutMs) ms")
+        }
+        if case .location(let location) = box.answer {
+            lock.withLock { cached = (location, Clock.wallMs()) }
+        }
+        return box.answer
+    }
+}

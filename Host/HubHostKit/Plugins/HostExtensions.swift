@@ -1,0 +1,125 @@
+import Foundation
+import HubHostABI
+
+/// The host extensions' C tables ("hubhost.http.v1", "hubhost.location.v1"), allocated once.
+enum HostExtensions {
+    static let fetcher = HTTPFetcher()
+
+    static let http: UnsafeMutablePointer<hh_host_http_v1_t> = {
+        let table = UnsafeMutablePointer<hh_host_http_v1_t>.allocate(capacity: 1)
+        table.initialize(to: hh_host_http_v1_t(fetch: httpFetch, release: httpRelease))
+        return table
+    }()
+
+    static let location: UnsafeMutablePointer<hh_host_location_v1_t> = {
+        let table = UnsafeMutablePointer<hh_host_location_v1_t>.allocate(capacity: 1)
+        table.initialize(to: hh_host_location_v1_t(get_location: locationGet, release_location: locationRelease))
+        return table
+    }()
+
+    static func lookup(_ id: String, for services: HostServices) -> UnsafeRawPointer? {
+        switch id {
+        case HH_HOST_EXT_HTTP: return UnsafeRawPointer(http)
+        case HH_HOST_EXT_LOCATION: return services.environment.location?.hasDelegates == true ? UnsafeRawPointer(location) : nil
+        default: return nil
+        }
+    }
+
+    static func copy(_ text: String) -> hh_string_t {
+        let pointer = strdup(text)!
+        return hh_string_t(data: UnsafePointer(pointer), length: strlen(pointer))
+    }
+
+    static func free(_ s: hh_string_t) {
+        if let data = s.data { Glibc.free(UnsafeMutableRawPointer(mutating: data)) }
+    }
+}
+
+private let httpFetch: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<hh_http_request_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> hh_status_t = { host, request, out in
+    guard let services = HostServices.from(host), let request, let out else { return HH_ERR_INVALID_ARGUMENT }
+    let r = request.pointee
+    let url = swiftString(r.url)
+    let method = r.method.length == 0 ? "GET" : swiftString(r.method)
+    let policy = services.environment.http
+    guard let target = URL(string: url), let hostName = target.host?.lowercased() else {
+        services.recordError(HH_ERR_INVALID_ARGUMENT, "'\(url)' is not a URL")
+        return HH_ERR_INVALID_ARGUMENT
+    }
+    guard policy.allowedHosts.contains(hostName) else {
+        services.pipeline.log(.warning, source: services.instanceID,
+                              "HTTP request to \(hostName) refused: not in http_allow of instance '\(services.instanceID)' (allowed: \(policy.allowedHosts.isEmpty ? "none" : policy.allowedHosts.joined(separator: ", ")))")
+        return HH_ERR_UNSUPPORTED
+    }
+    var headers: [String: String] = [:]
+    for i in 0..<r.header_count {
+        guard let header = r.headers?[i] else { break }
+        headers[swiftString(header.name)] = swiftString(header.value)
+    }
+    let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
+    var timeout = policy.timeoutSeconds
+    if r.timeout_ms > 0 { timeout = min(timeout, Double(r.timeout_ms) / 1000) }
+    switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout) {
+    case .success(let response):
+        var result = hh_http_response_t()
+        result.status_code = Int32(response.status)
+        let buffer = malloc(max(1, response.body.count))!
+        response.body.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: response.body.count)
+        result.body = UnsafeRawPointer(buffer)
+        result.body_length = response.body.count
+        let table = UnsafeMutablePointer<hh_http_header_t>.allocate(capacity: max(1, response.headers.count))
+        for (i, (name, value)) in response.headers.enumerated() {
+            table[i] = hh_http_header_t(name: HostExtensions.copy(name), value: HostExtensions.copy(value))
+        }
+        result.headers = UnsafePointer(table)
+        result.header_count = response.headers.count
+        out.pointee = result
+        return HH_OK
+    case .failure(.timedOut):
+        return HH_ERR_TIMEOUT
+    case .failure:
+        return HH_ERR_IO
+    }
+}
+
+private let httpRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> Void = { _, response in
+    guard let response else { return }
+    if let body = response.pointee.body { free(UnsafeMutableRawPointer(mutating: body)) }
+    if let headers = response.pointee.headers {
+        for i in 0..<response.pointee.header_count {
+            HostExtensions.free(headers[i].name)
+            HostExtensions.free(headers[i].value)
+        }
+        UnsafeMutablePointer(mutating: headers).deallocate()
+    }
+    response.pointee = hh_http_response_t()
+}
+
+private let locationGet: @convention(c) (UnsafePointer<hh_host_t>?, Int64, Int64, UnsafeMutablePointer<hh_location_t>?) -> hh_status_t = { host, maxAge, timeout, out in
+    guard let services = HostServices.from(host), let out, let service = services.environment.location else { return HH_ERR_UNAVAILABLE }
+    switch service.current(maxAgeMs: maxAge, timeoutMs: timeout) {
+    case .location(let l):
+        var result = hh_location_t()
+        if let lat = l.latitude, let lon = l.longitude {
+            result.has_coordinates = true
+            result.latitude = lat
+            result.longitude = lon
+            result.accuracy_m = l.accuracyMeters ?? 0
+        }
+        result.time_ms = l.timeMs ?? 0
+        result.location_id = l.locationID.map(HostExtensions.copy) ?? hh_string_t()
+        result.name = l.name.map(HostExtensions.copy) ?? hh_string_t()
+        result.address = l.address.map(HostExtensions.copy) ?? hh_string_t()
+        out.pointee = result
+        return HH_OK
+    case .unavailable: return HH_ERR_UNAVAILABLE
+    case .failed(let status, _): return status == HH_ERR_TIMEOUT ? HH_ERR_TIMEOUT : HH_ERR_UNAVAILABLE
+    }
+}
+
+private let locationRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<hh_location_t>?) -> Void = { _, location in
+    guard let location else { return }
+    HostExtensions.free(location.pointee.location_id)
+    HostExtensions.free(location.pointee.name)
+    HostExtensions.free(location.pointee.address)
+    location.pointee = hh_location_t()
+}
