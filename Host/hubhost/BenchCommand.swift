@@ -7,7 +7,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self])
+        subcommands: [ABI.self, Isolation.self, Events.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -94,6 +94,47 @@ struct BenchCommand: ParsableCommand {
                      String(format: "%.0f", result.isolatedCallsPerSecond)],
                 ])
                 print(String(format: "ratio: %.1fx the in-process call", result.ratio))
+            }
+        }
+    }
+
+    struct Events: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "events",
+            abstract: "Events per second and track latency through location and weather augmentation into the store, beside a plain SQLite insert.",
+            discussion: "Run from the repository root (it loads Plugins/*/plugin.yaml); the weather endpoint is a local server on 127.0.0.1.")
+
+        @Option(help: "Events through the pipeline (and rows in the baseline).")
+        var count: Int = 100_000
+
+        @Option(name: .customLong("batch-size"), help: "Events per commit.")
+        var batchSize: Int = 1000
+
+        @Option(help: ArgumentHelp("The folder of the bundled plugins' plugin.yaml files.", valueName: "path"))
+        var plugins: String = "Plugins"
+
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard count > 0, batchSize > 0 else { throw ValidationError("--count and --batch-size must be positive") }
+        }
+
+        func run() throws {
+            let folder = HostManifest.absolute(plugins, from: FileManager.default.currentDirectoryPath)
+            let result = try EventBenchmark(count: count, batchSize: batchSize, pluginsFolder: folder).run { step in
+                if !output.json { Output.error("bench events: \(step)") }
+            }
+            if output.json {
+                Output.json(result)
+            } else {
+                Output.table(["", "events/s", "p50 ms", "p99 ms"], [
+                    ["track -> location + weather (warm) -> store, batches of \(result.batchSize)", String(format: "%.0f", result.eventsPerSecond),
+                     String(format: "%.2f", result.p50Ms), String(format: "%.2f", result.p99Ms)],
+                    ["plain SQLite insert, same rows and settings (baseline)", String(format: "%.0f", result.baselineRowsPerSecond), "-", "-"],
+                    ["track, one durable commit per event (\(result.singleTrackCount) events)", "-",
+                     String(format: "%.2f", result.singleTrackP50Ms), String(format: "%.2f", result.singleTrackP99Ms)],
+                ])
+                print(String(format: "pipeline / baseline: %.2f", result.ratio))
             }
         }
     }

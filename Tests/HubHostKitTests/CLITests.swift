@@ -140,4 +140,13 @@ final class CLITests: XCTestCase {
         XCTAssertGreaterThan(figures["isolatedNsPerCall"] as? Double ?? 0, 0)
         XCTAssertEqual(figures["iterations"] as? Int, 2000)
     }
+
+    func testBenchEventsPrintsThePipelineBesideTheBaseline() throws {
+        let result = try hubhost(["bench", "events", "--count", "500", "--batch-size", "100", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        XCTAssertGreaterThan(figures["eventsPerSecond"] as? Double ?? 0, 0)
+        XCTAssertGreaterThan(figures["baselineRowsPerSecond"] as? Double ?? 0, 0)
+        XCTAssertGreaterThanOrEqual(figures["p99Ms"] as? Double ?? -1, figures["p50Ms"] as? Double ?? 0)
+    }
 }

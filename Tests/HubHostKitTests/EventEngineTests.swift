@@ -270,3 +270,16 @@ final class EventEngineTests: XCTestCase {
         XCTAssertThrowsError(try EventInput.parse(Data("{".utf8)))
     }
 }
+
+final class AttributeJSONTests: XCTestCase {
+    func testTheHandWrittenEncodingReadsBackAsTheCodableForm() throws {
+        let attributes: [Event.Attribute] = [
+            .init("s", .string("quote \" backslash \\ newline \n tab \t bell \u{7} é 😀")), .init("i", .int(-42)), .init("d", .double(0.1)),
+            .init("tiny", .double(1e-300)), .init("b", .bool(true)), .init("t", .timeMs(1_402_358_400_000)), .init("n", .null), .init("", .string("")),
+        ]
+        let text = AttributeJSON.encode(attributes)
+        let decoded = try JSONDecoder().decode([Event.Attribute].self, from: Data(text.utf8))
+        XCTAssertEqual(decoded, attributes)
+        XCTAssertEqual(AttributeJSON.encode([.init("nan", .double(.nan))]), #"[{"name":"nan","value":{"type":"null"}}]"#)
+    }
+}

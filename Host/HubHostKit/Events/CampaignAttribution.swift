@@ -14,10 +14,18 @@ final class CampaignAttribution {
 
     let settings: EventSettings
     private let state: KeyValueState
+    /// Read once; changes (rare: a new campaign, an expiry) are written at once.
+    private var cached: State?
 
-    init(settings: EventSettings, state: KeyValueState) {
+    init(settings: EventSettings, state: KeyValueState) throws {
         self.settings = settings
         self.state = state
+        cached = try state.get("campaign")
+    }
+
+    private func save(_ value: State) throws {
+        try state.set("campaign", value)
+        cached = value
     }
 
     /// Reads the campaign parameters; returns why a campaign was not activated, if one was named.
@@ -30,17 +38,17 @@ final class CampaignAttribution {
             expires = Int64(seconds * 1000)
             if expires <= nowMs { return "campaign '\(name)' ended at \(endText), before now: not activated" }
         }
-        var current: State = try state.get("campaign") ?? State()
+        var current = cached ?? State()
         if let previous = current.current, previous != name { current.last = previous }
         current.current = name
         current.expiresAtMs = expires
-        try state.set("campaign", current)
+        try save(current)
         return nil
     }
 
     /// Adds Campaign Name (while current) and Last Campaign to an event, never over the caller's values.
     func annotate(_ event: inout Event) throws {
-        guard var current: State = try state.get("campaign") else { return }
+        guard var current = cached else { return }
         if let name = current.current, let expires = current.expiresAtMs {
             if event.timestampMs < expires {
                 event.fill(settings.currentCampaignField, .string(name))
@@ -48,7 +56,7 @@ final class CampaignAttribution {
                 current.last = name  // expired: it becomes the last campaign
                 current.current = nil
                 current.expiresAtMs = nil
-                try state.set("campaign", current)
+                try save(current)
             }
         }
         if let last = current.last { event.fill(settings.lastCampaignField, .string(last)) }

@@ -28,8 +28,8 @@ public final class EventEngine: @unchecked Sendable {
             logger.warning("\(recovered) event\(recovered == 1 ? " was" : "s were") left in HOLD by an earlier run; now EXPIRED and sent as they were")
         }
         let state = try KeyValueState(store: store)
-        sessions = SessionTracker(settings: settings, state: state)
-        campaigns = CampaignAttribution(settings: settings, state: state)
+        sessions = try SessionTracker(settings: settings, state: state)
+        campaigns = try CampaignAttribution(settings: settings, state: state)
         timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
         delivery = EventDelivery(settings: settings, store: store, http: http, logger: logger)
     }
@@ -42,7 +42,7 @@ public final class EventEngine: @unchecked Sendable {
         let prepared: [Event] = try trackLock.withLock {
             var event = event
             fillCoreValues(&event)
-            var all = try sessions.events(before: event).map { session -> Event in
+            var all = sessions.events(before: event).map { session -> Event in
                 var session = session
                 fillCoreValues(&session)
                 return session
@@ -50,7 +50,7 @@ public final class EventEngine: @unchecked Sendable {
             try campaigns.annotate(&event)
             event.status = timeline.isEmpty ? .notPosted : .hold
             all.append(event)
-            try store.insert(all)
+            try store.insert(all, state: sessions.pendingWrite)
             return all
         }
         var tracked = prepared.last!
@@ -66,20 +66,18 @@ public final class EventEngine: @unchecked Sendable {
 
     /// Tracks many events with one commit per batch (augmentation still per event): the fast path.
     public func trackBatch(_ events: [Event]) throws {
-        var prepared: [Event] = []
-        prepared.reserveCapacity(events.count)
         try trackLock.withLock {
+            var prepared: [Event] = []
+            prepared.reserveCapacity(events.count + 1)
             for var event in events {
                 fillCoreValues(&event)
-                prepared += try sessions.events(before: event)
+                prepared += sessions.events(before: event)
                 try campaigns.annotate(&event)
                 prepared.append(event)
             }
+            if !timeline.isEmpty { prepared = timeline.run(batch: prepared) }
+            try store.insert(prepared, state: sessions.pendingWrite)
         }
-        if !timeline.isEmpty {
-            prepared = prepared.map { timeline.run($0) }
-        }
-        try store.insert(prepared)
     }
 
     /// Opening a URL (a deep link): reads the campaign parameters and tracks a named event with the URL.

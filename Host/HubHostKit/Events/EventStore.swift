@@ -71,10 +71,14 @@ public final class EventStore: @unchecked Sendable {
 
     // MARK: Writing
 
-    /// Inserts events in one transaction; returns when they are on disk.
-    public func insert(_ events: [Event]) throws {
+    /// Inserts events in one transaction (with `state`, the session state their tracking changed);
+    /// returns when they are on disk.
+    public func insert(_ events: [Event]) throws { try insert(events, state: nil) }
+
+    func insert(_ events: [Event], state: (key: String, json: String)?) throws {
         let now = Clock.wallMs()
         try pool.write { db in
+            if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
             let statement = try db.cachedStatement(sql: """
                 INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -185,7 +189,7 @@ public final class EventStore: @unchecked Sendable {
     // MARK: Encoding
 
     static func encode(_ attributes: [Event.Attribute]) throws -> String {
-        String(decoding: try JSONEncoder().encode(attributes), as: UTF8.self)
+        AttributeJSON.encode(attributes)
     }
 
     static func events(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Event] {

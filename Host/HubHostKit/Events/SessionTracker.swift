@@ -15,33 +15,44 @@ final class SessionTracker {
 
     let timeoutMs: Int64
     let durationField: String
-    private let state: KeyValueState
+    /// The session, read from the store once; written back with the events that change it, in
+    /// their transaction (`pendingWrite`), so tracking costs no extra commit.
+    private var current: State?
+    private(set) var pendingWrite: (key: String, json: String)?
 
-    init(settings: EventSettings, state: KeyValueState) {
+    static let key = "session"
+
+    init(settings: EventSettings, state: KeyValueState) throws {
         timeoutMs = Int64(settings.sessionTimeout * 1000)
         durationField = settings.sessionDurationField
-        self.state = state
+        current = try state.get(Self.key)
     }
 
     /// The session events to record before `event`: "session ended" for a session that went stale,
     /// then "session started" when a new one begins. Session events themselves start nothing.
-    func events(before event: Event) throws -> [Event] {
+    /// Caller serializes; then stores `pendingWrite` with the events.
+    func events(before event: Event) -> [Event] {
         if event.type == .sessionStarted || event.type == .sessionEnded { return [] }
         let now = event.timestampMs
         var produced: [Event] = []
-        if var current: State = try state.get("session") {
-            if now - current.lastActivityMs <= timeoutMs {
-                current.lastActivityMs = max(current.lastActivityMs, now)
-                try state.set("session", current)
+        if var session = current {
+            if now - session.lastActivityMs <= timeoutMs {
+                session.lastActivityMs = max(session.lastActivityMs, now)
+                remember(session)
                 return []
             }
-            var ended = Event(type: .sessionEnded, name: "Session Ended", timestampMs: current.lastActivityMs)
-            ended.set(durationField, .int((current.lastActivityMs - current.startedMs) / 1000))
+            var ended = Event(type: .sessionEnded, name: "Session Ended", timestampMs: session.lastActivityMs)
+            ended.set(durationField, .int((session.lastActivityMs - session.startedMs) / 1000))
             produced.append(ended)
         }
-        try state.set("session", State(startedMs: now, lastActivityMs: now))
+        remember(State(startedMs: now, lastActivityMs: now))
         produced.append(Event(type: .sessionStarted, name: "Session Started", timestampMs: now))
         return produced
+    }
+
+    private func remember(_ session: State) {
+        current = session
+        pendingWrite = (Self.key, String(decoding: (try? JSONEncoder().encode(session)) ?? Data(), as: UTF8.self))
     }
 }
 
@@ -60,6 +71,12 @@ final class KeyValueState {
         guard let text = try store.pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) })
         else { return nil }
         return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+
+    /// Writes inside an open transaction (with the events whose tracking changed the state).
+    static func write(_ db: Database, key: String, json: String) throws {
+        try db.execute(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       arguments: [key, json])
     }
 
     func set<T: Encodable>(_ key: String, _ value: T) throws {
