@@ -45,7 +45,7 @@ public final class HubHost: @unchecked Sendable {
             if let eventEngine { return eventEngine }
             let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
                                          augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
-                                         pipeline: pipeline)
+                                         pipeline: pipeline, deepLinks: manifest.deepLinks)
             eventEngine = engine
             return engine
         }

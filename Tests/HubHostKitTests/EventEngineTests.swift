@@ -225,6 +225,55 @@ final class EventEngineTests: XCTestCase {
         XCTAssertEqual(notification[attribute: "alert"], .string("hi"))
     }
 
+    func testDeepLinkRoutesCaptureParametersAndUnmatchedURLsStillCount() throws {
+        try TestSupport.write("""
+        data_dir: data
+        events: {cache_size: 100}
+        deep_links:
+          routes:
+            - route: "test/:testId"
+              parameters:
+                testId: {required: true, regex: "[0-9]"}
+                utmSource: {required: false}
+            - route: "campaign/:CurrentCampaign"
+              parameters:
+                CurrentCampaign: {required: true}
+                CampaignEndTimeStamp: {required: false}
+        plugins: []
+        """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        XCTAssertEqual(host.manifest.diagnostics, [])
+        let engine = try host.events()
+        let (campaign, _) = try engine.openURL("myapp://campaign/autumn%20sale?utmSource=mail")
+        XCTAssertEqual(campaign[attribute: "Deep Link Route"], .string("campaign/:CurrentCampaign"))
+        XCTAssertEqual(campaign[attribute: "CurrentCampaign"], .string("autumn sale"))
+        XCTAssertEqual(campaign[attribute: "Campaign Name"], .string("autumn sale"), "the captured parameter starts the campaign")
+        XCTAssertEqual(try engine.openURL("myapp://test/7").event[attribute: "testId"], .string("7"))
+        let (refused, note) = try engine.openURL("myapp://test/77?x=1")
+        XCTAssertNil(refused[attribute: "Deep Link Route"], "77 does not match [0-9] whole")
+        XCTAssertEqual(refused[attribute: "x"], .string("1"), "an unmatched URL still produces its event")
+        XCTAssertEqual(note, "route 'test/:testId': parameter 'testId'='77' does not match /[0-9]/")
+        let (other, _) = try engine.openURL("https://example.com/landing?CurrentCampaign=web")
+        XCTAssertEqual(other[attribute: "URL"], .string("https://example.com/landing?CurrentCampaign=web"))
+        XCTAssertEqual(other[attribute: "Campaign Name"], .string("web"))
+    }
+
+    func testBadDeepLinkConfigIsReportedWithItsPlace() throws {
+        try TestSupport.write("""
+        deep_links:
+          routes:
+            - route: "a/:b"
+              parameters:
+                b: {requird: true, regex: "([0-9"}
+            - parameters: {}
+        """, to: folder + "/bad.yaml")
+        let manifest = try HostManifest.load(path: folder + "/bad.yaml")
+        XCTAssertEqual(manifest.diagnostics.map(\.key), ["deep_links.routes[0].parameters.b.requird", "deep_links.routes[0].route", "deep_links.routes[1].route"])
+        XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'required'?"))
+        XCTAssertTrue(manifest.diagnostics[1].message.contains("regex '([0-9' of parameter 'b' does not compile"))
+    }
+
     func testACorruptDatabaseIsMovedAsideNotOverwritten() throws {
         try FileManager.default.createDirectory(atPath: folder + "/data", withIntermediateDirectories: true)
         let garbage = String(repeating: "not a database ", count: 500)

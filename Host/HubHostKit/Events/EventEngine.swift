@@ -14,9 +14,12 @@ public final class EventEngine: @unchecked Sendable {
     let logger: Logger
     private let trackLock = NSLock()  // session and campaign state change one event at a time
 
+    public let deepLinks: DeepLinkRouter
+
     public init(settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
-                http: HTTPFetcher = HTTPFetcher()) throws {
+                deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher()) throws {
         self.settings = settings
+        self.deepLinks = deepLinks
         logger = Logger(label: "hubhost.events", pipeline: pipeline)
         let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"))
         store = opened.store
@@ -80,16 +83,20 @@ public final class EventEngine: @unchecked Sendable {
         }
     }
 
-    /// Opening a URL (a deep link): reads the campaign parameters and tracks a named event with the URL.
+    /// Opening a URL (a deep link): matches the deep link routes, reads the campaign parameters, and
+    /// tracks a named event "Open URL" with the URL, the route and the parameters. A URL that matches
+    /// no route still produces its event (with its query parameters).
     @discardableResult
     public func openURL(_ url: String) throws -> (event: Event, campaignNote: String?) {
-        let parameters = Self.parameters(of: url)
-        let note = try trackLock.withLock { try campaigns.take(parameters: parameters, nowMs: Clock.wallMs()) }
+        let match = deepLinks.match(url)
+        if let refusal = match.refusal { logger.warning("deep link \(url): \(refusal)") }
+        let note = try trackLock.withLock { try campaigns.take(parameters: match.parameters, nowMs: Clock.wallMs()) }
         if let note { logger.warning("\(note)") }
         var event = Event(type: .namedEvent, name: "Open URL")
         event.set("URL", .string(url))
-        for (key, value) in parameters.sorted(by: { $0.key < $1.key }) { event.set(key, .string(value)) }
-        return (try track(event), note)
+        if let route = match.route { event.set("Deep Link Route", .string(route)) }
+        for (key, value) in match.parameters.sorted(by: { $0.key < $1.key }) { event.set(key, .string(value)) }
+        return (try track(event), note ?? match.refusal)
     }
 
     /// A notification payload (received or opened): reads the campaign parameters, tracks type 48 or 49.
@@ -121,10 +128,4 @@ public final class EventEngine: @unchecked Sendable {
         }
     }
 
-    static func parameters(of url: String) -> [String: String] {
-        guard let components = URLComponents(string: url) else { return [:] }
-        var parameters: [String: String] = [:]
-        for item in components.queryItems ?? [] { parameters[item.name] = item.value ?? "" }
-        return parameters
-    }
 }

@@ -52,12 +52,14 @@ public struct HostManifest: Sendable {
     public var events = EventSettings()
     /// Where `hubhost serve` listens (`server:`).
     public var server = ServerSettings()
+    /// Deep link routes (`deep_links:`).
+    public var deepLinks = DeepLinkRouter()
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
     public var isValid: Bool { diagnostics.isEmpty }
 
-    static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "campaigns", "hub"]
+    static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "deep_links", "campaigns", "hub"]
     static let reservedSections = ["campaigns": "the campaign engine", "hub": "the content hub"]
     static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
@@ -117,6 +119,9 @@ public struct HostManifest: Sendable {
                 }
             }
         }
+        if let node = top["deep_links"]?.value {
+            manifest.deepLinks = parseDeepLinks(node, reader: reader)
+        }
         for (section, engine) in reservedSections.sorted(by: { $0.key < $1.key }) {
             guard let entry = top[section] else { continue }
             // Reserved for a later engine: accepted only empty, so no setting is ever silently ignored.
@@ -139,6 +144,40 @@ public struct HostManifest: Sendable {
         }
         manifest.diagnostics = diagnostics
         return manifest
+    }
+
+    /// `deep_links: {routes: [{route: "campaign/:CurrentCampaign", parameters: {CurrentCampaign: {required: true, regex: ...}}}]}`
+    static func parseDeepLinks(_ node: Node, reader: YAMLReader) -> DeepLinkRouter {
+        var router = DeepLinkRouter()
+        guard let entries = reader.mapping(node, key: "deep_links") else { return router }
+        let fields = reader.known(entries, allowed: ["routes"], in: "deep_links")
+        guard let routesNode = fields["routes"]?.value, let items = reader.sequence(routesNode, key: "deep_links.routes") else { return router }
+        for (index, item) in items.enumerated() {
+            let path = "deep_links.routes[\(index)]"
+            guard let itemEntries = reader.mapping(item, key: path) else { continue }
+            let routeFields = reader.known(itemEntries, allowed: ["route", "parameters"], in: path)
+            guard let routeNode = routeFields["route"]?.value, let pattern = reader.string(routeNode, key: "\(path).route") else {
+                if routeFields["route"] == nil { reader.report(item, key: "\(path).route", "missing required key 'route' (e.g. campaign/:CurrentCampaign)") }
+                continue
+            }
+            var parameters: [DeepLinkRouter.Parameter] = []
+            if let parametersNode = routeFields["parameters"]?.value, let parameterEntries = reader.mapping(parametersNode, key: "\(path).parameters") {
+                for entry in parameterEntries {
+                    let key = "\(path).parameters.\(entry.key)"
+                    guard let settings = reader.mapping(entry.value, key: key) else { continue }
+                    let known = reader.known(settings, allowed: ["required", "regex"], in: key)
+                    let required = known["required"].flatMap { reader.bool($0.value, key: "\(key).required") } ?? false
+                    let regex = known["regex"].flatMap { reader.string($0.value, key: "\(key).regex") }
+                    parameters.append(.init(name: entry.key, required: required, regex: regex))
+                }
+            }
+            do {
+                try router.add(pattern: pattern, parameters: parameters)
+            } catch {
+                reader.report(routeNode, key: "\(path).route", "\(error)")
+            }
+        }
+        return router
     }
 
     /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.
