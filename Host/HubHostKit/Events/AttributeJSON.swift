@@ -31,6 +31,12 @@ enum AttributeJSON {
 
     static func appendString(_ text: String, to out: inout String) {
         out += "\""
+        // Most texts need no escaping: append them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += text
+            out += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

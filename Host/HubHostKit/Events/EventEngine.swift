@@ -79,7 +79,16 @@ public final class EventEngine: @unchecked Sendable {
                 prepared.append(event)
             }
             if !timeline.isEmpty { prepared = timeline.run(batch: prepared) }
-            try store.insert(prepared, state: sessions.pendingWrite)
+            // Encode the attributes on every core; the database has one writer.
+            var encoded = [String](repeating: "", count: prepared.count)
+            let events = prepared
+            encoded.withUnsafeMutableBufferPointer { buffer in
+                nonisolated(unsafe) let output = buffer.baseAddress!
+                DispatchQueue.concurrentPerform(iterations: events.count) { i in
+                    output[i] = AttributeJSON.encode(events[i].attributes)
+                }
+            }
+            try store.insert(prepared, encodedAttributes: encoded, state: sessions.pendingWrite)
         }
     }
 

@@ -76,6 +76,12 @@ public final class EventStore: @unchecked Sendable {
     public func insert(_ events: [Event]) throws { try insert(events, state: nil) }
 
     func insert(_ events: [Event], state: (key: String, json: String)?) throws {
+        try insert(events, encodedAttributes: events.map { AttributeJSON.encode($0.attributes) }, state: state)
+    }
+
+    /// Inserts events whose attributes column was already encoded (`encodedAttributes[i]` for
+    /// `events[i]`), so a batch can encode them in parallel before the single writer commits.
+    func insert(_ events: [Event], encodedAttributes: [String], state: (key: String, json: String)?) throws {
         let now = Clock.wallMs()
         try pool.write { db in
             if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
@@ -83,9 +89,9 @@ public final class EventStore: @unchecked Sendable {
                 INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            for event in events {
+            for (event, attributes) in zip(events, encodedAttributes) {
                 try statement.execute(arguments: [event.id, event.type.rawValue, event.name, event.timestampMs,
-                                                  try Self.encode(event.attributes), event.status.rawValue, event.attempts, now, now])
+                                                  attributes, event.status.rawValue, event.attempts, now, now])
             }
         }
     }

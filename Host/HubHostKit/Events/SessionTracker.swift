@@ -52,7 +52,8 @@ final class SessionTracker {
 
     private func remember(_ session: State) {
         current = session
-        pendingWrite = (Self.key, String(decoding: (try? JSONEncoder().encode(session)) ?? Data(), as: UTF8.self))
+        // The same JSON the Codable State reads back, without an encoder on every event.
+        pendingWrite = (Self.key, "{\"startedMs\":\(session.startedMs),\"lastActivityMs\":\(session.lastActivityMs)}")
     }
 }
 

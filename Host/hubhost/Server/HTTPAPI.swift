@@ -32,8 +32,9 @@ enum HTTPAPI {
                 }
                 status = parsed
             }
-            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50
-            let stored = try await blocking { try engine.store.list(status: status, limit: max(1, min(limit, 10_000))) }
+            let limit = max(1, min(request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50, 10_000))
+            let filter = status
+            let stored = try await blocking { try engine.store.list(status: filter, limit: limit) }
             return json(stored.map { EventView($0.event, lastError: $0.lastError) })
         }
         router.get("/v1/events/stats") { _, _ in

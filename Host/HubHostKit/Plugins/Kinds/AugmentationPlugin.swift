@@ -97,9 +97,20 @@ final class EventEditSession {
     private var cAttributes: [(name: hh_string_t, value: hh_value_t)] = []
     private let lock = NSLock()  // the view and editor are [any-thread] during the call
 
+    /// The C copies are rebuilt only when the plugin reads after an edit: a plugin that only
+    /// writes (the common case) costs no copies beyond the first.
+    private var stale = false
+
     init(_ event: AugmentableEvent) {
         working = event
         rebuild()
+    }
+
+    private func refresh() {
+        if stale {
+            rebuild()
+            stale = false
+        }
     }
 
     func release() {
@@ -150,10 +161,11 @@ final class EventEditSession {
         Unmanaged<EventEditSession>.fromOpaque(data!).takeUnretainedValue()
     }
 
-    var count: Int { lock.withLock { cAttributes.count } }
+    var count: Int { lock.withLock { working.attributes.count } }
 
     func attribute(at index: Int, _ name: UnsafeMutablePointer<hh_string_t>?, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
         lock.withLock {
+            refresh()
             guard index >= 0, index < cAttributes.count else { return HH_ERR_NOT_FOUND }
             name?.pointee = cAttributes[index].name
             value?.pointee = cAttributes[index].value
@@ -165,6 +177,7 @@ final class EventEditSession {
         let key = swiftString(name)
         return lock.withLock {
             guard let index = working.attributes.firstIndex(where: { $0.name == key }) else { return HH_ERR_NOT_FOUND }
+            refresh()
             value?.pointee = cAttributes[index].value
             return HH_OK
         }
@@ -186,7 +199,7 @@ final class EventEditSession {
         }
         lock.withLock {
             working.set(key, converted)
-            rebuild()
+            stale = true
         }
         return HH_OK
     }
@@ -195,7 +208,7 @@ final class EventEditSession {
         let key = swiftString(name)
         return lock.withLock {
             guard working.remove(key) else { return HH_ERR_NOT_FOUND }
-            rebuild()
+            stale = true
             return HH_OK
         }
     }
