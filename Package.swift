@@ -26,6 +26,8 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "Noop", product: "hubhost-noop", isC: true),
     .init(folder: "LocationAugmentation", product: "hubhost-location-augmentation", isC: false),
     .init(folder: "WeatherAugmentation", product: "hubhost-weather", isC: true),
+    .init(folder: "StandardOperators", product: "hubhost-standard-operators", isC: true),
+    .init(folder: "ExtraOperators", product: "hubhost-extra-operators", isC: true),
 ]
 
 let package = Package(

@@ -19,7 +19,8 @@ final class BundledPluginTests: XCTestCase {
 
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
-        XCTAssertEqual(bundled, ["ConsoleLogger", "FixedLocation", "JSONLinesLogger", "LocationAugmentation", "Noop", "StaticAdvertiserID", "WeatherAugmentation"])
+        XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "JSONLinesLogger", "LocationAugmentation", "Noop",
+                                 "StandardOperators", "StaticAdvertiserID", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))
             XCTAssertTrue(inspection.isConsistent, "\(name): \(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")

@@ -12,7 +12,8 @@ final class ManifestTests: XCTestCase {
     func testDefaultManifestIsValid() throws {
         let manifest = try HostManifest.load(path: TestSupport.repository + "/plugins.yaml")
         XCTAssertEqual(manifest.diagnostics, [])
-        XCTAssertEqual(manifest.instances.map(\.id), ["console", "logfile", "advertiser", "location", "location-augmentation", "weather"])
+        XCTAssertEqual(manifest.instances.map(\.id), ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
+                                                      "location-augmentation", "weather"])
         XCTAssertEqual(manifest.dataDirectory, TestSupport.repository + "/.hubhost")
     }
 
