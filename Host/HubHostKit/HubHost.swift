@@ -38,17 +38,36 @@ public final class HubHost: @unchecked Sendable {
 
     private let engineLock = NSLock()
     private var eventEngine: EventEngine?
+    private var campaignEngine: CampaignEngine?
 
-    /// The event engine, opened on first use (its SQLite store lives in the data directory).
+    /// The event engine, opened on first use (its SQLite store lives in the data directory). When
+    /// campaigns are enabled, the campaign engine hears every tracked event.
     public func events() throws -> EventEngine {
-        try engineLock.withLock {
-            if let eventEngine { return eventEngine }
-            let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
-                                         augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
-                                         pipeline: pipeline, deepLinks: manifest.deepLinks)
-            eventEngine = engine
-            return engine
+        try engineLock.withLock { try openEngines().events }
+    }
+
+    /// The campaign engine (with the event engine it listens to); nil when `campaigns.enabled` is false.
+    public func campaigns() throws -> CampaignEngine? {
+        try engineLock.withLock { try openEngines().campaigns }
+    }
+
+    private func openEngines() throws -> (events: EventEngine, campaigns: CampaignEngine?) {
+        if let eventEngine { return (eventEngine, campaignEngine) }
+        let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
+                                     augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
+                                     pipeline: pipeline, deepLinks: manifest.deepLinks)
+        eventEngine = engine
+        if manifest.campaigns.enabled {
+            let operators = OperatorSet(registry.plugins(of: .triggerOperator))
+            for conflict in operators.conflicts { logger.warning("\(conflict)") }
+            let campaigns = try CampaignEngine(state: try KeyValueState(store: engine.store), operators: operators, pipeline: pipeline)
+            if let file = manifest.campaigns.file {
+                do { try campaigns.loadFile(file) } catch { logger.error("campaigns: \(error)") }
+            }
+            engine.observe { [weak campaigns] event in campaigns?.logEvent(event) }
+            campaignEngine = campaigns
         }
+        return (engine, campaignEngine)
     }
 
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.

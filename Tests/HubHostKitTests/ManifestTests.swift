@@ -99,8 +99,8 @@ final class ManifestTests: XCTestCase {
     }
 
     func testReservedEngineSectionsAreNeverSilentlyIgnored() throws {
-        let m = try manifest("campaigns:\n  config_url: http://127.0.0.1/\nhub: {}\n")
-        XCTAssertEqual(m.diagnostics.map(\.key), ["campaigns.config_url"])
+        let m = try manifest("hub:\n  db_service_url: http://127.0.0.1/\ncampaigns: {}\n")
+        XCTAssertEqual(m.diagnostics.map(\.key), ["hub.db_service_url"])
         XCTAssertTrue(m.diagnostics[0].message.contains("does not include yet"))
     }
 

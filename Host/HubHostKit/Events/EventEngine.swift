@@ -13,6 +13,20 @@ public final class EventEngine: @unchecked Sendable {
     let campaigns: CampaignAttribution
     let logger: Logger
     private let trackLock = NSLock()  // session and campaign state change one event at a time
+    private let observerLock = NSLock()
+    private var observers: [@Sendable (Event) -> Void] = []
+
+    /// Calls `observer` with every event after it is tracked (stored and augmented): how the
+    /// campaign engine hears of events.
+    public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
+        observerLock.withLock { observers.append(observer) }
+    }
+
+    private func notify(_ events: [Event]) {
+        let current = observerLock.withLock { observers }
+        guard !current.isEmpty else { return }
+        for event in events { for observer in current { observer(event) } }
+    }
 
     public let deepLinks: DeepLinkRouter
 
@@ -61,6 +75,7 @@ public final class EventEngine: @unchecked Sendable {
             tracked = timeline.run(tracked)
             try store.update(tracked)
         }
+        notify(prepared.dropLast() + [tracked])
         if autoFlush, try waitingCount() >= settings.cacheSize {
             _ = delivery.flush()
         }
@@ -89,6 +104,7 @@ public final class EventEngine: @unchecked Sendable {
                 }
             }
             try store.insert(prepared, encodedAttributes: encoded, state: sessions.pendingWrite)
+            notify(prepared)
         }
     }
 

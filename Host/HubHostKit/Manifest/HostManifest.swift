@@ -54,13 +54,15 @@ public struct HostManifest: Sendable {
     public var server = ServerSettings()
     /// Deep link routes (`deep_links:`).
     public var deepLinks = DeepLinkRouter()
+    /// The campaign engine's settings (`campaigns:`).
+    public var campaigns = CampaignSettings()
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
     public var isValid: Bool { diagnostics.isEmpty }
 
     static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "deep_links", "campaigns", "hub"]
-    static let reservedSections = ["campaigns": "the campaign engine", "hub": "the content hub"]
+    static let reservedSections = ["hub": "the content hub"]
     static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
     static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
@@ -118,6 +120,11 @@ public struct HostManifest: Sendable {
                     reader.report(portNode, key: "server.port", "a port is 0 to 65535 (0: any free port)")
                 }
             }
+        }
+        if let entry = top["campaigns"] {
+            let values = CampaignSettings.schema.resolve(entry.value, path: "campaigns", reader: reader, reportAt: entry.keyNode)
+            if case .string(let file)? = values["file"], !file.isEmpty { manifest.campaigns.file = absolute(file, from: folder) }
+            if case .bool(let enabled)? = values["enabled"] { manifest.campaigns.enabled = enabled }
         }
         if let node = top["deep_links"]?.value {
             manifest.deepLinks = parseDeepLinks(node, reader: reader)

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+
+struct CampaignsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "campaigns",
+        abstract: "The in-app messaging campaigns: load, list, the ready queue, impressions, opt-outs, the user.",
+        subcommands: [Sync.self, List.self, Ready.self, Displayed.self, OptOut.self, UserCommand.self])
+
+    /// Starts the host and returns its campaign engine, or exits when campaigns are disabled.
+    static func engine(_ option: ManifestOption) throws -> (HubHost, CampaignEngine) {
+        let host = try option.startHost()
+        guard let engine = try host.campaigns() else {
+            host.shutdown()
+            Output.error("campaigns are disabled in \(host.manifest.file) (campaigns: enabled: false)")
+            throw ExitCode(1)
+        }
+        return (host, engine)
+    }
+
+    struct Sync: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Load campaigns from a file in the ping response format (default: campaigns.file).")
+
+        @Option(help: ArgumentHelp("A campaign list in the ping response format.", valueName: "path"))
+        var file: String?
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            guard let path = file ?? host.manifest.campaigns.file else {
+                throw ValidationError("no campaign list: give --file or set campaigns.file in plugins.yaml")
+            }
+            do { try engine.loadFile(HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath)) } catch {
+                Output.error("\(error)")
+                throw ExitCode(1)
+            }
+            if output.json {
+                Output.json(["loaded": JSONValue.number(Double(engine.campaigns.count)), "skipped": .array(engine.skipped.map(JSONValue.string))])
+            } else {
+                print("loaded \(engine.campaigns.count) campaign\(engine.campaigns.count == 1 ? "" : "s")")
+                for line in engine.skipped { print("skipped \(line)") }
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Every loaded campaign with its state for the current user.")
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            let statuses = engine.statuses()
+            if output.json { Output.json(statuses); return }
+            if statuses.isEmpty { print("no campaigns loaded (hubhost campaigns sync --file FILE)"); return }
+            Output.table(["ID", "TITLE", "TRIGGERS", "IMPRESSIONS LEFT", "STATE"], statuses.map { s in
+                [s.id, s.title, "\(s.triggersSatisfied)/\(s.triggers)", "\(s.impressionsLeft)/\(s.maxImpressions)",
+                 s.optedOut ? "opted out" : s.expired ? "expired" : s.ready ? "ready" : "waiting"]
+            })
+        }
+    }
+
+    struct Ready: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The queue of campaigns ready to show, in order.")
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            let ready = engine.ready()
+            if output.json { Output.json(ready) } else if ready.isEmpty { print("no campaign is ready") } else {
+                for campaign in ready {
+                    print("\(campaign.id)  \(campaign.title)\(campaign.contexts.isEmpty ? "" : "  contexts: \(campaign.contexts.joined(separator: ", "))")")
+                }
+            }
+        }
+    }
+
+    struct Displayed: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "displayed", abstract: "Record that a campaign was shown: one impression.")
+
+        @Argument(help: "The campaign id.")
+        var id: String
+
+        @OptionGroup var manifestOption: ManifestOption
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
+        }
+    }
+
+    struct OptOut: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "opt-out", abstract: "The user opted out of a campaign: it never shows to them again.")
+
+        @Argument(help: "The campaign id.")
+        var id: String
+
+        @OptionGroup var manifestOption: ManifestOption
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            do { try engine.optOut(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
+        }
+    }
+
+    struct UserCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "user", abstract: "The campaign user (each has its own cache).",
+                                                        subcommands: [Set.self])
+
+        struct Set: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Set the user; both ids empty is the anonymous user.")
+
+            @Option(name: .customLong("user-id"), help: "The user id.")
+            var userID: String = ""
+
+            @Option(name: .customLong("id-tracking-identifier"), help: "The tracking identifier.")
+            var idTrackingIdentifier: String = ""
+
+            @Option(name: .customLong("access-token"), help: "The access token.")
+            var accessToken: String?
+
+            @OptionGroup var manifestOption: ManifestOption
+
+            func run() throws {
+                let (host, engine) = try CampaignsCommand.engine(manifestOption)
+                defer { host.shutdown() }
+                try engine.setUser(.init(userID: userID, idTrackingIdentifier: idTrackingIdentifier, accessToken: accessToken))
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The campaign engine: triggers from tracked events through the operator plugins, impressions,
+/// opt-outs, per-user caches, expiry, invalid campaigns skipped.
+final class CampaignEngineTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    private func attribute(_ name: String, _ value: String, type: Int, op: Any) -> [String: Any] {
+        ["name": name, "value": value, "type": type, "operator": op]
+    }
+
+    private func campaign(_ id: String, title: String, max: Int = 1, end: Int64? = nil, triggers: [[String: Any]]) -> [String: Any] {
+        var display: [String: Any] = ["optOut": true, "delay": 0]
+        if let end { display["endTimeMillis"] = end }
+        return ["campaignData": ["campaignId": id, "maxImpressions": max, "type": 1, "isTest": false, "triggers": triggers,
+                                 "messagePayload": ["title": title, "header": "H", "messageBody": "B",
+                                                    "messageSettings": ["displaySettings": display, "controlSettings": ["buttons": []]]]]]
+    }
+
+    private func writeCampaigns(welcomeMax: Int = 2) throws {
+        let list: [String: Any] = ["currentPingMillis": 1, "nextPingMillis": 3_600_000, "data": [
+            campaign("welcome", title: "[home] Welcome", max: welcomeMax, triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+            campaign("level", title: "Level up", triggers: [
+                ["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []],
+                ["type": 1, "eventType": 4, "eventName": "level_up", "attributes": [attribute("level", "5", type: 2, op: 3)]],
+            ]),
+            campaign("vip", title: "VIP", triggers: [
+                ["type": 1, "eventType": 3, "eventName": "purchase_successful", "attributes": [attribute("tier", "gold, silver", type: 1, op: "IN_LIST")]],
+            ]),
+            campaign("old", title: "Expired", end: 1000, triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+            campaign("bad-type", title: "x", triggers: [["type": 1, "eventType": 0, "eventName": "x", "attributes": []]]),
+            campaign("bad-attr", title: "x", triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 0, op: 1)]]]),
+            campaign("bad-op", title: "x", triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 1, op: "NOPE")]]]),
+        ]]
+        try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
+    }
+
+    private func host() throws -> (HubHost, CampaignEngine, EventEngine) {
+        try TestSupport.write("""
+        data_dir: data
+        events: {cache_size: 1000}
+        campaigns: {file: campaigns.json}
+        plugins:
+          - id: operators
+            use: \(TestSupport.plugin("StandardOperators"))
+          - id: extra
+            use: \(TestSupport.plugin("ExtraOperators"))
+        """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        let campaigns = try XCTUnwrap(try host.campaigns())
+        return (host, campaigns, try host.events())
+    }
+
+    func testTriggersImpressionsAndTheAppStartRule() throws {
+        try writeCampaigns()
+        let (_, campaigns, events) = try host()
+        XCTAssertEqual(campaigns.campaigns.map(\.id), ["welcome", "level", "vip", "old"])
+        XCTAssertEqual(campaigns.skipped.count, 3)
+        XCTAssertTrue(campaigns.skipped[0].hasPrefix("campaign bad-type: trigger 1: eventType must be 1"), campaigns.skipped[0])
+        XCTAssertTrue(campaigns.skipped[1].contains("type must be 1..5"), campaigns.skipped[1])
+        XCTAssertEqual(campaigns.skipped[2], "campaign bad-op: operator 'NOPE' is not provided by any loaded trigger_operator plugin")
+        XCTAssertEqual(campaigns.campaigns[0].contexts, ["home"])
+
+        _ = try events.track(Event(type: .appStart))
+        XCTAssertEqual(campaigns.ready().map(\.id), ["welcome"], "the expired campaign never shows")
+        try campaigns.displayed("welcome")
+        _ = try events.track(Event(type: .appStart))
+        XCTAssertEqual(campaigns.ready().map(\.id), [], "a campaign needing only app start shows once per launch")
+
+        _ = try events.track(Event(type: .loginSuccessful))
+        _ = try events.track(Event(type: .custom, name: "level_up", attributes: [.init("level", .int(3))]))
+        XCTAssertEqual(campaigns.ready().map(\.id), [], "3 is not GREATER_THAN 5")
+        _ = try events.track(Event(type: .custom, name: "level_up", attributes: [.init("level", .string("7"))]))
+        XCTAssertEqual(campaigns.ready().map(\.id), [], "a string is not compared with an integer")
+        _ = try events.track(Event(type: .namedEvent, name: "level_up", attributes: [.init("level", .int(7))]))
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level"], "any tracked event counts by name")
+
+        _ = try events.track(Event(type: .purchaseSuccessful, attributes: [.init("tier", .string("silver"))]))
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level", "vip"], "an operator from another plugin, named by string")
+
+        try campaigns.optOut("level")
+        XCTAssertEqual(campaigns.ready().map(\.id), ["vip"])
+        let status = Dictionary(uniqueKeysWithValues: campaigns.statuses().map { ($0.id, $0) })
+        XCTAssertEqual(status["welcome"]?.impressionsLeft, 1)
+        XCTAssertEqual(status["level"]?.optedOut, true)
+        XCTAssertEqual(status["old"]?.expired, true)
+    }
+
+    func testEachUserHasItsOwnCacheAndMaxImpressionChangesAddTheDifference() throws {
+        try writeCampaigns(welcomeMax: 1)
+        let (_, campaigns, events) = try host()
+        _ = try events.track(Event(type: .loginSuccessful))
+        _ = try events.track(Event(type: .custom, name: "level_up", attributes: [.init("level", .int(9))]))
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level"])
+        try campaigns.setUser(.init(userID: "u2", idTrackingIdentifier: "t2"))
+        XCTAssertEqual(campaigns.ready().map(\.id), [], "a new user starts with an empty cache")
+        try campaigns.setUser(.init())
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level"], "the anonymous user's cache is kept")
+
+        _ = try events.track(Event(type: .appStart))
+        try campaigns.displayed("welcome")
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "welcome" }?.impressionsLeft, 0)
+        try writeCampaigns(welcomeMax: 4)
+        try campaigns.loadFile(folder + "/campaigns.json")
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "welcome" }?.impressionsLeft, 3, "max 1 -> 4 adds 3")
+    }
+
+    func testCampaignStatePersistsAcrossRuns() throws {
+        try writeCampaigns()
+        do {
+            let (host, campaigns, events) = try self.host()
+            _ = try events.track(Event(type: .purchaseSuccessful, attributes: [.init("tier", .string("gold"))]))
+            XCTAssertEqual(campaigns.ready().map(\.id), ["vip"])
+            host.shutdown()
+        }
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "ready", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let ready = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        XCTAssertEqual(ready.compactMap { $0["id"] as? String }, ["vip"])
+        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "list", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertTrue(list.stdout.contains("vip"), list.stdout)
+        XCTAssertTrue(list.stdout.contains("expired"), list.stdout)
+    }
+}
