@@ -61,6 +61,7 @@ public final class HubHost: @unchecked Sendable {
             let operators = OperatorSet(registry.plugins(of: .triggerOperator))
             for conflict in operators.conflicts { logger.warning("\(conflict)") }
             let campaigns = try CampaignEngine(state: try KeyValueState(store: engine.store), operators: operators, pipeline: pipeline)
+            campaigns.contextRule = manifest.campaigns.contextRule
             if let file = manifest.campaigns.file {
                 do { try campaigns.loadFile(file) } catch { logger.error("campaigns: \(error)") }
             }

@@ -20,7 +20,8 @@ struct CampaignsCommand: ParsableCommand {
     }
 
     struct Sync: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Load campaigns from a file in the ping response format (default: campaigns.file).")
+        static let configuration = CommandConfiguration(
+            abstract: "Load the campaigns: from --file, else from campaigns.config_url / ping_url, else from campaigns.file.")
 
         @Option(help: ArgumentHelp("A campaign list in the ping response format.", valueName: "path"))
         var file: String?
@@ -31,10 +32,22 @@ struct CampaignsCommand: ParsableCommand {
         func run() throws {
             let (host, engine) = try CampaignsCommand.engine(manifestOption)
             defer { host.shutdown() }
-            guard let path = file ?? host.manifest.campaigns.file else {
-                throw ValidationError("no campaign list: give --file or set campaigns.file in plugins.yaml")
-            }
-            do { try engine.loadFile(HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath)) } catch {
+            let settings = host.manifest.campaigns
+            do {
+                if file == nil, settings.configURL != nil || settings.pingURL != nil {
+                    let report = try engine.sync(configURL: settings.configURL, pingURL: settings.pingURL, http: HTTPFetcher())
+                    if !report.enabled {
+                        if output.json { Output.json(report) } else { print("in-app messaging is disabled by the configuration endpoint") }
+                        return
+                    }
+                } else if let path = file ?? settings.file {
+                    try engine.loadFile(HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath))
+                } else {
+                    throw ValidationError("no campaign source: give --file, or set campaigns.file, config_url or ping_url in plugins.yaml")
+                }
+            } catch let error as ValidationError {
+                throw error
+            } catch {
                 Output.error("\(error)")
                 throw ExitCode(1)
             }

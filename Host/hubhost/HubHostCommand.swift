@@ -11,7 +11,7 @@ struct HubHostCommand: ParsableCommand {
         data is kept in its data directory (default: ./.hubhost/). Every command that prints data
         also takes --json.
         """,
-        subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
+        subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
                       LocationCommand.self, BenchCommand.self],
         defaultSubcommand: StatusCommand.self
     )

@@ -37,9 +37,10 @@ struct ServeCommand: ParsableCommand {
     func serve() async throws {
         let host = try manifestOption.startHost()
         let engine = try host.events()
+        let campaigns = try host.campaigns()
         let server = host.manifest.server
         let app = Application(
-            router: HTTPAPI.router(host: host, engine: engine),
+            router: HTTPAPI.router(host: host, engine: engine, campaigns: campaigns),
             configuration: .init(address: .hostname(server.host, port: port ?? server.port), serverName: "hubhost"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? 0
@@ -58,6 +59,21 @@ struct ServeCommand: ParsableCommand {
                 _ = try? engine.purge()
             }
         }
+        // Ping for campaigns when a network source is configured, then again after nextPingMillis.
+        let source = host.manifest.campaigns
+        let pinger = Task.detached {
+            guard let campaigns, source.configURL != nil || source.pingURL != nil else { return }
+            let http = HTTPFetcher()
+            while !Task.isCancelled {
+                if campaigns.isPingDue() {
+                    do { _ = try campaigns.sync(configURL: source.configURL, pingURL: source.pingURL, http: http) } catch {
+                        host.logger.error("campaigns: \(error)")
+                    }
+                }
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+            }
+        }
+        defer { pinger.cancel() }
         do {
             try await app.runService()
         } catch {

@@ -128,4 +128,61 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertTrue(list.stdout.contains("vip"), list.stdout)
         XCTAssertTrue(list.stdout.contains("expired"), list.stdout)
     }
+
+    func testMessagesOneAtATimeWithContextsCloseAndOptOut() throws {
+        let list: [String: Any] = ["data": [
+            campaign("ctx", title: "[checkout] Free shipping", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+            campaign("plain", title: "Hello", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+        ]]
+        try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
+        let (_, campaigns, events) = try host()
+        _ = try events.track(Event(type: .appStart))
+        XCTAssertEqual(campaigns.ready().map(\.id), ["ctx", "plain"])
+        XCTAssertEqual(campaigns.next()?.id, "plain", "[checkout] may not show while the caller allows no context")
+        XCTAssertEqual(campaigns.next()?.id, "plain", "the current message stays current until shown or closed")
+        campaigns.close(clearQueue: false)
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "plain" }?.impressionsLeft, 1, "closing counts no impression")
+        XCTAssertEqual(campaigns.next(allowedContexts: ["checkout"])?.id, "ctx")
+        try campaigns.displayed("ctx")
+        XCTAssertNil(campaigns.next(allowedContexts: ["checkout"]))
+        campaigns.contextRule = .none
+        XCTAssertThrowsError(try campaigns.optOut("nope"))
+    }
+
+    func testCampaignsFromRealConfigAndPingEndpoints() throws {
+        let server = try TestCollector()
+        defer { server.stop() }
+        let list: [String: Any] = ["currentPingMillis": 0, "nextPingMillis": 60_000, "data": [
+            campaign("net", title: "From the network", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]]),
+            campaign("broken", title: "x", triggers: []),
+        ]]
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self)
+        server.routes = ["/config": (200, "{\"enabled\": true, \"pingUrl\": \"\(server.url("/ping"))\"}"), "/ping": (200, body)]
+        try TestSupport.write("""
+        data_dir: data
+        campaigns: {config_url: "\(server.url("/config"))"}
+        plugins:
+          - id: operators
+            use: \(TestSupport.plugin("StandardOperators"))
+        """, to: folder + "/plugins.yaml")
+        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(sync.status, 0, sync.stderr)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(report["loaded"] as? Int, 1)
+        XCTAssertEqual((report["skipped"] as? [String])?.first, "campaign broken: no triggers")
+        XCTAssertEqual(server.hits("/config"), 1)
+        XCTAssertEqual(server.hits("/ping"), 1)
+        _ = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "login_successful", "--manifest", folder + "/plugins.yaml"])
+        let next = try TestSupport.run(TestSupport.hubhostExecutable, ["messages", "next", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(next.status, 0, next.stderr)
+        XCTAssertTrue(next.stdout.contains("\"id\" : \"net\""), next.stdout)
+
+        // The config endpoint turns messaging off: calls do nothing.
+        server.routes["/config"] = (200, "{\"enabled\": false}")
+        let off = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertTrue(off.stdout.contains("disabled by the configuration endpoint"), off.stdout)
+        let none = try TestSupport.run(TestSupport.hubhostExecutable, ["messages", "next", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(none.status, 1)
+        XCTAssertTrue(none.stdout.contains("no message is ready"), none.stdout)
+    }
 }

@@ -56,6 +56,16 @@ final class TestCollector: @unchecked Sendable {
         set { lock.withLock { forecastAnswer = newValue } }
     }
     private var forecastAnswer = (status: 200, body: #"{"latitude":47.61,"current_units":{"temperature_2m":"°C"},"current":{"time":"2026-11-22T08:00","temperature_2m":11.5,"weather_code":3}}"#)
+    /// Fixed answers for other paths (e.g. a campaign config or ping endpoint): path -> (status, body).
+    var routes: [String: (status: Int, body: String)] {
+        get { lock.withLock { fixedRoutes } }
+        set { lock.withLock { fixedRoutes = newValue } }
+    }
+    private var fixedRoutes: [String: (status: Int, body: String)] = [:]
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    /// How many requests each fixed route got.
+    func hits(_ path: String) -> Int { lock.withLock { received.filter { $0.path == path }.count } }
+
     /// The paths (with queries) of the forecast requests received.
     var forecastRequests: [String] { lock.withLock { received.filter { $0.path.hasPrefix("/v1/forecast") }.map(\.path) } }
     var tokenURL: String { "http://127.0.0.1:\(port)/token" }
@@ -102,6 +112,14 @@ final class TestCollector: @unchecked Sendable {
             lock.withLock { tokenCount += 1 }
             let token = "token-\(lock.withLock { tokenCount })"
             respond(fd, 200, "{\"access_token\":\"\(token)\",\"expires_in\":3600,\"token_type\":\"bearer\"}")
+            return
+        }
+        if let fixed = lock.withLock({ () -> (status: Int, body: String)? in
+            guard let answer = fixedRoutes[request.path] else { return nil }
+            received.append(request)
+            return answer
+        }) {
+            respond(fd, fixed.status, fixed.body)
             return
         }
         if request.path.hasPrefix("/v1/forecast") {

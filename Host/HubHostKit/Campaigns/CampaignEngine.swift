@@ -32,6 +32,19 @@ public final class CampaignEngine: @unchecked Sendable {
         /// Campaign id -> indexes of its satisfied triggers (app-start ones live in the launch only).
         var satisfied: [String: Set<Int>] = [:]
         var queue: [String] = []
+        /// The message handed out by `next` and not yet reported shown or closed.
+        var current: String?
+    }
+
+    /// How a message with contexts may show (the seed's shouldShowCampaignWithContexts), from
+    /// plugins.yaml `campaigns.context_rule`, against the contexts the caller allows now.
+    public enum ContextRule: String, Codable, CaseIterable, Sendable {
+        /// Every context of the campaign must be allowed (the default).
+        case all
+        /// One allowed context is enough.
+        case any
+        /// Campaigns with contexts never show.
+        case none
     }
 
     public struct Status: Codable, Equatable, Sendable {
@@ -59,12 +72,17 @@ public final class CampaignEngine: @unchecked Sendable {
     private var shownThisLaunch: Set<String> = []
     public private(set) var user = User()
     private var cache = UserCache()
+    public var contextRule: ContextRule = .all
+    /// False when the configuration endpoint says messaging is disabled: every call does nothing.
+    public private(set) var isEnabled = true
+    private var nextPingAtMs: Int64 = 0
 
     init(state: KeyValueState, operators: OperatorSet, pipeline: LogPipeline) throws {
         self.state = state
         self.operators = operators
         logger = Logger(label: "hubhost.campaigns", pipeline: pipeline)
         user = try state.get("campaigns.user") ?? User()
+        isEnabled = try state.get("campaigns.enabled") ?? true
         cache = try state.get("campaigns.cache.\(user.cacheKey)") ?? UserCache()
         if let stored: Data = try state.get("campaigns.list") { try load(stored, persist: false) }
     }
@@ -98,6 +116,44 @@ public final class CampaignEngine: @unchecked Sendable {
             }
         }
     }
+
+    public struct SyncReport: Codable, Equatable, Sendable {
+        public var enabled: Bool
+        public var loaded: Int
+        public var skipped: [String]
+        public var nextPingAtMs: Int64
+    }
+
+    /// Asks the configuration endpoint (when set) whether messaging is enabled and where to ping,
+    /// then pings and loads the campaign list; the next ping is due after `nextPingMillis`.
+    public func sync(configURL: String?, pingURL: String?, http: HTTPFetcher, nowMs: Int64 = Clock.wallMs()) throws -> SyncReport {
+        var ping = pingURL
+        if let configURL {
+            let response = try http.fetch("GET", configURL, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "config endpoint: \($0)") }.get()
+            guard response.status == 200, let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
+                throw CampaignParser.Problem(description: "config endpoint answered HTTP \(response.status) without a JSON object")
+            }
+            let enabled = json["enabled"] as? Bool ?? true
+            lock.withLock { isEnabled = enabled }
+            try state.set("campaigns.enabled", enabled)
+            if !enabled {
+                logger.notice("in-app messaging is disabled by the configuration endpoint")
+                return SyncReport(enabled: false, loaded: 0, skipped: [], nextPingAtMs: 0)
+            }
+            if let named = json["pingUrl"] as? String, !named.isEmpty { ping = named }
+        }
+        guard let ping else { throw CampaignParser.Problem(description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name a pingUrl") }
+        let response = try http.fetch("GET", ping, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "ping endpoint: \($0)") }.get()
+        guard response.status == 200 else { throw CampaignParser.Problem(description: "ping endpoint answered HTTP \(response.status)") }
+        try load(response.body)
+        let next = (try? CampaignParser.parse(response.body).nextPingMillis) ?? nil
+        let due = nowMs + (next ?? 3_600_000)
+        lock.withLock { nextPingAtMs = due }
+        return SyncReport(enabled: true, loaded: campaigns.count, skipped: skipped, nextPingAtMs: due)
+    }
+
+    /// Whether `nextPingMillis` has passed since the last ping.
+    public func isPingDue(nowMs: Int64 = Clock.wallMs()) -> Bool { lock.withLock { nowMs >= nextPingAtMs } }
 
     public func loadFile(_ path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -148,6 +204,7 @@ public final class CampaignEngine: @unchecked Sendable {
     /// Called by the event pipeline for every tracked event.
     public func logEvent(_ event: Event) {
         lock.withLock {
+            guard isEnabled else { return }
             var keys: [String] = []
             switch event.type {
             case .appStart:
@@ -210,6 +267,7 @@ public final class CampaignEngine: @unchecked Sendable {
     /// The campaigns ready to show, in the order they became ready (expired ones never show).
     public func ready() -> [Campaign] {
         lock.withLock {
+            guard isEnabled else { return [] }
             let now = Clock.wallMs()
             return cache.queue.compactMap { id in campaigns.first { $0.id == id } }.filter { eligible($0, now: now) }
         }
@@ -226,6 +284,7 @@ public final class CampaignEngine: @unchecked Sendable {
             guard let campaign = campaigns.first(where: { $0.id == id }) else { throw NotFound(description: "no campaign \(id)") }
             cache.impressionsLeft[id, default: campaign.maxImpressions] -= 1
             cache.queue.removeAll { $0 == id }
+            if cache.current == id { cache.current = nil }
             cache.satisfied[id] = nil
             shownThisLaunch.insert(id)
             try saveCache()
@@ -233,10 +292,54 @@ public final class CampaignEngine: @unchecked Sendable {
         }
     }
 
-    /// The user opted out of the campaign: it never shows to them again.
+    /// Hands out the next message that may show now, given the contexts the caller allows; it stays
+    /// the current message until it is reported shown (`displayed`) or closed. Nil when none.
+    public func next(allowedContexts: [String] = []) -> Campaign? {
+        lock.withLock {
+            guard isEnabled else { return nil }
+            let now = Clock.wallMs()
+            if let current = cache.current, let campaign = campaigns.first(where: { $0.id == current }), eligible(campaign, now: now) {
+                return campaign
+            }
+            for id in cache.queue {
+                guard let campaign = campaigns.first(where: { $0.id == id }), eligible(campaign, now: now) else { continue }
+                let contexts = campaign.contexts
+                let allowed: Bool
+                switch (contexts.isEmpty, contextRule) {
+                case (true, _): allowed = true
+                case (false, .all): allowed = contexts.allSatisfy(allowedContexts.contains)
+                case (false, .any): allowed = contexts.contains(where: allowedContexts.contains)
+                case (false, .none): allowed = false
+                }
+                if !allowed { continue }
+                cache.current = id
+                try? saveCache()
+                return campaign
+            }
+            return nil
+        }
+    }
+
+    /// Closes the current message without counting an impression; `clearQueue` also empties the queue.
+    public func close(clearQueue: Bool) {
+        lock.withLock {
+            if let current = cache.current { cache.queue.removeAll { $0 == current } }
+            cache.current = nil
+            if clearQueue { cache.queue = [] }
+            try? saveCache()
+        }
+    }
+
+    public struct NotAllowed: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// The user opted out of the campaign (when its message allows it): it never shows to them again.
     public func optOut(_ id: String) throws {
         try lock.withLock {
-            guard campaigns.contains(where: { $0.id == id }) else { throw NotFound(description: "no campaign \(id)") }
+            guard let campaign = campaigns.first(where: { $0.id == id }) else { throw NotFound(description: "no campaign \(id)") }
+            guard campaign.optOut else { throw NotAllowed(description: "campaign \(id) does not offer an opt-out") }
+            if cache.current == id { cache.current = nil }
             cache.optedOut.insert(id)
             cache.queue.removeAll { $0 == id }
             try saveCache()

@@ -125,6 +125,15 @@ public struct HostManifest: Sendable {
             let values = CampaignSettings.schema.resolve(entry.value, path: "campaigns", reader: reader, reportAt: entry.keyNode)
             if case .string(let file)? = values["file"], !file.isEmpty { manifest.campaigns.file = absolute(file, from: folder) }
             if case .bool(let enabled)? = values["enabled"] { manifest.campaigns.enabled = enabled }
+            if case .string(let url)? = values["config_url"], !url.isEmpty { manifest.campaigns.configURL = url }
+            if case .string(let url)? = values["ping_url"], !url.isEmpty { manifest.campaigns.pingURL = url }
+            if case .string(let rule)? = values["context_rule"] {
+                if let parsed = CampaignEngine.ContextRule(rawValue: rule) {
+                    manifest.campaigns.contextRule = parsed
+                } else if let node = entry.value.mapping?["context_rule"] {
+                    reader.report(node, key: "campaigns.context_rule", "unknown context rule '\(rule)'; expected one of: all, any, none")
+                }
+            }
         }
         if let node = top["deep_links"]?.value {
             manifest.deepLinks = parseDeepLinks(node, reader: reader)

@@ -13,9 +13,32 @@ import Hummingbird
 ///   POST /v1/open-url                    {"url": "..."}: a deep link; the tracked event
 ///   POST /v1/notifications/received      a notification payload (JSON object); the tracked event
 ///   POST /v1/notifications/opened        same, opened
+///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none)
+///   POST /v1/messages/{id}/impression    the message was shown: one impression
+///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
 enum HTTPAPI {
-    static func router(host: HubHost, engine: EventEngine) -> Router<BasicRequestContext> {
+    static func router(host: HubHost, engine: EventEngine, campaigns: CampaignEngine?) -> Router<BasicRequestContext> {
         let router = Router()
+        router.get("/v1/messages/next") { request, _ in
+            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
+            let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
+            guard let message = try await blocking({ campaigns.next(allowedContexts: contexts) }) else { return Response(status: .noContent) }
+            return json(message)
+        }
+        router.post("/v1/messages/:id/impression") { _, context in
+            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
+            let id = context.parameters.get("id") ?? ""
+            do { _ = try await blocking { try campaigns.displayed(id) } } catch { return failure(.notFound, "\(error)") }
+            return json(["status": "counted"])
+        }
+        router.post("/v1/messages/close") { request, _ in
+            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
+            let data = try await body(request)
+            let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+            let clear = object["clear_queued_campaigns"] as? Bool ?? false
+            try await blocking { campaigns.close(clearQueue: clear) }
+            return json(["status": "closed"])
+        }
         router.get("/v1/health") { _, _ in json(["status": "ok"]) }
         router.post("/v1/events") { request, _ in
             let data = try await body(request)
