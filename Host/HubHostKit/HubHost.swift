@@ -93,6 +93,9 @@ public final class HubHost: @unchecked Sendable {
     public func shutdown() {
         guard !isShutDown else { return }
         isShutDown = true
+        if let campaignEngine {
+            do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
+        }
         pipeline.flush()
         pipeline.attach([])
         registry.shutdown()

@@ -7,7 +7,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -135,6 +135,46 @@ struct BenchCommand: ParsableCommand {
                      String(format: "%.2f", result.singleTrackP50Ms), String(format: "%.2f", result.singleTrackP99Ms)],
                 ])
                 print(String(format: "pipeline / baseline: %.2f", result.ratio))
+            }
+        }
+    }
+
+    struct Campaigns: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "campaigns",
+            abstract: "Event evaluations per second through the campaign engine, beside a naive every-campaign check.")
+
+        @Option(help: "Campaigns loaded (ten per event name).")
+        var campaigns: Int = 10_000
+
+        @Option(help: "Events evaluated.")
+        var events: Int = 100_000
+
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard campaigns > 0, events > 0 else { throw ValidationError("--campaigns and --events must be positive") }
+        }
+
+        func run() throws {
+            let library: String
+            switch LibraryLocator().locate(library: "libhubhost-standard-operators.so", manifestFolder: nil) {
+            case .success(let found): library = found
+            case .failure(let error):
+                Output.error("\(error)")
+                throw ExitCode(1)
+            }
+            let result = try CampaignBenchmark(campaigns: campaigns, events: events, operatorsLibrary: library).run { step in
+                if !output.json { Output.error("bench campaigns: \(step)") }
+            }
+            if output.json {
+                Output.json(result)
+            } else {
+                Output.table(["evaluation", "events/s", "trigger matches"], [
+                    ["campaign engine (indexed by event type and name)", String(format: "%.0f", result.engineEventsPerSecond), String(result.engineMatches)],
+                    ["naive: every campaign's triggers per event", String(format: "%.0f", result.naiveEventsPerSecond), String(result.naiveMatches)],
+                ])
+                print(String(format: "ratio: %.0fx", result.ratio))
             }
         }
     }

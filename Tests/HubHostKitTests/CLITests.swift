@@ -150,4 +150,13 @@ final class CLITests: XCTestCase {
         XCTAssertGreaterThan(figures["baselineRowsPerSecond"] as? Double ?? 0, 0)
         XCTAssertGreaterThanOrEqual(figures["p99Ms"] as? Double ?? -1, figures["p50Ms"] as? Double ?? 0)
     }
+
+    func testBenchCampaignsAgreesWithTheNaiveEvaluation() throws {
+        let result = try hubhost(["bench", "campaigns", "--campaigns", "200", "--events", "2000", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        XCTAssertEqual(figures["engineMatches"] as? Int, figures["naiveMatches"] as? Int, "both evaluations find the same matches")
+        XCTAssertGreaterThan(figures["engineMatches"] as? Int ?? 0, 0)
+        XCTAssertGreaterThan(figures["engineEventsPerSecond"] as? Double ?? 0, 0)
+    }
 }

@@ -194,7 +194,9 @@ public final class CampaignEngine: @unchecked Sendable {
             }
             cache.knownMaxImpressions[campaign.id] = campaign.maxImpressions
         }
-        cache.queue = cache.queue.filter { id in campaigns.first { $0.id == id }.map { eligible($0, now: now) } ?? false }
+        let byID = Dictionary(campaigns.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        cache.queue = cache.queue.filter { id in byID[id].map { eligible($0, now: now) } ?? false }
+        queuedIDs = Set(cache.queue)
     }
 
     static func key(_ eventType: Int, _ name: String) -> String { eventType == 4 ? "4:\(name)" : String(eventType) }
@@ -227,10 +229,20 @@ public final class CampaignEngine: @unchecked Sendable {
                 for (c, campaign) in campaigns.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.insert(c) }
             }
             let now = Clock.wallMs()
-            for c in touched.sorted() where isReady(campaigns[c]) && eligible(campaigns[c], now: now) && !cache.queue.contains(campaigns[c].id) {
+            for c in touched.sorted() where !queuedIDs.contains(campaigns[c].id) && isReady(campaigns[c]) && eligible(campaigns[c], now: now) {
                 cache.queue.append(campaigns[c].id)
+                queuedIDs.insert(campaigns[c].id)
             }
-            try? saveCache()
+            // Written at the next save point (display, opt-out, user change, saveIfChanged at
+            // shutdown), not on every event: a hot event path must not cost a commit.
+            if !touched.isEmpty { dirty = true }
+        }
+    }
+
+    /// Persists the user's cache when events changed it since the last save.
+    public func saveIfChanged() throws {
+        try lock.withLock {
+            if dirty { try saveCache() }
         }
     }
 
@@ -284,6 +296,7 @@ public final class CampaignEngine: @unchecked Sendable {
             guard let campaign = campaigns.first(where: { $0.id == id }) else { throw NotFound(description: "no campaign \(id)") }
             cache.impressionsLeft[id, default: campaign.maxImpressions] -= 1
             cache.queue.removeAll { $0 == id }
+            queuedIDs.remove(id)
             if cache.current == id { cache.current = nil }
             cache.satisfied[id] = nil
             shownThisLaunch.insert(id)
@@ -326,6 +339,7 @@ public final class CampaignEngine: @unchecked Sendable {
             if let current = cache.current { cache.queue.removeAll { $0 == current } }
             cache.current = nil
             if clearQueue { cache.queue = [] }
+            queuedIDs = Set(cache.queue)
             try? saveCache()
         }
     }
@@ -342,6 +356,7 @@ public final class CampaignEngine: @unchecked Sendable {
             if cache.current == id { cache.current = nil }
             cache.optedOut.insert(id)
             cache.queue.removeAll { $0 == id }
+            queuedIDs.remove(id)
             try saveCache()
         }
     }
@@ -359,7 +374,12 @@ public final class CampaignEngine: @unchecked Sendable {
         }
     }
 
+    private var dirty = false
+    /// The ids in `cache.queue`, for membership tests in the event path.
+    private var queuedIDs = Set<String>()
+
     private func saveCache() throws {
         try state.set("campaigns.cache.\(user.cacheKey)", cache)
+        dirty = false
     }
 }
