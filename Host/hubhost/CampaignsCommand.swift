@@ -149,6 +149,14 @@ struct CampaignsCommand: ParsableCommand {
                 let (host, engine) = try CampaignsCommand.engine(manifestOption)
                 defer { host.shutdown() }
                 try engine.setUser(.init(userID: userID, idTrackingIdentifier: idTrackingIdentifier, accessToken: accessToken))
+                // A new user re-pings, as registerPreference does.
+                let settings = host.manifest.campaigns
+                if settings.configURL != nil || settings.pingURL != nil {
+                    do { _ = try engine.sync(configURL: settings.configURL, pingURL: settings.pingURL, http: HTTPFetcher()) } catch {
+                        Output.error("user set; the ping failed: \(error)")
+                        throw ExitCode(1)
+                    }
+                }
             }
         }
     }

@@ -185,4 +185,27 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stdout.contains("no message is ready"), none.stdout)
     }
+
+    func testImpressionsOptOutsAndTheUserSurviveARestart() throws {
+        try writeCampaigns(welcomeMax: 3)
+        do {
+            let (host, campaigns, events) = try self.host()
+            try campaigns.setUser(.init(userID: "ann", idTrackingIdentifier: "t1"))
+            _ = try events.track(Event(type: .appStart))
+            try campaigns.displayed("welcome")
+            _ = try events.track(Event(type: .loginSuccessful))
+            _ = try events.track(Event(type: .custom, name: "level_up", attributes: [.init("level", .int(9))]))
+            try campaigns.optOut("level")
+            host.shutdown()
+        }
+        let (_, campaigns, _) = try host()
+        XCTAssertEqual(campaigns.user, .init(userID: "ann", idTrackingIdentifier: "t1"))
+        let status = Dictionary(uniqueKeysWithValues: campaigns.statuses().map { ($0.id, $0) })
+        XCTAssertEqual(status["welcome"]?.impressionsLeft, 2)
+        XCTAssertEqual(status["level"]?.optedOut, true)
+        try campaigns.setUser(.init())
+        let anonymous = Dictionary(uniqueKeysWithValues: campaigns.statuses().map { ($0.id, $0) })
+        XCTAssertEqual(anonymous["welcome"]?.impressionsLeft, 3, "the anonymous user has its own counts")
+        XCTAssertEqual(anonymous["level"]?.optedOut, false)
+    }
 }

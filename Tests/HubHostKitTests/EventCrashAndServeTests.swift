@@ -103,6 +103,11 @@ final class EventCrashAndServeTests: XCTestCase {
         XCTAssertEqual((stats as? [String: Int])?["SUCCESSFULLY_POSTED"], 3)
         let (_, opened) = try call("POST", "/v1/open-url", #"{"url":"app://x?CurrentCampaign=fall"}"#)
         XCTAssertEqual(((opened as? [String: Any])?["attributes"] as? [String: Any])?["Campaign Name"] as? String, "fall")
+        // Messages: none ready yet (no campaigns), and closing is accepted.
+        let none = try http.fetch("GET", base + "/v1/messages/next?context=home", timeoutSeconds: 10).get()
+        XCTAssertEqual(none.status, 204)
+        XCTAssertEqual(try call("POST", "/v1/messages/close", #"{"clear_queued_campaigns": true}"#).0, 200)
+        XCTAssertEqual(try call("POST", "/v1/messages/nope/impression").0, 404)
         // SIGTERM: a last flush, then a clean exit.
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

@@ -49,6 +49,47 @@ final class OperatorTests: XCTestCase {
         XCTAssertFalse(notEqual.compare(event: .bool(true), trigger: .string("true")).result, "a mismatch is false for IS_NOT_EQUAL too")
     }
 
+    /// Every operator against a pair of values of every type: which types each accepts (the others
+    /// are a type mismatch: false with a reason) and what it answers for a smaller and a larger value.
+    func testOperatorMatrixForEveryType() {
+        let pairs: [(type: String, small: PluginValue, large: PluginValue)] = [
+            ("string", .string("apple"), .string("banana")), ("int", .int(1), .int(2)), ("double", .double(1.5), .double(2.5)),
+            ("bool", .bool(false), .bool(true)), ("time", .timeMs(0), .timeMs(5000)),
+        ]
+        let accepts: [String: Set<String>] = [
+            "equals": ["string", "int", "double", "bool", "time"], "is-not-equal": ["string", "int", "double", "bool", "time"],
+            "greater-than": ["int", "double", "time"], "less-than": ["int", "double", "time"],
+            "is-blank": ["string"], "is-not-blank": ["string"], "matches-regex": ["string"], "does-not-match-regex": ["string"],
+        ]
+        for (id, types) in accepts.sorted(by: { $0.key < $1.key }) {
+            let operatorPlugin = op(id)
+            for pair in pairs {
+                let same = operatorPlugin.compare(event: pair.small, trigger: pair.small)
+                let lower = operatorPlugin.compare(event: pair.small, trigger: pair.large)
+                if !types.contains(pair.type) {
+                    XCTAssertEqual([same.status, lower.status], [4, 4], "\(id) on \(pair.type) must be a type mismatch")
+                    XCTAssertEqual([same.result, lower.result], [false, false], "\(id) on \(pair.type)")
+                    continue
+                }
+                XCTAssertEqual(same.status, 0, "\(id) on \(pair.type): \(same.reason)")
+                switch id {
+                case "equals": XCTAssertEqual([same.result, lower.result], [true, false], "\(id) \(pair.type)")
+                case "is-not-equal": XCTAssertEqual([same.result, lower.result], [false, true], "\(id) \(pair.type)")
+                case "greater-than": XCTAssertEqual([same.result, lower.result, operatorPlugin.compare(event: pair.large, trigger: pair.small).result],
+                                                    [false, false, true], "\(id) \(pair.type)")
+                case "less-than": XCTAssertEqual([same.result, lower.result], [false, true], "\(id) \(pair.type)")
+                case "is-blank": XCTAssertEqual(same.result, false)
+                case "is-not-blank": XCTAssertEqual(same.result, true)
+                case "matches-regex": XCTAssertEqual([same.result, lower.result], [true, false], "apple matches /apple/, not /banana/")
+                default: XCTAssertEqual([same.result, lower.result], [false, true], "\(id) \(pair.type)")
+                }
+            }
+        }
+        // The seed's examples: 300 vs 600 ms EQUALS is true; 300 vs 1400 is false.
+        XCTAssertTrue(op("equals").compare(event: .timeMs(300), trigger: .timeMs(600)).result)
+        XCTAssertFalse(op("equals").compare(event: .timeMs(300), trigger: .timeMs(1400)).result)
+    }
+
     func testOrderingOnlyForArithmeticTypes() {
         let greater = op("greater-than"), less = op("less-than")
         XCTAssertTrue(greater.compare(event: .int(10), trigger: .int(5)).result)
