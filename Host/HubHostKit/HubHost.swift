@@ -12,6 +12,8 @@ public final class HubHost: @unchecked Sendable {
     public let pipeline: LogPipeline
     public let registry: PluginRegistry
     public let logger: Logger
+    /// Notifications for the integrating app (hub state, progress, app actions, errors).
+    public let notifications = HostNotifications()
     private var isShutDown = false
 
     /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
@@ -69,6 +71,20 @@ public final class HubHost: @unchecked Sendable {
             campaignEngine = campaigns
         }
         return (engine, campaignEngine)
+    }
+
+    private var hubEngine: HubEngine?
+
+    /// The Content Hub engine, opened on first use; nil when `hub.enabled` is false.
+    public func hub() throws -> HubEngine? {
+        try engineLock.withLock {
+            guard manifest.hub.enabled else { return nil }
+            if let hubEngine { return hubEngine }
+            let engine = try HubEngine(settings: manifest.hub, dataDirectory: manifest.dataDirectory,
+                                       notifications: notifications, pipeline: pipeline)
+            hubEngine = engine
+            return engine
+        }
     }
 
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.

@@ -98,10 +98,30 @@ final class ManifestTests: XCTestCase {
         }
     }
 
-    func testReservedEngineSectionsAreNeverSilentlyIgnored() throws {
-        let m = try manifest("hub:\n  db_service_url: http://127.0.0.1/\ncampaigns: {}\n")
-        XCTAssertEqual(m.diagnostics.map(\.key), ["hub.db_service_url"])
-        XCTAssertTrue(m.diagnostics[0].message.contains("does not include yet"))
+    func testHubSectionWithListsAndItsProblemsAtTheirLines() throws {
+        let m = try manifest("""
+        hub:
+          db_service_url: http://127.0.0.1:9/
+          public_key: keys/pubkey.der
+          content_source: local_only
+          whitelist_urls: [https://cdn.example.com/a.png?x=1]
+          whitelist_domains: [images.example.com]
+          custom_url_schemes: ["myapp://", other]
+        """)
+        XCTAssertEqual(m.diagnostics, [])
+        XCTAssertEqual(m.hub.dbServiceURL, "http://127.0.0.1:9/")
+        XCTAssertTrue(m.hub.publicKeyPath?.hasSuffix("/keys/pubkey.der") ?? false, "\(m.hub.publicKeyPath ?? "nil")")
+        XCTAssertEqual(m.hub.contentSource, .localOnly)
+        XCTAssertEqual(m.hub.whitelistURLs, ["https://cdn.example.com/a.png?x=1"])
+        XCTAssertEqual(m.hub.whitelistDomains, ["images.example.com"])
+        XCTAssertEqual(m.hub.customURLSchemes, ["myapp", "other"])
+        XCTAssertEqual(m.hub.colorScheme, .dark)
+
+        let bad = try manifest("hub:\n  content_source: local\n  whitelist_url: [a]\n  color_scheme: blue\n")
+        XCTAssertEqual(bad.diagnostics.map(\.key).sorted(), ["hub.color_scheme", "hub.content_source", "hub.whitelist_url"])
+        let unknown = try XCTUnwrap(bad.diagnostics.first { $0.key == "hub.whitelist_url" })
+        XCTAssertEqual(unknown.line, 3)
+        XCTAssertTrue(unknown.message.contains("whitelist_urls"), unknown.message)
     }
 
     func testPluginManifestProblems() throws {

@@ -56,13 +56,15 @@ public struct HostManifest: Sendable {
     public var deepLinks = DeepLinkRouter()
     /// The campaign engine's settings (`campaigns:`).
     public var campaigns = CampaignSettings()
+    /// The Content Hub's settings (`hub:`).
+    public var hub = HubSettings()
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
     public var isValid: Bool { diagnostics.isEmpty }
 
     static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "deep_links", "campaigns", "hub"]
-    static let reservedSections = ["hub": "the content hub"]
+    static let reservedSections: [String: String] = [:]
     static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
     static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
@@ -135,6 +137,9 @@ public struct HostManifest: Sendable {
                 }
             }
         }
+        if let entry = top["hub"] {
+            manifest.hub = parseHub(entry.value, anchor: entry.keyNode, folder: folder, reader: reader)
+        }
         if let node = top["deep_links"]?.value {
             manifest.deepLinks = parseDeepLinks(node, reader: reader)
         }
@@ -160,6 +165,42 @@ public struct HostManifest: Sendable {
         }
         manifest.diagnostics = diagnostics
         return manifest
+    }
+
+    /// `hub:`: scalar keys through HubSettings.schema, the whitelists and schemes as lists of strings.
+    static func parseHub(_ node: Node, anchor: Node, folder: String, reader: YAMLReader) -> HubSettings {
+        var settings = HubSettings()
+        guard let entries = reader.mapping(node, key: "hub") else { return settings }
+        let known = reader.known(entries, allowed: HubSettings.schema.keys.map(\.key) + HubSettings.listKeys, in: "hub")
+        // Unknown keys were reported just above: hand the schema only its own keys.
+        let scalarKeys = Set(HubSettings.schema.keys.map(\.key))
+        let scalars = entries.filter { scalarKeys.contains($0.key) }.map { ($0.keyNode, $0.value) }
+        let values = HubSettings.schema.resolve(Node.mapping(Node.Mapping(scalars)), path: "hub", reader: reader, reportAt: anchor)
+        func text(_ key: String) -> String? { if case .string(let value)? = values[key], !value.isEmpty { return value }; return nil }
+        if case .bool(let enabled)? = values["enabled"] { settings.enabled = enabled }
+        settings.provider = text("provider")
+        settings.dbServiceURL = text("db_service_url")
+        settings.publicKeyPath = text("public_key").map { absolute($0, from: folder) }
+        settings.preloadedBundle = text("preloaded_bundle").map { absolute($0, from: folder) }
+        if case .double(let seconds)? = values["download_timeout"] { settings.downloadTimeout = seconds }
+        if let source = text("content_source") {
+            if let parsed = HubSettings.ContentSource(rawValue: source) { settings.contentSource = parsed } else if let node = known["content_source"]?.keyNode {
+                reader.report(node, key: "hub.content_source", "unknown content source '\(source)'; expected one of: external_allowed, local_only")
+            }
+        }
+        if let scheme = text("color_scheme") {
+            if let parsed = HubSettings.ColorScheme(rawValue: scheme) { settings.colorScheme = parsed } else if let node = known["color_scheme"]?.keyNode {
+                reader.report(node, key: "hub.color_scheme", "unknown color scheme '\(scheme)'; expected one of: dark, light")
+            }
+        }
+        func list(_ key: String) -> [String] {
+            guard let node = known[key]?.value, let items = reader.sequence(node, key: "hub.\(key)") else { return [] }
+            return items.enumerated().compactMap { reader.string($0.element, key: "hub.\(key)[\($0.offset)]") }
+        }
+        settings.whitelistURLs = list("whitelist_urls")
+        settings.whitelistDomains = list("whitelist_domains")
+        settings.customURLSchemes = list("custom_url_schemes").map { $0.hasSuffix("://") ? String($0.dropLast(3)) : $0 }
+        return settings
     }
 
     /// `deep_links: {routes: [{route: "campaign/:CurrentCampaign", parameters: {CurrentCampaign: {required: true, regex: ...}}}]}`

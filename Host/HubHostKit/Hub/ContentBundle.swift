@@ -1,0 +1,213 @@
+import Foundation
+import GRDB
+
+/// A content bundle: one SQLite file (the ZBiM SDK's contentDB.sqlite3) holding one content source's
+/// hubs, channels and articles, the resources the articles use (CSS, images), its metadata and the
+/// local notifications it schedules. `hubhost bundle build` writes one; the hub engine reads the
+/// active one. The bundle is opened read-only: nothing here ever changes a verified file.
+///
+/// Ids are paths: hub `news`, channel `news/sports`, article `news/sports/final-score` (the
+/// folder and file names the bundle was built from), so `zbimdb://article/news/sports/final-score`
+/// names an article.
+public final class ContentBundle: @unchecked Sendable {
+    /// The bundle's tables. `tags` columns hold a JSON array of strings; `position` is the order the
+    /// author gave (front matter `order`, then name), which is the "bundle order" ties fall back to.
+    public static let schema = """
+        CREATE TABLE metadata (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+        CREATE TABLE hubs (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]',
+                           position INTEGER NOT NULL);
+        CREATE TABLE channels (id TEXT PRIMARY KEY NOT NULL, hub_id TEXT NOT NULL REFERENCES hubs(id), title TEXT NOT NULL,
+                               tags TEXT NOT NULL DEFAULT '[]', position INTEGER NOT NULL);
+        CREATE TABLE articles (id TEXT PRIMARY KEY NOT NULL, channel_id TEXT NOT NULL REFERENCES channels(id),
+                               title TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]', position INTEGER NOT NULL,
+                               body_html TEXT NOT NULL, source_url TEXT);
+        CREATE INDEX articles_by_source_url ON articles(source_url);
+        CREATE TABLE resources (path TEXT PRIMARY KEY NOT NULL, mime_type TEXT NOT NULL, data BLOB NOT NULL);
+        CREATE TABLE notifications (id TEXT PRIMARY KEY NOT NULL, fire_at_ms INTEGER NOT NULL, message TEXT NOT NULL,
+                                    action_uri TEXT NOT NULL);
+        """
+
+    /// `metadata` keys.
+    public enum MetadataKey {
+        public static let version = "version"            // the author's version string, e.g. "2026.11.22-1"
+        public static let created = "created"            // ISO 8601, UTC
+        public static let contentSource = "content_source"  // the content source's name
+        public static let formatVersion = "format"       // this schema's version: "1"
+    }
+
+    public struct Metadata: Codable, Equatable, Sendable {
+        public var version: String
+        public var created: String
+        public var contentSource: String
+    }
+
+    public struct Hub: Codable, Equatable, Sendable {
+        public var id: String
+        public var title: String
+        public var tags: [String]
+        public var position: Int
+        public var channels: [Channel]
+    }
+
+    public struct Channel: Codable, Equatable, Sendable {
+        public var id: String
+        public var hubID: String
+        public var title: String
+        public var tags: [String]
+        public var position: Int
+        public var articles: [Article]
+    }
+
+    /// An article without its body (read it with `body(ofArticle:)`), so that a bundle of 100,000
+    /// articles stays small in memory.
+    public struct Article: Codable, Equatable, Sendable {
+        public var id: String
+        public var channelID: String
+        public var title: String
+        public var tags: [String]
+        public var position: Int
+        public var sourceURL: String?
+    }
+
+    public struct ScheduledNotification: Codable, Equatable, Sendable {
+        public var id: String
+        public var fireAtMs: Int64
+        public var message: String
+        public var actionURI: String
+    }
+
+    public struct Resource: Sendable {
+        public var path: String
+        public var mimeType: String
+        public var data: Data
+    }
+
+    public enum OpenError: Error, CustomStringConvertible {
+        case notABundle(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .notABundle(let path, let reason): return "\(path) is not a hubhost content bundle: \(reason)"
+            }
+        }
+    }
+
+    public let path: String
+    public let metadata: Metadata
+    /// Hubs in bundle order, each with its channels and their articles in bundle order.
+    public let hubs: [Hub]
+    public let notifications: [ScheduledNotification]
+
+    private let database: DatabaseQueue
+    private let hubIndex: [String: Int]
+    private let channelIndex: [String: (hub: Int, channel: Int)]
+    private let articleIndex: [String: (hub: Int, channel: Int, article: Int)]
+
+    /// Opens `path` read-only and reads its structure. Throws OpenError naming the file when it is not
+    /// a bundle (not SQLite, a table or column missing, a dangling reference).
+    public init(path: String) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "content-bundle"
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            (metadata, hubs, notifications) = try database.read { db in try ContentBundle.readStructure(db, path: path) }
+        } catch let error as OpenError {
+            throw error
+        } catch {
+            throw OpenError.notABundle(path: path, reason: "\(error)")
+        }
+        var hubIndex: [String: Int] = [:], channelIndex: [String: (Int, Int)] = [:], articleIndex: [String: (Int, Int, Int)] = [:]
+        for (h, hub) in hubs.enumerated() {
+            hubIndex[hub.id] = h
+            for (c, channel) in hub.channels.enumerated() {
+                channelIndex[channel.id] = (h, c)
+                for (a, article) in channel.articles.enumerated() { articleIndex[article.id] = (h, c, a) }
+            }
+        }
+        self.hubIndex = hubIndex
+        self.channelIndex = channelIndex
+        self.articleIndex = articleIndex
+    }
+
+    public func hub(_ id: String) -> Hub? { hubIndex[id].map { hubs[$0] } }
+
+    public func channel(_ id: String) -> Channel? { channelIndex[id].map { hubs[$0.hub].channels[$0.channel] } }
+
+    public func article(_ id: String) -> Article? {
+        articleIndex[id].map { hubs[$0.hub].channels[$0.channel].articles[$0.article] }
+    }
+
+    /// The article whose original source URL is `url` (app indexing), compared verbatim.
+    public func article(sourceURL url: String) -> Article? {
+        guard let id = try? database.read({ db in
+            try String.fetchOne(db, sql: "SELECT id FROM articles WHERE source_url = ? ORDER BY position LIMIT 1", arguments: [url])
+        }) else { return nil }
+        return article(id)
+    }
+
+    /// The article's HTML body, nil when there is no such article.
+    public func body(ofArticle id: String) -> String? {
+        try? database.read { db in try String.fetchOne(db, sql: "SELECT body_html FROM articles WHERE id = ?", arguments: [id]) }
+    }
+
+    /// A resource stored in the bundle (e.g. `resources/site.css`), nil when absent.
+    public func resource(_ path: String) -> Resource? {
+        guard let row = try? database.read({ db in
+            try Row.fetchOne(db, sql: "SELECT mime_type, data FROM resources WHERE path = ?", arguments: [path])
+        }) else { return nil }
+        return Resource(path: path, mimeType: row["mime_type"], data: row["data"])
+    }
+
+    /// Every resource path, sorted.
+    public func resourcePaths() -> [String] {
+        (try? database.read { db in try String.fetchAll(db, sql: "SELECT path FROM resources ORDER BY path") }) ?? []
+    }
+
+    private static func readStructure(_ db: Database, path: String) throws -> (Metadata, [Hub], [ScheduledNotification]) {
+        for table in ["metadata", "hubs", "channels", "articles", "resources", "notifications"] where try !db.tableExists(table) {
+            throw OpenError.notABundle(path: path, reason: "the '\(table)' table is missing")
+        }
+        let meta = Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM metadata").map { ($0["key"] as String, $0["value"] as String) },
+                              uniquingKeysWith: { first, _ in first })
+        let metadata = Metadata(version: meta[MetadataKey.version] ?? "", created: meta[MetadataKey.created] ?? "",
+                                contentSource: meta[MetadataKey.contentSource] ?? "")
+        func tags(_ row: Row) throws -> [String] {
+            let text: String = row["tags"]
+            guard let list = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String] else {
+                throw OpenError.notABundle(path: path, reason: "'\(row["id"] as String)' has tags that are not a JSON list of strings: \(text)")
+            }
+            return list
+        }
+        var articlesByChannel: [String: [Article]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT id, channel_id, title, tags, position, source_url FROM articles ORDER BY position, id") {
+            let article = Article(id: row["id"], channelID: row["channel_id"], title: row["title"], tags: try tags(row),
+                                  position: row["position"], sourceURL: row["source_url"])
+            articlesByChannel[article.channelID, default: []].append(article)
+        }
+        var channelsByHub: [String: [Channel]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT id, hub_id, title, tags, position FROM channels ORDER BY position, id") {
+            let id: String = row["id"]
+            let channel = Channel(id: id, hubID: row["hub_id"], title: row["title"], tags: try tags(row), position: row["position"],
+                                  articles: articlesByChannel.removeValue(forKey: id) ?? [])
+            channelsByHub[channel.hubID, default: []].append(channel)
+        }
+        var hubs: [Hub] = []
+        for row in try Row.fetchAll(db, sql: "SELECT id, title, tags, position FROM hubs ORDER BY position, id") {
+            let id: String = row["id"]
+            hubs.append(Hub(id: id, title: row["title"], tags: try tags(row), position: row["position"],
+                            channels: channelsByHub.removeValue(forKey: id) ?? []))
+        }
+        if let orphan = articlesByChannel.values.first?.first {
+            throw OpenError.notABundle(path: path, reason: "article '\(orphan.id)' names channel '\(orphan.channelID)', which does not exist")
+        }
+        if let orphan = channelsByHub.values.first?.first {
+            throw OpenError.notABundle(path: path, reason: "channel '\(orphan.id)' names hub '\(orphan.hubID)', which does not exist")
+        }
+        let notifications = try Row.fetchAll(db, sql: "SELECT id, fire_at_ms, message, action_uri FROM notifications ORDER BY fire_at_ms, id").map {
+            ScheduledNotification(id: $0["id"], fireAtMs: $0["fire_at_ms"], message: $0["message"], actionURI: $0["action_uri"])
+        }
+        return (metadata, hubs, notifications)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// The Content Hub engine (the ZBiM SDK rebuilt): the active verified bundle, the hub's state and
+/// its notifications, tailoring and presenting. Bundles reach it through a content_provider plugin
+/// and are verified and stored by the host before they are activated.
+public final class HubEngine: @unchecked Sendable {
+    public let settings: HubSettings
+    public let notifications: HostNotifications
+    /// `<data_dir>/hub`: stored bundles, the users database, status view templates.
+    public let directory: String
+    let pipeline: LogPipeline
+
+    private let lock = NSLock()
+    private var currentState = HubState()
+    private var bundle: ContentBundle?
+
+    public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline) throws {
+        self.settings = settings
+        self.notifications = notifications
+        self.pipeline = pipeline
+        directory = (dataDirectory as NSString).appendingPathComponent("hub")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    // MARK: State
+
+    public var state: HubState { lock.withLock { currentState } }
+
+    /// Changes one state flag; a change (and only a change) is announced by its notification.
+    public func setState(_ keyPath: WritableKeyPath<HubState, Bool>, _ value: Bool) {
+        let changed: Bool = lock.withLock {
+            guard currentState[keyPath: keyPath] != value else { return false }
+            currentState[keyPath: keyPath] = value
+            return true
+        }
+        guard changed, let flag = HubState.flags.first(where: { $0.keyPath == keyPath }) else { return }
+        notifications.post(flag.notification, [flag.key: value ? "true" : "false"])
+    }
+
+    // MARK: The active bundle
+
+    /// The active, verified bundle; nil until one was activated.
+    public var activeBundle: ContentBundle? { lock.withLock { bundle } }
+
+    /// Makes `bundle` the one presented from now on (the caller verified it). Hub sessions already
+    /// open keep the bundle they started with.
+    public func activate(_ newBundle: ContentBundle) {
+        lock.withLock { bundle = newBundle }
+        setState(\.isReady, true)
+    }
+
+    // MARK: Presenting
+
+    public enum PresentError: Error, Equatable, CustomStringConvertible {
+        case disabled
+        case notPartOfPilotProgram
+        case noContent
+        case notFound(String)
+
+        public var description: String {
+            switch self {
+            case .disabled: return "the Content Hub was disabled by the content service"
+            case .notPartOfPilotProgram: return "not part of pilot program: the content service did not enroll this instance"
+            case .noContent: return "no verified content bundle is active yet"
+            case .notFound(let what): return "\(what) is not in the active content bundle"
+            }
+        }
+    }
+
+    /// The presentation for `counts` (the active user's tag counts), a tags override, or a URI
+    /// override (`zbimdb://hub|channel|article/<id>`): the hub that holds the item, with the item as
+    /// the target.
+    public func presentation(counts: [String: Int], tags: [String]? = nil, uri: ContentURI? = nil) throws -> Presentation {
+        let current = state
+        if current.isDisabled { throw PresentError.disabled }
+        if current.notPartOfPilotProgram { throw PresentError.notPartOfPilotProgram }
+        guard let bundle = activeBundle else { throw PresentError.noContent }
+        let effective = tags.map(Tailoring.counts(forOverride:)) ?? counts
+        var hubID: String?
+        if let uri {
+            switch uri.kind {
+            case .hub: hubID = bundle.hub(uri.id)?.id
+            case .channel: hubID = bundle.channel(uri.id)?.hubID
+            case .article: hubID = bundle.article(uri.id).flatMap { bundle.channel($0.channelID) }?.hubID
+            }
+            guard hubID != nil else { throw PresentError.notFound(uri.description) }
+        }
+        guard let presentation = Presentation(bundle: bundle, counts: effective, hubID: hubID, target: uri) else {
+            throw PresentError.notFound("a hub")
+        }
+        return presentation
+    }
+}

@@ -1,0 +1,45 @@
+/// `hub:` in plugins.yaml: the Content Hub's local settings (the ZBiM SDK's zbimconfig.plist and its
+/// setters). The delivery modes and the pilot program are not here: the content service decides
+/// them (its settings document), and `hubhost hub status` shows them.
+public struct HubSettings: Sendable, Equatable {
+    static let schema = ConfigSchema(keys: [
+        ConfigKey(key: "enabled", type: .bool, defaultValue: .bool(true), doc: "false turns the Content Hub off."),
+        ConfigKey(key: "provider", type: .string, defaultValue: .string(""),
+                  doc: "The content_provider instance that fetches bundles; empty: the first one in plugins:."),
+        ConfigKey(key: "db_service_url", type: .string, defaultValue: .string(""),
+                  doc: "The content service (dbServiceUrl), handed to the provider as its db_service_url config value."),
+        ConfigKey(key: "public_key", type: .string, defaultValue: .string(""),
+                  doc: "The DER SubjectPublicKeyInfo key (pubkey.der) bundles must be signed for; relative to plugins.yaml."),
+        ConfigKey(key: "preloaded_bundle", type: .string, defaultValue: .string(""),
+                  doc: "A bundle shipped with the app (contentDB.sqlite3), shown at once while a newer one downloads."),
+        ConfigKey(key: "content_source", type: .string, defaultValue: .string("external_allowed"),
+                  doc: "external_allowed: hub pages may load external resources; local_only: only the hub's own origin and the whitelists."),
+        ConfigKey(key: "color_scheme", type: .string, defaultValue: .string("dark"), doc: "dark or light: the hub's chrome and status views."),
+        ConfigKey(key: "download_timeout", type: .duration, defaultValue: .double(120), doc: "The most one bundle download may take."),
+    ])
+    /// Keys whose value is a list of strings.
+    static let listKeys = ["whitelist_urls", "whitelist_domains", "custom_url_schemes"]
+
+    public enum ContentSource: String, Sendable, CaseIterable { case externalAllowed = "external_allowed", localOnly = "local_only" }
+    public enum ColorScheme: String, Sendable, CaseIterable { case dark, light }
+
+    public var enabled = true
+    /// The content_provider instance id; nil: the first content provider.
+    public var provider: String?
+    public var dbServiceURL: String?
+    /// Absolute path of pubkey.der, or nil (then no bundle can be verified, so none is activated).
+    public var publicKeyPath: String?
+    /// Absolute path of the preloaded bundle, or nil.
+    public var preloadedBundle: String?
+    public var contentSource: ContentSource = .externalAllowed
+    public var colorScheme: ColorScheme = .dark
+    public var downloadTimeout: Double = 120
+    /// URLs a local_only hub may still load, compared verbatim (query and fragment included).
+    public var whitelistURLs: [String] = []
+    /// Domains a local_only hub may still load from.
+    public var whitelistDomains: [String] = []
+    /// Schemes whose links are app actions for the integrating app, e.g. "myapp" (no "://").
+    public var customURLSchemes: [String] = []
+
+    public init() {}
+}
