@@ -7,7 +7,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self, Hub.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -177,5 +177,137 @@ struct BenchCommand: ParsableCommand {
                 print(String(format: "ratio: %.0fx", result.ratio))
             }
         }
+    }
+
+    struct Hub: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "hub",
+            abstract: "Content Hub: hub selection time on a large bundle, and web hub page serving beside nginx (wrk).",
+            discussion: """
+            Selection: a generated bundle of --hubs hubs and --articles articles; each selection tailors it for a
+            different user (best hub, every channel's articles in order), beside the same choice made by one SQL
+            query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the
+            presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load
+            against both. Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
+            """)
+
+        @Option(help: "Hubs in the generated bundle.")
+        var hubs: Int = 1_000
+
+        @Option(help: "Articles in the generated bundle (spread over 5 channels per hub).")
+        var articles: Int = 100_000
+
+        @Option(help: "Selections measured (one user each).")
+        var selections: Int = 200
+
+        @Option(help: "Seconds of wrk load per server.")
+        var seconds: Int = 5
+
+        @Option(help: "wrk connections.")
+        var connections: Int = 16
+
+        @Flag(help: "Measure hub selection only (no hubhost serve, nginx or wrk).")
+        var skipPages = false
+
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard hubs > 0, articles >= hubs * 5, selections > 0, seconds > 0, connections > 0 else {
+                throw ValidationError("--hubs, --selections, --seconds and --connections must be positive, --articles at least 5 per hub")
+            }
+        }
+
+        struct Report: Encodable {
+            var selection: HubSelectionBenchmark.Result
+            var pages: PageServingBenchmark.Result?
+        }
+
+        func run() throws {
+            let say: (String) -> Void = { step in if !output.json { Output.error("bench hub: \(step)") } }
+            let selection = try HubSelectionBenchmark(hubs: hubs, articles: articles, selections: selections).run(progress: say)
+            var pages: PageServingBenchmark.Result?
+            if !skipPages {
+                let folder = NSTemporaryDirectory() + "hubhost-bench-hub-serve-" + UUID().uuidString
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(atPath: folder) }
+                say("writing the bundle for hubhost serve")
+                let bundlePath = try HubSelectionBenchmark(hubs: hubs, articles: articles).writeBundle(to: folder + "/bundle.sqlite3")
+                let server = try BenchServe.start(folder: folder, bundle: bundlePath)
+                defer { server.stop() }
+                let bundle = try ContentBundle(path: bundlePath)
+                guard let presented = Presentation(bundle: bundle, counts: [:]) else { throw ValidationError("the bundle has no hub") }
+                let paths = ["/hub"] + presented.channels.map { "/hub/channel/\($0.id)" }
+                    + presented.channels.flatMap { $0.articles.map { "/hub/article/\($0.id)" } }
+                var benchmark = PageServingBenchmark(baseURL: server.baseURL, paths: paths)
+                benchmark.seconds = seconds
+                benchmark.connections = connections
+                pages = try benchmark.run(progress: say)
+            }
+            if output.json {
+                Output.json(Report(selection: selection, pages: pages))
+                return
+            }
+            print("Hub selection (\(selection.hubs) hubs, \(selection.articles) articles; bundle opened in \(String(format: "%.0f", selection.openMs)) ms):")
+            Output.table(["selection", "p50 µs", "p99 µs"], [
+                ["tailoring (best hub + every channel's articles ordered)", String(format: "%.1f", selection.selectionMicrosecondsP50),
+                 String(format: "%.1f", selection.selectionMicrosecondsP99)],
+                ["SQL query over the bundle (best hub only; baseline)", String(format: "%.1f", selection.sqlBaselineMicrosecondsP50),
+                 String(format: "%.1f", selection.sqlBaselineMicrosecondsP99)],
+            ])
+            print("same hub chosen: \(selection.agreeing) of \(selection.selections)")
+            if let pages {
+                print("\nPage serving over 127.0.0.1 (\(pages.pages) pages in rotation, wrk -t\(pages.threads) -c\(pages.connections) -d\(pages.seconds)s):")
+                Output.table(["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"], [
+                    ["hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond), String(format: "%.2f", pages.hubhost.p50Ms),
+                     String(format: "%.2f", pages.hubhost.p99Ms), String(pages.hubhost.non2xx)],
+                    ["nginx, the same pages as static files (baseline)", String(format: "%.0f", pages.nginx.requestsPerSecond),
+                     String(format: "%.2f", pages.nginx.p50Ms), String(format: "%.2f", pages.nginx.p99Ms), String(pages.nginx.non2xx)],
+                ])
+                print(String(format: "hubhost / nginx: %.2f", pages.ratio))
+            }
+        }
+    }
+}
+
+/// `hubhost serve` as a child process on a generated bundle, for `bench hub`.
+struct BenchServe {
+    let process: Process
+    let baseURL: String
+
+    static func start(folder: String, bundle: String) throws -> BenchServe {
+        let manifest = folder + "/plugins.yaml"
+        try """
+            data_dir: data
+            logging: {severity: none}
+            server: {host: 127.0.0.1, port: 0}
+            hub:
+              preloaded_bundle: \(bundle)
+            """.write(toFile: manifest, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["serve", "--manifest", manifest]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // serve prints "hubhost serving on http://127.0.0.1:PORT" once it listens.
+        var buffered = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffered.append(chunk)
+            let text = String(decoding: buffered, as: UTF8.self)
+            if let range = text.range(of: "serving on "), let end = text[range.upperBound...].firstIndex(of: "\n") {
+                return BenchServe(process: process, baseURL: String(text[range.upperBound..<end]))
+            }
+        }
+        process.terminate()
+        throw ValidationError("hubhost serve did not start: \(String(decoding: buffered, as: UTF8.self))")
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
     }
 }

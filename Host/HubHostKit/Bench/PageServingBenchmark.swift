@@ -1,0 +1,194 @@
+import Foundation
+
+/// `hubhost bench hub`, second part: web Content Hub page serving over 127.0.0.1, measured with
+/// wrk (Debian's package), beside nginx serving the very same pages exported as static files, in
+/// the same run. The caller starts `hubhost serve` and names the pages; this fetches each page
+/// once from hubhost, writes it under a static root, starts nginx on a free loopback port with a
+/// private config (no root needed, no system nginx touched), and runs the same wrk load (the
+/// paths in rotation) against both.
+public struct PageServingBenchmark {
+    public struct Figures: Encodable, Sendable {
+        public var requestsPerSecond: Double
+        public var p50Ms: Double
+        public var p99Ms: Double
+        public var non2xx: Int
+    }
+
+    public struct Result: Encodable, Sendable {
+        public var pages: Int
+        public var connections: Int
+        public var threads: Int
+        public var seconds: Int
+        public var hubhost: Figures
+        public var nginx: Figures
+        /// hubhost / nginx requests per second.
+        public var ratio: Double
+    }
+
+    public enum Failure: Error, CustomStringConvertible {
+        case missingTool(String)
+        case failed(String)
+
+        public var description: String {
+            switch self {
+            case .missingTool(let tool): return "\(tool) is not installed (apt-get install wrk nginx-light)"
+            case .failed(let why): return why
+            }
+        }
+    }
+
+    public var baseURL: String
+    public var paths: [String]
+    public var connections = 16
+    public var threads = 2
+    public var seconds = 5
+
+    public init(baseURL: String, paths: [String]) {
+        self.baseURL = baseURL
+        self.paths = paths
+    }
+
+    public func run(progress: (String) -> Void = { _ in }) throws -> Result {
+        let wrk = try Self.tool("wrk", in: ["/usr/bin/wrk", "/usr/local/bin/wrk"])
+        let nginx = try Self.tool("nginx", in: ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"])
+        let folder = NSTemporaryDirectory() + "hubhost-bench-pages-" + UUID().uuidString
+        let root = folder + "/root"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+
+        progress("exporting \(paths.count) pages as static files")
+        let http = HTTPFetcher()
+        for path in paths {
+            let response = try http.fetch("GET", baseURL + path, timeoutSeconds: 10).get()
+            guard response.status == 200 else { throw Failure.failed("GET \(path) answered \(response.status)") }
+            // /hub is both a page and a folder of pages: every page is written as <path>/index.html.
+            let target = root + path + "/index.html"
+            try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try response.body.write(to: URL(fileURLWithPath: target))
+        }
+
+        let port = try Self.freePort()
+        let config = """
+            worker_processes 2;
+            daemon off;
+            pid \(folder)/nginx.pid;
+            error_log \(folder)/nginx-error.log;
+            events { worker_connections 1024; }
+            http {
+                access_log off;
+                default_type text/html;
+                client_body_temp_path \(folder)/client;
+                proxy_temp_path \(folder)/proxy;
+                fastcgi_temp_path \(folder)/fastcgi;
+                uwsgi_temp_path \(folder)/uwsgi;
+                scgi_temp_path \(folder)/scgi;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(root);
+                    location / { try_files $uri/index.html =404; }
+                }
+            }
+            """
+        try config.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: nginx)
+        server.arguments = ["-p", folder, "-c", folder + "/nginx.conf", "-e", folder + "/nginx-error.log"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate(); server.waitUntilExit() }
+        let nginxURL = "http://127.0.0.1:\(port)"
+        try Self.waitForPage(http: http, url: nginxURL + paths[0], process: server)
+
+        let script = folder + "/paths.lua"
+        let list = paths.map { "\"\($0.replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(separator: ",\n")
+        try """
+            local paths = {\(list)}
+            local i = 0
+            request = function()
+                i = i % #paths + 1
+                return wrk.format("GET", paths[i])
+            end
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+
+        progress("wrk: hubhost, \(seconds) s, \(connections) connections")
+        let hubhost = try runWrk(wrk, url: baseURL, script: script)
+        progress("wrk: nginx (static export of the same pages), \(seconds) s, \(connections) connections")
+        let nginxFigures = try runWrk(wrk, url: nginxURL, script: script)
+        return Result(pages: paths.count, connections: connections, threads: threads, seconds: seconds, hubhost: hubhost,
+                      nginx: nginxFigures, ratio: hubhost.requestsPerSecond / max(nginxFigures.requestsPerSecond, 1e-9))
+    }
+
+    private func runWrk(_ wrk: String, url: String, script: String) throws -> Figures {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: wrk)
+        process.arguments = ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure.failed("wrk failed: \(output)") }
+        return try Self.parseWrk(output)
+    }
+
+    /// Reads "Requests/sec:", the --latency distribution's 50% and 99% lines and "Non-2xx".
+    static func parseWrk(_ output: String) throws -> Figures {
+        var figures = Figures(requestsPerSecond: 0, p50Ms: 0, p99Ms: 0, non2xx: 0)
+        var sawRate = false
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard let first = fields.first else { continue }
+            if first == "Requests/sec:", fields.count > 1, let rate = Double(fields[1]) {
+                figures.requestsPerSecond = rate
+                sawRate = true
+            } else if first == "50%", fields.count > 1 {
+                figures.p50Ms = milliseconds(fields[1]) ?? 0
+            } else if first == "99%", fields.count > 1 {
+                figures.p99Ms = milliseconds(fields[1]) ?? 0
+            } else if first == "Non-2xx", fields.count > 4, let count = Int(fields[4]) {
+                figures.non2xx = count
+            }
+        }
+        guard sawRate else { throw Failure.failed("cannot read wrk's output: \(output)") }
+        return figures
+    }
+
+    /// "512.00us", "1.25ms", "2.00s" -> milliseconds.
+    static func milliseconds(_ text: String) -> Double? {
+        for (suffix, factor) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0)] where text.hasSuffix(suffix) {
+            return Double(text.dropLast(suffix.count)).map { $0 * factor }
+        }
+        return nil
+    }
+
+    static func tool(_ name: String, in candidates: [String]) throws -> String {
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { throw Failure.missingTool(name) }
+        return found
+    }
+
+    /// A free TCP port on 127.0.0.1 (bound to port 0, read back, released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else { throw Failure.failed("cannot bind a port on 127.0.0.1") }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits (at most 5 s) until `url` answers 200.
+    static func waitForPage(http: HTTPFetcher, url: String, process: Process) throws {
+        for _ in 0..<100 {
+            if case .success(let response) = http.fetch("GET", url, timeoutSeconds: 1), response.status == 200 { return }
+            guard process.isRunning else { throw Failure.failed("\(url): the server exited (\(process.terminationStatus))") }
+            usleep(50_000)
+        }
+        throw Failure.failed("\(url) did not answer within 5 s")
+    }
+}

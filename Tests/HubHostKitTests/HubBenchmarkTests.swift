@@ -1,0 +1,45 @@
+import XCTest
+@testable import HubHostKit
+
+/// The hub benchmark's parts that can be checked without timing anything.
+final class HubBenchmarkTests: XCTestCase {
+    func testSelectionAgreesWithTheSQLBaseline() throws {
+        let result = try HubSelectionBenchmark(hubs: 40, articles: 400, selections: 30).run()
+        XCTAssertEqual(result.selections, 30)
+        XCTAssertEqual(result.agreeing, 30, "tailoring and the SQL query must choose the same hub for every user")
+    }
+
+    func testSyntheticBundleShape() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let ids = try SyntheticBundle(hubs: 3, channelsPerHub: 5, articles: 32).write(to: folder + "/b.sqlite3")
+        let bundle = try ContentBundle(path: folder + "/b.sqlite3")
+        XCTAssertEqual(bundle.hubs.count, 3)
+        XCTAssertEqual(bundle.hubs.flatMap(\.channels).count, 15)
+        XCTAssertEqual(bundle.hubs.flatMap(\.channels).flatMap(\.articles).map(\.id).sorted(), ids.sorted())
+        XCTAssertNotNil(bundle.body(ofArticle: ids[0]))
+    }
+
+    func testWrkOutputIsRead() throws {
+        let output = """
+        Running 5s test @ http://127.0.0.1:8080
+          2 threads and 16 connections
+          Thread Stats   Avg      Stdev     Max   +/- Stdev
+            Latency   512.31us  100.00us   3.00ms   90.00%
+          Latency Distribution
+             50%  480.00us
+             75%  600.00us
+             90%  700.00us
+             99%    1.25ms
+          150000 requests in 5.00s, 100.00MB read
+          Non-2xx or 3xx responses: 12
+        Requests/sec:  30000.50
+        Transfer/sec:     20.00MB
+        """
+        let figures = try PageServingBenchmark.parseWrk(output)
+        XCTAssertEqual(figures.requestsPerSecond, 30000.50)
+        XCTAssertEqual(figures.p50Ms, 0.48, accuracy: 1e-9)
+        XCTAssertEqual(figures.p99Ms, 1.25, accuracy: 1e-9)
+        XCTAssertEqual(figures.non2xx, 12)
+        XCTAssertThrowsError(try PageServingBenchmark.parseWrk("unable to connect"))
+    }
+}
