@@ -325,6 +325,7 @@ final class AttributeJSONTests: XCTestCase {
         let attributes: [Event.Attribute] = [
             .init("s", .string("quote \" backslash \\ newline \n tab \t bell \u{7} é 😀")), .init("i", .int(-42)), .init("d", .double(0.1)),
             .init("tiny", .double(1e-300)), .init("b", .bool(true)), .init("t", .timeMs(1_402_358_400_000)), .init("n", .null), .init("", .string("")),
+            .init("min", .int(Int64.min)), .init("zero", .int(0)), .init("max", .timeMs(Int64.max)), .init("neg", .int(-7)),
         ]
         let text = AttributeJSON.encode(attributes)
         let decoded = try JSONDecoder().decode([Event.Attribute].self, from: Data(text.utf8))

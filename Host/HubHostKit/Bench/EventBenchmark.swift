@@ -99,11 +99,11 @@ public struct EventBenchmark {
         let pipelineSeconds = Double(Clock.monotonicNs() - pipelineStart) / 1e9
 
         progress("baseline: plain SQLite insert of \(count) rows in batches of \(batchSize)")
-        let rows = try (0..<count).map { i -> [DatabaseValueConvertible] in
+        let rows = try (0..<count).map { i -> EventRowWriter.Row in
             var e = event(i)
             e.attributes = warm.attributes  // the same augmented rows
-            return [UUID().uuidString.lowercased(), e.type.rawValue, e.name, e.timestampMs, try EventStore.encode(e.attributes),
-                    EventStatus.notPosted.rawValue, 0, e.timestampMs, e.timestampMs]
+            return EventRowWriter.Row(id: EventID.make(), type: e.type.rawValue, name: e.name, timestampMs: e.timestampMs,
+                                      attributes: try EventStore.encode(e.attributes), status: EventStatus.notPosted.rawValue, attempts: 0)
         }
         let baseline = try EventStore.open(path: folder + "/baseline.sqlite").store
         let baselineStart = Clock.monotonicNs()
@@ -111,11 +111,8 @@ public struct EventBenchmark {
         while offset < rows.count {
             let slice = rows[offset..<min(offset + batchSize, rows.count)]
             try baseline.pool.write { db in
-                let statement = try db.cachedStatement(sql: """
-                    INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """)
-                for row in slice { try statement.execute(arguments: StatementArguments(row)) }
+                let writer = try EventRowWriter(db)
+                for row in slice { try writer.insert(row, nowMs: row.timestampMs) }
             }
             offset += slice.count
         }

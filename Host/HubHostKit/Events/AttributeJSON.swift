@@ -2,57 +2,100 @@
 /// reads back (`[{"name":"Level","value":{"type":"int","value":3}},...]`) at a fraction of
 /// JSONEncoder's cost, which was most of `track`'s time in `hubhost bench events`.
 enum AttributeJSON {
+    /// Encodes into one byte buffer and makes one String at the end: appending to a String piece by
+    /// piece (capacity checks, grapheme bookkeeping on every append) cost more than SQLite's insert.
     static func encode(_ attributes: [Event.Attribute]) -> String {
-        var out = "["
-        out.reserveCapacity(48 * attributes.count + 2)
+        var out = [UInt8]()
+        out.reserveCapacity(64 * attributes.count + 2)
+        out.append(UInt8(ascii: "["))
         for (index, attribute) in attributes.enumerated() {
-            if index > 0 { out += "," }
-            out += "{\"name\":"
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            append("{\"name\":", to: &out)
             appendString(attribute.name, to: &out)
-            out += ",\"value\":{\"type\":\""
+            append(",\"value\":{\"type\":\"", to: &out)
             switch attribute.value {
-            case .null: out += "null\"}"
+            case .null: append("null\"}", to: &out)
             case .string(let s):
-                out += "string\",\"value\":"
+                append("string\",\"value\":", to: &out)
                 appendString(s, to: &out)
-                out += "}"
-            case .int(let i): out += "int\",\"value\":\(i)}"
+                out.append(UInt8(ascii: "}"))
+            case .int(let i):
+                append("int\",\"value\":", to: &out)
+                appendInteger(i, to: &out)
+                out.append(UInt8(ascii: "}"))
             case .double(let d):
                 // JSON has no NaN or infinity: such a value is stored as null.
-                out += d.isFinite ? "double\",\"value\":\(d)}" : "null\"}"
-            case .bool(let b): out += "bool\",\"value\":\(b)}"
-            case .timeMs(let t): out += "time\",\"value\":\(t)}"
+                if d.isFinite {
+                    append("double\",\"value\":", to: &out)
+                    append(d.description, to: &out)
+                    out.append(UInt8(ascii: "}"))
+                } else {
+                    append("null\"}", to: &out)
+                }
+            case .bool(let b): append(b ? "bool\",\"value\":true}" : "bool\",\"value\":false}", to: &out)
+            case .timeMs(let t):
+                append("time\",\"value\":", to: &out)
+                appendInteger(t, to: &out)
+                out.append(UInt8(ascii: "}"))
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
-        out += "]"
-        return out
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
     }
 
-    static func appendString(_ text: String, to out: inout String) {
-        out += "\""
-        // Most texts need no escaping: append them whole.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += text
-            out += "\""
-            return
+    @inline(__always)
+    static func append(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
+    }
+
+    @inline(__always)
+    static func append(_ text: String, to out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { out.append(contentsOf: $0) }
+    }
+
+    static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value == 0 { out.append(UInt8(ascii: "0")); return }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, no allocation
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            for i in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[i]) }
         }
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
+    }
+
+    static func appendString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            // Most texts need no escaping: append them whole.
+            guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                out.append(contentsOf: bytes)
+                return
+            }
+            let hex = Array("0123456789abcdef".utf8)
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\""): append("\\\"", to: &out)
+                case UInt8(ascii: "\\"): append("\\\\", to: &out)
+                case UInt8(ascii: "\n"): append("\\n", to: &out)
+                case UInt8(ascii: "\r"): append("\\r", to: &out)
+                case UInt8(ascii: "\t"): append("\\t", to: &out)
+                case 0..<0x20:
+                    append("\\u00", to: &out)
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0x0F)])
+                default: out.append(byte)  // UTF-8 passes through unchanged (JSON is UTF-8)
                 }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

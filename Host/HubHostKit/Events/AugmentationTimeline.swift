@@ -148,6 +148,20 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// Applies what one plugin changed (relative to `input`) to `working`.
     static func apply(_ output: AugmentableEvent, over input: Event, to working: inout Event) {
+        // The common case: the plugin kept every attribute in place and appended its own. Compare
+        // position by position, with no hashing, and set only the appended ones.
+        let kept = input.attributes.count
+        if output.attributes.count >= kept {
+            var unchanged = true
+            for i in 0..<kept where output.attributes[i].name != input.attributes[i].name || output.attributes[i].value != input.attributes[i].value {
+                unchanged = false
+                break
+            }
+            if unchanged {
+                for attribute in output.attributes[kept...] { working.set(attribute.name, attribute.value) }
+                return
+            }
+        }
         let before = Dictionary(input.attributes.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
         let after = Set(output.attributes.map(\.name))
         for attribute in output.attributes where before[attribute.name] != attribute.value {

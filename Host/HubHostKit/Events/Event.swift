@@ -25,7 +25,7 @@ public struct Event: Codable, Equatable, Sendable {
     /// Delivery attempts so far.
     public var attempts: Int
 
-    public init(id: String = UUID().uuidString.lowercased(), type: EventType, name: String = "",
+    public init(id: String = EventID.make(), type: EventType, name: String = "",
                 timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0) {
         self.id = id
         self.type = type

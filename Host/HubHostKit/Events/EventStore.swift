@@ -85,13 +85,9 @@ public final class EventStore: @unchecked Sendable {
         let now = Clock.wallMs()
         try pool.write { db in
             if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
-            let statement = try db.cachedStatement(sql: """
-                INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            let writer = try EventRowWriter(db)
             for (event, attributes) in zip(events, encodedAttributes) {
-                try statement.execute(arguments: [event.id, event.type.rawValue, event.name, event.timestampMs,
-                                                  attributes, event.status.rawValue, event.attempts, now, now])
+                try writer.insert(.init(event, attributes: attributes), nowMs: now)
             }
         }
     }
