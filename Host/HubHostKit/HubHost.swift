@@ -80,8 +80,10 @@ public final class HubHost: @unchecked Sendable {
         try engineLock.withLock {
             guard manifest.hub.enabled else { return nil }
             if let hubEngine { return hubEngine }
+            let metrics = HubMetrics(track: { [unowned self] event in try self.events().track(event) },
+                                     advertiserID: { [unowned self] in self.advertiserID() }, logger: logger)
             let engine = try HubEngine(settings: manifest.hub, dataDirectory: manifest.dataDirectory,
-                                       notifications: notifications, pipeline: pipeline)
+                                       notifications: notifications, pipeline: pipeline, metrics: metrics)
             hubEngine = engine
             return engine
         }
