@@ -9,12 +9,12 @@ struct HubPresentCommand: ParsableCommand {
         commandName: "present",
         abstract: "Print the hub that would be presented, with its channels and their articles in tailored order.",
         discussion: """
-        Without options the active user's tag usage counts choose the hub (no user or no tags: the
-        first hub in bundle order) and order each channel's articles. --tags replaces the user's
+        Without options the active user's tag usage counts choose the hub (no user or no tags: the \
+        first hub in bundle order) and order each channel's articles. --tags replaces the user's \
         tags for this presentation. --uri opens an item instead:
           zbimdb://hub/<id>, zbimdb://channel/<id>, zbimdb://article/<id>
-          myapp://article/<id>       a registered custom scheme (hub.custom_url_schemes)
-          https://example.com/a      an article's original source URL (app indexing)
+          myapp://article/<id>   a scheme in hub.custom_url_schemes
+          https://example.com/a  an article's source URL (app indexing)
         Tracks a "Hub Presented" event (with --entry-point, once). Exits 1 when nothing matches.
         """)
 

@@ -9,7 +9,7 @@ struct LocalNotificationsCommand: ParsableCommand {
         commandName: "notifications",
         abstract: "Local notifications scheduled by the content bundle: list the due ones, handle one.",
         discussion: """
-        A notification is due once its time has come, until it is handled. `hubhost serve` also
+        A notification is due once its time has come, until it is handled. `hubhost serve` also \
         announces each one once as LocalNotificationDue on GET /v1/notifications.
         """,
         subcommands: [Due.self, Handle.self])
@@ -69,8 +69,8 @@ struct LocalNotificationsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Handle a local notification the app received: perform its action.",
             discussion: """
-            For a notification the content bundle scheduled, prints the URI to present (its action)
-            and tracks "Local Notification Handled"; without --no-alert the app first shows the
+            For a notification the content bundle scheduled, prints the URI to present (its action) \
+            and tracks "Local Notification Handled"; without --no-alert the app first shows the \
             message as a prompt. Exits 3 when hubhost did not schedule the id: the app handles it.
             """)
 

@@ -9,8 +9,8 @@ struct UsersCommand: ParsableCommand {
         commandName: "users",
         abstract: "Content Hub users: create, activate, and read or update a user's tag usage counts.",
         discussion: """
-        Several users may exist; one is active. The active user's tag usage counts tailor the hub
-        (`hubhost hub present`), and reading an article adds its tags to them. Users live in
+        Several users may exist; one is active. The active user's tag usage counts tailor the hub \
+        (`hubhost hub present`), and reading an article adds its tags to them. Users live in \
         <data_dir>/hub/users.sqlite and survive restarts.
         """,
         subcommands: [Create.self, GenerateID.self, Activate.self, Active.self, List.self, Tags.self, TagCounts.self, UpdateTagCounts.self])

@@ -41,6 +41,12 @@ public final class HubMetrics: @unchecked Sendable {
         public static let showAlert = "Show Alert"
     }
 
+    /// The event pipeline behind the sink is gone (its host was released).
+    public struct SinkGone: Error, CustomStringConvertible {
+        public init() {}
+        public var description: String { "the host that owned the event pipeline was shut down" }
+    }
+
     private let track: Track?
     private let decideAdvertiserID: DecideAdvertiserID?
     private let logger: Logger?
