@@ -53,7 +53,7 @@ struct UsersCommand: ParsableCommand {
                 let id = try users.createUser(id: id, tags: list)
                 return (id, try users.tagCounts(of: id))
             }
-            if output.json { Output.json(["id": .string(created.0), "tag_counts": .object(created.1.mapValues { .number(Double($0)) })] as [String: JSONValue]) } else { print(created.0) }
+            if output.json { Output.json(["id": .string(created.0), "tagCounts": .object(created.1.mapValues { .number(Double($0)) })] as [String: JSONValue]) } else { print(created.0) }
         }
     }
 

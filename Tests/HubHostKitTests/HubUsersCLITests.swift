@@ -35,7 +35,7 @@ final class HubUsersCLITests: XCTestCase {
     func testUsersCommands() throws {
         let created = try hubhost(["users", "create", "--id", "ann", "--tags", "golf, news", "--json"])
         XCTAssertEqual(created.status, 0, created.stderr)
-        XCTAssertEqual((try json(created.stdout) as? [String: Any])?["tag_counts"] as? [String: Int], ["golf": 1, "news": 1])
+        XCTAssertEqual((try json(created.stdout) as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1, "news": 1])
         let duplicate = try hubhost(["users", "create", "--id", "ann"])
         XCTAssertEqual(duplicate.status, 1)
         XCTAssertTrue(duplicate.stderr.contains("user 'ann' already exists"), duplicate.stderr)
@@ -149,7 +149,7 @@ final class HubUsersCLITests: XCTestCase {
 
         let (createdStatus, created) = try call("POST", "/v1/users", #"{"id": "ann", "tags": ["golf"]}"#)
         XCTAssertEqual(createdStatus, 201, "\(created)")
-        XCTAssertEqual((created as? [String: Any])?["tag_counts"] as? [String: Int], ["golf": 1])
+        XCTAssertEqual((created as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1])
         let (conflict, conflictBody) = try call("POST", "/v1/users", #"{"id": "ann"}"#)
         XCTAssertEqual(conflict, 409)
         XCTAssertTrue(error(conflictBody).contains("already exists"), error(conflictBody))

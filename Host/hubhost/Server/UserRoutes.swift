@@ -6,7 +6,7 @@ import Hummingbird
 /// HubEngine (`hub.users`, `hub.present`, `hub.localNotifications`), like the CLI.
 ///
 ///   GET  /v1/users                               the users, oldest first
-///   POST /v1/users                               {"id"?: "...", "tags"?: ["a"]}: create; 201 {"id", "tag_counts"}
+///   POST /v1/users                               {"id"?: "...", "tags"?: ["a"]}: create; 201 {"id", "tagCounts"}
 ///   POST /v1/users/generate-id                   {"id": "<new anonymous id>"} (nothing is created)
 ///   POST /v1/users/{id}/activate                 make it the active user
 ///   GET  /v1/users/active                        {"active": id or null}
@@ -15,10 +15,11 @@ import Hummingbird
 ///   POST /v1/users/active/tag-counts             {"tag": delta, ...} added to the active user's counts; the counts after
 ///   GET  /v1/hub/present?tags=a,b&uri=U&entry_point=E   the presentation (tracks "Hub Presented")
 ///   GET  /v1/local-notifications/due             the due, unhandled notifications
-///   POST /v1/local-notifications/{id}/handle     {"show_alert": bool}: {"ours": true, "uri", ...}; {"ours": false} when hubhost did not schedule it
+///   POST /v1/local-notifications/{id}/handle     {"show_alert": bool}: {"id", "ours": true, "uri", "showAlert", "message"}; {"ours": false} when hubhost did not schedule it
 ///
-/// Errors: 400 bad input, 404 unknown user / nothing to present / hub disabled, 409 a user that
-/// exists, always as {"error": "..."}.
+/// Errors: 400 bad input, 404 unknown user / no active user / nothing to present / `hub: enabled:
+/// false`, 403 hub disabled by the content service or not part of the pilot program, 409 a user
+/// that exists; always as {"error": "..."}.
 enum UserRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
         router.get("/v1/users") { _, _ in
@@ -38,7 +39,7 @@ enum UserRoutes {
             let id = object["id"] as? String, tags = object["tags"] as? [String] ?? []
             return try await withHub(host) { hub in
                 let created = try hub.users.createUser(id: id, tags: tags)
-                return HTTPAPI.json(CreatedUser(id: created, tag_counts: try hub.users.tagCounts(of: created)), status: .created)
+                return HTTPAPI.json(CreatedUser(id: created, tagCounts: try hub.users.tagCounts(of: created)), status: .created)
             }
         }
         router.post("/v1/users/generate-id") { _, _ in
@@ -100,18 +101,13 @@ enum UserRoutes {
             }
             let alert = showAlert
             return try await withHub(host) { hub in
-                switch try hub.localNotifications.handle(id: id, showAlert: alert) {
-                case .handled(let notification, let uri, let showAlert):
-                    return HTTPAPI.json(HandledNotification(id: notification.id, ours: true, uri: uri, show_alert: showAlert, message: notification.message))
-                case .notOurs(let id):
-                    return HTTPAPI.json(HandledNotification(id: id, ours: false, uri: nil, show_alert: nil, message: nil))
-                }
+                HTTPAPI.json(LocalNotificationsCommand.OutcomeView(try hub.localNotifications.handle(id: id, showAlert: alert)))
             }
         }
     }
 
     /// The hub engine, or the error response that says why there is none.
-static func hubEngine(_ host: HubHost) -> Result<HubEngine, ResponseError> {
+    static func hubEngine(_ host: HubHost) -> Result<HubEngine, ResponseError> {
         do {
             guard let hub = try host.hub() else { return .failure(ResponseError(.notFound, "the Content Hub is disabled (hub: enabled: false)")) }
             return .success(hub)
@@ -119,8 +115,9 @@ static func hubEngine(_ host: HubHost) -> Result<HubEngine, ResponseError> {
             return .failure(ResponseError(.internalServerError, "cannot open the Content Hub: \(error)"))
         }
     }
+
     /// Runs `work` off the event loop with the hub; maps user and present errors to responses.
-static func withHub(_ host: HubHost, _ work: @escaping @Sendable (HubEngine) throws -> Response) async throws -> Response {
+    static func withHub(_ host: HubHost, _ work: @escaping @Sendable (HubEngine) throws -> Response) async throws -> Response {
         let hub: HubEngine
         switch hubEngine(host) {
         case .success(let engine): hub = engine
@@ -150,14 +147,6 @@ static func withHub(_ host: HubHost, _ work: @escaping @Sendable (HubEngine) thr
 
     struct CreatedUser: Encodable {
         var id: String
-        var tag_counts: [String: Int]
-    }
-
-    struct HandledNotification: Encodable {
-        var id: String
-        var ours: Bool
-        var uri: String?
-        var show_alert: Bool?
-        var message: String?
+        var tagCounts: [String: Int]
     }
 }
