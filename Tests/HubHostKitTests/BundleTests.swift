@@ -205,6 +205,12 @@ final class BundleTests: XCTestCase {
         forged.sha256 = SHA256.hex(of: flipped)
         XCTAssertEqual(rejection { try BundleVerifier.verify(flipped, metadata: forged, publicKeyPath: sample.publicKey) }?.kind, .badSignature)
 
+        var future = sample.metadata
+        future.format = 2
+        let unsupported = rejection { try BundleVerifier.verify(data, metadata: future, publicKeyPath: sample.publicKey) }
+        XCTAssertEqual(unsupported?.kind, .notABundle)
+        XCTAssertTrue(unsupported?.reason.contains("format is 2") == true)
+
         // Properly signed bytes that are not a bundle.
         let text = folder + "/not-a-bundle.sqlite3"
         try TestSupport.write("just text, signed", to: text)
@@ -330,6 +336,25 @@ final class BundleTests: XCTestCase {
         let hub = try engine(dataDirectory: folder + "/c", publicKey: sample.publicKey, preloaded: shipped)
         try hub.install(metadata: sample.metadata, bundleAt: sample.bundle)
         XCTAssertEqual(try engine(dataDirectory: folder + "/c", publicKey: sample.publicKey, preloaded: shipped).activeBundle?.metadata.version, "preloaded")
+    }
+
+    func testConcurrentInstallsLeaveTheEngineOnTheBundleThePointerNames() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let samples = try (1...4).map { try signedSample(in: folder, version: "v\($0)", name: "s\($0)") }
+        let hub = try engine(dataDirectory: folder + "/data", publicKey: samples[0].publicKey)
+        let failures = LogCapture()  // a thread-safe list; install errors are collected here
+        DispatchQueue.concurrentPerform(iterations: samples.count) { i in
+            do { _ = try hub.install(metadata: samples[i].metadata, bundleAt: samples[i].bundle) } catch {
+                failures.write(LogRecord(severity: .error, verbosity: .info, timeMs: 0, source: "test", message: "\(error)"))
+            }
+        }
+        XCTAssertEqual(failures.messages, [])
+        let pointer = try XCTUnwrap(hub.bundleStore.activePointer())
+        XCTAssertEqual(hub.activeBundle?.path, hub.bundleStore.bundlePath(sha256: pointer.sha256))
+        XCTAssertEqual(hub.activeBundle?.metadata.version, pointer.version)
+        let kept = try FileManager.default.contentsOfDirectory(atPath: folder + "/data/hub/bundles").filter { $0.hasSuffix(".sqlite3") }
+        XCTAssertEqual(kept.count, 2, "\(kept)")
+        XCTAssertEqual(try engine(dataDirectory: folder + "/data", publicKey: samples[0].publicKey).activeBundle?.metadata.version, pointer.version)
     }
 
     func testAStoredBundleChangedOnDiskIsNotActivatedAtStart() throws {
