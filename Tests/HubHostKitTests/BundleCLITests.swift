@@ -88,6 +88,11 @@ final class BundleCLITests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("content/hub/channel/a.md:2: invalid YAML"), result.stderr)
         XCTAssertTrue(result.stderr.contains("content/stray.txt: a file at the hub level"), result.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/out.sqlite3"))
+        let jsonResult = try hubhost(["bundle", "build", "content", "-o", "out.sqlite3", "--key", keys.privateKey, "--json"], in: folder)
+        XCTAssertEqual(jsonResult.status, 1)
+        let problems = try XCTUnwrap(try json(jsonResult.stdout)["problems"] as? [[String: Any]])
+        XCTAssertEqual(problems.count, 2)
+        XCTAssertEqual(problems.first { ($0["path"] as? String)?.hasSuffix("a.md") == true }?["line"] as? Int, 2)
 
         let badKey = try hubhost(["bundle", "build", TestSupport.repository + "/Tests/Fixtures/content", "-o", "out.sqlite3", "--key", keys.publicKey], in: folder)
         XCTAssertEqual(badKey.status, 1)

@@ -63,4 +63,17 @@ final class MarkdownRendererTests: XCTestCase {
                        "<blockquote>\n<p>quoted <strong>text</strong>\nmore</p>\n<ul>\n<li>item</li>\n</ul>\n</blockquote>")
         XCTAssertEqual(render("> a\nlazy"), "<blockquote>\n<p>a\nlazy</p>\n</blockquote>")
     }
+
+    func testDeepNestingStaysBoundedAndEscaped() {
+        let quotes = render(String(repeating: ">", count: 5000) + " <x>")
+        XCTAssertEqual(quotes.components(separatedBy: "<blockquote>").count - 1, MarkdownRenderer.maximumNesting)
+        XCTAssertTrue(quotes.contains("&gt;&gt;&gt;") && quotes.contains("&lt;x&gt;"))
+        let emphasis = render(String(repeating: "*a ", count: 1000) + String(repeating: "a* ", count: 1000))
+        XCTAssertEqual(emphasis.components(separatedBy: "<em>").count - 1, 1, "the first closer closes the first opener; the rest stay text")
+        let brackets = render(String(repeating: "[", count: 3000) + "x" + String(repeating: "](y)", count: 3000))
+        XCTAssertEqual(brackets.components(separatedBy: "<a ").count - 1, MarkdownRenderer.maximumNesting)
+        let list = render((0..<100).map { String(repeating: " ", count: $0 * 2) + "- item \($0)" }.joined(separator: "\n"))
+        XCTAssertEqual(list.components(separatedBy: "<ul>").count - 1, MarkdownRenderer.maximumNesting)
+        XCTAssertTrue(list.contains("item 99"))
+    }
 }
