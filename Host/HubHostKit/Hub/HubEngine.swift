@@ -20,6 +20,7 @@ public final class HubEngine: @unchecked Sendable {
         self.pipeline = pipeline
         directory = (dataDirectory as NSString).appendingPathComponent("hub")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        activatePreloadedBundleIfNone()
     }
 
     // MARK: State
