@@ -103,9 +103,10 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
         let task = session.dataTask(with: request)
         task.resume()
         let waited = timeout.map { done.wait(timeout: .now() + $0) } ?? { done.wait(); return .success }()
+        if waited == .timedOut { finish(.timedOut) }  // before cancelling, which ends the task as "done"
         task.cancel()
         session.invalidateAndCancel()
-        return lock.withLock { finished } ?? (waited == .timedOut ? .timedOut : .done)
+        return lock.withLock { finished } ?? .done
     }
 
     private func finish(_ outcome: Outcome) {
