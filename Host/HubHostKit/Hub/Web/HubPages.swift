@@ -46,6 +46,16 @@ public struct HubPages: Sendable {
         }
     }
 
+    /// Whether the session's bundle has the page's item.
+    public func contains(_ location: HubPageLocation, in session: HubSession) -> Bool {
+        guard session.presentation != nil, let bundle = session.bundle else { return false }
+        switch location {
+        case .hub: return true
+        case .channel(let id): return bundle.channel(id) != nil
+        case .article(let id): return bundle.article(id) != nil
+        }
+    }
+
     /// A status view (the hub has nothing to present yet, or cannot present).
     public func status(_ status: HubPageTemplates.Status, message: String, percent: Int?, session: HubSession?) -> String {
         HubPageTemplates.statusView(status, message: message, percent: percent, templatesDirectory: templatesDirectory,

@@ -150,16 +150,15 @@ public final class WebContentHub: @unchecked Sendable {
     public func show(_ location: HubPageLocation) -> HubWebResponse {
         guard let session = currentSession else { return .redirect("/hub") }
         guard session.presentation != nil else { return .redirect("/hub") }
-        guard let (html, title) = pages.render(location, in: session) else {
+        guard pages.contains(location, in: session) else {
             return .notFound("\(ContentURI(location.kind, locationID(location)).description) is not in the hub's content bundle")
         }
-        session.visit(location)
+        session.visit(location)  // first, so that the back/forward buttons show the new history
+        guard let (html, title) = pages.render(location, in: session) else { return .notFound("\(location.path) is not in the hub's content bundle") }
         let uri = ContentURI(location.kind, location == .hub ? session.presentation!.hubID : locationID(location))
         engine.notifications.post(HostNotification.Name.contentTypeChanged,
                                   ["type": location.kind.rawValue, "url": uri.description, "path": location.path, "title": title])
-        // Render again when the history changed, so the back/forward buttons are current.
-        let final = pages.render(location, in: session)?.html ?? html
-        return .html(final, policy: policy)
+        return .html(html, policy: policy)
     }
 
     private func locationID(_ location: HubPageLocation) -> String {
