@@ -80,8 +80,16 @@ public final class HubHost: @unchecked Sendable {
         try engineLock.withLock {
             guard manifest.hub.enabled else { return nil }
             if let hubEngine { return hubEngine }
+            // Weak: the engine may outlive its host; its metrics then have nowhere to go (and say so in the log).
+            let metrics = HubMetrics(track: { [weak self] event in
+                                         guard let self else { throw HubMetrics.SinkGone() }
+                                         return try self.events().track(event)
+                                     },
+                                     advertiserID: { [weak self] in self?.advertiserID() ?? AdvertiserIDDecision(
+                                         advertiserID: nil, limitAdTracking: false, decidedBy: nil, reason: "the host was shut down") },
+                                     logger: logger)
             let engine = try HubEngine(settings: manifest.hub, dataDirectory: manifest.dataDirectory,
-                                       notifications: notifications, pipeline: pipeline)
+                                       notifications: notifications, pipeline: pipeline, metrics: metrics)
             hubEngine = engine
             return engine
         }

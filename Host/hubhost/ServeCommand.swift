@@ -74,6 +74,15 @@ struct ServeCommand: ParsableCommand {
             }
         }
         defer { pinger.cancel() }
+        // Announce the content bundle's local notifications as they become due (LocalNotificationDue).
+        let hub = try host.hub()
+        let announcer = Task.detached {
+            while let hub, !Task.isCancelled {
+                do { try hub.localNotifications.announceDue() } catch { host.logger.error("local notifications: \(error)") }
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+            }
+        }
+        defer { announcer.cancel() }
         do {
             try await app.runService()
         } catch {

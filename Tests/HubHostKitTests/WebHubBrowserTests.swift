@@ -74,6 +74,47 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertEqual(try server.state()["isDisplayingContentHub"], false)
     }
 
+    // MARK: The active user, entry point and metrics
+
+    func testPresentsForTheActiveUserRecordsReadingAndMetrics() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        XCTAssertEqual(try server.call("POST", "/v1/users", #"{"id": "reader", "tags": ["x"]}"#).status, 201)
+        XCTAssertEqual(try server.call("POST", "/v1/users/reader/activate").status, 200)
+
+        // Tailored for the reader's counts {x: 1}: Alpha and Gamma (x) before Beta, in bundle order.
+        try assertOrder(["Alpha", "Gamma", "Beta"], in: try browse(server.base + "/hub?entry_point=banner"))
+        XCTAssertTrue(try browse(server.base + "/hub/article/news/sports/b").contains("Beta body"))
+        XCTAssertTrue(try browse(server.base + "/hub/channel/news/sports").contains(#"data-hub-kind="channel""#))
+        // Reading Beta taught the profile its tag.
+        let counts = try server.call("GET", "/v1/users/reader/tag-counts").json as? [String: Int]
+        XCTAssertEqual(counts, ["x": 1, "football": 1])
+
+        let events = try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? []
+        func named(_ name: String) -> [[String: Any]] {
+            events.filter { $0["name"] as? String == name }.compactMap { $0["attributes"] as? [String: Any] }
+        }
+        XCTAssertEqual(named("Hub Presented").first?["Entry Point"] as? String, "banner")
+        XCTAssertEqual(named("Channel Viewed").first?["Channel"] as? String, "news/sports")
+        XCTAssertEqual(named("Channel Viewed").first?["Entry Point"] as? String, "banner")
+        let read = named("Article Viewed")
+        XCTAssertEqual(read.count, 1, "tracked once, when the reader left the article: \(read)")
+        XCTAssertEqual(read.first?["Article"] as? String, "news/sports/b")
+        XCTAssertNotNil(read.first?["Time Spent"] as? Int, "\(read)")
+
+        // The entry point was used once: the next presentation has none, and the new counts
+        // {x: 1, football: 1} put Gamma (2) first.
+        try assertOrder(["Gamma", "Alpha", "Beta"], in: try browse(server.base + "/hub"))
+        let presented = (try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? [])
+            .filter { $0["name"] as? String == "Hub Presented" }.compactMap { $0["attributes"] as? [String: Any] }
+        XCTAssertEqual(presented.count, 2)
+        XCTAssertEqual(presented.filter { $0["Entry Point"] == nil }.count, 1, "\(presented)")
+        // A URI opens that item; one that is not in the bundle shows the error view.
+        XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/tech/d")).contains(#"data-id="news/tech/d""#))
+        XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/nope")).contains(#"data-status="error""#))
+    }
+
     // MARK: Paths
 
     func testOnlyBundleItemsAndResourcesAreServed() throws {
@@ -362,6 +403,12 @@ private final class HubServer {
     func get(_ path: String) throws -> Any {
         let response = try HTTPFetcher().fetch("GET", base + path, timeoutSeconds: 10).get()
         return try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
+    }
+
+    func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, json: Any?) {
+        let response = try HTTPFetcher().fetch(method, base + path, headers: ["Content-Type": "application/json"],
+                                               body: body.map { Data($0.utf8) }, timeoutSeconds: 10).get()
+        return (response.status, try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
     }
 
     func state() throws -> [String: Bool] { try get("/v1/hub/state") as? [String: Bool] ?? [:] }

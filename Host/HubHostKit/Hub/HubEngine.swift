@@ -9,17 +9,24 @@ public final class HubEngine: @unchecked Sendable {
     /// `<data_dir>/hub`: stored bundles, the users database, status view templates.
     public let directory: String
     let pipeline: LogPipeline
+    /// The users, the active user and their tag counts (`<directory>/users.sqlite`).
+    public let users: UserStore
+    /// Where hub metrics go (HubHost.hub() connects it to the event pipeline) and the entry point.
+    public let metrics: HubMetrics
 
     private let lock = NSLock()
     private var currentState = HubState()
     private var bundle: ContentBundle?
 
-    public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline) throws {
+    public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
+                metrics: HubMetrics = HubMetrics()) throws {
         self.settings = settings
         self.notifications = notifications
         self.pipeline = pipeline
+        self.metrics = metrics
         directory = (dataDirectory as NSString).appendingPathComponent("hub")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        users = try UserStore(path: (directory as NSString).appendingPathComponent("users.sqlite"))
         activatePreloadedBundleIfNone()
     }
 

@@ -20,6 +20,7 @@ import Hummingbird
 enum HTTPAPI {
     static func router(host: HubHost, engine: EventEngine, campaigns: CampaignEngine?) -> Router<BasicRequestContext> {
         let router = Router()
+        UserRoutes.add(to: router, host: host)  // users, hub present, local notifications
         router.get("/v1/messages/next") { request, _ in
             guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
             let contexts = request.uri.queryParameters.getAll("context").map { String($0) }

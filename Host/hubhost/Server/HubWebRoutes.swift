@@ -6,7 +6,7 @@ import NIOCore
 /// The web Content Hub's routes and the hub's state and notification stream: thin translations
 /// to WebContentHub (HubHostKit/Hub/Web). Pages are HTML with the hub's Content-Security-Policy.
 ///
-///   GET  /hub?tags=a,b&uri=zbimdb://...&embed=1   present: opens the hub session (replacing any open one)
+///   GET  /hub?tags=a,b&uri=U&entry_point=E&embed=1   present: opens the hub session (replacing any open one)
 ///   GET  /hub/home                                the session's hub page
 ///   GET  /hub/channel/<id>, /hub/article/<id>     a page of the session's bundle (ids are paths)
 ///   GET  /hub/back, /hub/forward                  303 to the previous / next page of the session
@@ -46,13 +46,10 @@ enum HubWebRoutes {
         router.get("/hub") { request, _ in
             let query = request.uri.queryParameters
             let tags = query.get("tags").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-            let text = query.get("uri")
-            let uri = text.flatMap { ContentURI($0) }
-            if let text, uri == nil {
-                return HTTPAPI.failure(.badRequest, "uri '\(text)' is not a content URI; expected zbimdb://hub|channel|article/<id>")
-            }
+            let uri = query.get("uri").map { String($0) }
+            let entryPoint = query.get("entry_point").map { String($0) }
             let embed = query.get("embed") == "1" || query.get("embed") == "true"
-            return respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, embed: embed) })
+            return respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
         }
         router.get("/hub/home") { _, _ in respond(try await HTTPAPI.blocking { web.show(.hub) }) }
         router.get("/hub/channel/**") { request, _ in

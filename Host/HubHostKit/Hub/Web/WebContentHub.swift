@@ -52,6 +52,8 @@ public final class WebContentHub: @unchecked Sendable {
     private var lastError: String?
     private var violations: [Data] = []
     private var subscription: UUID?
+    /// The article on screen and when it was shown (for its time spent).
+    private var openArticle: (id: String, shownAtMs: Int64)?
     /// The most violation reports kept for `GET /v1/hub/csp-reports`.
     public static let violationLimit = 200
 
@@ -86,12 +88,17 @@ public final class WebContentHub: @unchecked Sendable {
     // MARK: Presenting and closing
 
     /// Presents the hub (`GET /hub`): opens a new session, replacing any open one (one hub at a
-    /// time), and shows the presented hub, or the item a URI override names. Without content it
-    /// shows a status view (checking, downloading with its percent, or the error) in the session.
-    public func present(tags: [String]? = nil, uri: ContentURI? = nil, embed: Bool = false) -> HubWebResponse {
+    /// time), and shows the hub presented for the active user's tag counts (HubEngine.present, which
+    /// tracks "Hub Presented" with the entry point), or for a tags override, or the item a URI
+    /// names (`zbimdb://...`, a registered custom scheme, or an article's source URL). The entry
+    /// point, when given, is set just before and so used by this presentation only. Without
+    /// content it shows a status view (checking, downloading with its percent, or the error).
+    public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
+        leaveArticle()
         let presentation: Presentation
         do {
-            presentation = try engine.presentation(counts: [:], tags: tags, uri: uri)
+            if let entryPoint { engine.setEntryPoint(entryPoint) }
+            presentation = try engine.present(tags: tags, uri: uri)
         } catch let error as HubEngine.PresentError {
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
@@ -101,7 +108,7 @@ public final class WebContentHub: @unchecked Sendable {
             open(newSession)
             return .html(pages.status(.error, message: "\(error)", percent: nil, session: newSession), status: 500, policy: policy)
         }
-        let newSession = HubSession(presentation: presentation, bundle: engine.activeBundle, embed: embed)
+        let newSession = HubSession(presentation: presentation, bundle: engine.activeBundle, embed: embed, entryPoint: entryPoint)
         open(newSession)
         let target: HubPageLocation
         switch presentation.target?.kind {
@@ -114,6 +121,7 @@ public final class WebContentHub: @unchecked Sendable {
 
     /// Closes the session (the hub's close button, or the app): isDisplayingContentHub becomes false.
     public func close() -> HubWebResponse {
+        leaveArticle()
         lock.withLock { session = nil }
         engine.setState(\.isDisplayingContentHub, false)
         return .html(pages.closed(), policy: policy)
@@ -153,12 +161,50 @@ public final class WebContentHub: @unchecked Sendable {
         guard pages.contains(location, in: session) else {
             return .notFound("\(ContentURI(location.kind, locationID(location)).description) is not in the hub's content bundle")
         }
+        if case .article(let id) = location, lock.withLock({ openArticle?.id == id }) {
+            // The same article again (a reload): its reading time goes on.
+        } else {
+            leaveArticle()
+        }
         session.visit(location)  // first, so that the back/forward buttons show the new history
         guard let (html, title) = pages.render(location, in: session) else { return .notFound("\(location.path) is not in the hub's content bundle") }
         let uri = ContentURI(location.kind, location == .hub ? session.presentation!.hubID : locationID(location))
         engine.notifications.post(HostNotification.Name.contentTypeChanged,
                                   ["type": location.kind.rawValue, "url": uri.description, "path": location.path, "title": title])
+        recordView(location)
         return .html(html, policy: policy)
+    }
+
+    /// Metrics and the reader's profile: a channel view is tracked at once; an article's tags are
+    /// added to the active user's counts when it is shown, and "Article Viewed" (with the time
+    /// spent) is tracked when the reader leaves it (another page, back/forward, close, a new /hub).
+    private func recordView(_ location: HubPageLocation) {
+        do {
+            switch location {
+            case .hub: break
+            case .channel(let id): try engine.trackChannelViewed(id)
+            case .article(let id):
+                let isNew: Bool = lock.withLock {
+                    guard openArticle?.id != id else { return false }
+                    openArticle = (id, Clock.wallMs())
+                    return true
+                }
+                if isNew { try engine.recordArticleRead(id) }
+            }
+        } catch {
+            logger.error("hub metrics for \(location.path): \(error)")
+        }
+    }
+
+    /// Tracks "Article Viewed" for the article the reader is leaving, if any.
+    private func leaveArticle() {
+        guard let article = lock.withLock({ () -> (id: String, shownAtMs: Int64)? in
+            defer { openArticle = nil }
+            return openArticle
+        }) else { return }
+        do { try engine.trackArticleViewed(article.id, timeSpentMs: max(0, Clock.wallMs() - article.shownAtMs)) } catch {
+            logger.error("hub metrics for article \(article.id): \(error)")
+        }
     }
 
     private func locationID(_ location: HubPageLocation) -> String {

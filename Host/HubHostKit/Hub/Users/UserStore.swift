@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+
+/// The Content Hub's users (the ZBiM SDK's "SDK Initialization" and "User Tags"): anonymous user ids,
+/// which one is active, and each user's tag usage counts, which tailoring reads. One SQLite file,
+/// `<data_dir>/hub/users.sqlite` (WAL), so users, the active user and their counts survive restarts.
+/// Several users may exist (an app with several logins keeps each one's profile); one is active.
+public final class UserStore: @unchecked Sendable {
+    public let path: String
+    /// Shared with the local-notification log, which keeps its small table in the same file.
+    let pool: DatabasePool
+
+    public enum UserError: Error, Equatable, CustomStringConvertible {
+        case invalidID(String)
+        case exists(String)
+        case unknown(String)
+        case noActiveUser
+        case invalidTag(String)
+
+        public var description: String {
+            switch self {
+            case .invalidID(let reason): return "invalid user id: \(reason)"
+            case .exists(let id): return "user '\(id)' already exists; activate it with `users activate \(id)` or pick another id"
+            case .unknown(let id): return "no user '\(id)'; create it first (`users create --id \(id)`), or see `users list`"
+            case .noActiveUser: return "no user is active; create one and activate it (`users create`, `users activate ID`)"
+            case .invalidTag(let reason): return "invalid tag: \(reason)"
+            }
+        }
+    }
+
+    /// One user as `list()` shows it.
+    public struct User: Codable, Equatable, Sendable {
+        public var id: String
+        public var createdMs: Int64
+        public var isActive: Bool
+    }
+
+    /// Opens (creating) the store at `path`.
+    public init(path: String) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.label = "hub-users"
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 users") { db in
+            try db.execute(sql: """
+                CREATE TABLE users (id TEXT PRIMARY KEY NOT NULL, created_ms INTEGER NOT NULL);
+                CREATE TABLE tag_counts (user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, tag TEXT NOT NULL,
+                                         count INTEGER NOT NULL, PRIMARY KEY (user_id, tag));
+                -- One row at most: the active user.
+                CREATE TABLE active_user (slot INTEGER PRIMARY KEY CHECK (slot = 1), user_id TEXT NOT NULL REFERENCES users(id));
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    /// A new user id, as the SDK's generateDefaultUserId: random and anonymous (a lowercase UUID).
+    public func generateID() -> String { UUID().uuidString.lowercased() }
+
+    /// Creates a user with `tags` as its initial profile (each tag counts 1). A nil id is generated;
+    /// an id that exists already is an error. Returns the id. The new user is not made active.
+    @discardableResult
+    public func createUser(id: String? = nil, tags: [String] = []) throws -> String {
+        let id = id ?? generateID()
+        try UserStore.validate(id: id)
+        for tag in tags { try UserStore.validate(tag: tag) }
+        let now = Clock.wallMs()
+        try pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true { throw UserError.exists(id) }
+            try db.execute(sql: "INSERT INTO users (id, created_ms) VALUES (?, ?)", arguments: [id, now])
+            for tag in Set(tags) {
+                try db.execute(sql: "INSERT INTO tag_counts (user_id, tag, count) VALUES (?, ?, 1)", arguments: [id, tag])
+            }
+        }
+        return id
+    }
+
+    /// Makes `id` the active user: the one tailoring and tag updates use from now on.
+    public func activate(_ id: String) throws {
+        try pool.write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { throw UserError.unknown(id) }
+            try db.execute(sql: "INSERT OR REPLACE INTO active_user (slot, user_id) VALUES (1, ?)", arguments: [id])
+        }
+    }
+
+    /// The active user, nil before one was activated.
+    public func activeUser() -> String? {
+        (try? pool.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") }) ?? nil
+    }
+
+    /// Every user, oldest first.
+    public func list() throws -> [User] {
+        try pool.read { db in
+            let active = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1")
+            return try Row.fetchAll(db, sql: "SELECT id, created_ms FROM users ORDER BY created_ms, id").map {
+                User(id: $0["id"], createdMs: $0["created_ms"], isActive: $0["id"] == active)
+            }
+        }
+    }
+
+    /// The user's tags, sorted by name.
+    public func tags(of id: String) throws -> [String] {
+        try tagCounts(of: id).keys.sorted()
+    }
+
+    /// The user's tag usage counts (every count is at least 1).
+    public func tagCounts(of id: String) throws -> [String: Int] {
+        try pool.read { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) == true else { throw UserError.unknown(id) }
+            let rows = try Row.fetchAll(db, sql: "SELECT tag, count FROM tag_counts WHERE user_id = ?", arguments: [id])
+            return Dictionary(rows.map { ($0["tag"] as String, $0["count"] as Int) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    /// The active user's counts; empty when no user is active.
+    public func activeTagCounts() -> [String: Int] {
+        guard let id = activeUser() else { return [:] }
+        return (try? tagCounts(of: id)) ?? [:]
+    }
+
+    /// Adds each delta to the ACTIVE user's count of that tag (the SDK's updateTagUsageCounts); a tag
+    /// whose count drops to zero or below is removed. All deltas apply in one transaction. Returns the
+    /// active user's counts after the update.
+    @discardableResult
+    public func updateTagCounts(_ deltas: [String: Int]) throws -> [String: Int] {
+        for tag in deltas.keys { try UserStore.validate(tag: tag) }
+        return try pool.write { db in
+            guard let id = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") else { throw UserError.noActiveUser }
+            for (tag, delta) in deltas.sorted(by: { $0.key < $1.key }) where delta != 0 {
+                let current = try Int.fetchOne(db, sql: "SELECT count FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag]) ?? 0
+                let updated = current + delta
+                if updated <= 0 {
+                    try db.execute(sql: "DELETE FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag])
+                } else {
+                    try db.execute(sql: "INSERT OR REPLACE INTO tag_counts (user_id, tag, count) VALUES (?, ?, ?)", arguments: [id, tag, updated])
+                }
+            }
+            let rows = try Row.fetchAll(db, sql: "SELECT tag, count FROM tag_counts WHERE user_id = ?", arguments: [id])
+            return Dictionary(rows.map { ($0["tag"] as String, $0["count"] as Int) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    static func validate(id: String) throws {
+        if id.isEmpty { throw UserError.invalidID("it is empty") }
+        if id.count > 256 { throw UserError.invalidID("it is longer than 256 characters") }
+        if id.contains(where: { $0.isNewline || $0 == "\0" }) { throw UserError.invalidID("it contains a line break or NUL") }
+        if id == "active" { throw UserError.invalidID("'active' is reserved (it names the active user in the HTTP API)") }
+    }
+
+    static func validate(tag: String) throws {
+        if tag.isEmpty { throw UserError.invalidTag("a tag is empty") }
+        if tag.count > 256 { throw UserError.invalidTag("'\(tag.prefix(20))...' is longer than 256 characters") }
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+
+/// `hubhost notifications ...`: the local notifications the active content bundle schedules.
+/// (Not `hubhost notification received|opened`, which feeds push payloads to the event pipeline.)
+struct LocalNotificationsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifications",
+        abstract: "Local notifications scheduled by the content bundle: list the due ones, handle one.",
+        discussion: """
+        A notification is due once its time has come, until it is handled. `hubhost serve` also \
+        announces each one once as LocalNotificationDue on GET /v1/notifications.
+        """,
+        subcommands: [Due.self, Handle.self])
+
+    /// What `--json` prints for a notification and for a handling outcome.
+    struct NotificationView: Encodable {
+        var id: String
+        var fireAtMs: Int64
+        var fireAt: String
+        var message: String
+        var actionURI: String
+
+        init(_ notification: ContentBundle.ScheduledNotification) {
+            id = notification.id
+            fireAtMs = notification.fireAtMs
+            fireAt = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(notification.fireAtMs) / 1000))
+            message = notification.message
+            actionURI = notification.actionURI
+        }
+    }
+
+    struct OutcomeView: Encodable {
+        var id: String
+        var ours: Bool
+        var uri: String?
+        var showAlert: Bool?
+        var message: String?
+
+        init(_ outcome: LocalNotifications.Outcome) {
+            switch outcome {
+            case .handled(let notification, let uri, let showAlert):
+                id = notification.id; ours = true; self.uri = uri; self.showAlert = showAlert; message = notification.message
+            case .notOurs(let id):
+                self.id = id; ours = false
+            }
+        }
+    }
+
+    struct Due: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the notifications that are due and not handled yet, by time.")
+
+        @OptionGroup var preview: BundlePreviewOption
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let (host, hub) = try HubEngineAccess.open(manifestOption, preview: preview)
+            defer { host.shutdown() }
+            let due = try hub.localNotifications.due().map(NotificationView.init)
+            if output.json { Output.json(due); return }
+            if due.isEmpty { print("no local notification is due"); return }
+            Output.table(["ID", "FIRE AT", "ACTION", "MESSAGE"], due.map { [$0.id, $0.fireAt, $0.actionURI, $0.message] })
+        }
+    }
+
+    struct Handle: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Handle a local notification the app received: perform its action.",
+            discussion: """
+            For a notification the content bundle scheduled, prints the URI to present (its action) \
+            and tracks "Local Notification Handled"; without --no-alert the app first shows the \
+            message as a prompt. Exits 3 when hubhost did not schedule the id: the app handles it.
+            """)
+
+        @Argument(help: "The notification id.")
+        var id: String
+
+        @Flag(name: .customLong("no-alert"), help: "The user already chose to act (e.g. from the notification bar): no prompt first.")
+        var noAlert = false
+
+        @OptionGroup var preview: BundlePreviewOption
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        func run() throws {
+            let (host, hub) = try HubEngineAccess.open(manifestOption, preview: preview)
+            defer { host.shutdown() }
+            let outcome = try hub.localNotifications.handle(id: id, showAlert: !noAlert)
+            if output.json { Output.json(OutcomeView(outcome)) } else {
+                switch outcome {
+                case .handled(let notification, let uri, let showAlert):
+                    if showAlert { print("alert: \(notification.message)") }
+                    print("present: \(uri)")
+                case .notOurs(let id):
+                    print("not ours: '\(id)' was not scheduled by hubhost; the app handles it")
+                }
+            }
+            if case .notOurs = outcome { throw ExitCode(3) }
+        }
+    }
+}
