@@ -83,4 +83,34 @@ final class WebHubTests: XCTestCase {
         XCTAssertEqual(HubPageTemplates.statusView(.error, message: "a & b", percent: nil, templatesDirectory: folder, colorScheme: .dark, chrome: ""),
                        "E: a &amp; b")
     }
+
+    func testStatusViewsFollowDownloadProgressAndErrors() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("data_dir: data\nplugins: []\nhub: {color_scheme: light}\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try XCTUnwrap(try host.hub())
+        let web = WebContentHub(engine: engine, events: try host.events())
+        func page(_ response: HubWebResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+        let checking = web.present()
+        XCTAssertTrue(page(checking).contains(#"data-status="checking""#), page(checking))
+        XCTAssertTrue(checking.headers["Content-Security-Policy"]?.contains("report-uri /hub/csp-report") ?? false)
+        XCTAssertTrue(engine.state.isDisplayingContentHub)
+
+        engine.setState(\.isDownloadingContent, true)
+        host.notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": "37"])
+        let downloading = page(web.present())
+        XCTAssertTrue(downloading.contains(#"data-percent="37""#) && downloading.contains("37%"), downloading)
+
+        engine.setState(\.isDownloadingContent, false)
+        host.notifications.post(HostNotification.Name.error, ["source": "delivery", "message": "metadata <bad>"])
+        let failed = web.present()
+        XCTAssertEqual(failed.status, 503)
+        XCTAssertTrue(page(failed).contains("metadata &lt;bad&gt;"), page(failed))
+
+        XCTAssertEqual(web.close().status, 200)
+        XCTAssertFalse(engine.state.isDisplayingContentHub)
+        XCTAssertNil(web.currentSession)
+    }
 }
