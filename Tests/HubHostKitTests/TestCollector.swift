@@ -29,14 +29,18 @@ final class TestCollector: @unchecked Sendable {
     private var tokenCount = 0
     private var openConnections: [Int32] = []
 
-    /// Starts listening on 127.0.0.1 on a free port.
-    init() throws {
+    /// The address it listens on (a loopback address such as 127.0.0.1 or 127.0.0.2).
+    let address: String
+
+    /// Starts listening on `address` (default 127.0.0.1) on a free port.
+    init(address: String = "127.0.0.1") throws {
+        self.address = address
         listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(self.address)
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard bound == 0, listen(listener, 16) == 0 else { throw NSError(domain: "TestCollector", code: Int(errno)) }
@@ -63,6 +67,8 @@ final class TestCollector: @unchecked Sendable {
     }
     private var fixedRoutes: [String: (status: Int, body: String)] = [:]
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    /// The path (with its query) of every request recorded, in order.
+    var paths: [String] { lock.withLock { received.map(\.path) } }
     /// How many requests each fixed route got.
     func hits(_ path: String) -> Int { lock.withLock { received.filter { $0.path == path }.count } }
 

@@ -16,6 +16,7 @@ import Hummingbird
 ///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none)
 ///   POST /v1/messages/{id}/impression    the message was shown: one impression
 ///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
+///   /hub..., /v1/hub/state, /v1/notifications   the web Content Hub and its notification stream (HubWebRoutes)
 enum HTTPAPI {
     static func router(host: HubHost, engine: EventEngine, campaigns: CampaignEngine?) -> Router<BasicRequestContext> {
         let router = Router()
@@ -87,6 +88,7 @@ enum HTTPAPI {
             let event = try await blocking { try engine.notification(opened: action == "opened", payload: payload) }
             return json(EventView(event), status: .created)
         }
+        HubWebRoutes.add(to: router, host: host, engine: engine)
         return router
     }
 

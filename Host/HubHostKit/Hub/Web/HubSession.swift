@@ -1,0 +1,108 @@
+import Foundation
+
+/// A page of the web Content Hub: the session's hub, a channel or an article (ids are bundle paths).
+public enum HubPageLocation: Equatable, Sendable {
+    case hub
+    case channel(String)
+    case article(String)
+
+    public var kind: ContentURI.Kind {
+        switch self {
+        case .hub: return .hub
+        case .channel: return .channel
+        case .article: return .article
+        }
+    }
+
+    /// The page's path on `hubhost serve`. The hub page of an open session is `/hub/home`
+    /// (`/hub` itself presents again and so opens a new session).
+    public var path: String {
+        switch self {
+        case .hub: return "/hub/home"
+        case .channel(let id): return "/hub/channel/" + HubPageLocation.encodePath(id)
+        case .article(let id): return "/hub/article/" + HubPageLocation.encodePath(id)
+        }
+    }
+
+    /// An id in a URL path: each `/`-separated segment percent-encoded.
+    static func encodePath(_ id: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#;%")
+        return id.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }.joined(separator: "/")
+    }
+
+    /// The id a page or resource path names after its prefix (`news/sports` from the raw path
+    /// `news/sports`), percent-decoded; nil for anything an id can never be: empty, `.` or `..`
+    /// segments (also when encoded as `%2e%2e`), a leading `/`, backslashes or NUL. Ids are only
+    /// ever looked up in the bundle's tables, so this is defence in depth, not the only guard.
+    public static func decodeID(_ raw: Substring) -> String? {
+        guard !raw.isEmpty, let decoded = String(raw).removingPercentEncoding, !decoded.isEmpty else { return nil }
+        if decoded.contains("\0") || decoded.contains("\\") || decoded.hasPrefix("/") { return nil }
+        for segment in decoded.split(separator: "/", omittingEmptySubsequences: false) where segment.isEmpty || segment == "." || segment == ".." {
+            return nil
+        }
+        return decoded
+    }
+}
+
+/// One hub session (the ZBiM SDK shows one Content Hub at a time): what was presented, the bundle
+/// it was presented from (kept even when a newer bundle is activated meanwhile, so a session never
+/// mixes two bundles), whether the app brings its own chrome, and the session's history for back
+/// and forward. Visiting a page after going back drops the forward entries, like a browser.
+public final class HubSession: @unchecked Sendable {
+    public let id = UUID().uuidString.lowercased()
+    /// nil while the session shows a status view (no content yet, downloading, an error).
+    public let presentation: Presentation?
+    public let bundle: ContentBundle?
+    /// `?embed=1`: no close/back/forward buttons (the app has its own).
+    public let embed: Bool
+    /// The entry point id set before presenting (used by this session only), if any.
+    public let entryPoint: String?
+
+    private let lock = NSLock()
+    private var history: [HubPageLocation] = []
+    private var index = -1
+
+    public init(presentation: Presentation?, bundle: ContentBundle?, embed: Bool, entryPoint: String? = nil) {
+        self.presentation = presentation
+        self.bundle = bundle
+        self.embed = embed
+        self.entryPoint = entryPoint
+    }
+
+    /// Records a page view. Showing the page the history already points at (reloading it, or the
+    /// page a back/forward redirect leads to) does not add an entry; a new page drops the forward entries.
+    public func visit(_ location: HubPageLocation) {
+        lock.withLock {
+            if index >= 0, history[index] == location { return }
+            history.removeSubrange((index + 1)...)
+            history.append(location)
+            index = history.count - 1
+        }
+    }
+
+    /// Steps back; the page to show, or nil at the start of the session.
+    public func back() -> HubPageLocation? {
+        lock.withLock {
+            guard index > 0 else { return nil }
+            index -= 1
+            return history[index]
+        }
+    }
+
+    /// Steps forward; the page to show, or nil when nothing lies ahead.
+    public func forward() -> HubPageLocation? {
+        lock.withLock {
+            guard index >= 0, index < history.count - 1 else { return nil }
+            index += 1
+            return history[index]
+        }
+    }
+
+    public var current: HubPageLocation? { lock.withLock { index >= 0 ? history[index] : nil } }
+    public var canGoBack: Bool { lock.withLock { index > 0 } }
+    public var canGoForward: Bool { lock.withLock { index >= 0 && index < history.count - 1 } }
+    /// The history, oldest first, with the position of the current page.
+    public var historySnapshot: (pages: [HubPageLocation], index: Int) { lock.withLock { (history, index) } }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import Logging
+
+/// An answer of the web Content Hub, independent of the HTTP server that sends it.
+public struct HubWebResponse: Sendable {
+    public var status: Int
+    public var contentType: String
+    public var body: Data
+    public var headers: [String: String]
+
+    public init(status: Int, contentType: String = "text/html; charset=utf-8", body: Data = Data(), headers: [String: String] = [:]) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+        self.headers = headers
+    }
+
+    static func html(_ text: String, status: Int = 200, policy: ContentSecurityPolicy) -> HubWebResponse {
+        HubWebResponse(status: status, body: Data(text.utf8),
+                       headers: ["Content-Security-Policy": policy.header, "Cache-Control": "no-store"])
+    }
+
+    static func redirect(_ location: String) -> HubWebResponse {
+        HubWebResponse(status: 303, contentType: "text/plain; charset=utf-8", body: Data(), headers: ["Location": location, "Cache-Control": "no-store"])
+    }
+
+    static func notFound(_ message: String) -> HubWebResponse {
+        HubWebResponse(status: 404, contentType: "text/plain; charset=utf-8", body: Data((message + "\n").utf8))
+    }
+}
+
+extension HostNotification.Name {
+    /// A browser reported a Content-Security-Policy violation on a hub page (payload: blocked-uri,
+    /// violated-directive, document-uri).
+    public static let contentSecurityViolation = "ContentSecurityViolation"
+}
+
+/// The web Content Hub that `hubhost serve` serves (the ZBiM SDK's Content Hub view): one hub
+/// session at a time, its pages with their security policy, status views while there is no
+/// content, app actions for custom-scheme links, and the browser's CSP violation reports. The HTTP
+/// routes (Host/hubhost/Server/HubWebRoutes.swift) only translate requests to these calls.
+public final class WebContentHub: @unchecked Sendable {
+    public let engine: HubEngine
+    public let pages: HubPages
+    public let policy: ContentSecurityPolicy
+    let events: EventEngine?
+    let logger: Logger
+
+    private let lock = NSLock()
+    private var session: HubSession?
+    private var downloadPercent: Int?
+    private var lastError: String?
+    private var violations: [Data] = []
+    private var subscription: UUID?
+    /// The article on screen and when it was shown (for its time spent).
+    private var openArticle: (id: String, shownAtMs: Int64)?
+    /// The most violation reports kept for `GET /v1/hub/csp-reports`.
+    public static let violationLimit = 200
+
+    public init(engine: HubEngine, events: EventEngine?) {
+        self.engine = engine
+        self.events = events
+        logger = Logger(label: "hubhost.hub.web", pipeline: engine.pipeline)
+        pages = HubPages(settings: engine.settings, templatesDirectory: (engine.directory as NSString).appendingPathComponent("templates"))
+        policy = ContentSecurityPolicy(settings: engine.settings)
+        // The status views show the latest download percent and error.
+        subscription = engine.notifications.subscribe(replay: true) { [weak self] notification in
+            guard let self else { return }
+            switch notification.name {
+            case HostNotification.Name.downloadProgressChanged:
+                let percent = (notification.payload["percent"] ?? notification.payload["progress"]).flatMap { Double($0) }.map { Int($0) }
+                self.lock.withLock { self.downloadPercent = percent }
+            case HostNotification.Name.error:
+                let message = notification.payload["message"] ?? notification.payload.values.sorted().joined(separator: " ")
+                self.lock.withLock { self.lastError = message }
+            case HostNotification.Name.readyStateChanged:
+                self.lock.withLock { self.lastError = nil }
+            default: break
+            }
+        }
+    }
+
+    deinit { if let subscription { engine.notifications.unsubscribe(subscription) } }
+
+    /// The open hub session, if any.
+    public var currentSession: HubSession? { lock.withLock { session } }
+
+    // MARK: Presenting and closing
+
+    /// Presents the hub (`GET /hub`): opens a new session, replacing any open one (one hub at a
+    /// time), and shows the hub presented for the active user's tag counts (HubEngine.present, which
+    /// tracks "Hub Presented" with the entry point), or for a tags override, or the item a URI
+    /// names (`zbimdb://...`, a registered custom scheme, or an article's source URL). The entry
+    /// point, when given, is set just before and so used by this presentation only. Without
+    /// content it shows a status view (checking, downloading with its percent, or the error).
+    public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
+        leaveArticle()
+        let presentation: Presentation
+        do {
+            if let entryPoint { engine.setEntryPoint(entryPoint) }
+            presentation = try engine.present(tags: tags, uri: uri)
+        } catch let error as HubEngine.PresentError {
+            let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
+            open(newSession)
+            return statusView(for: error, session: newSession)
+        } catch {
+            let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
+            open(newSession)
+            return .html(pages.status(.error, message: "\(error)", percent: nil, session: newSession), status: 500, policy: policy)
+        }
+        let newSession = HubSession(presentation: presentation, bundle: engine.activeBundle, embed: embed, entryPoint: entryPoint)
+        open(newSession)
+        let target: HubPageLocation
+        switch presentation.target?.kind {
+        case .channel?: target = .channel(presentation.target!.id)
+        case .article?: target = .article(presentation.target!.id)
+        default: target = .hub
+        }
+        return show(target)
+    }
+
+    /// Closes the session (the hub's close button, or the app): isDisplayingContentHub becomes false.
+    public func close() -> HubWebResponse {
+        leaveArticle()
+        lock.withLock { session = nil }
+        engine.setState(\.isDisplayingContentHub, false)
+        return .html(pages.closed(), policy: policy)
+    }
+
+    private func open(_ newSession: HubSession) {
+        lock.withLock { session = newSession }
+        engine.setState(\.isDisplayingContentHub, true)
+    }
+
+    private func statusView(for error: HubEngine.PresentError, session: HubSession) -> HubWebResponse {
+        switch error {
+        case .noContent:
+            let (percent, failure) = lock.withLock { (downloadPercent, lastError) }
+            if engine.state.isDownloadingContent {
+                return .html(pages.status(.downloading, message: "Downloading content…", percent: percent ?? 0, session: session), policy: policy)
+            }
+            if let failure {
+                return .html(pages.status(.error, message: failure, percent: nil, session: session), status: 503, policy: policy)
+            }
+            return .html(pages.status(.checking, message: "Checking for content…", percent: nil, session: session), policy: policy)
+        case .notFound:
+            return .html(pages.status(.error, message: error.description, percent: nil, session: session), status: 404, policy: policy)
+        case .disabled, .notPartOfPilotProgram:
+            return .html(pages.status(.error, message: error.description, percent: nil, session: session), status: 503, policy: policy)
+        }
+    }
+
+    // MARK: Pages
+
+    /// A page of the open session (`/hub/home`, `/hub/channel/<id>`, `/hub/article/<id>`): only
+    /// items of the session's verified bundle, looked up by id. Without a session, `/hub` is
+    /// presented first (a redirect), so that a bookmarked page still works.
+    public func show(_ location: HubPageLocation) -> HubWebResponse {
+        guard let session = currentSession else { return .redirect("/hub") }
+        guard session.presentation != nil else { return .redirect("/hub") }
+        guard pages.contains(location, in: session) else {
+            return .notFound("\(ContentURI(location.kind, locationID(location)).description) is not in the hub's content bundle")
+        }
+        if case .article(let id) = location, lock.withLock({ openArticle?.id == id }) {
+            // The same article again (a reload): its reading time goes on.
+        } else {
+            leaveArticle()
+        }
+        session.visit(location)  // first, so that the back/forward buttons show the new history
+        guard let (html, title) = pages.render(location, in: session) else { return .notFound("\(location.path) is not in the hub's content bundle") }
+        let uri = ContentURI(location.kind, location == .hub ? session.presentation!.hubID : locationID(location))
+        engine.notifications.post(HostNotification.Name.contentTypeChanged,
+                                  ["type": location.kind.rawValue, "url": uri.description, "path": location.path, "title": title])
+        recordView(location)
+        return .html(html, policy: policy)
+    }
+
+    /// Metrics and the reader's profile: a channel view is tracked at once; an article's tags are
+    /// added to the active user's counts when it is shown, and "Article Viewed" (with the time
+    /// spent) is tracked when the reader leaves it (another page, back/forward, close, a new /hub).
+    private func recordView(_ location: HubPageLocation) {
+        do {
+            switch location {
+            case .hub: break
+            case .channel(let id): try engine.trackChannelViewed(id)
+            case .article(let id):
+                let isNew: Bool = lock.withLock {
+                    guard openArticle?.id != id else { return false }
+                    openArticle = (id, Clock.wallMs())
+                    return true
+                }
+                if isNew { try engine.recordArticleRead(id) }
+            }
+        } catch {
+            logger.error("hub metrics for \(location.path): \(error)")
+        }
+    }
+
+    /// Tracks "Article Viewed" for the article the reader is leaving, if any.
+    private func leaveArticle() {
+        guard let article = lock.withLock({ () -> (id: String, shownAtMs: Int64)? in
+            defer { openArticle = nil }
+            return openArticle
+        }) else { return }
+        do { try engine.trackArticleViewed(article.id, timeSpentMs: max(0, Clock.wallMs() - article.shownAtMs)) } catch {
+            logger.error("hub metrics for article \(article.id): \(error)")
+        }
+    }
+
+    private func locationID(_ location: HubPageLocation) -> String {
+        switch location {
+        case .hub: return currentSession?.presentation?.hubID ?? ""
+        case .channel(let id), .article(let id): return id
+        }
+    }
+
+    /// `/hub/back`: a redirect to the previous page of the session (to the current one at the start).
+    public func back() -> HubWebResponse {
+        guard let session = currentSession else { return .redirect("/hub") }
+        return .redirect((session.back() ?? session.current ?? .hub).path)
+    }
+
+    /// `/hub/forward`: a redirect to the next page of the session (to the current one at the end).
+    public func forward() -> HubWebResponse {
+        guard let session = currentSession else { return .redirect("/hub") }
+        return .redirect((session.forward() ?? session.current ?? .hub).path)
+    }
+
+    /// `/hub/resources/<path>`: from the resources table of the session's bundle (the active one
+    /// without a session), looked up as `resources/<path>`, then as `<path>`. Never the filesystem.
+    public func resource(_ path: String) -> HubWebResponse {
+        guard let bundle = currentSession?.bundle ?? engine.activeBundle else { return .notFound("no content bundle is active") }
+        guard let found = bundle.resource("resources/" + path) ?? bundle.resource(path) else {
+            return .notFound("resources/\(path) is not in the content bundle")
+        }
+        return HubWebResponse(status: 200, contentType: found.mimeType, body: found.data,
+                              headers: ["Content-Security-Policy": policy.header, "X-Content-Type-Options": "nosniff"])
+    }
+
+    // MARK: App actions
+
+    /// A link to a registered custom scheme was followed (`/hub/app-action?url=myapp://...`): the
+    /// app action notification for the integrating app and an "App Action" event. 204, so the
+    /// browser stays on the page. A URL without a registered scheme is refused (400).
+    public func appAction(_ url: String) -> HubWebResponse {
+        guard HubLinkRewriter(settings: engine.settings).isAppAction(url) else {
+            return HubWebResponse(status: 400, contentType: "text/plain; charset=utf-8",
+                                  body: Data("'\(url)' does not use a registered custom URL scheme (hub.custom_url_schemes: \(engine.settings.customURLSchemes))\n".utf8))
+        }
+        let scheme = String(url[..<url.firstIndex(of: ":")!]).lowercased()
+        engine.notifications.post(HostNotification.Name.appAction, ["url": url, "scheme": scheme])
+        if let events {
+            var event = Event(type: .namedEvent, name: "App Action")
+            event.set("URL", .string(url))
+            event.set("Scheme", .string(scheme))
+            do { _ = try events.track(event) } catch { logger.error("cannot track the app action \(url): \(error)") }
+        }
+        return HubWebResponse(status: 204, contentType: "text/plain; charset=utf-8")
+    }
+
+    // MARK: Whitelisted URLs with a query
+
+    /// `/hub/whitelisted?url=...`: fetches `url` for a local_only page only when it is in
+    /// `hub.whitelist_urls` verbatim (query included); 403 otherwise. See ContentSecurityPolicy.
+    public func fetchWhitelisted(_ url: String, http: HTTPFetcher) -> HubWebResponse {
+        guard ContentSecurityPolicy.needsVerbatimCheck(url, engine.settings) else {
+            logger.warning("refused /hub/whitelisted for \(url): not in hub.whitelist_urls verbatim")
+            return HubWebResponse(status: 403, contentType: "text/plain; charset=utf-8", body: Data("'\(url)' is not a whitelisted URL\n".utf8))
+        }
+        switch http.fetch("GET", url, timeoutSeconds: 15) {
+        case .success(let response):
+            let type = response.headers.first { $0.key.lowercased() == "content-type" }?.value ?? "application/octet-stream"
+            return HubWebResponse(status: response.status, contentType: type, body: response.body, headers: ["X-Content-Type-Options": "nosniff"])
+        case .failure(let failure):
+            return HubWebResponse(status: 502, contentType: "text/plain; charset=utf-8", body: Data("\(url): \(failure)\n".utf8))
+        }
+    }
+
+    // MARK: CSP violation reports
+
+    /// A browser's violation report (`POST /hub/csp-report`, `{"csp-report": {...}}` or a Reporting
+    /// API list): logged, posted as ContentSecurityViolation, and kept (the latest 200).
+    public func recordViolation(_ body: Data) {
+        guard let object = try? JSONSerialization.jsonObject(with: body) else {
+            logger.warning("a CSP violation report that is not JSON (\(body.count) bytes)")
+            return
+        }
+        let reports: [[String: Any]]
+        if let dictionary = object as? [String: Any] {
+            reports = [(dictionary["csp-report"] as? [String: Any]) ?? dictionary]
+        } else {
+            reports = (object as? [[String: Any]])?.map { ($0["body"] as? [String: Any]) ?? $0 } ?? []
+        }
+        for report in reports {
+            let blocked = "\(report["blocked-uri"] ?? report["blockedURL"] ?? "")"
+            let directive = "\(report["violated-directive"] ?? report["effectiveDirective"] ?? "")"
+            let document = "\(report["document-uri"] ?? report["documentURL"] ?? "")"
+            logger.warning("content security policy blocked \(blocked) (\(directive)) on \(document)")
+            if let data = try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys]) {
+                lock.withLock {
+                    violations.append(data)
+                    if violations.count > Self.violationLimit { violations.removeFirst(violations.count - Self.violationLimit) }
+                }
+            }
+            engine.notifications.post(HostNotification.Name.contentSecurityViolation,
+                                      ["blocked-uri": blocked, "violated-directive": directive, "document-uri": document])
+        }
+    }
+
+    /// The kept violation reports, oldest first, as a JSON array.
+    public func violationReportsJSON() -> Data {
+        let kept = lock.withLock { violations }
+        return Data(("[" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]").utf8)
+    }
+}

@@ -1,0 +1,192 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+import NIOCore
+
+/// The web Content Hub's routes and the hub's state and notification stream: thin translations
+/// to WebContentHub (HubHostKit/Hub/Web). Pages are HTML with the hub's Content-Security-Policy.
+///
+///   GET  /hub?tags=a,b&uri=U&entry_point=E&embed=1   present: opens the hub session (replacing any open one)
+///   GET  /hub/home                                the session's hub page
+///   GET  /hub/channel/<id>, /hub/article/<id>     a page of the session's bundle (ids are paths)
+///   GET  /hub/back, /hub/forward                  303 to the previous / next page of the session
+///   GET|POST /hub/close                           closes the session
+///   GET  /hub/resources/<path>                    a resource from the bundle's resources table
+///   GET  /hub/hubhost.css, /hub/hubhost.js        hubhost's stylesheet (both color schemes) and link script
+///   POST /hub/csp-report                          the browser's CSP violation reports
+///   GET  /hub/app-action?url=myapp://...          a custom-scheme link was followed: the app action (204)
+///   GET  /hub/whitelisted?url=...                 a whitelisted URL with a query, fetched after a verbatim check
+///   GET  /v1/hub/state                            HubState JSON
+///   GET  /v1/hub/csp-reports                      the violation reports received (latest 200)
+///   GET  /v1/notifications?replay=1               server-sent events: `event: <name>` / `data: <HostNotification JSON>`
+enum HubWebRoutes {
+    static func add(to router: Router<BasicRequestContext>, host: HubHost, engine events: EventEngine) {
+        NotificationStreams.shared.endOnShutdownSignals()
+        router.get("/v1/notifications") { request, _ in
+            notificationStream(host.notifications, replay: request.uri.queryParameters.get("replay") == "1")
+        }
+        let hubEngine: HubEngine?
+        do { hubEngine = try host.hub() } catch {
+            host.logger.error("hub: \(error)")
+            hubEngine = nil
+        }
+        guard let hubEngine else {
+            for path in ["/hub", "/hub/**", "/v1/hub/state", "/v1/hub/csp-reports"] {
+                router.get(RouterPath(path)) { _, _ in HTTPAPI.failure(.notFound, "the Content Hub is disabled (hub: enabled: false)") }
+            }
+            return
+        }
+        let web = WebContentHub(engine: hubEngine, events: events)
+        let http = HTTPFetcher()
+
+        router.get("/v1/hub/state") { _, _ in HTTPAPI.json(hubEngine.state) }
+        router.get("/v1/hub/csp-reports") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: web.violationReportsJSON())))
+        }
+        router.get("/hub") { request, _ in
+            let query = request.uri.queryParameters
+            let tags = query.get("tags").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+            let uri = query.get("uri").map { String($0) }
+            let entryPoint = query.get("entry_point").map { String($0) }
+            let embed = query.get("embed") == "1" || query.get("embed") == "true"
+            return respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
+        }
+        router.get("/hub/home") { _, _ in respond(try await HTTPAPI.blocking { web.show(.hub) }) }
+        router.get("/hub/channel/**") { request, _ in
+            guard let id = pathID(request, after: "/hub/channel/") else { return respond(.init(status: 404)) }
+            return respond(try await HTTPAPI.blocking { web.show(.channel(id)) })
+        }
+        router.get("/hub/article/**") { request, _ in
+            guard let id = pathID(request, after: "/hub/article/") else { return respond(.init(status: 404)) }
+            return respond(try await HTTPAPI.blocking { web.show(.article(id)) })
+        }
+        router.get("/hub/back") { _, _ in respond(web.back()) }
+        router.get("/hub/forward") { _, _ in respond(web.forward()) }
+        router.get("/hub/close") { _, _ in respond(web.close()) }
+        router.post("/hub/close") { _, _ in respond(web.close()) }
+        router.get("/hub/resources/**") { request, _ in
+            guard let path = pathID(request, after: "/hub/resources/") else { return respond(.init(status: 404)) }
+            return respond(try await HTTPAPI.blocking { web.resource(path) })
+        }
+        router.get("/hub/hubhost.css") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: HubPageTemplates.stylesheet)))
+        }
+        router.get("/hub/hubhost.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: HubPageTemplates.script)))
+        }
+        router.post("/hub/csp-report") { request, _ in
+            let data = try await HTTPAPI.body(request)
+            try await HTTPAPI.blocking { web.recordViolation(data) }
+            return Response(status: .noContent)
+        }
+        router.get("/hub/app-action") { request, _ in
+            guard let url = request.uri.queryParameters.get("url") else { return HTTPAPI.failure(.badRequest, "expected ?url=<custom scheme URL>") }
+            let text = String(url)
+            return respond(try await HTTPAPI.blocking { web.appAction(text) })
+        }
+        router.get("/hub/whitelisted") { request, _ in
+            guard let url = request.uri.queryParameters.get("url") else { return HTTPAPI.failure(.badRequest, "expected ?url=<whitelisted URL>") }
+            let text = String(url)
+            return respond(try await HTTPAPI.blocking { web.fetchWhitelisted(text, http: http) })
+        }
+    }
+
+    /// The id after `prefix` in the raw (still percent-encoded) request path; nil when it cannot be
+    /// an id (`..`, `%2e%2e`, empty segments, an absolute path...).
+    static func pathID(_ request: Request, after prefix: String) -> String? {
+        let path = request.uri.path
+        guard path.hasPrefix(prefix) else { return nil }
+        return HubPageLocation.decodeID(path.dropFirst(prefix.count))
+    }
+
+    static func respond(_ answer: HubWebResponse) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = answer.contentType
+        for (name, value) in answer.headers {
+            switch name.lowercased() {
+            case "content-security-policy": headers[.contentSecurityPolicy] = value
+            case "cache-control": headers[.cacheControl] = value
+            case "location": headers[.location] = value
+            case "x-content-type-options": headers[.xContentTypeOptions] = value
+            default: break
+            }
+        }
+        let body: ResponseBody = answer.status == 404 && answer.body.isEmpty
+            ? .init(byteBuffer: ByteBuffer(string: "not found\n")) : .init(byteBuffer: ByteBuffer(bytes: answer.body))
+        return Response(status: .init(code: answer.status), headers: headers, body: body)
+    }
+
+    /// `GET /v1/notifications`: each notification as a server-sent event until the client goes
+    /// away. A comment line every 2 seconds keeps the connection alive and lets a write fail
+    /// soon after the client disconnected, which ends the stream and removes the subscription.
+    static func notificationStream(_ notifications: HostNotifications, replay: Bool) -> Response {
+        let body = ResponseBody { writer in
+            let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+            let token = notifications.subscribe(replay: replay) { notification in
+                continuation.yield(serverSentEvent(notification))
+            }
+            let ticker = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: 2_000_000_000)
+                    continuation.yield(": keep-alive\n\n")
+                }
+            }
+            defer {
+                ticker.cancel()
+                notifications.unsubscribe(token)
+                continuation.finish()
+            }
+            NotificationStreams.shared.add(continuation)
+            try await writer.write(ByteBuffer(string: ": hubhost notifications\n\n"))
+            for await chunk in stream {
+                try await writer.write(ByteBuffer(string: chunk))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+    }
+
+    static func serverSentEvent(_ notification: HostNotification) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = (try? encoder.encode(notification)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let name = notification.name.filter { !$0.isNewline }
+        return "event: \(name)\ndata: \(json)\n\n"
+    }
+}
+
+/// The open notification streams, so that `hubhost serve` can end them when it shuts down (a
+/// graceful shutdown waits for open responses, and a stream never ends by itself).
+final class NotificationStreams: @unchecked Sendable {
+    static let shared = NotificationStreams()
+    private let lock = NSLock()
+    private var open: [AsyncStream<String>.Continuation] = []
+    private var signalSources: [DispatchSourceSignal] = []
+
+    /// Ends every open stream on SIGTERM or SIGINT, beside the server's own graceful shutdown on
+    /// the same signals (which would otherwise wait for the streams forever).
+    func endOnShutdownSignals() {
+        lock.withLock {
+            guard signalSources.isEmpty else { return }
+            for number in [SIGTERM, SIGINT] {
+                signal(number, SIG_IGN)  // as the server's handler does: the dispatch sources get the signal
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { [weak self] in self?.finishAll() }
+                source.resume()
+                signalSources.append(source)
+            }
+        }
+    }
+
+    func add(_ continuation: AsyncStream<String>.Continuation) {
+        lock.withLock {
+            open.append(continuation)
+            if open.count > 64 { open.removeAll { stream in if case .terminated = stream.yield("") { return true } else { return false } } }
+        }
+    }
+
+    func finishAll() {
+        let all: [AsyncStream<String>.Continuation] = lock.withLock { defer { open = [] }; return open }
+        for continuation in all { continuation.finish() }
+    }
+}

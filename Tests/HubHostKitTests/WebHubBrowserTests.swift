@@ -1,0 +1,425 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The web Content Hub in a real browser: the built `hubhost serve` as a child process with a test
+/// bundle (hub.preloaded_bundle), driven by headless Chromium (Debian's `chromium`), with second
+/// loopback servers for external resources.
+final class WebHubBrowserTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    // MARK: Tailored order, navigation, embed, close, notifications
+
+    func testTailoredOrderNavigationBackForwardEmbedAndClose() throws {
+        let external = try TestCollector()
+        defer { external.stop() }
+        try writeBundle(techBody: #"<p>Delta body</p><img id="ext" src="\#(external.url("/external.gif"))">"#)
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+
+        // Present with a tags override: football articles first, ties in bundle order.
+        let hub = try browse(server.base + "/hub?tags=football")
+        XCTAssertTrue(hub.contains(#"data-hub-kind="hub""#), hub)
+        try assertOrder(["Beta", "Gamma", "Alpha"], in: hub)
+        XCTAssertTrue(hub.contains("News &amp; &lt;Views&gt;"), "the hub title is escaped: \(hub)")
+        XCTAssertTrue(hub.contains(#"id="hubhost-chrome""#))
+        XCTAssertEqual(try server.state()["isDisplayingContentHub"], true)
+        XCTAssertEqual(try server.state()["isReady"], true)
+
+        // hub -> channel -> article, in the same session.
+        let channel = try browse(server.base + "/hub/channel/news/sports")
+        XCTAssertTrue(channel.contains(#"id="channel-title" data-channel-id="news/sports""#), channel)
+        try assertOrder(["Beta", "Gamma", "Alpha"], in: channel)
+        let article = try browse(server.base + "/hub/article/news/sports/c")
+        XCTAssertTrue(article.contains("Gamma body"), article)
+        XCTAssertTrue(article.contains(#"href="/hub/article/news/tech/d""#), "zbimdb:// links lead to hub pages: \(article)")
+
+        // Back twice, forward once; a new page after going back drops the forward entry.
+        XCTAssertTrue(try browse(server.base + "/hub/back").contains(#"data-hub-kind="channel""#))
+        XCTAssertTrue(try browse(server.base + "/hub/back").contains(#"data-hub-kind="hub""#))
+        XCTAssertTrue(try browse(server.base + "/hub/forward").contains(#"data-hub-kind="channel""#))
+        let tech = try browse(server.base + "/hub/article/news/tech/d")
+        XCTAssertTrue(tech.contains("Delta body"), tech)
+        let stillTech = try browse(server.base + "/hub/forward")
+        XCTAssertTrue(stillTech.contains(#"data-id="news/tech/d""#), "no forward entry is left: \(stillTech)")
+        XCTAssertTrue(try browse(server.base + "/hub/back").contains(#"data-id="news/sports""#))
+        // external_allowed (default): the external image loaded.
+        XCTAssertTrue(external.paths.contains("/external.gif"), "\(external.paths)")
+
+        // Each page view was a ContentTypeChanged notification (read back with hub watch --replay).
+        let watched = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "watch", "--url", server.base, "--replay", "--json",
+                                                                          "--name", "ContentTypeChanged", "--count", "9", "--timeout", "20"], timeout: 60)
+        XCTAssertEqual(watched.status, 0, watched.stderr)
+        let views = watched.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String]
+        }
+        XCTAssertEqual(views.map { $0["type"] ?? "" }, ["hub", "channel", "article", "channel", "hub", "channel", "article", "article", "channel"])
+        XCTAssertEqual(views.first?["url"], "zbimdb://hub/news")
+        XCTAssertEqual(views.dropFirst(2).first?["url"], "zbimdb://article/news/sports/c")
+        XCTAssertEqual(views.dropFirst(2).first?["title"], "Gamma")
+
+        // A new /hub replaces the session (its history starts again); ?embed=1 drops the chrome.
+        let embedded = try browse(server.base + "/hub?embed=1")
+        XCTAssertTrue(embedded.contains(#"data-embed="1""#), embedded)
+        XCTAssertFalse(embedded.contains("hubhost-chrome"), embedded)
+        XCTAssertTrue(try browse(server.base + "/hub/back").contains(#"data-hub-kind="hub""#), "nothing before the new session's first page")
+        try assertOrder(["Alpha", "Beta", "Gamma"], in: embedded)  // no tags: bundle order
+
+        // Closing ends the session.
+        XCTAssertTrue(try browse(server.base + "/hub/close").contains("hubhost-closed"))
+        XCTAssertEqual(try server.state()["isDisplayingContentHub"], false)
+    }
+
+    // MARK: The active user, entry point and metrics
+
+    func testPresentsForTheActiveUserRecordsReadingAndMetrics() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        XCTAssertEqual(try server.call("POST", "/v1/users", #"{"id": "reader", "tags": ["x"]}"#).status, 201)
+        XCTAssertEqual(try server.call("POST", "/v1/users/reader/activate").status, 200)
+
+        // Tailored for the reader's counts {x: 1}: Alpha and Gamma (x) before Beta, in bundle order.
+        try assertOrder(["Alpha", "Gamma", "Beta"], in: try browse(server.base + "/hub?entry_point=banner"))
+        XCTAssertTrue(try browse(server.base + "/hub/article/news/sports/b").contains("Beta body"))
+        XCTAssertTrue(try browse(server.base + "/hub/channel/news/sports").contains(#"data-hub-kind="channel""#))
+        // Reading Beta taught the profile its tag.
+        let counts = try server.call("GET", "/v1/users/reader/tag-counts").json as? [String: Int]
+        XCTAssertEqual(counts, ["x": 1, "football": 1])
+
+        let events = try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? []
+        func named(_ name: String) -> [[String: Any]] {
+            events.filter { $0["name"] as? String == name }.compactMap { $0["attributes"] as? [String: Any] }
+        }
+        XCTAssertEqual(named("Hub Presented").first?["Entry Point"] as? String, "banner")
+        XCTAssertEqual(named("Channel Viewed").first?["Channel"] as? String, "news/sports")
+        XCTAssertEqual(named("Channel Viewed").first?["Entry Point"] as? String, "banner")
+        let read = named("Article Viewed")
+        XCTAssertEqual(read.count, 1, "tracked once, when the reader left the article: \(read)")
+        XCTAssertEqual(read.first?["Article"] as? String, "news/sports/b")
+        XCTAssertNotNil(read.first?["Time Spent"] as? Int, "\(read)")
+
+        // The entry point was used once: the next presentation has none, and the new counts
+        // {x: 1, football: 1} put Gamma (2) first.
+        try assertOrder(["Gamma", "Alpha", "Beta"], in: try browse(server.base + "/hub"))
+        let presented = (try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? [])
+            .filter { $0["name"] as? String == "Hub Presented" }.compactMap { $0["attributes"] as? [String: Any] }
+        XCTAssertEqual(presented.count, 2)
+        XCTAssertEqual(presented.filter { $0["Entry Point"] == nil }.count, 1, "\(presented)")
+        // A URI opens that item; one that is not in the bundle shows the error view.
+        XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/tech/d")).contains(#"data-id="news/tech/d""#))
+        XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/nope")).contains(#"data-status="error""#))
+    }
+
+    // MARK: Paths
+
+    func testOnlyBundleItemsAndResourcesAreServed() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        try TestSupport.write("SECRET-FILE-CONTENT", to: folder + "/secret.txt")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        XCTAssertEqual(try rawGET(server.port, "/hub").status, 200)
+        let resource = try rawGET(server.port, "/hub/resources/dot.svg")
+        XCTAssertEqual(resource.status, 200)
+        XCTAssertTrue(resource.text.contains("<circle"), resource.text)
+        XCTAssertTrue(resource.text.lowercased().contains("content-type: image/svg+xml"), resource.text)
+        for path in ["/hub/resources/../secret.txt", "/hub/resources/%2e%2e/secret.txt", "/hub/resources/%2E%2E%2Fsecret.txt",
+                     "/hub/resources/..%2f..%2fsecret.txt", "/hub/resources//\(folder)/secret.txt", "/hub/resources/\(folder)/secret.txt",
+                     "/hub/article/../../secret.txt", "/hub/article/%2e%2e/%2e%2e/secret.txt", "/hub/channel/news/../news/sports",
+                     "/hub/../secret.txt", "/secret.txt", "/hub/resources/nope.css", "/hub/article/news/sports/nope",
+                     "/hub/article/" + folder + "/secret.txt"] {
+            let answer = try rawGET(server.port, path)
+            XCTAssertEqual(answer.status, 404, "\(path): \(answer.text)")
+            XCTAssertFalse(answer.text.contains("SECRET-FILE-CONTENT"), path)
+        }
+        // Ids with reserved characters still work when percent-encoded.
+        XCTAssertEqual(try rawGET(server.port, "/hub/channel/news/sports").status, 200)
+        XCTAssertEqual(try rawGET(server.port, "/hub/channel/news%2Fsports").status, 200)
+    }
+
+    // MARK: Security policy
+
+    func testLocalOnlyBlocksExternalResourcesReportsThemAndLoadsWhitelistedOnes() throws {
+        let external = try TestCollector()
+        let domain = try TestCollector(address: "127.0.0.2")
+        defer { external.stop(); domain.stop() }
+        try writeBundle(techBody: """
+            <p>Delta body</p>
+            <img id="allowed" src="\(external.url("/allowed.gif"))">
+            <img id="blocked" src="\(external.url("/blocked.gif"))">
+            <img id="query-allowed" src="\(external.url("/q.gif?v=1&amp;w=2"))">
+            <img id="query-blocked" src="\(external.url("/q.gif?v=2"))">
+            <img id="domain" src="http://127.0.0.2:\(domain.port)/domain.gif">
+            <script src="\(external.url("/blocked.js"))"></script>
+            <img id="local" src="resources/dot.svg">
+            """)
+        let server = try HubServer(folder: folder, hub: """
+            preloaded_bundle: bundle.sqlite3
+              content_source: local_only
+              color_scheme: light
+              whitelist_urls: ["\(external.url("/allowed.gif"))", "\(external.url("/q.gif?v=1&w=2"))"]
+              whitelist_domains: ["127.0.0.2"]
+            """)
+        defer { server.stop() }
+        XCTAssertTrue(try browse(server.base + "/hub").contains("scheme-light"))
+        let page = try browse(server.base + "/hub/article/news/tech/d")
+        XCTAssertTrue(page.contains("Delta body"), page)
+
+        // The browser's reports reach hubhost (bounded wait).
+        var reports: [[String: Any]] = []
+        let start = Date()
+        while Date().timeIntervalSince(start) < 20 {
+            reports = try server.get("/v1/hub/csp-reports") as? [[String: Any]] ?? []
+            if Set(reports.compactMap { $0["blocked-uri"] as? String }).count >= 3 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let blocked = Set(reports.compactMap { $0["blocked-uri"] as? String })
+        XCTAssertTrue(blocked.contains(external.url("/blocked.gif")), "\(blocked)")
+        XCTAssertTrue(blocked.contains(external.url("/blocked.js")), "\(blocked)")
+        XCTAssertTrue(blocked.contains(external.url("/q.gif?v=2")), "the same path with another query is blocked: \(blocked)")
+        XCTAssertFalse(blocked.contains { $0.contains("allowed.gif") || $0.contains("domain.gif") || $0.contains("dot.svg") }, "\(blocked)")
+
+        // The external server saw the whitelisted requests and none of the blocked ones.
+        let seen = external.paths
+        XCTAssertTrue(seen.contains("/allowed.gif"), "\(seen)")
+        XCTAssertTrue(seen.contains("/q.gif?v=1&w=2"), "the verbatim whitelisted URL, through hubhost: \(seen)")
+        XCTAssertFalse(seen.contains("/blocked.gif"), "\(seen)")
+        XCTAssertFalse(seen.contains("/blocked.js"), "\(seen)")
+        XCTAssertFalse(seen.contains("/q.gif?v=2"), "\(seen)")
+        XCTAssertTrue(domain.paths.contains("/domain.gif"), "the whitelisted domain: \(domain.paths)")
+
+        // hubhost fetches only verbatim whitelisted URLs for pages.
+        XCTAssertEqual(try rawGET(server.port, "/hub/whitelisted?url=" + query(external.url("/q.gif?v=2"))).status, 403)
+        XCTAssertFalse(external.paths.contains("/q.gif?v=2"))
+
+        // Each report was also a ContentSecurityViolation notification.
+        let watched = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "watch", "--url", server.base, "--replay",
+                                                                          "--name", "ContentSecurityViolation", "--count", "3", "--timeout", "20"], timeout: 60)
+        XCTAssertEqual(watched.status, 0, watched.stderr)
+        XCTAssertTrue(watched.stdout.contains("blocked-uri=\(external.url("/blocked.js"))"), watched.stdout)
+    }
+
+    // MARK: Custom URL schemes
+
+    func testCustomSchemeLinksBecomeAppActions() throws {
+        try writeBundle(techBody: """
+            <p>Delta body</p>
+            <a id="buy" href="myapp://checkout?sku=1">Buy</a>
+            <a id="web" href="https://example.invalid/page">Web</a>
+            <script>
+              window.addEventListener('load', function () {
+                var later = document.createElement('a');
+                later.href = 'myapp://later?x=2';
+                later.textContent = 'later';
+                document.body.appendChild(later);
+                later.click();
+                setTimeout(function () { document.getElementById('buy').click(); }, 200);
+              });
+            </script>
+            """)
+        let server = try HubServer(folder: folder, hub: """
+            preloaded_bundle: bundle.sqlite3
+              content_source: local_only
+              custom_url_schemes: [myapp]
+            """)
+        defer { server.stop() }
+        XCTAssertEqual(try rawGET(server.port, "/hub").status, 200)
+        let page = try rawGET(server.port, "/hub/article/news/tech/d").text
+        XCTAssertTrue(page.contains(#"href="/hub/app-action?url=myapp%3A%2F%2Fcheckout%3Fsku%3D1""#), "rewritten at render time: \(page)")
+        XCTAssertTrue(page.contains(#"href="https://example.invalid/page""#), "other links stay as written")
+
+        // The page clicks both links (the rendered one, and one its script makes): the browser runs
+        // until both app actions arrived (bounded by the watch's timeout), then it is stopped.
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
+        watch.arguments = ["hub", "watch", "--url", server.base, "--json", "--name", "AppAction", "--count", "2", "--timeout", "30"]
+        let out = Pipe()
+        watch.standardOutput = out
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        Thread.sleep(forTimeInterval: 0.5)  // connected before the browser starts (replay would also cover it)
+        let browser = try openInBrowser(server.base + "/hub/article/news/tech/d")
+        let watched = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        watch.waitUntilExit()
+        kill(browser.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while browser.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if browser.isRunning { kill(browser.processIdentifier, SIGKILL) }
+        browser.waitUntilExit()
+        XCTAssertEqual(watch.terminationStatus, 0, watched)
+        let urls = Set(watched.split(separator: "\n").compactMap { line in
+            ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String])?["url"]
+        })
+        XCTAssertEqual(urls, ["myapp://checkout?sku=1", "myapp://later?x=2"])
+        let events = try server.get("/v1/events?limit=100") as? [[String: Any]] ?? []
+        let actions = events.filter { $0["name"] as? String == "App Action" }
+        XCTAssertEqual(Set(actions.compactMap { ($0["attributes"] as? [String: Any])?["URL"] as? String }), urls)
+        // A scheme that is not registered is no app action.
+        XCTAssertEqual(try rawGET(server.port, "/hub/app-action?url=" + query("other://x")).status, 400)
+        XCTAssertEqual((try server.get("/v1/hub/csp-reports") as? [Any])?.count, 0, "nothing was blocked")
+    }
+
+    // MARK: Status views
+
+    func testStatusViewWithoutContentAndItsTemplate() throws {
+        let server = try HubServer(folder: folder, hub: "custom_url_schemes: [myapp]")
+        defer { server.stop() }
+        let checking = try browse(server.base + "/hub", virtualTime: false)  // it refreshes itself every 2 s
+        XCTAssertTrue(checking.contains(#"data-status="checking""#), checking)
+        XCTAssertTrue(checking.contains("scheme-dark"), checking)
+        XCTAssertEqual(try server.state()["isReady"], false)
+        XCTAssertEqual(try server.state()["isDisplayingContentHub"], true, "a status view is a hub session too")
+        try TestSupport.write(#"<html><body><p id="mine">Mine: {{message}} ({{percent}})</p></body></html>"#,
+                              to: folder + "/data/hub/templates/checking.html")
+        let custom = try browse(server.base + "/hub", virtualTime: false)
+        XCTAssertTrue(custom.contains("Mine: Checking for content… ()"), custom)
+    }
+
+    // MARK: Helpers
+
+    /// news (hub) -> sports [a (x), b (football), c (football, x)], tech [d]; the title needs escaping.
+    private func writeBundle(techBody: String) throws {
+        let link = #"<p><a href="zbimdb://article/news/tech/d">Delta</a></p>"#
+        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
+            .init("news", title: "News & <Views>", tags: ["news"], channels: [
+                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
+                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>"),
+                                           .init("c", title: "Gamma", tags: ["football", "x"], body: "<p>Gamma body</p>" + link)]),
+                .init("tech", articles: [.init("d", title: "Delta", body: techBody)]),
+            ]),
+        ], resources: [(path: "resources/dot.svg", mimeType: "image/svg+xml",
+                        data: Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><circle cx="4" cy="4" r="4"/></svg>"#.utf8))])
+    }
+
+    private func assertOrder(_ titles: [String], in html: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let positions = titles.map { html.range(of: ">\($0)</a>")?.lowerBound }
+        XCTAssertFalse(positions.contains(nil), "\(titles) are not all on the page: \(html)", file: file, line: line)
+        let found = positions.compactMap { $0 }
+        XCTAssertEqual(found, found.sorted(), "expected the order \(titles): \(html)", file: file, line: line)
+    }
+
+    private static let chromium = "/usr/bin/chromium"
+
+    private func chromiumArguments() throws -> [String] {
+        guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
+            throw NSError(domain: "WebHubBrowserTests", code: 1, userInfo: [NSLocalizedDescriptionKey:
+                "the browser tests need Debian's chromium at \(Self.chromium) (apt-get install chromium)"])
+        }
+        return ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(folder)/chromium-profile"]
+    }
+
+    /// The DOM Chromium built for `url`: after its scripts ran in 3 s of virtual time, or (for pages
+    /// that navigate by themselves) as soon as it loaded.
+    private func browse(_ url: String, virtualTime: Bool = true) throws -> String {
+        let result = try TestSupport.run(Self.chromium, try chromiumArguments() + (virtualTime ? ["--virtual-time-budget=3000"] : [])
+                                         + ["--dump-dom", url], timeout: 90)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return result.stdout
+    }
+
+    /// Chromium showing `url` until the caller kills it.
+    private func openInBrowser(_ url: String) throws -> Process {
+        let browser = Process()
+        browser.executableURL = URL(fileURLWithPath: Self.chromium)
+        browser.arguments = try chromiumArguments() + [url]
+        browser.standardOutput = FileHandle.nullDevice
+        browser.standardError = FileHandle.nullDevice
+        try browser.run()
+        return browser
+    }
+
+    private func query(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+    }
+
+    /// A GET with the path sent exactly as given (no client-side normalization of `..`).
+    private func rawGET(_ port: Int, _ path: String) throws -> (status: Int, text: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw NSError(domain: "rawGET", code: Int(errno)) }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        for _ in 0..<10_000 {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let status = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return (status, text)
+    }
+}
+
+/// `hubhost serve --port 0` on a plugins.yaml with the given `hub:` block, as a child process.
+private final class HubServer {
+    let process = Process()
+    let base: String
+    let port: Int
+
+    init(folder: String, hub: String) throws {
+        try TestSupport.write("""
+            data_dir: data
+            server: {port: 0}
+            events: {flush_interval: 1 hr}
+            plugins: []
+            hub:
+              \(hub)
+            """, to: folder + "/plugins.yaml")
+        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
+        process.arguments = ["serve", "--port", "0", "--manifest", folder + "/plugins.yaml"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var banner = ""
+        let start = Date()
+        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            banner += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
+              address.hasPrefix("http://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
+            kill(process.processIdentifier, SIGKILL)
+            throw NSError(domain: "HubServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "hubhost serve did not start: \(banner)"])
+        }
+        base = address
+        self.port = port
+    }
+
+    func get(_ path: String) throws -> Any {
+        let response = try HTTPFetcher().fetch("GET", base + path, timeoutSeconds: 10).get()
+        return try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed])
+    }
+
+    func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, json: Any?) {
+        let response = try HTTPFetcher().fetch(method, base + path, headers: ["Content-Type": "application/json"],
+                                               body: body.map { Data($0.utf8) }, timeoutSeconds: 10).get()
+        return (response.status, try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
+    }
+
+    func state() throws -> [String: Bool] { try get("/v1/hub/state") as? [String: Bool] ?? [:] }
+
+    /// SIGTERM (which also ends open notification streams), then SIGKILL after 10 s.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}

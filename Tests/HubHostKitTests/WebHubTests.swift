@@ -1,0 +1,116 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The web Content Hub's parts without a server: session history, the security policy, link
+/// rewriting, ids from request paths, escaping.
+final class WebHubTests: XCTestCase {
+    func testSessionHistoryBackForwardAndDroppedForwardEntries() {
+        let session = HubSession(presentation: nil, bundle: nil, embed: false)
+        XCTAssertNil(session.back())
+        session.visit(.hub)
+        session.visit(.channel("news/sports"))
+        session.visit(.article("news/sports/a"))
+        XCTAssertEqual(session.back(), .channel("news/sports"))
+        session.visit(.channel("news/sports"))  // the page the redirect leads to: no new entry
+        XCTAssertEqual(session.back(), .hub)
+        XCTAssertNil(session.back())
+        XCTAssertEqual(session.forward(), .channel("news/sports"))
+        XCTAssertTrue(session.canGoForward)
+        session.visit(.article("news/tech/d"))  // drops news/sports/a
+        XCTAssertFalse(session.canGoForward)
+        XCTAssertNil(session.forward())
+        XCTAssertEqual(session.historySnapshot.pages, [.hub, .channel("news/sports"), .article("news/tech/d")])
+    }
+
+    func testIDsFromPathsRejectTraversal() {
+        XCTAssertEqual(HubPageLocation.decodeID("news/sports"), "news/sports")
+        XCTAssertEqual(HubPageLocation.decodeID("news%2Fsports%20x"), "news/sports x")
+        for bad in ["", "..", "../x", "a/../b", "%2e%2e/x", "a/%2E%2E", "/etc/passwd", "%2Fetc", "a//b", "a/./b", "a\\b", "a%00b", "a/"] {
+            XCTAssertNil(HubPageLocation.decodeID(Substring(bad)), bad)
+        }
+        XCTAssertEqual(HubPageLocation.channel("a b/c?d").path, "/hub/channel/a%20b/c%3Fd")
+    }
+
+    func testPolicyForBothContentSources() {
+        var settings = HubSettings()
+        XCTAssertEqual(ContentSecurityPolicy(settings: settings).header,
+                       "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; report-uri /hub/csp-report")
+        settings.contentSource = .localOnly
+        settings.whitelistDomains = ["cdn.example.com", "127.0.0.2", "bad domain;"]
+        settings.whitelistURLs = ["https://img.example.com/a.png", "https://img.example.com/q.png?v=1", "https://x.example.com/p;q,r#frag", "ftp://x/y"]
+        let policy = ContentSecurityPolicy(settings: settings)
+        XCTAssertEqual(policy.allowedSources, ["cdn.example.com:*", "*.cdn.example.com:*", "127.0.0.2:*",
+                                               "https://img.example.com/a.png", "https://x.example.com/p%3Bq%2Cr"])
+        XCTAssertTrue(policy.header.hasPrefix("default-src 'self' cdn.example.com:* "), policy.header)
+        XCTAssertTrue(policy.header.contains("img-src 'self' data: cdn.example.com:*"), policy.header)
+        XCTAssertTrue(policy.header.contains("object-src 'none'"))
+        XCTAssertTrue(policy.header.hasSuffix("report-uri /hub/csp-report"))
+        XCTAssertFalse(policy.header.contains("q.png"), "a URL with a query goes through hubhost's verbatim check instead")
+        XCTAssertTrue(ContentSecurityPolicy.needsVerbatimCheck("https://img.example.com/q.png?v=1", settings))
+        XCTAssertFalse(ContentSecurityPolicy.needsVerbatimCheck("https://img.example.com/q.png?v=2", settings))
+        XCTAssertFalse(ContentSecurityPolicy.needsVerbatimCheck("https://img.example.com/q.png?V=1", settings))
+    }
+
+    func testLinkRewriting() {
+        var settings = HubSettings()
+        settings.customURLSchemes = ["myapp"]
+        settings.contentSource = .localOnly
+        settings.whitelistURLs = ["https://img.example.com/q.png?v=1&w=2"]
+        let rewriter = HubLinkRewriter(settings: settings)
+        let html = """
+            <a href="myapp://checkout?sku=1">Buy</a> <a class='x' href='MyApp://y'>Y</a> <img src="https://img.example.com/q.png?v=1&amp;w=2">
+            <img src="https://img.example.com/q.png?v=2"> <a href="zbimdb://article/news/a b">A</a> <a href="https://example.com/">W</a>
+            <img src="myapp://not-a-link"> <p>href="myapp://text"</p>
+            """
+        let out = rewriter.rewrite(html)
+        XCTAssertTrue(out.contains(#"<a href="/hub/app-action?url=myapp%3A%2F%2Fcheckout%3Fsku%3D1">Buy</a>"#), out)
+        XCTAssertTrue(out.contains(#"<a class='x' href="/hub/app-action?url=MyApp%3A%2F%2Fy">"#), out)
+        XCTAssertTrue(out.contains(#"src="/hub/whitelisted?url=https%3A%2F%2Fimg.example.com%2Fq.png%3Fv%3D1%26w%3D2""#), out)
+        XCTAssertTrue(out.contains(#"<img src="https://img.example.com/q.png?v=2">"#), out)
+        XCTAssertTrue(out.contains(#"href="/hub/article/news/a%20b""#), out)
+        XCTAssertTrue(out.contains(#"<a href="https://example.com/">W</a>"#), out)
+        XCTAssertTrue(out.contains(#"<img src="myapp://not-a-link">"#), "only links are app actions")
+        XCTAssertTrue(out.contains(#"<p>href="myapp://text"</p>"#), "text that is no attribute stays: \(out)")
+    }
+
+    func testEscapingAndStatusTemplates() throws {
+        XCTAssertEqual(HubPageTemplates.escape(#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;")
+        let folder = try TestSupport.temporaryFolder(self)
+        let builtIn = HubPageTemplates.statusView(.downloading, message: "<b>", percent: 42, templatesDirectory: folder, colorScheme: .light, chrome: "")
+        XCTAssertTrue(builtIn.contains(#"data-percent="42""#) && builtIn.contains("&lt;b&gt;") && builtIn.contains("scheme-light"), builtIn)
+        try TestSupport.write("E: {{message}}", to: folder + "/error.html")
+        XCTAssertEqual(HubPageTemplates.statusView(.error, message: "a & b", percent: nil, templatesDirectory: folder, colorScheme: .dark, chrome: ""),
+                       "E: a &amp; b")
+    }
+
+    func testStatusViewsFollowDownloadProgressAndErrors() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("data_dir: data\nplugins: []\nhub: {color_scheme: light}\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try XCTUnwrap(try host.hub())
+        let web = WebContentHub(engine: engine, events: try host.events())
+        func page(_ response: HubWebResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+        let checking = web.present()
+        XCTAssertTrue(page(checking).contains(#"data-status="checking""#), page(checking))
+        XCTAssertTrue(checking.headers["Content-Security-Policy"]?.contains("report-uri /hub/csp-report") ?? false)
+        XCTAssertTrue(engine.state.isDisplayingContentHub)
+
+        engine.setState(\.isDownloadingContent, true)
+        host.notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": "37"])
+        let downloading = page(web.present())
+        XCTAssertTrue(downloading.contains(#"data-percent="37""#) && downloading.contains("37%"), downloading)
+
+        engine.setState(\.isDownloadingContent, false)
+        host.notifications.post(HostNotification.Name.error, ["source": "delivery", "message": "metadata <bad>"])
+        let failed = web.present()
+        XCTAssertEqual(failed.status, 503)
+        XCTAssertTrue(page(failed).contains("metadata &lt;bad&gt;"), page(failed))
+
+        XCTAssertEqual(web.close().status, 200)
+        XCTAssertFalse(engine.state.isDisplayingContentHub)
+        XCTAssertNil(web.currentSession)
+    }
+}
