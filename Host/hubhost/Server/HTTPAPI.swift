@@ -86,6 +86,7 @@ enum HTTPAPI {
             let event = try await blocking { try engine.notification(opened: action == "opened", payload: payload) }
             return json(EventView(event), status: .created)
         }
+        HubDeliveryRoutes.add(to: router, host: host)
         return router
     }
 
