@@ -32,14 +32,17 @@ struct HubCommand: ParsableCommand {
         func run() throws {
             let (host, delivery) = try HubCommand.delivery(manifestOption)
             defer { host.shutdown() }
+            final class Line: @unchecked Sendable { var open = false }
+            let line = Line()
             let token = host.notifications.subscribe { notification in
                 guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"] else { return }
+                line.open = percent != "100"
                 FileHandle.standardError.write(Data("\rdownloading: \(percent)%\(percent == "100" ? "\n" : "")".utf8))
             }
             defer { host.notifications.unsubscribe(token) }
             let report: ContentDelivery.SyncReport
             do { report = try delivery.sync() } catch {
-                Output.error("\nhub sync failed: \(error)")
+                Output.error("\(line.open ? "\n" : "")hub sync failed: \(error)")
                 throw ExitCode(1)
             }
             if output.json { Output.json(report) } else { print("\(report.result): \(report.message)") }

@@ -93,6 +93,13 @@ static hh_status_t local_provider_fetch(void *instance, const char *resource, co
     if (length >= sizeof name) length = sizeof name - 1;
     memcpy(name, resource, length);
     name[length] = '\0';
+    struct stat where;
+    if (stat(self->path, &where) != 0) {
+        char message[PATH_SIZE + 160];
+        snprintf(message, sizeof message, "%s: no such folder or bundle file (the 'path' config: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file)", self->path);
+        report(self->host, HH_ERR_NOT_FOUND, message);
+        return HH_ERR_NOT_FOUND;
+    }
     if (!file_for(self, name, file, sizeof file)) {
         char message[128];
         snprintf(message, sizeof message, "unknown resource '%s': expected settings, metadata or bundle", name);
