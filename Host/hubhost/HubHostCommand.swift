@@ -12,7 +12,7 @@ struct HubHostCommand: ParsableCommand {
         also takes --json.
         """,
         subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
-                      LocationCommand.self, BenchCommand.self, HubCommand.self],
+                      LocationCommand.self, BenchCommand.self, BundleCommand.self, HubCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 }

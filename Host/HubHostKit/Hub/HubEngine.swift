@@ -8,6 +8,8 @@ public final class HubEngine: @unchecked Sendable {
     public let notifications: HostNotifications
     /// `<data_dir>/hub`: stored bundles, the users database, status view templates.
     public let directory: String
+    /// The verified bundles (`<data_dir>/hub/bundles`) and the pointer to the active one.
+    public let bundleStore: BundleStore
     let pipeline: LogPipeline
 
     private let lock = NSLock()
@@ -20,6 +22,8 @@ public final class HubEngine: @unchecked Sendable {
         self.pipeline = pipeline
         directory = (dataDirectory as NSString).appendingPathComponent("hub")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        bundleStore = try BundleStore(directory: (directory as NSString).appendingPathComponent("bundles"))
+        activateStoredOrPreloadedBundle()
     }
 
     // MARK: State
@@ -47,6 +51,62 @@ public final class HubEngine: @unchecked Sendable {
     public func activate(_ newBundle: ContentBundle) {
         lock.withLock { bundle = newBundle }
         setState(\.isReady, true)
+    }
+
+    /// Verifies the bundle at `path` against `metadata` with `hub.public_key`, stores it, makes it the
+    /// active bundle and returns it. Throws BundleRejection (its `reason` is for people) when any
+    /// check fails; the bundle active before stays active.
+    @discardableResult
+    public func install(metadata: BundleMetadata, bundleAt path: String) throws -> ContentBundle {
+        try installed { try bundleStore.install(bundleAt: path, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
+    }
+
+    /// The same for bundle bytes already in memory (e.g. a download).
+    @discardableResult
+    public func install(metadata: BundleMetadata, bundleData data: Data) throws -> ContentBundle {
+        try installed { try bundleStore.install(data, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
+    }
+
+    private func installed(_ store: () throws -> ContentBundle) throws -> ContentBundle {
+        do {
+            let bundle = try store()
+            activate(bundle)
+            pipeline.log(.info, .info, source: "hub", "content bundle \(bundle.metadata.version) installed and active (\(bundle.path))")
+            return bundle
+        } catch let rejection as BundleRejection {
+            pipeline.log(.error, .info, source: "hub", "\(rejection); the active bundle is unchanged")
+            throw rejection
+        }
+    }
+
+    /// At start: the stored active bundle; when there is none (or it is damaged), the preloaded
+    /// bundle. A preloaded bundle with a metadata document beside it (`<file>.json`) must pass the
+    /// same checks as a download; one without is trusted as shipped with the app (it is as trusted
+    /// as the app's own files) and only has to be a bundle.
+    private func activateStoredOrPreloadedBundle() {
+        do {
+            if let stored = try bundleStore.loadActive() {
+                activate(stored)
+                pipeline.log(.info, .debug, source: "hub", "active content bundle \(stored.metadata.version) (\(stored.path))")
+                return
+            }
+        } catch {
+            pipeline.log(.error, .info, source: "hub", "\(error)")
+        }
+        guard let preloaded = settings.preloadedBundle, !preloaded.isEmpty else { return }
+        do {
+            let metadataPath = BundleMetadata.path(besideBundle: preloaded)
+            if FileManager.default.fileExists(atPath: metadataPath) {
+                let metadata = try BundleMetadata.read(path: metadataPath)
+                let data = try Data(contentsOf: URL(fileURLWithPath: preloaded), options: .mappedIfSafe)
+                try BundleVerifier.verify(data, metadata: metadata, publicKeyPath: settings.publicKeyPath)
+            }
+            let bundle = try ContentBundle(path: preloaded)
+            activate(bundle)
+            pipeline.log(.info, .debug, source: "hub", "preloaded content bundle \(bundle.metadata.version) (\(preloaded))")
+        } catch {
+            pipeline.log(.error, .info, source: "hub", "the preloaded bundle \(preloaded) is not used: \(error)")
+        }
     }
 
     // MARK: Presenting

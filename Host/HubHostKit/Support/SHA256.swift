@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 
-/// SHA-256 of files (library pins), computed with OpenSSL's libcrypto.
+/// SHA-256 of files (library pins) and bytes (bundle digests), computed with OpenSSL's libcrypto.
 public enum SHA256 {
     /// Lowercase hex digest of the file's bytes, or nil when it cannot be read.
     public static func hex(ofFile path: String) -> String? {
@@ -20,6 +20,17 @@ public enum SHA256 {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         guard EVP_DigestFinal_ex(context, &digest, &length) == 1 else { return nil }
+        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Lowercase hex digest of `data`.
+    public static func hex(of data: Data) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let ok = data.withUnsafeBytes { bytes in
+            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_sha256(), nil)
+        }
+        precondition(ok == 1, "OpenSSL's SHA-256 failed")
         return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
     }
 }
