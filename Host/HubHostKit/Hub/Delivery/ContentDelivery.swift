@@ -90,7 +90,7 @@ public final class ContentDelivery: @unchecked Sendable {
                 return "fetching '\(resource)' failed (\(status))\(message.isEmpty ? "" : ": \(message)")"
             case .timedOut(let resource, let seconds): return "fetching '\(resource)' took longer than hub.download_timeout (\(seconds) s)"
             case .invalidSettings(let why): return why
-            case .invalidMetadata(let why): return "the content service's metadata document is invalid: \(why)"
+            case .invalidMetadata(let why): return why
             case .rejected(let why): return "the downloaded bundle was rejected: \(why)"
             case .storage(let why): return "the download could not be stored: \(why)"
             }
@@ -247,8 +247,8 @@ public final class ContentDelivery: @unchecked Sendable {
             throw SyncError.fetchFailed(resource: HH_CONTENT_RESOURCE_METADATA, status: StatusCode.name(status), message: message)
         }
         let metadata: BundleMetadata
-        do { metadata = try JSONDecoder().decode(BundleMetadata.self, from: data) } catch {
-            throw SyncError.invalidMetadata(Self.describe(error))
+        do { metadata = try BundleMetadata.decode(data, source: "the content service's metadata") } catch {
+            throw SyncError.invalidMetadata("\(error)")
         }
         let wanted = metadata.sha256.lowercased()
         if let active = hub.activeBundle, activeSHA256(of: active) == wanted {
@@ -374,16 +374,6 @@ public final class ContentDelivery: @unchecked Sendable {
         let snapshot = lock.withLock { record }
         do { try snapshot.save(to: hub.directory) } catch {
             pipeline.log(.warning, .debug, source: "hub", "cannot save \(DeliveryRecord.path(in: hub.directory)): \(error)")
-        }
-    }
-
-    static func describe(_ error: Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, _): return "'\(key.stringValue)' is missing"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            return "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
-        case DecodingError.dataCorrupted: return "not JSON"
-        default: return "\(error)"
         }
     }
 }
