@@ -154,6 +154,56 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertTrue(hub.state.isReady)
     }
 
+    func testAnUnsignedBundleIsRejected() throws {
+        let signed = try signedBundle(version: "U")
+        var metadata = try BundleMetadata.decode(Data(signed.metadata.utf8))
+        metadata.signature = ""
+        service.bundle = signed.data
+        service.metadata = (200, String(decoding: try JSONEncoder().encode(metadata), as: UTF8.self))
+        let (host, delivery) = try host()
+        XCTAssertThrowsError(try delivery.sync()) { error in
+            guard case ContentDelivery.SyncError.rejected(let why) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.contains("unsigned") || why.contains("signature"), why)
+        }
+        XCTAssertNil(try host.hub()?.activeBundle)
+    }
+
+    func testTheWholeSyncIsBoundedByDownloadTimeout() throws {
+        serve(try signedBundle(version: "1"))
+        let (host, delivery) = try host(manifest().replacingOccurrences(of: "download_timeout: 30 sec", with: "download_timeout: 1 ms"))
+        XCTAssertThrowsError(try delivery.sync()) { error in
+            guard case ContentDelivery.SyncError.timedOut(_, 0.001) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(error)".hasSuffix("took longer than hub.download_timeout (0.001 s)"), "\(error)")
+        }
+        XCTAssertNil(try host.hub()?.activeBundle)
+    }
+
+    func testAProviderInAWorkerProcessDeliversToo() throws {
+        serve(try signedBundle(version: "W"))
+        let (host, delivery) = try host(manifest(provider: """
+          - id: content
+            use: \(TestSupport.plugin("HTTPContentProvider"))
+            isolation: process
+            config: {chunk_size: 4096}
+        """))
+        let (report, notes) = try notifications(host) { try delivery.sync() }
+        XCTAssertEqual(report.result, "updated", report.message)
+        XCTAssertEqual(try host.hub()?.activeBundle?.metadata.version, "W")
+        XCTAssertEqual(percents(notes).last, 100)
+    }
+
+    func testRecurringSyncIsDueOnceTheIntervalPassed() throws {
+        serve(try signedBundle(version: "1"))
+        service.settings = { _ in (200, #"{"refreshMode": "recurring", "refreshInterval": 3600}"#) }
+        let (first, delivery) = try host()
+        XCTAssertFalse(delivery.isRecurringSyncDue, "the service's mode is not known yet")
+        try delivery.sync()
+        XCTAssertFalse(delivery.isRecurringSyncDue, "just synced")
+        first.shutdown()
+        let (_, later) = try host()
+        XCTAssertTrue(later.isRecurringSyncDue, "a new run with recurring known: due at once")
+    }
+
     func testServerDownGivesAClearErrorAndKeepsThePreviousBundle() throws {
         serve(try signedBundle(version: "1"))
         let capture = LogCapture()
@@ -397,9 +447,9 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertTrue(failed.stderr.contains("hub sync failed: fetching 'settings' failed"), failed.stderr)
     }
 
-    func testServeSyncsAtStartUpInImmediateModeAndOnPost() throws {
+    func testServeSyncsAtStartUpInImmediateModeThenRecurringAndOnPost() throws {
         serve(try signedBundle(version: "1"))
-        service.settings = { _ in (200, #"{"initialDownloadMode": "immediate"}"#) }
+        service.settings = { _ in (200, #"{"initialDownloadMode": "immediate", "refreshMode": "recurring", "refreshInterval": 1}"#) }
         try TestSupport.write(manifest() + "\nserver: {host: 127.0.0.1, port: 0}\n", to: folder + "/plugins.yaml")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
@@ -420,6 +470,9 @@ final class ContentDeliveryTests: XCTestCase {
         let deadline = Date().addingTimeInterval(30)
         while service.requests.filter({ $0.path == "/content/bundle" }).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertFalse(service.requests.filter { $0.path == "/content/bundle" }.isEmpty, "immediate: downloaded at start-up")
+        let settingsRequests = { self.service.requests.filter { $0.path == "/content/settings" }.count }
+        while settingsRequests() < 3 && Date() < deadline.addingTimeInterval(30) { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertGreaterThanOrEqual(settingsRequests(), 3, "recurring: re-synced every refreshInterval")
         let response = try HTTPFetcher().fetch("POST", base + "/v1/hub/sync", timeoutSeconds: 30).get()
         XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
         let report = try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: response.body)
