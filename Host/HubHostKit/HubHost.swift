@@ -136,6 +136,7 @@ public final class HubHost: @unchecked Sendable {
         if let campaignEngine {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
+        engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
         pipeline.flush()
         pipeline.attach([])
         registry.shutdown()

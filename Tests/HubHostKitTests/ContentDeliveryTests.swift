@@ -317,6 +317,16 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(hub.activeBundle?.metadata.version, "2", "refreshed in the background")
     }
 
+    func testShutdownStopsABackgroundSyncBeforeThePluginsGoAway() throws {
+        serve(try signedBundle(version: "1"))
+        let (host, delivery) = try host()
+        delivery.syncInBackground()
+        host.shutdown()  // closes delivery (waiting for the sync), then destroys the provider
+        XCTAssertThrowsError(try delivery.sync()) { XCTAssertEqual($0 as? ContentDelivery.SyncError, .closed) }
+        let outcome = try XCTUnwrap(delivery.lastRecord.lastSync, "the background sync ended before shutdown returned")
+        XCTAssertTrue(["updated", "failed"].contains(outcome.result), "\(outcome)")
+    }
+
     func testSettingsDocumentsAreCheckedStrictly() throws {
         XCTAssertEqual(try DeliverySettings.parse(Data("{}".utf8)), DeliverySettings())
         let full = try DeliverySettings.parse(Data(#"{"initialDownloadMode":"immediate","refreshMode":"recurring","refreshInterval":90,"isDisabled":false,"pilotProgram":{"id":"p","enrolled":false}}"#.utf8))

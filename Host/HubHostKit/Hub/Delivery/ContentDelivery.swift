@@ -27,6 +27,7 @@ public final class ContentDelivery: @unchecked Sendable {
     private var lastResult: Result<SyncReport, Error>?
     private var syncGeneration = 0
     private var activeDigest: (path: String, sha256: String)?
+    private var isClosed = false
 
     /// The most a small document (settings, metadata) may be.
     static let documentLimit = 4 << 20
@@ -82,9 +83,11 @@ public final class ContentDelivery: @unchecked Sendable {
         case invalidMetadata(String)
         case rejected(String)
         case storage(String)
+        case closed
 
         public var description: String {
             switch self {
+            case .closed: return "the host is shutting down: no more syncs"
             case .noProvider(let why): return "no content provider: \(why)"
             case .fetchFailed(let resource, let status, let message):
                 return "fetching '\(resource)' failed (\(status))\(message.isEmpty ? "" : ": \(message)")"
@@ -104,11 +107,15 @@ public final class ContentDelivery: @unchecked Sendable {
     @discardableResult
     public func sync() throws -> SyncReport {
         lock.lock()
+        if isClosed {
+            lock.unlock()
+            throw SyncError.closed
+        }
         if inFlight {
             let generation = syncGeneration
             let deadline = Date().addingTimeInterval(hub.settings.downloadTimeout + 30)
             while inFlight && syncGeneration == generation && lock.wait(until: deadline) {}
-            let result = lastResult
+            let result = syncGeneration == generation ? nil : lastResult
             lock.unlock()
             guard let result else { throw SyncError.timedOut(resource: "a sync already running", seconds: hub.settings.downloadTimeout) }
             return try result.get()
@@ -116,7 +123,11 @@ public final class ContentDelivery: @unchecked Sendable {
         inFlight = true
         lastAttemptMs = Clock.wallMs()
         lock.unlock()
+        return try runClaimedSync()
+    }
 
+    /// The sync itself, once this caller set `inFlight` (so close() waits for it).
+    private func runClaimedSync() throws -> SyncReport {
         let result: Result<SyncReport, Error>
         hub.setState(\.isDownloadingContent, true)
         do { result = .success(try performSync()) } catch { result = .failure(error) }
@@ -141,6 +152,8 @@ public final class ContentDelivery: @unchecked Sendable {
         switch result {
         case .success(let report):
             pipeline.log(.info, .debug, source: "hub", "content sync: \(report.message)")
+        case .failure(SyncError.closed):
+            pipeline.log(.info, .debug, source: "hub", "content sync stopped: the host is shutting down")
         case .failure(let error):
             pipeline.log(.error, .debug, source: "hub", "content sync failed: \(error); the active bundle is unchanged")
             hub.notifications.post(HostNotification.Name.error, ["source": "delivery", "message": "\(error)"])
@@ -148,10 +161,27 @@ public final class ContentDelivery: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Stops delivery before the plugins go away (HubHost.shutdown calls it): a running sync is
+    /// cancelled (the provider sees is_cancelled between chunks) and waited for, bounded by
+    /// hub.download_timeout; later syncs throw `.closed`.
+    public func close() {
+        lock.lock()
+        isClosed = true
+        let deadline = Date().addingTimeInterval(hub.settings.downloadTimeout + 5)
+        while inFlight && lock.wait(until: deadline) {}
+        lock.unlock()
+    }
+
     /// Starts a sync on a background thread unless one is running (stale_ok, recurring).
     public func syncInBackground() {
-        guard !lock.withLock({ inFlight }) else { return }
-        Thread.detachNewThread { [self] in _ = try? self.sync() }
+        let claimed = lock.withLock { () -> Bool in
+            guard !inFlight && !isClosed else { return false }
+            inFlight = true
+            lastAttemptMs = Clock.wallMs()
+            return true
+        }
+        guard claimed else { return }
+        Thread.detachNewThread { [self] in _ = try? self.runClaimedSync() }
     }
 
     // MARK: The modes
@@ -298,13 +328,14 @@ public final class ContentDelivery: @unchecked Sendable {
                 guard whole > 0 else { return }
                 post(Int(min(100, done.multipliedReportingOverflow(by: 100).partialValue / whole)))
             },
-            isCancelled: { Clock.monotonicNs() >= deadline })
+            isCancelled: { [self] in shouldStop(deadline) })
         let (status, message) = provider.stream(HH_CONTENT_RESOURCE_BUNDLE, into: sink)
         try? handle.close()
         do {
             if progress.tooLarge { throw SyncError.rejected("the bundle is larger than the metadata's size (\(expected) bytes)") }
             if let why = progress.writeError { throw SyncError.storage("\(file): \(why)") }
             if status != HH_OK {
+                if lock.withLock({ isClosed }) { throw SyncError.closed }
                 if Clock.monotonicNs() >= deadline { throw SyncError.timedOut(resource: HH_CONTENT_RESOURCE_BUNDLE, seconds: hub.settings.downloadTimeout) }
                 throw SyncError.fetchFailed(resource: HH_CONTENT_RESOURCE_BUNDLE, status: StatusCode.name(status), message: message)
             }
@@ -327,11 +358,12 @@ public final class ContentDelivery: @unchecked Sendable {
                 buffer.data.append(contentsOf: bytes)
                 return true
             },
-            isCancelled: { Clock.monotonicNs() >= deadline })
+            isCancelled: { [self] in shouldStop(deadline) })
         let (status, message) = provider.stream(resource, into: sink)
         let name = String(resource.prefix { $0 != "?" })
         if buffer.tooLarge { throw SyncError.fetchFailed(resource: name, status: "too large", message: "more than \(Self.documentLimit) bytes") }
         if status == HH_OK || status == HH_ERR_NOT_FOUND { return (status, message, buffer.data) }
+        if lock.withLock({ isClosed }) { throw SyncError.closed }
         if Clock.monotonicNs() >= deadline { throw SyncError.timedOut(resource: name, seconds: hub.settings.downloadTimeout) }
         throw SyncError.fetchFailed(resource: name, status: StatusCode.name(status), message: message)
     }
@@ -356,6 +388,11 @@ public final class ContentDelivery: @unchecked Sendable {
     private func apply(_ settings: DeliverySettings) {
         hub.setState(\.isDisabled, settings.isDisabled)
         hub.setState(\.notPartOfPilotProgram, settings.refusedByPilotProgram)
+    }
+
+    /// True once the sync's deadline passed or the host is closing delivery.
+    private func shouldStop(_ deadline: UInt64) -> Bool {
+        Clock.monotonicNs() >= deadline || lock.withLock { isClosed }
     }
 
     private func deadline() -> UInt64 { Clock.monotonicNs() + UInt64(max(0.001, hub.settings.downloadTimeout) * 1e9) }
