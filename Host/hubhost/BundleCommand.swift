@@ -24,7 +24,7 @@ struct BundleCommand: ParsableCommand {
             abstract: "Build a bundle from a content folder, sign it, and write FILE and its metadata document FILE.json.",
             discussion: """
             Every problem in the folder is listed with its file (and line for front matter) and nothing is
-            written. FILE.json is the metadata document the host checks the bundle against:
+            written (with --json: {"problems": [{"path", "line", "message"}]} on stdout). FILE.json is the metadata document the host checks the bundle against:
               {"version", "size", "sha256", "signature" (base64), "created", "format": 1}
             Example: hubhost bundle build Tests/Fixtures/content -o content.sqlite3 --key key.pem
             """)
@@ -55,6 +55,9 @@ struct BundleCommand: ParsableCommand {
             let result: (summary: BundleBuilder.Summary, metadata: BundleMetadata)
             do {
                 result = try BundleBuilder.buildSigned(from: directory, to: output, privateKeyPath: key, version: version)
+            } catch let error as BundleBuilder.BuildError where outputFormat.json {
+                Output.json(["problems": error.problems])
+                throw ExitCode(1)
             } catch {
                 Output.error("\(error)")
                 throw ExitCode(1)

@@ -67,10 +67,17 @@ public final class HubEngine: @unchecked Sendable {
         try installed { try bundleStore.install(data, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
     }
 
+    /// Store and activate happen under one lock, so two installs racing (a download and a local
+    /// provider) leave the engine on the bundle `active.json` names.
+    private let installLock = NSLock()
+
     private func installed(_ store: () throws -> ContentBundle) throws -> ContentBundle {
         do {
-            let bundle = try store()
-            activate(bundle)
+            let bundle = try installLock.withLock {
+                let bundle = try store()
+                activate(bundle)
+                return bundle
+            }
             pipeline.log(.info, .info, source: "hub", "content bundle \(bundle.metadata.version) installed and active (\(bundle.path))")
             return bundle
         } catch let rejection as BundleRejection {

@@ -27,7 +27,7 @@ public enum BundleBuilder {
         public var notifications: Int
     }
 
-    public struct Problem: Equatable, Sendable, CustomStringConvertible {
+    public struct Problem: Codable, Equatable, Sendable, CustomStringConvertible {
         public var path: String
         public var line: Int?
         public var message: String

@@ -95,7 +95,7 @@ public final class BundleStore: @unchecked Sendable {
                 throw BundleRejection(.notABundle, "\(error)")
             }
             let old = activePointer()
-            let pointer = ActivePointer(sha256: sha, version: metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
+            let pointer = ActivePointer(sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
                                         previous: old?.sha256 == sha ? old?.previous : old?.sha256)
             do {
                 let encoder = JSONEncoder()

@@ -36,7 +36,7 @@ public struct BundleRejection: Error, CustomStringConvertible, Equatable, Sendab
 
 /// The host's checks on a bundle's bytes before it trusts them, in this order (the first failure is
 /// the reason): size (truncated), SHA-256 (tampered), a signature present (unsigned), a public key
-/// configured and readable, the signature verifies with it. Whether the bytes are a bundle is
+/// configured and readable, the signature verifies with it, the format is 1. Whether the bytes are a bundle is
 /// checked afterwards on the stored file (BundleStore), since SQLite needs a file.
 public enum BundleVerifier {
     /// Throws BundleRejection when `data` does not match `metadata` or its signature does not verify
@@ -70,6 +70,9 @@ public enum BundleVerifier {
         }
         if !valid {
             throw BundleRejection(.badSignature, "the signature does not verify with the public key \(publicKeyPath): the bundle was signed with another key or was changed after signing")
+        }
+        if metadata.format != 1 {
+            throw BundleRejection(.notABundle, "the bundle's format is \(metadata.format); this host reads format 1")
         }
     }
 }

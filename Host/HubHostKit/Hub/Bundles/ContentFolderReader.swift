@@ -209,8 +209,10 @@ struct ContentFolderReader {
             switch error {
             case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
                  .composer(let context, let problem, let mark, _):
-                let detail = context.map { " (\($0.text))" } ?? ""
-                report(path, line: mark.line + lineOffset, "invalid YAML: \(problem)\(detail)")
+                let detail = context.map { " (\($0.text) that starts on line \($0.mark.line + lineOffset))" } ?? ""
+                // An error found at the end of the YAML is reported on its last line, not on the closing ---.
+                let lastLine = lineOffset + max(1, yaml.split(separator: "\n", omittingEmptySubsequences: false).count)
+                report(path, line: min(mark.line + lineOffset, lastLine), "invalid YAML: \(problem)\(detail)")
             case .duplicatedKeysInMapping(let duplicates, let context):
                 report(path, line: context.mark.line + lineOffset, "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", "))")
             default:

@@ -30,7 +30,7 @@ public enum MarkdownRenderer {
 
     // MARK: Blocks
 
-    private static func renderBlocks(_ lines: [String], tight: Bool) -> String {
+    private static func renderBlocks(_ lines: [String], tight: Bool, depth: Int = 0) -> String {
         var html: [String] = []
         var i = 0
         var paragraph: [String] = []
@@ -80,7 +80,7 @@ public enum MarkdownRenderer {
                 i += 1
                 continue
             }
-            if indent < 4, trimmed.hasPrefix(">") {
+            if indent < 4, trimmed.hasPrefix(">"), depth < maximumNesting {
                 flushParagraph()
                 var quoted: [String] = []
                 while i < lines.count {
@@ -96,12 +96,12 @@ public enum MarkdownRenderer {
                     }
                     i += 1
                 }
-                html.append("<blockquote>\n\(renderBlocks(quoted, tight: false))\n</blockquote>")
+                html.append("<blockquote>\n\(renderBlocks(quoted, tight: false, depth: depth + 1))\n</blockquote>")
                 continue
             }
-            if indent < 4, let marker = listMarker(line) {
+            if indent < 4, depth < maximumNesting, let marker = listMarker(line) {
                 flushParagraph()
-                let (list, next) = renderList(lines, from: i, first: marker)
+                let (list, next) = renderList(lines, from: i, first: marker, depth: depth)
                 html.append(list)
                 i = next
                 continue
@@ -144,7 +144,7 @@ public enum MarkdownRenderer {
 
     /// One list from `start`: items of the same kind, their indented continuation lines (nested
     /// blocks) and lazy paragraph continuations. Returns the HTML and the next unread line.
-    private static func renderList(_ lines: [String], from start: Int, first: ListMarker) -> (String, Int) {
+    private static func renderList(_ lines: [String], from start: Int, first: ListMarker, depth: Int) -> (String, Int) {
         var items: [[String]] = []
         var i = start
         var contentIndent = first.contentIndent
@@ -199,7 +199,7 @@ public enum MarkdownRenderer {
         for item in items {
             var content = item
             while content.last?.isEmpty == true { content.removeLast() }
-            html += "<li>\(renderBlocks(content, tight: !loose))</li>\n"
+            html += "<li>\(renderBlocks(content, tight: !loose, depth: depth + 1))</li>\n"
         }
         html += "</\(tag)>"
         return (html, i)
@@ -268,7 +268,10 @@ public enum MarkdownRenderer {
         return renderInline(chars, 0, chars.count)
     }
 
-    private static func renderInline(_ s: [Character], _ from: Int, _ to: Int) -> String {
+    /// How deep links and emphasis may nest; deeper delimiters stay text, so no input can exhaust the stack.
+    static let maximumNesting = 16
+
+    private static func renderInline(_ s: [Character], _ from: Int, _ to: Int, depth: Int = 0) -> String {
         var out = ""
         var i = from
         while i < to {
@@ -302,10 +305,10 @@ public enum MarkdownRenderer {
                 i = link.end
                 continue
             }
-            if c == "[", let link = parseLink(s, i, to) {
+            if c == "[", depth < maximumNesting, let link = parseLink(s, i, to) {
                 out += "<a href=\"\(escape(safeURL(link.destination, image: false)))\""
                 if let title = link.title { out += " title=\"\(escape(title))\"" }
-                out += ">\(renderInline(s, link.textFrom, link.textTo))</a>"
+                out += ">\(renderInline(s, link.textFrom, link.textTo, depth: depth + 1))</a>"
                 i = link.end
                 continue
             }
@@ -318,7 +321,7 @@ public enum MarkdownRenderer {
                     continue
                 }
             }
-            if c == "*" || c == "_", let emphasis = parseEmphasis(s, i, to) {
+            if c == "*" || c == "_", depth < maximumNesting, let emphasis = parseEmphasis(s, i, to, depth: depth) {
                 out += emphasis.html
                 i = emphasis.end
                 continue
@@ -330,7 +333,7 @@ public enum MarkdownRenderer {
     }
 
     /// `**strong**`, `*em*`, `***both***` (and with `_`, which must not be inside a word).
-    private static func parseEmphasis(_ s: [Character], _ i: Int, _ to: Int) -> (html: String, end: Int)? {
+    private static func parseEmphasis(_ s: [Character], _ i: Int, _ to: Int, depth: Int) -> (html: String, end: Int)? {
         let c = s[i]
         let run = count(s, i, to, c)
         if c == "_", i > 0, s[i - 1].isLetter || s[i - 1].isNumber { return nil }
@@ -341,7 +344,7 @@ public enum MarkdownRenderer {
             while let close = findDelimiter(s, from: search, to: to, of: c, length: length) {
                 let ok = !s[close - 1].isWhitespace && (c != "_" || close + length >= to || !(s[close + length].isLetter || s[close + length].isNumber))
                 if ok, close > after {
-                    let inner = renderInline(s, i + length, close)
+                    let inner = renderInline(s, i + length, close, depth: depth + 1)
                     let prefix = String(repeating: c, count: run - length)  // unmatched extra delimiters stay text
                     let html: String
                     switch length {
