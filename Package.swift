@@ -28,6 +28,8 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "WeatherAugmentation", product: "hubhost-weather", isC: true),
     .init(folder: "StandardOperators", product: "hubhost-standard-operators", isC: true),
     .init(folder: "ExtraOperators", product: "hubhost-extra-operators", isC: true),
+    .init(folder: "HTTPContentProvider", product: "hubhost-http-content-provider", isC: true),
+    .init(folder: "LocalContentProvider", product: "hubhost-local-content-provider", isC: true),
 ]
 
 let package = Package(

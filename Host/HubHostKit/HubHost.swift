@@ -95,6 +95,30 @@ public final class HubHost: @unchecked Sendable {
         }
     }
 
+    private var contentDelivery: ContentDelivery?
+
+    /// Content delivery for the Content Hub (Hub/Delivery), opened on first use with the hub's
+    /// provider instance (`hub.provider`, else the first content_provider); nil when the hub is off.
+    public func delivery() throws -> ContentDelivery? {
+        guard let hub = try hub() else { return nil }
+        return engineLock.withLock {
+            if let contentDelivery { return contentDelivery }
+            let providers = registry.plugins(of: .contentProvider)
+            let wanted = manifest.hub.provider
+            let handle = wanted.map { id in providers.first { $0.instanceID == id } } ?? providers.first
+            var problem: String?
+            if handle == nil {
+                problem = wanted.map { "hub.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
+                    ?? "no content_provider instance is loaded in plugins.yaml"
+            }
+            let delivery = ContentDelivery(hub: hub, provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
+                                           providerProblem: problem, location: { [weak self] in self?.location()?.location },
+                                           pipeline: pipeline)
+            contentDelivery = delivery
+            return delivery
+        }
+    }
+
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.
     public func advertiserID() -> AdvertiserIDDecision {
         AdvertiserIDResolver(plugins: registry.plugins(of: .advertiserID).map(AdvertiserIDPlugin.init), logger: logger).decide()
@@ -120,6 +144,7 @@ public final class HubHost: @unchecked Sendable {
         if let campaignEngine {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
+        engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
         pipeline.flush()
         pipeline.attach([])
         registry.shutdown()

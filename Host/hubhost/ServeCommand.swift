@@ -83,6 +83,9 @@ struct ServeCommand: ParsableCommand {
             }
         }
         defer { announcer.cancel() }
+        // Content Hub delivery: the immediate initial download and recurring re-syncs.
+        let deliverer = Task.detached { await HubDeliveryRoutes.run(host: host) }
+        defer { deliverer.cancel() }
         do {
             try await app.runService()
         } catch {

@@ -19,7 +19,8 @@ final class BundledPluginTests: XCTestCase {
 
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
-        XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "JSONLinesLogger", "LocationAugmentation", "Noop",
+        XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "HTTPContentProvider", "JSONLinesLogger",
+                                 "LocalContentProvider", "LocationAugmentation", "Noop",
                                  "StandardOperators", "StaticAdvertiserID", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))

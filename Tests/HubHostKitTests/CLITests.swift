@@ -23,7 +23,7 @@ final class CLITests: XCTestCase {
     func testManifestCheckValidDefault() throws {
         let result = try hubhost(["manifest", "check"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stdout.contains("plugins.yaml: valid (8 plugin instances)"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("plugins.yaml: valid (9 plugin instances)"), result.stdout)
         let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json", "--resolved"]).stdout) as? [String: Any])
         XCTAssertEqual(report["valid"] as? Bool, true)
         let resolved = try XCTUnwrap(report["resolved"] as? [String: Any])
@@ -66,8 +66,8 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         let rows = try XCTUnwrap(try json(result.stdout) as? [[String: Any]])
         XCTAssertEqual(rows.compactMap { $0["id"] as? String }, ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
-                                                                 "location-augmentation", "weather"])
-        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, true, false])
+                                                                 "content", "location-augmentation", "weather"])
+        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, true, true, false])
         XCTAssertEqual(rows.compactMap { $0["state"] as? String }.last, "disabled", "the weather is disabled in the default manifest")
         XCTAssertEqual(rows.compactMap { $0["abi"] as? String }.prefix(5), Array(repeating: "1.0.0", count: 5)[...])
         XCTAssertTrue(rows.allSatisfy { ($0["library"] as? String)?.hasSuffix(".so") ?? false })
@@ -121,7 +121,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("location:       47.6097, -122.3422; Pike Place Market"), result.stdout)
         let report = try XCTUnwrap(try json(try hubhost(["status", "--json"], in: folder).stdout) as? [String: Any])
-        XCTAssertEqual((report["plugins"] as? [[String: Any]])?.count, 8)
+        XCTAssertEqual((report["plugins"] as? [[String: Any]])?.count, 9)
     }
 
     func testBenchABIPrintsBothFigures() throws {

@@ -13,7 +13,7 @@ final class ManifestTests: XCTestCase {
         let manifest = try HostManifest.load(path: TestSupport.repository + "/plugins.yaml")
         XCTAssertEqual(manifest.diagnostics, [])
         XCTAssertEqual(manifest.instances.map(\.id), ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
-                                                      "location-augmentation", "weather"])
+                                                      "content", "location-augmentation", "weather"])
         XCTAssertEqual(manifest.dataDirectory, TestSupport.repository + "/.hubhost")
     }
 

@@ -117,7 +117,7 @@ final class ValidatorTests: XCTestCase {
 
     func testEveryBundledPluginPassesTheSuite() throws {
         for name in ["ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop", "LocationAugmentation", "WeatherAugmentation",
-                     "StandardOperators", "ExtraOperators"] {
+                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider"] {
             let (status, report, _) = try validate(TestSupport.plugin(name))
             XCTAssertEqual(status, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
             XCTAssertGreaterThanOrEqual(report.passed, 7, name)

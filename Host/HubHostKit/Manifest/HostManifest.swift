@@ -158,6 +158,7 @@ public struct HostManifest: Sendable {
                 manifest.instances.append(parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs))
             }
         }
+        manifest.fillProviderServiceURL()  // hub.db_service_url -> the hub's provider (Hub/Delivery)
         // Two instances of one plugin would report that plugin.yaml's problems twice: keep the first.
         var diagnostics: [ManifestDiagnostic] = []
         for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where !diagnostics.contains(diagnostic) {

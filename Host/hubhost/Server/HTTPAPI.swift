@@ -89,6 +89,7 @@ enum HTTPAPI {
             return json(EventView(event), status: .created)
         }
         HubWebRoutes.add(to: router, host: host, engine: engine)
+        HubDeliveryRoutes.add(to: router, host: host)
         return router
     }
 

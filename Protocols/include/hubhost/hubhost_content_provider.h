@@ -37,7 +37,11 @@ typedef struct hh_content_sink {
 
 typedef struct hh_content_provider_v1 {
     /* Fetch the resource named `resource` (NUL-terminated, borrowed; one of HH_CONTENT_RESOURCE_*
-     * or a name the host's engine documents) and stream it into `sink`.
+     * or a name the host's engine documents) and stream it into `sink`. The name may carry a
+     * query string ("settings?location_id=pike-1": the content delivery sends the location the
+     * service decides pilot membership from): a provider that asks a service passes it on, one
+     * that reads files ignores it. Call progress after each chunk and poll is_cancelled between
+     * chunks.
      * HH_OK: every byte was written. HH_ERR_NOT_FOUND: no such resource. HH_ERR_IO /
      * HH_ERR_TIMEOUT: transport failure (report_error first); the host keeps the previous
      * content. [host-serialized] */

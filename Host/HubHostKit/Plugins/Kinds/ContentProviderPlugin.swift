@@ -53,4 +53,52 @@ public final class ContentProviderPlugin: @unchecked Sendable {
         return Fetched(status: status, message: status == HH_OK ? "" : instance.takeError(), data: collector.data,
                        progress: collector.progress.map { (done: $0.0, total: $0.1) })
     }
+
+    /// Where `stream` sends what the plugin fetched. `write` answers false to stop the fetch (the
+    /// plugin then gets HH_ERR_IO); `isCancelled` is polled by the plugin between chunks.
+    public struct Sink {
+        public var write: (UnsafeRawBufferPointer) -> Bool
+        public var progress: (_ done: UInt64, _ total: UInt64) -> Void
+        public var isCancelled: () -> Bool
+
+        public init(write: @escaping (UnsafeRawBufferPointer) -> Bool, progress: @escaping (UInt64, UInt64) -> Void = { _, _ in },
+                    isCancelled: @escaping () -> Bool = { false }) {
+            self.write = write
+            self.progress = progress
+            self.isCancelled = isCancelled
+        }
+    }
+
+    /// Fetches `resource` straight into `sink` (a file, for bundles), with the plugin's progress and
+    /// cancellation. Returns the plugin's status and error message. An isolated instance answers in
+    /// one piece (its worker collects the bytes), which is then written and reported at once.
+    public func stream(_ resource: String, into sink: Sink) -> (status: Int32, message: String) {
+        guard let instance = handle.instance else {
+            let fetched = IsolatedCalls.fetch(handle, resource)
+            guard fetched.status == HH_OK else { return (fetched.status, fetched.message) }
+            let accepted = fetched.data.withUnsafeBytes { sink.write($0) }
+            guard accepted else { return (HH_ERR_IO, "the host refused the data") }
+            sink.progress(UInt64(fetched.data.count), UInt64(fetched.data.count))
+            return (HH_OK, "")
+        }
+        let api = instance.api(hh_content_provider_v1_t.self)
+        final class Box { let sink: Sink; init(_ sink: Sink) { self.sink = sink } }
+        let box = Box(sink)
+        var table = hh_content_sink_t(
+            sink_data: Unmanaged.passUnretained(box).toOpaque(),
+            write: { sink, bytes, length in
+                let box = Unmanaged<Box>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue()
+                guard length > 0 else { return HH_OK }
+                guard let bytes else { return HH_ERR_INVALID_ARGUMENT }
+                return box.sink.write(UnsafeRawBufferPointer(start: bytes, count: length)) ? HH_OK : HH_ERR_IO
+            },
+            progress: { sink, done, total in
+                Unmanaged<Box>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue().sink.progress(done, total)
+            },
+            is_cancelled: { sink in
+                Unmanaged<Box>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue().sink.isCancelled()
+            })
+        let status = withExtendedLifetime(box) { lock.withLock { api.pointee.fetch(instance.handle, resource, &table) } }
+        return (status, status == HH_OK ? "" : instance.takeError())
+    }
 }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// What content delivery remembers between runs, in `<data_dir>/hub/delivery.json`: the last
+/// settings document the service sent (so `hubhost hub status` shows the service's modes and the
+/// pilot program offline, and a new process starts with the service's last word on isDisabled and
+/// the pilot program) and the outcome of the last sync.
+public struct DeliveryRecord: Codable, Equatable, Sendable {
+    /// The last valid settings document; nil until one was fetched (the defaults apply).
+    public var settings: DeliverySettings?
+    /// When `settings` was fetched (ms since 1970).
+    public var settingsFetchedMs: Int64?
+    /// The last sync that ended, successful or not.
+    public var lastSync: SyncOutcome?
+    /// The last sync that succeeded (ms since 1970).
+    public var lastSuccessMs: Int64?
+
+    public init() {}
+
+    public struct SyncOutcome: Codable, Equatable, Sendable {
+        /// "updated" (a new bundle is active), "current" (the active bundle is the service's),
+        /// "skipped" (disabled or not enrolled: nothing downloaded) or "failed".
+        public var result: String
+        /// What happened, for people (the failure's reason).
+        public var message: String
+        public var atMs: Int64
+        /// The service's bundle version, when its metadata was read.
+        public var bundleVersion: String?
+    }
+
+    static func path(in hubDirectory: String) -> String { (hubDirectory as NSString).appendingPathComponent("delivery.json") }
+
+    /// The record in `hubDirectory`; an empty record when there is none or it cannot be read.
+    static func load(from hubDirectory: String) -> DeliveryRecord {
+        guard let data = FileManager.default.contents(atPath: path(in: hubDirectory)),
+              let record = try? JSONDecoder().decode(DeliveryRecord.self, from: data) else { return DeliveryRecord() }
+        return record
+    }
+
+    /// Writes the record atomically (a crash leaves the old or the new one, never half of one).
+    func save(to hubDirectory: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(self).write(to: URL(fileURLWithPath: DeliveryRecord.path(in: hubDirectory)), options: .atomic)
+    }
+}
