@@ -90,6 +90,7 @@ public final class HubHost: @unchecked Sendable {
                                      logger: logger)
             let engine = try HubEngine(settings: manifest.hub, dataDirectory: manifest.dataDirectory,
                                        notifications: notifications, pipeline: pipeline, metrics: metrics)
+            engine.beforePresent = { [weak self] wait in try self?.delivery()?.prepareForPresent(wait: wait) }
             hubEngine = engine
             return engine
         }

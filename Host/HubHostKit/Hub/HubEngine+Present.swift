@@ -10,7 +10,8 @@ extension HubEngine {
     /// Presents the hub for the active user's tag counts (none active: no counts, so the first hub in
     /// bundle order), or for a tags override, or opens a URI (see `contentURI(for:)`). Tracks "Hub
     /// Presented" with the pending entry point, which is then reset.
-    public func present(tags: [String]? = nil, uri: String? = nil) throws -> Presentation {
+    public func present(tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true) throws -> Presentation {
+        try beforePresent?(waitForContent)
         let target = try uri.map(contentURI(for:))
         let presentation = try presentation(counts: users.activeTagCounts(), tags: tags, uri: target)
         metrics.hubPresented(presentation)

@@ -16,6 +16,11 @@ public final class HubEngine: @unchecked Sendable {
     /// Where hub metrics go (HubHost.hub() connects it to the event pipeline) and the entry point.
     public let metrics: HubMetrics
 
+    /// Called first by `present`: content delivery's rule for presenting (download on demand, wait
+    /// for fresh content when stale content may not show). HubHost sets it, since the engine knows
+    /// no provider. The argument is false when the caller shows progress instead of waiting.
+    public var beforePresent: ((_ wait: Bool) throws -> Void)?
+
     private let lock = NSLock()
     private var currentState = HubState()
     private var bundle: ContentBundle?

@@ -202,6 +202,16 @@ public final class ContentDelivery: @unchecked Sendable {
         }
     }
 
+    /// As `prepareForPresent()`, for a caller that can show progress instead of waiting (the web
+    /// hub's status views): with no active bundle it starts a sync in the background and returns.
+    public func prepareForPresent(wait: Bool) throws {
+        if !wait, provider != nil, hub.activeBundle == nil {
+            syncInBackground()
+            return
+        }
+        try prepareForPresent()
+    }
+
     /// `hubhost serve` start-up: learns the service's modes when none are known yet, then syncs
     /// when the initial download mode is immediate. Logs failures (they are also notifications).
     public func serveStartUp() {

@@ -98,7 +98,8 @@ public final class WebContentHub: @unchecked Sendable {
         let presentation: Presentation
         do {
             if let entryPoint { engine.setEntryPoint(entryPoint) }
-            presentation = try engine.present(tags: tags, uri: uri)
+            // Without content a download starts in the background and the status view shows its progress.
+            presentation = try engine.present(tags: tags, uri: uri, waitForContent: false)
         } catch let error as HubEngine.PresentError {
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
