@@ -93,7 +93,7 @@ public final class HubEngine: @unchecked Sendable {
             pipeline.log(.info, .info, source: "hub", "content bundle \(bundle.metadata.version) installed and active (\(bundle.path))")
             return bundle
         } catch let rejection as BundleRejection {
-            pipeline.log(.error, .info, source: "hub", "\(rejection); the active bundle is unchanged")
+            pipeline.log(.error, .debug, source: "hub", "\(rejection); the active bundle is unchanged")
             throw rejection
         }
     }
@@ -110,10 +110,13 @@ public final class HubEngine: @unchecked Sendable {
                 return
             }
         } catch {
-            pipeline.log(.error, .info, source: "hub", "\(error)")
+            pipeline.log(.error, .debug, source: "hub", "\(error)")
         }
-        guard let preloaded = settings.preloadedBundle, !preloaded.isEmpty else { return }
+        guard var preloaded = settings.preloadedBundle, !preloaded.isEmpty else { return }
         do {
+            if PreloadedContentFolder.isFolder(preloaded) {
+                preloaded = try PreloadedContentFolder.bundle(for: preloaded, cacheDirectory: (directory as NSString).appendingPathComponent("preloaded"))
+            }
             let metadataPath = BundleMetadata.path(besideBundle: preloaded)
             if FileManager.default.fileExists(atPath: metadataPath) {
                 let metadata = try BundleMetadata.read(path: metadataPath)
@@ -124,7 +127,7 @@ public final class HubEngine: @unchecked Sendable {
             activate(bundle)
             pipeline.log(.info, .debug, source: "hub", "preloaded content bundle \(bundle.metadata.version) (\(preloaded))")
         } catch {
-            pipeline.log(.error, .info, source: "hub", "the preloaded bundle \(preloaded) is not used: \(error)")
+            pipeline.log(.error, .debug, source: "hub", "the preloaded bundle \(preloaded) is not used: \(error)")
         }
     }
 

@@ -40,7 +40,9 @@ public struct HubPages: Sendable {
         case .article(let id):
             guard let article = bundle.article(id), let html = bundle.body(ofArticle: id) else { return nil }
             var body = breadcrumb(hubID: bundle.channel(article.channelID)?.hubID, bundle: bundle, channelID: article.channelID)
-            body += "<h1 id=\"article-title\" data-article-id=\"\(e(article.id))\">\(e(article.title))</h1>\n"
+            // An article that opens with its own heading keeps it; the page's title is then for tools only.
+            let ownHeading = html.drop(while: { $0.isWhitespace }).hasPrefix("<h1")
+            body += "<h1 id=\"article-title\" data-article-id=\"\(e(article.id))\"\(ownHeading ? " hidden" : "")>\(e(article.title))</h1>\n"
             body += "<article class=\"hubhost-article-body\">\n" + rewriter.rewrite(html) + "\n</article>\n"
             return (page(article.title, kind: .article, id: article.id, body: body, session: session), article.title)
         }
