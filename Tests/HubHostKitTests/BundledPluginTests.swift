@@ -33,7 +33,7 @@ final class BundledPluginTests: XCTestCase {
         let host = try HubHost(manifest: relocated)
         defer { host.shutdown() }
         XCTAssertEqual(host.registry.entries.map(\.state), manifest.instances.map { $0.enabled ? .loaded : .disabled })
-        XCTAssertEqual(host.registry.entries.filter { $0.state == .disabled }.map(\.id), ["weather"])
+        XCTAssertEqual(host.registry.entries.filter { $0.state == .disabled }.map(\.id), ["content", "weather"])
     }
 
     func testJSONLinesLoggerWritesValidJSONAndRotatesBySize() throws {

@@ -97,8 +97,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// Augments many events that arrived together (one batch): the same rules as `run`, with one
     /// deadline for all of them (they started together), and one thread hop for the whole batch
-    /// instead of one per event. Events not finished at the deadline are EXPIRED as they were given.
-    public func run(batch events: [Event]) -> [Event] {
+    /// instead of one per event. Events not finished at the deadline (by default the timeout from
+    /// now) are EXPIRED as they were given.
+    public func run(batch events: [Event], deadline: DispatchTime? = nil) -> [Event] {
         guard !plugins.isEmpty, !events.isEmpty else { return events }
         final class Shared: @unchecked Sendable {
             let lock = NSLock()
@@ -130,7 +131,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             finished.signal()
         }
         let waitNs = UInt64(max(0, timeoutSeconds) * 1e9)
-        let completed = finished.wait(timeout: .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
+        let completed = finished.wait(timeout: deadline ?? .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
         let results = shared.lock.withLock { () -> [Event?] in
             shared.timedOut = true  // from now on, late answers change nothing
             return shared.results

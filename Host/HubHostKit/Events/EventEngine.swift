@@ -83,6 +83,9 @@ public final class EventEngine: @unchecked Sendable {
     }
 
     /// Tracks many events with one commit per batch (augmentation still per event): the fast path.
+    /// The batch is cut into chunks: while the database's single writer inserts one chunk, the
+    /// augmentation plugins and the JSON encoding work on the next, on the other cores. Every
+    /// event shares one augmentation deadline, counted from the batch's start.
     public func trackBatch(_ events: [Event]) throws {
         try trackLock.withLock {
             var prepared: [Event] = []
@@ -93,18 +96,47 @@ public final class EventEngine: @unchecked Sendable {
                 try campaigns.annotate(&event)
                 prepared.append(event)
             }
-            if !timeline.isEmpty { prepared = timeline.run(batch: prepared) }
-            // Encode the attributes on every core; the database has one writer.
-            var encoded = [String](repeating: "", count: prepared.count)
-            let events = prepared
-            encoded.withUnsafeMutableBufferPointer { buffer in
-                nonisolated(unsafe) let output = buffer.baseAddress!
-                DispatchQueue.concurrentPerform(iterations: events.count) { i in
-                    output[i] = AttributeJSON.encode(events[i].attributes)
+            let chunkSize = 512
+            let chunkCount = (prepared.count + chunkSize - 1) / chunkSize
+            /// One chunk's result: written once by the producer, read by the writer after `ready`
+            /// (the semaphore orders the two; the slots array itself never changes).
+            final class Slot: @unchecked Sendable {
+                var done: (events: [Event], attributes: [String])?
+                let ready = DispatchSemaphore(value: 0)
+            }
+            let slots = (0..<chunkCount).map { _ in Slot() }
+            let all = prepared, timeline = self.timeline
+            let deadline = DispatchTime.now() + .nanoseconds(Int(min(max(0, timeline.timeoutSeconds) * 1e9, Double(Int.max / 2))))
+            DispatchQueue.global().async {
+                for k in 0..<chunkCount {
+                    var chunk = Array(all[k * chunkSize..<min(all.count, (k + 1) * chunkSize)])
+                    if !timeline.isEmpty { chunk = timeline.run(batch: chunk, deadline: deadline) }
+                    var encoded = [String](repeating: "", count: chunk.count)
+                    let events = chunk
+                    encoded.withUnsafeMutableBufferPointer { buffer in
+                        nonisolated(unsafe) let output = buffer.baseAddress!
+                        DispatchQueue.concurrentPerform(iterations: events.count) { i in
+                            output[i] = AttributeJSON.encode(events[i].attributes)
+                        }
+                    }
+                    slots[k].done = (chunk, encoded)
+                    slots[k].ready.signal()
                 }
             }
-            try store.insert(prepared, encodedAttributes: encoded, state: sessions.pendingWrite)
-            notify(prepared)
+            var next = 0
+            var stored: [Event] = []
+            stored.reserveCapacity(all.count)
+            try store.insertStreaming(state: sessions.pendingWrite) {
+                guard next < chunkCount else { return nil }
+                slots[next].ready.wait()
+                let chunk = slots[next].done!
+                next += 1
+                stored += chunk.events
+                return chunk
+            }
+            // A failed insert returns early; wait for the producer so no chunk outlives the call.
+            while next < chunkCount { slots[next].ready.wait(); next += 1 }
+            notify(stored)
         }
     }
 

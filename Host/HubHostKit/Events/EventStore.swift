@@ -92,6 +92,23 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
+    /// Inserts rows in one transaction while they are still being produced: `next()` hands over the
+    /// next chunk (events with their encoded attributes), blocking until it is ready, or nil after
+    /// the last. The single writer inserts chunk k while other threads augment and encode chunk
+    /// k+1, so the two costs overlap instead of adding up. Returns when everything is on disk.
+    func insertStreaming(state: (key: String, json: String)?, next: () throws -> (events: [Event], attributes: [String])?) throws {
+        let now = Clock.wallMs()
+        try pool.write { db in
+            if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
+            let writer = try EventRowWriter(db)
+            while let chunk = try next() {
+                for (event, attributes) in zip(chunk.events, chunk.attributes) {
+                    try writer.insert(.init(event, attributes: attributes), nowMs: now)
+                }
+            }
+        }
+    }
+
     /// Replaces an event's attributes and status (after augmentation).
     public func update(_ event: Event) throws {
         try pool.write { db in

@@ -101,9 +101,11 @@ final class EventEditSession {
     /// writes (the common case) costs no copies beyond the first.
     private var stale = false
 
+    /// Nothing is copied up front: a plugin that reads attributes by name gets just those
+    /// converted, and the full C copy is built only for reads by index.
     init(_ event: AugmentableEvent) {
         working = event
-        rebuild()
+        stale = true
     }
 
     private func refresh() {
@@ -129,18 +131,21 @@ final class EventEditSession {
     }
 
     private func rebuild() {
-        cAttributes = working.attributes.map { attribute in
-            var value = hh_value_t()
-            switch attribute.value {
-            case .null: value.type = HH_VALUE_NULL
-            case .string(let s): value.type = HH_VALUE_STRING; value.of.string = copy(s)
-            case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
-            case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
-            case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
-            case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
-            }
-            return (copy(attribute.name), value)
+        cAttributes = working.attributes.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
+    }
+
+    /// A C copy of one value; a string's bytes live until `release`.
+    private func cValue(_ swiftValue: PluginValue) -> hh_value_t {
+        var value = hh_value_t()
+        switch swiftValue {
+        case .null: value.type = HH_VALUE_NULL
+        case .string(let s): value.type = HH_VALUE_STRING; value.of.string = copy(s)
+        case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
+        case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
+        case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
+        case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
         }
+        return value
     }
 
     func withView(_ body: (UnsafePointer<hh_event_view_t>, UnsafePointer<hh_event_editor_t>) -> hh_status_t) -> hh_status_t {
@@ -176,9 +181,8 @@ final class EventEditSession {
     func attribute(named name: hh_string_t, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
         let key = swiftString(name)
         return lock.withLock {
-            guard let index = working.attributes.firstIndex(where: { $0.name == key }) else { return HH_ERR_NOT_FOUND }
-            refresh()
-            value?.pointee = cAttributes[index].value
+            guard let attribute = working.attributes.first(where: { $0.name == key }) else { return HH_ERR_NOT_FOUND }
+            value?.pointee = cValue(attribute.value)
             return HH_OK
         }
     }
