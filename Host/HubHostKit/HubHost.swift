@@ -83,7 +83,8 @@ public final class HubHost: @unchecked Sendable {
             // Weak: the engine may outlive its host; its metrics then have nowhere to go (and say so in the log).
             let metrics = HubMetrics(track: { [weak self] event in
                                          guard let self else { throw HubMetrics.SinkGone() }
-                                         return try self.events().track(event)
+                                         // A page view must not wait for an fsync: metrics are written in batches.
+                                         return try self.events().trackInBackground(event)
                                      },
                                      advertiserID: { [weak self] in self?.advertiserID() ?? AdvertiserIDDecision(
                                          advertiserID: nil, limitAdTracking: false, decidedBy: nil, reason: "the host was shut down") },
@@ -146,6 +147,7 @@ public final class HubHost: @unchecked Sendable {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
         engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
+        engineLock.withLock { eventEngine }?.waitForBackgroundWrites()  // metrics still in memory
         pipeline.flush()
         pipeline.attach([])
         registry.shutdown()

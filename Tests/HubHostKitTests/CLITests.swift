@@ -67,7 +67,7 @@ final class CLITests: XCTestCase {
         let rows = try XCTUnwrap(try json(result.stdout) as? [[String: Any]])
         XCTAssertEqual(rows.compactMap { $0["id"] as? String }, ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
                                                                  "content", "location-augmentation", "weather"])
-        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, true, true, false])
+        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, false, true, false], "content and weather are disabled in the default manifest")
         XCTAssertEqual(rows.compactMap { $0["state"] as? String }.last, "disabled", "the weather is disabled in the default manifest")
         XCTAssertEqual(rows.compactMap { $0["abi"] as? String }.prefix(5), Array(repeating: "1.0.0", count: 5)[...])
         XCTAssertTrue(rows.allSatisfy { ($0["library"] as? String)?.hasSuffix(".so") ?? false })

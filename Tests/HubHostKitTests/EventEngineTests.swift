@@ -333,3 +333,31 @@ final class AttributeJSONTests: XCTestCase {
         XCTAssertEqual(AttributeJSON.encode([.init("nan", .double(.nan))]), #"[{"name":"nan","value":{"type":"null"}}]"#)
     }
 }
+
+final class BackgroundTrackingTests: XCTestCase {
+    func testEventsTrackedInTheBackgroundAreAllStoredOnceWrittenAndSurviveAReopen() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("data_dir: data\nevents: {cache_size: 1000000}\n", to: folder + "/plugins.yaml")
+        var ids: [String] = []
+        // The pipeline adds its own events (session started): compare the test's events only.
+        func ours(_ engine: EventEngine) throws -> [String] {
+            try engine.store.list(limit: 10_000).map(\.event).filter { $0.name.hasPrefix("bg ") }.map(\.id)
+        }
+        do {
+            let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+            let engine = try host.events()
+            for i in 0..<500 { ids.append(engine.trackInBackground(Event(type: .namedEvent, name: "bg \(i)")).id) }
+            engine.waitForBackgroundWrites()
+            let stored = try ours(engine)
+            XCTAssertEqual(stored.count, 500, "every event once, after waiting")
+            XCTAssertTrue(Set(stored) == Set(ids), "the stored ids are the tracked ones")
+            for i in 0..<100 { ids.append(engine.trackInBackground(Event(type: .namedEvent, name: "bg late \(i)")).id) }
+            host.shutdown()  // waits for what is still in memory
+        }
+        let reopened = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { reopened.shutdown() }
+        let stored = try ours(try reopened.events())
+        XCTAssertEqual(stored.count, 600)
+        XCTAssertTrue(Set(stored) == Set(ids), "nothing lost at shutdown")
+    }
+}

@@ -45,6 +45,7 @@ final class LocalNotificationTests: XCTestCase {
         XCTAssertEqual(try hub.present(uri: uri).target, ContentURI(.article, "news/sports/final"), "the action URI presents")
         XCTAssertEqual(try notifications.due(now: 10_000).map(\.id), ["n2", "n3"], "handled ones are no longer due")
         guard case .handled(_, _, false) = try notifications.handle(id: "n2", showAlert: false) else { return XCTFail("no alert expected") }
+        try host.events().waitForBackgroundWrites()  // metrics are written in the background
         let handled = try host.events().store.list(limit: 100).map(\.event).filter { $0.name == "Local Notification Handled" }
         XCTAssertEqual(handled.compactMap { $0[attribute: "Notification"] }.map { "\($0)" }.sorted(), ["\(PluginValue.string("n1"))", "\(PluginValue.string("n2"))"])
     }

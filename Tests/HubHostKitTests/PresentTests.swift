@@ -36,7 +36,8 @@ final class PresentTests: XCTestCase {
     }
 
     private func events(_ host: HubHost, named name: String) throws -> [Event] {
-        try host.events().store.list(limit: 1000).map(\.event).filter { $0.name == name }.reversed()
+        try host.events().waitForBackgroundWrites()  // metrics are written in the background
+        return try host.events().store.list(limit: 1000).map(\.event).filter { $0.name == name }.reversed()
     }
 
     func testPresentUsesTheActiveUsersCountsAndATagsOverride() throws {

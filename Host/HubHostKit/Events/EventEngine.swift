@@ -107,7 +107,9 @@ public final class EventEngine: @unchecked Sendable {
             let slots = (0..<chunkCount).map { _ in Slot() }
             let all = prepared, timeline = self.timeline
             let deadline = DispatchTime.now() + .nanoseconds(Int(min(max(0, timeline.timeoutSeconds) * 1e9, Double(Int.max / 2))))
-            DispatchQueue.global().async {
+            // A thread of its own, not the shared dispatch pool: callers blocked on trackLock may
+            // hold every pool thread, and the writer (holding trackLock) waits for this producer.
+            Thread.detachNewThread {
                 for k in 0..<chunkCount {
                     var chunk = Array(all[k * chunkSize..<min(all.count, (k + 1) * chunkSize)])
                     if !timeline.isEmpty { chunk = timeline.run(batch: chunk, deadline: deadline) }
@@ -140,6 +142,29 @@ public final class EventEngine: @unchecked Sendable {
         }
     }
 
+    /// Its own lock, never trackLock: a caller enqueueing must not wait for a batch being written.
+    private let backgroundLock = NSLock()
+    private lazy var background = BackgroundTracker(
+        write: { [unowned self] events in try self.trackBatch(events) },
+        failed: { [logger] error, events in
+            logger.error("\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")
+        })
+
+    /// Tracks `event` without waiting for the disk (see BackgroundTracker): it is written with
+    /// others in one batch within milliseconds. Returns the event as handed over (its id is final).
+    /// For page-view metrics and the like; `track` is durable before it returns.
+    @discardableResult
+    public func trackInBackground(_ event: Event) -> Event {
+        backgroundLock.withLock { background }.enqueue(event)
+        return event
+    }
+
+    /// Waits until every event tracked in the background so far is stored. Reads that must see
+    /// them (lists, stats, delivery, shutdown) call it first.
+    public func waitForBackgroundWrites() {
+        backgroundLock.withLock { background }.waitUntilWritten()
+    }
+
     /// Opening a URL (a deep link): matches the deep link routes, reads the campaign parameters, and
     /// tracks a named event "Open URL" with the URL, the route and the parameters. A URL that matches
     /// no route still produces its event (with its query parameters).
@@ -166,7 +191,10 @@ public final class EventEngine: @unchecked Sendable {
         return try track(event)
     }
 
-    public func flush() -> DeliveryReport { delivery.flush() }
+    public func flush() -> DeliveryReport {
+        waitForBackgroundWrites()
+        return delivery.flush()
+    }
 
     /// Purges SUCCESSFULLY_POSTED events older than `expire_local_events_after`.
     @discardableResult

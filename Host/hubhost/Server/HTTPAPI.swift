@@ -59,11 +59,17 @@ enum HTTPAPI {
             }
             let limit = max(1, min(request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50, 10_000))
             let filter = status
-            let stored = try await blocking { try engine.store.list(status: filter, limit: limit) }
+            let stored = try await blocking {
+                engine.waitForBackgroundWrites()
+                return try engine.store.list(status: filter, limit: limit)
+            }
             return json(stored.map { EventView($0.event, lastError: $0.lastError) })
         }
         router.get("/v1/events/stats") { _, _ in
-            let counts = try await blocking { try engine.store.stats() }
+            let counts = try await blocking {
+                engine.waitForBackgroundWrites()
+                return try engine.store.stats()
+            }
             return json(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
         }
         router.post("/v1/events/flush") { _, _ in
