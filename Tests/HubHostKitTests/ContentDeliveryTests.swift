@@ -461,22 +461,8 @@ final class ContentDeliveryTests: XCTestCase {
         serve(try signedBundle(version: "1"))
         service.settings = { _ in (200, #"{"initialDownloadMode": "immediate", "refreshMode": "recurring", "refreshInterval": 1}"#) }
         try TestSupport.write(manifest() + "\nserver: {host: 127.0.0.1, port: 0}\n", to: folder + "/plugins.yaml")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["serve", "--manifest", folder + "/plugins.yaml"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var banner = ""
-        let start = Date()
-        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
-        let base = try XCTUnwrap(banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let process = server.process, base = server.base
         let deadline = Date().addingTimeInterval(30)
         while service.requests.filter({ $0.path == "/content/bundle" }).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertFalse(service.requests.filter { $0.path == "/content/bundle" }.isEmpty, "immediate: downloaded at start-up")

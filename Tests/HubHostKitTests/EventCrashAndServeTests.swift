@@ -66,29 +66,10 @@ final class EventCrashAndServeTests: XCTestCase {
         events: {cache_size: 1000, collector_url: "\(collector.url)", flush_interval: 1 hr}
         plugins: []
         """, to: folder + "/plugins.yaml")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["serve", "--manifest", folder + "/plugins.yaml"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var banner = ""
-        let start = Date()
-        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
-        let base = try XCTUnwrap(banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
-        XCTAssertTrue(base.hasPrefix("http://127.0.0.1:"), banner)
-        let http = HTTPFetcher()
-        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
-            let response = try http.fetch(method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
-                                          timeoutSeconds: 10).get()
-            return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
-        }
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let process = server.process, base = server.base
+        let http = server.http
+        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
         XCTAssertEqual(try call("GET", "/v1/health").0, 200)
         let (status, created) = try call("POST", "/v1/events", #"[{"type":"app_start"},{"name":"TWO","attributes":{"n":2}}]"#)
         XCTAssertEqual(status, 201)

@@ -122,29 +122,9 @@ final class HubUsersCLITests: XCTestCase {
     }
 
     func testUserRoutesInServe() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["serve", "--manifest", folder + "/plugins.yaml"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-        var banner = ""
-        let start = Date()
-        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
-        let base = try XCTUnwrap(banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines))
-        XCTAssertTrue(base.hasPrefix("http://127.0.0.1:"), banner)
-        let http = HTTPFetcher()
-        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
-            let response = try http.fetch(method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
-                                          timeoutSeconds: 10).get()
-            return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
-        }
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let process = server.process
+        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
         func error(_ value: Any) -> String { (value as? [String: Any])?["error"] as? String ?? "\(value)" }
 
         let (createdStatus, created) = try call("POST", "/v1/users", #"{"id": "ann", "tags": ["golf"]}"#)

@@ -365,9 +365,10 @@ final class WebHubBrowserTests: XCTestCase {
 
 /// `hubhost serve --port 0` on a plugins.yaml with the given `hub:` block, as a child process.
 private final class HubServer {
-    let process = Process()
-    let base: String
-    let port: Int
+    let server: ServeProcess
+    var process: Process { server.process }
+    var base: String { server.base }
+    var port: Int { server.port }
 
     init(folder: String, hub: String) throws {
         try TestSupport.write("""
@@ -378,26 +379,7 @@ private final class HubServer {
             hub:
               \(hub)
             """, to: folder + "/plugins.yaml")
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["serve", "--port", "0", "--manifest", folder + "/plugins.yaml"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var banner = ""
-        let start = Date()
-        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
-        guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
-              address.hasPrefix("http://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
-            kill(process.processIdentifier, SIGKILL)
-            throw NSError(domain: "HubServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "hubhost serve did not start: \(banner)"])
-        }
-        base = address
-        self.port = port
+        server = try ServeProcess(manifest: folder + "/plugins.yaml", arguments: ["--port", "0"])
     }
 
     func get(_ path: String) throws -> Any {

@@ -1,0 +1,56 @@
+import Foundation
+@testable import HubHostKit
+
+/// `hubhost serve` on a test's plugins.yaml, as a child process: started, its address read from
+/// the line it prints ("hubhost serving on http://127.0.0.1:PORT", waited for 30 s at most), and
+/// killed with SIGKILL when released unless the test ended it first.
+final class ServeProcess {
+    let process = Process()
+    /// `http://127.0.0.1:PORT`
+    let base: String
+    let port: Int
+    let http = HTTPFetcher()
+
+    struct DidNotStart: Error, CustomStringConvertible {
+        var output: String
+        var description: String { "hubhost serve did not start: \(output)" }
+    }
+
+    init(manifest: String, arguments: [String] = []) throws {
+        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
+        process.arguments = ["serve", "--manifest", manifest] + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var banner = ""
+        let start = Date()
+        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            banner += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
+              address.hasPrefix("http://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw DidNotStart(output: banner)
+        }
+        base = address
+        self.port = port
+    }
+
+    /// One JSON request: the status and the decoded body (fragments allowed).
+    func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
+        let response = try http.fetch(method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
+                                      timeoutSeconds: 10).get()
+        return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
