@@ -35,7 +35,8 @@ public final class HubHost: @unchecked Sendable {
         }
         registry = PluginRegistry(manifest: manifest, pipeline: pipeline, locator: locator)
         registry.loadAll()
-        pipeline.attach(registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations)
+        pipeline.attach(registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations
+                        + [EngineErrorNotifications(notifications)])
     }
 
     private let engineLock = NSLock()

@@ -208,4 +208,28 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(anonymous["welcome"]?.impressionsLeft, 3, "the anonymous user has its own counts")
         XCTAssertEqual(anonymous["level"]?.optedOut, false)
     }
+
+    func testSkippedCampaignsAreErrorNotificationsOnTheStream() throws {
+        try writeCampaigns()
+        try TestSupport.write("""
+        data_dir: data
+        logging: {severity: warning}
+        campaigns: {file: campaigns.json}
+        plugins:
+          - id: operators
+            use: \(TestSupport.plugin("StandardOperators"))
+        """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        final class Heard: @unchecked Sendable { var list: [HostNotification] = [] }
+        let heard = Heard()
+        let lock = NSLock()
+        host.notifications.subscribe { notification in lock.withLock { heard.list.append(notification) } }
+        _ = try host.campaigns()
+        let errors = lock.withLock { heard.list }.filter { $0.name == HostNotification.Name.error }
+        XCTAssertTrue(errors.allSatisfy { $0.payload["source"] == "hubhost.campaigns" && $0.payload["severity"] == "warning" }, "\(errors)")
+        for id in ["bad-type", "bad-attr", "bad-op", "vip"] {  // vip: IN_LIST has no plugin in this manifest
+            XCTAssertTrue(errors.contains { $0.payload["message"]?.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"] ?? "" })")
+        }
+    }
 }

@@ -1,0 +1,21 @@
+/// The campaign engine's error delegate (Rakuten In-App Messaging's errorDelegate): its warnings and
+/// errors, already in the logging pipeline, also go onto the notification stream as `Error`
+/// notifications (payload: source, severity, message), so an app watching `/v1/notifications`
+/// hears them. It sits behind the pipeline's filter like every destination.
+final class EngineErrorNotifications: LogDestination, @unchecked Sendable {
+    /// Log sources whose warnings and errors are announced.
+    static let sources = ["hubhost.campaigns"]
+
+    private let notifications: HostNotifications
+
+    init(_ notifications: HostNotifications) { self.notifications = notifications }
+
+    func write(_ record: LogRecord) {
+        guard record.severity <= .warning, record.severity != .none, Self.sources.contains(record.source) else { return }
+        notifications.post(HostNotification(name: HostNotification.Name.error,
+                                            payload: ["source": record.source, "severity": record.severity.name, "message": record.message],
+                                            timestampMs: record.timeMs))
+    }
+
+    func flush() {}
+}
