@@ -75,6 +75,18 @@ struct TrackCommand: ParsableCommand {
     @Option(name: .customLong("time"), help: ArgumentHelp("A time attribute: ms since epoch or ISO 8601.", valueName: "name=value"))
     var times: [String] = []
 
+    @Option(name: .customLong("purchase-amount"), help: ArgumentHelp("purchase_successful: the purchase amount (integer).", valueName: "n"))
+    var purchaseAmount: Int64?
+
+    @Option(name: .customLong("currency-code"), help: ArgumentHelp("purchase_successful: the ISO 4217 currency code.", valueName: "code"))
+    var currencyCode: String?
+
+    @Option(name: .customLong("item"), help: ArgumentHelp("purchase_successful: an item id of the item list (repeat for each).", valueName: "id"))
+    var items: [String] = []
+
+    @Option(name: .customLong("number-of-items"), help: ArgumentHelp("purchase_successful: the number of items (default: the items given).", valueName: "n"))
+    var numberOfItems: Int64?
+
     @Flag(help: "Read the event(s) as JSON from standard input.")
     var stdin = false
 
@@ -121,6 +133,13 @@ struct TrackCommand: ParsableCommand {
         for (key, value) in try pairs(times, "time") {
             do { event.set(key, .timeMs(try EventInput.time(value, what: "--time \(key)"))) } catch { throw ValidationError("\(error)") }
         }
+        if purchaseAmount != nil || currencyCode != nil || !items.isEmpty || numberOfItems != nil {
+            guard eventType == .purchaseSuccessful else { throw ValidationError("--purchase-amount, --currency-code, --item and --number-of-items are for purchase_successful events") }
+            guard let purchaseAmount, let currencyCode else { throw ValidationError("a purchase needs --purchase-amount and --currency-code") }
+            let purchase = Purchase(amount: purchaseAmount, numberOfItems: numberOfItems, currencyCode: currencyCode, itemList: items)
+            do { for attribute in try purchase.attributes() { event.set(attribute.name, attribute.value) } } catch { throw ValidationError("\(error)") }
+        }
+        do { try Purchase.validate(event) } catch { throw ValidationError("\(error)") }
         return [event]
     }
 

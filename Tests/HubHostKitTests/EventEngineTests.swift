@@ -331,6 +331,16 @@ final class AttributeJSONTests: XCTestCase {
         let decoded = try JSONDecoder().decode([Event.Attribute].self, from: Data(text.utf8))
         XCTAssertEqual(decoded, attributes)
         XCTAssertEqual(AttributeJSON.encode([.init("nan", .double(.nan))]), #"[{"name":"nan","value":{"type":"null"}}]"#)
+        // The longest values with the shortest names: the encoder's size bound must hold.
+        let extremes: [Event.Attribute] = (0..<50).flatMap { i -> [Event.Attribute] in
+            [.init("", .double(-1.7976931348623157e+308)), .init("", .double(-2.2250738585072014e-308)), .init("", .int(Int64.min)),
+             .init("", .timeMs(Int64.min)), .init("", .string("\u{1}\u{2}\"\\")), .init("", .bool(false)), .init("", .null)]
+        }
+        let extremeText = AttributeJSON.encode(extremes)
+        XCTAssertEqual(try JSONDecoder().decode([Event.Attribute].self, from: Data(extremeText.utf8)), extremes)
+        // Only the longest numbers: no other attribute's slack to borrow (each takes 71 bytes).
+        let doubles = (0..<200).map { _ in Event.Attribute("", .double(-1.7976931348623157e+308)) }
+        XCTAssertEqual(try JSONDecoder().decode([Event.Attribute].self, from: Data(AttributeJSON.encode(doubles).utf8)), doubles)
     }
 }
 

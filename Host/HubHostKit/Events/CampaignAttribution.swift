@@ -14,8 +14,11 @@ final class CampaignAttribution {
 
     let settings: EventSettings
     private let state: KeyValueState
-    /// Read once; changes (rare: a new campaign, an expiry) are written at once.
+    /// Read once. A new campaign is written at once; an expiry found while events are prepared is
+    /// written with those events, in their transaction (`takePendingWrite`), since preparing may
+    /// run while the store's writer is busy with the batch.
     private var cached: State?
+    private var pending: State?
 
     init(settings: EventSettings, state: KeyValueState) throws {
         self.settings = settings
@@ -26,6 +29,14 @@ final class CampaignAttribution {
     private func save(_ value: State) throws {
         try state.set("campaign", value)
         cached = value
+        pending = nil
+    }
+
+    /// The state change annotating found (an expiry), to be written with the events; cleared.
+    func takePendingWrite() -> (key: String, json: String)? {
+        guard let value = pending, let data = try? JSONEncoder().encode(value) else { return nil }
+        pending = nil
+        return ("campaign", String(decoding: data, as: UTF8.self))
     }
 
     /// Reads the campaign parameters; returns why a campaign was not activated, if one was named.
@@ -47,7 +58,7 @@ final class CampaignAttribution {
     }
 
     /// Adds Campaign Name (while current) and Last Campaign to an event, never over the caller's values.
-    func annotate(_ event: inout Event) throws {
+    func annotate(_ event: inout Event) {
         guard var current = cached else { return }
         if let name = current.current, let expires = current.expiresAtMs {
             if event.timestampMs < expires {
@@ -56,7 +67,8 @@ final class CampaignAttribution {
                 current.last = name  // expired: it becomes the last campaign
                 current.current = nil
                 current.expiresAtMs = nil
-                try save(current)
+                cached = current
+                pending = current
             }
         }
         if let last = current.last { event.fill(settings.lastCampaignField, .string(last)) }

@@ -12,6 +12,8 @@ public final class EventEngine: @unchecked Sendable {
     let sessions: SessionTracker
     let campaigns: CampaignAttribution
     let logger: Logger
+    /// The core values (device, OS, app) that are set, read from the settings once.
+    private let coreValues: [(field: String, value: PluginValue)]
     private let trackLock = NSLock()  // session and campaign state change one event at a time
     private let observerLock = NSLock()
     private var observers: [@Sendable (Event) -> Void] = []
@@ -35,6 +37,10 @@ public final class EventEngine: @unchecked Sendable {
         self.settings = settings
         self.deepLinks = deepLinks
         logger = Logger(label: "hubhost.events", pipeline: pipeline)
+        coreValues = settings.coreValues.compactMap { core in
+            let value = settings.string(core.key)
+            return value.isEmpty ? nil : (core.field, PluginValue.string(value))
+        }
         let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"))
         store = opened.store
         if let aside = opened.movedAside {
@@ -56,6 +62,7 @@ public final class EventEngine: @unchecked Sendable {
     /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
     @discardableResult
     public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
+        try Purchase.validate(event)  // a bad event is refused before anything is stored
         let prepared: [Event] = try trackLock.withLock {
             var event = event
             fillCoreValues(&event)
@@ -64,10 +71,10 @@ public final class EventEngine: @unchecked Sendable {
                 fillCoreValues(&session)
                 return session
             }
-            try campaigns.annotate(&event)
+            campaigns.annotate(&event)
             event.status = timeline.isEmpty ? .notPosted : .hold
             all.append(event)
-            try store.insert(all, state: sessions.pendingWrite)
+            try store.insert(all, states: pendingStates())
             return all
         }
         var tracked = prepared.last!
@@ -87,57 +94,68 @@ public final class EventEngine: @unchecked Sendable {
     /// augmentation plugins and the JSON encoding work on the next, on the other cores. Every
     /// event shares one augmentation deadline, counted from the batch's start.
     public func trackBatch(_ events: [Event]) throws {
+        for event in events { try Purchase.validate(event) }  // all or nothing, before anything is stored
         try trackLock.withLock {
-            var prepared: [Event] = []
-            prepared.reserveCapacity(events.count + 1)
-            for var event in events {
-                fillCoreValues(&event)
-                prepared += sessions.events(before: event)
-                try campaigns.annotate(&event)
-                prepared.append(event)
-            }
             let chunkSize = 512
-            let chunkCount = (prepared.count + chunkSize - 1) / chunkSize
+            let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
             /// (the semaphore orders the two; the slots array itself never changes).
             final class Slot: @unchecked Sendable {
-                var done: (events: [Event], attributes: [String])?
+                var done: Result<(events: [Event], attributes: [String]), Error>?
                 let ready = DispatchSemaphore(value: 0)
             }
             let slots = (0..<chunkCount).map { _ in Slot() }
-            let all = prepared, timeline = self.timeline
+            let timeline = self.timeline
             let deadline = DispatchTime.now() + .nanoseconds(Int(min(max(0, timeline.timeoutSeconds) * 1e9, Double(Int.max / 2))))
-            // A thread of its own, not the shared dispatch pool: callers blocked on trackLock may
-            // hold every pool thread, and the writer (holding trackLock) waits for this producer.
-            Thread.detachNewThread {
+            // The producer prepares (core values, sessions, campaign attribution: in order, one
+            // thread), augments and encodes chunk after chunk while the writer stores the previous
+            // one. It may touch the engine's session and campaign state: this call holds trackLock
+            // until every slot was consumed. A thread of its own, not the shared dispatch pool:
+            // callers blocked on trackLock may hold every pool thread. It never owns the engine
+            // (unowned: this call keeps it alive and waits for `producerDone`), so the engine's
+            // last release can never happen on this thread, e.g. while the process exits.
+            let producerDone = DispatchSemaphore(value: 0)
+            Thread.detachNewThread { [unowned self] in
+                defer { producerDone.signal() }
                 for k in 0..<chunkCount {
-                    var chunk = Array(all[k * chunkSize..<min(all.count, (k + 1) * chunkSize)])
-                    if !timeline.isEmpty { chunk = timeline.run(batch: chunk, deadline: deadline) }
-                    var encoded = [String](repeating: "", count: chunk.count)
-                    let events = chunk
-                    encoded.withUnsafeMutableBufferPointer { buffer in
-                        nonisolated(unsafe) let output = buffer.baseAddress!
-                        DispatchQueue.concurrentPerform(iterations: events.count) { i in
-                            output[i] = AttributeJSON.encode(events[i].attributes)
+                    slots[k].done = Result {
+                        var chunk: [Event] = []
+                        chunk.reserveCapacity(chunkSize + 1)
+                        for var event in events[k * chunkSize..<min(events.count, (k + 1) * chunkSize)] {
+                            fillCoreValues(&event)
+                            chunk += sessions.events(before: event)
+                            campaigns.annotate(&event)
+                            chunk.append(event)
                         }
+                        if !timeline.isEmpty { chunk = timeline.run(batch: chunk, deadline: deadline) }
+                        var encoded = [String](repeating: "", count: chunk.count)
+                        let prepared = chunk
+                        encoded.withUnsafeMutableBufferPointer { buffer in
+                            nonisolated(unsafe) let output = buffer.baseAddress!
+                            DispatchQueue.concurrentPerform(iterations: prepared.count) { i in
+                                output[i] = AttributeJSON.encode(prepared[i].attributes)
+                            }
+                        }
+                        return (prepared, encoded)
                     }
-                    slots[k].done = (chunk, encoded)
                     slots[k].ready.signal()
                 }
             }
             var next = 0
             var stored: [Event] = []
-            stored.reserveCapacity(all.count)
-            try store.insertStreaming(state: sessions.pendingWrite) {
+            stored.reserveCapacity(events.count + 1)
+            defer {  // no chunk, and no producer, outlives the call
+                while next < chunkCount { slots[next].ready.wait(); next += 1 }
+                producerDone.wait()
+            }
+            try store.insertStreaming(states: { self.pendingStates() }) {
                 guard next < chunkCount else { return nil }
                 slots[next].ready.wait()
-                let chunk = slots[next].done!
+                let chunk = try slots[next].done!.get()
                 next += 1
                 stored += chunk.events
                 return chunk
             }
-            // A failed insert returns early; wait for the producer so no chunk outlives the call.
-            while next < chunkCount { slots[next].ready.wait(); next += 1 }
             notify(stored)
         }
     }
@@ -146,8 +164,8 @@ public final class EventEngine: @unchecked Sendable {
     private let backgroundLock = NSLock()
     private lazy var background = BackgroundTracker(
         write: { [unowned self] events in try self.trackBatch(events) },
-        failed: { [logger] error, events in
-            logger.error("\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")
+        failed: { [unowned self] error, events in  // unowned, as `write`: the drain thread must own nothing heavy
+            self.logger.error("\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")
         })
 
     /// Tracks `event` without waiting for the disk (see BackgroundTracker): it is written with
@@ -206,11 +224,13 @@ public final class EventEngine: @unchecked Sendable {
         try store.count(status: .notPosted) + store.count(status: .expired)
     }
 
+    /// The session and campaign state that preparing events changed, written in their transaction.
+    private func pendingStates() -> [(key: String, json: String)] {
+        [sessions.pendingWrite, campaigns.takePendingWrite()].compactMap { $0 }
+    }
+
     private func fillCoreValues(_ event: inout Event) {
-        for (field, key) in settings.coreValues {
-            let value = settings.string(key)
-            if !value.isEmpty { event.fill(field, .string(value)) }
-        }
+        for (field, value) in coreValues { event.fill(field, value) }
     }
 
 }

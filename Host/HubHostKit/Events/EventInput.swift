@@ -39,7 +39,8 @@ public enum EventInput {
         }
     }
 
-    static let knownKeys = ["type", "name", "timestamp", "attributes", "id"]
+    static let knownKeys = ["type", "name", "timestamp", "attributes", "id", "purchase"]
+    static let purchaseKeys = ["amount", "number_of_items", "currency_code", "item_list"]
 
     static func event(_ item: Any) throws -> Event {
         guard let object = item as? [String: Any] else { throw Problem(description: "an event must be a JSON object") }
@@ -69,7 +70,40 @@ public enum EventInput {
                 event.set(name, try value(map[name]!, name: name))
             }
         }
+        do {
+            if let raw = object["purchase"] {
+                guard type == .purchaseSuccessful else { throw Problem(description: "'purchase' belongs to a purchase_successful event, not \(type.rawValue)") }
+                for attribute in try purchase(raw).attributes() { event.set(attribute.name, attribute.value) }
+            }
+            try Purchase.validate(event)
+        } catch let invalid as Purchase.Invalid {
+            throw Problem(description: invalid.description)
+        }
         return event
+    }
+
+    /// `{"amount": 50, "currency_code": "USD", "item_list": ["box", "hammer"], "number_of_items": 2}`
+    static func purchase(_ raw: Any) throws -> Purchase {
+        guard let object = raw as? [String: Any] else { throw Problem(description: "'purchase' must be an object with \(purchaseKeys.joined(separator: ", "))") }
+        for key in object.keys.sorted() where !purchaseKeys.contains(key) {
+            throw Problem(description: "unknown purchase key '\(key)'\(Suggestion.hint(for: key, in: purchaseKeys)); expected: \(purchaseKeys.joined(separator: ", "))")
+        }
+        func integer(_ key: String) throws -> Int64? {
+            guard let value = object[key] else { return nil }
+            guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue == Double(number.int64Value) else {
+                throw Problem(description: "purchase '\(key)' must be an integer")
+            }
+            return number.int64Value
+        }
+        guard let amount = try integer("amount") else { throw Problem(description: "purchase 'amount' is required") }
+        guard let currency = object["currency_code"] as? String else { throw Problem(description: "purchase 'currency_code' is required (e.g. \"USD\")") }
+        let items: [String]
+        switch object["item_list"] {
+        case nil: items = []
+        case let list as [String]: items = list
+        default: throw Problem(description: "purchase 'item_list' must be a list of item ids")
+        }
+        return Purchase(amount: amount, numberOfItems: try integer("number_of_items"), currencyCode: currency, itemList: items)
     }
 
     static func value(_ raw: Any, name: String) throws -> PluginValue {

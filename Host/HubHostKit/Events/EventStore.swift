@@ -73,18 +73,18 @@ public final class EventStore: @unchecked Sendable {
 
     /// Inserts events in one transaction (with `state`, the session state their tracking changed);
     /// returns when they are on disk.
-    public func insert(_ events: [Event]) throws { try insert(events, state: nil) }
+    public func insert(_ events: [Event]) throws { try insert(events, states: []) }
 
-    func insert(_ events: [Event], state: (key: String, json: String)?) throws {
-        try insert(events, encodedAttributes: events.map { AttributeJSON.encode($0.attributes) }, state: state)
+    func insert(_ events: [Event], states: [(key: String, json: String)]) throws {
+        try insert(events, encodedAttributes: events.map { AttributeJSON.encode($0.attributes) }, states: states)
     }
 
     /// Inserts events whose attributes column was already encoded (`encodedAttributes[i]` for
     /// `events[i]`), so a batch can encode them in parallel before the single writer commits.
-    func insert(_ events: [Event], encodedAttributes: [String], state: (key: String, json: String)?) throws {
+    func insert(_ events: [Event], encodedAttributes: [String], states: [(key: String, json: String)]) throws {
         let now = Clock.wallMs()
         try pool.write { db in
-            if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
+            for state in states { try KeyValueState.write(db, key: state.key, json: state.json) }
             let writer = try EventRowWriter(db)
             for (event, attributes) in zip(events, encodedAttributes) {
                 try writer.insert(.init(event, attributes: attributes), nowMs: now)
@@ -96,16 +96,18 @@ public final class EventStore: @unchecked Sendable {
     /// next chunk (events with their encoded attributes), blocking until it is ready, or nil after
     /// the last. The single writer inserts chunk k while other threads augment and encode chunk
     /// k+1, so the two costs overlap instead of adding up. Returns when everything is on disk.
-    func insertStreaming(state: (key: String, json: String)?, next: () throws -> (events: [Event], attributes: [String])?) throws {
+    /// `states()` is asked after the last chunk (producing the chunks may change it) and written in
+    /// the same transaction.
+    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [String])?) throws {
         let now = Clock.wallMs()
         try pool.write { db in
-            if let state { try KeyValueState.write(db, key: state.key, json: state.json) }
             let writer = try EventRowWriter(db)
             while let chunk = try next() {
                 for (event, attributes) in zip(chunk.events, chunk.attributes) {
                     try writer.insert(.init(event, attributes: attributes), nowMs: now)
                 }
             }
+            for state in states() { try KeyValueState.write(db, key: state.key, json: state.json) }
         }
     }
 

@@ -18,7 +18,13 @@ final class SessionTracker {
     /// The session, read from the store once; written back with the events that change it, in
     /// their transaction (`pendingWrite`), so tracking costs no extra commit.
     private var current: State?
-    private(set) var pendingWrite: (key: String, json: String)?
+    /// The state to write with the next events, nil when unchanged. Kept as a value and turned
+    /// into JSON only when it is written (once per batch, not once per event).
+    private var pending: State?
+    var pendingWrite: (key: String, json: String)? {
+        // The same JSON the Codable State reads back, without an encoder.
+        pending.map { (Self.key, "{\"startedMs\":\($0.startedMs),\"lastActivityMs\":\($0.lastActivityMs)}") }
+    }
 
     static let key = "session"
 
@@ -52,8 +58,7 @@ final class SessionTracker {
 
     private func remember(_ session: State) {
         current = session
-        // The same JSON the Codable State reads back, without an encoder on every event.
-        pendingWrite = (Self.key, "{\"startedMs\":\(session.startedMs),\"lastActivityMs\":\(session.lastActivityMs)}")
+        pending = session
     }
 }
 
