@@ -21,12 +21,7 @@ public enum MarkdownRenderer {
     }
 
     /// `&`, `<`, `>`, `"` and `'` as entities: safe in text and in double-quoted attributes.
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for c in text { appendEscaped(c, to: &out) }
-        return out
-    }
+    public static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
 
     // MARK: Blocks
 
@@ -278,7 +273,7 @@ public enum MarkdownRenderer {
             let c = s[i]
             // Backslash escapes of ASCII punctuation.
             if c == "\\", i + 1 < to, s[i + 1].isASCII, s[i + 1].isPunctuation || s[i + 1].isSymbol {
-                appendEscaped(s[i + 1], to: &out)
+                HTMLEscape.append(s[i + 1], to: &out)
                 i += 2
                 continue
             }
@@ -326,7 +321,7 @@ public enum MarkdownRenderer {
                 i = emphasis.end
                 continue
             }
-            appendEscaped(c, to: &out)
+            HTMLEscape.append(c, to: &out)
             i += 1
         }
         return out
@@ -462,14 +457,4 @@ public enum MarkdownRenderer {
         return nil
     }
 
-    private static func appendEscaped(_ c: Character, to out: inout String) {
-        switch c {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&#39;"
-        default: out.append(c)
-        }
-    }
 }

@@ -4,21 +4,7 @@ import Foundation
 /// (checking, downloading, error) with their replaceable templates, hubhost's stylesheet and script.
 public enum HubPageTemplates {
     /// Escapes text for HTML element content and double- or single-quoted attribute values.
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    public static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
 
     /// A status view: what the hub shows while it has no content to present.
     public enum Status: String, CaseIterable, Sendable {
