@@ -6,8 +6,14 @@ import Hummingbird
 ///
 ///   POST /v1/hub/sync     sync now: 200 with the SyncReport, 502 with {"error"} when it failed
 ///                         (the previous bundle stays active), 404 when the hub is off
+///   GET  /v1/hub/status   what `hubhost hub status --json` prints: state, active bundle, provider,
+///                         the service's delivery settings as last fetched, the last sync
 enum HubDeliveryRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
+        router.get("/v1/hub/status") { _, _ in
+            guard let delivery = try host.delivery() else { return HTTPAPI.failure(.notFound, "the Content Hub is off (hub: enabled: false)") }
+            return HTTPAPI.json(try await HTTPAPI.blocking { delivery.status() })
+        }
         router.post("/v1/hub/sync") { _, _ in
             guard let delivery = try host.delivery() else { return HTTPAPI.failure(.notFound, "the Content Hub is off (hub: enabled: false)") }
             do {
