@@ -300,6 +300,29 @@ final class BundleTests: XCTestCase {
         XCTAssertEqual(restarted.activeBundle?.hubs.map(\.id), ["news", "cooking"])
     }
 
+    func testAnOlderSignedBundleNeverReplacesANewerOne() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let keys = try TestKeys.make("RSA", name: "RSA", in: folder)
+        func build(_ name: String, createdAt seconds: Double) throws -> (path: String, metadata: BundleMetadata) {
+            let path = "\(folder)/\(name).sqlite3"
+            let (_, metadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: path, privateKeyPath: keys.privateKey, version: name,
+                                                              now: Date(timeIntervalSince1970: seconds))
+            return (path, metadata)
+        }
+        let old = try build("old", createdAt: 1_700_000_000), new = try build("new", createdAt: 1_800_000_000)
+        var hub = try engine(dataDirectory: folder + "/data", publicKey: keys.publicKey)
+        _ = try hub.install(metadata: new.metadata, bundleAt: new.path)
+        let refused = rejection { try hub.install(metadata: old.metadata, bundleAt: old.path) }
+        XCTAssertEqual(refused?.kind, .older, refused?.reason ?? "")
+        XCTAssertTrue(refused?.reason.contains("before the active bundle") ?? false, refused?.reason ?? "")
+        XCTAssertEqual(hub.activeBundle?.metadata.version, "new", "the newer bundle stays active")
+        XCTAssertEqual(try hub.install(metadata: new.metadata, bundleAt: new.path).metadata.version, "new", "the same bundle again is fine")
+        hub = try engine(dataDirectory: folder + "/data", publicKey: keys.publicKey)  // a restart remembers
+        XCTAssertEqual(rejection { try hub.install(metadata: old.metadata, bundleAt: old.path) }?.kind, .older)
+        let newest = try build("newest", createdAt: 1_900_000_000)
+        XCTAssertEqual(try hub.install(metadata: newest.metadata, bundleAt: newest.path).metadata.version, "newest")
+    }
+
     func testNoPublicKeyConfiguredRejectsAndNotABundleIsRejectedAfterItsSignature() throws {
         let folder = try TestSupport.temporaryFolder(self)
         let sample = try signedSample(in: folder)

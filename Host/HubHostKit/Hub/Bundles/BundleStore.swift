@@ -18,6 +18,9 @@ public final class BundleStore: @unchecked Sendable {
         public var activated: String
         /// The bundle active before it, kept so an operator can go back; nil for the first.
         public var previous: String?
+        /// The active bundle's `created` time from inside the signed file (nil in pointers written
+        /// before it was recorded): a bundle created earlier is refused.
+        public var created: String?
     }
 
     public let directory: String
@@ -77,7 +80,10 @@ public final class BundleStore: @unchecked Sendable {
                 throw BundleRejection(.unreadable, "the bundle cannot be stored in \(directory): \(error)")
             }
             do {
-                _ = try ContentBundle(path: temporary)  // opened and closed again: only the check matters here
+                let candidate = try ContentBundle(path: temporary)
+                try Self.refuseIfOlder(candidate.metadata.created, than: activePointer()?.created)
+            } catch let rejection as BundleRejection {
+                throw rejection
             } catch ContentBundle.OpenError.notABundle(_, let reason) {
                 throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(reason)")
             } catch {
@@ -96,7 +102,7 @@ public final class BundleStore: @unchecked Sendable {
             }
             let old = activePointer()
             let pointer = ActivePointer(sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
-                                        previous: old?.sha256 == sha ? old?.previous : old?.sha256)
+                                        previous: old?.sha256 == sha ? old?.previous : old?.sha256, created: bundle.metadata.created)
             do {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -107,6 +113,19 @@ public final class BundleStore: @unchecked Sendable {
             prune(keeping: [pointer.sha256, pointer.previous].compactMap { $0 })
             return bundle
         }
+    }
+
+    /// Throws `.older` when `created` (the candidate's signed creation time) is before the active
+    /// bundle's. Times that do not parse as ISO 8601 are not compared.
+    static func refuseIfOlder(_ created: String, than active: String?) throws {
+        let parser = ISO8601DateFormatter()
+        parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        func date(_ text: String) -> Date? {
+            if let date = parser.date(from: text) { return date }
+            return ISO8601DateFormatter().date(from: text)
+        }
+        guard let active, let activeDate = date(active), let candidate = date(created), candidate < activeDate else { return }
+        throw BundleRejection(.older, "the bundle was created \(created), before the active bundle (\(active)): an older bundle never replaces newer content")
     }
 
     /// Reads the bundle file at `path` and installs it (see install(_:metadata:publicKeyPath:)).

@@ -21,6 +21,9 @@ public struct BundleRejection: Error, CustomStringConvertible, Equatable, Sendab
         case notABundle
         /// The bundle or its metadata could not be read or stored.
         case unreadable
+        /// Validly signed, but created before the active bundle: an old bundle replayed (or served
+        /// by a stale mirror) never replaces newer content. To go back, publish the old content again.
+        case older
     }
 
     public let kind: Kind
