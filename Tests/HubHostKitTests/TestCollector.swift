@@ -12,43 +12,26 @@ final class TestCollector: @unchecked Sendable {
         case close
     }
 
-    struct Request {
-        var method: String
-        var path: String
-        var headers: [String: String]
-        var body: Data
-    }
+    typealias Request = LoopbackHTTPServer.Request
 
     private let lock = NSLock()
-    private var listener: Int32 = -1
-    private(set) var port: UInt16 = 0
-    private var stopped = false
+    private let server: LoopbackHTTPServer
     private var script: [Behavior] = []
     private var fallback: Behavior = .status(200)
     private var received: [Request] = []
     private var tokenCount = 0
-    private var openConnections: [Int32] = []
 
     /// The address it listens on (a loopback address such as 127.0.0.1 or 127.0.0.2).
-    let address: String
+    var address: String { server.address }
+    var port: UInt16 { server.port }
 
     /// Starts listening on `address` (default 127.0.0.1) on a free port.
     init(address: String = "127.0.0.1") throws {
-        self.address = address
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr(self.address)
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(listener, 16) == 0 else { throw NSError(domain: "TestCollector", code: Int(errno)) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        port = UInt16(bigEndian: address.sin_port)
-        let thread = Thread { [weak self] in self?.serve() }
-        thread.start()
+        server = try LoopbackHTTPServer(address: address)
+        server.start { [weak self] fd, request in
+            guard let self else { close(fd); return }
+            self.handle(fd, request)
+        }
     }
 
     var url: String { "http://127.0.0.1:\(port)/collect" }
@@ -91,29 +74,11 @@ final class TestCollector: @unchecked Sendable {
     var acceptedKeys: [String] { lock.withLock { accepted } }
     private var accepted: [String] = []
 
-    func stop() {
-        lock.withLock {
-            stopped = true
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
-            for fd in openConnections { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
-            openConnections = []
-        }
-    }
+    func stop() { server.stop() }
 
     deinit { stop() }
 
-    private func serve() {
-        while true {
-            let fd = accept(listener, nil, nil)
-            if fd < 0 { return }
-            if lock.withLock({ stopped }) { close(fd); return }
-            handle(fd)
-        }
-    }
-
-    private func handle(_ fd: Int32) {
-        guard let request = read(fd) else { close(fd); return }
+    private func handle(_ fd: Int32, _ request: Request) {
         if request.path == "/token" {
             lock.withLock { tokenCount += 1 }
             let token = "token-\(lock.withLock { tokenCount })"
@@ -148,47 +113,13 @@ final class TestCollector: @unchecked Sendable {
             }
             respond(fd, code, "{}")
         case .hang:
-            lock.withLock { openConnections.append(fd) }  // closed by stop()
+            server.keepOpen(fd)  // closed by stop()
         case .close:
             close(fd)
         }
     }
 
     private func respond(_ fd: Int32, _ code: Int, _ body: String) {
-        let text = "HTTP/1.1 \(code) X\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
-        _ = text.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-        close(fd)
-    }
-
-    private func read(_ fd: Int32) -> Request? {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var headerEnd: Range<Data.Index>?
-        var deadline = 0
-        while headerEnd == nil {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { return nil }
-            data.append(contentsOf: buffer[0..<n])
-            headerEnd = data.range(of: Data("\r\n\r\n".utf8))
-            deadline += 1
-            if deadline > 10_000 { return nil }
-        }
-        let head = String(decoding: data[..<headerEnd!.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
-        let requestLine = head[0].split(separator: " ")
-        guard requestLine.count >= 2 else { return nil }
-        var headers: [String: String] = [:]
-        for line in head.dropFirst() {
-            if let colon = line.firstIndex(of: ":") {
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            }
-        }
-        var body = Data(data[headerEnd!.upperBound...])
-        let length = Int(headers["content-length"] ?? "0") ?? 0
-        while body.count < length {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            body.append(contentsOf: buffer[0..<n])
-        }
-        return Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers, body: body)
+        LoopbackHTTPServer.respond(fd, code, headers: ["Content-Type": "application/json"], Data(body.utf8))
     }
 }
