@@ -8,7 +8,7 @@ final class ABIHeaderTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let headers = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Protocols/include/hubhost")
             .filter { $0.hasSuffix(".h") }.sorted()
-        XCTAssertEqual(headers.count, 9)
+        XCTAssertEqual(headers.count, 10)
         for header in headers {
             // Each header must stand alone, included first.
             let source = "#include <hubhost/\(header)>\nint hubhost_header_test(void);\nint hubhost_header_test(void) { return 0; }\n"
@@ -20,6 +20,46 @@ final class ABIHeaderTests: XCTestCase {
             let cxx = try TestSupport.run("/usr/bin/env", ["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
                                                             "-I", TestSupport.repository + "/Protocols/include", folder + "/cxx_test.cpp", "-o", folder + "/cxx.o"])
             XCTAssertEqual(cxx.status, 0, "\(header) as C++17: \(cxx.stderr)")
+        }
+    }
+
+    /// The optional helpers expand, in a plugin, to clean C11 and C++17: a single-plugin library, a
+    /// library over a descriptor array, and hh_report.
+    func testPluginHelpersExpandAsStrictC11AndCxx() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let common = """
+            #include <hubhost/hubhost.h>
+            #include <hubhost/hubhost_plugin_helpers.h>
+            static hh_status_t compare(void *instance, const hh_value_t *event, const hh_value_t *trigger, bool *out) {
+                (void)instance; (void)event; (void)trigger; *out = true; return HH_OK;
+            }
+            static const hh_trigger_operator_v1_t api = { "ANY", 0, compare };
+            static hh_status_t create(const hh_host_t *host, void **out_instance) {
+                if (!out_instance) return hh_report(host, HH_ERR_INVALID_ARGUMENT, "no %s (%d)", "out_instance", 1);
+                *out_instance = NULL;
+                return HH_OK;
+            }
+            static void destroy(void *instance) { (void)instance; }
+
+            """
+        let single = common + """
+            HH_SINGLE_PLUGIN_LIBRARY("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy);
+            """
+        let several = common + """
+            static const hh_plugin_descriptor_t plugins[] = {
+                HH_PLUGIN_DESCRIPTOR("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
+                HH_PLUGIN_DESCRIPTOR("any-2", "Any 2", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
+            };
+            HH_PLUGIN_LIBRARY(plugins);
+            """
+        for (name, source) in [("single", single), ("several", several)] {
+            for (compiler, standard, suffix) in [("cc", "-std=c11", "c"), ("c++", "-std=c++17", "cpp")] {
+                try TestSupport.write(source, to: folder + "/\(name).\(suffix)")
+                let result = try TestSupport.run("/usr/bin/env", [compiler, standard, "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                                                                  "-I", TestSupport.repository + "/Protocols/include",
+                                                                  folder + "/\(name).\(suffix)", "-o", folder + "/\(name)-\(suffix).o"])
+                XCTAssertEqual(result.status, 0, "\(name) as \(standard): \(result.stderr)")
+            }
         }
     }
 

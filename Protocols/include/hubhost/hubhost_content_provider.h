@@ -19,7 +19,10 @@ extern "C" {
 #define HH_CONTENT_RESOURCE_BUNDLE   "bundle"    /* the content bundle (one SQLite file) */
 #define HH_CONTENT_RESOURCE_SETTINGS "settings"  /* delivery settings document (JSON) */
 
-/* Where a provider writes what it fetched. Host-owned; valid during the fetch call only. */
+/* Where a provider writes what it fetched. Host-owned; valid during the fetch call only. The host
+ * sets every function (none is NULL). A provider may call them from the thread that called fetch
+ * or from a thread of its own, as long as the calls on one sink do not overlap and all end before
+ * fetch returns. */
 typedef struct hh_content_sink {
     void *sink_data;  /* host-owned, opaque: pass back unchanged */
 
@@ -28,10 +31,16 @@ typedef struct hh_content_sink {
      * during the call, never concurrently with itself. */
     hh_status_t (*write)(const struct hh_content_sink *sink, const void *bytes, size_t length);
 
-    /* Report progress: bytes done and the total (0 when unknown). Optional to call. */
+    /* Report progress: bytes done and the total (0 when unknown). Optional to call. Under
+     * `isolation: process` the reports stay in the worker and the host reports done = total once
+     * the fetch returned. Cannot fail. [any-thread] during the fetch call only, never
+     * concurrently with write, progress or is_cancelled on the same sink. */
     void (*progress)(const struct hh_content_sink *sink, uint64_t done, uint64_t total);
 
-    /* True when the host asks the provider to stop early (return HH_ERR_UNAVAILABLE). */
+    /* True when the host asks the provider to stop early: stop and return HH_ERR_UNAVAILABLE
+     * (report_error first). Cheap and non-blocking: poll it between chunks. Under
+     * `isolation: process` it always answers false. Cannot fail. [any-thread] during the fetch
+     * call only, never concurrently with write, progress or is_cancelled on the same sink. */
     bool (*is_cancelled)(const struct hh_content_sink *sink);
 } hh_content_sink_t;
 

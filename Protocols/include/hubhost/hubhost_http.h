@@ -51,12 +51,24 @@ typedef struct hh_http_response {
 typedef struct hh_host_http_v1 {
     /* Perform a request and wait for the whole response (blocking the calling thread).
      * HH_OK: *out_response is filled (any HTTP status, including 4xx/5xx); release it with
-     * `release`. HH_ERR_TIMEOUT, HH_ERR_IO: no response (report nothing; the host logs).
-     * HH_ERR_UNSUPPORTED: the URL's host is not on the allow-list. [thread-safe] */
+     * `release`, once.
+     * Any other status: no response. The host writes nothing to *out_response and holds nothing
+     * for it, so there is nothing to release: do not call `release` after a failure (it would
+     * free whatever the struct happens to hold; on a zero-filled struct it does nothing).
+     *   HH_ERR_TIMEOUT           no answer within the timeout (the request's, capped by the
+     *                            instance's http_timeout);
+     *   HH_ERR_IO                the server could not be reached or the transfer failed;
+     *   HH_ERR_UNSUPPORTED       the URL's host is not on the allow-list (the host logs a warning
+     *                            naming the host and the allow-list);
+     *   HH_ERR_INVALID_ARGUMENT  a NULL argument, or a URL that does not parse (the host leaves
+     *                            that message as this thread's report).
+     * The host logs nothing for timeouts and I/O failures: a plugin whose own call fails because
+     * of one reports why (report_error) before returning its failure. [thread-safe] */
     hh_status_t (*fetch)(const hh_host_t *host, const hh_http_request_t *request,
                          hh_http_response_t *out_response);
 
-    /* Release a response obtained from fetch. [thread-safe] */
+    /* Release a response that fetch filled (HH_OK), once; afterwards *response is zero-filled.
+     * Releasing a zero-filled response does nothing. Cannot fail. [thread-safe] */
     void (*release)(const hh_host_t *host, hh_http_response_t *response);
 } hh_host_http_v1_t;
 

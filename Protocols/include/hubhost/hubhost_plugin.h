@@ -182,8 +182,9 @@ struct hh_host {
      * HH_ERR_INVALID_ARGUMENT when key or out is NULL. [thread-safe] */
     hh_status_t (*config_get)(const hh_host_t *host, const char *key, hh_value_t *out);
 
-    /* A monotonic clock in nanoseconds, for timeouts and cache lifetimes; unrelated to wall time.
-     * [thread-safe] */
+    /* A monotonic clock in nanoseconds, for timeouts and cache lifetimes; unrelated to wall time
+     * (an arbitrary origin, never going backwards, shared by every instance of the process).
+     * Cannot fail: there is no error value, every call answers a time. [thread-safe] */
     uint64_t (*monotonic_ns)(const hh_host_t *host);
 
     /* Explain a failure to the user. Call before returning a non-HH_OK status; the host attaches
@@ -225,6 +226,18 @@ struct hh_plugin_descriptor {
 
     /* Create an instance. `host` is host-owned and stays valid until destroy(instance) returns;
      * keep the pointer. Read configuration with host->config_get.
+     * From inside create a plugin may call every function of `host`: config_get, log (the host
+     * keeps start-up records and hands them to the logging plugins once every plugin has
+     * loaded), monotonic_ns, report_error (only just before returning a failure) and
+     * get_extension. The HTTP service
+     * (hubhost.http.v1) is offered and works, but a fetch blocks the loading of every later
+     * plugin: prefer fetching on the first call. The location service (hubhost.location.v1) is
+     * offered only once a location plugin listed earlier in plugins.yaml has loaded, and never
+     * under `isolation: process`: a plugin that may need it looks it up when it needs it, not
+     * only at create. The host makes no call on the instance before create returns HH_OK.
+     * The host waits for create: in process with no deadline (plugins load one after another);
+     * under `isolation: process` a worker not ready within the instance's call_timeout (10 s at
+     * least) is killed and the instance disabled.
      * On HH_OK, *out_instance is a plugin-owned handle (may be NULL if the plugin needs no state)
      * that the host passes to every kind_api call and finally to destroy.
      * On failure, report why with host->report_error and return a status: the host disables this
@@ -287,7 +300,8 @@ typedef const hh_library_t *(*hh_library_entry_fn)(void);
 #define HH_EXPORT __attribute__((visibility("default")))
 #endif
 
-/* Helpers for plugin authors (static inline: no symbols, no host dependency). */
+/* Helpers for plugin authors (static inline: no symbols, no host dependency). More, optional,
+ * in hubhost_plugin_helpers.h: the library tables in one macro and a printf-style report_error. */
 
 /* An hh_string_t over a NUL-terminated C string literal or buffer. */
 static inline hh_string_t hh_string_from_cstr(const char *cstr) {
