@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r under -std=c11 */
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,15 +56,13 @@ static hh_status_t console_create(const hh_host_t *host, void **out_instance) {
         if (s.length == 6 && memcmp(s.data, "stdout", 6) == 0) {
             stream = stdout;
         } else if (!(s.length == 6 && memcmp(s.data, "stderr", 6) == 0)) {
-            host->report_error(host, HH_ERR_CONFIG,
-                               hh_string_from_cstr("config 'stream' must be \"stderr\" or \"stdout\""));
-            return HH_ERR_CONFIG;
+            return hh_report(host, HH_ERR_CONFIG, "config 'stream' must be \"stderr\" or \"stdout\", not \"%.*s\"",
+                             (int)(s.length > 64 ? 64 : s.length), s.data ? s.data : "");
         }
     }
     console_logger_t *logger = calloc(1, sizeof *logger);
     if (!logger) {
-        host->report_error(host, HH_ERR_INTERNAL, hh_string_from_cstr("out of memory"));
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     logger->stream = stream;
     logger->timestamps = config_bool(host, "timestamps", true);
@@ -108,30 +107,5 @@ static const hh_logging_v1_t console_api = {
     .flush = console_flush,
 };
 
-static const hh_plugin_descriptor_t console_descriptor = {
-    .id = "console-logger",
-    .name = "Console logger",
-    .description = "Writes log records to stderr, one human-readable line each.",
-    .version = "1.0.0",
-    .kind = HH_KIND_LOGGING,
-    .kind_api = &console_api,
-    .create = console_create,
-    .destroy = console_destroy,
-    .get_extension = NULL,
-};
-
-static const hh_plugin_descriptor_t *console_get_plugin(uint32_t index) {
-    return index == 0 ? &console_descriptor : NULL;
-}
-
-static const hh_library_t console_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = 1,
-    .get_plugin = console_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &console_library;
-}
+HH_SINGLE_PLUGIN_LIBRARY("console-logger", "Console logger", "Writes log records to stderr, one human-readable line each.",
+                         "1.0.0", HH_KIND_LOGGING, &console_api, console_create, console_destroy);

@@ -7,6 +7,7 @@
  *                (items trimmed of spaces); strings, ints and bools
  */
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,9 +21,7 @@ static hh_status_t create(const hh_host_t *host, void **out_instance) {
 static void destroy(void *instance) { (void)instance; }
 
 static hh_status_t type_error(void *instance, const char *message) {
-    const hh_host_t *host = instance;
-    host->report_error(host, HH_ERR_TYPE_MISMATCH, hh_string_from_cstr(message));
-    return HH_ERR_TYPE_MISMATCH;
+    return hh_report((const hh_host_t *)instance, HH_ERR_TYPE_MISMATCH, "%s", message);
 }
 
 static hh_status_t starts_with(void *instance, const hh_value_t *event, const hh_value_t *trigger, bool *out) {
@@ -69,18 +68,10 @@ static const hh_trigger_operator_v1_t starts_with_api = { "STARTS_WITH", 0, star
 static const hh_trigger_operator_v1_t in_list_api = { "IN_LIST", 0, in_list };
 
 static const hh_plugin_descriptor_t descriptors[] = {
-    { .id = "starts-with", .name = "STARTS_WITH", .description = "The event's string starts with the trigger's string.",
-      .version = "1.0.0", .kind = HH_KIND_TRIGGER_OPERATOR, .kind_api = &starts_with_api, .create = create, .destroy = destroy,
-      .get_extension = NULL },
-    { .id = "in-list", .name = "IN_LIST", .description = "The event's value is one of the trigger's comma-separated items.",
-      .version = "1.0.0", .kind = HH_KIND_TRIGGER_OPERATOR, .kind_api = &in_list_api, .create = create, .destroy = destroy,
-      .get_extension = NULL },
+    HH_PLUGIN_DESCRIPTOR("starts-with", "STARTS_WITH", "The event's string starts with the trigger's string.", "1.0.0",
+                         HH_KIND_TRIGGER_OPERATOR, &starts_with_api, create, destroy),
+    HH_PLUGIN_DESCRIPTOR("in-list", "IN_LIST", "The event's value is one of the trigger's comma-separated items.", "1.0.0",
+                         HH_KIND_TRIGGER_OPERATOR, &in_list_api, create, destroy),
 };
 
-static const hh_plugin_descriptor_t *get_plugin(uint32_t index) { return index < 2 ? &descriptors[index] : NULL; }
-
-static const hh_library_t library = {
-    .abi_version = HH_ABI_VERSION_INIT, .init = NULL, .deinit = NULL, .plugin_count = 2, .get_plugin = get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) { return &library; }
+HH_PLUGIN_LIBRARY(descriptors);

@@ -4,6 +4,7 @@
  * reference for writing a location plugin. Written in C.
  */
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +43,12 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     bool has_latitude = config_double(host, "latitude", &answer.latitude);
     bool has_longitude = config_double(host, "longitude", &answer.longitude);
     if (has_latitude != has_longitude) {
-        host->report_error(host, HH_ERR_CONFIG,
-                           hh_string_from_cstr("set both 'latitude' and 'longitude', or neither"));
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "set both 'latitude' and 'longitude', or neither");
     }
     if (has_latitude && (answer.latitude < -90.0 || answer.latitude > 90.0 ||
                          answer.longitude < -180.0 || answer.longitude > 180.0)) {
-        host->report_error(host, HH_ERR_CONFIG,
-                           hh_string_from_cstr("'latitude' must be within -90..90 and 'longitude' within -180..180"));
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'latitude' must be within -90..90 and 'longitude' within -180..180 (not %g, %g)",
+                         answer.latitude, answer.longitude);
     }
     answer.has_coordinates = has_latitude;
     config_double(host, "accuracy_m", &answer.accuracy_m);
@@ -58,14 +56,11 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     answer.name = config_string(host, "name");
     answer.address = config_string(host, "address");
     if (!answer.has_coordinates && answer.location_id.length == 0) {
-        host->report_error(host, HH_ERR_CONFIG,
-                           hh_string_from_cstr("configure 'latitude' and 'longitude', or 'location_id'"));
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "configure 'latitude' and 'longitude', or 'location_id'");
     }
     fixed_location_t *self = malloc(sizeof *self);
     if (!self) {
-        host->report_error(host, HH_ERR_INTERNAL, hh_string_from_cstr("out of memory"));
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->answer = answer;
     *out_instance = self;
@@ -91,30 +86,6 @@ static const hh_location_v1_t fixed_api = {
     .release_location = NULL, /* strings live as long as the instance */
 };
 
-static const hh_plugin_descriptor_t fixed_descriptor = {
-    .id = "fixed-location",
-    .name = "Fixed location",
-    .description = "Answers with the coordinates and/or location id from its configuration.",
-    .version = "1.0.0",
-    .kind = HH_KIND_LOCATION,
-    .kind_api = &fixed_api,
-    .create = fixed_create,
-    .destroy = fixed_destroy,
-    .get_extension = NULL,
-};
-
-static const hh_plugin_descriptor_t *fixed_get_plugin(uint32_t index) {
-    return index == 0 ? &fixed_descriptor : NULL;
-}
-
-static const hh_library_t fixed_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = 1,
-    .get_plugin = fixed_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &fixed_library;
-}
+HH_SINGLE_PLUGIN_LIBRARY("fixed-location", "Fixed location",
+                         "Answers with the coordinates and/or location id from its configuration.", "1.0.0", HH_KIND_LOCATION,
+                         &fixed_api, fixed_create, fixed_destroy);

@@ -16,6 +16,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,33 +33,27 @@ typedef struct http_provider {
     uint32_t timeout_ms;
 } http_provider_t;
 
-static void report(const hh_host_t *host, hh_status_t status, const char *message) {
-    host->report_error(host, status, hh_string_from_cstr(message));
-}
-
 static hh_status_t http_provider_create(const hh_host_t *host, void **out_instance) {
     const hh_host_http_v1_t *http = host->get_extension(host, HH_HOST_EXT_HTTP);
     if (!http) {
-        report(host, HH_ERR_UNSUPPORTED, "this host offers no HTTP service (hubhost.http.v1)");
-        return HH_ERR_UNSUPPORTED;
+        return hh_report(host, HH_ERR_UNSUPPORTED, "this host offers no HTTP service (%s)", HH_HOST_EXT_HTTP);
     }
     hh_value_t value;
     char base[URL_MAX] = "";
     if (host->config_get(host, "db_service_url", &value) == HH_OK && value.type == HH_VALUE_STRING) {
         if (value.of.string.length >= sizeof base) {
-            report(host, HH_ERR_CONFIG, "'db_service_url' is too long");
-            return HH_ERR_CONFIG;
+            return hh_report(host, HH_ERR_CONFIG, "'db_service_url' is too long (%zu bytes, at most %zu)", value.of.string.length,
+                             sizeof base - 1);
         }
         memcpy(base, value.of.string.data, value.of.string.length);
         base[value.of.string.length] = '\0';
     }
     if (base[0] == '\0') {
-        report(host, HH_ERR_CONFIG, "'db_service_url' is empty: set it in the instance config or set hub.db_service_url in plugins.yaml");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG,
+                         "'db_service_url' is empty: set it in the instance config or set hub.db_service_url in plugins.yaml");
     }
     if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0) {
-        report(host, HH_ERR_CONFIG, "'db_service_url' must be an http:// or https:// URL");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'db_service_url' must be an http:// or https:// URL, not '%s'", base);
     }
     size_t length = strlen(base);
     while (length > 0 && base[length - 1] == '/') base[--length] = '\0';
@@ -66,8 +61,7 @@ static hh_status_t http_provider_create(const hh_host_t *host, void **out_instan
     int64_t chunk = 256 * 1024;
     if (host->config_get(host, "chunk_size", &value) == HH_OK) {
         if (value.type != HH_VALUE_INT64 || value.of.int64 < 1 || value.of.int64 > (int64_t)1 << 30) {
-            report(host, HH_ERR_CONFIG, "'chunk_size' must be a whole number of bytes from 1 to 1073741824");
-            return HH_ERR_CONFIG;
+            return hh_report(host, HH_ERR_CONFIG, "'chunk_size' must be a whole number of bytes from 1 to 1073741824");
         }
         chunk = value.of.int64;
     }
@@ -77,14 +71,12 @@ static hh_status_t http_provider_create(const hh_host_t *host, void **out_instan
         else if (value.type == HH_VALUE_INT64) timeout = (double)value.of.int64;
         else timeout = -1;
         if (timeout <= 0) {
-            report(host, HH_ERR_CONFIG, "'request_timeout' must be a positive duration");
-            return HH_ERR_CONFIG;
+            return hh_report(host, HH_ERR_CONFIG, "'request_timeout' must be a positive duration");
         }
     }
     http_provider_t *self = calloc(1, sizeof *self);
     if (!self) {
-        report(host, HH_ERR_INTERNAL, "out of memory");
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->host = host;
     self->http = http;
@@ -156,7 +148,8 @@ static bool json_number(const char *text, const char *key, double *out) {
     return true;
 }
 
-/* One request; on HH_OK *response is filled and must be released. Transport failures are reported. */
+/* One request; on HH_OK *response is filled and must be released (after a failure there is nothing
+ * to release). Transport failures are reported. */
 static hh_status_t request(http_provider_t *self, const char *url, const char *range, hh_http_response_t *response) {
     hh_http_header_t header;
     hh_http_request_t req;
@@ -173,27 +166,18 @@ static hh_status_t request(http_provider_t *self, const char *url, const char *r
     memset(response, 0, sizeof *response);
     hh_status_t status = self->http->fetch(self->host, &req, response);
     if (status == HH_OK) return HH_OK;
-    char message[URL_MAX + 128];
     if (status == HH_ERR_UNSUPPORTED) {
-        snprintf(message, sizeof message, "%s: the content service's host is not in this instance's http_allow", url);
-        status = HH_ERR_IO;
-    } else if (status == HH_ERR_TIMEOUT) {
-        snprintf(message, sizeof message, "%s: the content service did not answer in time", url);
-    } else {
-        snprintf(message, sizeof message, "%s: the content service could not be reached", url);
-        status = HH_ERR_IO;
+        return hh_report(self->host, HH_ERR_IO, "%s: the content service's host is not in this instance's http_allow", url);
     }
-    report(self->host, status, message);
-    return status;
+    if (status == HH_ERR_TIMEOUT) {
+        return hh_report(self->host, HH_ERR_TIMEOUT, "%s: the content service did not answer in time", url);
+    }
+    return hh_report(self->host, HH_ERR_IO, "%s: the content service could not be reached", url);
 }
 
 /* Maps a non-2xx answer to a status, reporting the URL and the HTTP status. */
 static hh_status_t refuse(http_provider_t *self, const char *url, int32_t code) {
-    char message[URL_MAX + 96];
-    snprintf(message, sizeof message, "%s answered HTTP %d", url, (int)code);
-    hh_status_t status = code == 404 ? HH_ERR_NOT_FOUND : HH_ERR_IO;
-    report(self->host, status, message);
-    return status;
+    return hh_report(self->host, code == 404 ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s answered HTTP %d", url, (int)code);
 }
 
 /* The bundle's size from the metadata document (0 when unknown). */
@@ -240,8 +224,7 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
      * `total` (once known) caps it; an unknown total is bounded by this round count. */
     for (uint64_t round = 0; round < ((uint64_t)1 << 32); round++) {
         if (sink->is_cancelled && sink->is_cancelled(sink)) {
-            report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the download");
-            return HH_ERR_UNAVAILABLE;
+            return hh_report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the download");
         }
         char range[64];
         snprintf(range, sizeof range, "bytes=%llu-%llu", (unsigned long long)done,
@@ -260,10 +243,8 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
             /* The server ignored Range: the body is the whole resource. */
             if (done > 0) {
                 self->http->release(self->host, &response);
-                char message[URL_MAX + 96];
-                snprintf(message, sizeof message, "%s answered 200 to a Range request after %llu bytes", url, (unsigned long long)done);
-                report(self->host, HH_ERR_IO, message);
-                return HH_ERR_IO;
+                return hh_report(self->host, HH_ERR_IO, "%s answered 200 to a Range request after %llu bytes", url,
+                                 (unsigned long long)done);
             }
             status = sink->write(sink, response.body, response.body_length);
             if (status == HH_OK && sink->progress) sink->progress(sink, response.body_length, response.body_length);
@@ -280,11 +261,8 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
         if (!header_value(&response, "Content-Range", text, sizeof text) || !parse_content_range(text, &start, &end, &whole) ||
             start != done || end - start + 1 != response.body_length || response.body_length == 0) {
             self->http->release(self->host, &response);
-            char message[URL_MAX + 160];
-            snprintf(message, sizeof message, "%s answered 206 without a Content-Range matching bytes %llu- and its body", url,
-                     (unsigned long long)done);
-            report(self->host, HH_ERR_IO, message);
-            return HH_ERR_IO;
+            return hh_report(self->host, HH_ERR_IO, "%s answered 206 without a Content-Range matching bytes %llu- and its body", url,
+                             (unsigned long long)done);
         }
         if (whole > 0) total = whole;
         if (total == 0 && !asked_metadata) {
@@ -299,8 +277,7 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
         if (total > 0 && done >= total) return HH_OK;
         if (total == 0 && end - start + 1 < self->chunk_size) return HH_OK; /* a short chunk: the end */
     }
-    report(self->host, HH_ERR_IO, "the download did not end");
-    return HH_ERR_IO;
+    return hh_report(self->host, HH_ERR_IO, "the download did not end");
 }
 
 static hh_status_t http_provider_fetch(void *instance, const char *resource, const hh_content_sink_t *sink) {
@@ -315,18 +292,14 @@ static hh_status_t http_provider_fetch(void *instance, const char *resource, con
         if (strlen(names[i]) == name_length && strncmp(resource, names[i], name_length) == 0) name = names[i];
     }
     if (!name) {
-        char message[256];
-        snprintf(message, sizeof message, "unknown resource '%.*s': expected settings, metadata or bundle", (int)(name_length > 64 ? 64 : name_length), resource);
-        report(self->host, HH_ERR_NOT_FOUND, message);
-        return HH_ERR_NOT_FOUND;
+        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata or bundle",
+                         (int)(name_length > 64 ? 64 : name_length), resource);
     }
     if (query && strlen(query) > URL_MAX / 2) {
-        report(self->host, HH_ERR_INVALID_ARGUMENT, "the resource's query string is too long");
-        return HH_ERR_INVALID_ARGUMENT;
+        return hh_report(self->host, HH_ERR_INVALID_ARGUMENT, "the resource's query string is too long");
     }
     if (sink->is_cancelled && sink->is_cancelled(sink)) {
-        report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the download");
-        return HH_ERR_UNAVAILABLE;
+        return hh_report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the download");
     }
     char url[URL_MAX * 2];
     snprintf(url, sizeof url, "%s/%s%s%s", self->base, name, query ? "?" : "", query ? query : "");
@@ -338,30 +311,6 @@ static const hh_content_provider_v1_t http_provider_api = {
     .fetch = http_provider_fetch,
 };
 
-static const hh_plugin_descriptor_t http_provider_descriptor = {
-    .id = "http-content-provider",
-    .name = "HTTP content provider",
-    .description = "Fetches the Content Hub's settings, metadata and bundle from a content service over HTTP(S), in Range chunks.",
-    .version = "1.0.0",
-    .kind = HH_KIND_CONTENT_PROVIDER,
-    .kind_api = &http_provider_api,
-    .create = http_provider_create,
-    .destroy = http_provider_destroy,
-    .get_extension = NULL,
-};
-
-static const hh_plugin_descriptor_t *http_provider_get_plugin(uint32_t index) {
-    return index == 0 ? &http_provider_descriptor : NULL;
-}
-
-static const hh_library_t http_provider_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = 1,
-    .get_plugin = http_provider_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &http_provider_library;
-}
+HH_SINGLE_PLUGIN_LIBRARY("http-content-provider", "HTTP content provider",
+                         "Fetches the Content Hub's settings, metadata and bundle from a content service over HTTP(S), in Range chunks.",
+                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &http_provider_api, http_provider_create, http_provider_destroy);

@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,24 +29,17 @@ typedef struct local_provider {
     char path[PATH_SIZE];
 } local_provider_t;
 
-static void report(const hh_host_t *host, hh_status_t status, const char *message) {
-    host->report_error(host, status, hh_string_from_cstr(message));
-}
-
 static hh_status_t local_provider_create(const hh_host_t *host, void **out_instance) {
     hh_value_t value;
     if (host->config_get(host, "path", &value) != HH_OK || value.type != HH_VALUE_STRING || value.of.string.length == 0) {
-        report(host, HH_ERR_CONFIG, "'path' is required: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'path' is required: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file");
     }
     if (value.of.string.length >= PATH_SIZE - 64) {
-        report(host, HH_ERR_CONFIG, "'path' is too long");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'path' is too long (%zu bytes, at most %d)", value.of.string.length, PATH_SIZE - 65);
     }
     local_provider_t *self = calloc(1, sizeof *self);
     if (!self) {
-        report(host, HH_ERR_INTERNAL, "out of memory");
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->host = host;
     memcpy(self->path, value.of.string.data, value.of.string.length);
@@ -95,39 +89,30 @@ static hh_status_t local_provider_fetch(void *instance, const char *resource, co
     name[length] = '\0';
     struct stat where;
     if (stat(self->path, &where) != 0) {
-        char message[PATH_SIZE + 160];
-        snprintf(message, sizeof message, "%s: no such folder or bundle file (the 'path' config: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file)", self->path);
-        report(self->host, HH_ERR_NOT_FOUND, message);
-        return HH_ERR_NOT_FOUND;
+        return hh_report(self->host, HH_ERR_NOT_FOUND,
+                         "%s: no such folder or bundle file (the 'path' config: a folder with bundle.sqlite3 and bundle.sqlite3.json, "
+                         "or a bundle file)", self->path);
     }
     if (!file_for(self, name, file, sizeof file)) {
-        char message[128];
-        snprintf(message, sizeof message, "unknown resource '%s': expected settings, metadata or bundle", name);
-        report(self->host, HH_ERR_NOT_FOUND, message);
-        return HH_ERR_NOT_FOUND;
+        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%s': expected settings, metadata or bundle", name);
     }
     FILE *input = fopen(file, "rb");
     if (!input) {
-        char message[PATH_SIZE + 128];
-        hh_status_t status = errno == ENOENT ? HH_ERR_NOT_FOUND : HH_ERR_IO;
-        snprintf(message, sizeof message, "%s: %s", file, strerror(errno));
-        report(self->host, status, message);
-        return status;
+        int error = errno;
+        return hh_report(self->host, error == ENOENT ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s: %s", file, strerror(error));
     }
     struct stat info;
     uint64_t total = fstat(fileno(input), &info) == 0 && S_ISREG(info.st_mode) ? (uint64_t)info.st_size : 0;
     unsigned char *buffer = malloc(CHUNK_SIZE);
     if (!buffer) {
         fclose(input);
-        report(self->host, HH_ERR_INTERNAL, "out of memory");
-        return HH_ERR_INTERNAL;
+        return hh_report(self->host, HH_ERR_INTERNAL, "out of memory");
     }
     hh_status_t status = HH_OK;
     uint64_t done = 0;
     for (;;) {
         if (sink->is_cancelled && sink->is_cancelled(sink)) {
-            report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the read");
-            status = HH_ERR_UNAVAILABLE;
+            status = hh_report(self->host, HH_ERR_UNAVAILABLE, "the host cancelled the read");
             break;
         }
         size_t n = fread(buffer, 1, CHUNK_SIZE, input);
@@ -139,10 +124,7 @@ static hh_status_t local_provider_fetch(void *instance, const char *resource, co
         }
         if (n < CHUNK_SIZE) {
             if (ferror(input)) {
-                char message[PATH_SIZE + 128];
-                snprintf(message, sizeof message, "%s: read failed", file);
-                report(self->host, HH_ERR_IO, message);
-                status = HH_ERR_IO;
+                status = hh_report(self->host, HH_ERR_IO, "%s: read failed", file);
             }
             break;
         }
@@ -157,30 +139,6 @@ static const hh_content_provider_v1_t local_provider_api = {
     .fetch = local_provider_fetch,
 };
 
-static const hh_plugin_descriptor_t local_provider_descriptor = {
-    .id = "local-content-provider",
-    .name = "Local content provider",
-    .description = "Reads the Content Hub's settings, metadata and bundle from a local folder or bundle file (for content authors).",
-    .version = "1.0.0",
-    .kind = HH_KIND_CONTENT_PROVIDER,
-    .kind_api = &local_provider_api,
-    .create = local_provider_create,
-    .destroy = local_provider_destroy,
-    .get_extension = NULL,
-};
-
-static const hh_plugin_descriptor_t *local_provider_get_plugin(uint32_t index) {
-    return index == 0 ? &local_provider_descriptor : NULL;
-}
-
-static const hh_library_t local_provider_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = 1,
-    .get_plugin = local_provider_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &local_provider_library;
-}
+HH_SINGLE_PLUGIN_LIBRARY("local-content-provider", "Local content provider",
+                         "Reads the Content Hub's settings, metadata and bundle from a local folder or bundle file (for content authors).",
+                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &local_provider_api, local_provider_create, local_provider_destroy);

@@ -4,6 +4,7 @@
  * exporting several plugins of different kinds.
  */
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <stddef.h>
 
@@ -83,20 +84,4 @@ static const hh_plugin_descriptor_t noop_descriptors[] = {
     },
 };
 
-#define NOOP_COUNT (sizeof noop_descriptors / sizeof noop_descriptors[0])
-
-static const hh_plugin_descriptor_t *noop_get_plugin(uint32_t index) {
-    return index < NOOP_COUNT ? &noop_descriptors[index] : NULL;
-}
-
-static const hh_library_t noop_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = (uint32_t)NOOP_COUNT,
-    .get_plugin = noop_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &noop_library;
-}
+HH_PLUGIN_LIBRARY(noop_descriptors);

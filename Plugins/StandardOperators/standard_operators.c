@@ -15,10 +15,10 @@
  * with a message; the campaign engine treats every failure as false and logs the message.
  */
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include "bounded_regex.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,11 +46,8 @@ static const char *type_name(hh_value_type_t type) {
 
 static hh_status_t mismatch(const operators_t *self, const char *operator_name, const char *rule, const hh_value_t *event,
                             const hh_value_t *trigger) {
-    char message[200];
-    snprintf(message, sizeof message, "%s %s (event value %s, trigger value %s)", operator_name, rule, type_name(event->type),
-             type_name(trigger->type));
-    self->host->report_error(self->host, HH_ERR_TYPE_MISMATCH, hh_string_from_cstr(message));
-    return HH_ERR_TYPE_MISMATCH;
+    return hh_report(self->host, HH_ERR_TYPE_MISMATCH, "%s %s (event value %s, trigger value %s)", operator_name, rule,
+                     type_name(event->type), type_name(trigger->type));
 }
 
 static bool is_number(const hh_value_t *v) { return v->type == HH_VALUE_INT64 || v->type == HH_VALUE_DOUBLE; }
@@ -127,18 +124,13 @@ static hh_status_t compare_with(op_t op, const char *name, void *instance, const
         bounded_regex_t *re = brx_compile(trigger->of.string.data ? trigger->of.string.data : "", trigger->of.string.length,
                                           self->max_program, error, sizeof error);
         if (!re) {
-            char message[240];
-            snprintf(message, sizeof message, "%s: invalid pattern: %s", name, error);
-            self->host->report_error(self->host, HH_ERR_INVALID_ARGUMENT, hh_string_from_cstr(message));
-            return HH_ERR_INVALID_ARGUMENT;
+            return hh_report(self->host, HH_ERR_INVALID_ARGUMENT, "%s: invalid pattern: %s", name, error);
         }
         brx_result_t found = brx_search(re, event->of.string.data ? event->of.string.data : "", event->of.string.length, self->step_budget);
         brx_free(re);
         if (found == BRX_BUDGET_EXCEEDED) {
-            char message[200];
-            snprintf(message, sizeof message, "%s: matching took more than %zu steps; answering false", name, self->step_budget);
-            self->host->report_error(self->host, HH_ERR_TIMEOUT, hh_string_from_cstr(message));
-            return HH_ERR_TIMEOUT;
+            return hh_report(self->host, HH_ERR_TIMEOUT, "%s: matching took more than %zu steps; answering false", name,
+                             self->step_budget);
         }
         *out = op == OP_MATCHES ? found == BRX_MATCH : found == BRX_NO_MATCH;
         return HH_OK;
@@ -150,8 +142,7 @@ static hh_status_t compare_with(op_t op, const char *name, void *instance, const
 static hh_status_t operators_create(const hh_host_t *host, void **out_instance) {
     operators_t *self = calloc(1, sizeof *self);
     if (!self) {
-        host->report_error(host, HH_ERR_INTERNAL, hh_string_from_cstr("out of memory"));
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->host = host;
     self->step_budget = 1000000;
@@ -160,8 +151,7 @@ static hh_status_t operators_create(const hh_host_t *host, void **out_instance) 
     if (host->config_get(host, "regex_step_budget", &value) == HH_OK && value.type == HH_VALUE_INT64) {
         if (value.of.int64 < 1000) {
             free(self);
-            host->report_error(host, HH_ERR_CONFIG, hh_string_from_cstr("'regex_step_budget' must be at least 1000"));
-            return HH_ERR_CONFIG;
+            return hh_report(host, HH_ERR_CONFIG, "'regex_step_budget' must be at least 1000, not %lld", (long long)value.of.int64);
         }
         self->step_budget = (size_t)value.of.int64;
     }
@@ -186,9 +176,8 @@ OPERATOR(not_blank, OP_NOT_BLANK, "IS_NOT_BLANK")
 OPERATOR(matches, OP_MATCHES, "MATCHES_REGEX")
 OPERATOR(not_matches, OP_NOT_MATCHES, "DOES_NOT_MATCH_REGEX")
 
-#define DESCRIPTOR(id_text, fn, text)                                                              \
-    { .id = id_text, .name = text, .description = text, .version = "1.0.0", .kind = HH_KIND_TRIGGER_OPERATOR, \
-      .kind_api = &fn##_api, .create = operators_create, .destroy = operators_destroy, .get_extension = NULL }
+#define DESCRIPTOR(id_text, fn, text) \
+    HH_PLUGIN_DESCRIPTOR(id_text, text, text, "1.0.0", HH_KIND_TRIGGER_OPERATOR, &fn##_api, operators_create, operators_destroy)
 
 static const hh_plugin_descriptor_t descriptors[] = {
     DESCRIPTOR("equals", equals, "EQUALS: the values are equal (time within 1000 ms)"),
@@ -201,16 +190,4 @@ static const hh_plugin_descriptor_t descriptors[] = {
     DESCRIPTOR("does-not-match-regex", not_matches, "DOES_NOT_MATCH_REGEX: the string does not match the pattern (bounded)"),
 };
 
-#define COUNT (sizeof descriptors / sizeof descriptors[0])
-
-static const hh_plugin_descriptor_t *get_plugin(uint32_t index) { return index < COUNT ? &descriptors[index] : NULL; }
-
-static const hh_library_t library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = (uint32_t)COUNT,
-    .get_plugin = get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) { return &library; }
+HH_PLUGIN_LIBRARY(descriptors);

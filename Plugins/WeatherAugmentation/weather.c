@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hubhost/hubhost.h>
+#include <hubhost/hubhost_plugin_helpers.h>
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,10 +44,6 @@ typedef struct weather {
     unsigned next_slot;
 } weather_t;
 
-static void report(const hh_host_t *host, hh_status_t status, const char *message) {
-    host->report_error(host, status, hh_string_from_cstr(message));
-}
-
 static void config_text(const hh_host_t *host, const char *key, char *out, size_t size, const char *fallback) {
     hh_value_t value;
     if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING && value.of.string.length < size) {
@@ -69,28 +66,24 @@ static double config_seconds(const hh_host_t *host, const char *key, double fall
 static hh_status_t weather_create(const hh_host_t *host, void **out_instance) {
     const hh_host_http_v1_t *http = host->get_extension(host, HH_HOST_EXT_HTTP);
     if (!http) {
-        report(host, HH_ERR_UNSUPPORTED, "this host offers no HTTP service (hubhost.http.v1)");
-        return HH_ERR_UNSUPPORTED;
+        return hh_report(host, HH_ERR_UNSUPPORTED, "this host offers no HTTP service (%s)", HH_HOST_EXT_HTTP);
     }
     weather_t *self = calloc(1, sizeof *self);
     if (!self) {
-        report(host, HH_ERR_INTERNAL, "out of memory");
-        return HH_ERR_INTERNAL;
+        return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->host = host;
     self->http = http;
     config_text(host, "endpoint", self->endpoint, sizeof self->endpoint, "https://api.open-meteo.com/v1/forecast");
     if (strncmp(self->endpoint, "http://", 7) != 0 && strncmp(self->endpoint, "https://", 8) != 0) {
         free(self);
-        report(host, HH_ERR_CONFIG, "'endpoint' must be an http:// or https:// URL");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'endpoint' must be an http:// or https:// URL");
     }
     double timeout = config_seconds(host, "timeout", 5);
     double lifespan = config_seconds(host, "cache_lifespan", 600);
     if (timeout <= 0 || lifespan < 0) {
         free(self);
-        report(host, HH_ERR_CONFIG, "'timeout' must be positive and 'cache_lifespan' not negative");
-        return HH_ERR_CONFIG;
+        return hh_report(host, HH_ERR_CONFIG, "'timeout' must be positive and 'cache_lifespan' not negative");
     }
     self->timeout_ms = (uint32_t)(timeout * 1000);
     self->cache_lifespan_ns = (uint64_t)(lifespan * 1e9);
@@ -171,30 +164,26 @@ static hh_status_t fetch_weather(weather_t *self, double latitude, double longit
     memset(&response, 0, sizeof response);
     hh_status_t status = self->http->fetch(self->host, &request, &response);
     if (status != HH_OK) {
-        report(self->host, status, status == HH_ERR_UNSUPPORTED ? "the weather endpoint's host is not in this instance's http_allow"
-                                   : status == HH_ERR_TIMEOUT ? "the weather endpoint did not answer in time"
-                                                              : "the weather endpoint could not be reached");
-        return status;
+        /* No response to release after a failure. */
+        const char *why = status == HH_ERR_UNSUPPORTED ? "the weather endpoint's host is not in this instance's http_allow"
+                          : status == HH_ERR_TIMEOUT   ? "the weather endpoint did not answer in time"
+                                                       : "the weather endpoint could not be reached";
+        return hh_report(self->host, status, "%s", why);
     }
     hh_status_t result = HH_OK;
     char *text = malloc(response.body_length + 1);
     if (!text) {
         self->http->release(self->host, &response);
-        report(self->host, HH_ERR_INTERNAL, "out of memory");
-        return HH_ERR_INTERNAL;
+        return hh_report(self->host, HH_ERR_INTERNAL, "out of memory");
     }
     memcpy(text, response.body, response.body_length);
     text[response.body_length] = '\0';
     const char *current = strstr(text, "\"current\"");
     double code_value = 0;
     if (response.status_code != 200) {
-        char message[96];
-        snprintf(message, sizeof message, "the weather endpoint answered HTTP %d", (int)response.status_code);
-        report(self->host, HH_ERR_IO, message);
-        result = HH_ERR_IO;
+        result = hh_report(self->host, HH_ERR_IO, "the weather endpoint answered HTTP %d", (int)response.status_code);
     } else if (!current || !json_number(current, "temperature_2m", celsius) || !json_number(current, "weather_code", &code_value)) {
-        report(self->host, HH_ERR_IO, "the weather answer has no current.temperature_2m and current.weather_code");
-        result = HH_ERR_IO;
+        result = hh_report(self->host, HH_ERR_IO, "the weather answer has no current.temperature_2m and current.weather_code");
     } else {
         *code = (int)code_value;
     }
@@ -267,30 +256,6 @@ static const hh_augmentation_v1_t weather_api = {
     .augment = weather_augment,
 };
 
-static const hh_plugin_descriptor_t weather_descriptor = {
-    .id = "weather",
-    .name = "Weather augmentation",
-    .description = "Adds temperature and conditions for the event's coordinates from an Open-Meteo-like endpoint.",
-    .version = "1.0.0",
-    .kind = HH_KIND_AUGMENTATION,
-    .kind_api = &weather_api,
-    .create = weather_create,
-    .destroy = weather_destroy,
-    .get_extension = NULL,
-};
-
-static const hh_plugin_descriptor_t *weather_get_plugin(uint32_t index) {
-    return index == 0 ? &weather_descriptor : NULL;
-}
-
-static const hh_library_t weather_library = {
-    .abi_version = HH_ABI_VERSION_INIT,
-    .init = NULL,
-    .deinit = NULL,
-    .plugin_count = 1,
-    .get_plugin = weather_get_plugin,
-};
-
-HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
-    return &weather_library;
-}
+HH_SINGLE_PLUGIN_LIBRARY("weather", "Weather augmentation",
+                         "Adds temperature and conditions for the event's coordinates from an Open-Meteo-like endpoint.", "1.0.0",
+                         HH_KIND_AUGMENTATION, &weather_api, weather_create, weather_destroy);
