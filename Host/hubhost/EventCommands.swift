@@ -161,8 +161,9 @@ struct TrackCommand: ParsableCommand {
             }
             return
         }
-        var tracked: [Event] = []
-        for event in events { tracked.append(try engine.track(event, autoFlush: !noFlush)) }
+        // One transaction: stored whole or not at all, even beside a running serve.
+        let tracked = try engine.trackBatch(events)
+        if !noFlush { try engine.flushIfDue() }
         // Delivery may have posted them meanwhile: show each as stored now.
         let views = try tracked.map { event -> EventView in
             let stored = try engine.store.event(id: event.id)

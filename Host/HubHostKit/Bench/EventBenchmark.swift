@@ -103,7 +103,7 @@ public struct EventBenchmark {
             var e = event(i)
             e.attributes = warm.attributes  // the same augmented rows
             return EventRowWriter.Row(id: EventID.make(), type: e.type.rawValue, name: e.name, timestampMs: e.timestampMs,
-                                      attributes: try EventStore.encode(e.attributes), status: EventStatus.notPosted.rawValue, attempts: 0)
+                                      attributes: AttributeJSON.encode(e.attributes), status: EventStatus.notPosted.rawValue, attempts: 0)
         }
         let baseline = try EventStore.open(path: folder + "/baseline.sqlite").store
         let baselineStart = Clock.monotonicNs()

@@ -82,7 +82,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             }
             finished.signal()
         }
-        let waitNs = UInt64(max(0, timeoutSeconds) * 1e9)
+        let waitNs = SafeTime.durationNs(timeoutSeconds)
         if finished.wait(timeout: .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .timedOut {
             shared.lock.withLock { shared.timedOut = true }
             logger.warning("augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was")
@@ -130,7 +130,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             }
             finished.signal()
         }
-        let waitNs = UInt64(max(0, timeoutSeconds) * 1e9)
+        let waitNs = SafeTime.durationNs(timeoutSeconds)
         let completed = finished.wait(timeout: deadline ?? .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
         let results = shared.lock.withLock { () -> [Event?] in
             shared.timedOut = true  // from now on, late answers change nothing

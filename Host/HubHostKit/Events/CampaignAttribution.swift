@@ -43,10 +43,12 @@ final class CampaignAttribution {
     @discardableResult
     func take(parameters: [String: String], nowMs: Int64) throws -> String? {
         guard let name = parameters[settings.paramCurrentCampaign], !name.isEmpty else { return nil }
-        var expires = nowMs + Int64(settings.defaultCampaignExpiration * 1000)
+        var expires = nowMs.saturatingAdding(SafeTime.durationMs(settings.defaultCampaignExpiration))
         if let endText = parameters[settings.paramCampaignEndTime] {
-            guard let seconds = Double(endText) else { return "\(settings.paramCampaignEndTime)=\(endText) is not epoch seconds" }
-            expires = Int64(seconds * 1000)
+            guard let seconds = Double(endText), let ms = SafeTime.milliseconds(epochSeconds: seconds) else {
+                return "\(settings.paramCampaignEndTime)=\(endText) is not epoch seconds between 1970 and 9999: campaign '\(name)' not activated"
+            }
+            expires = ms
             if expires <= nowMs { return "campaign '\(name)' ended at \(endText), before now: not activated" }
         }
         var current = cached ?? State()

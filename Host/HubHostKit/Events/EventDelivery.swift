@@ -47,7 +47,8 @@ public final class EventDelivery: @unchecked Sendable {
             }
             for _ in 0..<10_000 {  // bounded: each round posts or stops
                 let batch: [Event]
-                do { batch = try store.deliverable(limit: batchSize, nowMs: nowMs) } catch {
+                let lease = nowMs.saturatingAdding(SafeTime.durationMs(2 * settings.postTimeout + 10))
+                do { batch = try store.claimDeliverable(limit: batchSize, nowMs: nowMs, leaseUntilMs: lease) } catch {
                     report.lastError = "cannot read the event store: \(error)"
                     logger.error("\(report.lastError!)")
                     return report
@@ -69,11 +70,12 @@ public final class EventDelivery: @unchecked Sendable {
                     guard failure.countsAsAttempt else {
                         // Not an attempt (no token yet): the events wait, none is dropped.
                         logger.warning("events not posted yet: \(failure.reason)")
+                        try? store.release(batch.map(\.id))
                         return report
                     }
                     let attempts = batch.map(\.attempts).max() ?? 0
                     let delay = settings.retryBaseDelay * pow(2, Double(attempts)) * Double.random(in: 0.8...1.2)
-                    let retryAt = nowMs + Int64(delay * 1000)
+                    let retryAt = nowMs.saturatingAdding(SafeTime.durationMs(delay))  // 2^attempts may be inf
                     try? store.markAttemptFailed(batch.map(\.id), error: failure.reason, retryAtMs: retryAt, maxAttempts: settings.maxNumRetries)
                     let failedNow = batch.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
                     report.failed += failedNow
@@ -134,7 +136,7 @@ public final class EventDelivery: @unchecked Sendable {
                 return .failure(PostFailure(reason: "the token endpoint answered without an access_token", countsAsAttempt: false))
             }
             let lifetime = (json["expires_in"] as? Double) ?? (json["expires_in"] as? Int).map(Double.init) ?? 3600
-            token = (value, Clock.wallMs() + Int64(lifetime * 1000))
+            token = (value, Clock.wallMs().saturatingAdding(SafeTime.durationMs(lifetime)))  // expires_in is the server's number
             return .success(value)
         case .success(let response):
             return .failure(PostFailure(reason: "the token endpoint answered HTTP \(response.status)", countsAsAttempt: false))

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 
 /// The event engine: every event in hubhost, whoever produces it, goes through `track`:
@@ -9,8 +10,9 @@ public final class EventEngine: @unchecked Sendable {
     public let store: EventStore
     public let timeline: AugmentationTimeline
     public let delivery: EventDelivery
-    let sessions: SessionTracker
-    let campaigns: CampaignAttribution
+    private(set) var sessions: SessionTracker
+    private(set) var campaigns: CampaignAttribution
+    private let state: KeyValueState
     let logger: Logger
     /// The core values (device, OS, app) that are set, read from the settings once.
     private let coreValues: [(field: String, value: PluginValue)]
@@ -46,11 +48,11 @@ public final class EventEngine: @unchecked Sendable {
         if let aside = opened.movedAside {
             logger.error("the event database \(opened.store.path) was not a valid SQLite database; it was moved aside to \(aside) and a new one started")
         }
-        let recovered = try store.expireStaleHolds()
+        let recovered = try store.expireStaleHolds(olderThanMs: Clock.wallMs().saturatingSubtracting(Self.holdGraceMs(settings)))
         if recovered > 0 {
             logger.warning("\(recovered) event\(recovered == 1 ? " was" : "s were") left in HOLD by an earlier run; now EXPIRED and sent as they were")
         }
-        let state = try KeyValueState(store: store)
+        state = try KeyValueState(store: store)
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
         timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
@@ -62,7 +64,7 @@ public final class EventEngine: @unchecked Sendable {
     /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
     @discardableResult
     public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
-        try Purchase.validate(event)  // a bad event is refused before anything is stored
+        try Self.check(event)  // a bad event is refused before anything is stored
         let prepared: [Event] = try trackLock.withLock {
             var event = event
             fillCoreValues(&event)
@@ -74,7 +76,15 @@ public final class EventEngine: @unchecked Sendable {
             campaigns.annotate(&event)
             event.status = timeline.isEmpty ? .notPosted : .hold
             all.append(event)
-            try store.insert(all, states: pendingStates())
+            do {
+                try store.insert(all, states: pendingStates())
+            } catch {
+                try? reloadState()  // the state change was in the rolled-back transaction
+                if let database = error as? DatabaseError, database.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+                    throw DuplicateEventID(id: event.id, reason: "an event with this id is already stored")
+                }
+                throw error
+            }
             return all
         }
         var tracked = prepared.last!
@@ -83,9 +93,7 @@ public final class EventEngine: @unchecked Sendable {
             try store.update(tracked)
         }
         notify(prepared.dropLast() + [tracked])
-        if autoFlush, try waitingCount() >= settings.cacheSize {
-            _ = delivery.flush()
-        }
+        if autoFlush { _ = try flushIfDue() } else { try signalIfDeliveryDue() }
         return tracked
     }
 
@@ -93,9 +101,18 @@ public final class EventEngine: @unchecked Sendable {
     /// The batch is cut into chunks: while the database's single writer inserts one chunk, the
     /// augmentation plugins and the JSON encoding work on the next, on the other cores. Every
     /// event shares one augmentation deadline, counted from the batch's start.
-    public func trackBatch(_ events: [Event]) throws {
-        for event in events { try Purchase.validate(event) }  // all or nothing, before anything is stored
-        try trackLock.withLock {
+    ///
+    /// Stored whole or not at all: one transaction, so a failure (a repeated id, a full disk,
+    /// another process holding the database past its busy timeout) leaves none of them stored.
+    /// Returns the caller's events as stored (augmented), in order.
+    @discardableResult
+    public func trackBatch(_ events: [Event]) throws -> [Event] {
+        for event in events { try Self.check(event) }  // all or nothing, before anything is stored
+        var seen = Set<String>(minimumCapacity: events.count)
+        for event in events where !seen.insert(event.id).inserted {
+            throw DuplicateEventID(id: event.id, reason: "it appears twice in the input")
+        }
+        return try trackLock.withLock {
             let chunkSize = 512
             let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
@@ -106,7 +123,7 @@ public final class EventEngine: @unchecked Sendable {
             }
             let slots = (0..<chunkCount).map { _ in Slot() }
             let timeline = self.timeline
-            let deadline = DispatchTime.now() + .nanoseconds(Int(min(max(0, timeline.timeoutSeconds) * 1e9, Double(Int.max / 2))))
+            let deadline = DispatchTime.now() + .nanoseconds(Int(SafeTime.durationNs(timeline.timeoutSeconds)))
             // The producer prepares (core values, sessions, campaign attribution: in order, one
             // thread), augments and encodes chunk after chunk while the writer stores the previous
             // one. It may touch the engine's session and campaign state: this call holds trackLock
@@ -144,20 +161,39 @@ public final class EventEngine: @unchecked Sendable {
             var next = 0
             var stored: [Event] = []
             stored.reserveCapacity(events.count + 1)
-            defer {  // no chunk, and no producer, outlives the call
-                while next < chunkCount { slots[next].ready.wait(); next += 1 }
-                producerDone.wait()
-            }
-            try store.insertStreaming(states: { self.pendingStates() }) {
-                guard next < chunkCount else { return nil }
-                slots[next].ready.wait()
-                let chunk = try slots[next].done!.get()
-                next += 1
-                stored += chunk.events
-                return chunk
+            do {
+                defer {  // no chunk, and no producer, outlives this block (the catches below re-read state)
+                    while next < chunkCount { slots[next].ready.wait(); next += 1 }
+                    producerDone.wait()
+                }
+                try store.insertStreaming(states: { self.pendingStates() }) {
+                    guard next < chunkCount else { return nil }
+                    slots[next].ready.wait()
+                    let chunk = try slots[next].done!.get()
+                    next += 1
+                    stored += chunk.events
+                    return chunk
+                }
+            } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_CONSTRAINT {
+                // Rolled back: the session/campaign state the producer changed was not written
+                // either, so re-read it rather than keep what no transaction holds.
+                try reloadState()
+                throw DuplicateEventID(id: nil, reason: "an event with the same id is already stored")
+            } catch {
+                try? reloadState()
+                throw error
             }
             notify(stored)
+            let ids = seen
+            return stored.filter { ids.contains($0.id) }
         }
+    }
+
+    /// An event id that is already stored, or given twice in one input: nothing was stored.
+    public struct DuplicateEventID: Error, CustomStringConvertible {
+        public var id: String?
+        public var reason: String
+        public var description: String { "event id \(id.map { "'\($0)' " } ?? "")refused: \(reason); nothing was stored" }
     }
 
     /// Its own lock, never trackLock: a caller enqueueing must not wait for a batch being written.
@@ -209,6 +245,27 @@ public final class EventEngine: @unchecked Sendable {
         return try track(event)
     }
 
+    /// Called when `cache_size` events wait and the tracking caller does not post them itself:
+    /// the runtime's delivery service (EventDeliveryService) sets it to wake up, so delivery never
+    /// runs on a request's path. Called on the tracking thread; must return at once.
+    public var onDeliveryDue: (@Sendable () -> Void)? {
+        get { observerLock.withLock { deliveryDue } }
+        set { observerLock.withLock { deliveryDue = newValue } }
+    }
+    private var deliveryDue: (@Sendable () -> Void)?
+
+    func signalIfDeliveryDue() throws {
+        guard let wake = onDeliveryDue, try waitingCount() >= settings.cacheSize else { return }
+        wake()
+    }
+
+    /// Posts when `cache_size` events are waiting (what a CLI command does after tracking); nil when not due.
+    @discardableResult
+    public func flushIfDue() throws -> DeliveryReport? {
+        guard try waitingCount() >= settings.cacheSize else { return nil }
+        return flush()
+    }
+
     public func flush() -> DeliveryReport {
         waitForBackgroundWrites()
         return delivery.flush()
@@ -217,7 +274,7 @@ public final class EventEngine: @unchecked Sendable {
     /// Purges SUCCESSFULLY_POSTED events older than `expire_local_events_after`.
     @discardableResult
     public func purge(nowMs: Int64 = Clock.wallMs()) throws -> Int {
-        try store.purgePosted(olderThanMs: nowMs - Int64(settings.expireLocalEventsAfter * 1000))
+        try store.purgePosted(olderThanMs: nowMs.saturatingSubtracting(SafeTime.durationMs(settings.expireLocalEventsAfter)))
     }
 
     func waitingCount() throws -> Int {
@@ -227,6 +284,32 @@ public final class EventEngine: @unchecked Sendable {
     /// The session and campaign state that preparing events changed, written in their transaction.
     private func pendingStates() -> [(key: String, json: String)] {
         [sessions.pendingWrite, campaigns.takePendingWrite()].compactMap { $0 }
+    }
+
+    /// How long an event may stay in HOLD before another run treats its augmenting process as dead:
+    /// the augmentation deadline plus a margin for the store writes around it.
+    static func holdGraceMs(_ settings: EventSettings) -> Int64 {
+        SafeTime.durationMs(settings.augmentationTimeout + 10)
+    }
+
+    /// Events left in HOLD past the grace by a process that died become EXPIRED (sent as they
+    /// were): at start-up, and periodically by the delivery service for another process's crash.
+    @discardableResult
+    public func expireStaleHolds(nowMs: Int64 = Clock.wallMs()) throws -> Int {
+        try store.expireStaleHolds(olderThanMs: nowMs.saturatingSubtracting(Self.holdGraceMs(settings)))
+    }
+
+    /// Re-reads the session and campaign state from the store (after a rolled-back batch). Caller holds trackLock.
+    private func reloadState() throws {
+        sessions = try SessionTracker(settings: settings, state: state)
+        campaigns = try CampaignAttribution(settings: settings, state: state)
+    }
+
+    /// What every event must pass before anything of it is stored: the limits (times in range,
+    /// sizes) and a purchase's typed properties.
+    public static func check(_ event: Event) throws {
+        try EventLimits.check(event)
+        try Purchase.validate(event)
     }
 
     private func fillCoreValues(_ event: inout Event) {

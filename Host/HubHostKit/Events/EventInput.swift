@@ -12,6 +12,8 @@ import Foundation
 public enum EventInput {
     public struct Problem: Error, CustomStringConvertible {
         public var description: String
+        /// A size limit was passed (HTTP answers 413 rather than 400).
+        public var tooLarge = false
     }
 
     public static func parse(_ data: Data) throws -> [Event] {
@@ -30,11 +32,15 @@ public enum EventInput {
             items = [json]
         }
         guard !items.isEmpty else { throw Problem(description: "no events in the input") }
+        guard items.count <= EventLimits.maxEventsPerRequest else {
+            throw Problem(description: "\(items.count) events in one input; the limit is \(EventLimits.maxEventsPerRequest)", tooLarge: true)
+        }
         return try items.enumerated().map { index, item in
             do {
                 return try event(item)
             } catch let problem as Problem {
-                throw Problem(description: items.count > 1 ? "event \(index + 1): \(problem.description)" : problem.description)
+                throw Problem(description: items.count > 1 ? "event \(index + 1): \(problem.description)" : problem.description,
+                              tooLarge: problem.tooLarge)
             }
         }
     }
@@ -58,17 +64,29 @@ public enum EventInput {
             let names = EventType.allCases.map(\.rawValue)
             throw Problem(description: "unknown event type '\(typeText)'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))")
         }
-        var event = Event(type: type, name: object["name"] as? String ?? "")
-        if let id = object["id"] as? String, !id.isEmpty { event.id = id }
+        var event = Event(type: type, name: try text(object["name"], key: "name") ?? "")
+        if let id = try text(object["id"], key: "id"), !id.isEmpty {
+            guard id.utf8.count <= 128 else { throw Problem(description: "'id' is \(id.utf8.count) bytes; the limit is 128", tooLarge: true) }
+            event.id = id
+        }
         if let stamp = object["timestamp"] {
             event.timestampMs = try time(stamp, what: "'timestamp'")
         }
         if let attributes = object["attributes"] {
             guard let map = attributes as? [String: Any] else { throw Problem(description: "'attributes' must be an object of name: value") }
-            for name in map.keys.sorted() {
-                guard !name.isEmpty else { throw Problem(description: "an attribute name is empty") }
-                event.set(name, try value(map[name]!, name: name))
+            guard map.count <= EventLimits.maxAttributes else {
+                throw Problem(description: "\(map.count) attributes; the limit is \(EventLimits.maxAttributes)", tooLarge: true)
             }
+            // JSON object keys are unique: appended, not `set` (a search per attribute made 100,000 attributes quadratic).
+            event.attributes.reserveCapacity(map.count)
+            for name in map.keys.sorted() {
+                event.attributes.append(Event.Attribute(name, try value(map[name]!, name: name)))
+            }
+        }
+        do {
+            try EventLimits.check(event)
+        } catch let refusal as EventLimits.Refusal {
+            throw Problem(description: refusal.description, tooLarge: refusal.tooLarge)
         }
         do {
             if let raw = object["purchase"] {
@@ -82,6 +100,37 @@ public enum EventInput {
         return event
     }
 
+    /// A string field: absent or null is nil; any other JSON type is refused, naming the field.
+    static func text(_ raw: Any?, key: String) throws -> String? {
+        switch raw {
+        case nil, is NSNull: return nil
+        case let text as String: return text
+        default: throw Problem(description: "'\(key)' must be a string, not \(jsonType(raw!))")
+        }
+    }
+
+    static func jsonType(_ raw: Any) -> String {
+        switch raw {
+        case let number as NSNumber: return String(cString: number.objCType) == "c" ? "a boolean" : "a number"
+        case is [Any]: return "a list"
+        case is [String: Any]: return "an object"
+        default: return "\(type(of: raw))"
+        }
+    }
+
+    /// An integer from a JSON number that holds one exactly (not a boolean, not 2.5, not 1e300).
+    static func exactInteger(_ raw: Any) -> Int64? {
+        guard let number = raw as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        let objCType = String(cString: number.objCType)
+        if objCType == "d" || objCType == "f" {
+            let double = number.doubleValue
+            // 2^63 itself is not representable: strictly below it.
+            guard double.isFinite, double == double.rounded(), double >= -9.223372036854775808e18, double < 9.223372036854775808e18 else { return nil }
+            return Int64(double)
+        }
+        return number.int64Value
+    }
+
     /// `{"amount": 50, "currency_code": "USD", "item_list": ["box", "hammer"], "number_of_items": 2}`
     static func purchase(_ raw: Any) throws -> Purchase {
         guard let object = raw as? [String: Any] else { throw Problem(description: "'purchase' must be an object with \(purchaseKeys.joined(separator: ", "))") }
@@ -90,10 +139,8 @@ public enum EventInput {
         }
         func integer(_ key: String) throws -> Int64? {
             guard let value = object[key] else { return nil }
-            guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue == Double(number.int64Value) else {
-                throw Problem(description: "purchase '\(key)' must be an integer")
-            }
-            return number.int64Value
+            guard let integer = exactInteger(value) else { throw Problem(description: "purchase '\(key)' must be an integer") }
+            return integer
         }
         guard let amount = try integer("amount") else { throw Problem(description: "purchase 'amount' is required") }
         guard let currency = object["currency_code"] as? String else { throw Problem(description: "purchase 'currency_code' is required (e.g. \"USD\")") }
@@ -115,14 +162,16 @@ public enum EventInput {
             let objCType = String(cString: number.objCType)
             if objCType == "c" { return .bool(number.boolValue) }
             if objCType == "d" || objCType == "f" { return .double(number.doubleValue) }
-            return .int(number.int64Value)
+            return .int(number.int64Value)  // JSONSerialization gives larger integers as doubles
         case let typed as [String: Any]:
             guard let type = typed["type"] as? String, let inner = typed["value"] else {
                 throw Problem(description: "attribute '\(name)': an object value must be {\"type\": ..., \"value\": ...}")
             }
             switch (type, inner) {
             case ("string", let s as String): return .string(s)
-            case ("int", let n as NSNumber): return .int(n.int64Value)
+            case ("int", let n as NSNumber):
+                guard let integer = exactInteger(n) else { throw Problem(description: "attribute '\(name)': \(n) is not a 64-bit integer") }
+                return .int(integer)
             case ("double", let n as NSNumber): return .double(n.doubleValue)
             case ("bool", let n as NSNumber) where String(cString: n.objCType) == "c": return .bool(n.boolValue)
             case ("time", _): return .timeMs(try time(inner, what: "attribute '\(name)'"))
@@ -134,17 +183,40 @@ public enum EventInput {
         }
     }
 
-    /// Milliseconds since epoch from a number or an ISO 8601 text.
+    /// Milliseconds since epoch from a number or an ISO 8601 text, within SafeTime.validMs
+    /// (1970 to 9999); anything else is refused before any arithmetic touches it.
     public static func time(_ raw: Any, what: String) throws -> Int64 {
-        if let number = raw as? NSNumber { return number.int64Value }
-        if let text = raw as? String {
-            if let ms = Int64(text) { return ms }
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-            formatter.formatOptions = [.withInternetDateTime]
-            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        let usage = "\(what) must be milliseconds since 1970 or an ISO 8601 time like 2014-06-10T00:00:00.000Z"
+        var ms: Int64?
+        if let number = raw as? NSNumber, String(cString: number.objCType) != "c" {
+            let double = number.doubleValue
+            guard double.isFinite, double >= Double(SafeTime.validMs.lowerBound), double <= Double(SafeTime.validMs.upperBound) else {
+                throw Problem(description: "\(what) \(number) is outside 0...\(SafeTime.validMs.upperBound) (1970-01-01 to 9999-12-31)")
+            }
+            ms = exactInteger(number) ?? Int64(double)
+        } else if let text = raw as? String {
+            if let integer = Int64(text) {
+                ms = integer
+            } else {
+                let formatter = ISO8601DateFormatter()
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                var date = formatter.date(from: text)
+                if date == nil {
+                    formatter.formatOptions = [.withInternetDateTime]
+                    date = formatter.date(from: text)
+                }
+                if let date {
+                    guard let converted = SafeTime.milliseconds(epochSeconds: date.timeIntervalSince1970) else {
+                        throw Problem(description: "\(what) \(text) is outside 1970-01-01 to 9999-12-31")
+                    }
+                    ms = converted
+                }
+            }
         }
-        throw Problem(description: "\(what) must be milliseconds since 1970 or an ISO 8601 time like 2014-06-10T00:00:00.000Z")
+        guard let ms else { throw Problem(description: usage) }
+        guard SafeTime.validMs.contains(ms) else {
+            throw Problem(description: "\(what) \(ms) is outside 0...\(SafeTime.validMs.upperBound) (1970-01-01 to 9999-12-31)")
+        }
+        return ms
     }
 }

@@ -34,9 +34,15 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
+    /// How long a write waits for another process's transaction before it fails.
+    static let busyTimeoutSeconds: TimeInterval = 30
+
     private init(path: String) throws {
         self.path = path
         var configuration = Configuration()
+        // Several processes may use one data directory (`serve` and CLI commands beside it): a
+        // writer waits for another's transaction instead of failing with "database is locked".
+        configuration.busyMode = .timeout(Self.busyTimeoutSeconds)
         configuration.prepareDatabase { db in
             // FULL: a commit is on disk before it returns, even in WAL mode.
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -92,6 +98,16 @@ public final class EventStore: @unchecked Sendable {
                 CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
                 """)
         }
+        // Small persistent state (sessions, the current campaign, campaign users...). Stores made
+        // before this migration existed created the table on open: IF NOT EXISTS keeps theirs.
+        migrator.registerMigration("v3 state") { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        }
+        // The process augmenting an event in HOLD (ProcessIdentity), so that another process on
+        // the same data directory recovers a dead one's holds and leaves a live one's alone.
+        migrator.registerMigration("v4 hold holder") { db in
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN holder TEXT")
+        }
         try migrator.migrate(pool)
     }
 
@@ -114,6 +130,9 @@ public final class EventStore: @unchecked Sendable {
             let writer = try EventRowWriter(db)
             for (event, attributes) in zip(events, encodedAttributes) {
                 try writer.insert(.init(event, attributes: attributes), nowMs: now)
+                if event.status == .hold {  // this process augments it: say so (see expireStaleHolds)
+                    try db.execute(sql: "UPDATE events SET holder = ? WHERE id = ?", arguments: [ProcessIdentity.current, event.id])
+                }
             }
         }
     }
@@ -140,8 +159,8 @@ public final class EventStore: @unchecked Sendable {
     /// Replaces an event's attributes and status (after augmentation).
     public func update(_ event: Event) throws {
         try pool.write { db in
-            try db.execute(sql: "UPDATE events SET attributes = ?, status = ?, updated_ms = ? WHERE id = ?",
-                           arguments: [try Self.encode(event.attributes), event.status.rawValue, Clock.wallMs(), event.id])
+            try db.execute(sql: "UPDATE events SET attributes = ?, status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
+                           arguments: [AttributeJSON.encode(event.attributes), event.status.rawValue, Clock.wallMs(), event.id])
         }
     }
 
@@ -173,12 +192,50 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// Events left in HOLD by a process that died mid-augmentation become EXPIRED: sent as they were.
+    /// Only holds whose holder is no longer running (or that have none, from an older version, or
+    /// that are older than `olderThanMs` whatever the holder): another live process on the same
+    /// data directory may be augmenting its holds right now, and such an event must not be posted
+    /// unaugmented beside it.
     @discardableResult
-    public func expireStaleHolds() throws -> Int {
+    public func expireStaleHolds(olderThanMs: Int64) throws -> Int {
         try pool.write { db in
-            try db.execute(sql: "UPDATE events SET status = ?, updated_ms = ? WHERE status = ?",
-                           arguments: [EventStatus.expired.rawValue, Clock.wallMs(), EventStatus.hold.rawValue])
-            return db.changesCount
+            let holds = try Row.fetchAll(db, sql: "SELECT id, holder, updated_ms FROM events WHERE status = ?",
+                                         arguments: [EventStatus.hold.rawValue])
+            let now = Clock.wallMs()
+            var expired = 0
+            for row in holds {
+                let holder: String? = row["holder"]
+                let updated: Int64 = row["updated_ms"]
+                guard updated < olderThanMs || !(holder.map(ProcessIdentity.isRunning) ?? false) else { continue }
+                try db.execute(sql: "UPDATE events SET status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
+                               arguments: [EventStatus.expired.rawValue, now, row["id"] as String])
+                expired += 1
+            }
+            return expired
+        }
+    }
+
+    /// Claims up to `limit` deliverable events for one delivery attempt: in one write transaction
+    /// they are read and their next attempt moved to `leaseUntilMs`, so no other process (or flush)
+    /// on the same store claims them meanwhile. The attempt ends with markPosted,
+    /// markAttemptFailed or release; a process that dies mid-post leaves them to be claimed again
+    /// once the lease ends (the idempotency key lets the collector drop the repeat).
+    public func claimDeliverable(limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
+        try pool.write { db in
+            let batch = try Self.events(db, sql: "SELECT * FROM events WHERE status IN (?, ?) AND next_attempt_ms <= ? ORDER BY seq LIMIT ?",
+                                        arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, nowMs, limit])
+            for event in batch {
+                try db.execute(sql: "UPDATE events SET next_attempt_ms = ? WHERE id = ?", arguments: [leaseUntilMs, event.id])
+            }
+            return batch
+        }
+    }
+
+    /// Ends a claim without an attempt (nothing was sent): the events are deliverable at once.
+    public func release(_ ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try pool.write { db in
+            for id in ids { try db.execute(sql: "UPDATE events SET next_attempt_ms = 0 WHERE id = ?", arguments: [id]) }
         }
     }
 
@@ -234,10 +291,6 @@ public final class EventStore: @unchecked Sendable {
     }
 
     // MARK: Encoding
-
-    static func encode(_ attributes: [Event.Attribute]) throws -> String {
-        AttributeJSON.encode(attributes)
-    }
 
     static func events(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Event] {
         try Row.fetchAll(db, sql: sql, arguments: arguments).map { try stored($0).event }

@@ -29,7 +29,7 @@ final class SessionTracker {
     static let key = "session"
 
     init(settings: EventSettings, state: KeyValueState) throws {
-        timeoutMs = Int64(settings.sessionTimeout * 1000)
+        timeoutMs = SafeTime.durationMs(settings.sessionTimeout)
         durationField = settings.sessionDurationField
         current = try state.get(Self.key)
     }
@@ -42,13 +42,16 @@ final class SessionTracker {
         let now = event.timestampMs
         var produced: [Event] = []
         if var session = current {
-            if now - session.lastActivityMs <= timeoutMs {
+            // Saturating: a state written by an older version may hold any Int64 (a timestamp of
+            // -2^63 once made this subtraction trap on every later event, after every restart).
+            if now.saturatingSubtracting(session.lastActivityMs) <= timeoutMs {
                 session.lastActivityMs = max(session.lastActivityMs, now)
                 remember(session)
                 return []
             }
-            var ended = Event(type: .sessionEnded, name: "Session Ended", timestampMs: session.lastActivityMs)
-            ended.set(durationField, .int((session.lastActivityMs - session.startedMs) / 1000))
+            let endedAt = min(max(session.lastActivityMs, SafeTime.validMs.lowerBound), SafeTime.validMs.upperBound)
+            var ended = Event(type: .sessionEnded, name: "Session Ended", timestampMs: endedAt)
+            ended.set(durationField, .int(max(0, session.lastActivityMs.saturatingSubtracting(session.startedMs)) / 1000))
             produced.append(ended)
         }
         remember(State(startedMs: now, lastActivityMs: now))
@@ -59,37 +62,5 @@ final class SessionTracker {
     private func remember(_ session: State) {
         current = session
         pending = session
-    }
-}
-
-/// Small persistent state (sessions, current campaign) in the event store's database.
-final class KeyValueState {
-    let store: EventStore
-
-    init(store: EventStore) throws {
-        self.store = store
-        try store.pool.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        }
-    }
-
-    func get<T: Decodable>(_ key: String) throws -> T? {
-        guard let text = try store.pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) })
-        else { return nil }
-        return try JSONDecoder().decode(T.self, from: Data(text.utf8))
-    }
-
-    /// Writes inside an open transaction (with the events whose tracking changed the state).
-    static func write(_ db: Database, key: String, json: String) throws {
-        try db.execute(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       arguments: [key, json])
-    }
-
-    func set<T: Encodable>(_ key: String, _ value: T) throws {
-        let text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
-        try store.pool.write { db in
-            try db.execute(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                           arguments: [key, text])
-        }
     }
 }

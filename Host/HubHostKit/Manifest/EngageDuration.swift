@@ -19,7 +19,9 @@ public enum EngageDuration {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.isEmpty { return .failure(.init(text: text, reason: "it is empty")) }
         if let plain = Double(trimmed) {
-            return plain >= 0 ? .success(plain) : .failure(.init(text: text, reason: "a duration cannot be negative"))
+            guard plain.isFinite else { return .failure(.init(text: text, reason: "it is not a finite number")) }
+            guard plain >= 0 else { return .failure(.init(text: text, reason: "a duration cannot be negative")) }
+            return plain <= SafeTime.maxDurationSeconds ? .success(plain) : .failure(.init(text: text, reason: tooLong))
         }
         var total = 0.0
         var index = trimmed.startIndex
@@ -49,8 +51,11 @@ public enum EngageDuration {
             total += number * seconds
             sawTerm = true
         }
-        return sawTerm ? .success(total) : .failure(.init(text: text, reason: "no duration found"))
+        guard sawTerm else { return .failure(.init(text: text, reason: "no duration found")) }
+        return total.isFinite && total <= SafeTime.maxDurationSeconds ? .success(total) : .failure(.init(text: text, reason: tooLong))
     }
+
+    static let tooLong = "the longest duration is 100 years (\(Int(SafeTime.maxDurationSeconds)) seconds)"
 
     /// A duration in seconds as the shortest readable text, e.g. `1d 15m`.
     public static func format(_ seconds: Double) -> String {

@@ -48,7 +48,10 @@ typedef struct hh_event_editor {
     void *editor_data;         /* host-owned, opaque: pass back unchanged */
 
     /* Add or replace an attribute. HH_ERR_INVALID_ARGUMENT for an empty name, a string that is not
-     * valid UTF-8, or an unknown value type. [any-thread] during the call. */
+     * valid UTF-8, an unknown value type, or a value outside the host's event limits (a time
+     * outside 1970..9999, a non-finite double, a name over 1 KiB, a string over 1 MiB, a new
+     * attribute beyond 1,000 on the event); the event is then left unchanged.
+     * [any-thread] during the call. */
     hh_status_t (*set_attribute)(const struct hh_event_editor *editor, hh_string_t name,
                                  const hh_value_t *value);
 

@@ -405,7 +405,7 @@ public final class ContentDelivery: @unchecked Sendable {
         Clock.monotonicNs() >= deadline || lock.withLock { isClosed }
     }
 
-    private func deadline() -> UInt64 { Clock.monotonicNs() + UInt64(max(0.001, hub.settings.downloadTimeout) * 1e9) }
+    private func deadline() -> UInt64 { Clock.monotonicNs() + SafeTime.durationNs(max(0.001, hub.settings.downloadTimeout)) }
 
     /// SHA-256 (hex) of the active bundle's file, nil when none is active.
     public var activeBundleSHA256: String? { hub.activeBundle.flatMap(activeSHA256(of:)) }

@@ -201,11 +201,17 @@ final class EventEditSession {
         case HH_VALUE_TIME_MS: converted = .timeMs(value.pointee.of.time_ms)
         default: return HH_ERR_INVALID_ARGUMENT
         }
-        lock.withLock {
+        // Plugin output is outside input too: the same limits as an event from HTTP (a time in
+        // range, a finite double, sizes), so nothing a plugin sets can poison the store.
+        guard (try? EventLimits.check(key, converted)) != nil else { return HH_ERR_INVALID_ARGUMENT }
+        return lock.withLock {
+            if working.attributes.count >= EventLimits.maxAttributes, !working.attributes.contains(where: { $0.name == key }) {
+                return HH_ERR_INVALID_ARGUMENT
+            }
             working.set(key, converted)
             stale = true
+            return HH_OK
         }
-        return HH_OK
     }
 
     func remove(_ name: hh_string_t) -> hh_status_t {
