@@ -2,32 +2,7 @@ import ArgumentParser
 import Foundation
 import HubHostKit
 
-/// An event as the CLI and the HTTP API print it: its id, status and every attribute.
-struct EventView: Encodable {
-    var id: String
-    var type: String
-    var typeCode: Int
-    var name: String
-    var timestamp: String
-    var timestampMs: Int64
-    var status: String
-    var attempts: Int
-    var attributes: [String: JSONValue]
-    var lastError: String?
-
-    init(_ event: Event, lastError: String? = nil) {
-        id = event.id
-        type = event.type.rawValue
-        typeCode = event.type.code
-        name = event.name
-        timestampMs = event.timestampMs
-        timestamp = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(event.timestampMs) / 1000))
-        status = event.status.rawValue
-        attempts = event.attempts
-        attributes = Dictionary(event.attributes.map { ($0.name, $0.value.json) }, uniquingKeysWith: { _, b in b })
-        self.lastError = lastError
-    }
-
+extension EventView {
     func printText() {
         print("\(id)  \(status)  \(type) (\(typeCode))\(name.isEmpty ? "" : " \"\(name)\"")  \(timestamp)")
         for (key, value) in attributes.sorted(by: { $0.key < $1.key }) { print("    \(key): \(value.text)") }

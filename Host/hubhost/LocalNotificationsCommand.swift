@@ -31,22 +31,7 @@ struct LocalNotificationsCommand: ParsableCommand {
         }
     }
 
-    struct OutcomeView: Encodable {
-        var id: String
-        var ours: Bool
-        var uri: String?
-        var showAlert: Bool?
-        var message: String?
-
-        init(_ outcome: LocalNotifications.Outcome) {
-            switch outcome {
-            case .handled(let notification, let uri, let showAlert):
-                id = notification.id; ours = true; self.uri = uri; self.showAlert = showAlert; message = notification.message
-            case .notOurs(let id):
-                self.id = id; ours = false
-            }
-        }
-    }
+    typealias OutcomeView = LocalNotificationOutcomeView
 
     struct Due: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the notifications that are due and not handled yet, by time.")

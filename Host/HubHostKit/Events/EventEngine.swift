@@ -254,6 +254,10 @@ public final class EventEngine: @unchecked Sendable {
     }
     private var deliveryDue: (@Sendable () -> Void)?
 
+    /// Wakes the delivery service when cache_size events wait (what an HTTP route calls after
+    /// tracking, instead of posting on the request's path).
+    public func signalDeliveryIfDue() throws { try signalIfDeliveryDue() }
+
     func signalIfDeliveryDue() throws {
         guard let wake = onDeliveryDue, try waitingCount() >= settings.cacheSize else { return }
         wake()

@@ -65,7 +65,6 @@ public struct HostManifest: Sendable {
 
     static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "deep_links", "campaigns", "hub"]
     static let reservedSections: [String: String] = [:]
-    static let serverKeys = ["host", "port"]
     static let loggingKeys = ["severity", "verbosity"]
     static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
                                "http_allow", "http_timeout"]
@@ -110,18 +109,9 @@ public struct HostManifest: Sendable {
             let values = EventSettings.schema.resolve(entry.value, path: "events", reader: reader, reportAt: entry.keyNode, lines: &lines)
             manifest.events = EventSettings(values: values, lines: lines)
         }
-        if let node = top["server"]?.value, let serverEntries = reader.mapping(node, key: "server") {
-            let fields = reader.known(serverEntries, allowed: serverKeys, in: "server")
-            if let hostNode = fields["host"]?.value, let host = reader.string(hostNode, key: "server.host") {
-                manifest.server.host = host
-            }
-            if let portNode = fields["port"]?.value, let port = reader.int(portNode, key: "server.port") {
-                if (0...65535).contains(port) {
-                    manifest.server.port = Int(port)
-                } else {
-                    reader.report(portNode, key: "server.port", "a port is 0 to 65535 (0: any free port)")
-                }
-            }
+        if let entry = top["server"] {
+            let values = ServerSettings.schema.resolve(entry.value, path: "server", reader: reader, reportAt: entry.keyNode)
+            manifest.server = ServerSettings(values: values, relativeTo: folder) { key, message in reader.report(entry.value, key: key, message) }
         }
         if let entry = top["campaigns"] {
             let values = CampaignSettings.schema.resolve(entry.value, path: "campaigns", reader: reader, reportAt: entry.keyNode)

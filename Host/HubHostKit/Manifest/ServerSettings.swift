@@ -1,8 +1,107 @@
-/// `server:` in plugins.yaml: where `hubhost serve` listens. Loopback by default.
+import Foundation
+
+/// `server:` in plugins.yaml: where `hubhost serve` listens and who may talk to it. Loopback by
+/// default; any other address needs a bearer token (auth_token_env or auth_token_file), or serve
+/// refuses to start.
 public struct ServerSettings: Codable, Equatable, Sendable {
+    static let schema = ConfigSchema(keys: [
+        ConfigKey(key: "host", type: .string, defaultValue: .string("127.0.0.1"),
+                  doc: "The address to listen on. Not a loopback address: a bearer token is required."),
+        ConfigKey(key: "port", type: .int, defaultValue: .int(8420), doc: "The port, 0 to 65535 (0: any free port)."),
+        ConfigKey(key: "allowed_hosts", type: .string, defaultValue: .string(""),
+                  doc: "Host header names accepted besides localhost, 127.0.0.1, [::1] and `host` (comma-separated): others get 421 (DNS rebinding)."),
+        ConfigKey(key: "allowed_origins", type: .string, defaultValue: .string(""),
+                  doc: "Web origins (scheme://host:port, comma-separated) that may send state-changing requests besides the server's own."),
+        ConfigKey(key: "auth_token_env", type: .string, defaultValue: .string(""),
+                  doc: "An environment variable holding the bearer token every /v1 request must send (Authorization: Bearer ...)."),
+        ConfigKey(key: "auth_token_file", type: .string, defaultValue: .string(""),
+                  doc: "A file holding the bearer token (first line), as an alternative to auth_token_env."),
+        ConfigKey(key: "idle_timeout", type: .duration, defaultValue: .double(30),
+                  doc: "A connection that sends nothing for this long (also while sending a request's head) is closed."),
+        ConfigKey(key: "max_connections", type: .int, defaultValue: .int(512),
+                  doc: "Open connections at most; a connection beyond it waits until another closes."),
+        ConfigKey(key: "max_body_size", type: .int, defaultValue: .int(16 << 20),
+                  doc: "The largest request body in bytes; a larger one is answered 413."),
+    ])
+
     public var host = "127.0.0.1"
     /// 0 picks a free port.
     public var port = 8420
+    public var allowedHosts: [String] = []
+    public var allowedOrigins: [String] = []
+    public var authTokenEnv: String?
+    public var authTokenFile: String?
+    public var idleTimeout: Double = 30
+    public var maxConnections = 512
+    public var maxBodySize = 16 << 20
 
     public init() {}
+
+    /// The settings from the resolved `server:` section; `report(key, message)` hears out-of-range values.
+    init(values: [String: PluginValue], relativeTo folder: String, report: (String, String) -> Void) {
+        func list(_ key: String) -> [String] {
+            guard case .string(let text)? = values[key] else { return [] }
+            return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        }
+        func text(_ key: String) -> String? {
+            guard case .string(let text)? = values[key], !text.isEmpty else { return nil }
+            return text
+        }
+        if let host = text("host") { self.host = host }
+        if case .int(let port)? = values["port"] {
+            if (0...65535).contains(port) { self.port = Int(port) } else { report("server.port", "a port is 0 to 65535 (0: any free port), not \(port)") }
+        }
+        allowedHosts = list("allowed_hosts")
+        allowedOrigins = list("allowed_origins")
+        authTokenEnv = text("auth_token_env")
+        authTokenFile = text("auth_token_file").map { $0.hasPrefix("/") ? $0 : (folder as NSString).appendingPathComponent($0) }
+        if case .double(let seconds)? = values["idle_timeout"] {
+            if seconds >= 0.1 { idleTimeout = seconds } else { report("server.idle_timeout", "at least 0.1 s, not \(seconds)") }
+        }
+        if case .int(let count)? = values["max_connections"] {
+            if (1...1_000_000).contains(count) { maxConnections = Int(count) } else { report("server.max_connections", "1 to 1000000, not \(count)") }
+        }
+        if case .int(let size)? = values["max_body_size"] {
+            if (1_024...(1 << 30)).contains(size) { maxBodySize = Int(size) } else { report("server.max_body_size", "1024 to 1073741824 bytes, not \(size)") }
+        }
+    }
+
+    /// True for addresses only this machine can reach.
+    public var isLoopback: Bool { Self.isLoopback(host) }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let name = host.lowercased()
+        return name == "localhost" || name == "::1" || name == "[::1]" || name.hasPrefix("127.")
+    }
+
+    /// The bearer token, read from the environment variable or the file; nil when none is
+    /// configured. Throws when one is configured but cannot be read or is empty.
+    public func authToken(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        if let name = authTokenEnv {
+            guard let token = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
+                throw ServerSettingsError(description: "server.auth_token_env names \(name), which is not set or empty")
+            }
+            return token
+        }
+        if let path = authTokenFile {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+                  let token = text.split(separator: "\n").first?.trimmingCharacters(in: .whitespaces), !token.isEmpty else {
+                throw ServerSettingsError(description: "server.auth_token_file \(path) cannot be read or holds no token")
+            }
+            return token
+        }
+        return nil
+    }
+
+    /// Checks that serving is safe as configured: a non-loopback address needs a token.
+    public func checkSafeToServe(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let token = try authToken(environment: environment)
+        if !isLoopback, token == nil {
+            throw ServerSettingsError(description: "server.host \(host) is not a loopback address: other machines could reach the API, so set server.auth_token_env or server.auth_token_file (a bearer token every request must send), or listen on 127.0.0.1")
+        }
+    }
+}
+
+public struct ServerSettingsError: Error, CustomStringConvertible {
+    public var description: String
 }

@@ -3,113 +3,56 @@ import HubHostKit
 import Hummingbird
 
 /// The HTTP API of `hubhost serve`: a thin front end over HubHostKit, like the CLI. Every route
-/// answers JSON; a bad request gets 400 with `{"error": "..."}`.
-///
-///   GET  /v1/health                      {"status": "ok"}
-///   POST /v1/events                      one event, a list, or {"events": [...]} (see EventInput); 201 with the stored events
-///   GET  /v1/events?status=S&limit=N     stored events, newest first
-///   GET  /v1/events/stats                counts by status
-///   POST /v1/events/flush                post what is due now; the DeliveryReport
-///   POST /v1/open-url                    {"url": "..."}: a deep link; the tracked event
-///   POST /v1/notifications/received      a notification payload (JSON object); the tracked event
-///   POST /v1/notifications/opened        same, opened
-///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none)
-///   POST /v1/messages/{id}/impression    the message was shown: one impression
-///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
-///   /hub..., /v1/hub/state, /v1/notifications   the web Content Hub and its notification stream (HubWebRoutes)
+/// answers JSON (the web hub's pages excepted); every error is `{"error": {"code", "message"}}`
+/// (APIError). The whole API is described in openapi.yaml, served at GET /openapi.yaml. One route
+/// file per engine: EventRoutes, CampaignRoutes, UserRoutes (hub users, present, local
+/// notifications), HubWebRoutes (the web Content Hub), HubDeliveryRoutes (content sync).
 enum HTTPAPI {
-    static func router(host: HubHost, engine: EventEngine, campaigns: CampaignEngine?) -> Router<BasicRequestContext> {
+    /// The body limit of the request being handled (server.max_body_size), set by RequestGuardMiddleware.
+    @TaskLocal static var maxBodySize = 16 << 20
+
+    static func router(runtime: HubHostRuntime, settings: ServerSettings, token: String?) throws -> Router<BasicRequestContext> {
+        let host = runtime.host
         let router = Router()
-        UserRoutes.add(to: router, host: host)  // users, hub present, local notifications
-        router.get("/v1/messages/next") { request, _ in
-            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
-            let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
-            guard let message = try await blocking({ campaigns.next(allowedContexts: contexts) }) else { return Response(status: .noContent) }
-            return json(message)
-        }
-        router.post("/v1/messages/:id/impression") { _, context in
-            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
-            let id = context.parameters.get("id") ?? ""
-            do { _ = try await blocking { try campaigns.displayed(id) } } catch { return failure(.notFound, "\(error)") }
-            return json(["status": "counted"])
-        }
-        router.post("/v1/messages/close") { request, _ in
-            guard let campaigns else { return failure(.notFound, "campaigns are disabled (campaigns: enabled: false)") }
-            let data = try await body(request)
-            let object = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-            let clear = object["clear_queued_campaigns"] as? Bool ?? false
-            try await blocking { campaigns.close(clearQueue: clear) }
-            return json(["status": "closed"])
-        }
+        router.add(middleware: APIErrorMiddleware())
+        router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         router.get("/v1/health") { _, _ in json(["status": "ok"]) }
-        router.post("/v1/events") { request, _ in
-            let data = try await body(request)
-            let events: [Event]
-            do { events = try EventInput.parse(data) } catch { return failure(.badRequest, "\(error)") }
-            let tracked = try await blocking { try events.map { try engine.track($0) } }
-            return json(tracked.map { EventView($0) }, status: .created)
-        }
-        router.get("/v1/events") { request, _ in
-            var status: EventStatus?
-            if let text = request.uri.queryParameters.get("status") {
-                guard let parsed = EventStatus(rawValue: text.uppercased()) else {
-                    return failure(.badRequest, "unknown status '\(text)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                status = parsed
-            }
-            let limit = max(1, min(request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 50, 10_000))
-            let filter = status
-            let stored = try await blocking {
-                engine.waitForBackgroundWrites()
-                return try engine.store.list(status: filter, limit: limit)
-            }
-            return json(stored.map { EventView($0.event, lastError: $0.lastError) })
-        }
-        router.get("/v1/events/stats") { _, _ in
-            let counts = try await blocking {
-                engine.waitForBackgroundWrites()
-                return try engine.store.stats()
-            }
-            return json(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
-        }
-        router.post("/v1/events/flush") { _, _ in
-            json(try await blocking { engine.flush() })
-        }
-        router.post("/v1/open-url") { request, _ in
-            let data = try await body(request)
-            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let url = object["url"] as? String else {
-                return failure(.badRequest, "expected {\"url\": \"...\"}")
-            }
-            let (event, _) = try await blocking { try engine.openURL(url) }
-            return json(EventView(event), status: .created)
-        }
-        router.post("/v1/notifications/:action") { request, context in
-            let action = context.parameters.get("action") ?? ""
-            guard action == "received" || action == "opened" else { return failure(.notFound, "use /v1/notifications/received or /opened") }
-            let data = try await body(request)
-            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                return failure(.badRequest, "expected a JSON object (the notification payload)")
-            }
-            let payload = object.mapValues { "\($0)" }
-            let event = try await blocking { try engine.notification(opened: action == "opened", payload: payload) }
-            return json(EventView(event), status: .created)
-        }
-        HubWebRoutes.add(to: router, host: host, engine: engine)
+        router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
+        EventRoutes.add(to: router, engine: try host.events())
+        CampaignRoutes.add(to: router, campaigns: try host.campaigns(), source: host.manifest.campaigns)
+        UserRoutes.add(to: router, host: host)
+        HubWebRoutes.add(to: router, host: host, engine: try host.events())
         HubDeliveryRoutes.add(to: router, host: host)
         return router
     }
 
+    /// The request's body, at most server.max_body_size bytes (413 beyond).
     static func body(_ request: Request) async throws -> Data {
         var request = request
-        let buffer = try await request.collectBody(upTo: 16 << 20)
+        let buffer = try await request.collectBody(upTo: maxBodySize)
         return Data(buffer.readableBytesView)
     }
 
-    /// Runs blocking engine work (SQLite, plugin calls) off the server's event loops.
-    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    /// `?tags=a,b` as a list (nil when absent); the same for the hub page and the present route.
+    static func tags(_ request: Request) -> [String]? {
+        request.uri.queryParameters.get("tags").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+    }
+
+    /// A JSON body decoded as `T`; an empty body decodes as `empty` when given (optional bodies).
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, empty: T? = nil) async throws -> T {
+        let data = try await body(request)
+        if data.isEmpty, let empty { return empty }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw APIError(.badRequest, APIError.describe(error))
         }
+    }
+
+    /// Runs blocking engine work (SQLite, plugin calls, files) on the BlockingPool, never on an
+    /// event loop or a concurrency thread.
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await BlockingPool.run(work)
     }
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
@@ -119,7 +62,16 @@ enum HTTPAPI {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        json(["error": message], status: status)
+    /// openapi.yaml from the repository the binary was built in, or next to the executable.
+    static func openAPIDocument() throws -> Response {
+        let candidates: [String?] = [LibraryLocator.runningExecutableFolder().map { $0 + "/openapi.yaml" },
+                          URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                              .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("openapi.yaml").path]
+        for path in candidates.compactMap({ $0 }) {
+            if let data = FileManager.default.contents(atPath: path) {
+                return Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            }
+        }
+        throw APIError(.notFound, "openapi.yaml was not found beside the executable or in the source tree")
     }
 }

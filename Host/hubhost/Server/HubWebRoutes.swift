@@ -32,7 +32,7 @@ enum HubWebRoutes {
         }
         guard let hubEngine else {
             for path in ["/hub", "/hub/**", "/v1/hub/state", "/v1/hub/csp-reports"] {
-                router.get(RouterPath(path)) { _, _ in HTTPAPI.failure(.notFound, "the Content Hub is disabled (hub: enabled: false)") }
+                router.get(RouterPath(path)) { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
             }
             return
         }
@@ -45,7 +45,7 @@ enum HubWebRoutes {
         }
         router.get("/hub") { request, _ in
             let query = request.uri.queryParameters
-            let tags = query.get("tags").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+            let tags = HTTPAPI.tags(request)
             let uri = query.get("uri").map { String($0) }
             let entryPoint = query.get("entry_point").map { String($0) }
             let embed = query.get("embed") == "1" || query.get("embed") == "true"
@@ -80,12 +80,12 @@ enum HubWebRoutes {
             return Response(status: .noContent)
         }
         router.get("/hub/app-action") { request, _ in
-            guard let url = request.uri.queryParameters.get("url") else { return HTTPAPI.failure(.badRequest, "expected ?url=<custom scheme URL>") }
+            guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<custom scheme URL>") }
             let text = String(url)
             return respond(try await HTTPAPI.blocking { web.appAction(text) })
         }
         router.get("/hub/whitelisted") { request, _ in
-            guard let url = request.uri.queryParameters.get("url") else { return HTTPAPI.failure(.badRequest, "expected ?url=<whitelisted URL>") }
+            guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<whitelisted URL>") }
             let text = String(url)
             return respond(try await HTTPAPI.blocking { web.fetchWhitelisted(text, http: http) })
         }

@@ -1,0 +1,80 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+
+/// The campaign engine (in-app messages) over HTTP. Every route answers 404 (code `disabled`)
+/// when `campaigns: enabled: false`.
+///
+///   GET  /v1/campaigns                   every loaded campaign with its impressions, opt-out and readiness
+///   POST /v1/campaigns/{id}/opt-out      the user opted out of the campaign (durable)
+///   GET  /v1/campaigns/user              the campaign user (user id, tracking identifier)
+///   PUT  /v1/campaigns/user              {"userId", "idTrackingIdentifier", "accessToken"?}: set it and re-ping
+///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none)
+///   POST /v1/messages/{id}/impression    the message was shown: one impression
+///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
+enum CampaignRoutes {
+    static func add(to router: Router<BasicRequestContext>, campaigns: CampaignEngine?, source: CampaignSettings) {
+        @Sendable func engine() throws -> CampaignEngine {
+            guard let campaigns else { throw APIError.engineOff("campaigns are disabled (campaigns: enabled: false)") }
+            return campaigns
+        }
+        router.get("/v1/campaigns") { _, _ in
+            let campaigns = try engine()
+            return HTTPAPI.json(try await HTTPAPI.blocking { campaigns.statuses() })
+        }
+        router.post("/v1/campaigns/:id/opt-out") { _, context in
+            let campaigns = try engine()
+            let id = context.parameters.get("id") ?? ""
+            do { try await HTTPAPI.blocking { try campaigns.optOut(id) } } catch let error as CampaignEngine.NotFound {
+                throw APIError(.notFound, error.description)
+            } catch let error as CampaignEngine.NotAllowed {
+                throw APIError(.conflict, error.description)
+            }
+            return HTTPAPI.json(["status": "opted_out", "id": id])
+        }
+        router.get("/v1/campaigns/user") { _, _ in
+            let user = try engine().user
+            return HTTPAPI.json(UserView(userId: user.userID, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: nil))
+        }
+        router.put("/v1/campaigns/user") { request, _ in
+            let campaigns = try engine()
+            let user = try await HTTPAPI.decode(UserView.self, from: request)
+            try await HTTPAPI.blocking {
+                try campaigns.setUser(.init(userID: user.userId, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: user.accessToken))
+                // As registerPreference: a new user re-pings when a network source is set.
+                if source.configURL != nil || source.pingURL != nil {
+                    _ = try? campaigns.sync(configURL: source.configURL, pingURL: source.pingURL, http: HTTPFetcher())
+                }
+            }
+            return HTTPAPI.json(UserView(userId: user.userId, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: nil))
+        }
+        router.get("/v1/messages/next") { request, _ in
+            let campaigns = try engine()
+            let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
+            guard let message = try await HTTPAPI.blocking({ campaigns.next(allowedContexts: contexts) }) else { return Response(status: .noContent) }
+            return HTTPAPI.json(message)
+        }
+        router.post("/v1/messages/:id/impression") { _, context in
+            let campaigns = try engine()
+            let id = context.parameters.get("id") ?? ""
+            do { _ = try await HTTPAPI.blocking { try campaigns.displayed(id) } } catch let error as CampaignEngine.NotFound {
+                throw APIError(.notFound, error.description)
+            }
+            return HTTPAPI.json(["status": "counted"])
+        }
+        router.post("/v1/messages/close") { request, _ in
+            let campaigns = try engine()
+            struct Close: Decodable { var clear_queued_campaigns: Bool? }
+            let clear = try await HTTPAPI.decode(Close.self, from: request, empty: Close()).clear_queued_campaigns ?? false
+            try await HTTPAPI.blocking { campaigns.close(clearQueue: clear) }
+            return HTTPAPI.json(["status": "closed"])
+        }
+    }
+
+    /// The campaign user as the API reads and writes it; the access token is never answered.
+    struct UserView: Codable {
+        var userId: String
+        var idTrackingIdentifier: String
+        var accessToken: String?
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+
+/// The local API's gate, before any route runs:
+/// - Host: only the names the server is configured for (loopback names, server.host,
+///   server.allowed_hosts); any other answers 421, so a DNS-rebinding page that points its own
+///   name at 127.0.0.1 reads nothing.
+/// - Origin: a state-changing request (POST, PUT, PATCH, DELETE) that carries an Origin must come
+///   from the server's own origin or one in server.allowed_origins; a page on another site gets
+///   403, whatever its content type ("simple" cross-site requests included).
+/// - Content type: a state-changing /v1 request with a body must say application/json (415):
+///   browsers cannot send that cross-site without a CORS preflight, which this server never grants.
+/// - Bearer token: when one is configured, every /v1 request but /v1/health, and /metrics, must
+///   send `Authorization: Bearer <token>`, compared in constant time (401).
+/// - Body size: a Content-Length above server.max_body_size answers 413 before it is read.
+struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
+    let allowedHosts: Set<String>
+    let allowedOrigins: Set<String>
+    let token: [UInt8]?
+    let maxBodySize: Int
+
+    init(settings: ServerSettings, token: String?) {
+        var hosts: Set<String> = ["localhost", "127.0.0.1", "[::1]", "::1", settings.host.lowercased()]
+        hosts.formUnion(settings.allowedHosts)
+        allowedHosts = hosts
+        allowedOrigins = Set(settings.allowedOrigins)
+        self.token = token.map { Array($0.utf8) }
+        maxBodySize = settings.maxBodySize
+    }
+
+    static var stateChanging: Set<HTTPRequest.Method> { [.post, .put, .patch, .delete] }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let authority = (request.head.authority ?? "").lowercased()
+        guard allowedHosts.contains(Self.hostName(authority)) else {
+            throw APIError(.misdirectedRequest, "the Host '\(authority)' is not one this server answers for (server.allowed_hosts)")
+        }
+        let path = request.uri.path
+        if Self.stateChanging.contains(request.method) {
+            if let origin = request.headers[.origin]?.lowercased(), origin != "http://\(authority)", origin != "https://\(authority)",
+               !allowedOrigins.contains(origin) {
+                throw APIError(.forbidden, "requests from the web origin \(origin) are not allowed (server.allowed_origins)", code: "foreign_origin")
+            }
+            let length = request.headers[.contentLength].flatMap { Int($0) }
+            let hasBody = (length ?? 0) > 0 || request.headers[.transferEncoding] != nil
+            if path.hasPrefix("/v1/"), hasBody {
+                let type = request.headers[.contentType]?.lowercased() ?? ""
+                guard type == "application/json" || type.hasPrefix("application/json;") else {
+                    throw APIError(.unsupportedMediaType, "a request body must be application/json, not '\(type.isEmpty ? "none" : type)'")
+                }
+            }
+        }
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBodySize {
+            throw APIError(.contentTooLarge, "the request body is \(length) bytes; server.max_body_size is \(maxBodySize)")
+        }
+        if let token, (path.hasPrefix("/v1/") && path != "/v1/health") || path == "/metrics" {
+            guard let given = request.headers[.authorization], given.hasPrefix("Bearer "),
+                  Self.constantTimeEqual(Array(given.utf8.dropFirst(7)), token) else {
+                var error = APIError(.unauthorized, "send Authorization: Bearer <the token of server.auth_token_env or server.auth_token_file>")
+                error.headers[.wwwAuthenticate] = "Bearer"
+                throw error
+            }
+        }
+        return try await HTTPAPI.$maxBodySize.withValue(maxBodySize) { try await next(request, context) }
+    }
+
+    /// The host name of an authority (`name:port`, `[v6]:port`), without the port.
+    static func hostName(_ authority: String) -> String {
+        if authority.hasPrefix("[") { return authority.firstIndex(of: "]").map { String(authority[...$0]) } ?? authority }
+        return authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? authority
+    }
+
+    /// Compares without an early exit, so the time taken does not tell how much of a guess matched.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<max(a.count, b.count) {
+            difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return difference == 0
+    }
+}
