@@ -76,7 +76,9 @@ final class EventCrashAndServeTests: XCTestCase {
         XCTAssertEqual((created as? [[String: Any]])?.compactMap { $0["status"] as? String }, ["NOT_POSTED", "NOT_POSTED"])
         let (badStatus, bad) = try call("POST", "/v1/events", #"{"type":"app_strat"}"#)
         XCTAssertEqual(badStatus, 400)
-        XCTAssertTrue(((bad as? [String: String])?["error"] ?? "").contains("did you mean 'app_start'?"), "\(bad)")
+        let badError = (bad as? [String: Any])?["error"] as? [String: String]
+        XCTAssertEqual(badError?["code"], "bad_request", "\(bad)")
+        XCTAssertTrue((badError?["message"] ?? "").contains("did you mean 'app_start'?"), "\(bad)")
         let (_, report) = try call("POST", "/v1/events/flush")
         XCTAssertEqual((report as? [String: Any])?["posted"] as? Int, 3, "two events and the session start")
         XCTAssertEqual(collector.acceptedKeys.count, 3)

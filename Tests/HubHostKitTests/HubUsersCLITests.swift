@@ -125,7 +125,7 @@ final class HubUsersCLITests: XCTestCase {
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         let process = server.process
         func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
-        func error(_ value: Any) -> String { (value as? [String: Any])?["error"] as? String ?? "\(value)" }
+        func error(_ value: Any) -> String { ((value as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "\(value)" }
 
         let (createdStatus, created) = try call("POST", "/v1/users", #"{"id": "ann", "tags": ["golf"]}"#)
         XCTAssertEqual(createdStatus, 201, "\(created)")

@@ -1,0 +1,102 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// `hubhost serve` tried as an attacker would: other web pages, rebinding names, foreign content
+/// types, oversized bodies, idle connections, and a non-loopback address without a token.
+final class ServeSecurityTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    private func serve(server: String = "{port: 0}", environment extra: String = "") throws -> ServeProcess {
+        try TestSupport.write("data_dir: data\nserver: \(server)\nevents: {cache_size: 1000}\nplugins: []\n", to: folder + "/plugins.yaml")
+        return try ServeProcess(manifest: folder + "/plugins.yaml")
+    }
+
+    private func storedCount(_ server: ServeProcess) throws -> Int {
+        let (_, stats) = try server.call("GET", "/v1/events/stats")
+        return ((stats as? [String: Int]) ?? [:]).values.reduce(0, +)
+    }
+
+    func testOtherWebPagesCannotWriteAndRebindingNamesCannotRead() throws {
+        let server = try serve()
+        let json = ["Content-Type": "application/json"]
+        // A cross-site "simple" POST (text/plain, foreign Origin), as any page the user visits could send.
+        var answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: ["Content-Type": "text/plain", "Origin": "http://evil.example"], body: #"{"name":"x"}"#)
+        XCTAssertEqual(answer.status, 403, answer.body)
+        XCTAssertTrue(answer.body.contains(#""code":"foreign_origin""#), answer.body)
+        // The same with a JSON content type still comes from a foreign origin.
+        answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: json.merging(["Origin": "http://evil.example"]) { a, _ in a }, body: #"{"name":"x"}"#)
+        XCTAssertEqual(answer.status, 403, answer.body)
+        // No Origin (a command-line client), but not JSON: refused, nothing stored.
+        answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: ["Content-Type": "text/plain"], body: #"{"name":"x"}"#)
+        XCTAssertEqual(answer.status, 415, answer.body)
+        XCTAssertEqual(try storedCount(server), 0)
+        // DNS rebinding: a page whose name now points at 127.0.0.1 sends its own Host.
+        answer = try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Host": "evil.example:\(server.port)"])
+        XCTAssertEqual(answer.status, 421, answer.body)
+        XCTAssertFalse(answer.body.contains("timestampMs"))
+        // The server's own origin and loopback names work.
+        answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: json.merging(["Origin": "http://127.0.0.1:\(server.port)", "Host": "127.0.0.1:\(server.port)"]) { a, _ in a }, body: #"{"name":"ok"}"#)
+        XCTAssertEqual(answer.status, 201, answer.body)
+        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/health", headers: ["Host": "localhost:\(server.port)"]).status, 200)
+    }
+
+    func testRefusedListsStoreNothingAndRepeatedIDsAnswer409() throws {
+        let server = try serve()
+        var (status, body) = try server.call("POST", "/v1/events", #"[{"id":"a1","name":"x"},{"id":"a1","name":"y"}]"#)
+        XCTAssertEqual(status, 409, "\(body)")
+        XCTAssertEqual(((body as? [String: Any])?["error"] as? [String: String])?["code"], "duplicate_id")
+        XCTAssertEqual(try storedCount(server), 0, "none of the refused list is stored")
+        (status, body) = try server.call("POST", "/v1/events", #"[{"id":"b1","name":"x"},{"name":"y","timestamp":-9223372036854775808}]"#)
+        XCTAssertEqual(status, 400, "\(body)")
+        XCTAssertEqual(try storedCount(server), 0)
+        XCTAssertEqual(try server.call("POST", "/v1/events", #"{"id":"c1","name":"x"}"#).0, 201)
+        let stored = try storedCount(server)
+        (status, body) = try server.call("POST", "/v1/events", #"[{"id":"c2","name":"x"},{"id":"c1","name":"again"}]"#)
+        XCTAssertEqual(status, 409, "\(body)")
+        XCTAssertEqual(try storedCount(server), stored, "c2 is not stored beside the repeated c1")
+        // The timestamp that once crash-looped serve: refused, and serve is alive.
+        XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name":"x","timestamp":1e300}"#).0, 400)
+        XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name":"after"}"#).0, 201)
+    }
+
+    func testBodiesAndAttributesOverTheLimitsAnswer413() throws {
+        let server = try serve(server: "{port: 0, max_body_size: 4096}")
+        let big = String(repeating: "a", count: 5000)
+        let (status, body) = try server.call("POST", "/v1/events", #"{"name":"x","attributes":{"s":"\#(big)"}}"#)
+        XCTAssertEqual(status, 413, "\(body)")
+        XCTAssertTrue("\(body)".contains("4096"), "the limit is in the message: \(body)")
+        let many = (0...EventLimits.maxAttributes).map { "\"a\($0)\":1" }.joined(separator: ",")
+        let manyServer = try serve(server: "{port: 0}")
+        let (manyStatus, manyBody) = try manyServer.call("POST", "/v1/events", #"{"name":"x","attributes":{\#(many)}}"#)
+        XCTAssertEqual(manyStatus, 413, "\(manyBody)")
+        XCTAssertTrue("\(manyBody)".contains("\(EventLimits.maxAttributes)"))
+    }
+
+    func testIdleConnectionsAreClosed() throws {
+        let server = try serve(server: "{port: 0, idle_timeout: 0.5}")
+        let idle = try RawHTTPClient(port: server.port)
+        idle.send("GET /v1/health HTTP/1.1\r\n")  // a head that never ends
+        XCTAssertTrue(idle.isClosedByServer(), "the idle connection is closed after idle_timeout")
+        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
+    }
+
+    func testATokenIsRequiredWhenConfiguredAndOffLoopback() throws {
+        try "s3cret-token\n".write(toFile: folder + "/token", atomically: true, encoding: .utf8)
+        let server = try serve(server: "{port: 0, auth_token_file: token}")
+        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events").status, 401)
+        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-tokeX"]).status, 401)
+        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-token"]).status, 200)
+        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/health").status, 200, "health stays open for probes")
+
+        // Listening beyond loopback without a token: serve refuses to start, with the reason.
+        try TestSupport.write("data_dir: data\nserver: {host: 0.0.0.0, port: 0}\nplugins: []\n", to: folder + "/open.yaml")
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["serve", "--manifest", folder + "/open.yaml"])
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("not a loopback address"), result.stderr)
+    }
+}
