@@ -157,14 +157,26 @@ public final class HubHost: @unchecked Sendable {
     deinit { shutdown() }
 }
 
-/// The data directory (default `./.hubhost/`), created on first use.
+/// The data directory (default `./.hubhost/`), created on first use, readable by its owner only
+/// (0700): it holds the event store, user data, logs and bundles. An existing one is tightened to
+/// 0700 too; files hubhost creates in it are 0600 (`restrict`).
 public enum DataDirectory {
     public static func prepare(_ path: String) throws {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            chmod(path, 0o700)
         } catch {
             throw ManifestError([ManifestDiagnostic(file: path, line: 1, column: 1, key: "data_dir",
                                                     message: "cannot create the data directory: \(error.localizedDescription)")])
         }
     }
+
+    /// Makes the files at `paths` that exist owner-only (0600), e.g. a SQLite file and its -wal/-shm.
+    public static func restrict(_ paths: [String]) {
+        for path in paths where FileManager.default.fileExists(atPath: path) { chmod(path, 0o600) }
+    }
+
+    /// A SQLite file with its WAL and shared-memory files.
+    public static func sqliteFiles(_ path: String) -> [String] { [path, path + "-wal", path + "-shm"] }
 }

@@ -35,7 +35,7 @@ final class WebHubTests: XCTestCase {
     func testPolicyForBothContentSources() {
         var settings = HubSettings()
         XCTAssertEqual(ContentSecurityPolicy(settings: settings).header,
-                       "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; report-uri /hub/csp-report")
+                       "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'self'; report-uri /hub/csp-report")
         settings.contentSource = .localOnly
         settings.whitelistDomains = ["cdn.example.com", "127.0.0.2", "bad domain;"]
         settings.whitelistURLs = ["https://img.example.com/a.png", "https://img.example.com/q.png?v=1", "https://x.example.com/p;q,r#frag", "ftp://x/y"]

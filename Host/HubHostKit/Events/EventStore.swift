@@ -34,20 +34,9 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
-    /// How long a write waits for another process's transaction before it fails.
-    static let busyTimeoutSeconds: TimeInterval = 30
-
     private init(path: String) throws {
         self.path = path
-        var configuration = Configuration()
-        // Several processes may use one data directory (`serve` and CLI commands beside it): a
-        // writer waits for another's transaction instead of failing with "database is locked".
-        configuration.busyMode = .timeout(Self.busyTimeoutSeconds)
-        configuration.prepareDatabase { db in
-            // FULL: a commit is on disk before it returns, even in WAL mode.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        pool = try SharedSQLite.open(path: path, label: "events")
         try migrate()
     }
 

@@ -14,6 +14,8 @@ public struct HubSettings: Sendable, Equatable {
                   doc: "A bundle shipped with the app (contentDB.sqlite3), shown at once while a newer one downloads."),
         ConfigKey(key: "content_source", type: .string, defaultValue: .string("external_allowed"),
                   doc: "external_allowed: hub pages may load external resources; local_only: only the hub's own origin and the whitelists."),
+        ConfigKey(key: "frame_ancestors", type: .string, defaultValue: .string("'self'"),
+                  doc: "Who may show hub pages in a frame: a CSP frame-ancestors source list ('self', 'none', or origins like https://app.example)."),
         ConfigKey(key: "color_scheme", type: .string, defaultValue: .string("dark"), doc: "dark or light: the hub's chrome and status views."),
         ConfigKey(key: "download_timeout", type: .duration, defaultValue: .double(120), doc: "The most one bundle download may take."),
     ])
@@ -38,6 +40,8 @@ public struct HubSettings: Sendable, Equatable {
     public var whitelistURLs: [String] = []
     /// Domains a local_only hub may still load from.
     public var whitelistDomains: [String] = []
+    /// The CSP frame-ancestors sources of hub pages: by default only the hub's own origin may frame them.
+    public var frameAncestors = "'self'"
     /// Schemes whose links are app actions for the integrating app, e.g. "myapp" (no "://").
     public var customURLSchemes: [String] = []
 

@@ -174,6 +174,14 @@ public struct HostManifest: Sendable {
         settings.publicKeyPath = text("public_key").map { absolute($0, from: folder) }
         settings.preloadedBundle = text("preloaded_bundle").map { absolute($0, from: folder) }
         if case .double(let seconds)? = values["download_timeout"] { settings.downloadTimeout = seconds }
+        if let ancestors = text("frame_ancestors") {
+            // One header value: a list of sources, never a second directive or header smuggled in.
+            if ancestors.range(of: #"^[A-Za-z0-9'*:/._ -]+$"#, options: .regularExpression) != nil {
+                settings.frameAncestors = ancestors
+            } else if let node = known["frame_ancestors"]?.keyNode {
+                reader.report(node, key: "hub.frame_ancestors", "expected CSP sources such as 'self', 'none' or https://app.example, not '\(ancestors)'")
+            }
+        }
         if let source = text("content_source") {
             if let parsed = HubSettings.ContentSource(rawValue: source) { settings.contentSource = parsed } else if let node = known["content_source"]?.keyNode {
                 reader.report(node, key: "hub.content_source", "unknown content source '\(source)'; expected one of: external_allowed, local_only")

@@ -38,10 +38,7 @@ public final class UserStore: @unchecked Sendable {
     /// Opens (creating) the store at `path`.
     public init(path: String) throws {
         self.path = path
-        var configuration = Configuration()
-        configuration.label = "hub-users"
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        pool = try SharedSQLite.open(path: path, label: "hub-users")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 users") { db in
             try db.execute(sql: """

@@ -25,11 +25,15 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
     public static let reportPath = "/hub/csp-report"
 
     public var contentSource: HubSettings.ContentSource
+    /// Who may frame hub pages (hub.frame_ancestors; default 'self', so another site cannot
+    /// frame a hub page and trick its reader into clicks).
+    public var frameAncestors: String
     /// Host sources for the whitelists (empty for external_allowed).
     public var allowedSources: [String]
 
     public init(settings: HubSettings) {
         contentSource = settings.contentSource
+        frameAncestors = settings.frameAncestors
         allowedSources = settings.contentSource == .localOnly ? ContentSecurityPolicy.sources(settings) : []
     }
 
@@ -37,7 +41,7 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
     public var header: String {
         switch contentSource {
         case .externalAllowed:
-            return "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; report-uri \(Self.reportPath)"
+            return "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; frame-ancestors \(frameAncestors); report-uri \(Self.reportPath)"
         case .localOnly:
             let extra = allowedSources.isEmpty ? "" : " " + allowedSources.joined(separator: " ")
             return [
@@ -49,9 +53,26 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
                 "object-src 'none'",
                 "base-uri 'self'",
                 "form-action 'self'",
+                "frame-ancestors \(frameAncestors)",
                 "report-uri \(Self.reportPath)",
             ].joined(separator: "; ")
         }
+    }
+
+    /// X-Frame-Options for browsers without frame-ancestors: only 'self' and 'none' can be said there.
+    public var frameOptions: String? {
+        switch frameAncestors.trimmingCharacters(in: .whitespaces) {
+        case "'self'": return "SAMEORIGIN"
+        case "'none'": return "DENY"
+        default: return nil
+        }
+    }
+
+    /// The headers every hub page carries.
+    public var pageHeaders: [String: String] {
+        var headers = ["Content-Security-Policy": header, "X-Content-Type-Options": "nosniff"]
+        if let frameOptions { headers["X-Frame-Options"] = frameOptions }
+        return headers
     }
 
     /// Whether `url` (an attribute value as the page author wrote it) is a whitelisted URL that

@@ -17,7 +17,7 @@ public struct HubWebResponse: Sendable {
 
     static func html(_ text: String, status: Int = 200, policy: ContentSecurityPolicy) -> HubWebResponse {
         HubWebResponse(status: status, body: Data(text.utf8),
-                       headers: ["Content-Security-Policy": policy.header, "Cache-Control": "no-store"])
+                       headers: policy.pageHeaders.merging(["Cache-Control": "no-store"]) { a, _ in a })
     }
 
     static func redirect(_ location: String) -> HubWebResponse {
@@ -235,7 +235,7 @@ public final class WebContentHub: @unchecked Sendable {
             return .notFound("resources/\(path) is not in the content bundle")
         }
         return HubWebResponse(status: 200, contentType: found.mimeType, body: found.data,
-                              headers: ["Content-Security-Policy": policy.header, "X-Content-Type-Options": "nosniff"])
+                              headers: policy.pageHeaders)
     }
 
     // MARK: App actions

@@ -1,0 +1,26 @@
+import Foundation
+import GRDB
+
+/// How hubhost opens the SQLite files of its data directory, which several processes may use at
+/// once (`serve` and CLI commands beside it): WAL, `synchronous = FULL` (a commit is on disk
+/// before it returns, even in WAL mode), and a busy timeout, so that a writer waits for another
+/// process's transaction instead of failing with "database is locked".
+enum SharedSQLite {
+    /// How long a write waits for another process's transaction before it fails.
+    static let busyTimeoutSeconds: TimeInterval = 30
+
+    static func configuration(label: String) -> Configuration {
+        var configuration = Configuration()
+        configuration.label = label
+        configuration.busyMode = .timeout(busyTimeoutSeconds)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        return configuration
+    }
+
+    /// Opens (creating) the pool at `path` and makes its files owner-only (0600): they hold user data.
+    static func open(path: String, label: String) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration(label: label))
+        DataDirectory.restrict(DataDirectory.sqliteFiles(path))
+        return pool
+    }
+}
