@@ -79,6 +79,6 @@ public final class HubHostRuntime: Sendable {
     private func shutDownHost() async {
         let host = self.host
         try? host.events().onDeliveryDue = nil  // the engine and this service held each other
-        _ = try? await BlockingPool.run { host.shutdown() }
+        _ = try? await Task { try await BlockingPool.run { host.shutdown() } }.value  // also when cancelled
     }
 }

@@ -49,7 +49,9 @@ public final class PeriodicService: Service, @unchecked Sendable {
             await attempt(round)
         }
         ticker.cancel()
-        if let final { await attempt(final) }
+        // In a task of its own: the last round must run even when the group was cancelled
+        // rather than shut down gracefully (the pool refuses work from a cancelled task).
+        if let final { await Task { await attempt(final) }.value }
     }
 
     private func attempt(_ work: @escaping @Sendable () throws -> Void) async {
