@@ -8,8 +8,10 @@
 //   Plugins/<Name>/   one folder per bundled plugin, each its own dynamic library product
 import PackageDescription
 
-/// Flags every C target builds with: the ABI must stay clean, pedantic C11.
-let strictC: [CSetting] = [.unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])]
+// C targets build as C11 (cLanguageStandard below). The strict warnings (-Wall -Wextra -Werror
+// -pedantic) are not build flags: SwiftPM refuses a dependency whose products carry unsafe flags,
+// which would stop any app from adding hubhost by version. Tests compile the ABI headers and every
+// bundled C plugin with them instead (ABIHeaderTests, CStrictnessTests).
 
 /// A bundled plugin: a target under Plugins/<folder> built as `lib<product>.so`.
 struct BundledPlugin {
@@ -52,7 +54,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
-        .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"], cSettings: strictC),
+        .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"]),
         // Helpers for plugins written in Swift (static tables, typed config); depends only on the ABI.
         .target(name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
@@ -97,9 +99,10 @@ let package = Package(
     ] + bundledPlugins.map { plugin in
         plugin.isC
             ? .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
-                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".", cSettings: strictC)
+                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".")
             : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
                       path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
                       swiftSettings: [.swiftLanguageMode(.v5)])
-    }
+    },
+    cLanguageStandard: .c11
 )
