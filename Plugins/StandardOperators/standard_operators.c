@@ -7,18 +7,25 @@
  *   GREATER_THAN, LESS_THAN   arithmetic types only (int, double, time; time with the tolerance)
  *   IS_BLANK, IS_NOT_BLANK    strings only: blank is empty or only white space; the trigger value
  *                             is not used
- *   MATCHES_REGEX,            strings only; the trigger value is the pattern (searched anywhere;
- *   DOES_NOT_MATCH_REGEX      anchor with ^ and $). Matching is bounded (bounded_regex.h): a
- *                             pattern that blows the step budget answers HH_ERR_TIMEOUT.
+ *   MATCHES_REGEX,            strings only; the trigger value is the pattern. As the reference SDK
+ *   DOES_NOT_MATCH_REGEX      (iOS, NSRegularExpression): ICU syntax and rules, searched anywhere in
+ *                             the value (anchor with ^ and $ for the whole value), case-sensitive
+ *                             unless the pattern says (?i); a pattern ICU refuses (an empty one,
+ *                             unbalanced brackets...) matches nothing: MATCHES_REGEX false,
+ *                             DOES_NOT_MATCH_REGEX true, with a warning in the log. Matching is
+ *                             bounded (bounded_regex.h): a valid pattern the engine cannot run in
+ *                             linear time (backreferences, lookaround...) answers HH_ERR_UNSUPPORTED,
+ *                             one that blows the step budget HH_ERR_TIMEOUT.
  *
- * A type mismatch answers HH_ERR_TYPE_MISMATCH, an invalid pattern HH_ERR_INVALID_ARGUMENT, each
- * with a message; the campaign engine treats every failure as false and logs the message.
+ * A type mismatch answers HH_ERR_TYPE_MISMATCH with a message; the campaign engine treats every
+ * failure as false (for both regex operators) and logs the message.
  */
 #include <hubhost/hubhost.h>
 #include <hubhost/hubhost_plugin_helpers.h>
 
 #include "bounded_regex.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,11 +128,24 @@ static hh_status_t compare_with(op_t op, const char *name, void *instance, const
             return mismatch(self, name, "applies to strings only (the trigger value is the pattern)", event, trigger);
         }
         char error[160];
+        brx_error_t why = BRX_COMPILED;
         bounded_regex_t *re = brx_compile(trigger->of.string.data ? trigger->of.string.data : "", trigger->of.string.length,
-                                          self->max_program, error, sizeof error);
-        if (!re) {
-            return hh_report(self->host, HH_ERR_INVALID_ARGUMENT, "%s: invalid pattern: %s", name, error);
+                                          self->max_program, &why, error, sizeof error);
+        if (!re && why == BRX_INVALID) {
+            /* As the reference SDK: a pattern the regex library refuses matches nothing, so
+             * MATCHES_REGEX is false and DOES_NOT_MATCH_REGEX true. Say why in the log. */
+            char message[240];
+            int written = snprintf(message, sizeof message, "%s: invalid pattern, which matches nothing: %s", name, error);
+            hh_string_t text = { message, written < 0 ? 0 : (size_t)written < sizeof message ? (size_t)written : sizeof message - 1 };
+            self->host->log(self->host, HH_SEVERITY_WARNING, HH_VERBOSITY_DEBUG, text);
+            *out = op == OP_NOT_MATCHES;
+            return HH_OK;
         }
+        if (!re && why == BRX_UNSUPPORTED) {
+            return hh_report(self->host, HH_ERR_UNSUPPORTED, "%s: %s (a valid pattern the bounded engine cannot run); answering false",
+                             name, error);
+        }
+        if (!re) return hh_report(self->host, HH_ERR_INTERNAL, "%s: %s", name, error);
         brx_result_t found = brx_search(re, event->of.string.data ? event->of.string.data : "", event->of.string.length, self->step_budget);
         brx_free(re);
         if (found == BRX_BUDGET_EXCEEDED) {

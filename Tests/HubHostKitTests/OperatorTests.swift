@@ -138,10 +138,143 @@ final class OperatorTests: XCTestCase {
         XCTAssertEqual(blown.reason, "MATCHES_REGEX: matching took more than 20000 steps; answering false")
         XCTAssertFalse(notMatches.compare(event: .string(String(repeating: "a", count: 5000)), trigger: .string("(a|aa|aaa)*b")).result,
                        "a blown bound is false for DOES_NOT_MATCH_REGEX too")
-        let invalid = matches.compare(event: .string("x"), trigger: .string("(unclosed"))
-        XCTAssertEqual(invalid.status, 1)
-        XCTAssertEqual(invalid.reason, "MATCHES_REGEX: invalid pattern: missing ) to close a group")
         XCTAssertEqual(matches.compare(event: .int(1), trigger: .string("1")).status, 4)
+    }
+
+    /// The regex operators against the reference In-App Messaging SDK's matching, case by case where
+    /// the seed is silent. The reference: rakutentech/ios-inappmessaging
+    /// Sources/RInAppMessaging/Utilities/MatchingUtility.swift (`NSRegularExpression(pattern:)`,
+    /// `matches(in:range:)` non-empty, a pattern that throws answers false, DOES_NOT_MATCH_REGEX is
+    /// its negation) and its MatchingUtilitySpec; NSRegularExpression is ICU. Android
+    /// (ValueMatchingUtil.kt, `String.matches(Regex)`) matches the whole string instead: hubhost
+    /// follows iOS, whose tests pin partial matching. Each expectation below was checked against
+    /// NSRegularExpression.
+    private func assertRegex(_ pattern: String, _ text: String, _ expected: Bool, _ why: String, file: StaticString = #filePath, line: UInt = #line) {
+        let yes = op("matches-regex").compare(event: .string(text), trigger: .string(pattern))
+        let no = op("does-not-match-regex").compare(event: .string(text), trigger: .string(pattern))
+        XCTAssertEqual(yes.status, 0, "/\(pattern)/ on '\(text)': \(yes.reason)", file: file, line: line)
+        XCTAssertEqual(yes.result, expected, "MATCHES_REGEX /\(pattern)/ on '\(text)': \(why)", file: file, line: line)
+        XCTAssertEqual(no.result, !expected, "DOES_NOT_MATCH_REGEX /\(pattern)/ on '\(text)': \(why)", file: file, line: line)
+    }
+
+    /// Searched anywhere, as the reference's own tests: "^a" matches "abb", not "b" nor "".
+    func testRegexSearchesAnywhereAsTheReference() {
+        assertRegex("^a", "abb", true, "MatchingUtilitySpec: a match of part of the value")
+        assertRegex("^a", "b", false, "MatchingUtilitySpec")
+        assertRegex("^a", "", false, "MatchingUtilitySpec: an empty value")
+        assertRegex("b", "abc", true, "a part is enough (Android's whole-string match would say false)")
+        assertRegex("^b$", "abc", false, "anchors ask for the whole value")
+    }
+
+    /// An empty pattern: NSRegularExpression refuses it (the reference's tests: "" matches nothing,
+    /// and DOES_NOT_MATCH_REGEX with "" is true). Before: it matched every value.
+    func testRegexEmptyPatternMatchesNothing() {
+        assertRegex("", "a", false, "the reference refuses an empty pattern")
+        assertRegex("", "", false, "MatchingUtilitySpec: both values empty")
+    }
+
+    /// A pattern the regex library refuses matches nothing: MATCHES_REGEX false and
+    /// DOES_NOT_MATCH_REGEX true (the reference catches the error and answers false, then negates).
+    /// Before: a failure, false for both. The same rules as ICU decide what is invalid.
+    func testRegexInvalidPatternMatchesNothing() {
+        for pattern in ["(unclosed", "a)", "[z-a]", "x{", "{", "}", "a**", "*a", "a{2}{3}", "a{2,1}", "\\", "\\x", "\\u004", "(?z)a",
+                        "(?<n>a)(?<n>b)", "\\1", "[abc", "\\b*"] {
+            assertRegex(pattern, "x", false, "ICU refuses /\(pattern)/")
+        }
+        // The user learns why from the log (a warning; the answer itself is not a failure).
+        XCTAssertTrue(standard.logged.contains { $0.severity == .warning
+                && $0.message == "MATCHES_REGEX: invalid pattern, which matches nothing: missing ) to close a group" },
+                      "\(standard.logged.map(\.message))")
+        // Valid in ICU although other libraries refuse them.
+        assertRegex("]", "]", true, "a lone ] is a literal")
+        assertRegex("[]a]", "]", true, "a ] first in a class is a literal")
+        assertRegex("\\q", "q", true, "an unknown escaped letter is the letter")
+    }
+
+    /// Case-sensitive unless the pattern says otherwise: ICU's inline flags work ((?i), (?i:...)),
+    /// with Unicode simple case folding. Before: (?i) was an invalid pattern.
+    func testRegexCaseSensitivityAndInlineFlags() {
+        assertRegex("sale", "SUMMER SALE", false, "case-sensitive by default")
+        assertRegex("(?i)sale", "SUMMER SALE", true, "(?i)")
+        assertRegex("(?i:s)ALE", "sALE", true, "(?i:...)")
+        assertRegex("(?i:s)ale", "SALE", false, "(?i:...) ends with its group")
+        assertRegex("(?i)stra\\u00DFe", "STRA\u{1E9E}E", true, "ß and ẞ fold together")
+        assertRegex("(?i)\u{03C3}", "\u{03C2}", true, "σ and ς fold together")
+        assertRegex("(?i)[^k]", "K", false, "a negated class folds before it negates")
+        assertRegex("(?m)^b", "a\nb", true, "(?m): ^ after a line break")
+        assertRegex("(?s)a.b", "a\nb", true, "(?s): . matches a line break")
+        assertRegex("(?x) a b # comment", "ab", true, "(?x): free spacing")
+    }
+
+    /// Characters, not bytes: `.` and classes take one Unicode character. Before: one byte of UTF-8.
+    func testRegexMatchesCharactersNotBytes() {
+        assertRegex("^a.c$", "a\u{E9}c", true, ". is one character (é is two bytes)")
+        assertRegex("^[\u{E9}]$", "\u{E9}", true, "a class holds a character")
+        assertRegex("^.$", "\u{1F600}", true, "an emoji is one character")
+        assertRegex("^[\\x{1F600}-\\x{1F64F}]$", "\u{1F601}", true, "\\x{...} ranges")
+    }
+
+    /// ICU's Unicode classes: \w, \d, \s and \b know other scripts. Before: ASCII only.
+    func testRegexUnicodeClasses() {
+        assertRegex("^\\w+$", "\u{30B7}\u{30E7}\u{30C3}\u{30D7}", true, "katakana are word characters")
+        assertRegex("^\\w+$", "caf\u{E9}", true, "é is a word character")
+        assertRegex("\\w", "\u{3001}", false, "、 is punctuation")
+        assertRegex("^\\d$", "\u{0663}", true, "Arabic-Indic three is a digit")
+        assertRegex("^\\s$", "\u{00A0}", true, "no-break space is white space")
+    }
+
+    /// Anchors and word boundaries as ICU. Before: $ only at the very end, \b a literal b, \A \z
+    /// \Z literal letters, `.` stopped only at \n.
+    func testRegexAnchorsAndLineTerminators() {
+        assertRegex("c$", "abc\n", true, "$ before a final line break")
+        assertRegex("c$", "abc\r\n", true, "$ before a final CR LF")
+        assertRegex("c$", "abc\n\n", false, "not before two")
+        assertRegex("c\\z", "abc\n", false, "\\z is the very end")
+        assertRegex("\\Ab", "ab", false, "\\A is the start")
+        assertRegex("\\bsale\\b", "on sale now", true, "\\b is a word boundary")
+        assertRegex("\\bsale\\b", "wholesale", false, "\\b is a word boundary")
+        assertRegex("a.b", "a\rb", false, ". stops at every line terminator, \\r too")
+        assertRegex("^\\R$", "\r\n", true, "\\R is a line break, CR LF as one")
+    }
+
+    /// More ICU syntax that was refused or misread before: non-capturing and named groups,
+    /// comments, \Q...\E, lazy quantifiers, escapes, counts over 1000.
+    func testRegexMoreSyntax() {
+        assertRegex("^(?:ab)+$", "abab", true, "(?:...)")
+        assertRegex("^(?<code>[A-Z]{3})-\\d+$", "ORD-12", true, "(?<name>...)")
+        assertRegex("a(?#note)b", "ab", true, "(?#...)")
+        assertRegex("\\Qa.b\\E", "a.b", true, "\\Q...\\E quotes")
+        assertRegex("\\Qa.b\\E", "axb", false, "\\Q...\\E quotes")
+        assertRegex("^a+?$", "aaa", true, "a lazy quantifier answers as the greedy one")
+        assertRegex("^\\x41\\u0042\\x{43}\\0104$", "ABCD", true, "hex and octal escapes")
+        assertRegex("^a{1001}$", String(repeating: "a", count: 1001), true, "counts over 1000")
+    }
+
+    /// Valid in the reference, but not linear (or not implemented) here: a failure, false for both
+    /// operators, with the reason. Before: some were invalid, some misread (a\1 as a literal 1).
+    func testRegexUnsupportedConstructsAnswerFalseWithAReason() {
+        for pattern in ["(a)\\1", "(?=a)a", "(?<=a)b", "(?>a)", "a*+", "\\p{L}", "[[a]b]", "[a&&b]"] {
+            for id in ["matches-regex", "does-not-match-regex"] {
+                let answer = op(id).compare(event: .string("aa"), trigger: .string(pattern))
+                XCTAssertEqual(answer.status, 3, "\(id) /\(pattern)/: \(answer.reason)")
+                XCTAssertFalse(answer.result, "\(id) /\(pattern)/")
+                XCTAssertTrue(answer.reason.contains("not supported"), answer.reason)
+            }
+        }
+        // Still bounded: the program size too.
+        XCTAssertEqual(op("matches-regex").compare(event: .string("a"), trigger: .string("a{30000}")).status, 3)
+    }
+
+    /// Values that are not strings: false for both operators, as the reference (its bool, int and
+    /// double comparisons answer false for the regex operators).
+    func testRegexOnOtherTypesIsFalseForBoth() {
+        for value in [PluginValue.int(1), .double(1.5), .bool(true), .timeMs(1000)] {
+            for id in ["matches-regex", "does-not-match-regex"] {
+                let answer = op(id).compare(event: value, trigger: .string(".*"))
+                XCTAssertFalse(answer.result, "\(id) on \(value)")
+                XCTAssertEqual(answer.status, 4)
+            }
+        }
     }
 
     func testExtraOperators() {
