@@ -68,7 +68,10 @@ public final class HubHost: @unchecked Sendable {
             if let file = manifest.campaigns.file {
                 do { try campaigns.loadFile(file) } catch { logger.error("campaigns: \(error)") }
             }
-            engine.observe { [weak campaigns] event in campaigns?.logEvent(event) }
+            engine.observe { [weak campaigns] event in
+                RuntimeMetrics.campaignEvaluations(1)
+                campaigns?.logEvent(event)
+            }
             campaignEngine = campaigns
         }
         return (engine, campaignEngine)

@@ -39,6 +39,14 @@ public final class EventDelivery: @unchecked Sendable {
 
     /// Posts everything that is due, batch after batch, until nothing is due or a batch fails.
     public func flush(nowMs: Int64 = Clock.wallMs()) -> DeliveryReport {
+        let report = flushLocked(nowMs: nowMs)
+        RuntimeMetrics.eventsDelivered("posted", report.posted)
+        RuntimeMetrics.eventsDelivered("retrying", report.retrying)
+        RuntimeMetrics.eventsDelivered("failed", report.failed)
+        return report
+    }
+
+    private func flushLocked(nowMs: Int64) -> DeliveryReport {
         lock.withLock {
             var report = DeliveryReport()
             guard !settings.collectorURL.isEmpty else {

@@ -27,6 +27,7 @@ public final class EventEngine: @unchecked Sendable {
     }
 
     private func notify(_ events: [Event]) {
+        RuntimeMetrics.eventsTracked(events.count)
         let current = observerLock.withLock { observers }
         guard !current.isEmpty else { return }
         for event in events { for observer in current { observer(event) } }

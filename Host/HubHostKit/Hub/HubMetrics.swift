@@ -74,6 +74,7 @@ public final class HubMetrics: @unchecked Sendable {
 
     @discardableResult
     func hubPresented(_ presentation: Presentation) -> Event? {
+        RuntimeMetrics.hubPageView("hub")
         let entryPoint: String? = lock.withLock {
             sessionEntryPoint = pendingEntryPoint
             pendingEntryPoint = nil
@@ -89,6 +90,7 @@ public final class HubMetrics: @unchecked Sendable {
 
     @discardableResult
     func channelViewed(_ channel: ContentBundle.Channel) -> Event? {
+        RuntimeMetrics.hubPageView("channel")
         var event = Event(type: .namedEvent, name: Name.channelViewed)
         event.set(Attribute.hub, .string(channel.hubID))
         event.set(Attribute.channel, .string(channel.id))
@@ -99,6 +101,7 @@ public final class HubMetrics: @unchecked Sendable {
 
     @discardableResult
     func articleViewed(_ article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64?) -> Event? {
+        RuntimeMetrics.hubPageView("article")
         var event = Event(type: .namedEvent, name: Name.articleViewed)
         if let hubID { event.set(Attribute.hub, .string(hubID)) }
         event.set(Attribute.channel, .string(article.channelID))

@@ -127,6 +127,7 @@ public final class PluginWorker: @unchecked Sendable {
             if Clock.monotonicNs() < restartAtNs { return .failure(.restarting(cause)) }
             if case .failure(let failure) = spawn() { return .failure(recordCrash(failure.reason, during: "restart")) }
             logger.notice("instance '\(instanceID)': worker restarted (pid \(pid))")
+            RuntimeMetrics.workerRestarted(instance: instanceID)
         case .notStarted: return .failure(.crashed("worker not started"))
         case .running: break
         }
@@ -178,6 +179,7 @@ public final class PluginWorker: @unchecked Sendable {
     private func recordCrash(_ cause: String, during op: String) -> WorkerFailure {
         closeChannel()
         totalCrashes += 1
+        RuntimeMetrics.pluginCallError(instance: instanceID, kind: "crash")
         let now = Clock.monotonicNs()
         let window = UInt64(settings.crashWindowSeconds) * 1_000_000_000
         crashTimes = crashTimes.filter { now - $0 < window } + [now]

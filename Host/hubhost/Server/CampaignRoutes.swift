@@ -60,6 +60,7 @@ enum CampaignRoutes {
             do { _ = try await HTTPAPI.blocking { try campaigns.displayed(id) } } catch let error as CampaignEngine.NotFound {
                 throw APIError(.notFound, error.description)
             }
+            RuntimeMetrics.messageShown()
             return HTTPAPI.json(["status": "counted"])
         }
         router.post("/v1/messages/close") { request, _ in

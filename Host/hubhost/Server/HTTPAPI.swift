@@ -14,8 +14,12 @@ enum HTTPAPI {
     static func router(runtime: HubHostRuntime, settings: ServerSettings, token: String?) throws -> Router<BasicRequestContext> {
         let host = runtime.host
         let router = Router()
+        _ = MetricsRoutes.registry  // bootstraps swift-metrics before any metric is made
+        // Middlewares apply to the routes added after them: every route below is guarded.
+        router.add(middleware: MetricsMiddleware())
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
+        MetricsRoutes.add(to: router, engine: try host.events())
         router.get("/v1/health") { _, _ in json(["status": "ok"]) }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         EventRoutes.add(to: router, engine: try host.events())

@@ -1,6 +1,7 @@
 import Foundation
 import HubHostKit
 import Hummingbird
+import HTTPTypes
 import NIOCore
 
 /// The web Content Hub's routes and the hub's state and notification stream: thin translations
@@ -49,24 +50,24 @@ enum HubWebRoutes {
             let uri = query.get("uri").map { String($0) }
             let entryPoint = query.get("entry_point").map { String($0) }
             let embed = query.get("embed") == "1" || query.get("embed") == "true"
-            return respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
+            return try respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
         }
-        router.get("/hub/home") { _, _ in respond(try await HTTPAPI.blocking { web.show(.hub) }) }
+        router.get("/hub/home") { _, _ in try respond(try await HTTPAPI.blocking { web.show(.hub) }) }
         router.get("/hub/channel/**") { request, _ in
-            guard let id = pathID(request, after: "/hub/channel/") else { return respond(.init(status: 404)) }
-            return respond(try await HTTPAPI.blocking { web.show(.channel(id)) })
+            guard let id = pathID(request, after: "/hub/channel/") else { return try respond(.init(status: 404)) }
+            return try respond(try await HTTPAPI.blocking { web.show(.channel(id)) })
         }
         router.get("/hub/article/**") { request, _ in
-            guard let id = pathID(request, after: "/hub/article/") else { return respond(.init(status: 404)) }
-            return respond(try await HTTPAPI.blocking { web.show(.article(id)) })
+            guard let id = pathID(request, after: "/hub/article/") else { return try respond(.init(status: 404)) }
+            return try respond(try await HTTPAPI.blocking { web.show(.article(id)) })
         }
-        router.get("/hub/back") { _, _ in respond(web.back()) }
-        router.get("/hub/forward") { _, _ in respond(web.forward()) }
-        router.get("/hub/close") { _, _ in respond(web.close()) }
-        router.post("/hub/close") { _, _ in respond(web.close()) }
+        router.get("/hub/back") { _, _ in try respond(web.back()) }
+        router.get("/hub/forward") { _, _ in try respond(web.forward()) }
+        router.get("/hub/close") { _, _ in try respond(web.close()) }
+        router.post("/hub/close") { _, _ in try respond(web.close()) }
         router.get("/hub/resources/**") { request, _ in
-            guard let path = pathID(request, after: "/hub/resources/") else { return respond(.init(status: 404)) }
-            return respond(try await HTTPAPI.blocking { web.resource(path) })
+            guard let path = pathID(request, after: "/hub/resources/") else { return try respond(.init(status: 404)) }
+            return try respond(try await HTTPAPI.blocking { web.resource(path) })
         }
         router.get("/hub/hubhost.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: HubPageTemplates.stylesheet)))
@@ -82,12 +83,12 @@ enum HubWebRoutes {
         router.get("/hub/app-action") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<custom scheme URL>") }
             let text = String(url)
-            return respond(try await HTTPAPI.blocking { web.appAction(text) })
+            return try respond(try await HTTPAPI.blocking { web.appAction(text) })
         }
         router.get("/hub/whitelisted") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<whitelisted URL>") }
             let text = String(url)
-            return respond(try await HTTPAPI.blocking { web.fetchWhitelisted(text, http: http) })
+            return try respond(try await HTTPAPI.blocking { web.fetchWhitelisted(text, http: http) })
         }
     }
 
@@ -99,21 +100,20 @@ enum HubWebRoutes {
         return HubPageLocation.decodeID(path.dropFirst(prefix.count))
     }
 
-    static func respond(_ answer: HubWebResponse) -> Response {
+    /// A WebContentHub answer as a response. Pages (HTML, also the hub's status views) pass
+    /// through with their headers; any other failure becomes the API's JSON error (APIError).
+    static func respond(_ answer: HubWebResponse) throws -> Response {
+        let isPage = answer.contentType.hasPrefix("text/html") && !answer.body.isEmpty
+        if answer.status >= 400, !isPage {
+            let text = String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw APIError(.init(code: answer.status), text.isEmpty ? "not found" : text)
+        }
         var headers = HTTPFields()
         headers[.contentType] = answer.contentType
         for (name, value) in answer.headers {
-            switch name.lowercased() {
-            case "content-security-policy": headers[.contentSecurityPolicy] = value
-            case "cache-control": headers[.cacheControl] = value
-            case "location": headers[.location] = value
-            case "x-content-type-options": headers[.xContentTypeOptions] = value
-            default: break
-            }
+            if let field = HTTPField.Name(name) { headers[field] = value }
         }
-        let body: ResponseBody = answer.status == 404 && answer.body.isEmpty
-            ? .init(byteBuffer: ByteBuffer(string: "not found\n")) : .init(byteBuffer: ByteBuffer(bytes: answer.body))
-        return Response(status: .init(code: answer.status), headers: headers, body: body)
+        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     /// `GET /v1/notifications`: each notification as a server-sent event until the client goes

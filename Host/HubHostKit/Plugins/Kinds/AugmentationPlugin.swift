@@ -78,6 +78,13 @@ public final class AugmentationPlugin: @unchecked Sendable {
     /// Runs the plugin on `event`. [thread-safe], as the header promises. Isolated: a failed
     /// worker leaves the event as it was (status HH_ERR_UNAVAILABLE, the cause as message).
     public func augment(_ event: AugmentableEvent) -> AugmentationOutcome {
+        let started = Clock.monotonicNs()
+        let outcome = call(event)
+        RuntimeMetrics.augmentation(instance: handle.instanceID, nanoseconds: Clock.monotonicNs() &- started, failed: outcome.status != HH_OK)
+        return outcome
+    }
+
+    private func call(_ event: AugmentableEvent) -> AugmentationOutcome {
         guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
         let api = instance.api(hh_augmentation_v1_t.self)
         let session = EventEditSession(event)

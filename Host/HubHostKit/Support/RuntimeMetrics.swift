@@ -1,0 +1,56 @@
+import Foundation
+import Metrics
+
+/// The runtime's metrics, through swift-metrics: whatever backend the front end bootstraps
+/// receives them (`hubhost serve` exports Prometheus text at GET /metrics); with none
+/// bootstrapped they cost a no-op call. Names follow Prometheus conventions.
+public enum RuntimeMetrics {
+    /// Events stored by the engine (any front end).
+    static func eventsTracked(_ count: Int) {
+        Counter(label: "hubhost_events_tracked_total").increment(by: count)
+    }
+
+    /// What a delivery attempt did to events: posted, retrying or failed.
+    static func eventsDelivered(_ outcome: String, _ count: Int) {
+        guard count > 0 else { return }
+        Counter(label: "hubhost_events_delivered_total", dimensions: [("outcome", outcome)]).increment(by: count)
+    }
+
+    /// One augmentation call of a plugin instance: its latency, and an error when it failed.
+    static func augmentation(instance: String, nanoseconds: UInt64, failed: Bool) {
+        Timer(label: "hubhost_augmentation_duration", dimensions: [("instance", instance)]).recordNanoseconds(Int64(clamping: nanoseconds))
+        if failed { pluginCallError(instance: instance, kind: "error") }
+    }
+
+    /// A plugin call that failed (`error`), timed out (`timeout`) or crashed its worker (`crash`).
+    static func pluginCallError(instance: String, kind: String) {
+        Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment()
+    }
+
+    /// An isolation worker was restarted.
+    static func workerRestarted(instance: String) {
+        Counter(label: "hubhost_worker_restarts_total", dimensions: [("instance", instance)]).increment()
+    }
+
+    /// A Content Hub page view (hub, channel or article).
+    static func hubPageView(_ page: String) {
+        Counter(label: "hubhost_hub_page_views_total", dimensions: [("page", page)]).increment()
+    }
+
+    /// Events the campaign engine evaluated against its campaigns.
+    static func campaignEvaluations(_ count: Int) {
+        Counter(label: "hubhost_campaign_evaluations_total").increment(by: count)
+    }
+
+    /// An in-app message shown (an impression).
+    public static func messageShown() {
+        Counter(label: "hubhost_messages_shown_total").increment()
+    }
+
+    /// The stored events by status, as a gauge per status (set when metrics are read).
+    public static func recordStoredEvents(_ counts: [EventStatus: Int]) {
+        for (status, count) in counts {
+            Gauge(label: "hubhost_events", dimensions: [("status", status.rawValue)]).record(count)
+        }
+    }
+}
