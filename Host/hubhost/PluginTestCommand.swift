@@ -32,13 +32,13 @@ struct PluginCommand: ParsableCommand {
         @Flag(name: .customLong("in-process"), help: "Run every test in this process (for debugging: a crash ends the run).")
         var inProcess = false
 
-        @Option(name: .customLong("call-budget"), help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
+        @Option(name: .customLong("call-budget"), parsing: .unconditional, help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
         var callBudget: Int = 2000
 
-        @Option(name: .customLong("test-timeout"), help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
+        @Option(name: .customLong("test-timeout"), parsing: .unconditional, help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
         var testTimeout: Int = 60_000
 
-        @Option(name: .customLong("memory-limit"), help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
+        @Option(name: .customLong("memory-limit"), parsing: .unconditional, help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
         var memoryLimit: Int = 2048
 
         @Flag(help: "Run each test under valgrind's memcheck and fail on definite leaks in the plugin library.")
