@@ -2,10 +2,13 @@ import ArgumentParser
 import Foundation
 import HubHostKit
 
+/// `hubhost plugin test`: the old name of `hubhost plugins test`, hidden, kept so that scripts
+/// written for it still work.
 struct PluginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugin",
-        abstract: "Work with one plugin in isolation.",
+        abstract: "The old name of `hubhost plugins` (for `plugin test`).",
+        shouldDisplay: false,
         subcommands: [Test.self])
 
     struct Test: ParsableCommand {
@@ -96,7 +99,7 @@ struct PluginCommand: ParsableCommand {
             if probe { return try runProbe() }
             if let runOne { return try runChild(runOne) }
             let runner = ValidationRunner(target: target, options: options,
-                                          childCommand: [LibraryLocator.runningExecutablePath(), "plugin", "test", path])
+                                          childCommand: [LibraryLocator.runningExecutablePath(), "plugins", "test", path])
             let tests = runner.tests()
             if list {
                 if output.json {

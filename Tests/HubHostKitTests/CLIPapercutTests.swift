@@ -47,7 +47,7 @@ final class CLIPapercutTests: XCTestCase {
         for (arguments, message) in [(["events", "list", "--limit", "-1"], "--limit must be at least 1 (got -1)"),
                                      (["hub", "watch", "--count", "-1"], "--count must be at least 1"),
                                      (["bench", "abi", "--iterations", "-10"], "--iterations and --rounds must be positive"),
-                                     (["plugin", "test", "x.yaml", "--call-budget", "-1"], "must be positive")] {
+                                     (["plugins", "test", "x.yaml", "--call-budget", "-1"], "must be positive")] {
             let result = try hubhost(arguments, in: folder)
             XCTAssertEqual(result.status, 64, "\(arguments)")
             XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
@@ -129,5 +129,48 @@ final class CLIPapercutTests: XCTestCase {
         // The case a user hit: `track --help` reads "as JSON on stdin" on one line.
         let track = try hubhost(["track", "--help"], environment: ["COLUMNS": "400"])
         XCTAssertTrue(track.stdout.contains("as JSON on stdin with --stdin"), track.stdout)
+    }
+
+    // MARK: One name per command; the old names stay as hidden aliases
+
+    func testOneNamePerCommandAndTheOldNamesStillWork() throws {
+        let help = try hubhost(["--help"], environment: ["COLUMNS": "400"])
+        let commands = help.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertTrue(commands.contains { $0.hasPrefix("plugins ") }, help.stdout)
+        XCTAssertTrue(commands.contains { $0.hasPrefix("notifications ") }, help.stdout)
+        XCTAssertFalse(commands.contains { $0.hasPrefix("plugin ") }, "plugin is hidden: \(help.stdout)")
+        XCTAssertFalse(commands.contains { $0.hasPrefix("notification ") }, "notification is hidden: \(help.stdout)")
+        XCTAssertTrue(try hubhost(["plugins", "--help"]).stdout.contains("test"))
+        let notifications = try hubhost(["notifications", "--help"]).stdout
+        for subcommand in ["received", "opened", "due", "handle"] { XCTAssertTrue(notifications.contains(subcommand), notifications) }
+        XCTAssertFalse(try hubhost(["campaigns", "--help"]).stdout.contains("displayed"))
+
+        // The new names and the old ones do the same.
+        let folder = try folder()
+        for arguments in [["plugins", "test"], ["plugin", "test"]] {
+            let list = try hubhost(arguments + [TestSupport.plugin("Noop"), "--list", "--json"], in: folder)
+            XCTAssertEqual(list.status, 0, "\(arguments): \(list.stderr)")
+            XCTAssertTrue(list.stdout.contains("library/load"), list.stdout)
+        }
+        for (arguments, campaign) in [(["notifications", "received"], "new-name"), (["notification", "received"], "old-name")] {
+            let result = try hubhost(arguments + ["CurrentCampaign=\(campaign)", "--json"], in: folder)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            let event = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+            XCTAssertEqual(event["type"] as? String, "notification_received")
+            XCTAssertEqual((event["attributes"] as? [String: Any])?["Campaign Name"] as? String, campaign)
+        }
+
+        // campaigns displayed ID (old) and messages impression ID (new) both count one impression.
+        let campaigns = """
+        {"data": [{"campaignData": {"campaignId": "c1", "maxImpressions": 3, "type": 1,
+          "triggers": [{"type": 1, "eventType": 1, "eventName": "app_start", "attributes": []}],
+          "messagePayload": {"title": "Hello"}}}]}
+        """
+        try TestSupport.write(campaigns, to: folder + "/campaigns.json")
+        XCTAssertEqual(try hubhost(["campaigns", "sync", "--file", "campaigns.json"], in: folder).status, 0)
+        XCTAssertEqual(try hubhost(["messages", "impression", "c1"], in: folder).status, 0)
+        XCTAssertEqual(try hubhost(["campaigns", "displayed", "c1"], in: folder).status, 0)
+        let statuses = try XCTUnwrap(try json(try hubhost(["campaigns", "list", "--json"], in: folder).stdout) as? [[String: Any]])
+        XCTAssertEqual(statuses.first?["impressionsLeft"] as? Int, 1)
     }
 }

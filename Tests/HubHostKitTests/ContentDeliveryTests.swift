@@ -487,7 +487,7 @@ final class ContentDeliveryTests: XCTestCase {
 
     func testBothProvidersPassThePluginTestSuite() throws {
         for name in ["HTTPContentProvider", "LocalContentProvider"] {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", TestSupport.plugin(name), "--json"], timeout: 300)
+            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
             XCTAssertEqual(run.status, 0, "\(name): \(run.stdout) \(run.stderr)")
             let report = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
             XCTAssertEqual(report["failed"] as? Int, 0, name)
