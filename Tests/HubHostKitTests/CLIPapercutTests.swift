@@ -173,4 +173,48 @@ final class CLIPapercutTests: XCTestCase {
         let statuses = try XCTUnwrap(try json(try hubhost(["campaigns", "list", "--json"], in: folder).stdout) as? [[String: Any]])
         XCTAssertEqual(statuses.first?["impressionsLeft"] as? Int, 1)
     }
+
+    // MARK: manifest check and libraries that cannot be found
+
+    func testManifestCheckFailsWhenAnEnabledInstancesLibraryCannotBeFound() throws {
+        let folder = try folder(plugins: """
+        plugins:
+          - id: mine
+            use: mine/plugin.yaml
+          - id: off
+            use: mine/plugin.yaml
+            enabled: false
+        """)
+        try TestSupport.write(TestSupport.fixtureManifest(library: "libmine.so", id: "mine"), to: folder + "/mine/plugin.yaml")
+        let missing = try hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/elsewhere"])
+        XCTAssertEqual(missing.status, 1, missing.stdout)
+        XCTAssertFalse(missing.stdout.contains("valid"), missing.stdout)
+        XCTAssertTrue(missing.stderr.contains("\(folder)/plugins.yaml:2:5: plugins[0]: instance 'mine': library libmine.so not found"), missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("looked in: \(folder)/mine, \(folder)/elsewhere, \(TestSupport.buildFolder)"), missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("HUBHOST_PLUGIN_PATH"), missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("`library:`"), missing.stderr)
+        XCTAssertFalse(missing.stderr.contains("swift build"), "not a bundled plugin: \(missing.stderr)")
+        XCTAssertTrue(missing.stderr.contains("1 problem"), "the disabled instance is not a problem: \(missing.stderr)")
+        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json"], in: folder).stdout) as? [String: Any])
+        XCTAssertEqual(report["valid"] as? Bool, false)
+
+        // Either way of pointing hubhost at it makes the manifest valid.
+        try TestSupport.write("not loaded by manifest check", to: folder + "/lib/libmine.so")
+        let withPath = try hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/lib"])
+        XCTAssertEqual(withPath.status, 0, withPath.stderr)
+        XCTAssertTrue(withPath.stdout.contains("valid (2 plugin instances)"), withPath.stdout)
+        try TestSupport.write(TestSupport.fixtureManifest(library: "../lib/libmine.so", id: "mine"), to: folder + "/mine/plugin.yaml")
+        XCTAssertEqual(try hubhost(["manifest", "check"], in: folder).status, 0)
+    }
+
+    func testABundledPluginThatIsNotBuiltIsToldToBuild() throws {
+        // A copy of the package's layout: Package.swift beside Plugins/<Name>/plugin.yaml.
+        let package = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("// swift-tools-version:6.0\n", to: package + "/Package.swift")
+        try TestSupport.write(TestSupport.fixtureManifest(library: "libhubhost-not-built.so", id: "unbuilt"), to: package + "/Plugins/Unbuilt/plugin.yaml")
+        try TestSupport.write("plugins:\n  - id: unbuilt\n    use: Plugins/Unbuilt/plugin.yaml\n", to: package + "/plugins.yaml")
+        let result = try hubhost(["manifest", "check"], in: package)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("It is a plugin bundled with hubhost: build it with `swift build` in \(package)"), result.stderr)
+    }
 }
