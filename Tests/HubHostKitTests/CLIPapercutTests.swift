@@ -217,4 +217,20 @@ final class CLIPapercutTests: XCTestCase {
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("It is a plugin bundled with hubhost: build it with `swift build` in \(package)"), result.stderr)
     }
+
+    // MARK: plugins list shows the binary's ABI version
+
+    func testPluginsListShowsTheABIVersionOfALibraryRefusedForIt() throws {
+        let folder = try folder(plugins: "plugins:\n  - id: abi2\n    use: fixture/plugin.yaml\n")
+        _ = try TestSupport.compileFixture(defines: ["FAULT_ABI_MAJOR=2"], into: folder + "/fixture", name: "libabi2.so")
+        try TestSupport.write(TestSupport.fixtureManifest(library: "libabi2.so", abi: "1.0"), to: folder + "/fixture/plugin.yaml")
+        let result = try hubhost(["plugins", "list", "--json"], in: folder)
+        XCTAssertEqual(result.status, 1, "an enabled instance failed")
+        let row = try XCTUnwrap((try json(result.stdout) as? [[String: Any]])?.first)
+        XCTAssertEqual(row["state"] as? String, "failed")
+        XCTAssertTrue((row["reason"] as? String)?.contains("was built for plugin ABI 2.0.0") ?? false, "\(row)")
+        XCTAssertEqual(row["abi"] as? String, "2.0.0", "the binary's version, not plugin.yaml's 1.0")
+        let table = try hubhost(["plugins", "list"], in: folder)
+        XCTAssertTrue(table.stdout.contains("2.0.0"), table.stdout)
+    }
 }
