@@ -233,4 +233,23 @@ final class CLIPapercutTests: XCTestCase {
         let table = try hubhost(["plugins", "list"], in: folder)
         XCTAssertTrue(table.stdout.contains("2.0.0"), table.stdout)
     }
+
+    // MARK: An unknown config key of a plugin without config keys
+
+    func testAConfigKeyForAPluginWithoutConfigKeysSaysItTakesNone() throws {
+        let folder = try folder(plugins: """
+        plugins:
+          - id: extra
+            use: \(TestSupport.plugin("ExtraOperators"))
+            config: {ignore_case: true}
+        """)
+        let result = try hubhost(["manifest", "check"], in: folder)
+        XCTAssertEqual(result.status, 1)
+        XCTAssertTrue(result.stderr.contains("plugins[0].config.ignore_case: unknown config key 'ignore_case': the plugin takes no config keys"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("expected one of"), result.stderr)
+        // From Swift (PluginTestKit, the Swift API) too.
+        XCTAssertThrowsError(try ConfigSchema(keys: []).resolve(values: ["x": .int(1)])) { error in
+            XCTAssertTrue("\(error)".contains("unknown config key 'x': the plugin takes no config keys"), "\(error)")
+        }
+    }
 }
