@@ -165,7 +165,7 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
             } else {
                 let notification = try? JSONDecoder().decode(HostNotification.self, from: Data(data.utf8))
                 let time = notification.map { ServerSentEventReader.time($0.timestampMs) } ?? ""
-                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.plainText)" }.joined(separator: " ")
                 print([time, event, values].filter { !$0.isEmpty }.joined(separator: " "))
             }
             fflush(stdout)

@@ -229,7 +229,7 @@ final class CampaignEngineTests: XCTestCase {
         let errors = lock.withLock { heard.list }.filter { $0.name == HostNotification.Name.error }
         XCTAssertTrue(errors.allSatisfy { $0.payload["source"] == "hubhost.campaigns" && $0.payload["severity"] == "warning" }, "\(errors)")
         for id in ["bad-type", "bad-attr", "bad-op", "vip"] {  // vip: IN_LIST has no plugin in this manifest
-            XCTAssertTrue(errors.contains { $0.payload["message"]?.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"] ?? "" })")
+            XCTAssertTrue(errors.contains { $0.payload["message"]?.plainText.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"]?.plainText ?? "" })")
         }
     }
 

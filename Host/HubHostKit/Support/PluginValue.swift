@@ -47,7 +47,8 @@ public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
 
 /// A minimal JSON value: for printing resolved configuration, notification payloads, and reading
 /// JSON whose types matter (a number is never taken for a boolean, nor the other way round).
-public enum JSONValue: Codable, Equatable, Sendable {
+public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+                        ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral {
     case null
     case string(String)
     case number(Double)
@@ -68,6 +69,11 @@ public enum JSONValue: Codable, Equatable, Sendable {
         }
     }
 
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
@@ -83,6 +89,15 @@ public enum JSONValue: Codable, Equatable, Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    /// The value as plain text: a string as it is, a whole number without a fraction, others as JSON.
+    public var plainText: String {
+        switch self {
+        case .string(let s): return s
+        case .number(let d) where d == d.rounded() && abs(d) < 9e15: return String(Int64(d))
+        default: return jsonText
+        }
     }
 
     /// "a string", "a number", ...: the JSON type, for messages.
