@@ -26,7 +26,7 @@ struct BundleCommand: ParsableCommand {
             Every problem in the folder is listed with its file (and line for front matter) and nothing is \
             written (with --json: {"problems": [{"path", "line", "message"}]} on stdout). FILE.json is the metadata document the host checks the bundle against:
               {"version", "size", "sha256", "signature" (base64), "created", "format": 1}
-            Example: hubhost bundle build Tests/Fixtures/content -o content.sqlite3 --key key.pem
+            Example: hubhost bundle build Examples/content -o content.sqlite3 --key key.pem
             """)
 
         @Argument(help: ArgumentHelp("The content folder.", valueName: "dir"))

@@ -165,7 +165,7 @@ struct TrackCommand: ParsableCommand {
             for _ in 0..<max(0, count) {
                 for event in events {
                     var copy = event
-                    copy.id = UUID().uuidString.lowercased()
+                    copy.id = EventID.make()
                     copy.timestampMs = Clock.wallMs()
                     let stored = try engine.track(copy, autoFlush: !noFlush)
                     FileHandle.standardOutput.write(Data((stored.id + "\n").utf8))

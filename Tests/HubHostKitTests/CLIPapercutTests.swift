@@ -312,4 +312,21 @@ final class CLIPapercutTests: XCTestCase {
         let due = LocalNotifications.payload(.init(id: "n1", fireAtMs: 1_795_000_000_000, message: "m", actionURI: "zbimdb://hub/news"))
         XCTAssertEqual(due["fire_at_ms"], .number(1_795_000_000_000))
     }
+
+    // MARK: Hygiene
+
+    /// The default plugins.yaml presents the demo content from Examples/content, not from a test fixture.
+    func testTheDefaultManifestShowsTheDemoContentFromExamples() throws {
+        let manifest = try String(contentsOfFile: TestSupport.repository + "/plugins.yaml", encoding: .utf8)
+        XCTAssertTrue(manifest.contains("preloaded_bundle: Examples/content"), manifest)
+        XCTAssertFalse(manifest.contains("Tests/Fixtures"), "the product's demo does not live in test fixtures")
+        let folder = try TestSupport.temporaryFolder(self)
+        try FileManager.default.copyItem(atPath: TestSupport.repository + "/plugins.yaml", toPath: folder + "/plugins.yaml")
+        for link in ["Plugins", "Examples"] {
+            try FileManager.default.createSymbolicLink(atPath: folder + "/" + link, withDestinationPath: TestSupport.repository + "/" + link)
+        }
+        let present = try hubhost(["hub", "present", "--json"], in: folder)
+        XCTAssertEqual(present.status, 0, present.stderr)
+        XCTAssertTrue(present.stdout.contains("news/sports/final-score"), present.stdout)
+    }
 }
