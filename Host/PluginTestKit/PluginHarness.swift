@@ -98,7 +98,7 @@ public final class PluginHarness: @unchecked Sendable {
     /// An event to augment: a named event (Universal Behavior code 17) at a fixed time by default.
     public static func event(name: String = "TEST EVENT", typeCode: Int32 = 17, timeMs: Int64 = 1_402_358_400_000,
                              attributes: [(String, PluginValue)] = []) -> AugmentableEvent {
-        AugmentableEvent(id: "test-" + UUID().uuidString, typeCode: typeCode, name: name, timeMs: timeMs,
+        AugmentableEvent(id: EventID.make(), typeCode: typeCode, name: name, timeMs: timeMs,
                          attributes: attributes.map { (name: $0.0, value: $0.1) })
     }
 

@@ -14,10 +14,10 @@ struct BenchCommand: ParsableCommand {
             commandName: "abi",
             abstract: "Cost of one call through the plugin ABI into a no-op plugin, beside a direct Swift call.")
 
-        @Option(help: "Calls per round.")
+        @Option(parsing: .unconditional, help: "Calls per round.")
         var iterations: Int = 10_000_000
 
-        @Option(help: "Rounds; the best round of each loop is reported.")
+        @Option(parsing: .unconditional, help: "Rounds; the best round of each loop is reported.")
         var rounds: Int = 5
 
         @Option(help: ArgumentHelp("The no-op plugin library (default: libhubhost-noop.so, found as plugins are).", valueName: "path"))
@@ -65,10 +65,10 @@ struct BenchCommand: ParsableCommand {
             commandName: "isolation",
             abstract: "Round trip of one augmentation call in-process and through process isolation, same run.")
 
-        @Option(help: "Calls per round.")
+        @Option(parsing: .unconditional, help: "Calls per round.")
         var iterations: Int = 100_000
 
-        @Option(help: "Rounds; the best round of each is reported.")
+        @Option(parsing: .unconditional, help: "Rounds; the best round of each is reported.")
         var rounds: Int = 3
 
         @Option(help: ArgumentHelp("The no-op plugin library (default: libhubhost-noop.so, found as plugins are).", valueName: "path"))
@@ -104,10 +104,10 @@ struct BenchCommand: ParsableCommand {
             abstract: "Events per second and track latency through location and weather augmentation into the store, beside a plain SQLite insert.",
             discussion: "Run from the repository root (it loads Plugins/*/plugin.yaml); the weather endpoint is a local server on 127.0.0.1.")
 
-        @Option(help: "Events through the pipeline (and rows in the baseline).")
+        @Option(parsing: .unconditional, help: "Events through the pipeline (and rows in the baseline).")
         var count: Int = 100_000
 
-        @Option(name: .customLong("batch-size"), help: "Events per commit.")
+        @Option(name: .customLong("batch-size"), parsing: .unconditional, help: "Events per commit.")
         var batchSize: Int = 1000
 
         @Option(help: ArgumentHelp("The folder of the bundled plugins' plugin.yaml files.", valueName: "path"))
@@ -144,10 +144,10 @@ struct BenchCommand: ParsableCommand {
             commandName: "campaigns",
             abstract: "Event evaluations per second through the campaign engine, beside a naive every-campaign check.")
 
-        @Option(help: "Campaigns loaded (ten per event name).")
+        @Option(parsing: .unconditional, help: "Campaigns loaded (ten per event name).")
         var campaigns: Int = 10_000
 
-        @Option(help: "Events evaluated.")
+        @Option(parsing: .unconditional, help: "Events evaluated.")
         var events: Int = 100_000
 
         @OptionGroup var output: JSONFlag
@@ -184,26 +184,26 @@ struct BenchCommand: ParsableCommand {
             commandName: "hub",
             abstract: "Content Hub: hub selection time on a large bundle, and web hub page serving beside nginx (wrk).",
             discussion: """
-            Selection: a generated bundle of --hubs hubs and --articles articles; each selection tailors it for a
-            different user (best hub, every channel's articles in order), beside the same choice made by one SQL
-            query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the
-            presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load
+            Selection: a generated bundle of --hubs hubs and --articles articles; each selection tailors it for a \
+            different user (best hub, every channel's articles in order), beside the same choice made by one SQL \
+            query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the \
+            presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load \
             against both. Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
             """)
 
-        @Option(help: "Hubs in the generated bundle.")
+        @Option(parsing: .unconditional, help: "Hubs in the generated bundle.")
         var hubs: Int = 1_000
 
-        @Option(help: "Articles in the generated bundle (spread over 5 channels per hub).")
+        @Option(parsing: .unconditional, help: "Articles in the generated bundle (spread over 5 channels per hub).")
         var articles: Int = 100_000
 
-        @Option(help: "Selections measured (one user each).")
+        @Option(parsing: .unconditional, help: "Selections measured (one user each).")
         var selections: Int = 200
 
-        @Option(help: "Seconds of wrk load per server.")
+        @Option(parsing: .unconditional, help: "Seconds of wrk load per server.")
         var seconds: Int = 5
 
-        @Option(help: "wrk connections.")
+        @Option(parsing: .unconditional, help: "wrk connections.")
         var connections: Int = 16
 
         @Flag(help: "Measure hub selection only (no hubhost serve, nginx or wrk).")

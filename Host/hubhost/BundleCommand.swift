@@ -23,10 +23,10 @@ struct BundleCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Build a bundle from a content folder, sign it, and write FILE and its metadata document FILE.json.",
             discussion: """
-            Every problem in the folder is listed with its file (and line for front matter) and nothing is
+            Every problem in the folder is listed with its file (and line for front matter) and nothing is \
             written (with --json: {"problems": [{"path", "line", "message"}]} on stdout). FILE.json is the metadata document the host checks the bundle against:
               {"version", "size", "sha256", "signature" (base64), "created", "format": 1}
-            Example: hubhost bundle build Tests/Fixtures/content -o content.sqlite3 --key key.pem
+            Example: hubhost bundle build Examples/content -o content.sqlite3 --key key.pem
             """)
 
         @Argument(help: ArgumentHelp("The content folder.", valueName: "dir"))
@@ -78,8 +78,8 @@ struct BundleCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a bundle as the host does before activating it; print \"valid\" (exit 0) or the reason (exit 1).",
             discussion: """
-            Checks, in order: the size (truncated), the SHA-256 (tampered), a signature (unsigned), the
-            signature with the public key (wrong key or changed after signing), and that the file is a
+            Checks, in order: the size (truncated), the SHA-256 (tampered), a signature (unsigned), the \
+            signature with the public key (wrong key or changed after signing), and that the file is a \
             content bundle.
             Example: hubhost bundle verify content.sqlite3 --pubkey pubkey.der
             """)

@@ -8,6 +8,13 @@ struct CampaignsCommand: ParsableCommand {
         abstract: "The in-app messaging campaigns: load, list, the ready queue, impressions, opt-outs, the user.",
         subcommands: [Sync.self, List.self, Ready.self, Displayed.self, OptOut.self, UserCommand.self])
 
+    /// Counts one impression of a campaign (`messages impression ID`, and its old name `campaigns displayed ID`).
+    static func impression(_ id: String, _ manifestOption: ManifestOption) throws {
+        let (host, engine) = try engine(manifestOption)
+        defer { host.shutdown() }
+        do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
+    }
+
     /// Starts the host and returns its campaign engine, or exits when campaigns are disabled.
     static func engine(_ option: ManifestOption) throws -> (HubHost, CampaignEngine) {
         let host = try option.startHost()
@@ -97,19 +104,17 @@ struct CampaignsCommand: ParsableCommand {
         }
     }
 
+    /// The old name of `hubhost messages impression ID`: hidden, kept so that scripts still work.
     struct Displayed: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "displayed", abstract: "Record that a campaign was shown: one impression.")
+        static let configuration = CommandConfiguration(commandName: "displayed", abstract: "The old name of `hubhost messages impression`.",
+                                                        shouldDisplay: false)
 
         @Argument(help: "The campaign id.")
         var id: String
 
         @OptionGroup var manifestOption: ManifestOption
 
-        func run() throws {
-            let (host, engine) = try CampaignsCommand.engine(manifestOption)
-            defer { host.shutdown() }
-            do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
-        }
+        func run() throws { try CampaignsCommand.impression(id, manifestOption) }
     }
 
     struct OptOut: ParsableCommand {

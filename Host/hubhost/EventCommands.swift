@@ -28,12 +28,14 @@ struct TrackCommand: ParsableCommand {
         commandName: "track",
         abstract: "Track an event: stored durably, augmented, then delivered in batches.",
         discussion: """
-        Give the type and name with attributes as typed flags, or a whole event (or a list) as JSON on
-        stdin with --stdin. Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or a code, e.g. 17).
+        Give the type and name with attributes as typed flags, or a whole event (or a list) as JSON on \
+        stdin with --stdin. Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or a code, e.g. 17). \
+        With one argument that is not a type, the type is named_event and the argument its name.
         Example: hubhost track named_event "PLAYER LOADED" --int Level=3 --string Mode=arcade
+        Example: hubhost track "PLAYER LOADED" --int Level=3
         """)
 
-    @Argument(help: "The event type (default named_event).")
+    @Argument(help: "The event type (default named_event; alone and not a type: the name of a named_event).")
     var type: String?
 
     @Argument(help: "The event name.")
@@ -50,7 +52,7 @@ struct TrackCommand: ParsableCommand {
     @Option(name: .customLong("time"), help: ArgumentHelp("A time attribute: ms since epoch or ISO 8601.", valueName: "name=value"))
     var times: [String] = []
 
-    @Option(name: .customLong("purchase-amount"), help: ArgumentHelp("purchase_successful: the purchase amount (integer).", valueName: "n"))
+    @Option(name: .customLong("purchase-amount"), parsing: .unconditional, help: ArgumentHelp("purchase_successful: the purchase amount (integer).", valueName: "n"))
     var purchaseAmount: Int64?
 
     @Option(name: .customLong("currency-code"), help: ArgumentHelp("purchase_successful: the ISO 4217 currency code.", valueName: "code"))
@@ -59,7 +61,7 @@ struct TrackCommand: ParsableCommand {
     @Option(name: .customLong("item"), help: ArgumentHelp("purchase_successful: an item id of the item list (repeat for each).", valueName: "id"))
     var items: [String] = []
 
-    @Option(name: .customLong("number-of-items"), help: ArgumentHelp("purchase_successful: the number of items (default: the items given).", valueName: "n"))
+    @Option(name: .customLong("number-of-items"), parsing: .unconditional, help: ArgumentHelp("purchase_successful: the number of items (default: the items given).", valueName: "n"))
     var numberOfItems: Int64?
 
     @Flag(help: "Read the event(s) as JSON from standard input.")
@@ -68,22 +70,32 @@ struct TrackCommand: ParsableCommand {
     @Flag(name: .customLong("no-flush"), help: "Do not post a batch even when cache_size events are waiting.")
     var noFlush = false
 
-    @Option(help: ArgumentHelp("Track the event this many times, printing each id once it is on disk (load and crash tests).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Track the event this many times, printing each id once it is on disk (load and crash tests).", valueName: "n"))
     var `repeat`: Int?
 
     @OptionGroup var manifestOption: ManifestOption
     @OptionGroup var output: JSONFlag
+
+    func validate() throws {
+        if let count = `repeat`, count < 0 { throw ValidationError("--repeat must be 0 or more (got \(count))") }
+    }
 
     func events() throws -> [Event] {
         if stdin {
             let data = FileHandle.standardInput.readDataToEndOfFile()
             do { return try EventInput.parse(data) } catch { throw ValidationError("\(error)") }
         }
-        let typeText = type ?? "named_event"
-        guard let eventType = EventType(text: typeText) else {
-            throw ValidationError("unknown event type '\(typeText)'; expected one of: \(EventType.allCases.map(\.rawValue).joined(separator: ", "))")
+        var typeText = type ?? "named_event"
+        var eventName = name ?? ""
+        if let type, name == nil, EventType(text: type) == nil {
+            // One argument that is not a type: the name of a named_event (the type's default).
+            typeText = "named_event"
+            eventName = type
         }
-        var event = Event(type: eventType, name: name ?? "")
+        guard let eventType = EventType(text: typeText) else {
+            throw ValidationError("unknown event type '\(typeText)'; expected one of: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or one argument: the name of a named_event)")
+        }
+        var event = Event(type: eventType, name: eventName)
         func pairs(_ list: [String], _ kind: String) throws -> [(String, String)] {
             try list.map { item in
                 guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
@@ -128,7 +140,7 @@ struct TrackCommand: ParsableCommand {
             for _ in 0..<max(0, count) {
                 for event in events {
                     var copy = event
-                    copy.id = UUID().uuidString.lowercased()
+                    copy.id = EventID.make()
                     copy.timestampMs = Clock.wallMs()
                     let stored = try engine.track(copy, autoFlush: !noFlush)
                     FileHandle.standardOutput.write(Data((stored.id + "\n").utf8))
@@ -164,11 +176,15 @@ struct EventsCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Only this status: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "status"))
         var status: String?
 
-        @Option(help: "At most this many.")
+        @Option(parsing: .unconditional, help: "At most this many.")
         var limit: Int = 50
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            if limit < 1 { throw ValidationError("--limit must be at least 1 (got \(limit))") }
+        }
 
         func run() throws {
             var filter: EventStatus?
@@ -263,40 +279,60 @@ struct OpenURLCommand: ParsableCommand {
     }
 }
 
+/// `hubhost notifications received|opened`: a push notification's payload (its events and its
+/// CurrentCampaign). `hubhost notification received|opened`, the old name, stays as a hidden alias.
 struct NotificationCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notification",
-        abstract: "Handle a notification payload (JSON object on stdin, or key=value arguments).")
+        abstract: "The old name of `hubhost notifications received|opened`.",
+        shouldDisplay: false,
+        subcommands: [Received.self, Opened.self])
 
-    enum Action: String, ExpressibleByArgument, CaseIterable { case received, opened }
+    /// The payload and the options both actions take.
+    struct Payload: ParsableArguments {
+        @Argument(help: ArgumentHelp("Payload entries (instead of a JSON object on stdin).", valueName: "key=value"))
+        var entries: [String] = []
 
-    @Argument(help: "received or opened.")
-    var action: Action
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
 
-    @Argument(help: ArgumentHelp("Payload entries (instead of JSON on stdin).", valueName: "key=value"))
-    var entries: [String] = []
-
-    @OptionGroup var manifestOption: ManifestOption
-    @OptionGroup var output: JSONFlag
-
-    func run() throws {
-        var payload: [String: String] = [:]
-        if entries.isEmpty {
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw ValidationError("expected a JSON object on stdin, or key=value arguments")
+        func handle(opened: Bool) throws {
+            var payload: [String: String] = [:]
+            if entries.isEmpty {
+                let data = FileHandle.standardInput.readDataToEndOfFile()
+                guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                    throw ValidationError("expected a JSON object on stdin, or key=value arguments")
+                }
+                for (key, value) in object { payload[key] = "\(value)" }
+            } else {
+                for entry in entries {
+                    guard let equals = entry.firstIndex(of: "=") else { throw ValidationError("\(entry): expected key=value") }
+                    payload[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+                }
             }
-            for (key, value) in object { payload[key] = "\(value)" }
-        } else {
-            for entry in entries {
-                guard let equals = entry.firstIndex(of: "=") else { throw ValidationError("\(entry): expected key=value") }
-                payload[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
-            }
+            let host = try manifestOption.startHost()
+            defer { host.shutdown() }
+            let event = try host.events().notification(opened: opened, payload: payload)
+            if output.json { Output.json(EventView(event)) } else { EventView(event).printText() }
         }
-        let host = try manifestOption.startHost()
-        defer { host.shutdown() }
-        let event = try host.events().notification(opened: action == .opened, payload: payload)
-        if output.json { Output.json(EventView(event)) } else { EventView(event).printText() }
+    }
+
+    struct Received: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A push notification was received: track it, and take its CurrentCampaign (JSON object on stdin, or key=value arguments).")
+
+        @OptionGroup var payload: Payload
+
+        func run() throws { try payload.handle(opened: false) }
+    }
+
+    struct Opened: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A push notification was opened: track it, and take its CurrentCampaign (JSON object on stdin, or key=value arguments).")
+
+        @OptionGroup var payload: Payload
+
+        func run() throws { try payload.handle(opened: true) }
     }
 }
 

@@ -35,7 +35,7 @@ struct HubCommand: ParsableCommand {
             final class Line: @unchecked Sendable { var open = false }
             let line = Line()
             let token = host.notifications.subscribe { notification in
-                guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"] else { return }
+                guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"]?.plainText else { return }
                 line.open = percent != "100"
                 FileHandle.standardError.write(Data("\rdownloading: \(percent)%\(percent == "100" ? "\n" : "")".utf8))
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HubHostKit
 
 @main
@@ -7,14 +8,38 @@ struct HubHostCommand: ParsableCommand {
         commandName: "hubhost",
         abstract: "An in-app engagement runtime: a small host that loads .so plugins described by YAML manifests.",
         discussion: """
-        Everything is configured in one host manifest, plugins.yaml (default: ./plugins.yaml), and
-        data is kept in its data directory (default: ./.hubhost/). Every command that prints data
+        Everything is configured in one host manifest, plugins.yaml (default: ./plugins.yaml), and \
+        data is kept in its data directory (default: ./.hubhost/). Every command that prints data \
         also takes --json.
         """,
         subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
                       LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self],
         defaultSubcommand: StatusCommand.self
     )
+
+    /// ArgumentParser's own `main()` reports an error thrown from a subcommand's `run()` against
+    /// the root command (`Usage: hubhost <subcommand>`), because only errors raised while parsing
+    /// and in `validate()` carry the subcommand. A ValidationError from `run()` is reported here
+    /// with the usage of the subcommand that threw it; every other error goes the usual way.
+    static func main() {
+        var command: ParsableCommand
+        do { command = try parseAsRoot() } catch { exit(withError: error) }
+        do {
+            try command.run()
+        } catch let error as ValidationError {
+            let usage = usageString(for: type(of: command))
+            // The usage starts with the command's path ("hubhost operators test <operator> ...").
+            let path = usage.split(separator: " ").prefix { $0.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" } }
+            Output.error("""
+                Error: \(error.message)
+                Usage: \(usage)
+                  See '\(path.joined(separator: " ")) --help' for more information.
+                """)
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// The --manifest option shared by every command that runs the host.

@@ -12,10 +12,10 @@ struct HubWatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print the notifications of a running hubhost serve (hub state, download progress, content shown, app actions).",
         discussion: """
-        Connects to GET /v1/notifications of the server at --url (default: server: in plugins.yaml)
-        and prints each notification as it comes: its time, name and values, or with --json its JSON
-        ({"name": ..., "payload": {...}, "timestampMs": ...}). Stops after --count notifications
-        (of the --name'd kinds, when given) or after --timeout seconds; with --count, running out of
+        Connects to GET /v1/notifications of the server at --url (default: server: in plugins.yaml) \
+        and prints each notification as it comes: its time, name and values, or with --json its JSON \
+        ({"name": ..., "payload": {...}, "timestampMs": ...}). Stops after --count notifications \
+        (of the --name'd kinds, when given) or after --timeout seconds; with --count, running out of \
         time first is an error (exit status 1).
         """)
 
@@ -25,10 +25,10 @@ struct HubWatchCommand: ParsableCommand {
     @Option(help: "The server, e.g. http://127.0.0.1:8420 (default: server: in plugins.yaml).")
     var url: String?
 
-    @Option(help: "Stop after this many notifications.")
+    @Option(parsing: .unconditional, help: "Stop after this many notifications.")
     var count: Int?
 
-    @Option(help: "Stop after this many seconds.")
+    @Option(parsing: .unconditional, help: "Stop after this many seconds.")
     var timeout: Double?
 
     @Option(help: "Only these notification names (repeatable), e.g. --name AppAction.")
@@ -165,7 +165,7 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
             } else {
                 let notification = try? JSONDecoder().decode(HostNotification.self, from: Data(data.utf8))
                 let time = notification.map { ServerSentEventReader.time($0.timestampMs) } ?? ""
-                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.plainText)" }.joined(separator: " ")
                 print([time, event, values].filter { !$0.isEmpty }.joined(separator: " "))
             }
             fflush(stdout)

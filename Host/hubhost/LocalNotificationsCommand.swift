@@ -2,17 +2,19 @@ import ArgumentParser
 import Foundation
 import HubHostKit
 
-/// `hubhost notifications ...`: the local notifications the active content bundle schedules.
-/// (Not `hubhost notification received|opened`, which feeds push payloads to the event pipeline.)
+/// `hubhost notifications ...`: push notification payloads received or opened (their events and
+/// campaign), and the local notifications the active content bundle schedules.
 struct LocalNotificationsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifications",
-        abstract: "Local notifications scheduled by the content bundle: list the due ones, handle one.",
+        abstract: "Notifications: a push notification received or opened; the local notifications the content bundle schedules (due, handle).",
         discussion: """
-        A notification is due once its time has come, until it is handled. `hubhost serve` also \
-        announces each one once as LocalNotificationDue on GET /v1/notifications.
+        `received` and `opened` feed a push notification's payload to the event pipeline (its event, and \
+        its CurrentCampaign as the current campaign). `due` and `handle` work on the local notifications \
+        of the content bundle: one is due once its time has come, until it is handled, and \
+        `hubhost serve` also announces each one once as LocalNotificationDue on GET /v1/notifications.
         """,
-        subcommands: [Due.self, Handle.self])
+        subcommands: [NotificationCommand.Received.self, NotificationCommand.Opened.self, Due.self, Handle.self])
 
     /// What `--json` prints for a notification and for a handling outcome.
     struct NotificationView: Encodable {

@@ -41,11 +41,7 @@ struct MessagesCommand: ParsableCommand {
 
         @OptionGroup var manifestOption: ManifestOption
 
-        func run() throws {
-            let (host, engine) = try CampaignsCommand.engine(manifestOption)
-            defer { host.shutdown() }
-            do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
-        }
+        func run() throws { try CampaignsCommand.impression(id, manifestOption) }
     }
 
     struct Close: ParsableCommand {

@@ -55,10 +55,10 @@ struct OperatorsCommand: ParsableCommand {
         @Option(name: .customLong("event-type"), help: "The event value's type, when it differs from --type (to test mismatches).")
         var eventType: String?
 
-        @Option(help: "The campaign trigger's value.")
+        @Option(parsing: .unconditional, help: "The campaign trigger's value.")
         var trigger: String
 
-        @Option(help: "The event attribute's value.")
+        @Option(parsing: .unconditional, help: "The event attribute's value.")
         var event: String
 
         @OptionGroup var manifestOption: ManifestOption

@@ -2,10 +2,13 @@ import ArgumentParser
 import Foundation
 import HubHostKit
 
+/// `hubhost plugin test`: the old name of `hubhost plugins test`, hidden, kept so that scripts
+/// written for it still work.
 struct PluginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugin",
-        abstract: "Work with one plugin in isolation.",
+        abstract: "The old name of `hubhost plugins` (for `plugin test`).",
+        shouldDisplay: false,
         subcommands: [Test.self])
 
     struct Test: ParsableCommand {
@@ -32,13 +35,13 @@ struct PluginCommand: ParsableCommand {
         @Flag(name: .customLong("in-process"), help: "Run every test in this process (for debugging: a crash ends the run).")
         var inProcess = false
 
-        @Option(name: .customLong("call-budget"), help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
+        @Option(name: .customLong("call-budget"), parsing: .unconditional, help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
         var callBudget: Int = 2000
 
-        @Option(name: .customLong("test-timeout"), help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
+        @Option(name: .customLong("test-timeout"), parsing: .unconditional, help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
         var testTimeout: Int = 60_000
 
-        @Option(name: .customLong("memory-limit"), help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
+        @Option(name: .customLong("memory-limit"), parsing: .unconditional, help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
         var memoryLimit: Int = 2048
 
         @Flag(help: "Run each test under valgrind's memcheck and fail on definite leaks in the plugin library.")
@@ -96,7 +99,7 @@ struct PluginCommand: ParsableCommand {
             if probe { return try runProbe() }
             if let runOne { return try runChild(runOne) }
             let runner = ValidationRunner(target: target, options: options,
-                                          childCommand: [LibraryLocator.runningExecutablePath(), "plugin", "test", path])
+                                          childCommand: [LibraryLocator.runningExecutablePath(), "plugins", "test", path])
             let tests = runner.tests()
             if list {
                 if output.json {

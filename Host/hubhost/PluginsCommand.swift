@@ -5,8 +5,8 @@ import HubHostKit
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
-        abstract: "List the configured plugin instances, or inspect one plugin.",
-        subcommands: [List.self, Inspect.self])
+        abstract: "List the configured plugin instances, inspect one plugin, or run the conformance suite on one.",
+        subcommands: [List.self, Inspect.self, PluginCommand.Test.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(

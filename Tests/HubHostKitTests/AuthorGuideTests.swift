@@ -28,7 +28,7 @@ final class AuthorGuideTests: XCTestCase {
 
         let inspection = PluginInspection.inspect(path: folder + "/contains/plugin.yaml")
         XCTAssertTrue(inspection.isConsistent, "\(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")
-        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", folder + "/contains/plugin.yaml"])
+        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/contains/plugin.yaml"])
         XCTAssertEqual(validation.status, 0, validation.stdout)
         XCTAssertTrue(validation.stdout.contains("8 passed, 0 failed"), validation.stdout)
 

@@ -63,8 +63,8 @@ final class CampaignEngineTests: XCTestCase {
         let (_, campaigns, events) = try host()
         XCTAssertEqual(campaigns.campaigns.map(\.id), ["welcome", "level", "vip", "old"])
         XCTAssertEqual(campaigns.skipped.count, 3)
-        XCTAssertTrue(campaigns.skipped[0].hasPrefix("campaign bad-type: trigger 1: eventType must be 1"), campaigns.skipped[0])
-        XCTAssertTrue(campaigns.skipped[1].contains("type must be 1..5"), campaigns.skipped[1])
+        XCTAssertEqual(campaigns.skipped[0], "campaign bad-type: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 0")
+        XCTAssertEqual(campaigns.skipped[1], "campaign bad-attr: trigger 1, attribute 'a': type must be an integer: 1 (string), 2 (integer), 3 (double), 4 (boolean) or 5 (time in ms); got 0")
         XCTAssertEqual(campaigns.skipped[2], "campaign bad-op: operator 'NOPE' is not provided by any loaded trigger_operator plugin")
         XCTAssertEqual(campaigns.campaigns[0].contexts, ["home"])
 
@@ -229,7 +229,151 @@ final class CampaignEngineTests: XCTestCase {
         let errors = lock.withLock { heard.list }.filter { $0.name == HostNotification.Name.error }
         XCTAssertTrue(errors.allSatisfy { $0.payload["source"] == "hubhost.campaigns" && $0.payload["severity"] == "warning" }, "\(errors)")
         for id in ["bad-type", "bad-attr", "bad-op", "vip"] {  // vip: IN_LIST has no plugin in this manifest
-            XCTAssertTrue(errors.contains { $0.payload["message"]?.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"] ?? "" })")
+            XCTAssertTrue(errors.contains { $0.payload["message"]?.plainText.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"]?.plainText ?? "" })")
         }
+    }
+
+    // MARK: Wrong types and out-of-range values (issue 16, bounds)
+
+    private func load(_ fields: [String: Any], trigger: [String: Any]? = nil) throws -> CampaignParser.Parsed {
+        var data: [String: Any] = ["campaignId": "c", "maxImpressions": 2, "type": 1, "messagePayload": ["title": "T"],
+                                   "triggers": [trigger ?? ["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]]
+        for (key, value) in fields { data[key] = value }
+        return try CampaignParser.parse(try JSONSerialization.data(withJSONObject: ["data": [["campaignData": data]]]))
+    }
+
+    private func skipped(_ fields: [String: Any], trigger: [String: Any]? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let parsed = try load(fields, trigger: trigger)
+        XCTAssertEqual(parsed.campaigns.count, 0, "loaded \(fields)", file: file, line: line)
+        return parsed.skipped.first ?? ""
+    }
+
+    func testWrongTypesAndOutOfRangeValuesSkipTheCampaignNamingTheValueSent() throws {
+        let impressions = "campaign c: maxImpressions must be an integer from 1 to 2147483647; got "
+        XCTAssertEqual(try skipped(["maxImpressions": "three"]), impressions + "\"three\" (a string)")
+        XCTAssertEqual(try skipped(["maxImpressions": -2]), impressions + "-2")
+        XCTAssertEqual(try skipped(["maxImpressions": 2.5]), impressions + "2.5")
+        XCTAssertEqual(try skipped(["maxImpressions": 0]), impressions + "0")
+        XCTAssertEqual(try skipped(["maxImpressions": true]), impressions + "true (a boolean)")
+        XCTAssertEqual(try skipped(["maxImpressions": 1e300]), impressions + "1e+300")
+        let types = "campaign c: type must be an integer: 1 (modal), 2 (full screen), 3 (slide-up) or 4 (HTML); got "
+        XCTAssertEqual(try skipped(["type": "2"]), types + "\"2\" (a string)", "the value sent, not '0 is invalid'")
+        XCTAssertEqual(try skipped(["type": 0]), types + "0")
+        XCTAssertEqual(try skipped(["type": 5]), types + "5")
+        XCTAssertEqual(try skipped(["isTest": "no"]), "campaign c: isTest must be true or false; got \"no\" (a string)")
+        XCTAssertEqual(try skipped(["campaignId": 7]), "campaign #1: campaignId must be a non-empty string; got 7")
+        XCTAssertEqual(try skipped(["messagePayload": NSNull()]), "campaign c: messagePayload must be an object; got null")
+        XCTAssertEqual(try skipped(["messagePayload": ["header": "no title"]]), "campaign c: missing messagePayload.title (a string)")
+        XCTAssertEqual(try skipped(["messagePayload": ["title": "T", "messageSettings": ["displaySettings": ["optOut": "yes"]]]]),
+                       "campaign c: messagePayload.messageSettings.displaySettings.optOut must be true or false; got \"yes\" (a string)")
+        XCTAssertEqual(try skipped([:], trigger: ["type": 0, "eventType": 1]), "campaign c: trigger 1: type must be an integer: 1 (event); got 0")
+        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": 5]),
+                       "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 5")
+        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": "4", "eventName": "x"]),
+                       "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got \"4\" (a string)")
+        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": 4, "eventName": "x",
+                                                  "attributes": [["name": "a", "value": "1", "type": 2, "operator": 2.5]]]),
+                       "campaign c: trigger 1, attribute 'a': operator must be an integer from 1 to 2147483647; got 2.5")
+
+        // The valid forms still load, with the values sent.
+        let loaded = try load(["maxImpressions": 3, "type": 4, "isTest": true])
+        XCTAssertEqual(loaded.skipped, [])
+        XCTAssertEqual(loaded.campaigns.first?.maxImpressions, 3)
+        XCTAssertEqual(loaded.campaigns.first?.type, 4)
+        XCTAssertEqual(loaded.campaigns.first?.isTest, true)
+    }
+
+    func testImpressionsStopAtZeroAndARaisedMaximumStartsFromThere() throws {
+        try writeCampaigns(welcomeMax: 2)
+        let (_, campaigns, events) = try host()
+        _ = try events.track(Event(type: .appStart))
+        for _ in 0..<5 { try campaigns.displayed("welcome") }  // three past the limit
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "welcome" }?.impressionsLeft, 0, "never below zero")
+        try writeCampaigns(welcomeMax: 3)
+        try campaigns.loadFile(folder + "/campaigns.json")
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "welcome" }?.impressionsLeft, 1, "max 2 -> 3 adds 1 to 0, not to -3")
+        try writeCampaigns(welcomeMax: 1)
+        try campaigns.loadFile(folder + "/campaigns.json")
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "welcome" }?.impressionsLeft, 0, "a lowered maximum takes away, down to zero")
+    }
+
+    func testTheInAppMessagingServicesOwnConfigShapeIsRead() throws {
+        let server = try TestCollector()
+        defer { server.stop() }
+        let list: [String: Any] = ["nextPingMillis": 60_000, "data": [
+            campaign("real", title: "From the service", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]]),
+        ]]
+        server.routes = [
+            "/config": (200, """
+                {"data": {"rolloutPercentage": 100, "enabled": true,
+                          "endpoints": {"ping": "\(server.url("/ping"))", "impression": "\(server.url("/impression"))"}}}
+                """),
+            "/ping": (200, String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self)),
+        ]
+        try TestSupport.write("""
+        data_dir: data
+        campaigns: {config_url: "\(server.url("/config"))"}
+        plugins:
+          - id: operators
+            use: \(TestSupport.plugin("StandardOperators"))
+        """, to: folder + "/plugins.yaml")
+        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(sync.status, 0, sync.stderr)
+        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])?["loaded"] as? Int, 1, sync.stdout)
+        XCTAssertEqual(server.hits("/ping"), 1)
+
+        // Disabled in the service's shape turns messaging off.
+        server.routes["/config"] = (200, #"{"data": {"enabled": false, "endpoints": {}}}"#)
+        let off = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertTrue(off.stdout.contains("disabled by the configuration endpoint"), off.stdout + off.stderr)
+        XCTAssertEqual(server.hits("/ping"), 1, "no ping while disabled")
+
+        // A wrong type is refused with the value sent, not taken for "enabled".
+        server.routes["/config"] = (200, #"{"data": {"enabled": "no"}}"#)
+        let wrong = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(wrong.status, 1)
+        XCTAssertTrue(wrong.stderr.contains("config endpoint: data.enabled must be true or false; got \"no\" (a string)"), wrong.stderr)
+    }
+
+    /// The README's campaign file: every field, valid, loaded as written.
+    func testTheREADMEsCampaignFileLoadsWithEveryField() throws {
+        let readme = try String(contentsOfFile: TestSupport.repository + "/README.md", encoding: .utf8)
+        let marker = try XCTUnwrap(readme.range(of: "<!-- campaign-file -->\n```json\n"), "the README marks its campaign file")
+        let end = try XCTUnwrap(readme.range(of: "\n```", range: marker.upperBound..<readme.endIndex))
+        let text = String(readme[marker.upperBound..<end.lowerBound])
+        let parsed = try CampaignParser.parse(Data(text.utf8))
+        XCTAssertEqual(parsed.skipped, [])
+        XCTAssertEqual(parsed.nextPingMillis, 3_600_000)
+        let campaign = try XCTUnwrap(parsed.campaigns.first)
+        XCTAssertEqual(campaign.id, "summer-sale")
+        XCTAssertEqual(campaign.maxImpressions, 3)
+        XCTAssertEqual(campaign.type, 1)
+        XCTAssertEqual(campaign.isTest, false)
+        XCTAssertEqual(campaign.title, "[home] Summer sale")
+        XCTAssertEqual(campaign.contexts, ["home"])
+        XCTAssertEqual(campaign.header, "Half price")
+        XCTAssertEqual(campaign.body, "Every level pack at half price until Sunday.")
+        XCTAssertEqual(campaign.imageURL, "https://cdn.example.com/sale.png")
+        XCTAssertEqual(campaign.endTimeMillis, 4_102_444_800_000)
+        XCTAssertEqual(campaign.optOut, true)
+        XCTAssertEqual(campaign.delay, 0)
+        XCTAssertEqual(campaign.buttons, [.init(text: "Shop now", action: 2, uri: "myapp://shop"), .init(text: "Later", action: 3, uri: nil)])
+        XCTAssertEqual(campaign.triggers.map(\.eventType), [2, 4])
+        XCTAssertEqual(campaign.triggers[1].attributes, [.init(name: "level", value: .int(5), op: "3"),
+                                                          .init(name: "mode", value: .string("arcade, story"), op: "IN_LIST")])
+
+        // And through the CLI, with the operators it names loaded.
+        try TestSupport.write(text, to: folder + "/campaigns.json")
+        try TestSupport.write("""
+        data_dir: data
+        plugins:
+          - id: operators
+            use: \(TestSupport.plugin("StandardOperators"))
+          - id: extra
+            use: \(TestSupport.plugin("ExtraOperators"))
+        """, to: folder + "/plugins.yaml")
+        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--file", folder + "/campaigns.json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(sync.status, 0, sync.stderr)
+        XCTAssertEqual(sync.stdout, "loaded 1 campaign\n")
     }
 }

@@ -81,7 +81,10 @@ final class ContentDeliveryTests: XCTestCase {
     }
 
     private func percents(_ notes: [HostNotification]) -> [Int] {
-        notes.filter { $0.name == HostNotification.Name.downloadProgressChanged }.compactMap { $0.payload["percent"].flatMap(Int.init) }
+        notes.filter { $0.name == HostNotification.Name.downloadProgressChanged }.compactMap { notification -> Int? in
+            guard case .number(let percent)? = notification.payload["percent"] else { return nil }
+            return Int(exactly: percent)
+        }
     }
 
     // MARK: Download
@@ -103,7 +106,7 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(Set(progress).count, progress.count, "each percent once")
         XCTAssertEqual(progress.last, 100)
         let downloading = notes.filter { $0.name == HostNotification.Name.downloadingContentStateChanged }.map { $0.payload["isDownloadingContent"] }
-        XCTAssertEqual(downloading, ["true", "false"])
+        XCTAssertEqual(downloading, [.bool(true), .bool(false)], "booleans, not strings")
         let bundleRequests = service.requests.filter { $0.path == "/content/bundle" }
         XCTAssertEqual(bundleRequests.count, (v1.data.count + 1023) / 1024, "one Range request per 1 KiB chunk")
         XCTAssertEqual(bundleRequests.first?.range, "bytes=0-1023")
@@ -141,7 +144,7 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(hub.activeBundle?.metadata.version, "1")
         let errors = notes.filter { $0.name == HostNotification.Name.error }
         XCTAssertEqual(errors.count, 1)
-        XCTAssertTrue(errors.first?.payload["message"]?.contains("rejected") ?? false, "\(errors)")
+        XCTAssertTrue(errors.first?.payload["message"]?.plainText.contains("rejected") ?? false, "\(errors)")
 
         let whole = try signedBundle(version: "3")
         service.bundle = whole.data.prefix(whole.data.count / 2)
@@ -239,7 +242,7 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(report.result, "skipped")
         let hub = try XCTUnwrap(host.hub())
         XCTAssertTrue(hub.state.isDisabled)
-        XCTAssertEqual(notes.filter { $0.name == HostNotification.Name.disabledStateChanged }.map { $0.payload["isDisabled"] }, ["true"])
+        XCTAssertEqual(notes.filter { $0.name == HostNotification.Name.disabledStateChanged }.map { $0.payload["isDisabled"] }, [.bool(true)])
         XCTAssertThrowsError(try hub.presentation(counts: [:])) { XCTAssertEqual($0 as? HubEngine.PresentError, .disabled) }
         host.shutdown()
 
@@ -261,7 +264,7 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(service.requests.first { $0.path == "/content/settings" }?.query, ["location_id": id], "sent verbatim")
         let hub = try XCTUnwrap(host.hub())
         XCTAssertTrue(hub.state.notPartOfPilotProgram, "compared verbatim: case and spacing differ")
-        XCTAssertEqual(notes.filter { $0.name == HostNotification.Name.notPartOfPilotProgramStateChanged }.map { $0.payload["notPartOfPilotProgram"] }, ["true"])
+        XCTAssertEqual(notes.filter { $0.name == HostNotification.Name.notPartOfPilotProgramStateChanged }.map { $0.payload["notPartOfPilotProgram"] }, [.bool(true)])
         XCTAssertThrowsError(try hub.presentation(counts: [:])) { XCTAssertEqual($0 as? HubEngine.PresentError, .notPartOfPilotProgram) }
         try delivery.prepareForPresent()  // no active bundle: waits for a sync, which skips the download
         XCTAssertNil(hub.activeBundle)
@@ -487,7 +490,7 @@ final class ContentDeliveryTests: XCTestCase {
 
     func testBothProvidersPassThePluginTestSuite() throws {
         for name in ["HTTPContentProvider", "LocalContentProvider"] {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", TestSupport.plugin(name), "--json"], timeout: 300)
+            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
             XCTAssertEqual(run.status, 0, "\(name): \(run.stdout) \(run.stderr)")
             let report = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
             XCTAssertEqual(report["failed"] as? Int, 0, name)

@@ -5,7 +5,7 @@ import FoundationXML
 import XCTest
 @testable import HubHostKit
 
-/// `hubhost plugin test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
+/// `hubhost plugins test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
 /// each fault is reported as its own test's failure, with its cause, and the run goes on.
 final class ValidatorTests: XCTestCase {
     private var folder = ""
@@ -27,7 +27,7 @@ final class ValidatorTests: XCTestCase {
     }
 
     private func validate(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: Report, stderr: String) {
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", path, "--json"] + extra, timeout: 300)
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--json"] + extra, timeout: 300)
         let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
         return (run.status, report, run.stderr)
     }
@@ -88,19 +88,19 @@ final class ValidatorTests: XCTestCase {
 
     func testListFilterAndJUnit() throws {
         let path = try fixture(nil)
-        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", path, "--list", "--json"])
+        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--list", "--json"])
         let names = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]]).compactMap { $0["name"] }
         XCTAssertEqual(names.count, 17)
         XCTAssertTrue(names.contains("faulty-operator/compare-concurrent"))
 
         let junit = folder + "/results.xml"
         let segv = try fixture("SEGFAULT")
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugin", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
                                                                       "--junit", junit])
         XCTAssertEqual(run.status, 1)
         XCTAssertTrue(run.stdout.contains("1 passed, 1 failed"), run.stdout)
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
-        XCTAssertTrue(xml.contains("<testsuites name=\"hubhost plugin test\" tests=\"2\" failures=\"1\""), xml)
+        XCTAssertTrue(xml.contains("<testsuites name=\"hubhost plugins test\" tests=\"2\" failures=\"1\""), xml)
         XCTAssertTrue(xml.contains("<testcase classname=\"faulty-augmentation\" name=\"augment-empty\""), xml)
         XCTAssertTrue(xml.contains("<failure type=\"crash\" message=\"crashed: SIGSEGV (signal 11)"), xml)
         // The XML is well formed.

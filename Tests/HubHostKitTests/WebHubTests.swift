@@ -99,7 +99,7 @@ final class WebHubTests: XCTestCase {
         XCTAssertTrue(engine.state.isDisplayingContentHub)
 
         engine.setState(\.isDownloadingContent, true)
-        host.notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": "37"])
+        host.notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": 37])
         let downloading = page(web.present())
         XCTAssertTrue(downloading.contains(#"data-percent="37""#) && downloading.contains("37%"), downloading)
 

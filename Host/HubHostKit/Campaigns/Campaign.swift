@@ -53,6 +53,10 @@ public struct Campaign: Codable, Equatable, Sendable {
 
 /// Reads campaigns from a ping response: `{"currentPingMillis":..., "nextPingMillis":...,
 /// "data":[{"campaignData":{...}}]}`. An invalid campaign is skipped with its reason, never fatal.
+///
+/// Every field is checked for its JSON type and range, and a refusal names the value actually sent
+/// (`maxImpressions must be an integer from 1 to 2147483647; got "three" (a string)`): nothing is
+/// converted silently (no string taken for a number, no 2.5 cut to 2, no default for a wrong type).
 public enum CampaignParser {
     public struct Parsed: Sendable {
         public var campaigns: [Campaign]
@@ -65,15 +69,32 @@ public enum CampaignParser {
         public var description: String
     }
 
+    /// The most impressions a campaign may ask for.
+    public static let maxImpressionsLimit: Int64 = Int64(Int32.max)
+    /// Campaign `type`: the message's display type (RInAppMessaging's CampaignDisplayType; 0 is invalid).
+    public static let campaignTypes: [Int64: String] = [1: "modal", 2: "full screen", 3: "slide-up", 4: "HTML"]
+    /// Trigger `type`: what triggers it (RInAppMessaging's CampaignTriggerType; 0 is invalid).
+    public static let triggerTypes: [Int64: String] = [1: "event"]
+    /// Trigger `eventType`.
+    public static let eventTypes: [Int64: String] = [1: "app start", 2: "login successful", 3: "purchase successful", 4: "custom"]
+    /// A button's `action` (RInAppMessaging's ActionType; 0 is invalid).
+    public static let buttonActions: [Int64: String] = [1: "redirect", 2: "deep link", 3: "close"]
+    /// Attribute `type`.
+    public static let attributeTypes: [Int64: String] = [1: "string", 2: "integer", 3: "double", 4: "boolean", 5: "time in ms"]
+
     public static func parse(_ data: Data) throws -> Parsed {
-        guard let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard case .object(let root)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw Problem(description: "the campaign list is not a JSON object")
         }
-        guard let items = root["data"] as? [Any] else { throw Problem(description: "the campaign list has no \"data\" array") }
-        var parsed = Parsed(campaigns: [], skipped: [], nextPingMillis: (root["nextPingMillis"] as? NSNumber)?.int64Value)
+        guard case .array(let items)? = root["data"] else { throw Problem(description: "the campaign list has no \"data\" array") }
+        var nextPing: Int64?
+        if case .number(let next)? = root["nextPingMillis"], next == next.rounded(), next >= 0, next <= 9e15 { nextPing = Int64(next) }
+        var parsed = Parsed(campaigns: [], skipped: [], nextPingMillis: nextPing)
         for (index, item) in items.enumerated() {
-            let data = (item as? [String: Any])?["campaignData"] as? [String: Any]
-            let name = (data?["campaignId"] as? String).map { "campaign \($0)" } ?? "campaign #\(index + 1)"
+            var data: [String: JSONValue]?
+            if case .object(let wrapper) = item, case .object(let campaignData)? = wrapper["campaignData"] { data = campaignData }
+            var name = "campaign #\(index + 1)"
+            if case .string(let id)? = data?["campaignId"], !id.isEmpty { name = "campaign \(id)" }
             do {
                 guard let data else { throw Problem(description: "no campaignData object") }
                 parsed.campaigns.append(try campaign(data))
@@ -84,52 +105,152 @@ public enum CampaignParser {
         return parsed
     }
 
-    static func campaign(_ d: [String: Any]) throws -> Campaign {
-        guard let id = d["campaignId"] as? String, !id.isEmpty else { throw Problem(description: "no campaignId") }
-        let payload = d["messagePayload"] as? [String: Any] ?? [:]
-        let settings = payload["messageSettings"] as? [String: Any] ?? [:]
-        let display = settings["displaySettings"] as? [String: Any] ?? payload["displaySettings"] as? [String: Any] ?? [:]
-        let control = settings["controlSettings"] as? [String: Any] ?? [:]
-        let buttons = (control["buttons"] as? [[String: Any]] ?? payload["buttons"] as? [[String: Any]] ?? []).map { button in
-            let action = button["buttonBehavior"] as? [String: Any] ?? button
-            return Campaign.Button(text: button["buttonText"] as? String ?? button["text"] as? String ?? "",
-                                   action: (action["action"] as? NSNumber)?.intValue ?? 0, uri: action["uri"] as? String)
+    /// What the configuration endpoint answered: whether in-app messaging is enabled, and the ping
+    /// endpoint it names. Two shapes are read: the In-App Messaging service's own
+    /// `{"data": {"enabled": true, "endpoints": {"ping": "https://..."}, ...}}` and the flat
+    /// `{"enabled": true, "pingUrl": "https://..."}`. `enabled` absent means enabled.
+    public static func config(_ data: Data) throws -> (enabled: Bool, pingURL: String?) {
+        guard case .object(let root)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            throw Problem(description: "config endpoint: the answer is not a JSON object")
         }
-        guard let rawTriggers = d["triggers"] as? [[String: Any]], !rawTriggers.isEmpty else {
-            throw Problem(description: "no triggers")
-        }
-        let triggers = try rawTriggers.enumerated().map { index, t -> Campaign.Trigger in
-            guard let eventType = (t["eventType"] as? NSNumber)?.intValue, (1...4).contains(eventType) else {
-                throw Problem(description: "trigger \(index + 1): eventType must be 1 (app start), 2 (login), 3 (purchase) or 4 (custom); 0 is invalid")
+        var fields = Fields(object: root, context: "config endpoint: ")
+        if root["data"] != nil, let inner = try fields.object("data") { fields = inner }
+        let enabled = try fields.bool("enabled") ?? true
+        let ping = try fields.object("endpoints")?.string("ping") ?? fields.string("pingUrl")
+        return (enabled, ping.flatMap { $0.isEmpty ? nil : $0 })
+    }
+
+    /// Typed reads of one JSON object's fields; each refusal names the field and the value sent.
+    struct Fields {
+        var object: [String: JSONValue]
+        /// Prefix of messages, e.g. "trigger 1: ".
+        var context: String
+        /// Prefix of the keys, e.g. "messagePayload.".
+        var path = ""
+
+        func fail(_ key: String, _ expected: String, _ value: JSONValue) -> Problem {
+            var kind = ""
+            switch value {
+            case .null, .number: break
+            default: kind = " (\(value.kindName))"
             }
-            let eventName = t["eventName"] as? String ?? ""
+            return Problem(description: "\(context)\(path)\(key) must be \(expected); got \(value.jsonText)\(kind)")
+        }
+
+        func string(_ key: String, required: Bool = false, nonEmpty: Bool = false) throws -> String? {
+            guard let value = object[key] else {
+                if required { throw Problem(description: "\(context)missing \(path)\(key) (a string)") }
+                return nil
+            }
+            guard case .string(let text) = value, !(nonEmpty && text.isEmpty) else { throw fail(key, nonEmpty ? "a non-empty string" : "a string", value) }
+            return text
+        }
+
+        func bool(_ key: String) throws -> Bool? {
+            guard let value = object[key] else { return nil }
+            guard case .bool(let flag) = value else { throw fail(key, "true or false", value) }
+            return flag
+        }
+
+        /// An integer in `range`, or one of `choices` (code -> meaning) when given.
+        func int(_ key: String, in range: ClosedRange<Int64>, choices: [Int64: String]? = nil, required: Bool = false) throws -> Int64? {
+            let expected: String
+            if let choices {
+                let listed = choices.keys.sorted().map { "\($0) (\(choices[$0]!))" }
+                expected = "an integer: " + (listed.count == 1 ? listed[0] : listed.dropLast().joined(separator: ", ") + " or " + listed.last!)
+            } else {
+                expected = "an integer from \(range.lowerBound) to \(range.upperBound)"
+            }
+            guard let value = object[key] else {
+                if required { throw Problem(description: "\(context)missing \(path)\(key) (\(expected))") }
+                return nil
+            }
+            guard case .number(let number) = value, number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound),
+                  choices.map({ $0[Int64(number)] != nil }) ?? true else {
+                throw fail(key, expected, value)
+            }
+            return Int64(number)
+        }
+
+        func object(_ key: String, required: Bool = false) throws -> Fields? {
+            guard let value = object[key] else {
+                if required { throw Problem(description: "\(context)missing \(path)\(key) (an object)") }
+                return nil
+            }
+            guard case .object(let inner) = value else { throw fail(key, "an object", value) }
+            return Fields(object: inner, context: context, path: path + key + ".")
+        }
+
+        func array(_ key: String) throws -> [JSONValue]? {
+            guard let value = object[key] else { return nil }
+            guard case .array(let items) = value else { throw fail(key, "an array", value) }
+            return items
+        }
+    }
+
+    static func campaign(_ d: [String: JSONValue]) throws -> Campaign {
+        let fields = Fields(object: d, context: "")
+        guard let id = try fields.string("campaignId", required: true, nonEmpty: true) else { throw Problem(description: "no campaignId") }
+        let maxImpressions = try fields.int("maxImpressions", in: 1...maxImpressionsLimit) ?? 1
+        let type = try fields.int("type", in: 1...4, choices: campaignTypes) ?? 1
+        let isTest = try fields.bool("isTest") ?? false
+
+        guard let payload = try fields.object("messagePayload", required: true) else { throw Problem(description: "missing messagePayload") }
+        let payloadFields = payload
+        let title = try payloadFields.string("title", required: true) ?? ""
+        let header = try payloadFields.string("header")
+        let body = try payloadFields.string("messageBody") ?? payloadFields.string("body")
+        let settings = try payloadFields.object("messageSettings")
+        let display = try settings?.object("displaySettings") ?? payloadFields.object("displaySettings")
+        let control = try settings?.object("controlSettings")
+        let imageURL = try display?.string("imageUrl") ?? payloadFields.string("imageUrl")
+        let endTimeMillis = try display?.int("endTimeMillis", in: 0...Int64(9e15))
+        let optOut = try display?.bool("optOut") ?? false
+        let delay = try display?.int("delay", in: 0...Int64(Int32.max)) ?? 0
+        let rawButtons = try control?.array("buttons") ?? payloadFields.array("buttons") ?? []
+        let buttons = try rawButtons.enumerated().map { index, item -> Campaign.Button in
+            guard case .object(let button) = item else { throw Fields(object: [:], context: "").fail("button \(index + 1)", "an object", item) }
+            let buttonFields = Fields(object: button, context: "button \(index + 1): ")
+            let behavior = try buttonFields.object("buttonBehavior") ?? buttonFields
+            return Campaign.Button(text: try buttonFields.string("buttonText") ?? buttonFields.string("text") ?? "",
+                                   action: Int(try behavior.int("action", in: 1...3, choices: buttonActions) ?? 0), uri: try behavior.string("uri"))
+        }
+
+        guard let rawTriggers = try fields.array("triggers"), !rawTriggers.isEmpty else { throw Problem(description: "no triggers") }
+        let triggers = try rawTriggers.enumerated().map { index, item -> Campaign.Trigger in
+            guard case .object(let t) = item else { throw Fields(object: [:], context: "").fail("trigger \(index + 1)", "an object", item) }
+            let trigger = Fields(object: t, context: "trigger \(index + 1): ")
+            _ = try trigger.int("type", in: 1...1, choices: triggerTypes)
+            guard let eventType = try trigger.int("eventType", in: 1...4, choices: eventTypes, required: true) else { throw Problem(description: "no eventType") }
+            let eventName = try trigger.string("eventName") ?? ""
             if eventType == 4 && eventName.isEmpty { throw Problem(description: "trigger \(index + 1): a custom trigger needs an eventName") }
-            let attributes = try (t["attributes"] as? [[String: Any]] ?? []).map { a -> Campaign.Attribute in
-                guard let name = a["name"] as? String, !name.isEmpty else { throw Problem(description: "trigger \(index + 1): an attribute has no name") }
-                let text = a["value"].map { "\($0)" } ?? ""
-                guard let type = (a["type"] as? NSNumber)?.intValue, (1...5).contains(type) else {
-                    throw Problem(description: "trigger \(index + 1), attribute '\(name)': type must be 1..5 (string, integer, double, boolean, time); 0 is invalid")
+            let attributes = try (trigger.array("attributes") ?? []).enumerated().map { position, item -> Campaign.Attribute in
+                guard case .object(let a) = item else { throw trigger.fail("attributes[\(position)]", "an object", item) }
+                let attribute = Fields(object: a, context: "trigger \(index + 1), attribute \(position + 1): ")
+                guard let name = try attribute.string("name", required: true, nonEmpty: true) else { throw Problem(description: "no name") }
+                let named = Fields(object: a, context: "trigger \(index + 1), attribute '\(name)': ")
+                guard let type = try named.int("type", in: 1...5, choices: attributeTypes, required: true) else { throw Problem(description: "no type") }
+                let text: String
+                switch a["value"] {
+                case .string(let s)?: text = s
+                case .number?, .bool?: text = a["value"]!.jsonText
+                case nil: throw Problem(description: "trigger \(index + 1), attribute '\(name)': missing value")
+                case let other?: throw named.fail("value", "a string (or a number or boolean)", other)
                 }
                 let op: String
-                if let code = (a["operator"] as? NSNumber)?.intValue {
-                    guard code != 0 else { throw Problem(description: "trigger \(index + 1), attribute '\(name)': operator 0 is invalid") }
-                    op = String(code)
-                } else if let named = a["operator"] as? String, !named.isEmpty {
-                    op = named
-                } else {
-                    throw Problem(description: "trigger \(index + 1), attribute '\(name)': no operator")
+                switch a["operator"] {
+                case .number?: op = String(try named.int("operator", in: 1...Int64(Int32.max))!)
+                case .string(let opName)? where !opName.isEmpty: op = opName
+                case nil: throw Problem(description: "trigger \(index + 1), attribute '\(name)': no operator")
+                case let other?: throw named.fail("operator", "a wire code from 1 (0 is invalid) or an operator's name", other)
                 }
-                return Campaign.Attribute(name: name, value: try value(text, type: type, attribute: name), op: op)
+                return Campaign.Attribute(name: name, value: try value(text, type: Int(type), attribute: name), op: op)
             }
-            return Campaign.Trigger(eventType: eventType, eventName: eventName, attributes: attributes)
+            return Campaign.Trigger(eventType: Int(eventType), eventName: eventName, attributes: attributes)
         }
-        return Campaign(id: id, maxImpressions: (d["maxImpressions"] as? NSNumber)?.intValue ?? 1, type: (d["type"] as? NSNumber)?.intValue ?? 1,
-                        isTest: d["isTest"] as? Bool ?? false, title: payload["title"] as? String ?? "",
-                        header: payload["header"] as? String, body: payload["messageBody"] as? String ?? payload["body"] as? String,
-                        imageURL: (settings["displaySettings"] as? [String: Any])?["imageUrl"] as? String ?? payload["imageUrl"] as? String,
-                        endTimeMillis: (display["endTimeMillis"] as? NSNumber)?.int64Value,
-                        optOut: display["optOut"] as? Bool ?? false, delay: (display["delay"] as? NSNumber)?.intValue ?? 0,
-                        buttons: buttons, triggers: triggers)
+        return Campaign(id: id, maxImpressions: Int(maxImpressions), type: Int(type), isTest: isTest, title: title,
+                        header: header, body: body, imageURL: imageURL, endTimeMillis: endTimeMillis,
+                        optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers)
     }
 
     static func value(_ text: String, type: Int, attribute: String) throws -> PluginValue {

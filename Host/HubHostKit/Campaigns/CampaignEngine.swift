@@ -130,19 +130,19 @@ public final class CampaignEngine: @unchecked Sendable {
         var ping = pingURL
         if let configURL {
             let response = try http.fetch("GET", configURL, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "config endpoint: \($0)") }.get()
-            guard response.status == 200, let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] else {
-                throw CampaignParser.Problem(description: "config endpoint answered HTTP \(response.status) without a JSON object")
+            guard response.status == 200 else {
+                throw CampaignParser.Problem(description: "config endpoint answered HTTP \(response.status)")
             }
-            let enabled = json["enabled"] as? Bool ?? true
+            let (enabled, named) = try CampaignParser.config(response.body)
             lock.withLock { isEnabled = enabled }
             try state.set("campaigns.enabled", enabled)
             if !enabled {
                 logger.notice("in-app messaging is disabled by the configuration endpoint")
                 return SyncReport(enabled: false, loaded: 0, skipped: [], nextPingAtMs: 0)
             }
-            if let named = json["pingUrl"] as? String, !named.isEmpty { ping = named }
+            if let named { ping = named }
         }
-        guard let ping else { throw CampaignParser.Problem(description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name a pingUrl") }
+        guard let ping else { throw CampaignParser.Problem(description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name one (data.endpoints.ping, or pingUrl)") }
         let response = try http.fetch("GET", ping, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "ping endpoint: \($0)") }.get()
         guard response.status == 200 else { throw CampaignParser.Problem(description: "ping endpoint answered HTTP \(response.status)") }
         try load(response.body)
@@ -183,14 +183,17 @@ public final class CampaignEngine: @unchecked Sendable {
         }
     }
 
-    /// Impressions left for new campaigns, max-impression changes, queue clean-up.
+    /// Impressions left for new campaigns, max-impression changes, queue clean-up. A changed
+    /// maxImpressions adds the difference to what is left, and what is left stays between 0 and
+    /// the new maximum (a count stored below zero by an older hubhost counts as 0).
     private func reconcile() {
         let now = Clock.wallMs()
         for campaign in campaigns {
             let known = cache.knownMaxImpressions[campaign.id]
             if known == nil { cache.impressionsLeft[campaign.id] = campaign.maxImpressions }
             else if known != campaign.maxImpressions {
-                cache.impressionsLeft[campaign.id, default: 0] += campaign.maxImpressions - known!
+                let left = max(0, cache.impressionsLeft[campaign.id] ?? 0)
+                cache.impressionsLeft[campaign.id] = min(campaign.maxImpressions, max(0, left + campaign.maxImpressions - known!))
             }
             cache.knownMaxImpressions[campaign.id] = campaign.maxImpressions
         }
@@ -294,7 +297,8 @@ public final class CampaignEngine: @unchecked Sendable {
     public func displayed(_ id: String) throws -> Campaign {
         try lock.withLock {
             guard let campaign = campaigns.first(where: { $0.id == id }) else { throw NotFound(description: "no campaign \(id)") }
-            cache.impressionsLeft[id, default: campaign.maxImpressions] -= 1
+            // Impressions stop at zero: a display past the limit does not count below it.
+            cache.impressionsLeft[id] = max(0, (cache.impressionsLeft[id] ?? campaign.maxImpressions) - 1)
             cache.queue.removeAll { $0 == id }
             queuedIDs.remove(id)
             if cache.current == id { cache.current = nil }
@@ -367,7 +371,7 @@ public final class CampaignEngine: @unchecked Sendable {
             return campaigns.map { c in
                 let satisfied = c.triggers.indices.filter { c.triggers[$0].eventType == 1 ? appStartLogged : (cache.satisfied[c.id] ?? []).contains($0) }.count
                 return Status(id: c.id, title: c.title, contexts: c.contexts, maxImpressions: c.maxImpressions,
-                              impressionsLeft: cache.impressionsLeft[c.id] ?? c.maxImpressions, optedOut: cache.optedOut.contains(c.id),
+                              impressionsLeft: max(0, cache.impressionsLeft[c.id] ?? c.maxImpressions), optedOut: cache.optedOut.contains(c.id),
                               expired: c.isExpired(nowMs: now), ready: cache.queue.contains(c.id) && eligible(c, now: now),
                               triggersSatisfied: satisfied, triggers: c.triggers.count)
             }

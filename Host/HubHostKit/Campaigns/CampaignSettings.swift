@@ -5,7 +5,7 @@ public struct CampaignSettings: Sendable, Equatable {
         ConfigKey(key: "file", type: .string, defaultValue: .string(""),
                   doc: "A campaign list in the ping response format, for offline use and tests (relative to plugins.yaml)."),
         ConfigKey(key: "config_url", type: .string, defaultValue: .string(""),
-                  doc: "The configuration endpoint: {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off."),
+                  doc: "The configuration endpoint: {\"data\": {\"enabled\": bool, \"endpoints\": {\"ping\": \"...\"}}} or {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off."),
         ConfigKey(key: "ping_url", type: .string, defaultValue: .string(""),
                   doc: "The ping endpoint answering the campaign list (used when the config endpoint names none)."),
         ConfigKey(key: "context_rule", type: .string, defaultValue: .string("all"),

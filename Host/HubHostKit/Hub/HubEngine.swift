@@ -50,7 +50,7 @@ public final class HubEngine: @unchecked Sendable {
             return true
         }
         guard changed, let flag = HubState.flags.first(where: { $0.keyPath == keyPath }) else { return }
-        notifications.post(flag.notification, [flag.key: value ? "true" : "false"])
+        notifications.post(flag.notification, [flag.key: .bool(value)])
     }
 
     // MARK: The active bundle

@@ -69,9 +69,9 @@ public struct LocalNotifications: Sendable {
     }
 
     /// The payload of a `LocalNotificationDue` notification.
-    public static func payload(_ notification: ScheduledNotification) -> [String: String] {
-        ["id": notification.id, "message": notification.message, "action_uri": notification.actionURI,
-         "fire_at_ms": String(notification.fireAtMs)]
+    public static func payload(_ notification: ScheduledNotification) -> [String: JSONValue] {
+        ["id": .string(notification.id), "message": .string(notification.message), "action_uri": .string(notification.actionURI),
+         "fire_at_ms": .number(Double(notification.fireAtMs))]
     }
 
     private func log<T>(_ work: (Database) throws -> T) throws -> T {

@@ -71,7 +71,8 @@ public struct ConfigSchema: Equatable, Sendable {
         var resolved: [String: PluginValue] = [:]
         var given: [String: (keyNode: Node, value: Node)] = [:]
         if let config, let entries = reader.mapping(config, key: path) {
-            given = reader.known(entries, allowed: keys.map(\.key), in: path, what: "config key")
+            given = reader.known(entries, allowed: keys.map(\.key), in: path, what: "config key",
+                                 none: "the plugin takes no config keys (its plugin.yaml declares no config:); remove the instance's config")
         }
         for key in keys {
             if let entry = given[key.key], !reader.isNull(entry.value) {
@@ -97,7 +98,7 @@ extension ConfigSchema {
         var problems: [String] = []
         var resolved: [String: PluginValue] = [:]
         for key in values.keys.sorted() where !keys.contains(where: { $0.key == key }) {
-            problems.append("unknown config key '\(key)'\(Suggestion.hint(for: key, in: keys.map(\.key)))")
+            problems.append("unknown config key '\(key)'" + (keys.isEmpty ? ": the plugin takes no config keys" : Suggestion.hint(for: key, in: keys.map(\.key))))
         }
         for key in keys {
             guard let value = values[key.key], value != .null else {

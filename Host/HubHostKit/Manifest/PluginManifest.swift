@@ -49,7 +49,7 @@ public struct PluginManifest: Sendable {
     public var capabilities: [String]
     public var exports: [Export]
     public var config: ConfigSchema
-    /// A valid config for `hubhost plugin test` (`test_config:`), checked against the schema with
+    /// A valid config for `hubhost plugins test` (`test_config:`), checked against the schema with
     /// defaults filled in; just the defaults when plugin.yaml has none.
     public var testConfig: [String: PluginValue] = [:]
 

@@ -67,12 +67,15 @@ final class YAMLReader {
     }
 
     /// Reports every key not in `allowed`, with a suggestion; returns the known entries by key.
+    /// `none` says why when nothing is allowed at all (default: "no <what>s are accepted here").
     func known(_ entries: [(key: String, keyNode: Node, value: Node)], allowed: [String], in path: String,
-               what: String = "key") -> [String: (keyNode: Node, value: Node)] {
+               what: String = "key", none: String? = nil) -> [String: (keyNode: Node, value: Node)] {
         var result: [String: (keyNode: Node, value: Node)] = [:]
         for entry in entries {
             if allowed.contains(entry.key) {
                 result[entry.key] = (entry.keyNode, entry.value)
+            } else if allowed.isEmpty {
+                report(entry.keyNode, key: join(path, entry.key), "unknown \(what) '\(entry.key)': \(none ?? "no \(what)s are accepted here")")
             } else {
                 report(entry.keyNode, key: join(path, entry.key),
                        "unknown \(what) '\(entry.key)'\(Suggestion.hint(for: entry.key, in: allowed)); expected one of: \(allowed.joined(separator: ", "))")

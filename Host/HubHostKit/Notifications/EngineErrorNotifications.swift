@@ -13,7 +13,7 @@ final class EngineErrorNotifications: LogDestination, @unchecked Sendable {
     func write(_ record: LogRecord) {
         guard record.severity <= .warning, record.severity != .none, Self.sources.contains(record.source) else { return }
         notifications.post(HostNotification(name: HostNotification.Name.error,
-                                            payload: ["source": record.source, "severity": record.severity.name, "message": record.message],
+                                            payload: ["source": .string(record.source), "severity": .string(record.severity.name), "message": .string(record.message)],
                                             timestampMs: record.timeMs))
     }
 

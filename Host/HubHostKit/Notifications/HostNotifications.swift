@@ -7,11 +7,12 @@ import Foundation
 public struct HostNotification: Codable, Equatable, Sendable {
     /// e.g. "ReadyStateChanged", "DownloadProgressChanged", "ContentTypeChanged", "AppAction".
     public var name: String
-    /// The notification's values (a state's new value, a percent, a URL...), as JSON-friendly text.
-    public var payload: [String: String]
+    /// The notification's values with their JSON types: a state's new value (a boolean), a
+    /// percent (a number), a URL (a string)...
+    public var payload: [String: JSONValue]
     public var timestampMs: Int64
 
-    public init(name: String, payload: [String: String] = [:], timestampMs: Int64 = Clock.wallMs()) {
+    public init(name: String, payload: [String: JSONValue] = [:], timestampMs: Int64 = Clock.wallMs()) {
         self.name = name
         self.payload = payload
         self.timestampMs = timestampMs
@@ -55,7 +56,7 @@ public final class HostNotifications: @unchecked Sendable {
         for target in targets { target(notification) }
     }
 
-    public func post(_ name: String, _ payload: [String: String] = [:]) {
+    public func post(_ name: String, _ payload: [String: JSONValue] = [:]) {
         post(HostNotification(name: name, payload: payload))
     }
 

@@ -35,7 +35,7 @@ public final class LocationService: @unchecked Sendable {
 
     public init() {}
 
-    /// A service that always answers `location`, with no delegates: for `hubhost plugin test` and
+    /// A service that always answers `location`, with no delegates: for `hubhost plugins test` and
     /// PluginTestKit, which test one plugin with no others loaded.
     public init(fixed location: Location) {
         fixed = location

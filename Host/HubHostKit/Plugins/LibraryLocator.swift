@@ -35,6 +35,18 @@ public struct LibraryLocator: Sendable {
         return .failure(.libraryNotFound(library: library, searched: folders))
     }
 
+    /// The hubhost package whose `swift build` builds the plugin whose plugin.yaml is in
+    /// `manifestFolder` (a bundled plugin: `<package>/Plugins/<Name>/plugin.yaml` beside the
+    /// package's Package.swift), or nil for a plugin that is not bundled.
+    public static func packageBundling(manifestFolder: String) -> String? {
+        let folder = (manifestFolder as NSString).standardizingPath as NSString
+        let plugins = folder.deletingLastPathComponent as NSString
+        guard plugins.lastPathComponent == "Plugins" else { return nil }
+        let package = plugins.deletingLastPathComponent
+        return FileManager.default.fileExists(atPath: (package as NSString).appendingPathComponent("Package.swift"))
+            && FileManager.default.fileExists(atPath: folder.appendingPathComponent("plugin.yaml")) ? package : nil
+    }
+
     /// The absolute path of the running executable.
     public static func runningExecutablePath() -> String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

@@ -20,7 +20,11 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
         case .manifestProblems(let problems):
             return "manifest problem\(problems.count == 1 ? "" : "s"): " + problems.map(\.description).joined(separator: "; ")
         case .libraryNotFound(let library, let searched):
-            return "library \(library) not found; looked in: \(searched.joined(separator: ", ")) (build it with `swift build`, or add its folder to HUBHOST_PLUGIN_PATH)"
+            let found = "library \(library) not found; looked in: \(searched.joined(separator: ", "))"
+            if let package = searched.first.flatMap(LibraryLocator.packageBundling(manifestFolder:)) {
+                return found + ". It is a plugin bundled with hubhost: build it with `swift build` in \(package) (or add the folder that holds it to HUBHOST_PLUGIN_PATH)"
+            }
+            return found + ". Add the folder that holds it to HUBHOST_PLUGIN_PATH (colon-separated), or give its path as `library:` in the plugin's plugin.yaml (relative to that file, or absolute)"
         case .sha256Mismatch(let path, let expected, let actual):
             return "\(path): sha256 is \(actual) but plugins.yaml pins \(expected); the library changed since it was pinned (not loaded)"
         case .notASharedObject(let path, let reason):

@@ -65,6 +65,8 @@ public final class PluginRegistry: @unchecked Sendable {
                 logger.info("instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))")
             } catch let error as PluginLoadError {
                 entry.state = error == .disabled ? .disabled : .failed(error)
+                // Refused for its ABI version: the version is the binary's, whatever plugin.yaml claims.
+                if case .abiMismatch(_, let binary, _) = error { entry.binaryABI = binary }
                 if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
             } catch {
                 entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A typed value as it crosses the plugin boundary (hh_value_t): string, int64, double, bool,
 /// time in milliseconds, or null.
 public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
@@ -43,8 +45,10 @@ public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A minimal JSON value for printing resolved configuration.
-public enum JSONValue: Encodable, Equatable, Sendable {
+/// A minimal JSON value: for printing resolved configuration, notification payloads, and reading
+/// JSON whose types matter (a number is never taken for a boolean, nor the other way round).
+public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+                        ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral {
     case null
     case string(String)
     case number(Double)
@@ -62,6 +66,49 @@ public enum JSONValue: Encodable, Equatable, Sendable {
         case .bool(let b): try container.encode(b)
         case .array(let a): try container.encode(a)
         case .object(let o): try container.encode(o)
+        }
+    }
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
+        else if let d = try? container.decode(Double.self) { self = .number(d) }
+        else if let s = try? container.decode(String.self) { self = .string(s) }
+        else if let a = try? container.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    /// The value as compact JSON text, e.g. `"three"`, `-2`, `2.5`, `true`: how it was sent.
+    public var jsonText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    /// The value as plain text: a string as it is, a whole number without a fraction, others as JSON.
+    public var plainText: String {
+        switch self {
+        case .string(let s): return s
+        case .number(let d) where d == d.rounded() && abs(d) < 9e15: return String(Int64(d))
+        default: return jsonText
+        }
+    }
+
+    /// "a string", "a number", ...: the JSON type, for messages.
+    public var kindName: String {
+        switch self {
+        case .null: return "null"
+        case .string: return "a string"
+        case .number: return "a number"
+        case .bool: return "a boolean"
+        case .array: return "an array"
+        case .object: return "an object"
         }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import HubHostABI
 
-/// The conformance tests of `hubhost plugin test`, built for a target: library checks first, then,
+/// The conformance tests of `hubhost plugins test`, built for a target: library checks first, then,
 /// for every plugin the library exports, lifecycle tests and the tests of its kind.
 public enum ConformanceSuite {
     /// Create/destroy cycles in the repeated-lifecycle test.

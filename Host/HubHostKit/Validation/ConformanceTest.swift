@@ -1,4 +1,4 @@
-/// One conformance test of `hubhost plugin test`: a name that `--filter` matches, what it checks,
+/// One conformance test of `hubhost plugins test`: a name that `--filter` matches, what it checks,
 /// and the check itself, which throws ConformanceFailure (or anything) to fail.
 public struct ConformanceTest: Sendable {
     /// `library/<check>` or `<plugin-id>/<check>`.

@@ -6,7 +6,7 @@ public enum JUnitReport {
         let failures = results.filter { $0.outcome == .failed }.count
         let total = results.reduce(0) { $0 + $1.durationMs } / 1000
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<testsuites name=\"hubhost plugin test\" tests=\"\(results.count)\" failures=\"\(failures)\" time=\"\(seconds(total))\">\n"
+        out += "<testsuites name=\"hubhost plugins test\" tests=\"\(results.count)\" failures=\"\(failures)\" time=\"\(seconds(total))\">\n"
         out += "  <testsuite name=\"\(escape(suite))\" tests=\"\(results.count)\" failures=\"\(failures)\" time=\"\(seconds(total))\">\n"
         for result in results {
             let parts = result.name.split(separator: "/", maxSplits: 1).map(String.init)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Settings of one `hubhost plugin test` run.
+/// Settings of one `hubhost plugins test` run.
 public struct ValidationOptions: Sendable {
     /// Budget of one plugin call; an overrun fails the test.
     public var callBudgetMs: Int = 2000
@@ -25,7 +25,7 @@ public struct ValidationOptions: Sendable {
 public final class ValidationRunner: @unchecked Sendable {
     public let target: ValidationTarget
     public let options: ValidationOptions
-    /// The command that runs one test in a child: the hubhost executable and `plugin test PATH`.
+    /// The command that runs one test in a child: the hubhost executable and `plugins test PATH`.
     public let childCommand: [String]
 
     public init(target: ValidationTarget, options: ValidationOptions, childCommand: [String]) {

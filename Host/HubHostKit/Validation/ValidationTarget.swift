@@ -1,6 +1,6 @@
 import Foundation
 
-/// What `hubhost plugin test PATH` tests: a plugin.yaml (preferred: it gives the schema and the
+/// What `hubhost plugins test PATH` tests: a plugin.yaml (preferred: it gives the schema and the
 /// config to test with) or a bare `.so`.
 public struct ValidationTarget: Sendable {
     public var path: String

@@ -79,11 +79,6 @@ public enum BundleSignature {
         return try verify(data, signature: signature, publicKeyDER: der, source: path)
     }
 
-    /// Checks that `der` is a public key OpenSSL can use (for settings checks and the CLI).
-    public static func checkPublicKey(_ der: Data, source: String) throws {
-        EVP_PKEY_free(try publicKey(der, source: source))
-    }
-
     // MARK: OpenSSL
 
     /// SHA-256 for RSA and EC; none for Ed25519/Ed448, which hash internally and take no digest.

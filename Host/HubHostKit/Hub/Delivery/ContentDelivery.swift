@@ -156,7 +156,7 @@ public final class ContentDelivery: @unchecked Sendable {
             pipeline.log(.info, .debug, source: "hub", "content sync stopped: the host is shutting down")
         case .failure(let error):
             pipeline.log(.error, .debug, source: "hub", "content sync failed: \(error); the active bundle is unchanged")
-            hub.notifications.post(HostNotification.Name.error, ["source": "delivery", "message": "\(error)"])
+            hub.notifications.post(HostNotification.Name.error, ["source": "delivery", "message": .string("\(error)")])
         }
         return try result.get()
     }
@@ -323,7 +323,7 @@ public final class ContentDelivery: @unchecked Sendable {
         func post(_ percent: Int) {
             guard percent > progress.percent else { return }
             progress.percent = percent
-            notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": String(percent)])
+            notifications.post(HostNotification.Name.downloadProgressChanged, ["percent": .number(Double(percent))])
         }
         post(0)
         let sink = ContentProviderPlugin.Sink(

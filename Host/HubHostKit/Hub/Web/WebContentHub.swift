@@ -68,10 +68,13 @@ public final class WebContentHub: @unchecked Sendable {
             guard let self else { return }
             switch notification.name {
             case HostNotification.Name.downloadProgressChanged:
-                let percent = (notification.payload["percent"] ?? notification.payload["progress"]).flatMap { Double($0) }.map { Int($0) }
+                var percent: Int?
+                if case .number(let value)? = notification.payload["percent"] ?? notification.payload["progress"], value.isFinite {
+                    percent = Int(min(100, max(0, value)))
+                }
                 self.lock.withLock { self.downloadPercent = percent }
             case HostNotification.Name.error:
-                let message = notification.payload["message"] ?? notification.payload.values.sorted().joined(separator: " ")
+                let message = notification.payload["message"]?.plainText ?? notification.payload.values.map(\.plainText).sorted().joined(separator: " ")
                 self.lock.withLock { self.lastError = message }
             case HostNotification.Name.readyStateChanged:
                 self.lock.withLock { self.lastError = nil }
@@ -154,11 +157,18 @@ public final class WebContentHub: @unchecked Sendable {
     // MARK: Pages
 
     /// A page of the open session (`/hub/home`, `/hub/channel/<id>`, `/hub/article/<id>`): only
-    /// items of the session's verified bundle, looked up by id. Without a session, `/hub` is
-    /// presented first (a redirect), so that a bookmarked page still works.
+    /// items of the session's verified bundle, looked up by id. Without a session (or one with
+    /// nothing presented yet), a channel or article page opens a session at that item, as
+    /// `/hub?uri=zbimdb://...` does, so that a bookmarked page still shows that page; the hub page
+    /// redirects to `/hub`.
     public func show(_ location: HubPageLocation) -> HubWebResponse {
-        guard let session = currentSession else { return .redirect("/hub") }
-        guard session.presentation != nil else { return .redirect("/hub") }
+        guard let session = currentSession, session.presentation != nil else {
+            switch location {
+            case .hub: return .redirect("/hub")
+            case .channel(let id): return present(uri: ContentURI(.channel, id).description)
+            case .article(let id): return present(uri: ContentURI(.article, id).description)
+            }
+        }
         guard pages.contains(location, in: session) else {
             return .notFound("\(ContentURI(location.kind, locationID(location)).description) is not in the hub's content bundle")
         }
@@ -171,7 +181,7 @@ public final class WebContentHub: @unchecked Sendable {
         guard let (html, title) = pages.render(location, in: session) else { return .notFound("\(location.path) is not in the hub's content bundle") }
         let uri = ContentURI(location.kind, location == .hub ? session.presentation!.hubID : locationID(location))
         engine.notifications.post(HostNotification.Name.contentTypeChanged,
-                                  ["type": location.kind.rawValue, "url": uri.description, "path": location.path, "title": title])
+                                  ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path), "title": .string(title)])
         recordView(location)
         return .html(html, policy: policy)
     }
@@ -249,7 +259,7 @@ public final class WebContentHub: @unchecked Sendable {
                                   body: Data("'\(url)' does not use a registered custom URL scheme (hub.custom_url_schemes: \(engine.settings.customURLSchemes))\n".utf8))
         }
         let scheme = String(url[..<url.firstIndex(of: ":")!]).lowercased()
-        engine.notifications.post(HostNotification.Name.appAction, ["url": url, "scheme": scheme])
+        engine.notifications.post(HostNotification.Name.appAction, ["url": .string(url), "scheme": .string(scheme)])
         if let events {
             var event = Event(type: .namedEvent, name: "App Action")
             event.set("URL", .string(url))
@@ -304,7 +314,7 @@ public final class WebContentHub: @unchecked Sendable {
                 }
             }
             engine.notifications.post(HostNotification.Name.contentSecurityViolation,
-                                      ["blocked-uri": blocked, "violated-directive": directive, "document-uri": document])
+                                      ["blocked-uri": .string(blocked), "violated-directive": .string(directive), "document-uri": .string(document)])
         }
     }
 
