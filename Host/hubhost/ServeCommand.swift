@@ -14,8 +14,12 @@ struct ServeCommand: ParsableCommand {
 
     @OptionGroup var manifestOption: ManifestOption
 
-    @Option(help: "Listen on this port instead of server.port (0: any free port).")
+    @Option(parsing: .unconditional, help: "Listen on this port instead of server.port (0: any free port).")
     var port: Int?
+
+    func validate() throws {
+        if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535 (0: any free port), not \(port)") }
+    }
 
     /// The command stays synchronous (so the root command is not async: the validator's child
     /// processes run under valgrind, which does not survive an async main); the runtime runs on

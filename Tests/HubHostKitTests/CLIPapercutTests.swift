@@ -105,18 +105,15 @@ final class CLIPapercutTests: XCTestCase {
                 let name = (argument["valueName"] as? String) ?? "?"
                 texts.append(("\(name) help", (argument["abstract"] as? String ?? "") + "\n" + (argument["discussion"] as? String ?? "")))
             }
-            // `serve` is left to the HTTP/runtime rewrite of ServeCommand.swift (issue 15, build 1).
-            if path != ["hubhost", "serve"] {
-                for (what, text) in texts {
-                    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-                    for (line, next) in zip(lines, lines.dropFirst()) {
-                        checked += 1
-                        let indented = { (s: Substring) in s.first?.isWhitespace ?? false }
-                        guard !line.isEmpty, !next.isEmpty, !indented(line), !indented(next) else { continue }
-                        if let last = line.last, ".:!?".contains(last) { continue }
-                        if next.hasPrefix("Example:") && line.hasPrefix("Example:") { continue }  // one example per line
-                        broken.append("\(path.joined(separator: " ")) \(what): '\(line.suffix(30))' / '\(next.prefix(30))'")
-                    }
+            for (what, text) in texts {
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                for (line, next) in zip(lines, lines.dropFirst()) {
+                    checked += 1
+                    let indented = { (s: Substring) in s.first?.isWhitespace ?? false }
+                    guard !line.isEmpty, !next.isEmpty, !indented(line), !indented(next) else { continue }
+                    if let last = line.last, ".:!?".contains(last) { continue }
+                    if next.hasPrefix("Example:") && line.hasPrefix("Example:") { continue }  // one example per line
+                    broken.append("\(path.joined(separator: " ")) \(what): '\(line.suffix(30))' / '\(next.prefix(30))'")
                 }
             }
             for sub in command["subcommands"] as? [[String: Any]] ?? [] {
