@@ -109,12 +109,14 @@ public final class HubHost: @unchecked Sendable {
         guard let hub = try hub() else { return nil }
         return engineLock.withLock {
             if let contentDelivery { return contentDelivery }
-            let providers = registry.plugins(of: .contentProvider)
-            let wanted = manifest.hub.provider
-            let handle = wanted.map { id in providers.first { $0.instanceID == id } } ?? providers.first
+            // One answer to "which instance is the hub's provider", the manifest's (the same
+            // instance hub.db_service_url was handed to), then the loaded plugin of that instance.
+            let instanceID = manifest.hubProviderIndex.map { manifest.instances[$0].id }
+            let handle = instanceID.flatMap { id in registry.plugins(of: .contentProvider).first { $0.instanceID == id } }
             var problem: String?
             if handle == nil {
-                problem = wanted.map { "hub.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
+                problem = instanceID.map { "the hub's provider instance '\($0)' is not a loaded content_provider (see hubhost plugins list)" }
+                    ?? manifest.hub.provider.map { "hub.provider '\($0)' names no instance in plugins.yaml" }
                     ?? "no content_provider instance is loaded in plugins.yaml"
             }
             let delivery = ContentDelivery(hub: hub, provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,

@@ -18,6 +18,8 @@ public struct CampaignSettings: Sendable, Equatable {
     public var configURL: String?
     public var pingURL: String?
     public var contextRule: CampaignEngine.ContextRule = .all
+    /// The plugins.yaml line each key was given on (absent: the default).
+    public var lines: [String: Int] = [:]
 
     public init() {}
 }

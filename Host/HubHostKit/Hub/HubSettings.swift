@@ -45,5 +45,8 @@ public struct HubSettings: Sendable, Equatable {
     /// Schemes whose links are app actions for the integrating app, e.g. "myapp" (no "://").
     public var customURLSchemes: [String] = []
 
+    /// The plugins.yaml line each key was given on (absent: the default).
+    public var lines: [String: Int] = [:]
+
     public init() {}
 }

@@ -2,7 +2,8 @@ import Foundation
 import Yams
 
 /// The host manifest, `plugins.yaml`: where hubhost keeps its data, how it logs, and which plugin
-/// instances it loads, in order. Later engines add their sections (`events:`, `campaigns:`, `hub:`).
+/// instances it loads, in order. The engines' sections (`events:`, `campaigns:`, `hub:`...) are parsed by the
+/// engines themselves (ManifestSection); this layer hands them out.
 ///
 /// Parsing is lenient on purpose: every problem becomes a diagnostic (file:line:column), and a
 /// problem inside one plugin instance disables only that instance, so the host still runs with the
@@ -48,23 +49,33 @@ public struct HostManifest: Sendable {
     public var dataDirectory: String
     public var logging: LogFilter
     public var instances: [Instance]
-    /// The event engine's settings (`events:`), defaults filled in.
-    public var events = EventSettings()
-    /// Where `hubhost serve` listens (`server:`).
-    public var server = ServerSettings()
-    /// Deep link routes (`deep_links:`).
-    public var deepLinks = DeepLinkRouter()
-    /// The campaign engine's settings (`campaigns:`).
-    public var campaigns = CampaignSettings()
-    /// The Content Hub's settings (`hub:`).
-    public var hub = HubSettings()
+    /// The engines' sections, parsed by their own settings types (ManifestSection), by section
+    /// name; an absent section reads as the type's defaults (`section(_:)`).
+    var sections: [String: any ManifestSection] = [:]
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
     public var isValid: Bool { diagnostics.isEmpty }
 
-    static let topKeys = ["data_dir", "logging", "server", "plugins", "events", "deep_links", "campaigns", "hub"]
-    static let reservedSections: [String: String] = [:]
+    /// The sections plugins.yaml may have: the host's own and every engine's.
+    static var topKeys: [String] { ["data_dir", "logging", "plugins"] + sectionTypes.map { $0.sectionName } }
+
+    /// The settings of section `type`: as parsed, or its defaults when plugins.yaml has none.
+    public func section<T: ManifestSection>(_ type: T.Type) -> T {
+        sections[T.sectionName] as? T ?? T()
+    }
+
+    /// Replaces a section's settings (embedding apps and tests adjust a manifest this way).
+    public mutating func setSection<T: ManifestSection>(_ settings: T) {
+        sections[T.sectionName] = settings
+    }
+
+    /// Every section's effective values, in `sectionTypes` order.
+    public var effectiveSettings: [String: [EffectiveSetting]] {
+        Dictionary(uniqueKeysWithValues: Self.sectionTypes.map { type in
+            (type.sectionName, (sections[type.sectionName] ?? type.init()).effectiveValues)
+        })
+    }
     static let loggingKeys = ["severity", "verbosity"]
     static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
                                "http_allow", "http_timeout"]
@@ -104,42 +115,10 @@ public struct HostManifest: Sendable {
                 manifest.logging.verbosity = verbosity
             }
         }
-        if let entry = top["events"] {
-            var lines: [String: Int] = [:]
-            let values = EventSettings.schema.resolve(entry.value, path: "events", reader: reader, reportAt: entry.keyNode, lines: &lines)
-            manifest.events = EventSettings(values: values, lines: lines)
-        }
-        if let entry = top["server"] {
-            let values = ServerSettings.schema.resolve(entry.value, path: "server", reader: reader, reportAt: entry.keyNode)
-            manifest.server = ServerSettings(values: values, relativeTo: folder) { key, message in reader.report(entry.value, key: key, message) }
-        }
-        if let entry = top["campaigns"] {
-            let values = CampaignSettings.schema.resolve(entry.value, path: "campaigns", reader: reader, reportAt: entry.keyNode)
-            if case .string(let file)? = values["file"], !file.isEmpty { manifest.campaigns.file = absolute(file, from: folder) }
-            if case .bool(let enabled)? = values["enabled"] { manifest.campaigns.enabled = enabled }
-            if case .string(let url)? = values["config_url"], !url.isEmpty { manifest.campaigns.configURL = url }
-            if case .string(let url)? = values["ping_url"], !url.isEmpty { manifest.campaigns.pingURL = url }
-            if case .string(let rule)? = values["context_rule"] {
-                if let parsed = CampaignEngine.ContextRule(rawValue: rule) {
-                    manifest.campaigns.contextRule = parsed
-                } else if let node = entry.value.mapping?["context_rule"] {
-                    reader.report(node, key: "campaigns.context_rule", "unknown context rule '\(rule)'; expected one of: all, any, none")
-                }
-            }
-        }
-        if let entry = top["hub"] {
-            manifest.hub = parseHub(entry.value, anchor: entry.keyNode, folder: folder, reader: reader)
-        }
-        if let node = top["deep_links"]?.value {
-            manifest.deepLinks = parseDeepLinks(node, reader: reader)
-        }
-        for (section, engine) in reservedSections.sorted(by: { $0.key < $1.key }) {
-            guard let entry = top[section] else { continue }
-            // Reserved for a later engine: accepted only empty, so no setting is ever silently ignored.
-            if let sectionEntries = reader.mapping(entry.value, key: section), let first = sectionEntries.first {
-                reader.report(first.keyNode, key: "\(section).\(first.key)",
-                              "the '\(section)' section configures \(engine), which this hubhost version does not include yet; remove the setting")
-            }
+        for type in Self.sectionTypes {
+            guard let entry = top[type.sectionName] else { continue }
+            let context = ManifestSectionContext(reader: reader, anchor: entry.keyNode, folder: folder, sectionName: type.sectionName)
+            manifest.sections[type.sectionName] = type.init(section: entry.value, context: context)
         }
 
         if let node = top["plugins"]?.value, let items = reader.sequence(node, key: "plugins") {
@@ -148,7 +127,7 @@ public struct HostManifest: Sendable {
                 manifest.instances.append(parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs))
             }
         }
-        manifest.fillProviderServiceURL()  // hub.db_service_url -> the hub's provider (Hub/Delivery)
+        for type in Self.sectionTypes { type.finish(&manifest) }  // e.g. hub.db_service_url -> the hub's provider
         // Two instances of one plugin would report that plugin.yaml's problems twice: keep the first.
         var diagnostics: [ManifestDiagnostic] = []
         for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where !diagnostics.contains(diagnostic) {
@@ -156,84 +135,6 @@ public struct HostManifest: Sendable {
         }
         manifest.diagnostics = diagnostics
         return manifest
-    }
-
-    /// `hub:`: scalar keys through HubSettings.schema, the whitelists and schemes as lists of strings.
-    static func parseHub(_ node: Node, anchor: Node, folder: String, reader: YAMLReader) -> HubSettings {
-        var settings = HubSettings()
-        guard let entries = reader.mapping(node, key: "hub") else { return settings }
-        let known = reader.known(entries, allowed: HubSettings.schema.keys.map(\.key) + HubSettings.listKeys, in: "hub")
-        // Unknown keys were reported just above: hand the schema only its own keys.
-        let scalarKeys = Set(HubSettings.schema.keys.map(\.key))
-        let scalars = entries.filter { scalarKeys.contains($0.key) }.map { ($0.keyNode, $0.value) }
-        let values = HubSettings.schema.resolve(Node.mapping(Node.Mapping(scalars)), path: "hub", reader: reader, reportAt: anchor)
-        func text(_ key: String) -> String? { if case .string(let value)? = values[key], !value.isEmpty { return value }; return nil }
-        if case .bool(let enabled)? = values["enabled"] { settings.enabled = enabled }
-        settings.provider = text("provider")
-        settings.dbServiceURL = text("db_service_url")
-        settings.publicKeyPath = text("public_key").map { absolute($0, from: folder) }
-        settings.preloadedBundle = text("preloaded_bundle").map { absolute($0, from: folder) }
-        if case .double(let seconds)? = values["download_timeout"] { settings.downloadTimeout = seconds }
-        if let ancestors = text("frame_ancestors") {
-            // One header value: a list of sources, never a second directive or header smuggled in.
-            if ancestors.range(of: #"^[A-Za-z0-9'*:/._ -]+$"#, options: .regularExpression) != nil {
-                settings.frameAncestors = ancestors
-            } else if let node = known["frame_ancestors"]?.keyNode {
-                reader.report(node, key: "hub.frame_ancestors", "expected CSP sources such as 'self', 'none' or https://app.example, not '\(ancestors)'")
-            }
-        }
-        if let source = text("content_source") {
-            if let parsed = HubSettings.ContentSource(rawValue: source) { settings.contentSource = parsed } else if let node = known["content_source"]?.keyNode {
-                reader.report(node, key: "hub.content_source", "unknown content source '\(source)'; expected one of: external_allowed, local_only")
-            }
-        }
-        if let scheme = text("color_scheme") {
-            if let parsed = HubSettings.ColorScheme(rawValue: scheme) { settings.colorScheme = parsed } else if let node = known["color_scheme"]?.keyNode {
-                reader.report(node, key: "hub.color_scheme", "unknown color scheme '\(scheme)'; expected one of: dark, light")
-            }
-        }
-        func list(_ key: String) -> [String] {
-            guard let node = known[key]?.value, let items = reader.sequence(node, key: "hub.\(key)") else { return [] }
-            return items.enumerated().compactMap { reader.string($0.element, key: "hub.\(key)[\($0.offset)]") }
-        }
-        settings.whitelistURLs = list("whitelist_urls")
-        settings.whitelistDomains = list("whitelist_domains")
-        settings.customURLSchemes = list("custom_url_schemes").map { $0.hasSuffix("://") ? String($0.dropLast(3)) : $0 }
-        return settings
-    }
-
-    /// `deep_links: {routes: [{route: "campaign/:CurrentCampaign", parameters: {CurrentCampaign: {required: true, regex: ...}}}]}`
-    static func parseDeepLinks(_ node: Node, reader: YAMLReader) -> DeepLinkRouter {
-        var router = DeepLinkRouter()
-        guard let entries = reader.mapping(node, key: "deep_links") else { return router }
-        let fields = reader.known(entries, allowed: ["routes"], in: "deep_links")
-        guard let routesNode = fields["routes"]?.value, let items = reader.sequence(routesNode, key: "deep_links.routes") else { return router }
-        for (index, item) in items.enumerated() {
-            let path = "deep_links.routes[\(index)]"
-            guard let itemEntries = reader.mapping(item, key: path) else { continue }
-            let routeFields = reader.known(itemEntries, allowed: ["route", "parameters"], in: path)
-            guard let routeNode = routeFields["route"]?.value, let pattern = reader.string(routeNode, key: "\(path).route") else {
-                if routeFields["route"] == nil { reader.report(item, key: "\(path).route", "missing required key 'route' (e.g. campaign/:CurrentCampaign)") }
-                continue
-            }
-            var parameters: [DeepLinkRouter.Parameter] = []
-            if let parametersNode = routeFields["parameters"]?.value, let parameterEntries = reader.mapping(parametersNode, key: "\(path).parameters") {
-                for entry in parameterEntries {
-                    let key = "\(path).parameters.\(entry.key)"
-                    guard let settings = reader.mapping(entry.value, key: key) else { continue }
-                    let known = reader.known(settings, allowed: ["required", "regex"], in: key)
-                    let required = known["required"].flatMap { reader.bool($0.value, key: "\(key).required") } ?? false
-                    let regex = known["regex"].flatMap { reader.string($0.value, key: "\(key).regex") }
-                    parameters.append(.init(name: entry.key, required: required, regex: regex))
-                }
-            }
-            do {
-                try router.add(pattern: pattern, parameters: parameters)
-            } catch {
-                reader.report(routeNode, key: "\(path).route", "\(error)")
-            }
-        }
-        return router
     }
 
     /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.

@@ -19,12 +19,39 @@ public struct ResolvedManifest: Encodable, Sendable {
     public var dataDir: String
     public var logging: LogFilter
     public var plugins: [Instance]
+    /// Every engine section (events, campaigns, hub, deep_links, server) with its effective values:
+    /// the same values `hubhost config show` reports. Durations are seconds.
+    public var sections: [String: [String: JSONValue]]
 
-    enum CodingKeys: String, CodingKey { case file, dataDir = "data_dir", logging, plugins }
+    enum CodingKeys: String, CodingKey { case file, dataDir = "data_dir", logging, plugins, sections }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(file, forKey: .file)
+        try container.encode(dataDir, forKey: .dataDir)
+        try container.encode(logging, forKey: .logging)
+        try container.encode(plugins, forKey: .plugins)
+        // Each section at the top level, as in plugins.yaml: "events": {"augmentation_timeout": 15, ...}.
+        var top = encoder.container(keyedBy: DynamicKey.self)
+        for (name, values) in sections.sorted(by: { $0.key < $1.key }) {
+            try top.encode(values, forKey: DynamicKey(name))
+        }
+    }
+
+    struct DynamicKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
 
     public init(_ manifest: HostManifest, locator: LibraryLocator = LibraryLocator()) {
         file = manifest.file
         dataDir = manifest.dataDirectory
+        sections = manifest.effectiveSettings.mapValues { settings in
+            Dictionary(uniqueKeysWithValues: settings.map { (String($0.key.split(separator: ".", maxSplits: 1).last ?? ""), $0.value) })
+        }
         logging = manifest.logging
         plugins = manifest.instances.map { instance in
             var library: String?, problem: String?

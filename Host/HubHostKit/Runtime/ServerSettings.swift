@@ -1,4 +1,5 @@
 import Foundation
+import Yams
 
 /// `server:` in plugins.yaml: where `hubhost serve` listens and who may talk to it. Loopback by
 /// default; any other address needs a bearer token (auth_token_env or auth_token_file), or serve
@@ -36,6 +37,9 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     public var maxBodySize = 16 << 20
 
     public init() {}
+
+    /// The plugins.yaml line each key was given on (absent: the default).
+    public var lines: [String: Int] = [:]
 
     /// The settings from the resolved `server:` section; `report(key, message)` hears out-of-range values.
     init(values: [String: PluginValue], relativeTo folder: String, report: (String, String) -> Void) {
@@ -99,6 +103,29 @@ public struct ServerSettings: Codable, Equatable, Sendable {
         if !isLoopback, token == nil {
             throw ServerSettingsError(description: "server.host \(host) is not a loopback address: other machines could reach the API, so set server.auth_token_env or server.auth_token_file (a bearer token every request must send), or listen on 127.0.0.1")
         }
+    }
+}
+
+extension ServerSettings: ManifestSection {
+    public static let sectionName = "server"
+
+    public init(section node: Node, context: ManifestSectionContext) {
+        var lines: [String: Int] = [:]
+        let values = context.resolve(node, schema: Self.schema, lines: &lines)
+        self.init(values: values, relativeTo: context.folder) { key, message in
+            context.report(node.mapping?[String(key.dropFirst("server.".count))], key: key, message)
+        }
+        self.lines = lines
+    }
+
+    public var effectiveValues: [EffectiveSetting] {
+        let values: [String: PluginValue] = [
+            "host": .string(host), "port": .int(Int64(port)), "allowed_hosts": .string(allowedHosts.joined(separator: ", ")),
+            "allowed_origins": .string(allowedOrigins.joined(separator: ", ")), "auth_token_env": .string(authTokenEnv ?? ""),
+            "auth_token_file": .string(authTokenFile ?? ""), "idle_timeout": .double(idleTimeout),
+            "max_connections": .int(Int64(maxConnections)), "max_body_size": .int(Int64(maxBodySize)),
+        ]
+        return Self.schema.effective(values, lines: lines, section: Self.sectionName)
     }
 }
 

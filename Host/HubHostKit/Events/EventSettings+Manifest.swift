@@ -1,0 +1,24 @@
+import Yams
+
+/// `events:` in plugins.yaml: every key through EventSettings.schema.
+extension EventSettings: ManifestSection {
+    public static let sectionName = "events"
+
+    public init() { self.init(values: [:], lines: [:]) }
+
+    public init(section node: Node, context: ManifestSectionContext) {
+        var lines: [String: Int] = [:]
+        let values = context.resolve(node, schema: Self.schema, lines: &lines)
+        self.init(values: values, lines: lines)
+    }
+
+    public var effectiveValues: [EffectiveSetting] { Self.schema.effective(values, lines: lines, section: Self.sectionName) }
+}
+
+extension HostManifest {
+    /// The event engine's settings (`events:`), defaults filled in.
+    public var events: EventSettings {
+        get { section(EventSettings.self) }
+        set { setSection(newValue) }
+    }
+}

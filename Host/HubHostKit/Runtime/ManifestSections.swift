@@ -1,0 +1,13 @@
+/// The sections of plugins.yaml beyond the host's own (data_dir, logging, plugins), each parsed by
+/// its engine's settings type. A new engine adds its settings type here.
+extension HostManifest {
+    static let sectionTypes: [any ManifestSection.Type] = [
+        ServerSettings.self, EventSettings.self, DeepLinkRouter.self, CampaignSettings.self, HubSettings.self,
+    ]
+
+    /// Where `hubhost serve` listens and who may talk to it (`server:`).
+    public var server: ServerSettings {
+        get { section(ServerSettings.self) }
+        set { setSection(newValue) }
+    }
+}
