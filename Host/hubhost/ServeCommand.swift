@@ -31,7 +31,9 @@ struct ServeCommand: ParsableCommand {
         let command = self
         Task.detached {
             do {
-                let runtime = try HubHostRuntime(host: command.manifestOption.startHost())
+                let host = try command.manifestOption.startHost()
+                ProcessLogging.route(to: host.pipeline)  // libraries' swift-log records too
+                let runtime = try HubHostRuntime(host: host)
                 try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port)])
             } catch { outcome.error = error }
             done.signal()
