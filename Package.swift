@@ -86,6 +86,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
             ],
             path: "Host/hubhost",
             swiftSettings: [.swiftLanguageMode(.v5)]

@@ -16,7 +16,7 @@ final class ServeProcess {
         var description: String { "hubhost serve did not start: \(output)" }
     }
 
-    init(manifest: String, arguments: [String] = []) throws {
+    init(manifest: String, arguments: [String] = [], scheme: String = "http") throws {
         process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
         process.arguments = ["serve", "--manifest", manifest] + arguments
         let out = Pipe()
@@ -31,7 +31,7 @@ final class ServeProcess {
             banner += String(decoding: chunk, as: UTF8.self)
         }
         guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
-              address.hasPrefix("http://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
+              address.hasPrefix("\(scheme)://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw DidNotStart(output: banner)

@@ -100,3 +100,23 @@ final class ServeSecurityTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("not a loopback address"), result.stderr)
     }
 }
+
+extension ServeSecurityTests {
+    /// server.tls_certificate and server.tls_key: serve speaks HTTPS (checked with the openssl
+    /// command as the client), and plain HTTP to that port gets no answer.
+    func testTLSFromCertificateAndKeyFiles() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let made = try TestSupport.run("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                                                        "-days", "1", "-keyout", folder + "/key.pem", "-out", folder + "/cert.pem"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        try TestSupport.write("data_dir: data\nserver: {port: 0, tls_certificate: cert.pem, tls_key: key.pem}\nplugins: []\n", to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml", scheme: "https")
+        let request = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"
+        let answer = try TestSupport.run("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-quiet"],
+                                         timeout: 30, input: request)
+        XCTAssertTrue(answer.stdout.contains("HTTP/1.1 200"), answer.stdout + answer.stderr)
+        XCTAssertTrue(answer.stdout.contains(#"{"status":"ok"}"#), answer.stdout)
+        let plain = try? RawHTTPClient(port: server.port).request("GET", "/v1/health")
+        XCTAssertNotEqual(plain?.status, 200, "plain HTTP gets no answer from the TLS port")
+    }
+}

@@ -35,7 +35,7 @@ enum TestSupport {
     /// Runs a program to completion (bounded by `timeout` seconds) and returns its exit status and output.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                    currentDirectory: String? = nil, timeout: TimeInterval = 120) throws -> (status: Int32, stdout: String, stderr: String) {
+                    currentDirectory: String? = nil, timeout: TimeInterval = 120, input: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -44,7 +44,15 @@ enum TestSupport {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let stdin = input.map { _ in Pipe() }
+        if let stdin { process.standardInput = stdin }
         try process.run()
+        if let stdin, let input {
+            // Written, then closed; the child reads it while the pipes below are drained. A child
+            // that wants more reads end of file. Kept small by the tests (under the pipe's buffer).
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try? stdin.fileHandleForWriting.close()
+        }
         // Read both pipes while the child runs so a full pipe cannot block it.
         final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
         let collected = Collected()

@@ -17,6 +17,10 @@ public struct ServerSettings: Codable, Equatable, Sendable {
                   doc: "An environment variable holding the bearer token every /v1 request must send (Authorization: Bearer ...)."),
         ConfigKey(key: "auth_token_file", type: .string, defaultValue: .string(""),
                   doc: "A file holding the bearer token (first line), as an alternative to auth_token_env."),
+        ConfigKey(key: "tls_certificate", type: .string, defaultValue: .string(""),
+                  doc: "A PEM certificate chain: with tls_key, serve speaks HTTPS (relative to plugins.yaml)."),
+        ConfigKey(key: "tls_key", type: .string, defaultValue: .string(""),
+                  doc: "The PEM private key of tls_certificate."),
         ConfigKey(key: "idle_timeout", type: .duration, defaultValue: .double(30),
                   doc: "A connection that sends nothing for this long (also while sending a request's head) is closed."),
         ConfigKey(key: "max_connections", type: .int, defaultValue: .int(512),
@@ -32,6 +36,8 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     public var allowedOrigins: [String] = []
     public var authTokenEnv: String?
     public var authTokenFile: String?
+    public var tlsCertificate: String?
+    public var tlsKey: String?
     public var idleTimeout: Double = 30
     public var maxConnections = 512
     public var maxBodySize = 16 << 20
@@ -59,6 +65,14 @@ public struct ServerSettings: Codable, Equatable, Sendable {
         allowedOrigins = list("allowed_origins")
         authTokenEnv = text("auth_token_env")
         authTokenFile = text("auth_token_file").map { $0.hasPrefix("/") ? $0 : (folder as NSString).appendingPathComponent($0) }
+        func path(_ key: String) -> String? { text(key).map { $0.hasPrefix("/") ? $0 : (folder as NSString).appendingPathComponent($0) } }
+        tlsCertificate = path("tls_certificate")
+        tlsKey = path("tls_key")
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            report(tlsCertificate == nil ? "server.tls_certificate" : "server.tls_key", "TLS needs both server.tls_certificate and server.tls_key")
+            tlsCertificate = nil
+            tlsKey = nil
+        }
         if case .double(let seconds)? = values["idle_timeout"] {
             if seconds >= 0.1 { idleTimeout = seconds } else { report("server.idle_timeout", "at least 0.1 s, not \(seconds)") }
         }
@@ -69,6 +83,9 @@ public struct ServerSettings: Codable, Equatable, Sendable {
             if (1_024...(1 << 30)).contains(size) { maxBodySize = Int(size) } else { report("server.max_body_size", "1024 to 1073741824 bytes, not \(size)") }
         }
     }
+
+    /// True when serve speaks HTTPS (both TLS paths are set).
+    public var usesTLS: Bool { tlsCertificate != nil && tlsKey != nil }
 
     /// True for addresses only this machine can reach.
     public var isLoopback: Bool { Self.isLoopback(host) }
@@ -122,7 +139,8 @@ extension ServerSettings: ManifestSection {
         let values: [String: PluginValue] = [
             "host": .string(host), "port": .int(Int64(port)), "allowed_hosts": .string(allowedHosts.joined(separator: ", ")),
             "allowed_origins": .string(allowedOrigins.joined(separator: ", ")), "auth_token_env": .string(authTokenEnv ?? ""),
-            "auth_token_file": .string(authTokenFile ?? ""), "idle_timeout": .double(idleTimeout),
+            "auth_token_file": .string(authTokenFile ?? ""), "tls_certificate": .string(tlsCertificate ?? ""),
+            "tls_key": .string(tlsKey ?? ""), "idle_timeout": .double(idleTimeout),
             "max_connections": .int(Int64(maxConnections)), "max_body_size": .int(Int64(maxBodySize)),
         ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)
@@ -131,4 +149,5 @@ extension ServerSettings: ManifestSection {
 
 public struct ServerSettingsError: Error, CustomStringConvertible {
     public var description: String
+    public init(description: String) { self.description = description }
 }
