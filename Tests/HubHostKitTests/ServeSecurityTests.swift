@@ -120,3 +120,30 @@ extension ServeSecurityTests {
         XCTAssertNotEqual(plain?.status, 200, "plain HTTP gets no answer from the TLS port")
     }
 }
+
+extension ServeSecurityTests {
+    /// Delivery never runs on a request's path: with cache_size reached and a collector that hangs,
+    /// POST /v1/events is still answered at once (the delivery service posts in the background).
+    func testAHangingCollectorNeverHoldsUpARequest() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let collector = try TestCollector()
+        defer { collector.stop() }
+        collector.script([.hang, .hang, .hang], then: .hang)
+        try TestSupport.write("""
+        data_dir: data
+        server: {port: 0}
+        events: {cache_size: 1, collector_url: "\(collector.url)", post_timeout: 1 hr, flush_interval: 1 hr}
+        plugins: []
+        """, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        // The first event wakes delivery, whose POST then hangs for the hour of post_timeout.
+        XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name":"first"}"#).0, 201)
+        for _ in 0..<100 where collector.paths.isEmpty { usleep(50_000) }
+        XCTAssertFalse(collector.paths.isEmpty, "delivery started and is now hanging on the collector")
+        // Requests still get their answers while that delivery hangs (each within ServeProcess.call's 10 s).
+        for n in 0..<5 {
+            XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name":"more-\#(n)"}"#).0, 201)
+        }
+        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
+    }
+}
