@@ -1,7 +1,10 @@
 import Foundation
 import GRDB
 
-/// Small persistent state (sessions, current campaign) in the event store's database.
+/// Small persistent state (sessions, current campaign, the campaign engine's shared state) in the
+/// event store's database. Several processes share it: `read` sees what every process committed,
+/// and `write` is one IMMEDIATE transaction (GRDB's writes), so a read-modify-write inside it
+/// cannot interleave with another process's.
 final class KeyValueState {
     let store: EventStore
 
@@ -11,9 +14,7 @@ final class KeyValueState {
     }
 
     func get<T: Decodable>(_ key: String) throws -> T? {
-        guard let text = try store.pool.read({ db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) })
-        else { return nil }
-        return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+        try store.pool.read { db in try Self.get(db, key) }
     }
 
     /// Writes inside an open transaction (with the events whose tracking changed the state).
@@ -23,7 +24,28 @@ final class KeyValueState {
     }
 
     func set<T: Encodable>(_ key: String, _ value: T) throws {
-        let text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
-        try store.pool.write { db in try Self.write(db, key: key, json: text) }
+        try store.pool.write { db in try Self.set(db, key, value) }
+    }
+
+    /// Reads inside an open transaction.
+    static func get<T: Decodable>(_ db: Database, _ key: String) throws -> T? {
+        guard let text = try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) else { return nil }
+        return try JSONDecoder().decode(T.self, from: Data(text.utf8))
+    }
+
+    /// Writes inside an open transaction.
+    static func set<T: Encodable>(_ db: Database, _ key: String, _ value: T) throws {
+        try write(db, key: key, json: String(decoding: try JSONEncoder().encode(value), as: UTF8.self))
+    }
+
+    /// One read transaction: a consistent snapshot of what every process committed.
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try store.pool.read(body)
+    }
+
+    /// One write transaction (BEGIN IMMEDIATE: it waits, up to the busy timeout, for another
+    /// process's write to end, and no other writer starts before it commits).
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try store.pool.write(body)
     }
 }

@@ -99,14 +99,22 @@ public final class ContentBundle: @unchecked Sendable {
     public let notifications: [ScheduledNotification]
 
     private let database: DatabaseQueue
+    /// For a bundle opened from the bundle store: the claim that keeps other processes from deleting
+    /// its file while it is open (BundleLease); released with the bundle.
+    private let lease: BundleLease?
     private let hubIndex: [String: Int]
     private let channelIndex: [String: (hub: Int, channel: Int)]
     private let articleIndex: [String: (hub: Int, channel: Int, article: Int)]
 
     /// Opens `path` read-only and reads its structure. Throws OpenError naming the file when it is not
     /// a bundle (not SQLite, a table or column missing, a dangling reference).
-    public init(path: String) throws {
+    public convenience init(path: String) throws {
+        try self.init(path: path, lease: nil)
+    }
+
+    init(path: String, lease: BundleLease?) throws {
         self.path = path
+        self.lease = lease
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "content-bundle"

@@ -11,11 +11,19 @@ extension HubEngine {
     /// bundle order), or for a tags override, or opens a URI (see `contentURI(for:)`). Tracks "Hub
     /// Presented" with the pending entry point, which is then reset.
     public func present(tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true) throws -> Presentation {
+        try presentFromBundle(tags: tags, uri: uri, waitForContent: waitForContent).presentation
+    }
+
+    /// `present`, with the bundle the presentation was made from: the active bundle is read once, so
+    /// a bundle another process activates meanwhile cannot split a hub session between two bundles.
+    public func presentFromBundle(tags: [String]? = nil, uri: String? = nil,
+                                  waitForContent: Bool = true) throws -> (presentation: Presentation, bundle: ContentBundle) {
         try beforePresent?(waitForContent)
-        let target = try uri.map(contentURI(for:))
-        let presentation = try presentation(counts: users.activeTagCounts(), tags: tags, uri: target)
+        let bundle = activeBundle
+        let target = try uri.map { try contentURI(for: $0, in: bundle) }
+        let presentation = try presentation(counts: users.activeTagCounts(), tags: tags, uri: target, from: bundle)
         metrics.hubPresented(presentation)
-        return presentation
+        return (presentation, bundle!)  // presentation(...) threw when there is none
     }
 
     /// The content a URI names, in the three forms the SDK accepts:
@@ -24,7 +32,10 @@ extension HubEngine {
     ///   `myapp://article/news/x`, whose scheme is replaced by `zbimdb://`;
     /// - a regular http(s) URL, looked up as an article's original source URL (app indexing).
     /// Anything else, or nothing matching in the active bundle, is PresentError.notFound.
-    public func contentURI(for text: String) throws -> ContentURI {
+    public func contentURI(for text: String) throws -> ContentURI { try contentURI(for: text, in: nil) }
+
+    /// `contentURI(for:)` against `bundle` (nil: the active bundle).
+    func contentURI(for text: String, in bundle: ContentBundle?) throws -> ContentURI {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard let schemeEnd = trimmed.range(of: "://") else { throw PresentError.notFound("'\(text)' (not a URI)") }
         let scheme = trimmed[..<schemeEnd.lowerBound].lowercased()
@@ -36,7 +47,7 @@ extension HubEngine {
             return uri
         }
         if scheme == "http" || scheme == "https" {
-            guard let bundle = activeBundle else { throw PresentError.noContent }
+            guard let bundle = bundle ?? activeBundle else { throw PresentError.noContent }
             guard let article = bundle.article(sourceURL: trimmed) else { throw PresentError.notFound("an article whose source URL is \(trimmed)") }
             return ContentURI(.article, article.id)
         }

@@ -24,6 +24,13 @@ public final class HubEngine: @unchecked Sendable {
     private let lock = NSLock()
     private var currentState = HubState()
     private var bundle: ContentBundle?
+    /// The stored bundle's SHA-256 (nil for a preloaded or hand-activated bundle).
+    private var bundleSHA256: String?
+    /// The stamp of `active.json` the engine last acted on (nil: never read).
+    private var seenStamp: FileStamp?
+    /// False once a bundle was activated by hand (`activate`, e.g. a `--bundle` preview): the
+    /// engine then stays on it instead of following the store, until the next install.
+    private var followsStore = true
 
     public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
                 metrics: HubMetrics = HubMetrics()) throws {
@@ -55,14 +62,56 @@ public final class HubEngine: @unchecked Sendable {
 
     // MARK: The active bundle
 
-    /// The active, verified bundle; nil until one was activated.
-    public var activeBundle: ContentBundle? { lock.withLock { bundle } }
+    /// The active, verified bundle; nil until one was activated. When another process (e.g.
+    /// `hubhost hub sync` beside `hubhost serve`) activated a bundle since, it is opened first: the
+    /// engine checks the store's `active.json` stamp (one stat) on every read.
+    public var activeBundle: ContentBundle? {
+        followStore()
+        return lock.withLock { bundle }
+    }
 
     /// Makes `bundle` the one presented from now on (the caller verified it). Hub sessions already
-    /// open keep the bundle they started with.
+    /// open keep the bundle they started with. A bundle activated this way stays active until the
+    /// next install (bundles other processes activate meanwhile are not followed).
     public func activate(_ newBundle: ContentBundle) {
-        lock.withLock { bundle = newBundle }
+        setActive(newBundle, sha256: nil, stamp: nil, follow: false)
+    }
+
+    private func setActive(_ newBundle: ContentBundle, sha256: String?, stamp: FileStamp?, follow: Bool) {
+        lock.withLock {
+            bundle = newBundle
+            bundleSHA256 = sha256
+            if let stamp { seenStamp = stamp }
+            followsStore = follow
+        }
         setState(\.isReady, true)
+    }
+
+    /// Opens the bundle `active.json` names when it changed since the engine last read it (another
+    /// process installed one). A stored bundle that cannot be opened (damaged) is logged once and
+    /// the current bundle stays.
+    func followStore() {
+        let stamp = bundleStore.activeStamp()
+        guard lock.withLock({ followsStore && stamp != seenStamp }) else { return }
+        installLock.withLock {
+            guard lock.withLock({ followsStore && stamp != seenStamp }) else { return }  // another thread did
+            let current = lock.withLock { bundleSHA256 }
+            if let pointer = bundleStore.activePointer(), pointer.sha256 == current {
+                lock.withLock { seenStamp = stamp }
+                return
+            }
+            do {
+                guard let opened = try bundleStore.openActive() else {
+                    lock.withLock { seenStamp = stamp }
+                    return
+                }
+                setActive(opened.bundle, sha256: opened.sha256, stamp: opened.stamp, follow: true)
+                pipeline.log(.info, .info, source: "hub", "content bundle \(opened.bundle.metadata.version) was activated by another process; now presenting it (\(opened.bundle.path))")
+            } catch {
+                lock.withLock { seenStamp = stamp }
+                pipeline.log(.error, .debug, source: "hub", "\(error)")
+            }
+        }
     }
 
     /// Verifies the bundle at `path` against `metadata` with `hub.public_key`, stores it, makes it the
@@ -70,25 +119,25 @@ public final class HubEngine: @unchecked Sendable {
     /// check fails; the bundle active before stays active.
     @discardableResult
     public func install(metadata: BundleMetadata, bundleAt path: String) throws -> ContentBundle {
-        try installed { try bundleStore.install(bundleAt: path, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
+        try installed { try bundleStore.installOpened(bundleAt: path, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
     }
 
     /// The same for bundle bytes already in memory (e.g. a download).
     @discardableResult
     public func install(metadata: BundleMetadata, bundleData data: Data) throws -> ContentBundle {
-        try installed { try bundleStore.install(data, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
+        try installed { try bundleStore.installOpened(data, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
     }
 
-    /// Store and activate happen under one lock, so two installs racing (a download and a local
-    /// provider) leave the engine on the bundle `active.json` names.
+    /// Store and activate happen under one lock (with following the store), so two installs racing
+    /// (a download and a local provider) leave the engine on the bundle `active.json` names.
     private let installLock = NSLock()
 
-    private func installed(_ store: () throws -> ContentBundle) throws -> ContentBundle {
+    private func installed(_ store: () throws -> BundleStore.Opened) throws -> ContentBundle {
         do {
             let bundle = try installLock.withLock {
-                let bundle = try store()
-                activate(bundle)
-                return bundle
+                let opened = try store()
+                setActive(opened.bundle, sha256: opened.sha256, stamp: opened.stamp, follow: true)
+                return opened.bundle
             }
             pipeline.log(.info, .info, source: "hub", "content bundle \(bundle.metadata.version) installed and active (\(bundle.path))")
             return bundle
@@ -103,10 +152,12 @@ public final class HubEngine: @unchecked Sendable {
     /// same checks as a download; one without is trusted as shipped with the app (it is as trusted
     /// as the app's own files) and only has to be a bundle.
     private func activateStoredOrPreloadedBundle() {
+        let stamp = bundleStore.activeStamp()
+        lock.withLock { seenStamp = stamp }  // a later change is followed (activeBundle)
         do {
-            if let stored = try bundleStore.loadActive() {
-                activate(stored)
-                pipeline.log(.info, .debug, source: "hub", "active content bundle \(stored.metadata.version) (\(stored.path))")
+            if let stored = try bundleStore.openActive() {
+                setActive(stored.bundle, sha256: stored.sha256, stamp: stored.stamp, follow: true)
+                pipeline.log(.info, .debug, source: "hub", "active content bundle \(stored.bundle.metadata.version) (\(stored.bundle.path))")
                 return
             }
         } catch {
@@ -124,7 +175,7 @@ public final class HubEngine: @unchecked Sendable {
                 try BundleVerifier.verify(data, metadata: metadata, publicKeyPath: settings.publicKeyPath)
             }
             let bundle = try ContentBundle(path: preloaded)
-            activate(bundle)
+            setActive(bundle, sha256: nil, stamp: nil, follow: true)
             pipeline.log(.info, .debug, source: "hub", "preloaded content bundle \(bundle.metadata.version) (\(preloaded))")
         } catch {
             pipeline.log(.error, .debug, source: "hub", "the preloaded bundle \(preloaded) is not used: \(error)")
@@ -153,10 +204,15 @@ public final class HubEngine: @unchecked Sendable {
     /// override (`zbimdb://hub|channel|article/<id>`): the hub that holds the item, with the item as
     /// the target.
     public func presentation(counts: [String: Int], tags: [String]? = nil, uri: ContentURI? = nil) throws -> Presentation {
+        try presentation(counts: counts, tags: tags, uri: uri, from: activeBundle)
+    }
+
+    /// `presentation(counts:tags:uri:)` from one bundle read once (the active one may change meanwhile).
+    func presentation(counts: [String: Int], tags: [String]?, uri: ContentURI?, from bundle: ContentBundle?) throws -> Presentation {
         let current = state
         if current.isDisabled { throw PresentError.disabled }
         if current.notPartOfPilotProgram { throw PresentError.notPartOfPilotProgram }
-        guard let bundle = activeBundle else { throw PresentError.noContent }
+        guard let bundle else { throw PresentError.noContent }
         let effective = tags.map(Tailoring.counts(forOverride:)) ?? counts
         var hubID: String?
         if let uri {

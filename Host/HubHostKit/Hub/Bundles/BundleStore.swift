@@ -7,7 +7,16 @@ import Foundation
 /// checks it is a content bundle, renames it into place and only then replaces `active.json` (again
 /// temp + fsync + rename). A crash at any point leaves the previous pointer and its bundle intact,
 /// and a rejected bundle never touches them. The active bundle and the one before it are kept;
-/// older ones are deleted.
+/// older ones are deleted, except those another process still has open.
+///
+/// Several processes share the directory (`hubhost serve` and `hubhost hub sync` beside it):
+/// - installing, from writing the file to pruning, holds an exclusive lock on `bundles.lock`, so
+///   two processes' installs never interleave (nor prune the other's new file);
+/// - a process that opens a stored bundle holds a BundleLease on its file (a shared flock) for as
+///   long as the bundle is open, and pruning deletes only files it can lock exclusively: a bundle
+///   in use is kept and deleted by a later install once no process has it open;
+/// - `activeStamp()` changes whenever any process activates a bundle, so a running engine notices
+///   and opens the new one (HubEngine).
 public final class BundleStore: @unchecked Sendable {
     /// What `active.json` holds.
     public struct ActivePointer: Codable, Equatable, Sendable {
@@ -36,9 +45,15 @@ public final class BundleStore: @unchecked Sendable {
 
     public var activePointerPath: String { file("active.json") }
 
+    /// The lock file installs hold (beside the directory, which holds only bundles and the pointer).
+    var installLockPath: String { directory + ".lock" }
+
     public func bundlePath(sha256: String) -> String { file("\(sha256).sqlite3") }
 
     public func metadataPath(sha256: String) -> String { file("\(sha256).json") }
+
+    /// Changes whenever a process activates a bundle (the pointer is replaced by rename).
+    public func activeStamp() -> FileStamp { FileStamp(path: activePointerPath) }
 
     /// The pointer, nil when nothing was installed yet (or the pointer is unreadable).
     public func activePointer() -> ActivePointer? {
@@ -55,64 +70,112 @@ public final class BundleStore: @unchecked Sendable {
         }
     }
 
+    /// A bundle opened from the store: the bundle (holding its lease), its SHA-256 and the stamp of
+    /// the pointer that named it.
+    struct Opened {
+        var bundle: ContentBundle
+        var sha256: String
+        var stamp: FileStamp
+    }
+
     /// Opens the active bundle, nil when none was installed. Its bytes are checked against the
     /// SHA-256 it was stored under (the signature was checked at install time); a file changed on
-    /// disk since throws LoadError.
-    public func loadActive() throws -> ContentBundle? {
-        guard let pointer = activePointer() else { return nil }
-        let path = bundlePath(sha256: pointer.sha256)
-        guard let digest = SHA256.hex(ofFile: path) else { throw LoadError.damaged(path: path, reason: "it cannot be read") }
-        guard digest == pointer.sha256 else { throw LoadError.damaged(path: path, reason: "its SHA-256 is now \(digest)") }
-        do { return try ContentBundle(path: path) } catch { throw LoadError.damaged(path: path, reason: "\(error)") }
+    /// disk since throws LoadError. The bundle holds a lease on its file while it is open.
+    public func loadActive() throws -> ContentBundle? { try openActive()?.bundle }
+
+    func openActive() throws -> Opened? {
+        // Bounded: another process may install (and prune the bundle just named) between reading
+        // the pointer and locking the file; then the pointer names a newer bundle.
+        for _ in 0..<16 {
+            let stamp = activeStamp()  // before the pointer: a change after it is noticed next time
+            guard let pointer = activePointer() else { return nil }
+            let path = bundlePath(sha256: pointer.sha256)
+            guard let lease = BundleLease(path: path) else {
+                if activePointer()?.sha256 != pointer.sha256 { continue }
+                throw LoadError.damaged(path: path, reason: "it cannot be read")
+            }
+            guard let digest = SHA256.hex(ofFile: path) else { throw LoadError.damaged(path: path, reason: "it cannot be read") }
+            guard digest == pointer.sha256 else { throw LoadError.damaged(path: path, reason: "its SHA-256 is now \(digest)") }
+            do { return Opened(bundle: try ContentBundle(path: path, lease: lease), sha256: digest, stamp: stamp) } catch {
+                throw LoadError.damaged(path: path, reason: "\(error)")
+            }
+        }
+        throw LoadError.damaged(path: activePointerPath, reason: "other processes kept replacing it while it was read")
     }
 
     /// Verifies `data` against `metadata` and the public key, stores it and makes it the active
     /// bundle. Throws BundleRejection (and leaves the active bundle as it was) when any check fails.
     @discardableResult
     public func install(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
+        try installOpened(data, metadata: metadata, publicKeyPath: publicKeyPath).bundle
+    }
+
+    /// `install`, with the stamp of the pointer it wrote (read while no other process can write one).
+    func installOpened(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws -> Opened {
         try BundleVerifier.verify(data, metadata: metadata, publicKeyPath: publicKeyPath)
         return try lock.withLock {
-            let sha = SHA256.hex(of: data)
-            let finalPath = bundlePath(sha256: sha)
-            let temporary = file(".incoming-\(UUID().uuidString).sqlite3")
-            defer { try? FileManager.default.removeItem(atPath: temporary) }
-            do { try Self.writeDurably(data, to: temporary) } catch {
-                throw BundleRejection(.unreadable, "the bundle cannot be stored in \(directory): \(error)")
-            }
-            do {
-                let candidate = try ContentBundle(path: temporary)
-                try Self.refuseIfOlder(candidate.metadata.created, than: activePointer()?.created)
-            } catch let rejection as BundleRejection {
+            let locked: Opened
+            do { locked = try FileLocks.exclusively(installLockPath) { try storeAndActivate(data, metadata: metadata) } } catch let rejection as BundleRejection {
                 throw rejection
-            } catch ContentBundle.OpenError.notABundle(_, let reason) {
-                throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(reason)")
             } catch {
-                throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(error)")
+                throw BundleRejection(.unreadable, "the bundle store \(directory) cannot be locked: \(error)")
             }
-            do {
-                try Self.writeDurably(metadata.encoded(), to: metadataPath(sha256: sha))
+            return locked
+        }
+    }
+
+    /// The install itself, holding the in-process lock and the store's install lock.
+    private func storeAndActivate(_ data: Data, metadata: BundleMetadata) throws -> Opened {
+        let sha = SHA256.hex(of: data)
+        let finalPath = bundlePath(sha256: sha)
+        let temporary = file(".incoming-\(UUID().uuidString).sqlite3")
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        do { try Self.writeDurably(data, to: temporary) } catch {
+            throw BundleRejection(.unreadable, "the bundle cannot be stored in \(directory): \(error)")
+        }
+        do {
+            let candidate = try ContentBundle(path: temporary)
+            try Self.refuseIfOlder(candidate.metadata.created, than: activePointer()?.created)
+        } catch let rejection as BundleRejection {
+            throw rejection
+        } catch ContentBundle.OpenError.notABundle(_, let reason) {
+            throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(reason)")
+        } catch {
+            throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(error)")
+        }
+        do {
+            try Self.writeDurably(metadata.encoded(), to: metadataPath(sha256: sha))
+            // The same bytes stored already (and intact) stay: another process may have that file
+            // open, and a rename would put a new file under its name.
+            if SHA256.hex(ofFile: finalPath) != sha {
                 if rename(temporary, finalPath) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
                 Self.syncDirectory(directory)
-            } catch {
-                throw BundleRejection(.unreadable, "the bundle cannot be stored as \(finalPath): \(error)")
             }
-            let bundle: ContentBundle
-            do { bundle = try ContentBundle(path: finalPath) } catch {
-                throw BundleRejection(.notABundle, "\(error)")
-            }
-            let old = activePointer()
-            let pointer = ActivePointer(sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
-                                        previous: old?.sha256 == sha ? old?.previous : old?.sha256, created: bundle.metadata.created)
-            do {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                try Self.writeDurably(try encoder.encode(pointer), to: activePointerPath, atomically: true)
-            } catch {
-                throw BundleRejection(.unreadable, "the bundle was stored but \(activePointerPath) cannot be written: \(error)")
-            }
-            prune(keeping: [pointer.sha256, pointer.previous].compactMap { $0 })
-            return bundle
+        } catch {
+            throw BundleRejection(.unreadable, "the bundle cannot be stored as \(finalPath): \(error)")
         }
+        let bundle: ContentBundle
+        do {
+            guard let lease = BundleLease(path: finalPath) else { throw BundleRejection(.unreadable, "\(finalPath) vanished after it was stored") }
+            bundle = try ContentBundle(path: finalPath, lease: lease)
+        } catch let rejection as BundleRejection {
+            throw rejection
+        } catch {
+            throw BundleRejection(.notABundle, "\(error)")
+        }
+        let old = activePointer()
+        let pointer = ActivePointer(sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
+                                    previous: old?.sha256 == sha ? old?.previous : old?.sha256, created: bundle.metadata.created)
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try Self.writeDurably(try encoder.encode(pointer), to: activePointerPath, atomically: true)
+        } catch {
+            throw BundleRejection(.unreadable, "the bundle was stored but \(activePointerPath) cannot be written: \(error)")
+        }
+        let stamp = activeStamp()  // ours: no other process writes the pointer while we hold the install lock
+        prune(keeping: [pointer.sha256, pointer.previous].compactMap { $0 })
+        return Opened(bundle: bundle, sha256: sha, stamp: stamp)
     }
 
     /// Throws `.older` when `created` (the candidate's signed creation time) is before the active
@@ -138,19 +201,36 @@ public final class BundleStore: @unchecked Sendable {
         return try install(data, metadata: metadata, publicKeyPath: publicKeyPath)
     }
 
+    /// `install(bundleAt:...)`, with the stamp of the pointer it wrote.
+    func installOpened(bundleAt path: String, metadata: BundleMetadata, publicKeyPath: String?) throws -> Opened {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
+            throw BundleRejection(.unreadable, "the bundle \(path) cannot be read: \(error.localizedDescription)")
+        }
+        return try installOpened(data, metadata: metadata, publicKeyPath: publicKeyPath)
+    }
+
     // MARK: Files
 
     private func file(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
 
     /// Deletes stored bundles other than `keep` (and stray temporary files), oldest first beyond
-    /// `keepPrevious`. The pointer names at most the active one and its predecessor.
+    /// `keepPrevious`. The pointer names at most the active one and its predecessor. A bundle a
+    /// process still has open (a BundleLease) is kept, with its metadata, for a later prune. Runs
+    /// under the install lock, so no other process is storing a file meanwhile.
     private func prune(keeping keep: [String]) {
         let kept = Set(keep.prefix(1 + keepPrevious))
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name != "active.json" {
-            let stem = name.hasSuffix(".sqlite3") ? String(name.dropLast(8)) : name.hasSuffix(".json") ? String(name.dropLast(5)) : nil
-            guard let stem, !kept.contains(stem) else { continue }
-            try? FileManager.default.removeItem(atPath: file(name))
+        var inUse = Set<String>()
+        for name in names where name.hasSuffix(".sqlite3") {
+            let stem = String(name.dropLast(8))
+            guard !kept.contains(stem) else { continue }
+            if !FileLocks.removeUnlessLeased([file(name)]) { inUse.insert(stem) }
+        }
+        for name in names where name != "active.json" && name.hasSuffix(".json") {
+            let stem = String(name.dropLast(5))
+            guard !kept.contains(stem), !inUse.contains(stem) else { continue }
+            unlink(file(name))
         }
     }
 

@@ -13,8 +13,10 @@ enum PreloadedContentFolder {
         let output = (cacheDirectory as NSString).appendingPathComponent("\(name).sqlite3")
         let built = (try? FileManager.default.attributesOfItem(atPath: output)[.modificationDate] as? Date) ?? nil
         if let built, newestModification(in: folder) <= built { return output }
-        let staging = output + ".building"
+        // A staging file of this process's own: serve and a CLI command starting together may both build.
+        let staging = output + ".building-\(getpid())-\(UUID().uuidString)"
         try? FileManager.default.removeItem(atPath: staging)
+        defer { try? FileManager.default.removeItem(atPath: staging) }
         _ = try BundleBuilder.build(from: folder, to: staging)
         guard rename(staging, output) == 0 else {  // atomic, replacing the previous build
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: output, NSLocalizedDescriptionKey: String(cString: strerror(errno))])

@@ -20,7 +20,10 @@ public final class ContentDelivery: @unchecked Sendable {
     private let pipeline: LogPipeline
 
     private let lock = NSCondition()
+    /// `delivery.json` as last read or written, and the stamp of the file then: other processes
+    /// write it too (DeliveryRecord.update), and it is re-read when the stamp changed.
     private var record: DeliveryRecord
+    private var recordStamp: FileStamp
     private var lastSuccessThisRunMs: Int64?
     private var lastAttemptMs: Int64?
     private var inFlight = false
@@ -40,6 +43,7 @@ public final class ContentDelivery: @unchecked Sendable {
         self.providerProblem = providerProblem
         self.location = location
         self.pipeline = pipeline
+        recordStamp = DeliveryRecord.stamp(in: hub.directory)
         record = DeliveryRecord.load(from: hub.directory)
         // The service's last word holds until it says otherwise, also in a new process.
         if let settings = record.settings { apply(settings) }
@@ -48,16 +52,46 @@ public final class ContentDelivery: @unchecked Sendable {
     // MARK: What is known
 
     /// The service's last settings document, or the defaults when none was fetched yet.
-    public var settings: DeliverySettings { lock.withLock { record.settings ?? DeliverySettings() } }
-    /// What delivery remembers (also across runs).
-    public var lastRecord: DeliveryRecord { lock.withLock { record } }
+    public var settings: DeliverySettings { currentRecord().settings ?? DeliverySettings() }
+    /// What delivery remembers (also across runs, and what other processes on the data directory
+    /// recorded).
+    public var lastRecord: DeliveryRecord { currentRecord() }
 
     /// True until a sync succeeded in this run, and again once that is older than refreshInterval.
     public var isStale: Bool {
-        lock.withLock {
+        let interval = currentRecord().settings?.refreshInterval ?? DeliverySettings().refreshInterval
+        return lock.withLock {
             guard let success = lastSuccessThisRunMs else { return true }
-            let interval = record.settings?.refreshInterval ?? DeliverySettings().refreshInterval
             return Double(Clock.wallMs() - success) / 1000 >= interval
+        }
+    }
+
+    /// The record, re-read when another process saved it since; settings it brings (the remote
+    /// disable, the pilot program) are applied to the hub state.
+    private func currentRecord() -> DeliveryRecord {
+        let stamp = DeliveryRecord.stamp(in: hub.directory)  // before reading: a later save is noticed next time
+        let (current, changed) = lock.withLock { () -> (DeliveryRecord, Bool) in
+            guard stamp != recordStamp else { return (record, false) }
+            let before = record.settings
+            record = DeliveryRecord.load(from: hub.directory)
+            recordStamp = stamp
+            return (record, record.settings != before)
+        }
+        if changed { apply(current.settings ?? DeliverySettings()) }
+        return current
+    }
+
+    /// Changes the record on disk (on what is stored now, under its lock) and here.
+    private func updateRecord(_ change: (inout DeliveryRecord) -> Void) {
+        do {
+            let (saved, stamp) = try DeliveryRecord.update(in: hub.directory, change)
+            lock.withLock {
+                record = saved
+                recordStamp = stamp
+            }
+        } catch {
+            lock.withLock { change(&record) }
+            pipeline.log(.warning, .debug, source: "hub", "cannot save \(DeliveryRecord.path(in: hub.directory)): \(error)")
         }
     }
 
@@ -134,21 +168,22 @@ public final class ContentDelivery: @unchecked Sendable {
         hub.setState(\.isDownloadingContent, false)
 
         let now = Clock.wallMs()
-        lock.withLock {
+        updateRecord { record in
             switch result {
             case .success(let report):
-                lastSuccessThisRunMs = now
                 record.lastSuccessMs = now
                 record.lastSync = .init(result: report.result, message: report.message, atMs: now, bundleVersion: report.bundleVersion)
             case .failure(let error):
                 record.lastSync = .init(result: "failed", message: "\(error)", atMs: now, bundleVersion: nil)
             }
+        }
+        lock.withLock {
+            if case .success = result { lastSuccessThisRunMs = now }
             lastResult = result
             inFlight = false
             syncGeneration += 1
             lock.broadcast()
         }
-        saveRecord()
         switch result {
         case .success(let report):
             pipeline.log(.info, .debug, source: "hub", "content sync: \(report.message)")
@@ -219,7 +254,7 @@ public final class ContentDelivery: @unchecked Sendable {
             pipeline.log(.info, .debug, source: "hub", "content delivery is off: \(providerProblem ?? "no content_provider instance")")
             return
         }
-        if lock.withLock({ record.settings == nil }) {
+        if currentRecord().settings == nil {
             do { try refreshSettings() } catch {
                 pipeline.log(.warning, .debug, source: "hub", "content service settings not fetched at start-up: \(error)")
             }
@@ -231,8 +266,9 @@ public final class ContentDelivery: @unchecked Sendable {
     /// passed since the last sync attempt (or none was made in this run).
     public var isRecurringSyncDue: Bool {
         guard provider != nil else { return false }
+        let settings = currentRecord().settings
         return lock.withLock {
-            guard let settings = record.settings, settings.refreshMode == .recurring, !inFlight else { return false }
+            guard let settings, settings.refreshMode == .recurring, !inFlight else { return false }
             guard let last = lastAttemptMs else { return true }
             return Double(Clock.wallMs() - last) / 1000 >= settings.refreshInterval
         }
@@ -257,17 +293,17 @@ public final class ContentDelivery: @unchecked Sendable {
         } else {
             do { settings = try DeliverySettings.parse(data) } catch { throw SyncError.invalidSettings("\(error)") }
         }
-        let previous = lock.withLock { () -> DeliverySettings? in
-            let previous = record.settings
+        var previous: DeliverySettings?
+        let fetched = Clock.wallMs()
+        updateRecord { record in
+            previous = record.settings
             record.settings = settings
-            record.settingsFetchedMs = Clock.wallMs()
-            return previous
+            record.settingsFetchedMs = fetched
         }
         if let old = previous?.pilotProgram?.id, let new = settings.pilotProgram?.id, old != new {
             pipeline.log(.info, .debug, source: "hub", "pilot program reset by the content service ('\(old)' -> '\(new)'): membership re-evaluated")
         }
         apply(settings)
-        saveRecord()
         return settings
     }
 
@@ -415,12 +451,5 @@ public final class ContentDelivery: @unchecked Sendable {
         guard let digest = SHA256.hex(ofFile: bundle.path) else { return nil }
         lock.withLock { activeDigest = (bundle.path, digest) }
         return digest
-    }
-
-    private func saveRecord() {
-        let snapshot = lock.withLock { record }
-        do { try snapshot.save(to: hub.directory) } catch {
-            pipeline.log(.warning, .debug, source: "hub", "cannot save \(DeliveryRecord.path(in: hub.directory)): \(error)")
-        }
     }
 }

@@ -98,11 +98,11 @@ public final class WebContentHub: @unchecked Sendable {
     /// content it shows a status view (checking, downloading with its percent, or the error).
     public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
         leaveArticle()
-        let presentation: Presentation
+        let presentation: Presentation, bundle: ContentBundle
         do {
             if let entryPoint { engine.setEntryPoint(entryPoint) }
             // Without content a download starts in the background and the status view shows its progress.
-            presentation = try engine.present(tags: tags, uri: uri, waitForContent: false)
+            (presentation, bundle) = try engine.presentFromBundle(tags: tags, uri: uri, waitForContent: false)
         } catch let error as HubEngine.PresentError {
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
@@ -112,7 +112,7 @@ public final class WebContentHub: @unchecked Sendable {
             open(newSession)
             return .html(pages.status(.error, message: "\(error)", percent: nil, session: newSession), status: 500, policy: policy)
         }
-        let newSession = HubSession(presentation: presentation, bundle: engine.activeBundle, embed: embed, entryPoint: entryPoint)
+        let newSession = HubSession(presentation: presentation, bundle: bundle, embed: embed, entryPoint: entryPoint)
         open(newSession)
         let target: HubPageLocation
         switch presentation.target?.kind {
