@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostTools
 
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,11 +2,11 @@ import Foundation
 import GRDB
 
 /// Small persistent state (sessions, current campaign) in the event store's database.
-final class KeyValueState {
+package final class KeyValueState {
     let store: EventStore
 
     /// The `state` table is made by the store's migrations ("v3 state").
-    init(store: EventStore) throws {
+    package init(store: EventStore) throws {
         self.store = store
     }
 

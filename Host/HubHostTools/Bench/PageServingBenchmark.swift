@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `hubhost bench hub`, second part: web Content Hub page serving over 127.0.0.1, measured with
 /// wrk (Debian's package), beside nginx serving the very same pages exported as static files, in

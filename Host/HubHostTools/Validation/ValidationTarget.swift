@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// What `hubhost plugins test PATH` tests: a plugin.yaml (preferred: it gives the schema and the
 /// config to test with) or a bare `.so`.

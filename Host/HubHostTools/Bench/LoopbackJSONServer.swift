@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// A minimal HTTP server on 127.0.0.1 that answers every request with one fixed JSON body: the
 /// weather endpoint of `hubhost bench events`, so the benchmark never leaves the machine.

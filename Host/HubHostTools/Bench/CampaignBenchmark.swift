@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `hubhost bench campaigns`: event evaluations per second through the campaign engine (indexed by
 /// event type and name) beside a naive evaluation that checks every campaign's triggers for every
@@ -48,7 +49,7 @@ public struct CampaignBenchmark {
         }
         let list = try JSONSerialization.data(withJSONObject: ["data": data])
         let store = try EventStore.open(path: folder + "/bench.sqlite").store
-        let engine = try CampaignEngine(state: try KeyValueState(store: store), operators: operators, pipeline: quiet)
+        let engine = try CampaignEngine.make(state: try KeyValueState(store: store), operators: operators, pipeline: quiet)
         try engine.load(list)
         let campaigns = engine.campaigns
         var generator = SplitMix(seed: 42)

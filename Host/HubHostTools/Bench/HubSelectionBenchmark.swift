@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubHostKit
 
 /// `hubhost bench hub`, first part: hub selection time. A generated bundle of 1,000 hubs and
 /// 100,000 articles is opened once; then each selection tailors it for a different user's tag

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// What `hubhost plugins inspect` reports: the plugin.yaml read without loading the binary, then,
 /// if the binary loads, what it declares and whether the two agree.
