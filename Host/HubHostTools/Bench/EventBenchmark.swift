@@ -118,11 +118,6 @@ public struct EventBenchmark {
         }
         let baselineSeconds = Double(Clock.monotonicNs() - baselineStart) / 1e9
 
-        func percentile(_ values: [Double], _ p: Double) -> Double {
-            guard !values.isEmpty else { return 0 }
-            let sorted = values.sorted()
-            return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-        }
         let rate = Double(count) / pipelineSeconds, baseRate = Double(count) / baselineSeconds
         return Result(count: count, batchSize: batchSize, eventsPerSecond: rate, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99),
                       baselineRowsPerSecond: baseRate, ratio: rate / baseRate,
