@@ -4,6 +4,7 @@
 // Layout (see README.md):
 //   Protocols/        the C-ABI protocol module (headers only; the contract between host and plugins)
 //   Host/HubHostKit   the embeddable Swift library (manifest, loader, registry, logging, engines)
+//   Host/HubHostTools the tools over it: benchmarks, the plugin validator, plugins inspect
 //   Host/hubhost      the command-line front end
 //   Plugins/<Name>/   one folder per bundled plugin, each its own dynamic library product
 import PackageDescription
@@ -78,10 +79,21 @@ let package = Package(
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The tools: benchmarks (which start wrk and nginx), the plugin validator and `plugins inspect`.
+        // Not part of the embeddable runtime; they reach HubHostKit's internals through `package` access.
+        .target(
+            name: "HubHostTools",
+            dependencies: [
+                "HubHostKit", "HubHostABI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Host/HubHostTools",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "hubhost",
             dependencies: [
-                "HubHostKit",
+                "HubHostKit", "HubHostTools",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -99,7 +111,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubHostKitTests",
-            dependencies: ["HubHostKit", "PluginTestKit"],
+            dependencies: ["HubHostKit", "HubHostTools", "PluginTestKit"],
             path: "Tests/HubHostKitTests",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostTools
 
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,8 +52,12 @@ struct BenchCommand: ParsableCommand {
 
     /// The no-op plugin library the benchmarks call: `--library`, or libhubhost-noop.so found as plugins are.
     static func noopLibrary(_ given: String?) throws -> String {
-        if let given { return given }
-        switch LibraryLocator().locate(library: "libhubhost-noop.so", manifestFolder: nil) {
+        try given ?? bundledLibrary("libhubhost-noop.so")
+    }
+
+    /// A bundled plugin library, found as plugins are; when it is not found, the reason on stderr and exit 1.
+    static func bundledLibrary(_ name: String) throws -> String {
+        switch LibraryLocator().locate(library: name, manifestFolder: nil) {
         case .success(let found): return found
         case .failure(let error):
             Output.error("\(error)")
@@ -157,13 +162,7 @@ struct BenchCommand: ParsableCommand {
         }
 
         func run() throws {
-            let library: String
-            switch LibraryLocator().locate(library: "libhubhost-standard-operators.so", manifestFolder: nil) {
-            case .success(let found): library = found
-            case .failure(let error):
-                Output.error("\(error)")
-                throw ExitCode(1)
-            }
+            let library = try BenchCommand.bundledLibrary("libhubhost-standard-operators.so")
             let result = try CampaignBenchmark(campaigns: campaigns, events: events, operatorsLibrary: library).run { step in
                 if !output.json { Output.error("bench campaigns: \(step)") }
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostTools
 
 /// `hubhost plugin test`: the old name of `hubhost plugins test`, hidden, kept so that scripts
 /// written for it still work.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostTools
 
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

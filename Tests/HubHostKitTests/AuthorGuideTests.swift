@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import HubHostKit
+import HubHostTools
 
 /// The README's plugin author's guide must work as written: its C plugin and plugin.yaml are
 /// taken from README.md, compiled with strict flags, inspected and loaded through the real loader.

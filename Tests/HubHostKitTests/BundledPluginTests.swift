@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import HubHostKit
+import HubHostTools
 
 /// Every bundled plugin, loaded through the real loader from its plugin.yaml.
 final class BundledPluginTests: XCTestCase {

@@ -1,5 +1,6 @@
 import XCTest
 @testable import HubHostKit
+@testable import HubHostTools
 
 /// The hub benchmark's parts that can be checked without timing anything.
 final class HubBenchmarkTests: XCTestCase {

@@ -4,6 +4,7 @@ import FoundationXML
 #endif
 import XCTest
 @testable import HubHostKit
+import HubHostTools
 
 /// `hubhost plugins test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
 /// each fault is reported as its own test's failure, with its cause, and the run goes on.

@@ -94,7 +94,7 @@ public final class CampaignEngine: @unchecked Sendable {
     var shownThisLaunch: Set<String> = []
     var nextPingAtMs: Int64 = 0
 
-    init(state: KeyValueState, operators: OperatorSet, pipeline: LogPipeline) throws {
+    package init(state: KeyValueState, operators: OperatorSet, pipeline: LogPipeline) throws {
         shared = CampaignSharedState(state: state)
         self.operators = operators
         logger = Logger(label: "hubhost.campaigns", pipeline: pipeline)

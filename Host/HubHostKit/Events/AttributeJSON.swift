@@ -1,13 +1,13 @@
 /// The attributes column of the event store, written by hand: the same JSON the Codable form
 /// reads back (`[{"name":"Level","value":{"type":"int","value":3}},...]`) at a fraction of
 /// JSONEncoder's cost, which was most of `track`'s time in `hubhost bench events`.
-enum AttributeJSON {
+package enum AttributeJSON {
     /// Writes straight into the new String's storage, sized once from an upper bound (every text
     /// byte escaped as \u00XX is 6 bytes; 96 per attribute covers the punctuation, type name and the
     /// longest number, at most 71 bytes for a double like -1.7976931348623157e+308): no growth
     /// checks, no intermediate buffers. Appending to a String piece by piece
     /// cost more than SQLite's insert of the row.
-    static func encode(_ attributes: [Event.Attribute]) -> String {
+    package static func encode(_ attributes: [Event.Attribute]) -> String {
         var bound = 2
         for attribute in attributes {
             bound += 96 + 6 * attribute.name.utf8.count

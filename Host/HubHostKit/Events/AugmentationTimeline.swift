@@ -41,19 +41,11 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// The augmented event (status NOT_POSTED), or the event as given (status EXPIRED) on timeout.
     public func run(_ event: Event) -> Event {
         guard !plugins.isEmpty else { return event }
-        final class Shared: @unchecked Sendable {
-            let lock = NSLock()
-            var working: Event
-            var timedOut = false
-            init(_ event: Event) { working = event }
-        }
-        let shared = Shared(event)
-        let finished = DispatchSemaphore(value: 0)
+        let shared = UntilDeadline(event)
         let stages = self.stages
-        // The stages run on their own thread so that this one can stop waiting at the deadline.
-        DispatchQueue.global().async {
+        let (working, completed) = waitForWork(shared, deadline: nil) {
             for stage in stages {
-                let input = shared.lock.withLock { shared.working }
+                let input = shared.lock.withLock { shared.value }
                 final class Outcomes: @unchecked Sendable {
                     let lock = NSLock()
                     var list: [AugmentationOutcome?]
@@ -69,28 +61,24 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     if shared.timedOut { return false }  // too late: change nothing
                     for (i, outcome) in outcomes.enumerated() {
                         guard let outcome else { continue }
-                        let plugin = self.plugins[stage[i]].handle
                         guard outcome.status == 0 else {
-                            self.logger.error("augmentation '\(plugin.instanceID)/\(plugin.pluginID)' failed on event \(event.id) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data")
+                            self.logFailure(of: self.plugins[stage[i]], on: event.id, outcome)
                             continue
                         }
-                        Self.apply(outcome.event, over: input, to: &shared.working)
+                        Self.apply(outcome.event, over: input, to: &shared.value)
                     }
                     return true
                 }
                 if !keepGoing { break }
             }
-            finished.signal()
         }
-        let waitNs = SafeTime.durationNs(timeoutSeconds)
-        if finished.wait(timeout: .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .timedOut {
-            shared.lock.withLock { shared.timedOut = true }
+        guard completed else {
             logger.warning("augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was")
             var expired = event
             expired.status = .expired
             return expired
         }
-        var done = shared.lock.withLock { shared.working }
+        var done = working
         done.status = .notPosted
         return done
     }
@@ -101,15 +89,8 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// now) are EXPIRED as they were given.
     public func run(batch events: [Event], deadline: DispatchTime? = nil) -> [Event] {
         guard !plugins.isEmpty, !events.isEmpty else { return events }
-        final class Shared: @unchecked Sendable {
-            let lock = NSLock()
-            var results: [Event?]
-            var timedOut = false
-            init(_ count: Int) { results = Array(repeating: nil, count: count) }
-        }
-        let shared = Shared(events.count)
-        let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        let shared = UntilDeadline<[Event?]>(Array(repeating: nil, count: events.count))
+        let (results, completed) = waitForWork(shared, deadline: deadline) {
             DispatchQueue.concurrentPerform(iterations: events.count) { i in
                 if shared.lock.withLock({ shared.timedOut }) { return }
                 var working = events[i]
@@ -118,23 +99,15 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     for index in stage {  // in a batch the events give the concurrency; a stage runs in order
                         let outcome = self.plugins[index].augment(input.augmentable)
                         guard outcome.status == 0 else {
-                            let plugin = self.plugins[index].handle
-                            self.logger.error("augmentation '\(plugin.instanceID)/\(plugin.pluginID)' failed on event \(input.id) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data")
+                            self.logFailure(of: self.plugins[index], on: input.id, outcome)
                             continue
                         }
                         Self.apply(outcome.event, over: input, to: &working)
                     }
                 }
                 working.status = .notPosted
-                shared.lock.withLock { if !shared.timedOut { shared.results[i] = working } }
+                shared.lock.withLock { if !shared.timedOut { shared.value[i] = working } }
             }
-            finished.signal()
-        }
-        let waitNs = SafeTime.durationNs(timeoutSeconds)
-        let completed = finished.wait(timeout: deadline ?? .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
-        let results = shared.lock.withLock { () -> [Event?] in
-            shared.timedOut = true  // from now on, late answers change nothing
-            return shared.results
         }
         if !completed {
             logger.warning("augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); unfinished events are EXPIRED and sent as they were")
@@ -145,6 +118,41 @@ public final class AugmentationTimeline: @unchecked Sendable {
             expired.status = .expired
             return expired
         }
+    }
+
+    /// What the waiting thread and the working thread share: a value under one lock, and whether
+    /// the wait has ended (from then on a late answer changes nothing).
+    private final class UntilDeadline<Value>: @unchecked Sendable {
+        let lock = NSLock()
+        var value: Value
+        var timedOut = false
+        init(_ value: Value) { self.value = value }
+    }
+
+    /// Runs `work` on a thread of its own, so that this one can stop waiting at `deadline` (by
+    /// default the timeout from now). When the wait ends, finished or not, `timedOut` is set and
+    /// the value read in the same step: later writes by the work change nothing. Returns that value
+    /// and whether the work finished in time.
+    private func waitForWork<Value>(_ shared: UntilDeadline<Value>, deadline: DispatchTime?,
+                                    _ work: @escaping @Sendable () -> Void) -> (value: Value, completed: Bool) {
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            work()
+            finished.signal()
+        }
+        let waitNs = SafeTime.durationNs(timeoutSeconds)
+        let completed = finished.wait(timeout: deadline ?? .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
+        let value = shared.lock.withLock { () -> Value in
+            shared.timedOut = true
+            return shared.value
+        }
+        return (value, completed)
+    }
+
+    /// A plugin's failure on one event: logged with its id and the event's; its edits are dropped.
+    private func logFailure(of plugin: AugmentationPlugin, on eventID: String, _ outcome: AugmentationOutcome) {
+        let handle = plugin.handle
+        logger.error("augmentation '\(handle.instanceID)/\(handle.pluginID)' failed on event \(eventID) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data")
     }
 
     /// Applies what one plugin changed (relative to `input`) to `working`.

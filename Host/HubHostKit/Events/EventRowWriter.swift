@@ -6,17 +6,17 @@ import GRDBSQLite
 /// straight from the Swift string's UTF-8 storage (SQLITE_STATIC, valid for the step), with no
 /// DatabaseValue boxing per column: at tens of thousands of rows per batch this boxing, not SQLite,
 /// was the larger part of the insert's cost. Used inside a GRDB write transaction.
-struct EventRowWriter {
+package struct EventRowWriter {
     static let insertSQL = """
         INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
-    struct Row {
+    package struct Row {
         var id: String
         var type: String
         var name: String
-        var timestampMs: Int64
+        package var timestampMs: Int64
         var attributes: String
         var status: String
         var attempts: Int
@@ -25,12 +25,12 @@ struct EventRowWriter {
     private let statement: Statement
     private static let empty: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
 
-    init(_ db: Database) throws {
+    package init(_ db: Database) throws {
         statement = try db.cachedStatement(sql: Self.insertSQL)
     }
 
     /// Inserts one row; `nowMs` becomes created_ms and updated_ms. Throws the database's error.
-    func insert(_ row: Row, nowMs: Int64) throws {
+    package func insert(_ row: Row, nowMs: Int64) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         var row = row
@@ -64,7 +64,7 @@ struct EventRowWriter {
 }
 
 extension EventRowWriter.Row {
-    init(_ event: Event, attributes: String) {
+    package init(_ event: Event, attributes: String) {
         self.init(id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
                   status: event.status.rawValue, attempts: event.attempts)
     }

@@ -6,7 +6,7 @@ import GRDB
 /// and power loss. Events keep one of the five statuses of EventStatus.
 public final class EventStore: @unchecked Sendable {
     public let path: String
-    let pool: DatabasePool
+    package let pool: DatabasePool
 
     public struct OpenError: Error, CustomStringConvertible {
         public var description: String

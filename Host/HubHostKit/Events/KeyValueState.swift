@@ -5,11 +5,11 @@ import GRDB
 /// event store's database. Several processes share it: `read` sees what every process committed,
 /// and `write` is one IMMEDIATE transaction (GRDB's writes), so a read-modify-write inside it
 /// cannot interleave with another process's.
-final class KeyValueState {
+package final class KeyValueState {
     let store: EventStore
 
     /// The `state` table is made by the store's migrations ("v3 state").
-    init(store: EventStore) throws {
+    package init(store: EventStore) throws {
         self.store = store
     }
 

@@ -314,7 +314,7 @@ public final class PluginWorker: @unchecked Sendable {
         }
         pid = 0
         let signal = status & 0x7f
-        if signal != 0 { return "crashed (\(ChildProcess.signalName(signal)))" }
+        if signal != 0 { return "crashed (\(SignalName.of(signal)))" }
         return "exited with status \((status >> 8) & 0xff)"
     }
 

@@ -38,8 +38,8 @@ enum HostExtensions {
 private let httpFetch: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<hh_http_request_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> hh_status_t = { host, request, out in
     guard let services = HostServices.from(host), let request, let out else { return HH_ERR_INVALID_ARGUMENT }
     let r = request.pointee
-    let url = swiftString(r.url)
-    let method = r.method.length == 0 ? "GET" : swiftString(r.method)
+    let url = lossyUTF8(r.url)
+    let method = r.method.length == 0 ? "GET" : lossyUTF8(r.method)
     let policy = services.environment.http
     guard let target = URL(string: url), let hostName = target.host?.lowercased() else {
         services.recordError(HH_ERR_INVALID_ARGUMENT, "'\(url)' is not a URL")
@@ -53,7 +53,7 @@ private let httpFetch: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<
     var headers: [String: String] = [:]
     for i in 0..<r.header_count {
         guard let header = r.headers?[i] else { break }
-        headers[swiftString(header.name)] = swiftString(header.value)
+        headers[lossyUTF8(header.name)] = lossyUTF8(header.value)
     }
     let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
     var timeout = policy.timeoutSeconds

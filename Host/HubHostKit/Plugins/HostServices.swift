@@ -83,18 +83,12 @@ final class HostServices: @unchecked Sendable {
     }
 }
 
-/// Reads an hh_string_t as Swift text; invalid UTF-8 becomes U+FFFD.
-func swiftString(_ s: hh_string_t) -> String {
-    guard let data = s.data, s.length > 0 else { return "" }
-    return String(decoding: UnsafeRawBufferPointer(start: data, count: s.length), as: UTF8.self)
-}
-
 private let hostLog: @convention(c) (UnsafePointer<hh_host_t>?, hh_severity_t, hh_verbosity_t, hh_string_t) -> Void = { host, severity, verbosity, message in
     guard let services = HostServices.from(host),
           let severity = LogSeverity(rawValue: severity), severity != .none,
           let verbosity = LogVerbosity(rawValue: verbosity), verbosity != .none else { return }
     guard services.pipeline.allows(severity: severity, verbosity: verbosity) else { return }
-    services.pipeline.log(severity, verbosity, source: services.instanceID, swiftString(message))
+    services.pipeline.log(severity, verbosity, source: services.instanceID, lossyUTF8(message))
 }
 
 private let hostConfigGet: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<CChar>?, UnsafeMutablePointer<hh_value_t>?) -> hh_status_t = { host, key, out in
@@ -107,7 +101,7 @@ private let hostMonotonicNs: @convention(c) (UnsafePointer<hh_host_t>?) -> UInt6
 }
 
 private let hostReportError: @convention(c) (UnsafePointer<hh_host_t>?, hh_status_t, hh_string_t) -> Void = { host, status, message in
-    HostServices.from(host)?.recordError(status, swiftString(message))
+    HostServices.from(host)?.recordError(status, lossyUTF8(message))
 }
 
 /// "hubhost.http.v1" and, when there are location delegates, "hubhost.location.v1".

@@ -22,7 +22,7 @@ public final class PluginHandle: @unchecked Sendable {
         backend = .inProcess(instance)
     }
 
-    init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
+    package init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
         instanceID = worker.instanceID
         self.pluginID = pluginID
         self.kind = kind

@@ -9,7 +9,7 @@ public final class PluginInstance: @unchecked Sendable {
     public let descriptor: PluginDescriptor
     public let library: PluginLibrary
     let services: HostServices
-    let handle: UnsafeMutableRawPointer?
+    package let handle: UnsafeMutableRawPointer?
     private let destroyLock = NSLock()
     private var destroyed = false
 
@@ -40,7 +40,7 @@ public final class PluginInstance: @unchecked Sendable {
     public var kind: PluginKind { descriptor.kind }
 
     /// The kind's function table, typed. Callers check `kind` first.
-    func api<T>(_ type: T.Type) -> UnsafePointer<T> {
+    package func api<T>(_ type: T.Type) -> UnsafePointer<T> {
         descriptor.raw.pointee.kind_api.assumingMemoryBound(to: T.self)
     }
 

@@ -134,7 +134,7 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// The running hubhost, or a `hubhost` beside the running program (tests run from the build folder).
-    static func defaultWorkerExecutable() -> String? {
+    package static func defaultWorkerExecutable() -> String? {
         let running = LibraryLocator.runningExecutablePath()
         if (running as NSString).lastPathComponent == "hubhost" { return running }
         let beside = ((running as NSString).deletingLastPathComponent as NSString).appendingPathComponent("hubhost")

@@ -34,7 +34,7 @@ public final class AdvertiserIDPlugin: @unchecked Sendable {
         let box = Box()
         var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in
             guard let data else { return }
-            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = swiftString(value)
+            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
         })
         var limit = false
         let status = withExtendedLifetime(box) { api.pointee.advertiser_id(instance.handle, &limit, &sink) }

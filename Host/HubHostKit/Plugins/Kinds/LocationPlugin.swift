@@ -48,7 +48,7 @@ public final class LocationPlugin: @unchecked Sendable {
         let status = api.pointee.get_location(instance.handle, &raw)
         switch status {
         case HH_OK:
-            func text(_ s: hh_string_t) -> String? { s.length == 0 ? nil : swiftString(s) }
+            func text(_ s: hh_string_t) -> String? { s.length == 0 ? nil : lossyUTF8(s) }
             let location = Location(
                 latitude: raw.has_coordinates ? raw.latitude : nil,
                 longitude: raw.has_coordinates ? raw.longitude : nil,

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `--leaks`: runs a test's child under valgrind's memcheck and reports memory the plugin library
 /// definitely lost. valgrind 3.19 cannot read the DWARF 5 debug info Swift's toolchain writes, so

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// What `hubhost plugins test PATH` tests: a plugin.yaml (preferred: it gives the schema and the
 /// config to test with) or a bare `.so`.
@@ -20,17 +21,13 @@ public struct ValidationTarget: Sendable {
         libraryPath = nil
         libraryProblem = nil
         validConfig = [:]
-        if absolute.hasSuffix(".yaml") || absolute.hasSuffix(".yml") {
-            let loaded = PluginManifest.load(path: absolute)
-            manifest = loaded.manifest
-            manifestProblems = loaded.diagnostics
-            if let manifest {
-                switch locator.locate(library: manifest.library, manifestFolder: manifest.folder) {
-                case .success(let found): libraryPath = found
-                case .failure(let error): libraryProblem = error.description
-                }
-                validConfig = manifest.testConfig
-            }
+        if LocatedManifest.isManifest(absolute) {
+            let located = LocatedManifest(path: absolute, locator: locator)
+            manifest = located.manifest
+            manifestProblems = located.problems
+            libraryPath = located.libraryPath
+            libraryProblem = located.libraryProblem
+            validConfig = manifest?.testConfig ?? [:]
         } else if FileManager.default.fileExists(atPath: absolute) {
             libraryPath = absolute
         } else {

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `hubhost bench campaigns`: event evaluations per second through the campaign engine (indexed by
 /// event type and name) beside a naive evaluation that checks every campaign's triggers for every
@@ -80,18 +81,5 @@ public struct CampaignBenchmark {
         let engineRate = Double(eventCount) / engineSeconds, naiveRate = Double(eventCount) / naiveSeconds
         return Result(campaigns: campaignCount, events: eventCount, engineEventsPerSecond: engineRate, naiveEventsPerSecond: naiveRate,
                       ratio: engineRate / naiveRate, engineMatches: engineMatches, naiveMatches: satisfied.count)
-    }
-}
-
-/// A small deterministic generator, so both evaluations see the same events run after run.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

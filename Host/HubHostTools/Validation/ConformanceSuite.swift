@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import HubHostKit
 
 /// The conformance tests of `hubhost plugins test`, built for a target: library checks first, then,
 /// for every plugin the library exports, lifecycle tests and the tests of its kind.

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// A time budget per plugin call, so a hang is a failed test. A watchdog thread checks the calls in
 /// flight; when one overruns, `onOverrun` runs with the call's label. In a test's own child process

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubHostKit
 
 /// `hubhost bench hub`, first part: hub selection time. A generated bundle of 1,000 hubs and
 /// 100,000 articles is opened once; then each selection tailors it for a different user's tag
@@ -85,14 +86,8 @@ public struct HubSelectionBenchmark {
             }
         }
         return Result(hubs: hubs, articles: articles, selections: selections, openMs: openMs,
-                      selectionMicrosecondsP50: Self.percentile(engineTimes, 0.50), selectionMicrosecondsP99: Self.percentile(engineTimes, 0.99),
-                      sqlBaselineMicrosecondsP50: Self.percentile(sqlTimes, 0.50), sqlBaselineMicrosecondsP99: Self.percentile(sqlTimes, 0.99),
+                      selectionMicrosecondsP50: percentile(engineTimes, 0.50), selectionMicrosecondsP99: percentile(engineTimes, 0.99),
+                      sqlBaselineMicrosecondsP50: percentile(sqlTimes, 0.50), sqlBaselineMicrosecondsP99: percentile(sqlTimes, 0.99),
                       agreeing: agreeing)
-    }
-
-    static func percentile(_ values: [Double], _ p: Double) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `hubhost bench hub`, second part: web Content Hub page serving over 127.0.0.1, measured with
 /// wrk (Debian's package), beside nginx serving the very same pages exported as static files, in
@@ -170,16 +171,9 @@ public struct PageServingBenchmark {
 
     /// A free TCP port on 127.0.0.1 (bound to port 0, read back, released).
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0 else { throw Failure.failed("cannot bind a port on 127.0.0.1") }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let bound = LoopbackSocket.open() else { throw Failure.failed("cannot bind a port on 127.0.0.1") }
+        close(bound.fd)
+        return Int(bound.port)
     }
 
     /// Waits (at most 5 s) until `url` answers 200.

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// `hubhost bench isolation`: the round trip of one augmentation call into the no-op augmentation,
 /// in-process and through process isolation (a worker over a socketpair), in the same run.

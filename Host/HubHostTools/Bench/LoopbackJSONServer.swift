@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// A minimal HTTP server on 127.0.0.1 that answers every request with one fixed JSON body: the
 /// weather endpoint of `hubhost bench events`, so the benchmark never leaves the machine.
@@ -11,19 +12,13 @@ final class LoopbackJSONServer: @unchecked Sendable {
 
     init(body: String) throws {
         self.body = body
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
+        let opened = LoopbackSocket.open()
+        guard let bound = opened, listen(bound.fd, 16) == 0 else {
+            if let fd = opened?.fd { close(fd) }
             throw PluginLoadError.workerFailed(instance: "bench", reason: "cannot listen on 127.0.0.1")
         }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        listener = fd
-        port = UInt16(bigEndian: address.sin_port)
+        listener = bound.fd
+        port = bound.port
         Thread { [self] in serve() }.start()
     }
 

@@ -50,20 +50,6 @@ enum ChildProcess {
         }
     }
 
-    static func signalName(_ signal: Int32) -> String {
-        switch signal {
-        case SIGSEGV: return "SIGSEGV"
-        case SIGABRT: return "SIGABRT"
-        case SIGBUS: return "SIGBUS"
-        case SIGILL: return "SIGILL"
-        case SIGFPE: return "SIGFPE"
-        case SIGKILL: return "SIGKILL"
-        case SIGTRAP: return "SIGTRAP"
-        case SIGTERM: return "SIGTERM"
-        default: return "signal \(signal)"
-        }
-    }
-
     /// The last lines the child wrote to stderr, as context for a crash.
     static func lastLines(_ stderr: String, count: Int = 3) -> String {
         let lines = stderr.split(separator: "\n").suffix(count)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubHostKit
 
 /// A generated content bundle for `hubhost bench hub`: `hubs` hubs, `channelsPerHub` channels each,
 /// `articles` articles spread evenly, every item tagged from a vocabulary of `tagCount` tags, so

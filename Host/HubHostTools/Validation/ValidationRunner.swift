@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// Settings of one `hubhost plugins test` run.
 public struct ValidationOptions: Sendable {
@@ -156,7 +157,7 @@ public final class ValidationRunner: @unchecked Sendable {
                                      message: "timed out after \(timeout) ms and was killed (a call hung)", durationMs: elapsed(), timedOut: true)
         case .signaled(let signal):
             return ConformanceResult(name: test.name, outcome: .failed,
-                                     message: "crashed: \(ChildProcess.signalName(signal)) (signal \(signal))\(ChildProcess.lastLines(result.stderr))",
+                                     message: "crashed: \(SignalName.of(signal)) (signal \(signal))\(ChildProcess.lastLines(result.stderr))",
                                      durationMs: elapsed(), signal: signal)
         case .exited(let status):
             guard var reported else {

@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import HubHostKit
 
 /// `hubhost bench abi`: the cost of one call through the plugin ABI into a no-op trigger operator
 /// (in-process), beside a direct Swift function call doing the same work, in the same run.

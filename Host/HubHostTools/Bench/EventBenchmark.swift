@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubHostKit
 
 /// `hubhost bench events`: events per second and track latency for track -> location and weather
 /// augmentation (caches warm) -> durable store, with batched commits; and, in the same run, the rate
@@ -99,11 +100,10 @@ public struct EventBenchmark {
         let pipelineSeconds = Double(Clock.monotonicNs() - pipelineStart) / 1e9
 
         progress("baseline: plain SQLite insert of \(count) rows in batches of \(batchSize)")
-        let rows = try (0..<count).map { i -> EventRowWriter.Row in
+        let rows = (0..<count).map { i -> EventRowWriter.Row in
             var e = event(i)
             e.attributes = warm.attributes  // the same augmented rows
-            return EventRowWriter.Row(id: EventID.make(), type: e.type.rawValue, name: e.name, timestampMs: e.timestampMs,
-                                      attributes: AttributeJSON.encode(e.attributes), status: EventStatus.notPosted.rawValue, attempts: 0)
+            return EventRowWriter.Row(e, attributes: AttributeJSON.encode(e.attributes))  // a new id, NOT_POSTED, no attempts
         }
         let baseline = try EventStore.open(path: folder + "/baseline.sqlite").store
         let baselineStart = Clock.monotonicNs()
@@ -118,11 +118,6 @@ public struct EventBenchmark {
         }
         let baselineSeconds = Double(Clock.monotonicNs() - baselineStart) / 1e9
 
-        func percentile(_ values: [Double], _ p: Double) -> Double {
-            guard !values.isEmpty else { return 0 }
-            let sorted = values.sorted()
-            return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
-        }
         let rate = Double(count) / pipelineSeconds, baseRate = Double(count) / baselineSeconds
         return Result(count: count, batchSize: batchSize, eventsPerSecond: rate, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99),
                       baselineRowsPerSecond: baseRate, ratio: rate / baseRate,

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// What `hubhost plugins inspect` reports: the plugin.yaml read without loading the binary, then,
 /// if the binary loads, what it declares and whether the two agree.
@@ -52,16 +53,12 @@ public struct PluginInspection: Encodable, Sendable {
         var result = PluginInspection(path: path, manifest: nil, manifestProblems: [], binary: nil, binaryProblem: nil, disagreements: [])
         var libraryPath: String?
         var manifest: PluginManifest?
-        if absolute.hasSuffix(".yaml") || absolute.hasSuffix(".yml") {
-            let loaded = PluginManifest.load(path: absolute)
-            manifest = loaded.manifest
-            result.manifestProblems = loaded.diagnostics
-            if let manifest {
-                switch locator.locate(library: manifest.library, manifestFolder: manifest.folder) {
-                case .success(let found): libraryPath = found
-                case .failure(let error): result.binaryProblem = error.description
-                }
-            }
+        if LocatedManifest.isManifest(absolute) {
+            let located = LocatedManifest(path: absolute, locator: locator)
+            manifest = located.manifest
+            result.manifestProblems = located.problems
+            libraryPath = located.libraryPath
+            result.binaryProblem = located.libraryProblem
         } else {
             guard FileManager.default.fileExists(atPath: absolute) else {
                 result.binaryProblem = "no such file: \(absolute)"

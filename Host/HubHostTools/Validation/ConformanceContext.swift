@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import HubHostKit
 
 /// What a conformance test works with: the library under test, its manifest, a valid config, a
 /// scratch data directory, a capture of what the plugins log, and the per-call budget.

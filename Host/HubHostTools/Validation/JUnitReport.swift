@@ -1,4 +1,5 @@
 import Foundation
+import HubHostKit
 
 /// Writes conformance results as JUnit XML, the format CI systems read.
 public enum JUnitReport {

@@ -1,0 +1,138 @@
+import Foundation
+import HubHostABI
+
+/// The host side of one augment call: C copies of the event's strings for the view, the edits the
+/// plugin makes through the editor. Strings handed out stay valid until `release`, even after an
+/// edit replaces them, as the header promises ("valid until the augment call returns").
+final class EventEditSession {
+    private(set) var working: AugmentableEvent
+    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    private var cAttributes: [(name: hh_string_t, value: hh_value_t)] = []
+    private let lock = NSLock()  // the view and editor are [any-thread] during the call
+
+    /// The C copies are rebuilt only when the plugin reads after an edit: a plugin that only
+    /// writes (the common case) costs no copies beyond the first.
+    private var stale = false
+
+    /// Nothing is copied up front: a plugin that reads attributes by name gets just those
+    /// converted, and the full C copy is built only for reads by index.
+    init(_ event: AugmentableEvent) {
+        working = event
+        stale = true
+    }
+
+    private func refresh() {
+        if stale {
+            rebuild()
+            stale = false
+        }
+    }
+
+    func release() {
+        for buffer in buffers { buffer.deallocate() }
+        buffers = []
+    }
+
+    private func copy(_ text: String) -> hh_string_t {
+        var text = text
+        return text.withUTF8 { bytes in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
+            buffer.copyMemory(from: UnsafeRawBufferPointer(bytes))
+            buffers.append(buffer)
+            return hh_string_t(data: buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length: bytes.count)
+        }
+    }
+
+    private func rebuild() {
+        cAttributes = working.attributes.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
+    }
+
+    /// A C copy of one value; a string's bytes live until `release`.
+    private func cValue(_ swiftValue: PluginValue) -> hh_value_t {
+        var value = hh_value_t()
+        switch swiftValue {
+        case .null: value.type = HH_VALUE_NULL
+        case .string(let s): value.type = HH_VALUE_STRING; value.of.string = copy(s)
+        case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
+        case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
+        case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
+        case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
+        }
+        return value
+    }
+
+    func withView(_ body: (UnsafePointer<hh_event_view_t>, UnsafePointer<hh_event_editor_t>) -> hh_status_t) -> hh_status_t {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var view = hh_event_view_t(
+            event_data: me, event_id: copy(working.id), type_code: working.typeCode, name: copy(working.name), time_ms: working.timeMs,
+            attribute_count: { view in EventEditSession.from(view?.pointee.event_data).count },
+            attribute_at: { view, index, name, value in EventEditSession.from(view?.pointee.event_data).attribute(at: index, name, value) },
+            get_attribute: { view, name, value in EventEditSession.from(view?.pointee.event_data).attribute(named: name, value) })
+        var editor = hh_event_editor_t(
+            editor_data: me,
+            set_attribute: { editor, name, value in EventEditSession.from(editor?.pointee.editor_data).set(name, value) },
+            remove_attribute: { editor, name in EventEditSession.from(editor?.pointee.editor_data).remove(name) })
+        return withExtendedLifetime(self) { body(&view, &editor) }
+    }
+
+    static func from(_ data: UnsafeMutableRawPointer?) -> EventEditSession {
+        Unmanaged<EventEditSession>.fromOpaque(data!).takeUnretainedValue()
+    }
+
+    var count: Int { lock.withLock { working.attributes.count } }
+
+    func attribute(at index: Int, _ name: UnsafeMutablePointer<hh_string_t>?, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
+        lock.withLock {
+            refresh()
+            guard index >= 0, index < cAttributes.count else { return HH_ERR_NOT_FOUND }
+            name?.pointee = cAttributes[index].name
+            value?.pointee = cAttributes[index].value
+            return HH_OK
+        }
+    }
+
+    func attribute(named name: hh_string_t, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
+        let key = lossyUTF8(name)
+        return lock.withLock {
+            guard let attribute = working.attributes.first(where: { $0.name == key }) else { return HH_ERR_NOT_FOUND }
+            value?.pointee = cValue(attribute.value)
+            return HH_OK
+        }
+    }
+
+    func set(_ name: hh_string_t, _ value: UnsafePointer<hh_value_t>?) -> hh_status_t {
+        guard let value, name.length > 0, let key = validUTF8(name) else { return HH_ERR_INVALID_ARGUMENT }
+        let converted: PluginValue
+        switch value.pointee.type {
+        case HH_VALUE_NULL: converted = .null
+        case HH_VALUE_STRING:
+            guard let text = validUTF8(value.pointee.of.string) else { return HH_ERR_INVALID_ARGUMENT }
+            converted = .string(text)
+        case HH_VALUE_INT64: converted = .int(value.pointee.of.int64)
+        case HH_VALUE_DOUBLE: converted = .double(value.pointee.of.real)
+        case HH_VALUE_BOOL: converted = .bool(value.pointee.of.boolean)
+        case HH_VALUE_TIME_MS: converted = .timeMs(value.pointee.of.time_ms)
+        default: return HH_ERR_INVALID_ARGUMENT
+        }
+        // Plugin output is outside input too: the same limits as an event from HTTP (a time in
+        // range, a finite double, sizes), so nothing a plugin sets can poison the store.
+        guard (try? EventLimits.check(key, converted)) != nil else { return HH_ERR_INVALID_ARGUMENT }
+        return lock.withLock {
+            if working.attributes.count >= EventLimits.maxAttributes, !working.attributes.contains(where: { $0.name == key }) {
+                return HH_ERR_INVALID_ARGUMENT
+            }
+            working.set(key, converted)
+            stale = true
+            return HH_OK
+        }
+    }
+
+    func remove(_ name: hh_string_t) -> hh_status_t {
+        let key = lossyUTF8(name)
+        return lock.withLock {
+            guard working.remove(key) else { return HH_ERR_NOT_FOUND }
+            stale = true
+            return HH_OK
+        }
+    }
+}

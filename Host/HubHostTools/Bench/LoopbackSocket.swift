@@ -1,0 +1,20 @@
+import Foundation
+
+/// A TCP socket bound to 127.0.0.1 on a port the system picks, for the benchmarks' local servers.
+enum LoopbackSocket {
+    /// The socket and its port; nil (the socket closed) when it cannot be bound.
+    static func open() -> (fd: Int32, port: UInt16)? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        guard bound == 0 else {
+            close(fd)
+            return nil
+        }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+}
