@@ -7,7 +7,8 @@ struct ConfigCommand: ParsableCommand {
                                                     subcommands: [Show.self])
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Each event setting's effective value and where it came from (default or manifest line).")
+        static let configuration = CommandConfiguration(abstract: "Every section's settings (server, events, deep_links, campaigns, hub): effective value and where it came from.",
+            discussion: "The same values as `hubhost manifest check --resolved`; SOURCE is the plugins.yaml line or 'default'.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -25,12 +26,10 @@ struct ConfigCommand: ParsableCommand {
                 Output.error(error.description)
                 throw ExitCode(2)
             }
-            let settings = manifest.events
-            let rows = EventSettings.schema.keys.map { key in
-                Row(key: "events.\(key.key)", value: settings.values[key.key]?.json ?? .null,
-                    source: settings.lines[key.key].map { "\(manifest.file):\($0)" } ?? "default", doc: key.doc)
-            } + [Row(key: "server.host", value: .string(manifest.server.host), source: "manifest or default", doc: "Where hubhost serve listens."),
-                 Row(key: "server.port", value: .number(Double(manifest.server.port)), source: "manifest or default", doc: "0 picks a free port.")]
+            // One source of effective values for this command and `manifest check --resolved`.
+            let rows = HostManifest.sectionNames.flatMap { manifest.effectiveSettings[$0] ?? [] }.map { setting in
+                Row(key: setting.key, value: setting.value, source: setting.line.map { "\(manifest.file):\($0)" } ?? "default", doc: setting.doc)
+            }
             if output.json { Output.json(rows) } else {
                 Output.table(["KEY", "VALUE", "SOURCE"], rows.map { [$0.key, $0.value.text, $0.source] })
             }

@@ -29,6 +29,20 @@ final class ManifestSectionsTests: XCTestCase {
         XCTAssertNotNil(resolved["deep_links"])
     }
 
+    func testConfigShowReportsTheSameValuesWithTheirSource() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("data_dir: data\nevents: {augmentation_timeout: 2m}\nhub: {color_scheme: light}\nplugins: []\n", to: folder + "/plugins.yaml")
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["config", "show", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        func row(_ key: String) -> [String: Any]? { rows.first { $0["key"] as? String == key } }
+        XCTAssertEqual(row("events.augmentation_timeout")?["value"] as? Double, 120)
+        XCTAssertEqual(row("events.augmentation_timeout")?["source"] as? String, folder + "/plugins.yaml:2")
+        XCTAssertEqual(row("hub.color_scheme")?["value"] as? String, "light")
+        XCTAssertEqual(row("server.port")?["source"] as? String, "default")
+        XCTAssertNotNil(row("campaigns.context_rule"))
+    }
+
     func testEveryEngineReportsItsOwnProblemsWithPositions() throws {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write("""

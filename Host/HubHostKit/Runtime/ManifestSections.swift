@@ -5,6 +5,9 @@ extension HostManifest {
         ServerSettings.self, EventSettings.self, DeepLinkRouter.self, CampaignSettings.self, HubSettings.self,
     ]
 
+    /// The engine sections' names, in the order `config show` lists them.
+    public static var sectionNames: [String] { sectionTypes.map { $0.sectionName } }
+
     /// Where `hubhost serve` listens and who may talk to it (`server:`).
     public var server: ServerSettings {
         get { section(ServerSettings.self) }
