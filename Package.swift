@@ -63,10 +63,12 @@ let package = Package(
         .target(name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         .systemLibrary(name: "COpenSSL", path: "Host/COpenSSL"),
+        // cmark-gfm (libcmark-gfm-dev, libcmark-gfm-extensions-dev): Markdown articles in content bundles.
+        .systemLibrary(name: "CCmarkGFM", path: "Host/CCmarkGFM"),
         .target(
             name: "HubHostKit",
             dependencies: [
-                "HubHostABI", "COpenSSL",
+                "HubHostABI", "COpenSSL", "CCmarkGFM",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
