@@ -157,6 +157,27 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertTrue(hub.state.isReady)
     }
 
+    /// A transfer that breaks off halfway is reported as cut short, with the byte counts, not as
+    /// an unreachable service; the previous bundle stays active.
+    func testABundleDownloadCutShortSaysSoWithTheByteCounts() throws {
+        serve(try signedBundle(version: "1"))
+        let (host, delivery) = try host()
+        try delivery.sync()
+        let next = try signedBundle(version: "2")
+        service.bundle = next.data
+        service.metadata = (200, next.metadata)
+        service.cutBundleAfter = next.data.count / 2
+        XCTAssertThrowsError(try delivery.sync()) { error in
+            guard case ContentDelivery.SyncError.truncated(let received, let expected, _) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(expected, Int64(next.data.count))
+            XCTAssertGreaterThan(received, 0)
+            XCTAssertLessThan(received, expected)
+            XCTAssertTrue("\(error)".contains("cut short"), "\(error)")
+            XCTAssertFalse("\(error)".contains("could not be reached") && !"\(error)".contains("cut short"))
+        }
+        XCTAssertEqual(try XCTUnwrap(host.hub()).activeBundle?.metadata.version, "1")
+    }
+
     func testAnUnsignedBundleIsRejected() throws {
         let signed = try signedBundle(version: "U")
         var metadata = try BundleMetadata.decode(Data(signed.metadata.utf8))

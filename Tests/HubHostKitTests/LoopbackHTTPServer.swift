@@ -76,9 +76,10 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Sends a whole answer and closes the connection.
-    static func respond(_ fd: Int32, _ code: Int, headers: [String: String] = [:], _ body: Data) {
-        var head = "HTTP/1.1 \(code) X\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+    /// Sends a whole answer and closes the connection. `declaredLength` (default: the body's) is the
+    /// Content-Length sent: a larger one makes an answer cut short.
+    static func respond(_ fd: Int32, _ code: Int, headers: [String: String] = [:], declaredLength: Int? = nil, _ body: Data) {
+        var head = "HTTP/1.1 \(code) X\r\nContent-Length: \(declaredLength ?? body.count)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         let data = Data((head + "\r\n").utf8) + body
         data.withUnsafeBytes { raw in

@@ -33,6 +33,13 @@ final class TestContentService: @unchecked Sendable {
         set { lock.withLock { ranges = newValue } }
     }
     private var ranges = true
+    /// When set, bundle answers promise their whole length but send only this many bytes, then
+    /// close the connection (a transfer cut short).
+    var cutBundleAfter: Int? {
+        get { lock.withLock { cut } }
+        set { lock.withLock { cut = newValue } }
+    }
+    private var cut: Int?
 
     var baseURL: String { "http://127.0.0.1:\(port)/content" }
     var requests: [Request] { lock.withLock { received } }
@@ -69,7 +76,18 @@ final class TestContentService: @unchecked Sendable {
             let answer = metadata
             respond(fd, answer.status, [:], Data(answer.body.utf8))
         case "/content/bundle":
-            let (bytes, honors) = lock.withLock { (bundleBytes, ranges) }
+            let (bytes, honors, cutAfter) = lock.withLock { (bundleBytes, ranges, cut) }
+            if let cutAfter {
+                // The connection breaks at byte `cutAfter` of the bundle: a whole answer stops
+                // there, and so does the Range answer that spans it (later ones send nothing).
+                let (start, last) = honors ? (range.flatMap(parse).map { ($0.0, min($0.1, bytes.count - 1)) } ?? (0, bytes.count - 1)) : (0, bytes.count - 1)
+                if last >= cutAfter {
+                    let sent = start < cutAfter ? bytes.subdata(in: start..<cutAfter) : Data()
+                    let head = honors && range != nil ? ["Content-Range": "bytes \(start)-\(last)/\(bytes.count)"] : [:]
+                    LoopbackHTTPServer.respond(fd, honors && range != nil ? 206 : 200, headers: head, declaredLength: last - start + 1, sent)
+                    return
+                }
+            }
             if honors, let range, let (start, end) = parse(range) {
                 guard start < bytes.count else {
                     respond(fd, 416, ["Content-Range": "bytes */\(bytes.count)"], Data())

@@ -117,6 +117,8 @@ public final class ContentDelivery: @unchecked Sendable {
         case invalidMetadata(String)
         case rejected(String)
         case storage(String)
+        /// The bundle transfer broke off after some of its bytes (the connection closed early).
+        case truncated(received: Int64, expected: Int64, message: String)
         case closed
 
         public var description: String {
@@ -130,6 +132,8 @@ public final class ContentDelivery: @unchecked Sendable {
             case .invalidMetadata(let why): return why
             case .rejected(let why): return "the downloaded bundle was rejected: \(why)"
             case .storage(let why): return "the download could not be stored: \(why)"
+            case .truncated(let received, let expected, let message):
+                return "the bundle download was cut short (truncated): \(received) of \(expected) bytes arrived\(message.isEmpty ? "" : " (the provider said: \(message))")"
             }
         }
     }
@@ -383,6 +387,10 @@ public final class ContentDelivery: @unchecked Sendable {
             if status != HH_OK {
                 if lock.withLock({ isClosed }) { throw SyncError.closed }
                 if Clock.monotonicNs() >= deadline { throw SyncError.timedOut(resource: HH_CONTENT_RESOURCE_BUNDLE, seconds: hub.settings.downloadTimeout) }
+                // Some bytes came, then the transfer failed: say it was cut short, not "unreachable".
+                if progress.written > 0, progress.written < expected {
+                    throw SyncError.truncated(received: progress.written, expected: expected, message: message)
+                }
                 throw SyncError.fetchFailed(resource: HH_CONTENT_RESOURCE_BUNDLE, status: StatusCode.name(status), message: message)
             }
         } catch {
