@@ -122,9 +122,9 @@ struct ContentFolderReader {
     private mutating func readArticle(_ path: String, id: String, name: String, isHTML: Bool) -> (Int?, Article)? {
         guard let text = readText(path) else { return nil }
         guard let (frontMatter, body) = splitFrontMatter(text, path: path, allowed: ["title", "tags", "order", "source_url"]) else { return nil }
-        let html = isHTML ? body : MarkdownRenderer.render(body)
-        let title = frontMatter.title ?? (isHTML ? nil : Self.firstHeading(body)) ?? name
-        return (frontMatter.order, Article(id: id, title: title, tags: frontMatter.tags, html: html, sourceURL: frontMatter.sourceURL))
+        let rendered = isHTML ? MarkdownRenderer.Article(html: HTMLSanitizer.sanitize(body), firstHeading: nil) : MarkdownRenderer.renderArticle(body)
+        let title = frontMatter.title ?? rendered.firstHeading ?? name
+        return (frontMatter.order, Article(id: id, title: title, tags: frontMatter.tags, html: rendered.html, sourceURL: frontMatter.sourceURL))
     }
 
     private mutating func readIndex(_ path: String, kind: String) -> FrontMatter {
@@ -327,15 +327,6 @@ struct ContentFolderReader {
         return fractional.date(from: text)
     }
 
-    /// The first `# heading` of a Markdown body, as plain text.
-    static func firstHeading(_ body: String) -> String? {
-        for line in body.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("# ") { return trimmed.dropFirst(2).trimmingCharacters(in: .whitespaces).filter { !"*_`".contains($0) } }
-        }
-        return nil
-    }
-
     /// Entries with an `order` come first, lower first; then the rest; ties by name.
     static func before(_ a: (Int?, String), _ b: (Int?, String)) -> Bool {
         switch (a.0, b.0) {
@@ -367,11 +358,27 @@ struct ContentFolderReader {
             report(path, "cannot be read")
             return nil
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            report(path, "is not UTF-8 text")
+        if let offset = Self.firstInvalidUTF8(data) {
+            let line = data.prefix(offset).reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            report(path, line: line, "is not UTF-8 text (byte \(offset) is not valid UTF-8); save the file as UTF-8")
             return nil
         }
+        let text = String(decoding: data, as: UTF8.self)
         return text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
+    }
+
+    /// The offset of the first byte that is not part of valid UTF-8, or nil when all of it is.
+    static func firstInvalidUTF8(_ data: Data) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = data.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded): offset += encoded.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
     }
 
     /// Visible entries of a folder, sorted (hidden `.name` entries are ignored).
