@@ -99,6 +99,27 @@ final class FuzzFindingsTests: XCTestCase {
         XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
     }
 
+    /// Found by FuzzTests (events, case 1156): a plain JSON integer attribute from 2^63 to 2^64-1 is
+    /// stored wrapped to another, negative, integer: 18446744073709551615 as -1, 9223372036854775808
+    /// as -9223372036854775808, 12345678901234567890 as -6101065172474983726 (`POST /v1/events`,
+    /// `track --stdin`). JSONSerialization gives such a number as an unsigned NSNumber and
+    /// EventInput.value takes its int64Value (Host/HubHostKit/Events/EventInput.swift, `.int(number.int64Value)`).
+    /// It should be refused with the field named, or kept as the number it is (a double).
+    func testAnIntegerAttributeBeyond64BitsIsNotWrapped() throws {
+        for number in ["18446744073709551615", "9223372036854775808", "12345678901234567890"] {
+            let events: [Event]
+            do { events = try EventInput.parse(Data(#"{"name": "x", "attributes": {"n": \#(number)}}"#.utf8)) } catch is EventInput.Problem {
+                continue  // refused: fine
+            }
+            let stored = try XCTUnwrap(events.first?.attributes.first?.value)
+            switch stored {
+            case .int(let value): XCTFail("\(number) was stored as the integer \(value)")
+            case .double(let value): XCTAssertEqual(value, Double(number)!, accuracy: Double(number)! * 1e-12, number)
+            default: XCTFail("\(number) was stored as \(stored)")
+            }
+        }
+    }
+
     /// Found by FuzzTests (events): an unknown event key, type or purchase key is answered with a
     /// "did you mean" hint computed by Suggestion.closest, an edit distance over the whole word
     /// with an (n+1)-row matrix of arrays (Host/HubHostKit/Manifest/Suggestion.swift). On a word of

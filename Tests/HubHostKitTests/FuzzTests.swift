@@ -455,12 +455,36 @@ final class EventFuzz: FuzzTarget {
         }
     }
 
+    /// Every plain JSON number given as an attribute is stored as that number (an integer that no
+    /// longer fits in 64 bits may become a double, but never another integer, e.g. negative).
+    static func numbersKept(_ input: Data, _ events: [Event]) -> String? {
+        guard let json = try? JSONSerialization.jsonObject(with: input, options: [.fragmentsAllowed]) else { return nil }
+        let objects: [Any] = (json as? [Any]) ?? ((json as? [String: Any])?["events"] as? [Any]) ?? [json]
+        for (object, event) in zip(objects, events) {
+            guard let attributes = (object as? [String: Any])?["attributes"] as? [String: Any] else { continue }
+            for (name, raw) in attributes {
+                guard let number = raw as? NSNumber, String(cString: number.objCType) != "c",
+                      let stored = event.attributes.first(where: { $0.name == name })?.value else { continue }
+                let sent = number.doubleValue
+                let kept: Double
+                switch stored {
+                case .int(let value): kept = Double(value)
+                case .double(let value): kept = value
+                default: return "attribute '\(name)': the number \(number) was stored as \(stored)"
+                }
+                if abs(kept - sent) > abs(sent) * 1e-9 + 1 { return "attribute '\(name)': the number \(number) was stored as \(stored)" }
+            }
+        }
+        return nil
+    }
+
     override func check(_ input: Data, index: Int) -> String? {
         let events: [Event]
         do { events = try EventInput.parse(input) } catch is EventInput.Problem { return nil } catch {
             return "EventInput.parse threw \(type(of: error)), not EventInput.Problem: \(error)"
         }
         accepted += 1
+        if let problem = Self.numbersKept(input, events) { return problem }
         for (number, event) in events.enumerated() {
             do { try EventLimits.check(event) } catch { return "parse accepted an event the limits refuse: \(error)" }
             guard SafeTime.validMs.contains(event.timestampMs) else { return "parse accepted timestamp \(event.timestampMs)" }
