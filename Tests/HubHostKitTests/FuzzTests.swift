@@ -118,7 +118,8 @@ enum FuzzParent {
                 \(stack(errors))
                 """, file: file, line: line)
         } else if process.terminationStatus != 0 {
-            let failures = output.split(separator: "\n").filter { $0.contains("error:") || $0.contains("XCTFail") || $0.contains("failed") }
+            // The child's failures: its error lines, each followed by the input line.
+            let failures = output.split(separator: "\n").filter { $0.contains(": error: ") || $0.hasPrefix("input: ") }
             XCTFail("fuzz target '\(target)' found failures:\n\(failures.prefix(40).joined(separator: "\n").suffix(20_000))", file: file, line: line)
         }
     }
