@@ -51,7 +51,7 @@ public enum EventInput {
     static func event(_ item: Any) throws -> Event {
         guard let object = item as? [String: Any] else { throw Problem(description: "an event must be a JSON object") }
         for key in object.keys.sorted() where !knownKeys.contains(key) {
-            throw Problem(description: "unknown key '\(key)'\(Suggestion.hint(for: key, in: knownKeys)); expected: \(knownKeys.joined(separator: ", "))")
+            throw Problem(description: "unknown key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: knownKeys)); expected: \(knownKeys.joined(separator: ", "))")
         }
         let typeText: String
         switch object["type"] {
@@ -62,7 +62,7 @@ public enum EventInput {
         }
         guard let type = EventType(text: typeText) else {
             let names = EventType.allCases.map(\.rawValue)
-            throw Problem(description: "unknown event type '\(typeText)'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))")
+            throw Problem(description: "unknown event type '\(Suggestion.clip(typeText))'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))")
         }
         var event = Event(type: type, name: try text(object["name"], key: "name") ?? "")
         if let id = try text(object["id"], key: "id"), !id.isEmpty {
@@ -135,7 +135,7 @@ public enum EventInput {
     static func purchase(_ raw: Any) throws -> Purchase {
         guard let object = raw as? [String: Any] else { throw Problem(description: "'purchase' must be an object with \(purchaseKeys.joined(separator: ", "))") }
         for key in object.keys.sorted() where !purchaseKeys.contains(key) {
-            throw Problem(description: "unknown purchase key '\(key)'\(Suggestion.hint(for: key, in: purchaseKeys)); expected: \(purchaseKeys.joined(separator: ", "))")
+            throw Problem(description: "unknown purchase key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: purchaseKeys)); expected: \(purchaseKeys.joined(separator: ", "))")
         }
         func integer(_ key: String) throws -> Int64? {
             guard let value = object[key] else { return nil }
@@ -162,7 +162,12 @@ public enum EventInput {
             let objCType = String(cString: number.objCType)
             if objCType == "c" { return .bool(number.boolValue) }
             if objCType == "d" || objCType == "f" { return .double(number.doubleValue) }
-            return .int(number.int64Value)  // JSONSerialization gives larger integers as doubles
+            // An integer JSON number beyond Int64 (2^63 to 2^64-1 arrive as unsigned) would wrap
+            // to a negative number: refused, not corrupted.
+            guard objCType != "Q" || number.uint64Value <= UInt64(Int64.max) else {
+                throw Problem(description: "attribute '\(Suggestion.clip(name))': \(number) is outside the 64-bit integer range (send it as a double or a string)")
+            }
+            return .int(number.int64Value)
         case let typed as [String: Any]:
             guard let type = typed["type"] as? String, let inner = typed["value"] else {
                 throw Problem(description: "attribute '\(name)': an object value must be {\"type\": ..., \"value\": ...}")

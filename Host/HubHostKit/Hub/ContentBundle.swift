@@ -165,7 +165,9 @@ public final class ContentBundle: @unchecked Sendable {
         guard let row = try? database.read({ db in
             try Row.fetchOne(db, sql: "SELECT mime_type, data FROM resources WHERE path = ?", arguments: [path])
         }) else { return nil }
-        return Resource(path: path, mimeType: row["mime_type"], data: row["data"])
+        // Optional reads: a damaged row is an absent resource, never a trap.
+        guard let mimeType = try? row.decode(String.self, forColumn: "mime_type"), let data = try? row.decode(Data.self, forColumn: "data") else { return nil }
+        return Resource(path: path, mimeType: mimeType, data: data)
     }
 
     /// Every resource path, sorted.
@@ -177,35 +179,50 @@ public final class ContentBundle: @unchecked Sendable {
         for table in ["metadata", "hubs", "channels", "articles", "resources", "notifications"] where try !db.tableExists(table) {
             throw OpenError.notABundle(path: path, reason: "the '\(table)' table is missing")
         }
-        let meta = Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM metadata").map { ($0["key"] as String, $0["value"] as String) },
-                              uniquingKeysWith: { first, _ in first })
+        // Every column read through `value`: a file that is damaged or was written by someone else
+        // may hold NULL or another type anywhere, and GRDB's subscripts trap on that. Such a file
+        // is not a bundle, said with the table, column and row.
+        func value<T: DatabaseValueConvertible>(_ row: Row, _ column: String, in table: String) throws -> T {
+            do {
+                return try row.decode(T.self, forColumn: column)
+            } catch {
+                let found = (row[column] as DatabaseValue?).map { "\($0)" } ?? "nothing"
+                throw OpenError.notABundle(path: path, reason: "\(table).\(column) holds \(found.prefix(80)) where \(T.self) belongs")
+            }
+        }
+        let meta = Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM metadata").map {
+            (try value($0, "key", in: "metadata") as String, try value($0, "value", in: "metadata") as String)
+        }, uniquingKeysWith: { first, _ in first })
         let metadata = Metadata(version: meta[MetadataKey.version] ?? "", created: meta[MetadataKey.created] ?? "",
                                 contentSource: meta[MetadataKey.contentSource] ?? "")
-        func tags(_ row: Row) throws -> [String] {
-            let text: String = row["tags"]
+        func tags(_ row: Row, in table: String) throws -> [String] {
+            let text: String = try value(row, "tags", in: table)
             guard let list = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String] else {
-                throw OpenError.notABundle(path: path, reason: "'\(row["id"] as String)' has tags that are not a JSON list of strings: \(text)")
+                let id: String = try value(row, "id", in: table)
+                throw OpenError.notABundle(path: path, reason: "'\(id)' has tags that are not a JSON list of strings: \(text.prefix(80))")
             }
             return list
         }
         var articlesByChannel: [String: [Article]] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT id, channel_id, title, tags, position, source_url FROM articles ORDER BY position, id") {
-            let article = Article(id: row["id"], channelID: row["channel_id"], title: row["title"], tags: try tags(row),
-                                  position: row["position"], sourceURL: row["source_url"])
+            let article = Article(id: try value(row, "id", in: "articles"), channelID: try value(row, "channel_id", in: "articles"),
+                                  title: try value(row, "title", in: "articles"), tags: try tags(row, in: "articles"),
+                                  position: try value(row, "position", in: "articles"), sourceURL: try value(row, "source_url", in: "articles"))
             articlesByChannel[article.channelID, default: []].append(article)
         }
         var channelsByHub: [String: [Channel]] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT id, hub_id, title, tags, position FROM channels ORDER BY position, id") {
-            let id: String = row["id"]
-            let channel = Channel(id: id, hubID: row["hub_id"], title: row["title"], tags: try tags(row), position: row["position"],
+            let id: String = try value(row, "id", in: "channels")
+            let channel = Channel(id: id, hubID: try value(row, "hub_id", in: "channels"), title: try value(row, "title", in: "channels"),
+                                  tags: try tags(row, in: "channels"), position: try value(row, "position", in: "channels"),
                                   articles: articlesByChannel.removeValue(forKey: id) ?? [])
             channelsByHub[channel.hubID, default: []].append(channel)
         }
         var hubs: [Hub] = []
         for row in try Row.fetchAll(db, sql: "SELECT id, title, tags, position FROM hubs ORDER BY position, id") {
-            let id: String = row["id"]
-            hubs.append(Hub(id: id, title: row["title"], tags: try tags(row), position: row["position"],
-                            channels: channelsByHub.removeValue(forKey: id) ?? []))
+            let id: String = try value(row, "id", in: "hubs")
+            hubs.append(Hub(id: id, title: try value(row, "title", in: "hubs"), tags: try tags(row, in: "hubs"),
+                            position: try value(row, "position", in: "hubs"), channels: channelsByHub.removeValue(forKey: id) ?? []))
         }
         if let orphan = articlesByChannel.values.first?.first {
             throw OpenError.notABundle(path: path, reason: "article '\(orphan.id)' names channel '\(orphan.channelID)', which does not exist")
@@ -214,7 +231,8 @@ public final class ContentBundle: @unchecked Sendable {
             throw OpenError.notABundle(path: path, reason: "channel '\(orphan.id)' names hub '\(orphan.hubID)', which does not exist")
         }
         let notifications = try Row.fetchAll(db, sql: "SELECT id, fire_at_ms, message, action_uri FROM notifications ORDER BY fire_at_ms, id").map {
-            ScheduledNotification(id: $0["id"], fireAtMs: $0["fire_at_ms"], message: $0["message"], actionURI: $0["action_uri"])
+            ScheduledNotification(id: try value($0, "id", in: "notifications"), fireAtMs: try value($0, "fire_at_ms", in: "notifications"),
+                                  message: try value($0, "message", in: "notifications"), actionURI: try value($0, "action_uri", in: "notifications"))
         }
         return (metadata, hubs, notifications)
     }

@@ -1,16 +1,28 @@
 /// "Did you mean" suggestions for misspelled keys and values.
 enum Suggestion {
     /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+    /// Linear in `word`'s length: the edit distance is at least the difference of the lengths, so a
+    /// word much longer than every candidate (a hostile multi-megabyte key) is never compared.
     static func closest(to word: String, in candidates: [String]) -> String? {
+        let length = word.count
+        let allowed = max(1, length / 3)
+        guard candidates.contains(where: { abs($0.count - length) <= allowed }) else { return nil }
         let lowered = word.lowercased()
         var best: (candidate: String, distance: Int)?
-        for candidate in candidates {
+        for candidate in candidates where abs(candidate.count - length) <= allowed {
             let distance = editDistance(lowered, candidate.lowercased())
             if distance < (best?.distance ?? Int.max) { best = (candidate, distance) }
         }
         guard let best else { return nil }
         // Allow about one typo per three characters, at least one.
-        return best.distance <= max(1, word.count / 3) ? best.candidate : nil
+        return best.distance <= allowed ? best.candidate : nil
+    }
+
+    /// `text` as it may be quoted in a message: at most `limit` characters, with the full size said
+    /// when it was cut (a hostile key must not make a multi-megabyte error message).
+    static func clip(_ text: String, to limit: Int = 64) -> String {
+        guard text.count > limit else { return text }
+        return "\(text.prefix(limit))... (\(text.utf8.count) bytes)"
     }
 
     /// ` (did you mean 'x'?)` or an empty string.

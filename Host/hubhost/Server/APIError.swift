@@ -70,6 +70,13 @@ struct APIError: HTTPResponseError, CustomStringConvertible {
             case .notFound, .noContent: self.init(.notFound, error.description)
             case .disabled, .notPartOfPilotProgram: self.init(.forbidden, error.description)
             }
+        case let error as ContentDelivery.SyncError:
+            switch error {
+            case .noProvider, .closed: self.init(.serviceUnavailable, error.description)
+            case .storage: self.init(.internalServerError, error.description)
+            case .fetchFailed, .timedOut, .truncated, .invalidSettings, .invalidMetadata, .rejected:
+                self.init(.badGateway, error.description)
+            }
         case let error as DecodingError:
             self.init(.badRequest, Self.describe(error))
         default:
