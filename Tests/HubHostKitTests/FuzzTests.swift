@@ -560,8 +560,8 @@ final class BundleFuzz: FuzzTarget {
             return Data(("S" + sql.joined(separator: ";\n")).utf8)
         }
         var bytes = base
-        let pages = bytes.count / Self.pageSize
         for _ in 0..<random.int(1...3) {
+            let pages = bytes.count / Self.pageSize  // per mutation: an earlier one may have cut the file
             switch random.int(0...9) {
             case 0: bytes = Array(bytes.prefix(random.int(0...bytes.count)))
             case 1 where pages > 1:
