@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import HubHostKit
+@testable import HubHostTools
 
 /// The soak test of issue 16's "Done when": `hubhost serve` on loopback beside CLI writers on the
 /// same data directory, under a mix of valid and hostile requests from several clients at once.
@@ -37,18 +38,8 @@ final class SoakTests: XCTestCase {
         var acknowledgedSnapshot: [String] { lock.withLock { acknowledged } }
     }
 
-    /// SplitMix64: small, seedable, the same sequence on every platform.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// SplitMix64 (the benchmarks' generator): small, seedable, the same sequence on every platform.
+    typealias SeededGenerator = SplitMix
 
     private var folder = ""
 
@@ -338,29 +329,10 @@ final class SoakTests: XCTestCase {
 
     /// Runs hubhost with `stdin` as its standard input; 120 s at most.
     static func run(_ arguments: [String], stdin: String) -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = arguments
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        do { try process.run() } catch { return (-1, "", "\(error)") }
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try? input.fileHandleForWriting.close()
-        final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
-        let collected = Collected()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        group.enter()
-        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        if group.wait(timeout: .now() + 120) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return (-2, "", "hubhost \(arguments) did not finish in 120 s")
+        do {
+            return try TestSupport.run(TestSupport.hubhostExecutable, arguments, input: stdin)
+        } catch {
+            return (-2, "", "hubhost \(arguments): \(error)")
         }
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: collected.out, as: UTF8.self), String(decoding: collected.err, as: UTF8.self))
     }
 }

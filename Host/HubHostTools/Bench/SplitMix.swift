@@ -1,6 +1,6 @@
 /// A small deterministic generator (SplitMix64), so that every run of a benchmark generates the same
 /// data: the campaign benchmark's events, the hub benchmark's bundle and users.
-struct SplitMix {
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
