@@ -135,4 +135,21 @@ final class EventSafetyTests: XCTestCase {
         try store.release(a.map(\.id))
         XCTAssertEqual(try store.claimDeliverable(limit: 10, nowMs: now, leaseUntilMs: now + 60_000).count, 6)
     }
+
+    /// Two processes on one data directory (two hosts here) share one session and one current
+    /// campaign: each reads the state as stored before it tracks, never its own stale copy.
+    func testTwoProcessesShareTheSessionAndTheCurrentCampaign() throws {
+        let first = try host().events()
+        let second = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { second.shutdown() }
+        let other = try second.events()
+        let now = Clock.wallMs()
+        try first.track(Event(type: .namedEvent, name: "A", timestampMs: now))
+        try other.track(Event(type: .namedEvent, name: "B", timestampMs: now + 1_000))
+        try first.notification(opened: true, payload: ["CurrentCampaign": "shared"])
+        let tracked = try other.track(Event(type: .namedEvent, name: "C", timestampMs: now + 2_000))
+        let started = try first.store.list(limit: 100).filter { $0.event.type == .sessionStarted }
+        XCTAssertEqual(started.count, 1, "one session across both processes")
+        XCTAssertEqual(tracked[attribute: "Campaign Name"], .string("shared"), "the campaign the other process opened")
+    }
 }

@@ -67,6 +67,7 @@ public final class EventEngine: @unchecked Sendable {
     public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
         try Self.check(event)  // a bad event is refused before anything is stored
         let prepared: [Event] = try trackLock.withLock {
+            try reloadState()  // another process on the data directory may have moved the session on
             var event = event
             fillCoreValues(&event)
             var all = sessions.events(before: event).map { session -> Event in
@@ -114,6 +115,7 @@ public final class EventEngine: @unchecked Sendable {
             throw DuplicateEventID(id: event.id, reason: "it appears twice in the input")
         }
         return try trackLock.withLock {
+            try reloadState()  // as in track: the session and campaign state as stored now
             let chunkSize = 512
             let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
@@ -227,7 +229,10 @@ public final class EventEngine: @unchecked Sendable {
     public func openURL(_ url: String) throws -> (event: Event, campaignNote: String?) {
         let match = deepLinks.match(url)
         if let refusal = match.refusal { logger.warning("deep link \(url): \(refusal)") }
-        let note = try trackLock.withLock { try campaigns.take(parameters: match.parameters, nowMs: Clock.wallMs()) }
+        let note = try trackLock.withLock {
+            try reloadState()
+            return try campaigns.take(parameters: match.parameters, nowMs: Clock.wallMs())
+        }
         if let note { logger.warning("\(note)") }
         var event = Event(type: .namedEvent, name: "Open URL")
         event.set("URL", .string(url))
@@ -239,7 +244,10 @@ public final class EventEngine: @unchecked Sendable {
     /// A notification payload (received or opened): reads the campaign parameters, tracks type 48 or 49.
     @discardableResult
     public func notification(opened: Bool, payload: [String: String]) throws -> Event {
-        let note = try trackLock.withLock { try campaigns.take(parameters: payload, nowMs: Clock.wallMs()) }
+        let note = try trackLock.withLock {
+            try reloadState()
+            return try campaigns.take(parameters: payload, nowMs: Clock.wallMs())
+        }
         if let note { logger.warning("\(note)") }
         var event = Event(type: opened ? .notificationOpened : .notificationReceived, name: opened ? "Notification Opened" : "Notification Received")
         for (key, value) in payload.sorted(by: { $0.key < $1.key }) { event.set(key, .string(value)) }
@@ -304,7 +312,10 @@ public final class EventEngine: @unchecked Sendable {
         try store.expireStaleHolds(olderThanMs: nowMs.saturatingSubtracting(Self.holdGraceMs(settings)))
     }
 
-    /// Re-reads the session and campaign state from the store (after a rolled-back batch). Caller holds trackLock.
+    /// Re-reads the session and campaign state from the store: before each track (several processes
+    /// share one data directory, and each writes the state with its events) and after a
+    /// rolled-back batch. Two small reads, against the commit and fsync each track costs. Caller
+    /// holds trackLock.
     private func reloadState() throws {
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
