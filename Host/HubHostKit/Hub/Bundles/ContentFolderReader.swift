@@ -121,8 +121,12 @@ struct ContentFolderReader {
 
     private mutating func readArticle(_ path: String, id: String, name: String, isHTML: Bool) -> (Int?, Article)? {
         guard let text = readText(path) else { return nil }
-        guard let (frontMatter, body) = splitFrontMatter(text, path: path, allowed: ["title", "tags", "order", "source_url"]) else { return nil }
+        guard let (frontMatter, body, bodyLine) = splitFrontMatter(text, path: path, allowed: ["title", "tags", "order", "source_url"]) else { return nil }
         let rendered = isHTML ? MarkdownRenderer.Article(html: HTMLSanitizer.sanitize(body), firstHeading: nil) : MarkdownRenderer.renderArticle(body)
+        guard rendered.hazards.isEmpty else {
+            for hazard in rendered.hazards { report(path, line: hazard.line + bodyLine - 1, hazard.message) }
+            return nil
+        }
         let title = frontMatter.title ?? rendered.firstHeading ?? name
         return (frontMatter.order, Article(id: id, title: title, tags: frontMatter.tags, html: rendered.html, sourceURL: frontMatter.sourceURL))
     }
@@ -130,7 +134,7 @@ struct ContentFolderReader {
     private mutating func readIndex(_ path: String, kind: String) -> FrontMatter {
         guard let text = readText(path) else { return FrontMatter() }
         if path.hasSuffix(".md") {
-            return splitFrontMatter(text, path: path, allowed: ["title", "tags", "order"])?.0 ?? FrontMatter()
+            return splitFrontMatter(text, path: path, allowed: ["title", "tags", "order"])?.frontMatter ?? FrontMatter()
         }
         return parseFields(text, path: path, lineOffset: 0, allowed: ["title", "tags", "order"]) ?? FrontMatter()
     }
@@ -138,16 +142,17 @@ struct ContentFolderReader {
     // MARK: Front matter
 
     /// Splits `---\n<yaml>\n---\n<body>`; a file that does not start with `---` has no front matter.
-    private mutating func splitFrontMatter(_ text: String, path: String, allowed: [String]) -> (FrontMatter, String)? {
+    /// `bodyLine`: the file's line the body starts on.
+    private mutating func splitFrontMatter(_ text: String, path: String, allowed: [String]) -> (frontMatter: FrontMatter, body: String, bodyLine: Int)? {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) }
-        guard lines.first?.trimmingCharacters(in: .whitespaces) == "---" else { return (FrontMatter(), text) }
+        guard lines.first?.trimmingCharacters(in: .whitespaces) == "---" else { return (FrontMatter(), text, 1) }
         guard let end = lines.dropFirst().firstIndex(where: { $0.trimmingCharacters(in: .whitespaces) == "---" || $0 == "..." }) else {
             report(path, line: 1, "the front matter starting here is not closed by a '---' line")
             return nil
         }
         let yaml = lines[1..<end].joined(separator: "\n")
         guard let fields = parseFields(yaml, path: path, lineOffset: 1, allowed: allowed) else { return nil }
-        return (fields, lines[(end + 1)...].joined(separator: "\n"))
+        return (fields, lines[(end + 1)...].joined(separator: "\n"), end + 2)
     }
 
     /// Parses a YAML mapping of front-matter fields; `lineOffset` maps its lines to the file's.

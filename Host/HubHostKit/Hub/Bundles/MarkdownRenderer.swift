@@ -16,8 +16,10 @@ import Foundation
 /// - cmark escapes every text and attribute and percent-encodes URLs; its safe mode stays on as a
 ///   second guard on URLs.
 ///
-/// cmark's parser is linear in its input, including the inputs its pathological tests use (deep
-/// nesting, unclosed links and emphasis runs), so one hostile article cannot stall a build.
+/// cmark's parser is linear in its input on the inputs its pathological tests use (deep nesting,
+/// unclosed links and emphasis runs, backticks); the few that Debian's 0.29.0.gfm.6 is quadratic on
+/// (MarkdownHazards) are found by a linear scan first and not parsed, so one hostile article cannot
+/// stall a build.
 public enum MarkdownRenderer {
     /// The cmark-gfm extensions every article is rendered with.
     public static let extensions = ["table", "strikethrough", "autolink", "tasklist"]
@@ -28,17 +30,30 @@ public enum MarkdownRenderer {
         public var firstHeading: String?
         /// Raw HTML blocks and tags shown as text, and links and images with an unsafe URL shown as their text.
         public var neutralized = 0
+        /// What cmark-gfm would take more than linear time on (MarkdownHazards); when there is any,
+        /// the article was not parsed and `html` is its text, escaped, in a `<pre>`. The bundle
+        /// builder reports them as problems.
+        public var hazards: [MarkdownHazard] = []
 
-        public init(html: String, firstHeading: String?, neutralized: Int = 0) {
+        public init(html: String, firstHeading: String?, neutralized: Int = 0, hazards: [MarkdownHazard] = []) {
             self.html = html
             self.firstHeading = firstHeading
             self.neutralized = neutralized
+            self.hazards = hazards
         }
     }
 
     public static func render(_ markdown: String) -> String { renderArticle(markdown).html }
 
-    public static func renderArticle(_ markdown: String) -> Article { render(markdown, extensions: extensions) }
+    /// The article's HTML, or its escaped text when it holds an input cmark-gfm is not linear on.
+    public static func renderArticle(_ markdown: String) -> Article {
+        let hazards = MarkdownHazards.scan(markdown)
+        guard hazards.isEmpty else {
+            let text = escape(markdown).replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
+            return Article(html: "<pre>" + text + "</pre>\n", firstHeading: nil, hazards: hazards)
+        }
+        return render(markdown, extensions: extensions)
+    }
 
     /// `&`, `<`, `>`, `"` and `'` as entities: safe in text and in double-quoted attributes.
     public static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
