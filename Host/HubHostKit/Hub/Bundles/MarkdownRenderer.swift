@@ -61,8 +61,9 @@ public enum MarkdownRenderer {
     /// The document's options: no CMARK_OPT_UNSAFE, so cmark's safe mode is on.
     static let options = CMARK_OPT_DEFAULT
 
-    /// Renders with the named extensions only (the spec tests render core examples with none).
-    static func render(_ markdown: String, extensions names: [String]) -> Article {
+    /// Renders with the named extensions only (the spec tests render core examples with none);
+    /// `hubhostPass`: raw HTML as text, unsafe links as text, the first heading (always, but for the benchmark's yardstick).
+    static func render(_ markdown: String, extensions names: [String], hubhostPass: Bool = true) -> Article {
         _ = registered
         guard let parser = cmark_parser_new(options) else { fatalError("cmark-gfm: cannot allocate a parser") }
         defer { cmark_parser_free(parser) }
@@ -79,12 +80,18 @@ public enum MarkdownRenderer {
         }
         guard let document = cmark_parser_finish(parser) else { fatalError("cmark-gfm: cannot allocate a document") }
         defer { cmark_node_free(document) }
-        let (firstHeading, neutralized) = neutralize(document)
+        let (firstHeading, neutralized) = hubhostPass ? neutralize(document) : (nil, 0)
         guard let rendered = cmark_render_html(document, options, cmark_parser_get_syntax_extensions(parser)) else {
             fatalError("cmark-gfm: cannot allocate the HTML")
         }
         defer { cmark_get_default_mem_allocator().pointee.free(rendered) }
         return Article(html: String(cString: rendered), firstHeading: firstHeading, neutralized: neutralized)
+    }
+
+    /// cmark-gfm alone, for `hubhost bench bundle`'s yardstick: the same options and extensions,
+    /// parsed and rendered, without hubhost's scan or its pass over the tree.
+    package static func cmarkOnlyHTML(_ markdown: String) -> String {
+        render(markdown, extensions: extensions, hubhostPass: false).html
     }
 
     /// cmark_gfm_core_extensions_ensure_registered is not thread-safe: once per process.
