@@ -142,17 +142,32 @@ struct ContentFolderReader {
     // MARK: Front matter
 
     /// Splits `---\n<yaml>\n---\n<body>`; a file that does not start with `---` has no front matter.
+    /// Only the front matter is cut into lines; the body is the rest of the text as it is.
     /// `bodyLine`: the file's line the body starts on.
     private mutating func splitFrontMatter(_ text: String, path: String, allowed: [String]) -> (frontMatter: FrontMatter, body: String, bodyLine: Int)? {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) }
-        guard lines.first?.trimmingCharacters(in: .whitespaces) == "---" else { return (FrontMatter(), text, 1) }
-        guard let end = lines.dropFirst().firstIndex(where: { $0.trimmingCharacters(in: .whitespaces) == "---" || $0 == "..." }) else {
-            report(path, line: 1, "the front matter starting here is not closed by a '---' line")
-            return nil
+        let utf8 = text.utf8
+        var lineStart = utf8.startIndex, lineNumber = 0
+        var yaml: [Substring] = []
+        while true {
+            let newline = utf8[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? utf8.endIndex
+            var line = text[lineStart..<newline]
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            lineNumber += 1
+            let isFence = line.trimmingCharacters(in: .whitespaces) == "---"
+            if lineNumber == 1 {
+                guard isFence else { return (FrontMatter(), text, 1) }
+            } else if isFence || line == "..." {
+                guard let fields = parseFields(yaml.joined(separator: "\n"), path: path, lineOffset: 1, allowed: allowed) else { return nil }
+                let bodyStart = newline == utf8.endIndex ? newline : utf8.index(after: newline)
+                return (fields, String(text[bodyStart...]), lineNumber + 1)
+            } else {
+                yaml.append(line)
+            }
+            guard newline < utf8.endIndex else { break }
+            lineStart = utf8.index(after: newline)
         }
-        let yaml = lines[1..<end].joined(separator: "\n")
-        guard let fields = parseFields(yaml, path: path, lineOffset: 1, allowed: allowed) else { return nil }
-        return (fields, lines[(end + 1)...].joined(separator: "\n"), end + 2)
+        report(path, line: 1, "the front matter starting here is not closed by a '---' line")
+        return nil
     }
 
     /// Parses a YAML mapping of front-matter fields; `lineOffset` maps its lines to the file's.

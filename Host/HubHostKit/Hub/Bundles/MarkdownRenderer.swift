@@ -115,8 +115,8 @@ public enum MarkdownRenderer {
             } else if type == CMARK_NODE_HTML_INLINE {
                 htmlInlines.append(node)
             } else if type == CMARK_NODE_LINK || type == CMARK_NODE_IMAGE {
-                let url = cmark_node_get_url(node).map { String(cString: $0) } ?? ""
-                if !ArticleURL.isSafe(url, image: type == CMARK_NODE_IMAGE) { unsafe.append(node) }
+                let url = cmark_node_get_url(node).map { UnsafeBufferPointer(start: $0, count: strlen($0)) } ?? UnsafeBufferPointer(start: nil, count: 0)
+                if !ArticleURL.isSafe(url.lazy.map { UInt8(bitPattern: $0) }, image: type == CMARK_NODE_IMAGE) { unsafe.append(node) }
             } else if type == CMARK_NODE_HEADING, firstHeading == nil, cmark_node_get_heading_level(node) == 1 {
                 let text = plainText(node)
                 if !text.isEmpty { firstHeading = text }
@@ -175,14 +175,22 @@ enum ArticleURL {
     /// `data:image/png|gif|jpeg|webp`), compared without case and without the ASCII whitespace and
     /// control characters a browser skips or strips in a URL. Everything else passes: http(s),
     /// relative paths (bundle resources), `mailto:`, `tel:`, `zbimdb://` and custom app schemes.
-    static func isSafe(_ url: String, image: Bool) -> Bool {
-        // The first 16 scalars that count (a browser strips the others before it reads a scheme).
-        let kept = url.unicodeScalars.lazy.filter { $0.value > 0x20 && $0.value != 0x7F }.prefix(16)
-        let start = String(String.UnicodeScalarView(kept)).lowercased()
-        if start.hasPrefix("javascript:") || start.hasPrefix("vbscript:") || start.hasPrefix("file:") { return false }
-        if start.hasPrefix("data:") {
-            return image && ["data:image/png", "data:image/gif", "data:image/jpeg", "data:image/webp"].contains { start.hasPrefix($0) }
+    static func isSafe(_ url: String, image: Bool) -> Bool { isSafe(url.utf8, image: image) }
+
+    /// The same on a URL's UTF-8 bytes (cmark's node URLs are checked without making strings).
+    static func isSafe<Bytes: Sequence>(_ url: Bytes, image: Bool) -> Bool where Bytes.Element == UInt8 {
+        // The first 16 bytes that count, lowercased (a browser strips the others before it reads a scheme).
+        var start: [UInt8] = []
+        start.reserveCapacity(16)
+        for byte in url where byte > 0x20 && byte != 0x7F {
+            start.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte)
+            if start.count == 16 { break }
         }
+        func starts(_ prefix: StaticString) -> Bool {
+            prefix.withUTF8Buffer { start.starts(with: $0) }
+        }
+        if starts("javascript:") || starts("vbscript:") || starts("file:") { return false }
+        if starts("data:") { return image && (starts("data:image/png") || starts("data:image/gif") || starts("data:image/jpeg") || starts("data:image/webp")) }
         return true
     }
 }
