@@ -15,6 +15,7 @@ final class MarkdownRendererTests: XCTestCase {
         XCTAssertEqual(render("<script>\nalert(1)\n</script>\n\nafter"), "<p>&lt;script&gt;\nalert(1)\n&lt;/script&gt;</p>\n<p>after</p>\n",
                        "an HTML block becomes a paragraph of its text")
         XCTAssertEqual(render("<div onclick=\"x()\">\n*a*\n</div>"), "<p>&lt;div onclick=&quot;x()&quot;&gt;\n*a*\n&lt;/div&gt;</p>\n")
+        XCTAssertFalse(render("<img src=x onerror=alert(1)>").contains("<img"))
         XCTAssertEqual(render("> <img src=x onerror=alert(1)>"), "<blockquote>\n<p>&lt;img src=x onerror=alert(1)&gt;</p>\n</blockquote>\n")
         XCTAssertEqual(render("- <!-- hidden -->\n- <?php x ?>"), "<ul>\n<li>&lt;!-- hidden --&gt;</li>\n<li>&lt;?php x ?&gt;</li>\n</ul>\n")
         XCTAssertEqual(render("`<script>`"), "<p><code>&lt;script&gt;</code></p>\n")
@@ -31,6 +32,7 @@ final class MarkdownRendererTests: XCTestCase {
 
     func testScriptURLsAreRenderedAsTheirTextButAppSchemesPass() {
         XCTAssertEqual(render("[x](javascript:alert(1))"), "<p>x</p>\n")
+        XCTAssertEqual(render("[x]( JaVaScRiPt:alert(1))"), "<p>x</p>\n")
         XCTAssertEqual(render("[x](< JaVaScRiPt:alert(1)>)"), "<p>x</p>\n")
         XCTAssertEqual(render("[x](java&#x73;cript:alert(1))"), "<p>x</p>\n", "after entities are decoded")
         XCTAssertEqual(render("[x](java&Tab;script:alert(1))"), "<p>x</p>\n", "a browser drops the tab")
