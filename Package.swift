@@ -33,6 +33,7 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "ExtraOperators", product: "hubhost-extra-operators", isC: true),
     .init(folder: "HTTPContentProvider", product: "hubhost-http-content-provider", isC: true),
     .init(folder: "LocalContentProvider", product: "hubhost-local-content-provider", isC: true),
+    .init(folder: "UUIDGenerator", product: "hubhost-uuid-generator", isC: true),
 ]
 
 let package = Package(

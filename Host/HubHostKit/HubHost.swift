@@ -60,6 +60,8 @@ public final class HubHost: @unchecked Sendable {
                                      augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
                                      pipeline: pipeline, deepLinks: manifest.deepLinks)
         eventEngine = engine
+        // Once an identity exists (identity.sqlite), its ids go on every event.
+        if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
         if manifest.campaigns.enabled {
             let operators = OperatorSet(registry.plugins(of: .triggerOperator))
             for conflict in operators.conflicts { logger.warning("\(conflict)") }
@@ -75,6 +77,63 @@ public final class HubHost: @unchecked Sendable {
             campaignEngine = campaigns
         }
         return (engine, campaignEngine)
+    }
+
+    private var identityStore: IdentityStore?
+    private var identityManager: MobileIdentityManager?
+
+    var identityStorePath: String { (manifest.dataDirectory as NSString).appendingPathComponent("identity.sqlite") }
+
+    /// Caller holds engineLock.
+    private func openIdentityStore() throws -> IdentityStore {
+        if let identityStore { return identityStore }
+        let store = try IdentityStore(path: identityStorePath)
+        identityStore = store
+        return store
+    }
+
+    static func identityValues(_ store: IdentityStore) -> @Sendable () -> [(field: String, value: PluginValue)] {
+        { [weak store] in
+            guard let identity = try? store?.identity() else { return [] }
+            var values: [(field: String, value: PluginValue)] = []
+            if let id = identity.recipientId, !id.isEmpty { values.append(("Recipient Id", .string(id))) }
+            if let id = identity.mobileUserId, !id.isEmpty { values.append(("Mobile User Id", .string(id))) }
+            return values
+        }
+    }
+
+    /// The mobile identity manager (`identity:`), opened on first use: recipient setup, identity
+    /// checks and journaled merges over the Engage XMLAPI. Its ids go on every event from then on,
+    /// and each identity change is tracked as an event.
+    public func identity() throws -> MobileIdentityManager {
+        let events = try events()
+        return try engineLock.withLock {
+            if let identityManager { return identityManager }
+            let store = try openIdentityStore()
+            events.identitySource = Self.identityValues(store)
+            let settings = manifest.identity
+            let identityLogger = Logger(label: "hubhost.identity", pipeline: pipeline)
+            let client = XMLAPIClient(settings: settings.clientSettings(events: manifest.events), logger: identityLogger)
+            let manager = MobileIdentityManager(
+                settings: settings, client: client, store: store,
+                mobileUserIDs: try identifierGenerator(settings.string("mobileUserIdGenerator"), key: "identity.mobileUserIdGenerator"),
+                auditKeys: try identifierGenerator(settings.string("auditRecordPrimaryKeyGenerator"), key: "identity.auditRecordPrimaryKeyGenerator"),
+                logger: identityLogger,
+                onChange: { [weak events] change in
+                    do { _ = try events?.track(change.event, autoFlush: false) } catch { identityLogger.error("cannot track \(change.kind.rawValue): \(error)") }
+                })
+            identityManager = manager
+            return manager
+        }
+    }
+
+    /// A `user_id_generator` instance by id, or the built-in UUID when `instanceID` is empty.
+    func identifierGenerator(_ instanceID: String, key: String) throws -> any IdentifierGenerator {
+        guard !instanceID.isEmpty else { return BuiltInUUIDGenerator() }
+        guard let handle = registry.plugins(of: .userIDGenerator).first(where: { $0.instanceID == instanceID }) else {
+            throw MobileIdentityManager.Failure(description: "\(key) '\(instanceID)' is not a loaded user_id_generator instance (see hubhost plugins list)")
+        }
+        return UserIDGeneratorPlugin(handle)
     }
 
     private var hubEngine: HubEngine?

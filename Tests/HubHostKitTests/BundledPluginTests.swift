@@ -22,7 +22,7 @@ final class BundledPluginTests: XCTestCase {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
         XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "HTTPContentProvider", "JSONLinesLogger",
                                  "LocalContentProvider", "LocationAugmentation", "Noop",
-                                 "StandardOperators", "StaticAdvertiserID", "WeatherAugmentation"])
+                                 "StandardOperators", "StaticAdvertiserID", "UUIDGenerator", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))
             XCTAssertTrue(inspection.isConsistent, "\(name): \(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")

@@ -26,7 +26,6 @@ public final class EventDelivery: @unchecked Sendable {
     let http: HTTPFetcher
     let logger: Logger
     private let lock = NSLock()  // one flush at a time
-    private var token: (value: String, expiresAtMs: Int64)?
     /// Events per POST.
     public var batchSize = 100
 
@@ -117,7 +116,6 @@ public final class EventDelivery: @unchecked Sendable {
                 return .success(())
             case .success(let response) where response.status == 401 && !triedRefresh && !settings.string("auth_token_url").isEmpty:
                 triedRefresh = true  // the token may have been revoked: refresh once and retry
-                token = nil
                 continue
             case .success(let response):
                 return .failure(PostFailure(reason: "the collector answered HTTP \(response.status)"))
@@ -127,30 +125,10 @@ public final class EventDelivery: @unchecked Sendable {
         }
     }
 
-    /// The cached access token, or a new one from the refresh-token grant.
+    /// The access token from the process's shared cache (the XMLAPI client uses the same one).
     private func accessToken(forceRefresh: Bool) -> Result<String, PostFailure> {
-        if !forceRefresh, let token, token.expiresAtMs > Clock.wallMs() + 5000 { return .success(token.value) }
-        var form = URLComponents()
-        form.queryItems = [URLQueryItem(name: "grant_type", value: "refresh_token"),
-                           URLQueryItem(name: "refresh_token", value: settings.string("auth_refresh_token")),
-                           URLQueryItem(name: "client_id", value: settings.string("auth_client_id")),
-                           URLQueryItem(name: "client_secret", value: settings.string("auth_client_secret"))]
-        let body = Data((form.percentEncodedQuery ?? "").utf8)
-        switch http.fetch("POST", settings.string("auth_token_url"), headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                          body: body, timeoutSeconds: settings.postTimeout) {
-        case .success(let response) where (200..<300).contains(response.status):
-            guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                  let value = json["access_token"] as? String else {
-                return .failure(PostFailure(reason: "the token endpoint answered without an access_token", countsAsAttempt: false))
-            }
-            let lifetime = (json["expires_in"] as? Double) ?? (json["expires_in"] as? Int).map(Double.init) ?? 3600
-            token = (value, Clock.wallMs().saturatingAdding(SafeTime.durationMs(lifetime)))  // expires_in is the server's number
-            return .success(value)
-        case .success(let response):
-            return .failure(PostFailure(reason: "the token endpoint answered HTTP \(response.status)", countsAsAttempt: false))
-        case .failure(let failure):
-            return .failure(PostFailure(reason: "token endpoint: \(failure.description)", countsAsAttempt: false))
-        }
+        OAuthTokenCache.shared(settings.oauthCredentials).accessToken(http: http, timeoutSeconds: settings.postTimeout, forceRefresh: forceRefresh)
+            .mapError { PostFailure(reason: $0.description, countsAsAttempt: false) }
     }
 
     /// `{"events":[{"eventTypeCode":"17","eventTimestamp":"2014-06-10T00:00:00.000Z","idempotencyKey":"...",

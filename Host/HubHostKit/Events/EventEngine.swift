@@ -317,6 +317,7 @@ public final class EventEngine: @unchecked Sendable {
     /// rolled-back batch. Two small reads, against the commit and fsync each track costs. Caller
     /// holds trackLock.
     private func reloadState() throws {
+        identityValues = identitySource?() ?? []
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
     }
@@ -329,7 +330,19 @@ public final class EventEngine: @unchecked Sendable {
     }
 
     private func fillCoreValues(_ event: inout Event) {
+        for (field, value) in identityValues { event.fill(field, value) }  // before the configured mobile_user_id: the set-up one wins
         for (field, value) in coreValues { event.fill(field, value) }
     }
+
+    /// The identity's values ("Recipient Id", "Mobile User Id") once known, read before each track
+    /// (the identity may change in another process on the data directory). Set by the host when the
+    /// mobile identity manager is in use.
+    public var identitySource: (@Sendable () -> [(field: String, value: PluginValue)])? {
+        get { observerLock.withLock { identityProvider } }
+        set { observerLock.withLock { identityProvider = newValue } }
+    }
+    private var identityProvider: (@Sendable () -> [(field: String, value: PluginValue)])?
+    /// The identity values of the event being tracked (caller holds trackLock).
+    private var identityValues: [(field: String, value: PluginValue)] = []
 
 }

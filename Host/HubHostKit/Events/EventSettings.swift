@@ -84,6 +84,12 @@ public struct EventSettings: Sendable {
     public var currentCampaignField: String { string("current_campaign_field") }
     public var lastCampaignField: String { string("last_campaign_field") }
 
+    /// The OAuth 2 refresh-token grant's credentials (auth_*), shared with the XMLAPI client.
+    public var oauthCredentials: OAuthTokenCache.Credentials {
+        OAuthTokenCache.Credentials(tokenURL: string("auth_token_url"), clientID: string("auth_client_id"),
+                                    clientSecret: string("auth_client_secret"), refreshToken: string("auth_refresh_token"))
+    }
+
     /// The core values and identifiers added to every event (when set and not given by the caller).
     var coreValues: [(field: String, key: String)] {
         [("Device Name", "device_name"), ("Device Version", "device_version"), ("OS Name", "os_name"), ("OS Version", "os_version"),

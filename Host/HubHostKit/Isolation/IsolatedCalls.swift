@@ -7,6 +7,7 @@ enum WorkerOp: UInt8 {
     case operatorInfo, compare
     case log, flush
     case advertiserID, location, fetch
+    case userID
 }
 
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
@@ -106,6 +107,23 @@ enum IsolatedCalls {
         }
     }
 
+    static func userID(_ handle: PluginHandle) -> UserIDGeneratorPlugin.Answer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .userID, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0: return .id(try reader.string())
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
     static func fetch(_ handle: PluginHandle, _ resource: String) -> ContentProviderPlugin.Fetched {
         let (worker, index) = worker(handle)
         switch worker.call(index, .fetch, { $0.string(resource) }) {
@@ -160,6 +178,11 @@ enum IsolatedCalls {
                 out.optionalString(l.locationID); out.optionalString(l.name); out.optionalString(l.address)
             case .unavailable: out.u8(1)
             case .failed(let status, let message): out.u8(2); out.i32(status); out.string(message)
+            }
+        case .userID:
+            switch UserIDGeneratorPlugin(handle).answer() {
+            case .id(let id): out.u8(0); out.string(id)
+            case .failed(let status, let message): out.u8(1); out.i32(status); out.string(message)
             }
         case .fetch:
             let fetched = ContentProviderPlugin(handle).fetch(try request.string())

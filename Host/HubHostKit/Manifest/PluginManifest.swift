@@ -9,6 +9,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
     case advertiserID = "advertiser_id"
     case logging
     case location
+    case userIDGenerator = "user_id_generator"
 
     /// The HH_KIND_* code in hubhost_plugin.h.
     public var code: Int32 {
@@ -19,6 +20,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         case .advertiserID: return 4
         case .logging: return 5
         case .location: return 6
+        case .userIDGenerator: return 8
         }
     }
 

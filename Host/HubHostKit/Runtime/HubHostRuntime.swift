@@ -13,7 +13,8 @@ import UnixSignals
 /// The services: event delivery (every events.flush_interval, and at once when cache_size events
 /// wait; purge of old posted events; recovery of a dead process's holds; a last flush at
 /// shutdown), campaign pings (when a config or ping URL is set), the content bundle's local
-/// notifications (announced as they come due) and Content Hub delivery (the immediate download at
+/// notifications (announced as they come due), the identity journal (a pending merge finished at
+/// start and retried every minute, when identity.host is set) and Content Hub delivery (the immediate download at
 /// start-up and recurring re-syncs). On shutdown the extra services (e.g. the HTTP server) stop
 /// first, then the engines' services, then the host (syncs cancelled and awaited, plugins and
 /// isolation workers stopped).
@@ -57,6 +58,16 @@ public final class HubHostRuntime: Sendable {
                 services.append(PeriodicService(name: "content delivery", every: 1, first: { delivery.serveStartUp() }, onError: onError) {
                     if delivery.isRecurringSyncDue { _ = try delivery.sync() }
                 })
+            }
+        }
+        if !host.manifest.identity.host.isEmpty {
+            // A merge a crash or a failure left in the journal is finished at start, then retried every minute.
+            do {
+                let identity = try host.identity()
+                services.append(PeriodicService(name: "identity journal", every: 60, first: { _ = try identity.resumePendingMerge() },
+                                                onError: onError) { _ = try identity.resumePendingMerge() })
+            } catch {
+                logger.error("identity: \(error); identity requests will fail the same way")
             }
         }
         self.services = services

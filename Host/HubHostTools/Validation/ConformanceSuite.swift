@@ -75,6 +75,7 @@ public enum ConformanceSuite {
         case .advertiserID: return advertiserTests(id)
         case .location: return locationTests(id)
         case .contentProvider: return providerTests(id)
+        case .userIDGenerator: return userIDGeneratorTests(id)
         }
     }
 
@@ -205,6 +206,28 @@ public enum ConformanceSuite {
                     try context.concurrently(iterations: 250) { _ in
                         let answer = context.budget.run("\(id).advertiser_id") { plugin.answer() }
                         if answer != first { throw ConformanceFailure("advertiser_id answered \(answer), then \(first), with nothing changed") }
+                    }
+                }
+            },
+        ]
+    }
+
+    static func userIDGeneratorTests(_ id: String) -> [ConformanceTest] {
+        [
+            ConformanceTest("\(id)/generate-unique", "generate from 8 threads at once ([thread-safe]): 2,000 ids, each 1 to 1024 bytes, none repeated") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = UserIDGeneratorPlugin(instance)
+                    final class Seen: @unchecked Sendable { let lock = NSLock(); var ids = Set<String>() }
+                    let seen = Seen()
+                    try context.concurrently(iterations: 250) { _ in
+                        switch context.budget.run("\(id).generate", { plugin.answer() }) {
+                        case .id(let generated):
+                            let fresh = seen.lock.withLock { seen.ids.insert(generated).inserted }
+                            if !fresh { throw ConformanceFailure("generate answered '\(generated)' twice") }
+                        case .failed(let status, let message):
+                            try context.checkStatus(status, call: "\(id).generate")
+                            throw ConformanceFailure("generate failed with a valid config (\(StatusCode.name(status))): \(message)")
+                        }
                     }
                 }
             },

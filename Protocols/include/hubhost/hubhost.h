@@ -10,5 +10,6 @@
 #include "hubhost_location.h"
 #include "hubhost_logging.h"
 #include "hubhost_trigger_operator.h"
+#include "hubhost_user_id_generator.h"
 
 #endif /* HUBHOST_H */

@@ -1,0 +1,50 @@
+import Foundation
+import HubHostABI
+
+/// A `user_id_generator` plugin (ABI 1.1): makes mobile user ids and audit record keys for the
+/// mobile identity manager.
+public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendable {
+    public let handle: PluginHandle
+
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .userIDGenerator, "UserIDGeneratorPlugin needs a user_id_generator plugin")
+        self.handle = handle
+    }
+
+    public var name: String { "user_id_generator '\(handle.instanceID)'" }
+
+    /// What one call answered.
+    public enum Answer: Equatable, Sendable {
+        case id(String)
+        case failed(status: Int32, message: String)
+    }
+
+    /// Calls `generate` once. [thread-safe], as the header promises. Isolated: a failed worker
+    /// answers `.failed`.
+    public func answer() -> Answer {
+        guard let instance = handle.instance else { return IsolatedCalls.userID(handle) }
+        let api = instance.api(hh_user_id_generator_v1_t.self)
+        final class Box { var value: String? }
+        let box = Box()
+        var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in
+            guard let data else { return }
+            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
+        })
+        let status = withExtendedLifetime(box) { api.pointee.generate(instance.handle, &sink) }
+        guard status == HH_OK else { return .failed(status: status, message: instance.takeError()) }
+        guard let id = box.value, !id.isEmpty, id.utf8.count <= Int(HH_USER_ID_MAX_BYTES) else {
+            return .failed(status: HH_ERR_INTERNAL, message: "answered HH_OK with \(box.value == nil ? "no id (no set call)" : "an id of \(box.value!.utf8.count) bytes (1 to \(HH_USER_ID_MAX_BYTES) allowed)")")
+        }
+        return .id(id)
+    }
+
+    public func generate() throws -> String {
+        switch answer() {
+        case .id(let id): return id
+        case .failed(let status, let message):
+            throw MobileIdentityManager.Failure(description: "\(name) failed (\(StatusCode.name(status))): \(message.isEmpty ? "no message" : message)")
+        }
+    }
+}

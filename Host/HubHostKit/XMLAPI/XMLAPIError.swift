@@ -1,0 +1,36 @@
+import Foundation
+
+/// Why an XMLAPI call did not succeed, in the seed's two classes: an API fault (SUCCESS=false in a
+/// 2xx answer: the request was understood and refused; never retried) and a service failure (HTTP
+/// 400 or more, no answer, an answer that is not XMLAPI, no access token).
+public enum XMLAPIError: Error, CustomStringConvertible, Sendable {
+    /// SUCCESS=false in a 2xx answer, with the fault's errorid (e.g. 128: no such recipient) and text.
+    case fault(operation: String, errorID: Int?, faultString: String)
+    /// HTTP 400 or more (after the retries a 5xx gets, and the one token refresh a 401 gets).
+    case http(operation: String, status: Int)
+    /// No answer (refused, timed out, reset), after the retries.
+    case unreachable(operation: String, reason: String)
+    /// A 2xx answer that is not an XMLAPI envelope.
+    case malformed(operation: String, reason: String)
+    /// No access token could be had from the OAuth 2 token endpoint.
+    case noToken(reason: String)
+    /// identity.host is not set: nowhere to post.
+    case notConfigured(String)
+
+    /// True for an API fault (the seed's "specific XMLAPI failure, status 2xx").
+    public var isFault: Bool { if case .fault = self { return true } else { return false } }
+
+    public var errorID: Int? { if case .fault(_, let id, _) = self { return id } else { return nil } }
+
+    public var description: String {
+        switch self {
+        case .fault(let operation, let id, let text):
+            return "\(operation): the XMLAPI answered a fault\(id.map { " (errorid \($0))" } ?? ""): \(text.isEmpty ? "no FaultString" : text)"
+        case .http(let operation, let status): return "\(operation): the XMLAPI service answered HTTP \(status)"
+        case .unreachable(let operation, let reason): return "\(operation): the XMLAPI service did not answer: \(reason)"
+        case .malformed(let operation, let reason): return "\(operation): \(reason)"
+        case .noToken(let reason): return "no XMLAPI access token: \(reason)"
+        case .notConfigured(let what): return what
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// One Engage XMLAPI request (the seed's `XMLAPI` resource): an operation name, parameters in the
+/// order they were added, COLUMN name/value pairs, and relational-table rows, serialised as
+/// `<Envelope><Body><Operation>...</Operation></Body></Envelope>`. Every name and value is
+/// XML-escaped, COLUMN values too (the reference SDK writes those raw, so a value such as
+/// `</VALUE><EMAIL>x` became markup); element names that are not XML names are refused.
+public struct XMLAPIResource: Equatable, Sendable, Codable {
+    public var operation: String
+    public private(set) var params: [Param] = []
+    public private(set) var columns: [Column] = []
+    /// InsertUpdateRelationalTable's `<ROWS><ROW><COLUMN name="...">value</COLUMN>...`.
+    public private(set) var rows: [[Column]] = []
+
+    public struct Param: Equatable, Sendable, Codable {
+        public var name: String
+        public var value: String
+    }
+
+    public struct Column: Equatable, Sendable, Codable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// A name that cannot be an XML element name (parameters become elements).
+    public struct InvalidName: Error, CustomStringConvertible {
+        public var name: String
+        public var description: String { "'\(name)' is not a valid XMLAPI element name (letters, digits, '_', '-', '.', not starting with a digit)" }
+    }
+
+    /// `resourceNamed:`
+    public init(_ operation: String) throws {
+        try Self.checkName(operation)
+        self.operation = operation
+    }
+
+    /// `resourceNamed:params:`; a "COLUMNS" entry of the seed's dictionary form is `columns`.
+    public init(_ operation: String, params: [(String, String)], columns: [(String, String)] = []) throws {
+        try self.init(operation)
+        try addParams(params)
+        addColumns(columns)
+    }
+
+    /// `addParams:`: a name given again replaces its value, keeping its place.
+    public mutating func addParams(_ given: [(String, String)]) throws {
+        for (name, value) in given {
+            try Self.checkName(name)
+            if let index = params.firstIndex(where: { $0.name == name }) { params[index].value = value } else {
+                params.append(Param(name: name, value: value))
+            }
+        }
+    }
+
+    /// `addColumns:`: a name given again replaces its value. Column names are values (escaped),
+    /// so any name the list has is allowed.
+    public mutating func addColumns(_ given: [(String, String)]) {
+        for (name, value) in given {
+            if let index = columns.firstIndex(where: { $0.name == name }) { columns[index].value = value } else {
+                columns.append(Column(name: name, value: value))
+            }
+        }
+    }
+
+    /// One relational-table row (InsertUpdateRelationalTable).
+    public mutating func addRow(_ row: [(String, String)]) {
+        rows.append(row.map { Column(name: $0.0, value: $0.1) })
+    }
+
+    /// `selectRecipientData:list:`
+    public static func selectRecipientData(email: String, list: String) -> XMLAPIResource {
+        // The names are constants, valid by construction.
+        try! XMLAPIResource(XMLAPIOperation.selectRecipientData, params: [("LIST_ID", list), ("EMAIL", email)])
+    }
+
+    /// The request document.
+    public var xml: String {
+        var out = "<Envelope><Body><\(operation)>"
+        for param in params { out += "<\(param.name)>\(Self.escape(param.value))</\(param.name)>" }
+        for column in columns { out += "<COLUMN><NAME>\(Self.escape(column.name))</NAME><VALUE>\(Self.escape(column.value))</VALUE></COLUMN>" }
+        if !rows.isEmpty {
+            out += "<ROWS>"
+            for row in rows {
+                out += "<ROW>"
+                for column in row { out += "<COLUMN name=\"\(Self.escape(column.name))\">\(Self.escape(column.value))</COLUMN>" }
+                out += "</ROW>"
+            }
+            out += "</ROWS>"
+        }
+        return out + "</\(operation)></Body></Envelope>"
+    }
+
+    /// Escapes the five XML special characters, and drops the characters XML 1.0 cannot carry at
+    /// all (control characters but tab, newline, carriage return), which no escape could save.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            case "\t", "\n": out.unicodeScalars.append(scalar)
+            case "\r": out += "&#13;"  // a raw CR would be normalised to LF by the reader
+            default:
+                let v = scalar.value
+                if v < 0x20 || v == 0xFFFE || v == 0xFFFF { continue }
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func checkName(_ name: String) throws {
+        guard let first = name.unicodeScalars.first, name.count <= 128,
+              CharacterSet.letters.contains(first) || first == "_",
+              name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) })
+        else { throw InvalidName(name: name) }
+    }
+}
+
+/// The operation names hubhost uses (the seed's `XMLAPIOperation` constants).
+public enum XMLAPIOperation {
+    public static let addRecipient = "AddRecipient"
+    public static let selectRecipientData = "SelectRecipientData"
+    public static let updateRecipient = "UpdateRecipient"
+    public static let insertUpdateRelationalTable = "InsertUpdateRelationalTable"
+}

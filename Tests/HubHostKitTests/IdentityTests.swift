@@ -1,0 +1,304 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The mobile identity manager against the fake XMLAPI service: setup, the outcomes of
+/// checkIdentity, the journaled merge surviving kill -9 of a hubhost child after each step, ids on
+/// every event, the seed's spellings and deprecated calls, the user_id_generator plugin.
+final class IdentityTests: XCTestCase {
+    var folder = ""
+    var service: TestXMLAPIService!
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+        service = try TestXMLAPIService()
+    }
+
+    override func tearDown() {
+        service?.stop()
+    }
+
+    /// plugins.yaml with the identity section pointing at the fake service; `identity` adds lines.
+    func writeManifest(identity extra: String = "", plugins: String = "plugins: []") throws {
+        try TestSupport.write("""
+        data_dir: data
+        events:
+          cache_size: 1000
+          auth_token_url: "\(service.tokenURL)"
+          auth_client_id: client
+          auth_client_secret: secret
+          auth_refresh_token: refresh-\(UUID().uuidString)
+        identity:
+          host: "\(service.host)"
+          databaseListId: "45654"
+          maxRetries: 1
+          retryBaseDelay: 0.01
+          requestTimeout: 5
+        \(extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        \(plugins)
+        """, to: folder + "/plugins.yaml")
+    }
+
+    func openHost() throws -> HubHost {
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        return host
+    }
+
+    func testSetupAddsOneRecipientAndIsThenSetUp() throws {
+        try writeManifest()
+        let host = try openHost()
+        XCTAssertTrue(host.manifest.diagnostics.isEmpty, "\(host.manifest.diagnostics)")
+        let identity = try host.identity()
+        let first = try identity.setupRecipient()
+        XCTAssertTrue(first.created)
+        XCTAssertEqual(service.operations, ["AddRecipient"])
+        let add = try XCTUnwrap(service.requests.first)
+        XCTAssertEqual(add.child("LIST_ID")?.text, "45654")
+        XCTAssertEqual(add.child("CREATED_FROM")?.text, "1")
+        XCTAssertEqual(service.recipient(first.recipientId)?.columns, ["Mobile User Id": first.mobileUserId])
+        XCTAssertNotNil(UUID(uuidString: first.mobileUserId), "the built-in generator makes a UUID")
+        let again = try identity.setupRecipient()
+        XCTAssertFalse(again.created)
+        XCTAssertEqual(again.recipientId, first.recipientId)
+        XCTAssertEqual(service.operations, ["AddRecipient"], "already set up: nothing is sent")
+        // The ids go on every event from now on, and the setup itself was an event.
+        let tracked = try host.events().track(Event(type: .namedEvent, name: "PLAYER LOADED"))
+        XCTAssertEqual(tracked.attributes.first { $0.name == "Recipient Id" }?.value, .string(first.recipientId))
+        XCTAssertEqual(tracked.attributes.first { $0.name == "Mobile User Id" }?.value, .string(first.mobileUserId))
+        let names = try host.events().store.list(limit: 100).map(\.event.name)
+        XCTAssertTrue(names.contains(IdentityChange.Kind.setUp.rawValue), "\(names)")
+    }
+
+    func testSetupWithoutAutoTrackingNeedsAMobileUserID() throws {
+        try writeManifest(identity: "enableAutoAnonymousTracking: false")
+        let identity = try openHost().identity()
+        XCTAssertThrowsError(try identity.setupRecipient()) { XCTAssertTrue("\($0)".contains("enableAutoAnonymousTracking is false"), "\($0)") }
+        XCTAssertEqual(service.operations, [], "nothing is sent without a mobile user id")
+        try identity.setMobileUserID("app-user-7")
+        let setup = try identity.setupRecipient()
+        XCTAssertEqual(setup.mobileUserId, "app-user-7")
+        XCTAssertEqual(service.recipient(setup.recipientId)?.columns["Mobile User Id"], "app-user-7")
+    }
+
+    func testCheckNotFoundUpdatesTheCurrentRecipientWithTheColumns() throws {
+        try writeManifest()
+        let identity = try openHost().identity()
+        let result = try identity.checkIdentity([("facebook_id", "fbuser")])
+        XCTAssertEqual(result.outcome, .updatedCurrent)
+        XCTAssertEqual(service.operations, ["AddRecipient", "SelectRecipientData", "UpdateRecipient"])
+        XCTAssertEqual(service.recipient(result.recipientId)?.columns["facebook_id"], "fbuser")
+        // The same check again finds ourselves: nothing more is changed.
+        let again = try identity.checkIdentity([("facebook_id", "fbuser")])
+        XCTAssertEqual(again.outcome, .alreadyCurrent)
+        XCTAssertEqual(again.recipientId, result.recipientId)
+        XCTAssertEqual(service.operations.last, "SelectRecipientData")
+        XCTAssertEqual(service.recipients.count, 1)
+    }
+
+    func testCheckFoundWithoutMobileUserIDMovesOursOntoItAndStampsTheOldOne() throws {
+        try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
+        let host = try openHost()
+        let identity = try host.identity()
+        let setup = try identity.setupRecipient()
+        let found = service.addRecipient(["facebook_id": "fbuser", "twitter_id": "tw"])
+        let result = try identity.checkIdentity([("facebook_id", "fbuser"), ("twitter_id", "tw")])
+        XCTAssertEqual(result.outcome, .mergedIntoRecipientWithoutMobileUserId)
+        XCTAssertEqual(result.recipientId, found)
+        XCTAssertEqual(result.mobileUserId, setup.mobileUserId)
+        XCTAssertEqual(result.mergedRecipientId, setup.recipientId)
+        assertMergedWithoutMobileUserId(old: setup.recipientId, found: found, mobile: setup.mobileUserId, auditTable: true)
+        let status = try identity.status()
+        XCTAssertEqual(status.recipientId, found)
+        XCTAssertNil(status.pendingMerge)
+        // Events after the merge carry the new recipient; the merge was an event too.
+        let tracked = try host.events().track(Event(type: .namedEvent, name: "AFTER"))
+        XCTAssertEqual(tracked.attributes.first { $0.name == "Recipient Id" }?.value, .string(found))
+        let merged = try host.events().store.list(limit: 100).map(\.event).first { $0.name == IdentityChange.Kind.merged.rawValue }
+        XCTAssertEqual(merged?.attributes.first { $0.name == "Merged Recipient Id" }?.value, .string(setup.recipientId))
+    }
+
+    /// The tables after an (uninterrupted or resumed) merge into a recipient that had no mobile user id.
+    func assertMergedWithoutMobileUserId(old: String, found: String, mobile: String, auditTable: Bool,
+                                         file: StaticString = #filePath, line: UInt = #line) {
+        let foundRow = service.recipient(found)?.columns ?? [:]
+        let oldRow = service.recipient(old)?.columns ?? [:]
+        XCTAssertEqual(foundRow["Mobile User Id"], mobile, "ours moved onto the found recipient", file: file, line: line)
+        XCTAssertEqual(oldRow["Mobile User Id"], "", "cleared on the old recipient", file: file, line: line)
+        XCTAssertEqual(oldRow["Merged Recipient Id"], found, file: file, line: line)
+        XCTAssertNotNil(oldRow["Merged Date"].flatMap { $0.range(of: #"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d$"#, options: .regularExpression) },
+                        "merged date \(oldRow["Merged Date"] ?? "nil")", file: file, line: line)
+        XCTAssertNil(foundRow["Merged Recipient Id"], file: file, line: line)
+        if auditTable {
+            let audit = service.audit
+            XCTAssertEqual(audit.count, 1, "exactly one audit row: \(audit)", file: file, line: line)
+            XCTAssertEqual(audit.first?["Old Recipient Id"], old, file: file, line: line)
+            XCTAssertEqual(audit.first?["New Recipient Id"], found, file: file, line: line)
+            XCTAssertEqual(audit.first?["Create Date"], oldRow["Merged Date"], file: file, line: line)
+            XCTAssertFalse((audit.first?["Audit Record Id"] ?? "").isEmpty, file: file, line: line)
+        }
+        XCTAssertEqual(service.recipients.count, 2, "no recipient was added twice", file: file, line: line)
+    }
+
+    func testCheckFoundWithMobileUserIDAdoptsBothIdsAndStampsTheOldOne() throws {
+        try writeManifest()
+        let identity = try openHost().identity()
+        let setup = try identity.setupRecipient()
+        let found = service.addRecipient(["email_id": "a@b.c", "Mobile User Id": "their-mobile-id"])
+        let result = try identity.checkIdentity([("email_id", "a@b.c")])
+        XCTAssertEqual(result.outcome, .mergedIntoRecipientWithMobileUserId)
+        XCTAssertEqual(result.recipientId, found)
+        XCTAssertEqual(result.mobileUserId, "their-mobile-id")
+        let old = service.recipient(setup.recipientId)?.columns ?? [:]
+        XCTAssertEqual(old["Merged Recipient Id"], found)
+        XCTAssertEqual(old["Mobile User Id"], setup.mobileUserId, "the old recipient keeps its own id in this outcome")
+        XCTAssertEqual(service.recipient(found)?.columns["Mobile User Id"], "their-mobile-id")
+        XCTAssertEqual(service.audit.count, 0, "no audit table unless mergeHistoryInAuditRecordTable")
+        let status = try identity.status()
+        XCTAssertEqual(status.recipientId, found)
+        XCTAssertEqual(status.mobileUserId, "their-mobile-id")
+    }
+
+    func testAFailedMergeStepStaysJournaledAndTheNextCheckFinishesIt() throws {
+        try writeManifest(identity: "mergeHistoryInMarketingDatabase: true")
+        let identity = try openHost().identity()
+        let setup = try identity.setupRecipient()
+        let found = service.addRecipient(["facebook_id": "fb"])
+        // SelectRecipientData answers, then the first merge step gets 500 twice (1 retry): the merge stops.
+        let before = service.operations.count
+        service.script([.pass, .status(500), .status(500)])
+        XCTAssertThrowsError(try identity.checkIdentity([("facebook_id", "fb")])) { error in
+            XCTAssertTrue("\(error)".contains("journaled and resumes"), "\(error)")
+        }
+        XCTAssertGreaterThan(service.operations.count, before)
+        let pending = try XCTUnwrap(try identity.status().pendingMerge)
+        XCTAssertEqual(pending.steps.filter(\.done).count, 0)
+        XCTAssertNotNil(pending.lastError)
+        XCTAssertEqual(try identity.status().recipientId, setup.recipientId, "not switched before the merge is done")
+        XCTAssertThrowsError(try identity.reset(force: false)) { XCTAssertTrue("\($0)".contains("pending"), "\($0)") }
+        let result = try identity.checkIdentity([("facebook_id", "fb")])
+        XCTAssertEqual(result.outcome, .alreadyCurrent, "the resumed merge switched to the found recipient first")
+        assertMergedWithoutMobileUserId(old: setup.recipientId, found: found, mobile: setup.mobileUserId, auditTable: false)
+        XCTAssertNil(try identity.status().pendingMerge)
+    }
+
+    /// kill -9 of a hubhost child after each step of a merge (0: after the plan is journaled,
+    /// before any request; N: after the service confirmed step N, before the journal marked it),
+    /// then a restart: the merge completes and the tables are those of an uninterrupted merge.
+    func testAMergeKilledAfterEachStepCompletesOnRestart() throws {
+        for killAfter in 0...3 {  // 3 steps: move the mobile user id, clear and stamp the old recipient, the audit row
+            service.stop()
+            service = try TestXMLAPIService()
+            folder = try TestSupport.temporaryFolder(self)
+            try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
+            let setup = try json(try cli(["identity", "setup", "--json"]))
+            let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
+            let found = service.addRecipient(["facebook_id": "fb-\(killAfter)"])
+            let killed = try TestSupport.run(TestSupport.hubhostExecutable,
+                                              ["identity", "check", "--column", "facebook_id=fb-\(killAfter)", "--manifest", folder + "/plugins.yaml"],
+                                              environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
+            XCTAssertEqual(killed.status, SIGKILL, "step \(killAfter): the child killed itself: \(killed.stderr)")
+            let shown = try json(try cli(["identity", "show", "--json"]))
+            let pending = try XCTUnwrap(shown["pendingMerge"] as? [String: Any], "step \(killAfter): the journal knows the merge")
+            XCTAssertEqual((pending["steps"] as? [[String: Any]])?.count, 3)
+            XCTAssertEqual(shown["recipientId"] as? String, old, "not switched yet")
+            let resumed = try json(try cli(["identity", "check", "--column", "facebook_id=fb-\(killAfter)", "--json"]))
+            XCTAssertEqual(resumed["recipientId"] as? String, found, "step \(killAfter)")
+            XCTAssertEqual(resumed["outcome"] as? String, "already_current", "step \(killAfter)")
+            assertMergedWithoutMobileUserId(old: old, found: found, mobile: mobile, auditTable: true)
+            let after = try json(try cli(["identity", "show", "--json"]))
+            XCTAssertNil(after["pendingMerge"], "step \(killAfter)")
+            XCTAssertEqual(after["mobileUserId"] as? String, mobile)
+        }
+    }
+
+    func cli(_ arguments: [String]) throws -> String {
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
+        guard result.status == 0 else { throw NSError(domain: "cli", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: "\(arguments): \(result.stderr)"]) }
+        return result.stdout
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
+    }
+
+    func testAnInjectionInAColumnValueStaysAValue() throws {
+        try writeManifest()
+        let identity = try openHost().identity()
+        let hostile = "x</VALUE></COLUMN><COLUMN><NAME>Mobile User Id</NAME><VALUE>stolen</VALUE></COLUMN><EMAIL>a@evil"
+        let result = try identity.checkIdentity([("nickname", hostile)])
+        XCTAssertEqual(result.outcome, .updatedCurrent)
+        let row = try XCTUnwrap(service.recipient(result.recipientId)?.columns)
+        XCTAssertEqual(row["nickname"], hostile, "stored as the value it is")
+        XCTAssertEqual(row["Mobile User Id"], result.mobileUserId, "not overwritten by the injected column")
+        XCTAssertNil(row["EMAIL"])
+        XCTAssertTrue(service.bodies.last?.contains("&lt;/VALUE&gt;") ?? false)
+    }
+
+    func testTheSeedsSpellingsAreAcceptedAndDeprecatedCallsMapOrAreRefused() throws {
+        try writeManifest(identity: """
+            "Recipient->mobileUserIdColumn": "Device User"
+            "AuditRecord>newRecipientIdColumnName": "Assumed Id"
+            """)
+        let host = try openHost()
+        XCTAssertTrue(host.manifest.diagnostics.isEmpty, "\(host.manifest.diagnostics)")
+        XCTAssertEqual(host.manifest.identity.mobileUserIdColumn, "Device User")
+        XCTAssertEqual(host.manifest.identity.string("newRecipientIdColumnName"), "Assumed Id")
+        let identity = try host.identity()
+        XCTAssertThrowsError(try identity.createAnonymousUser(list: "other")) { XCTAssertTrue("\($0)".contains("maps onto setupRecipient"), "\($0)") }
+        let created = try identity.createAnonymousUser(list: "45654")
+        XCTAssertEqual(service.recipient(created.recipientId)?.columns["Device User"], created.mobileUserId)
+        XCTAssertThrowsError(try identity.updateAnonymousToPrimaryUser("p1", list: "45654", primaryUserColumn: "CONTACT_ID", mergeColumn: "MERGE_CONTACT_ID")) {
+            XCTAssertTrue("\($0)".contains("Use checkIdentity"), "\($0)")
+        }
+        XCTAssertEqual(service.operations, ["AddRecipient"])
+    }
+
+    func testAnUnknownKeyAndAMissingAuditTableAreReported() throws {
+        try writeManifest(identity: "mobileUserIdColum: x\nmergeHistoryInAuditRecordTable: true")
+        let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
+        let messages = manifest.diagnostics.map(\.message).joined(separator: "\n")
+        XCTAssertTrue(messages.contains("mobileUserIdColumn"), messages)
+        XCTAssertTrue(messages.contains("auditRecordListId"), messages)
+    }
+
+    func testTheUUIDGeneratorPluginMakesTheMobileUserID() throws {
+        try writeManifest(identity: "mobileUserIdGenerator: ids\nauditRecordPrimaryKeyGenerator: keys\nmergeHistoryInAuditRecordTable: true\nauditRecordListId: \"9\"", plugins: """
+            plugins:
+              - id: ids
+                use: \(TestSupport.plugin("UUIDGenerator"))
+                config: {prefix: "m-", uppercase: false}
+              - id: keys
+                use: \(TestSupport.plugin("UUIDGenerator"))
+                isolation: process
+                config: {prefix: "audit-"}
+            """)
+        let identity = try openHost().identity()
+        let setup = try identity.setupRecipient()
+        XCTAssertTrue(setup.mobileUserId.hasPrefix("m-"), setup.mobileUserId)
+        XCTAssertNotNil(UUID(uuidString: String(setup.mobileUserId.dropFirst(2))), setup.mobileUserId)
+        XCTAssertEqual(setup.mobileUserId, setup.mobileUserId.lowercased())
+        service.addRecipient(["k": "v"])
+        _ = try identity.checkIdentity([("k", "v")])
+        let key = try XCTUnwrap(service.audit.first?["Audit Record Id"])
+        XCTAssertTrue(key.hasPrefix("audit-"), "the isolated instance made the audit key: \(key)")
+        XCTAssertEqual(key, key.uppercased().replacingOccurrences(of: "AUDIT-", with: "audit-"))
+    }
+
+    func testAnABI10PluginStillLoadsBesideTheNewKind() throws {
+        // The fault fixture declares ABI 1.0.0 in its hh_library_t.
+        let manifest = try TestSupport.faultyFixture(nil, in: folder)
+        try TestSupport.write("""
+            data_dir: data
+            plugins:
+              - id: old
+                use: \(manifest)
+              - id: ids
+                use: \(TestSupport.plugin("UUIDGenerator"))
+            """, to: folder + "/plugins.yaml")
+        let host = try openHost()
+        XCTAssertEqual(host.registry.entries.map(\.state), [.loaded, .loaded], "\(host.registry.entries)")
+        let generated = try XCTUnwrap(host.registry.plugins(of: .userIDGenerator).first.map(UserIDGeneratorPlugin.init)).generate()
+        XCTAssertNotNil(UUID(uuidString: generated))
+    }
+}
