@@ -106,11 +106,11 @@ public final class HubHost: @unchecked Sendable {
     /// checks and journaled merges over the Engage XMLAPI. Its ids go on every event from then on,
     /// and each identity change is tracked as an event.
     public func identity() throws -> MobileIdentityManager {
-        let events = try events()
+        let engine = try self.events()
         return try engineLock.withLock {
             if let identityManager { return identityManager }
             let store = try openIdentityStore()
-            events.identitySource = Self.identityValues(store)
+            engine.identitySource = Self.identityValues(store)
             let settings = manifest.identity
             let identityLogger = Logger(label: "hubhost.identity", pipeline: pipeline)
             let client = XMLAPIClient(settings: settings.clientSettings(events: manifest.events), logger: identityLogger)
@@ -119,8 +119,8 @@ public final class HubHost: @unchecked Sendable {
                 mobileUserIDs: try identifierGenerator(settings.string("mobileUserIdGenerator"), key: "identity.mobileUserIdGenerator"),
                 auditKeys: try identifierGenerator(settings.string("auditRecordPrimaryKeyGenerator"), key: "identity.auditRecordPrimaryKeyGenerator"),
                 logger: identityLogger,
-                onChange: { [weak events] change in
-                    do { _ = try events?.track(change.event, autoFlush: false) } catch { identityLogger.error("cannot track \(change.kind.rawValue): \(error)") }
+                onChange: { [weak engine] change in
+                    do { _ = try engine?.track(change.event, autoFlush: false) } catch { identityLogger.error("cannot track \(change.kind.rawValue): \(error)") }
                 })
             identityManager = manager
             return manager

@@ -24,6 +24,14 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         }
     }
 
+    /// The ABI minor version that added the kind (1.0 for the first six).
+    public var sinceMinor: UInt32 {
+        switch self {
+        case .userIDGenerator: return 1
+        default: return 0
+        }
+    }
+
     public init?(code: Int32) {
         guard let kind = PluginKind.allCases.first(where: { $0.code == code }) else { return nil }
         self = kind

@@ -84,6 +84,10 @@ public final class PluginLibrary: @unchecked Sendable {
         for index in 0..<count {
             descriptors.append(try readDescriptor(getPlugin(UInt32(index)), index: index, path: path))
         }
+        // A kind added in a minor version cannot come from a library built against an older one.
+        for (index, descriptor) in descriptors.enumerated() where descriptor.kind.sinceMinor > version.minor {
+            throw PluginLoadError.invalidDescriptor(path: path, index: index, reason: "'\(descriptor.id)' is a \(descriptor.kind.rawValue), a kind added in ABI 1.\(descriptor.kind.sinceMinor), but the library says it was built for ABI \(version)")
+        }
         var seen = Set<String>()
         for descriptor in descriptors where !seen.insert(descriptor.id).inserted {
             throw PluginLoadError.invalidDescriptor(path: path, index: 0, reason: "plugin id '\(descriptor.id)' is exported twice")
@@ -99,7 +103,10 @@ public final class PluginLibrary: @unchecked Sendable {
             throw fail("id is missing or not made of lowercase letters, digits, '-', '_' and '.'")
         }
         guard let kind = PluginKind(code: d.kind) else { throw fail("'\(id)' has unknown kind code \(d.kind)") }
-        guard d.kind_api != nil else { throw fail("'\(id)' has no kind_api table") }
+        guard let kindAPI = d.kind_api else { throw fail("'\(id)' has no kind_api table") }
+        if kind == .userIDGenerator, kindAPI.assumingMemoryBound(to: hh_user_id_generator_v1_t.self).pointee.generate == nil {
+            throw fail("'\(id)' is a user_id_generator whose generate function is NULL")
+        }
         guard d.create != nil, d.destroy != nil else { throw fail("'\(id)' lacks create or destroy") }
         guard let version = d.version.map({ String(cString: $0) }) else { throw fail("'\(id)' has no version") }
         return PluginDescriptor(id: id, name: d.name.map { String(cString: $0) } ?? id,

@@ -100,10 +100,10 @@ public final class XMLAPIClient: Sendable {
         throw lastError
     }
 
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
     /// application/x-www-form-urlencoded: everything but the unreserved characters percent-encoded.
     static func formEncode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
 }

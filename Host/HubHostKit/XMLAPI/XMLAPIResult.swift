@@ -72,12 +72,12 @@ public struct XMLAPIResult: Sendable, Encodable {
 
     /// SelectRecipientData's `<COLUMNS><COLUMN><NAME>n</NAME><VALUE>v</VALUE></COLUMN>...`, in order.
     public var columns: [(name: String, value: String)] {
-        var out: [(String, String)] = []
+        var out: [(name: String, value: String)] = []
         func walk(_ element: Element) {
             if element.name.caseInsensitiveCompare("COLUMN") == .orderedSame,
                let name = element.children.first(where: { $0.name.caseInsensitiveCompare("NAME") == .orderedSame }) {
                 let value = element.children.first { $0.name.caseInsensitiveCompare("VALUE") == .orderedSame }?.text ?? ""
-                out.append((name.text, value))
+                out.append((name: name.text, value: value))
                 return
             }
             element.children.forEach(walk)
