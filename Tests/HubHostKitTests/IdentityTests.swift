@@ -302,3 +302,62 @@ final class IdentityTests: XCTestCase {
         XCTAssertNotNil(UUID(uuidString: generated))
     }
 }
+
+/// The user_id_generator kind under `hubhost plugins test` and the loader: the bundled plugin passes,
+/// a generator that repeats itself or answers HH_OK without an id fails its test, and a library
+/// that claims ABI 1.0 cannot export the kind added in 1.1.
+final class UserIDGeneratorKindTests: XCTestCase {
+    var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    /// Compiles the fixture with `define` into its own folder with a plugin.yaml; returns the plugin.yaml.
+    func fixture(_ define: String?) throws -> String {
+        let dir = folder + "/" + (define ?? "GOOD")
+        _ = try TestSupport.compileFixture("user_id_generator_fixture.c", defines: define.map { [$0] } ?? [], into: dir, name: "libids.so")
+        try TestSupport.write("""
+            abi: "1.1"
+            id: fixture-ids
+            name: Fixture ids
+            version: 1.0.0
+            library: libids.so
+            exports:
+              - {id: fixture-ids, kind: user_id_generator}
+            """, to: dir + "/plugin.yaml")
+        return dir + "/plugin.yaml"
+    }
+
+    func pluginsTest(_ path: String) throws -> (status: Int32, results: [String: [String: Any]]) {
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--json"], timeout: 300)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout + run.stderr)
+        let results = try XCTUnwrap(report["results"] as? [[String: Any]], "\(report)")
+        return (run.status, Dictionary(uniqueKeysWithValues: results.compactMap { result in (result["name"] as? String).map { ($0, result) } }))
+    }
+
+    func testTheBundledGeneratorAndAGoodFixturePassAndBadOnesFail() throws {
+        let bundled = try pluginsTest(TestSupport.plugin("UUIDGenerator"))
+        XCTAssertEqual(bundled.status, 0, "\(bundled.results)")
+        XCTAssertEqual(bundled.results["uuid-generator/generate-unique"]?["outcome"] as? String, "passed")
+        let good = try pluginsTest(try fixture(nil))
+        XCTAssertEqual(good.status, 0, "\(good.results)")
+        for bad in ["FIXTURE_DUPLICATE", "FIXTURE_NO_SET"] {
+            let result = try pluginsTest(try fixture(bad))
+            XCTAssertEqual(result.status, 1, bad)
+            let unique = try XCTUnwrap(result.results["fixture-ids/generate-unique"], "\(bad): \(result.results.keys)")
+            XCTAssertEqual(unique["outcome"] as? String, "failed", bad)
+            XCTAssertTrue("\(unique["message"] ?? "")".contains(bad == "FIXTURE_DUPLICATE" ? "twice" : "no id"), "\(bad): \(unique)")
+        }
+    }
+
+    func testALibraryClaimingABI10CannotExportTheNewKind() throws {
+        let path = try fixture("FIXTURE_ABI_1_0")
+        try TestSupport.write("data_dir: data\nplugins:\n  - id: ids\n    use: \(path)\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        XCTAssertTrue(host.registry.plugins(of: .userIDGenerator).isEmpty)
+        let reason = "\(host.registry.entries.first.map { "\($0.state)" } ?? "")"
+        XCTAssertTrue(reason.contains("added in ABI 1.1"), reason)
+    }
+}

@@ -62,6 +62,10 @@ final class OpenAPITests: XCTestCase {
         service.metadata = (200, try String(contentsOfFile: bundle + ".json", encoding: .utf8))
         let whitelisted = "http://127.0.0.1:\(service.port)/content/settings?v=1"
 
+        // A fake Engage XMLAPI service for the identity routes.
+        let xmlapi = try TestXMLAPIService()
+        defer { xmlapi.stop() }
+
         try TestSupport.write(Self.campaigns, to: folder + "/campaigns.json")
         let token = "openapi-test-token"
         try TestSupport.write(token + "\n", to: folder + "/token")
@@ -81,6 +85,7 @@ final class OpenAPITests: XCTestCase {
               whitelist_urls: ["\(whitelisted)"]
               custom_url_schemes: [myapp]
               download_timeout: 30 sec
+            identity: {host: "\(xmlapi.host)", databaseListId: "45654", maxRetries: 0}
 
             """, to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
@@ -153,6 +158,16 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/v1/users/{id}/tags", "/v1/users/ghost/tags", expect: 404)
         api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/reader/tag-counts", expect: 200)
         api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/ghost/tag-counts", expect: 404)
+
+        // Mobile identity.
+        api.call("GET", "/v1/identity", expect: 200)
+        api.call("POST", "/v1/identity/setup", expect: 200)
+        api.call("POST", "/v1/identity/setup", json: #"{"mobileUserId":7}"#, expect: 400)
+        api.call("GET", "/v1/identity", expect: 200)
+        api.call("POST", "/v1/identity/check", json: #"{"columns":{"facebook_id":"fb"}}"#, expect: 200)
+        api.call("POST", "/v1/identity/check", json: #"{"columns":{}}"#, expect: 400)
+        xmlapi.script([.fault(errorID: 140, text: "not allowed")])
+        api.call("POST", "/v1/identity/check", json: #"{"columns":{"twitter_id":"tw"}}"#, expect: 502)
 
         // Presenting and local notifications.
         api.call("GET", "/v1/hub/present", "/v1/hub/present?tags=football&entry_point=openapi", expect: 200)
