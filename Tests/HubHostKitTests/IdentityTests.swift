@@ -361,3 +361,39 @@ final class UserIDGeneratorKindTests: XCTestCase {
         XCTAssertTrue(reason.contains("added in ABI 1.1"), reason)
     }
 }
+
+/// `hubhost xmlapi call` and `hubhost identity` as a user runs them.
+final class IdentityCLITests: XCTestCase {
+    func testXMLAPICallPrintsFaultsAndValuesWithExitCodes() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let service = try TestXMLAPIService()
+        defer { service.stop() }
+        try TestSupport.write("data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
+                              to: folder + "/plugins.yaml")
+        func hubhost(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
+        }
+        let missing = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"])
+        XCTAssertEqual(missing.status, 3, missing.stderr)
+        let fault = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(missing.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(fault["isSuccess"] as? Bool, false)
+        XCTAssertEqual(fault["errorId"] as? Int, 128)
+        let id = service.addRecipient(["email_id": "a@b", "Name": "Ann <admin>"])
+        let found = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"])
+        XCTAssertEqual(found.status, 0, found.stderr)
+        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(found.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((answer["values"] as? [String: String])?["RESULT.RecipientId"], id)
+        XCTAssertEqual((answer["columns"] as? [String: String])?["Name"], "Ann <admin>")
+        let text = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b"])
+        XCTAssertTrue(text.stdout.contains("isSuccess: true"), text.stdout)
+        let badName = try hubhost(["xmlapi", "call", "Select Recipient"])
+        XCTAssertEqual(badName.status, 64, badName.stderr)
+        XCTAssertTrue(badName.stderr.contains("not a valid XMLAPI element name"), badName.stderr)
+        let noColumns = try hubhost(["identity", "check"])
+        XCTAssertEqual(noColumns.status, 64, noColumns.stderr)
+        service.stop()
+        let down = try hubhost(["identity", "setup"])
+        XCTAssertEqual(down.status, 1)
+        XCTAssertTrue(down.stderr.contains("did not answer"), down.stderr)
+    }
+}
