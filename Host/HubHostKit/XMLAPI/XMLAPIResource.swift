@@ -93,24 +93,18 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
         return out + "</\(operation)></Body></Envelope>"
     }
 
-    /// Escapes the five XML special characters, and drops the characters XML 1.0 cannot carry at
-    /// all (control characters but tab, newline, carriage return), which no escape could save.
+    /// Escapes the five XML special characters (as HTMLEscape does, valid XML entities), keeps a
+    /// carriage return as `&#13;` (a raw one is read back as a newline), and drops the characters
+    /// XML 1.0 cannot carry at all (other control characters), which no escape could save.
     public static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\t", "\n": out.unicodeScalars.append(scalar)
-            case "\r": out += "&#13;"  // a raw CR would be normalised to LF by the reader
-            default:
-                let v = scalar.value
-                if v < 0x20 || v == 0xFFFE || v == 0xFFFF { continue }
-                out.unicodeScalars.append(scalar)
+            switch scalar.value {
+            case 0x0D: out += "&#13;"
+            case 0x09, 0x0A: out.unicodeScalars.append(scalar)
+            case 0..<0x20, 0xFFFE, 0xFFFF: continue
+            default: HTMLEscape.append(Character(scalar), to: &out)
             }
         }
         return out
