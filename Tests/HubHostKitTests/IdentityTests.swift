@@ -212,6 +212,29 @@ final class IdentityTests: XCTestCase {
         }
     }
 
+    /// A merge killed halfway is finished by `hubhost serve` at start, with no check or setup.
+    func testServeFinishesAPendingMergeAtStart() throws {
+        try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
+        let setup = try json(try cli(["identity", "setup", "--json"]))
+        let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
+        let found = service.addRecipient(["facebook_id": "fb"])
+        let killed = try TestSupport.run(TestSupport.hubhostExecutable, ["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
+                                          environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
+        XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
+        let manifest = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
+        try TestSupport.write("server: {port: 0}\n" + manifest, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        var identity: [String: Any] = [:]
+        for _ in 0..<100 {  // bounded: 10 s
+            identity = try XCTUnwrap(try server.call("GET", "/v1/identity").1 as? [String: Any])
+            if identity["pendingMerge"] == nil { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTAssertNil(identity["pendingMerge"], "\(identity)")
+        XCTAssertEqual(identity["recipientId"] as? String, found)
+        assertMergedWithoutMobileUserId(old: old, found: found, mobile: mobile, auditTable: true)
+    }
+
     func cli(_ arguments: [String]) throws -> String {
         let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
         guard result.status == 0 else { throw NSError(domain: "cli", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: "\(arguments): \(result.stderr)"]) }
