@@ -52,4 +52,33 @@ final class AuthorGuideTests: XCTestCase {
         XCTAssertFalse(operators[0].compare(event: .string("Summer"), trigger: .string("winter")).result)
         XCTAssertEqual(operators[0].compare(event: .int(3), trigger: .string("3")).status, 4 /* HH_ERR_TYPE_MISMATCH */)
     }
+
+    /// The README's user_id_generator (Mobile identity, "Generators") builds, passes `hubhost plugins
+    /// test` and makes mobile user ids.
+    func testTheReadmesUserIDGeneratorBuildsAndPassesTheValidator() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write(try guideBlock("counter_ids.c"), to: folder + "/ids/counter_ids.c")
+        try TestSupport.write("""
+            abi: "1.1"
+            id: counter-ids
+            name: Counter ids
+            version: 1.0.0
+            library: libcounter-ids.so
+            exports:
+              - {id: counter-ids, kind: user_id_generator}
+            """, to: folder + "/ids/plugin.yaml")
+        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                                                       "-I", TestSupport.repository + "/Protocols/include",
+                                                       "-o", folder + "/ids/libcounter-ids.so", folder + "/ids/counter_ids.c"])
+        XCTAssertEqual(cc.status, 0, cc.stderr)
+        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/ids/plugin.yaml"])
+        XCTAssertEqual(validation.status, 0, validation.stdout)
+        XCTAssertTrue(validation.stdout.contains("generate-unique"), validation.stdout)
+        try TestSupport.write("data_dir: data\nplugins:\n  - id: ids\n    use: ids/plugin.yaml\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let generator = try XCTUnwrap(host.registry.plugins(of: .userIDGenerator).first.map(UserIDGeneratorPlugin.init))
+        XCTAssertEqual(try generator.generate(), "user-1")
+        XCTAssertEqual(try generator.generate(), "user-2")
+    }
 }
