@@ -20,6 +20,11 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
     private var openConnections: [Int32] = []
+    /// Signalled when the accept thread has returned: the listener is closed only then, so its
+    /// descriptor number cannot be reused by another server while this thread still accepts on it
+    /// (it would take that server's connections and close them).
+    private let acceptThreadDone = DispatchSemaphore(value: 0)
+    private var acceptThreadStarted = false
 
     /// Binds `address` on a free port. Call `start` to begin accepting.
     init(address: String = "127.0.0.1") throws {
@@ -45,7 +50,9 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     /// Accepts connections on a thread of its own until `stop`; a request that cannot be read
     /// (closed early, no head within the bounds) is dropped.
     func start(_ handle: @escaping (Int32, Request) -> Void) {
-        Thread { [self] in
+        lock.withLock { acceptThreadStarted = true }
+        let thread = Thread { [self] in
+            defer { acceptThreadDone.signal() }
             while true {
                 let fd = accept(listener, nil, nil)
                 if fd < 0 { return }
@@ -55,7 +62,9 @@ final class LoopbackHTTPServer: @unchecked Sendable {
                 guard let request = Self.read(fd) else { close(fd); continue }
                 handle(fd, request)
             }
-        }.start()
+        }
+        thread.name = "loopback-accept"
+        thread.start()
     }
 
     /// Leaves the connection unanswered (a hanging server); `stop` closes it.
@@ -64,14 +73,19 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     func stop() {
-        lock.withLock {
-            guard !stopped else { return }
+        let waitForThread: Bool? = lock.withLock {
+            guard !stopped else { return nil }  // the first stop closes the listener
             stopped = true
-            shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
+            shutdown(listener, Int32(SHUT_RDWR))  // wakes the accept thread
             for fd in openConnections { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
             openConnections = []
+            return acceptThreadStarted
         }
+        guard let waitForThread else { return }
+        if waitForThread && Thread.current.name != "loopback-accept" {
+            _ = acceptThreadDone.wait(timeout: .now() + 5)  // bounded: a handler may still be answering
+        }
+        close(listener)
     }
 
     deinit { stop() }

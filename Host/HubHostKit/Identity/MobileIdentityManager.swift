@@ -86,6 +86,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
         _ = try resumeLocked()
         var identity = try store.identity()
         if identity.isSetUp { return SetupResult(recipientId: identity.recipientId!, mobileUserId: identity.mobileUserId!, created: false) }
+        try requireList()  // before an id is made: a setup that cannot be sent changes nothing
         if (identity.mobileUserId ?? "").isEmpty {
             guard settings.autoAnonymousTracking else {
                 throw Failure(description: "no mobile user id is set and identity.enableAutoAnonymousTracking is false: set one first (hubhost identity setup --mobile-user-id ID)")
@@ -98,7 +99,6 @@ public final class MobileIdentityManager: @unchecked Sendable {
             identity.mobileUserId = generated
         }
         let mobile = identity.mobileUserId!
-        try requireList()
         // An AddRecipient whose answer was lost: find that recipient instead of adding a second one.
         if try store.addRecipientSent(), let found = try findRecipient(columns: [(settings.mobileUserIdColumn, mobile)]) {
             return try finishSetup(recipientId: found.recipientId, mobile: mobile)
@@ -282,8 +282,10 @@ public final class MobileIdentityManager: @unchecked Sendable {
         }
     }
 
+    /// The Engage host and the recipient list are set (else XMLAPIError.notConfigured: HTTP 503).
     private func requireList() throws {
-        guard !settings.listID.isEmpty else { throw Failure(description: "identity.databaseListId (the Engage recipient list) is not set in plugins.yaml") }
+        guard !settings.host.isEmpty else { throw XMLAPIError.notConfigured("identity.host (the Engage base URL) is not set in plugins.yaml") }
+        guard !settings.listID.isEmpty else { throw XMLAPIError.notConfigured("identity.databaseListId (the Engage recipient list) is not set in plugins.yaml") }
     }
 
     /// The merged date as Engage date columns take it: MM/dd/yyyy HH:mm:ss, UTC.
