@@ -29,8 +29,10 @@
  *
  * Growth: this header is versioned with HH_ABI_VERSION_{MAJOR,MINOR,PATCH}. Minor versions only
  * add: new extensions (looked up by string id), new status codes, new value types that an older
- * plugin treats as unknown. A v1.0 plugin keeps loading on every v1.x host. The host refuses a
- * library whose major version differs from its own, naming the file and both versions.
+ * plugin treats as unknown, new kinds (their own header and HH_KIND_* constant). A v1.0 plugin keeps
+ * loading on every v1.x host. The host refuses a library whose major version differs from its own,
+ * naming the file and both versions, and a descriptor of a kind newer than the library's minor
+ * version (1.1 added HH_KIND_USER_ID_GENERATOR).
  *
  * The ABI is plain C11 and needs no Swift: see Plugins/ConsoleLogger for a complete plugin in C,
  * and Plugins/StaticAdvertiserID for one in Swift (@_cdecl).
