@@ -57,16 +57,15 @@ public struct IdentitySettings: Sendable {
     public var lines: [String: Int]
 
     public init(values: [String: PluginValue] = [:], lines: [String: Int] = [:]) {
-        var filled = values
-        for key in Self.schema.keys where filled[key.key] == nil { filled[key.key] = key.defaultValue }
-        self.values = filled
+        self.values = Self.schema.withDefaults(values)
         self.lines = lines
     }
 
-    public func string(_ key: String) -> String { if case .string(let s)? = values[key] { return s } else { return "" } }
-    func bool(_ key: String) -> Bool { if case .bool(let b)? = values[key] { return b } else { return false } }
-    func seconds(_ key: String) -> Double { if case .double(let d)? = values[key] { return d } else { return 0 } }
-    func int(_ key: String) -> Int { if case .int(let i)? = values[key] { return Int(clamping: i) } else { return 0 } }
+    /// A value by key, of the type the schema gives it (the schema checked it; "" / false / 0 otherwise).
+    public func string(_ key: String) -> String { values[key]?.stringValue ?? "" }
+    func bool(_ key: String) -> Bool { values[key]?.boolValue ?? false }
+    func seconds(_ key: String) -> Double { values[key]?.doubleValue ?? 0 }
+    func int(_ key: String) -> Int { values[key]?.intValue.map { Int(clamping: $0) } ?? 0 }
 
     public var host: String { string("host") }
     public var listID: String { string("databaseListId") }

@@ -43,6 +43,13 @@ public struct ConfigSchema: Equatable, Sendable {
 
     public init(keys: [ConfigKey]) { self.keys = keys }
 
+    /// `values` with every key's default where it has none (a settings type's stored values).
+    public func withDefaults(_ values: [String: PluginValue]) -> [String: PluginValue] {
+        var filled = values
+        for key in keys where filled[key.key] == nil { filled[key.key] = key.defaultValue }
+        return filled
+    }
+
     /// Converts one YAML value to the key's type; reports and returns nil when it does not fit.
     func value(of node: Node, as type: ConfigType, key: String, reader: YAMLReader) -> PluginValue? {
         switch type {

@@ -10,6 +10,12 @@ public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
     case bool(Bool)
     case timeMs(Int64)
 
+    /// The payload when the value is of that type, else nil (settings read their schema-checked values so).
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    public var doubleValue: Double? { if case .double(let d) = self { return d } else { return nil } }
+    public var intValue: Int64? { if case .int(let i) = self { return i } else { return nil } }
+
     public var typeName: String {
         switch self {
         case .null: return "null"
