@@ -28,8 +28,9 @@ final class DownloadRequestEditSession {
 
     /// Calls `body` with the request (headers sorted by name) and the editor.
     func withRequest(_ body: (UnsafePointer<hh_download_request_t>, UnsafePointer<hh_download_request_editor_t>) -> hh_status_t) -> hh_status_t {
-        let cHeaders = original.headers.sorted { $0.key.lowercased() < $1.key.lowercased() }
-            .map { hh_http_header_t(name: copy($0.key), value: copy($0.value)) }
+        // From the table keyed by lowercased name, before any edit: unique names, as the header promises.
+        let cHeaders = headers.sorted { $0.key < $1.key }
+            .map { hh_http_header_t(name: copy($0.value.name), value: copy($0.value.value)) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var editor = hh_download_request_editor_t(
             editor_data: me,
