@@ -77,7 +77,7 @@ final class ValidatorTests: XCTestCase {
         XCTAssertEqual(status, 1)
         let load = try XCTUnwrap(report.result("library/load"))
         XCTAssertEqual(load.outcome, .failed)
-        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.1.0"), load.message)
+        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI \(ABIVersion.host)"), load.message)
     }
 
     func testALibraryThatCrashesAsItLoadsFailsTheLoadTest() throws {
@@ -118,11 +118,37 @@ final class ValidatorTests: XCTestCase {
 
     func testEveryBundledPluginPassesTheSuite() throws {
         for name in ["ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop", "LocationAugmentation", "WeatherAugmentation",
-                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider"] {
+                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider",
+                     "LinuxDeviceConditions", "FixedDeviceConditions", "DownloadRequestHeader"] {
             let (status, report, _) = try validate(TestSupport.plugin(name))
             XCTAssertEqual(status, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
             XCTAssertGreaterThanOrEqual(report.passed, 7, name)
         }
+    }
+
+    /// The ABI 1.1 kinds' tests report an out-of-range answer, a header that smuggles a line, and a
+    /// crash, each as that test's failure with its cause.
+    func testGarbageAndCrashesOfTheABI11KindsAreReported() throws {
+        let cases: [(mode: String, test: String, check: (ConformanceResult) -> Bool)] = [
+            ("battery-1.5", "fixture-conditions/read-conditions", { $0.message.contains("gave an invalid answer: battery_level 1.5 is outside 0...1") }),
+            ("network-7", "fixture-conditions/read-conditions-concurrent", { $0.message.contains("network code 7 is not one of") }),
+            ("crlf-header", "fixture-request/convert-plain", { $0.message.contains("header 'X-Evil' has a value holding CR, LF or NUL") }),
+            ("ftp-url", "fixture-request/convert-awkward", { $0.message.contains("'ftp://example.com/file' is not an absolute http:// or https:// URL") }),
+            ("crash", "fixture-request/convert-plain", { $0.signal == SIGSEGV }),
+            ("crash", "fixture-conditions/read-conditions", { $0.signal == SIGSEGV }),
+        ]
+        for (mode, test, check) in cases {
+            let manifest = try TestSupport.prefetchKindsFixture(in: folder + "/" + mode, testMode: mode)
+            let (status, report, _) = try validate(manifest, ["--filter", test])
+            XCTAssertEqual(status, 1, mode)
+            let result = try XCTUnwrap(report.result(test), "\(mode): \(report.results.map(\.name))")
+            XCTAssertEqual(result.outcome, .failed, mode)
+            XCTAssertTrue(check(result), "\(mode): \(result.message)")
+        }
+        // Well-behaved, the fixture passes every test of both kinds.
+        let (status, report, _) = try validate(try TestSupport.prefetchKindsFixture(in: folder + "/good"))
+        XCTAssertEqual(status, 0, "\(report.results.filter { $0.outcome == .failed })")
+        XCTAssertEqual(report.passed, 2 + 2 * (4 + 3))
     }
 
     func testLeaksFindsTheLeakingPluginAndPassesTheCleanOne() throws {

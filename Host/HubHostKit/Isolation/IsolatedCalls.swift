@@ -8,6 +8,7 @@ enum WorkerOp: UInt8 {
     case log, flush
     case advertiserID, location, fetch
     case userID
+    case deviceConditions, convertDownloadRequest
 }
 
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
@@ -137,6 +138,58 @@ enum IsolatedCalls {
         }
     }
 
+    /// One call whose answer is a value or a PluginCallError: tag 0 then what `decode` reads, or
+    /// tag 1 then the error. A worker that fails is HH_ERR_UNAVAILABLE, an answer that does not
+    /// decode HH_ERR_INTERNAL. `decode` checks the value again as if the plugin had answered in
+    /// process (throwing `.invalidAnswer`), so a worker cannot hand over what the in-process path
+    /// would refuse.
+    static func valueCall<T>(_ handle: PluginHandle, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void,
+                             decode: (inout WireReader) throws -> T) throws -> T {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, op, arguments) {
+        case .success(var reader):
+            do {
+                guard try reader.u8() == 0 else { throw try reader.callError(handle) }
+                return try decode(&reader)
+            } catch let error as PluginCallError {
+                throw error
+            } catch {
+                throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
+        try valueCall(handle, .deviceConditions, { $0.string(dataDirectory) }) { reader in
+            let network = try reader.i32(), metered = try reader.bool()
+            let hasBattery = try reader.bool(), level = try reader.f64(), charging = try reader.i32()
+            let hasFree = try reader.bool(), free = try reader.u64()
+            do {
+                return try DeviceConditions.checked(network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
+                                                    charging: charging, hasFreeBytes: hasFree, freeBytes: free)
+            } catch let problem as DeviceConditionsProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
+            }
+        }
+    }
+
+    static func convertDownloadRequest(_ handle: PluginHandle, _ request: DownloadRequest) throws -> DownloadRequest {
+        try valueCall(handle, .convertDownloadRequest, { $0.downloadRequest(request) }) { reader in
+            var converted = try reader.downloadRequest()
+            // The item and the role are the host's: whatever the worker says, they stay.
+            converted.itemId = request.itemId
+            converted.fileRole = request.fileRole
+            do {
+                try DownloadRequestLimits.check(converted)
+            } catch let problem as DownloadRequestProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
+            }
+            return converted
+        }
+    }
+
     // MARK: Worker side
 
     /// Answers one request for an in-process handle, in the worker.
@@ -189,6 +242,24 @@ enum IsolatedCalls {
             out.i32(fetched.status)
             out.string(fetched.message)
             out.data(fetched.data)
+        case .deviceConditions:
+            do {
+                let c = try DeviceConditionsPlugin(handle).read(dataDirectory: try request.string())
+                out.u8(0)
+                out.i32(c.networkCode); out.bool(c.metered)
+                out.bool(c.batteryLevel != nil); out.f64(c.batteryLevel ?? 0); out.i32(c.chargingCode)
+                out.bool(c.freeBytes != nil); out.u64(c.freeBytes ?? 0)
+            } catch let error as PluginCallError {
+                out.u8(1); out.callError(error)
+            }
+        case .convertDownloadRequest:
+            do {
+                let converted = try DownloadRequestPlugin(handle).convert(try request.downloadRequest())
+                out.u8(0)
+                out.downloadRequest(converted)
+            } catch let error as PluginCallError {
+                out.u8(1); out.callError(error)
+            }
         }
     }
 }
@@ -205,7 +276,39 @@ extension WireWriter {
     }
 }
 
+extension WireWriter {
+    mutating func downloadRequest(_ r: DownloadRequest) {
+        string(r.url); string(r.itemId); string(r.fileRole)
+        u32(UInt32(r.headers.count))
+        for (name, value) in r.headers.sorted(by: { $0.key < $1.key }) { string(name); string(value) }
+    }
+
+    /// A PluginCallError without its instance id (the host side knows it).
+    mutating func callError(_ e: PluginCallError) {
+        switch e {
+        case .failed(_, let status, let message): u8(0); i32(status); string(message)
+        case .invalidAnswer(_, let reason): u8(1); string(reason)
+        }
+    }
+}
+
 extension WireReader {
+    mutating func downloadRequest() throws -> DownloadRequest {
+        let url = try string(), itemId = try string(), fileRole = try string()
+        let count = Int(try u32())
+        guard count <= DownloadRequestLimits.maxHeaders else { throw WireError(description: "\(count) headers") }
+        var headers: [String: String] = [:]
+        for _ in 0..<count { headers[try string()] = try string() }
+        return DownloadRequest(url: url, headers: headers, itemId: itemId, fileRole: fileRole)
+    }
+
+    mutating func callError(_ handle: PluginHandle) throws -> PluginCallError {
+        switch try u8() {
+        case 0: return .failed(instance: handle.instanceID, status: try i32(), message: try string())
+        default: return .invalidAnswer(instance: handle.instanceID, reason: try string())
+        }
+    }
+
     mutating func event() throws -> AugmentableEvent {
         let id = try string(), typeCode = try i32(), name = try string(), timeMs = try i64()
         let count = Int(try u32())

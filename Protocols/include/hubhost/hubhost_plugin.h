@@ -29,10 +29,10 @@
  *
  * Growth: this header is versioned with HH_ABI_VERSION_{MAJOR,MINOR,PATCH}. Minor versions only
  * add: new extensions (looked up by string id), new status codes, new value types that an older
- * plugin treats as unknown, new kinds (their own header and HH_KIND_* constant). A v1.0 plugin keeps
- * loading on every v1.x host. The host refuses a library whose major version differs from its own,
- * naming the file and both versions, and a descriptor of a kind newer than the library's minor
- * version (1.1 added HH_KIND_USER_ID_GENERATOR).
+ * plugin treats as unknown, new plugin kinds (their own header and HH_KIND_* constant; a library
+ * exporting one says at least the minor version that added it, and the host refuses it otherwise,
+ * as an older header cannot describe it). A v1.0 plugin keeps loading on every v1.x host. The host
+ * refuses a library whose major version differs from its own, naming the file and both versions.
  *
  * The ABI is plain C11 and needs no Swift: see Plugins/ConsoleLogger for a complete plugin in C,
  * and Plugins/StaticAdvertiserID for one in Swift (@_cdecl).
@@ -145,7 +145,10 @@ typedef int32_t hh_plugin_kind_t;
 #define HH_KIND_ADVERTISER_ID     4  /* hubhost_advertiser_id.h:    hh_advertiser_id_v1_t */
 #define HH_KIND_LOGGING           5  /* hubhost_logging.h:          hh_logging_v1_t */
 #define HH_KIND_LOCATION          6  /* hubhost_location.h:         hh_location_v1_t */
-#define HH_KIND_USER_ID_GENERATOR 8  /* hubhost_user_id_generator.h: hh_user_id_generator_v1_t (since 1.1) */
+/* Added in ABI 1.1: a library declaring one of these kinds sets abi_version to 1.1 or later. */
+#define HH_KIND_USER_ID_GENERATOR 8  /* hubhost_user_id_generator.h: hh_user_id_generator_v1_t */
+#define HH_KIND_DEVICE_CONDITIONS 9  /* hubhost_device_conditions.h: hh_device_conditions_v1_t */
+#define HH_KIND_DOWNLOAD_REQUEST 10  /* hubhost_download_request.h:  hh_download_request_v1_t */
 
 /* ---------------------------------------------------------------------------------------------
  * Host services: what the host gives every plugin instance at create.
