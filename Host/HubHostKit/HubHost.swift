@@ -58,7 +58,7 @@ public final class HubHost: @unchecked Sendable {
         if let eventEngine { return (eventEngine, campaignEngine) }
         let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
                                      augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
-                                     pipeline: pipeline, deepLinks: manifest.deepLinks)
+                                     pipeline: pipeline, deepLinks: manifest.deepLinks, sink: eventSink())
         eventEngine = engine
         if manifest.campaigns.enabled {
             let operators = OperatorSet(registry.plugins(of: .triggerOperator))
@@ -75,6 +75,24 @@ public final class HubHost: @unchecked Sendable {
             campaignEngine = campaigns
         }
         return (engine, campaignEngine)
+    }
+
+    /// The sink `events.sink` names: nil for the built-in HTTP collector; a sink that sends nothing
+    /// (and says why in every flush) when the name is not a loaded event_sink instance.
+    private func eventSink() -> EventSink? {
+        let id = manifest.events.sink
+        guard !id.isEmpty else { return nil }
+        guard let entry = registry.entry(id: id) else {
+            logger.error("events.sink: no plugin instance '\(id)' in plugins.yaml; events stay NOT_POSTED")
+            return UnavailableEventSink(name: id, reason: "events.sink: no plugin instance '\(id)' in plugins.yaml")
+        }
+        guard entry.state == .loaded, let plugin = entry.plugins.first(where: { $0.kind == .eventSink }) else {
+            let why = entry.state == .loaded ? "it exports no event_sink" : "it is \(entry.state.name)"
+            logger.error("events.sink: instance '\(id)' cannot deliver events (\(why)); events stay NOT_POSTED")
+            return UnavailableEventSink(name: id, reason: "events.sink: instance '\(id)' cannot deliver events (\(why))")
+        }
+        let sinkLogger = logger
+        return PluginEventSink(EventSinkPlugin(plugin)) { message in sinkLogger.error("\(message)") }
     }
 
     private var hubEngine: HubEngine?

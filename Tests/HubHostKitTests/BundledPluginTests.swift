@@ -21,7 +21,7 @@ final class BundledPluginTests: XCTestCase {
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
         XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "HTTPContentProvider", "JSONLinesLogger",
-                                 "LocalContentProvider", "LocationAugmentation", "Noop",
+                                 "KafkaSink", "LocalContentProvider", "LocationAugmentation", "NatsSink", "Noop",
                                  "StandardOperators", "StaticAdvertiserID", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))

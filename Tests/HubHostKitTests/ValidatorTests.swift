@@ -77,7 +77,7 @@ final class ValidatorTests: XCTestCase {
         XCTAssertEqual(status, 1)
         let load = try XCTUnwrap(report.result("library/load"))
         XCTAssertEqual(load.outcome, .failed)
-        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.0.0"), load.message)
+        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.1.0"), load.message)
     }
 
     func testALibraryThatCrashesAsItLoadsFailsTheLoadTest() throws {

@@ -9,6 +9,8 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
     case advertiserID = "advertiser_id"
     case logging
     case location
+    /// ABI 1.1: where tracked events leave hubhost (hubhost_event_sink.h).
+    case eventSink = "event_sink"
 
     /// The HH_KIND_* code in hubhost_plugin.h.
     public var code: Int32 {
@@ -19,6 +21,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         case .advertiserID: return 4
         case .logging: return 5
         case .location: return 6
+        case .eventSink: return 7
         }
     }
 

@@ -6,6 +6,7 @@
 #include "hubhost_advertiser_id.h"
 #include "hubhost_augmentation.h"
 #include "hubhost_content_provider.h"
+#include "hubhost_event_sink.h"
 #include "hubhost_http.h"
 #include "hubhost_location.h"
 #include "hubhost_logging.h"
