@@ -154,27 +154,9 @@ public final class EventDelivery: @unchecked Sendable {
     }
 
     /// One element of the "events" array.
-    static func eventJSON(_ event: Event, nameField: String) -> Data {
-        var attributes: [[String: String]] = []
-        if !event.name.isEmpty { attributes.append(["name": nameField, "value": event.name]) }
-        for attribute in event.attributes { attributes.append(["name": attribute.name, "value": text(attribute.value)]) }
-        let object: [String: Any] = ["eventTypeCode": String(event.type.code), "eventTimestamp": isoTime(event.timestampMs),
-                                     "idempotencyKey": event.id, "attributes": attributes]
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
-    }
+    static func eventJSON(_ event: Event, nameField: String) -> Data { CollectorJSON.event(event, nameField: nameField) }
 
-    static func text(_ value: PluginValue) -> String {
-        switch value {
-        case .timeMs(let ms): return isoTime(ms)
-        case .null: return ""
-        default: return value.description
-        }
-    }
+    static func text(_ value: PluginValue) -> String { CollectorJSON.text(value) }
 
-    static func isoTime(_ ms: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        return formatter.string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
-    }
+    static func isoTime(_ ms: Int64) -> String { CollectorJSON.isoTime(ms) }
 }
