@@ -7,6 +7,8 @@
  *   fail      the call returns HH_ERR_UNAVAILABLE after report_error("not connected")
  *   crash     write through a NULL pointer
  *   hang      loop forever
+ *   token     ask the host for the OAuth token ("hubhost.event_auth.v1") and answer every event
+ *             HH_SINK_RETRY with the reason "token: <token>" (HH_ERR_UNAVAILABLE when there is none)
  *
  * `record_file` (optional): every delivered event's idempotency key is appended to it, one a line,
  * so a test can compare what arrived with what was tracked.
@@ -79,6 +81,23 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
     }
     if (strcmp(sink->mode, "fail") == 0) {
         return hh_report(created_by, HH_ERR_UNAVAILABLE, "not connected");
+    }
+    if (strcmp(sink->mode, "token") == 0) {
+        static char reason[600];
+        char token[512];
+        const hh_host_event_auth_v1_t *auth = created_by->get_extension(created_by, HH_HOST_EXT_EVENT_AUTH);
+        if (!auth) {
+            return hh_report(created_by, HH_ERR_UNAVAILABLE, "no event_auth extension");
+        }
+        hh_status_t status = auth->get_token(created_by, false, token, sizeof token, NULL);
+        if (status != HH_OK) {
+            return status; /* the host recorded why */
+        }
+        snprintf(reason, sizeof reason, "token: %s", token);
+        for (size_t i = 0; i < count; i++) {
+            answers[i].reason = hh_string_from_cstr(reason);
+        }
+        return HH_OK;
     }
     FILE *record = sink->record_file[0] ? fopen(sink->record_file, "a") : NULL;
     for (size_t i = 0; i < count; i++) {

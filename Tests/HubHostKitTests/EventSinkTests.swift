@@ -192,4 +192,27 @@ final class EventSinkTests: XCTestCase {
         XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 1, patch: 0))
         XCTAssertEqual(library.descriptors.map(\.kind), [.augmentation, .triggerOperator])
     }
+
+    func testASinkGetsTheOAuthTokenFromTheHost() throws {
+        let collector = try TestCollector()
+        addTeardownBlock { collector.stop() }
+        let (host, _) = try host(mode: "token", events: """
+          auth_token_url: \(collector.tokenURL)
+          auth_client_id: id
+          auth_client_secret: secret
+          auth_refresh_token: refresh
+        """)
+        let engine = try host.events()
+        _ = try engine.track(Event(type: .namedEvent, name: "E"), autoFlush: false)
+        XCTAssertEqual(engine.flush().lastError, "token: token-1", "the token the host got from the endpoint")
+        XCTAssertEqual(engine.delivery.flush(nowMs: Clock.wallMs() + 600_000).lastError, "token: token-1", "cached")
+        XCTAssertEqual(collector.tokenRequests, 1)
+    }
+
+    func testWithoutOAuthTheExtensionIsNotOffered() throws {
+        let (host, _) = try host(mode: "token")
+        let engine = try host.events()
+        _ = try engine.track(Event(type: .namedEvent, name: "E"), autoFlush: false)
+        XCTAssertEqual(engine.flush().lastError, "no event_auth extension")
+    }
 }

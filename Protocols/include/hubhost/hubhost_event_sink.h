@@ -116,6 +116,34 @@ typedef struct hh_event_sink_v1 {
                            hh_sink_answer_t *answers, uint32_t timeout_ms);
 } hh_event_sink_v1_t;
 
+/* ---------------------------------------------------------------------------------------------
+ * The host's event-auth extension, "hubhost.event_auth.v1": the OAuth 2 access token of event
+ * delivery, for a sink whose destination wants one. The host owns the OAuth: the refresh-token
+ * grant against `events.auth_token_url` (with auth_client_id, auth_client_secret,
+ * auth_refresh_token), the token cached until it expires. Obtain the table with
+ *
+ *     const hh_host_event_auth_v1_t *auth = host->get_extension(host, HH_HOST_EXT_EVENT_AUTH);
+ *
+ * and handle NULL: it is offered only when `events.auth_token_url` is set, and never under
+ * `isolation: process`.
+ * ------------------------------------------------------------------------------------------- */
+
+#define HH_HOST_EXT_EVENT_AUTH "hubhost.event_auth.v1"
+
+typedef struct hh_host_event_auth_v1 {
+    /* Write the current access token, NUL-terminated, into `out` (plugin-owned, `capacity` bytes
+     * including the NUL); *out_length (may be NULL) gets its length without the NUL. With
+     * `force_refresh` (after the destination refused the token, e.g. HTTP 401) the host fetches a
+     * new one instead of the cached one. May block for the token endpoint (up to
+     * events.post_timeout): call it from deliver, not from create.
+     * HH_OK: the token is in `out`. HH_ERR_UNAVAILABLE: no token can be had now (the token
+     * endpoint failed): the host has recorded why as if the sink had called report_error, so
+     * returning HH_ERR_UNAVAILABLE from deliver retries the batch with that message.
+     * HH_ERR_INVALID_ARGUMENT: `out` is NULL or too small (*out_length then says how long the token
+     * is). HH_ERR_NOT_FOUND: no OAuth is configured. [thread-safe] */
+    hh_status_t (*get_token)(const hh_host_t *host, bool force_refresh, char *out, size_t capacity, size_t *out_length);
+} hh_host_event_auth_v1_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,12 +10,12 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
     public var name: String { Self.sinkName }
     let settings: EventSettings
     let http: HTTPFetcher
-    private let lock = NSLock()  // the token cache
-    private var token: (value: String, expiresAtMs: Int64)?
+    let tokens: EventAuthTokens
 
     public init(settings: EventSettings, http: HTTPFetcher) {
         self.settings = settings
         self.http = http
+        tokens = EventAuthTokens(settings: settings, http: http)
     }
 
     public var unavailableReason: String? { settings.collectorURL.isEmpty ? "no collector_url" : nil }
@@ -23,11 +23,11 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         let body = Self.body(events.map(\.json))
         var triedRefresh = false
-        let usesOAuth = !settings.string("auth_token_url").isEmpty
+        let usesOAuth = tokens.isConfigured
         for _ in 0..<2 {  // at most one refresh of the token
             var headers = ["Content-Type": "application/json"]
             if usesOAuth {
-                switch accessToken(forceRefresh: triedRefresh) {
+                switch tokens.token(forceRefresh: triedRefresh) {
                 case .success(let token): headers["Authorization"] = "Bearer \(token)"
                 case .failure(let failure): return .notAttempted(reason: failure.reason)
                 }
@@ -37,7 +37,6 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
                 return .answered(Array(repeating: .delivered, count: events.count))
             case .success(let response) where response.status == 401 && !triedRefresh && usesOAuth:
                 triedRefresh = true  // the token may have been revoked: refresh once and retry
-                lock.withLock { token = nil }
                 continue
             case .success(let response):
                 return Self.retryAll(events.count, "the collector answered HTTP \(response.status)")
@@ -62,38 +61,4 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
         body.append(contentsOf: Array("]}".utf8))
         return body
     }
-
-    /// The cached access token, or a new one from the refresh-token grant; on failure, why (a
-    /// missing token is not an attempt: the events wait).
-    private func accessToken(forceRefresh: Bool) -> Result<String, TokenFailure> {
-        if !forceRefresh, let token = lock.withLock({ token }), token.expiresAtMs > Clock.wallMs() + 5000 { return .success(token.value) }
-        var form = URLComponents()
-        form.queryItems = [URLQueryItem(name: "grant_type", value: "refresh_token"),
-                           URLQueryItem(name: "refresh_token", value: settings.string("auth_refresh_token")),
-                           URLQueryItem(name: "client_id", value: settings.string("auth_client_id")),
-                           URLQueryItem(name: "client_secret", value: settings.string("auth_client_secret"))]
-        let body = Data((form.percentEncodedQuery ?? "").utf8)
-        switch http.fetch("POST", settings.string("auth_token_url"), headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                          body: body, timeoutSeconds: settings.postTimeout) {
-        case .success(let response) where (200..<300).contains(response.status):
-            guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                  let value = json["access_token"] as? String else {
-                return .failure(TokenFailure("the token endpoint answered without an access_token"))
-            }
-            let lifetime = (json["expires_in"] as? Double) ?? (json["expires_in"] as? Int).map(Double.init) ?? 3600
-            let expires = Clock.wallMs().saturatingAdding(SafeTime.durationMs(lifetime))  // expires_in is the server's number
-            lock.withLock { token = (value, expires) }
-            return .success(value)
-        case .success(let response):
-            return .failure(TokenFailure("the token endpoint answered HTTP \(response.status)"))
-        case .failure(let failure):
-            return .failure(TokenFailure("token endpoint: \(failure.description)"))
-        }
-    }
-}
-
-/// Why no access token could be had.
-struct TokenFailure: Error {
-    var reason: String
-    init(_ reason: String) { self.reason = reason }
 }
