@@ -40,6 +40,9 @@ typedef struct kafka_slot {
 typedef struct kafka_sink {
     const hh_host_t *host;
     rd_kafka_t *producer;
+    /* A copy of the producer's settings, to start a new producer after a fatal error (an
+     * idempotent producer that lost its guarantees stops producing until it is replaced). */
+    rd_kafka_conf_t *conf;
     char topic[512];
     /* The call in progress: reports of another generation are ignored. */
     uint32_t generation;
@@ -211,9 +214,11 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_opaque(conf, sink);
+    sink->conf = rd_kafka_conf_dup(conf);
     sink->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
     if (!sink->producer) {
         rd_kafka_conf_destroy(conf);
+        rd_kafka_conf_destroy(sink->conf);
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "cannot create the Kafka producer: %s", error);
     }
@@ -232,6 +237,7 @@ static void kafka_destroy(void *instance) {
     rd_kafka_purge(sink->producer, RD_KAFKA_PURGE_F_QUEUE);
     rd_kafka_flush(sink->producer, 2000);
     rd_kafka_destroy(sink->producer);
+    rd_kafka_conf_destroy(sink->conf);
     free(sink);
 }
 
@@ -263,6 +269,22 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         return HH_ERR_INVALID_ARGUMENT;
     }
     deadline = now_ms(sink) + (timeout_ms ? timeout_ms : 1);
+    if (rd_kafka_fatal_error(sink->producer, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* The events it held were answered "retry" already: start over with a new producer. */
+        char error[512];
+        rd_kafka_conf_t *copy = rd_kafka_conf_dup(sink->conf);
+        rd_kafka_t *fresh = rd_kafka_new(RD_KAFKA_PRODUCER, copy, error, sizeof error); /* takes `copy` on success */
+        if (!fresh) {
+            rd_kafka_conf_destroy(copy);
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "kafka: the producer failed and cannot be replaced: %s", error);
+        }
+        sink->host->log(sink->host, HH_SEVERITY_WARNING, HH_VERBOSITY_DEBUG,
+                        hh_string_from_cstr("kafka: the producer hit a fatal error; a new one takes over"));
+        sink->generation++;
+        rd_kafka_purge(sink->producer, RD_KAFKA_PURGE_F_QUEUE);
+        rd_kafka_destroy(sink->producer);
+        sink->producer = fresh;
+    }
     sink->generation++;
     sink->pending = 0;
     for (size_t i = 0; i < count; i++) {

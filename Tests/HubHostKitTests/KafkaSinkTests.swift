@@ -37,7 +37,7 @@ final class KafkaSinkTests: XCTestCase {
               bootstrap_servers: "\(cluster.bootstrap)"
               topic: \(cluster.topic)
               message_timeout: 2 sec
-              client_settings: "linger.ms=2; retry.backoff.ms=50"
+              client_settings: "linger.ms=2; retry.backoff.ms=50; reconnect.backoff.max.ms=500"
         """
     }
 
@@ -56,12 +56,17 @@ final class KafkaSinkTests: XCTestCase {
         }
     }
 
-    /// Flushes until nothing waits (each round as if the backoff had passed), at most `rounds` times.
-    private func deliverAll(_ engine: EventEngine, rounds: Int = 10) throws {
+    /// Flushes until nothing waits (each round as if the backoff had passed, a pause between rounds
+    /// while the producer reconnects), at most `rounds` times; returns the last report.
+    @discardableResult
+    private func deliverAll(_ engine: EventEngine, rounds: Int = 30) throws -> DeliveryReport? {
+        var last: DeliveryReport?
         for round in 0..<rounds {
-            _ = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(round) * 600_000)
-            if try engine.store.count(status: .notPosted) == 0 && engine.store.count(status: .expired) == 0 { return }
+            last = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(round) * 600_000)
+            if try engine.store.count(status: .notPosted) == 0 && engine.store.count(status: .expired) == 0 { break }
+            usleep(200_000)
         }
+        return last
     }
 
     func testEventsAreProducedKeyedByUserAndReadBackInOrderExactlyOnce() throws {
@@ -112,8 +117,8 @@ final class KafkaSinkTests: XCTestCase {
         let second = try track(engine, count: 50, tag: "B")
         _ = engine.flush()  // the partitions led by broker 2 time out: those events are retries
         try cluster.setUp(2)
-        try deliverAll(engine)
-        XCTAssertEqual(try engine.store.count(status: .notPosted), 0)
+        let last = try deliverAll(engine)
+        XCTAssertEqual(try engine.store.count(status: .notPosted), 0, "\(String(describing: last))")
         XCTAssertEqual(try engine.store.count(status: .failedPost), 0)
         let keys = try cluster.consume().map(\.idempotencyKey)
         for event in first + second { XCTAssertTrue(keys.contains(event.id), "\(event.name) not in the topic") }
