@@ -19,6 +19,8 @@ struct BundledPlugin {
     let folder: String
     let product: String
     let isC: Bool
+    /// System libraries (Debian -dev packages) the plugin links, e.g. "rdkafka".
+    var linkedLibraries: [String] = []
 }
 
 let bundledPlugins: [BundledPlugin] = [
@@ -37,6 +39,10 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "LinuxDeviceConditions", product: "hubhost-linux-device-conditions", isC: true),
     .init(folder: "FixedDeviceConditions", product: "hubhost-fixed-device-conditions", isC: true),
     .init(folder: "DownloadRequestHeader", product: "hubhost-download-request-header", isC: true),
+    // librdkafka-dev: the Kafka event sink.
+    .init(folder: "KafkaSink", product: "hubhost-kafka-sink", isC: true, linkedLibraries: ["rdkafka"]),
+    // libnats-dev: the NATS JetStream event sink.
+    .init(folder: "NatsSink", product: "hubhost-nats-sink", isC: true, linkedLibraries: ["nats"]),
 ]
 
 let package = Package(
@@ -85,12 +91,15 @@ let package = Package(
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The raw clients `hubhost bench sinks` measures the sinks against (librdkafka-dev, libnats-dev).
+        .target(name: "SinkBenchClients", path: "Host/SinkBenchClients",
+                linkerSettings: [.linkedLibrary("rdkafka"), .linkedLibrary("nats")]),
         // The tools: benchmarks (which start wrk and nginx), the plugin validator and `plugins inspect`.
         // Not part of the embeddable runtime; they reach HubHostKit's internals through `package` access.
         .target(
             name: "HubHostTools",
             dependencies: [
-                "HubHostKit", "HubHostABI",
+                "HubHostKit", "HubHostABI", "SinkBenchClients",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Host/HubHostTools",
@@ -124,7 +133,8 @@ let package = Package(
     ] + bundledPlugins.map { plugin in
         plugin.isC
             ? .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
-                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".")
+                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".",
+                      linkerSettings: plugin.linkedLibraries.map { .linkedLibrary($0) })
             : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
                       path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
                       swiftSettings: [.swiftLanguageMode(.v5)])

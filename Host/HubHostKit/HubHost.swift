@@ -58,7 +58,7 @@ public final class HubHost: @unchecked Sendable {
         if let eventEngine { return (eventEngine, campaignEngine) }
         let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
                                      augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
-                                     pipeline: pipeline, deepLinks: manifest.deepLinks)
+                                     pipeline: pipeline, deepLinks: manifest.deepLinks, sink: eventSink())
         eventEngine = engine
         // Once an identity exists (identity.sqlite), its ids go on every event.
         if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
@@ -134,6 +134,24 @@ public final class HubHost: @unchecked Sendable {
             throw MobileIdentityManager.Failure(description: "\(key) '\(instanceID)' is not a loaded user_id_generator instance (see hubhost plugins list)")
         }
         return UserIDGeneratorPlugin(handle)
+    }
+
+    /// The sink `events.sink` names: nil for the built-in HTTP collector; a sink that sends nothing
+    /// (and says why in every flush) when the name is not a loaded event_sink instance.
+    private func eventSink() -> EventSink? {
+        let id = manifest.events.sink
+        guard !id.isEmpty else { return nil }
+        guard let entry = registry.entry(id: id) else {
+            logger.error("events.sink: no plugin instance '\(id)' in plugins.yaml; events stay NOT_POSTED")
+            return UnavailableEventSink(name: id, reason: "events.sink: no plugin instance '\(id)' in plugins.yaml")
+        }
+        guard entry.state == .loaded, let plugin = entry.plugins.first(where: { $0.kind == .eventSink }) else {
+            let why = entry.state == .loaded ? "it exports no event_sink" : "it is \(entry.state.name)"
+            logger.error("events.sink: instance '\(id)' cannot deliver events (\(why)); events stay NOT_POSTED")
+            return UnavailableEventSink(name: id, reason: "events.sink: instance '\(id)' cannot deliver events (\(why))")
+        }
+        let sinkLogger = logger
+        return PluginEventSink(EventSinkPlugin(plugin)) { message in sinkLogger.error("\(message)") }
     }
 
     private var hubEngine: HubEngine?

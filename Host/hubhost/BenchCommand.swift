@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self, Hub.self, BundleBuild.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -9,7 +9,7 @@ final class ABIHeaderTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let headers = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Protocols/include/hubhost")
             .filter { $0.hasSuffix(".h") }.sorted()
-        XCTAssertEqual(headers.count, 13)
+        XCTAssertEqual(headers.count, 14)
         for header in headers {
             // Each header must stand alone, included first.
             let source = "#include <hubhost/\(header)>\nint hubhost_header_test(void);\nint hubhost_header_test(void) { return 0; }\n"
@@ -66,11 +66,12 @@ final class ABIHeaderTests: XCTestCase {
 
     func testHostAndHeaderVersionsAgree() {
         XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 1, patch: 0))
-        XCTAssertEqual(PluginKind.allCases.map(\.code), [1, 2, 3, 4, 5, 6, 8, 9, 10])
+        XCTAssertEqual(PluginKind.allCases.map(\.code), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         // The kinds added in 1.1 carry the header's constants and say when they came.
+        XCTAssertEqual(PluginKind.eventSink.code, HH_KIND_EVENT_SINK)
         XCTAssertEqual(PluginKind.userIDGenerator.code, HH_KIND_USER_ID_GENERATOR)
         XCTAssertEqual(PluginKind.deviceConditions.code, HH_KIND_DEVICE_CONDITIONS)
         XCTAssertEqual(PluginKind.downloadRequest.code, HH_KIND_DOWNLOAD_REQUEST)
-        XCTAssertEqual(PluginKind.allCases.filter { $0.introducedInMinor == 1 }, [.userIDGenerator, .deviceConditions, .downloadRequest])
+        XCTAssertEqual(PluginKind.allCases.filter { $0.introducedInMinor == 1 }, [.eventSink, .userIDGenerator, .deviceConditions, .downloadRequest])
     }
 }

@@ -124,4 +124,34 @@ final class AuthorGuideTests: XCTestCase {
         let plain = DownloadRequest(url: "http://cdn.example.com/a.mp4", headers: [:], itemId: "i", fileRole: "main")
         XCTAssertEqual(try converter.convert(plain), plain, "no token over plain http")
     }
+
+    func testTheGuidesEventSinkBuildsPassesThePluginTestAndDelivers() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write(try guideBlock("file-sink.c"), to: folder + "/sink/file_sink.c")
+        try TestSupport.write(try guideBlock("file-sink.yaml"), to: folder + "/sink/plugin.yaml")
+        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                                                       "-I", TestSupport.repository + "/Protocols/include",
+                                                       "-o", folder + "/sink/libfile-sink.so", folder + "/sink/file_sink.c"])
+        XCTAssertEqual(cc.status, 0, cc.stderr)
+        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/sink/plugin.yaml"])
+        XCTAssertEqual(validation.status, 0, validation.stdout)
+
+        try TestSupport.write("""
+        data_dir: data
+        events: {sink: out}
+        plugins:
+          - id: out
+            use: sink/plugin.yaml
+            config: {path: \(folder)/events.jsonl}
+        """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try host.events()
+        let event = try engine.track(Event(type: .namedEvent, name: "PLAYER LOADED"), autoFlush: false)
+        XCTAssertEqual(engine.flush().posted, 2)
+        let lines = try String(contentsOfFile: folder + "/events.jsonl", encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(lines.count, 2)
+        let last = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        XCTAssertEqual(last["idempotencyKey"] as? String, event.id)
+    }
 }

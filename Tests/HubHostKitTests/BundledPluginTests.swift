@@ -20,10 +20,7 @@ final class BundledPluginTests: XCTestCase {
 
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
-        XCTAssertEqual(bundled, ["ConsoleLogger", "DownloadRequestHeader", "ExtraOperators", "FixedDeviceConditions", "FixedLocation",
-                                 "HTTPContentProvider", "JSONLinesLogger", "LinuxDeviceConditions",
-                                 "LocalContentProvider", "LocationAugmentation", "Noop",
-                                 "StandardOperators", "StaticAdvertiserID", "UUIDGenerator", "WeatherAugmentation"])
+        XCTAssertEqual(bundled, ["ConsoleLogger", "DownloadRequestHeader", "ExtraOperators", "FixedDeviceConditions", "FixedLocation", "HTTPContentProvider", "JSONLinesLogger", "KafkaSink", "LinuxDeviceConditions", "LocalContentProvider", "LocationAugmentation", "NatsSink", "Noop", "StandardOperators", "StaticAdvertiserID", "UUIDGenerator", "WeatherAugmentation"])
         for name in bundled {
             let inspection = PluginInspection.inspect(path: TestSupport.plugin(name))
             XCTAssertTrue(inspection.isConsistent, "\(name): \(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")

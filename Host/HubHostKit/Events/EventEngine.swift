@@ -36,7 +36,7 @@ public final class EventEngine: @unchecked Sendable {
     public let deepLinks: DeepLinkRouter
 
     public init(settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
-                deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher()) throws {
+                deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil) throws {
         self.settings = settings
         self.deepLinks = deepLinks
         logger = Logger(label: "hubhost.events", pipeline: pipeline)
@@ -57,7 +57,8 @@ public final class EventEngine: @unchecked Sendable {
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
         timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
-        delivery = EventDelivery(settings: settings, store: store, http: http, logger: logger)
+        delivery = EventDelivery(settings: settings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
+                                 logger: logger)
     }
 
     /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or

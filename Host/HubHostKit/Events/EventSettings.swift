@@ -12,6 +12,8 @@ public struct EventSettings: Sendable {
                   doc: "Events to collect before a batch is posted (General->ubfEventCacheSize)."),
         ConfigKey(key: "flush_interval", type: .duration, defaultValue: .double(60),
                   doc: "hubhost serve posts what is waiting at least this often."),
+        ConfigKey(key: "sink", type: .string, defaultValue: .string(""),
+                  doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url)."),
         ConfigKey(key: "collector_url", type: .string, defaultValue: .string(""),
                   doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk."),
         ConfigKey(key: "max_num_retries", type: .int, defaultValue: .int(3),
@@ -71,6 +73,8 @@ public struct EventSettings: Sendable {
     public var cacheSize: Int { max(1, int("cache_size")) }
     public var flushInterval: Double { seconds("flush_interval") }
     public var collectorURL: String { string("collector_url") }
+    /// The event_sink instance id; "" for the built-in HTTP collector.
+    public var sink: String { string("sink") == HTTPCollectorSink.sinkName ? "" : string("sink") }
     public var maxNumRetries: Int { max(1, int("max_num_retries")) }
     public var retryBaseDelay: Double { seconds("retry_base_delay") }
     public var postTimeout: Double { seconds("post_timeout") }

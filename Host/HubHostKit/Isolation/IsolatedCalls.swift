@@ -9,6 +9,7 @@ enum WorkerOp: UInt8 {
     case advertiserID, location, fetch
     case userID
     case deviceConditions, convertDownloadRequest
+    case deliver  // ABI 1.1: event_sink
 }
 
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
@@ -190,6 +191,36 @@ enum IsolatedCalls {
         }
     }
 
+    /// A sink batch in the worker: a crash or a hang there is a failed call, so every event of the
+    /// batch is a retry (the store keeps them) and the worker is restarted by the next call.
+    static func deliver(_ handle: PluginHandle, _ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
+        let (worker, index) = worker(handle)
+        let result = worker.call(index, .deliver) { out in
+            out.u32(timeoutMs)
+            out.u32(UInt32(events.count))
+            for event in events { out.sinkEvent(event) }
+        }
+        switch result {
+        case .success(var reader):
+            do {
+                let status = try reader.i32()
+                let message = try reader.string()
+                guard status == HH_OK else { return .failed(status, message, count: events.count) }
+                let count = Int(try reader.u32())
+                guard count == events.count else {
+                    return .failed(HH_ERR_INTERNAL, "the worker answered \(count) outcomes for \(events.count) events", count: events.count)
+                }
+                var raw: [(Int32, String)] = []
+                for _ in 0..<count { raw.append((try reader.i32(), try reader.string())) }
+                return EventSinkPlugin.outcomes(raw)
+            } catch {
+                return .failed(HH_ERR_INTERNAL, "bad answer from the worker: \(error)", count: events.count)
+            }
+        case .failure(let failure):
+            return .failed(HH_ERR_UNAVAILABLE, failure.description, count: events.count)
+        }
+    }
+
     // MARK: Worker side
 
     /// Answers one request for an in-process handle, in the worker.
@@ -260,6 +291,19 @@ enum IsolatedCalls {
             } catch let error as PluginCallError {
                 out.u8(1); out.callError(error)
             }
+        case .deliver:
+            let timeoutMs = try request.u32()
+            let count = Int(try request.u32())
+            guard (1...EventSinkPlugin.maxBatch).contains(count) else { throw WireError(description: "a sink batch of \(count) events") }
+            var events: [SinkEvent] = []
+            for _ in 0..<count { events.append(try request.sinkEvent()) }
+            // The raw codes travel as the plugin wrote them: the host judges them, as in process.
+            let raw = EventSinkPlugin(handle).deliverRaw(events, timeoutMs: timeoutMs)
+            out.i32(raw.status)
+            out.string(raw.message)
+            guard raw.status == HH_OK else { return }
+            out.u32(UInt32(raw.answers.count))
+            for (code, reason) in raw.answers { out.i32(code); out.string(reason) }
         }
     }
 }
@@ -269,6 +313,10 @@ extension WireWriter {
         string(e.id); i32(e.typeCode); string(e.name); i64(e.timeMs)
         u32(UInt32(e.attributes.count))
         for attribute in e.attributes { string(attribute.name); value(attribute.value) }
+    }
+
+    mutating func sinkEvent(_ e: SinkEvent) {
+        string(e.idempotencyKey); i32(e.typeCode); i64(e.timeMs); data(e.json); string(e.mobileUserID); string(e.anonymousID)
     }
 
     mutating func logRecord(_ r: LogRecord) {
@@ -316,6 +364,11 @@ extension WireReader {
         attributes.reserveCapacity(min(count, 4096))
         for _ in 0..<count { attributes.append((try string(), try value())) }
         return AugmentableEvent(id: id, typeCode: typeCode, name: name, timeMs: timeMs, attributes: attributes)
+    }
+
+    mutating func sinkEvent() throws -> SinkEvent {
+        SinkEvent(idempotencyKey: try string(), typeCode: try i32(), timeMs: try i64(), json: try data(), mobileUserID: try string(),
+                  anonymousID: try string())
     }
 
     mutating func logRecord() throws -> LogRecord {

@@ -9,6 +9,8 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
     case advertiserID = "advertiser_id"
     case logging
     case location
+    /// ABI 1.1: where tracked events leave hubhost (hubhost_event_sink.h).
+    case eventSink = "event_sink"
     case userIDGenerator = "user_id_generator"
     case deviceConditions = "device_conditions"
     case downloadRequest = "download_request"
@@ -22,6 +24,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         case .advertiserID: return 4
         case .logging: return 5
         case .location: return 6
+        case .eventSink: return 7
         case .userIDGenerator: return 8
         case .deviceConditions: return 9
         case .downloadRequest: return 10
@@ -33,7 +36,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
     public var introducedInMinor: UInt32 {
         switch self {
         case .contentProvider, .augmentation, .triggerOperator, .advertiserID, .logging, .location: return 0
-        case .userIDGenerator, .deviceConditions, .downloadRequest: return 1
+        case .eventSink, .userIDGenerator, .deviceConditions, .downloadRequest: return 1
         }
     }
 

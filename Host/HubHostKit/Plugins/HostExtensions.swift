@@ -17,9 +17,16 @@ enum HostExtensions {
         return table
     }()
 
+    static let eventAuth: UnsafeMutablePointer<hh_host_event_auth_v1_t> = {
+        let table = UnsafeMutablePointer<hh_host_event_auth_v1_t>.allocate(capacity: 1)
+        table.initialize(to: hh_host_event_auth_v1_t(get_token: eventAuthGetToken))
+        return table
+    }()
+
     static func lookup(_ id: String, for services: HostServices) -> UnsafeRawPointer? {
         switch id {
         case HH_HOST_EXT_HTTP: return UnsafeRawPointer(http)
+        case HH_HOST_EXT_EVENT_AUTH: return services.environment.eventAuth == nil ? nil : UnsafeRawPointer(eventAuth)
         case HH_HOST_EXT_LOCATION: return services.environment.location?.hasDelegates == true ? UnsafeRawPointer(location) : nil
         default: return nil
         }
@@ -122,4 +129,26 @@ private let locationRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMu
     HostExtensions.free(location.pointee.name)
     HostExtensions.free(location.pointee.address)
     location.pointee = hh_location_t()
+}
+
+/// "hubhost.event_auth.v1" get_token: the delivery's access token into the plugin's buffer.
+private let eventAuthGetToken: @convention(c) (UnsafePointer<hh_host_t>?, Bool, UnsafeMutablePointer<CChar>?, Int,
+                                               UnsafeMutablePointer<Int>?) -> hh_status_t = { host, forceRefresh, out, capacity, outLength in
+    guard let services = HostServices.from(host), let out, capacity > 0 else { return HH_ERR_INVALID_ARGUMENT }
+    guard let tokens = services.environment.eventAuth else { return HH_ERR_NOT_FOUND }
+    switch tokens.token(forceRefresh: forceRefresh) {
+    case .success(let token):
+        let bytes = Array(token.utf8)
+        outLength?.pointee = bytes.count
+        guard bytes.count < capacity else {
+            services.recordError(HH_ERR_INVALID_ARGUMENT, "the access token has \(bytes.count) bytes; the buffer holds \(capacity - 1)")
+            return HH_ERR_INVALID_ARGUMENT
+        }
+        bytes.withUnsafeBufferPointer { memcpy(out, $0.baseAddress!, bytes.count) }
+        out[bytes.count] = 0
+        return HH_OK
+    case .failure(let failure):
+        services.recordError(HH_ERR_UNAVAILABLE, failure.reason)
+        return HH_ERR_UNAVAILABLE
+    }
 }

@@ -38,6 +38,8 @@ public final class PluginRegistry: @unchecked Sendable {
     public private(set) var entries: [Entry] = []
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
+    /// The OAuth token event sinks reach through "hubhost.event_auth.v1", when `events.auth_token_url` is set.
+    public let eventAuth: EventAuthTokens?
     private let manifest: HostManifest
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
@@ -52,6 +54,8 @@ public final class PluginRegistry: @unchecked Sendable {
         self.pipeline = pipeline
         self.locator = locator
         self.workerExecutable = workerExecutable ?? Self.defaultWorkerExecutable()
+        let tokens = EventAuthTokens(settings: manifest.events, http: HTTPFetcher())
+        eventAuth = tokens.isConfigured ? tokens : nil
         self.logger = Logger(label: "hubhost.loader", pipeline: pipeline)
     }
 
@@ -123,7 +127,8 @@ public final class PluginRegistry: @unchecked Sendable {
                 created.append(try PluginInstance.create(descriptor, of: library, instanceID: configuration.id,
                                                          config: configuration.config, dataDirectory: manifest.dataDirectory,
                                                          pipeline: pipeline,
-                                                         environment: HostEnvironment(http: configuration.http, location: locationService)))
+                                                         environment: HostEnvironment(http: configuration.http, location: locationService,
+                                                                                      eventAuth: eventAuth)))
             } catch {
                 // All of an instance's plugins load, or none: undo the ones already created.
                 for instance in created.reversed() { instance.destroy() }

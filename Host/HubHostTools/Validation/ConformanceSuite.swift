@@ -78,6 +78,7 @@ public enum ConformanceSuite {
         case .userIDGenerator: return userIDGeneratorTests(id)
         case .deviceConditions: return deviceConditionsTests(id)
         case .downloadRequest: return downloadRequestTests(id)
+        case .eventSink: return sinkTests(id)
         }
     }
 
@@ -343,6 +344,62 @@ extension ConformanceSuite {
                             throw ConformanceFailure("convert answered \(String(describing: answer)), then \(String(describing: first)), for the same request")
                         }
                     }
+                }
+            },
+        ]
+    }
+}
+
+extension ConformanceSuite {
+    /// A sink batch: `count` events of two users, the last with no user id at all.
+    static func sinkBatch(_ count: Int, prefix: String) -> [SinkEvent] {
+        (0..<count).map { n in
+            let key = "\(prefix)-\(n)-\(UUID().uuidString)"
+            let json = #"{"attributes":[{"name":"Event Name","value":"CONFORMANCE \#(n)"}],"eventTimestamp":"2014-06-10T00:00:00.000Z","eventTypeCode":"17","idempotencyKey":"\#(key)"}"#
+            return SinkEvent(idempotencyKey: key, typeCode: 17, timeMs: 1_402_358_400_000 + Int64(n), json: Data(json.utf8),
+                             mobileUserID: n == count - 1 ? "" : "user-\(n % 2)", anonymousID: n == count - 1 ? "" : "device-\(n % 2)")
+        }
+    }
+
+    /// Deadline the suite gives a sink's deliver call (timeout_ms): a sink with nowhere to send
+    /// answers retry within it.
+    static let sinkTimeoutMs: UInt32 = 1000
+
+    /// Fails on an undefined status or outcome code, and on a count of answers that is not the batch's.
+    static func checkSinkAnswer(_ answer: SinkAnswer, _ count: Int, _ call: String, _ context: ConformanceContext) throws {
+        try context.checkStatus(answer.status, call: call)
+        if let code = answer.undefinedOutcomes.first {
+            throw ConformanceFailure("\(call) answered outcome \(code), which the ABI does not define (HH_SINK_DELIVERED, HH_SINK_RETRY or HH_SINK_REJECTED)")
+        }
+        if answer.outcomes.count != count { throw ConformanceFailure("\(call) answered \(answer.outcomes.count) outcomes for \(count) events") }
+    }
+
+    static func sinkTests(_ id: String) -> [ConformanceTest] {
+        let check = checkSinkAnswer
+        return [
+            ConformanceTest("\(id)/deliver-batch", "deliver a batch of 10 events: every answer one of HH_SINK_*") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = EventSinkPlugin(instance)
+                    let answer = context.budget.run("\(id).deliver") { plugin.deliver(sinkBatch(10, prefix: "batch"), timeoutMs: sinkTimeoutMs) }
+                    try check(answer, 10, "\(id).deliver", context)
+                }
+            },
+            ConformanceTest("\(id)/deliver-one", "deliver single events, one after another ([host-serialized])") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = EventSinkPlugin(instance)
+                    for n in 0..<5 {
+                        let answer = context.budget.run("\(id).deliver") { plugin.deliver(sinkBatch(1, prefix: "one-\(n)"), timeoutMs: sinkTimeoutMs) }
+                        try check(answer, 1, "\(id).deliver", context)
+                    }
+                }
+            },
+            ConformanceTest("\(id)/deliver-largest", "deliver the largest batch the header allows (\(EventSinkPlugin.maxBatch) events)") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = EventSinkPlugin(instance)
+                    let answer = context.budget.run("\(id).deliver") {
+                        plugin.deliver(sinkBatch(EventSinkPlugin.maxBatch, prefix: "large"), timeoutMs: sinkTimeoutMs)
+                    }
+                    try check(answer, EventSinkPlugin.maxBatch, "\(id).deliver", context)
                 }
             },
         ]

@@ -8,6 +8,7 @@
 #include "hubhost_content_provider.h"
 #include "hubhost_device_conditions.h"
 #include "hubhost_download_request.h"
+#include "hubhost_event_sink.h"
 #include "hubhost_http.h"
 #include "hubhost_location.h"
 #include "hubhost_logging.h"

@@ -146,6 +146,7 @@ typedef int32_t hh_plugin_kind_t;
 #define HH_KIND_LOGGING           5  /* hubhost_logging.h:          hh_logging_v1_t */
 #define HH_KIND_LOCATION          6  /* hubhost_location.h:         hh_location_v1_t */
 /* Added in ABI 1.1: a library declaring one of these kinds sets abi_version to 1.1 or later. */
+#define HH_KIND_EVENT_SINK        7  /* hubhost_event_sink.h:        hh_event_sink_v1_t */
 #define HH_KIND_USER_ID_GENERATOR 8  /* hubhost_user_id_generator.h: hh_user_id_generator_v1_t */
 #define HH_KIND_DEVICE_CONDITIONS 9  /* hubhost_device_conditions.h: hh_device_conditions_v1_t */
 #define HH_KIND_DOWNLOAD_REQUEST 10  /* hubhost_download_request.h:  hh_download_request_v1_t */

@@ -1,0 +1,84 @@
+import Foundation
+
+/// The collector format's JSON, written by hand because it is on every event's way out: one
+/// event object is `{"attributes":[{"name":"Event Name","value":"PLAYER LOADED"},...],
+/// "eventTimestamp":"2014-06-10T00:00:00.000Z","eventTypeCode":"17","idempotencyKey":"..."}`.
+/// The bytes are exactly what JSONSerialization with `.sortedKeys` wrote before (keys sorted, "/"
+/// escaped as "\/", control characters as \b \f \n \r \t or \u00xx, everything else as UTF-8; a
+/// test compares the two), at a fraction of the cost: JSONSerialization and ISO8601DateFormatter
+/// were half of the delivery's time.
+enum CollectorJSON {
+    /// One element of the "events" array.
+    static func event(_ event: Event, nameField: String) -> Data {
+        var out = [UInt8]()
+        out.reserveCapacity(160 + event.attributes.count * 48)
+        out += Array(#"{"attributes":["#.utf8)
+        var first = true
+        func attribute(_ name: String, _ value: String) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out += Array(#"{"name":"#.utf8)
+            string(name, into: &out)
+            out += Array(#","value":"#.utf8)
+            string(value, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        if !event.name.isEmpty { attribute(nameField, event.name) }
+        for item in event.attributes { attribute(item.name, text(item.value)) }
+        out += Array(#"],"eventTimestamp":"#.utf8)
+        string(isoTime(event.timestampMs), into: &out)
+        out += Array(#","eventTypeCode":"#.utf8)
+        string(String(event.type.code), into: &out)
+        out += Array(#","idempotencyKey":"#.utf8)
+        string(event.id, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return Data(out)
+    }
+
+    /// A JSON string literal, escaped as JSONSerialization escapes it.
+    static func string(_ text: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case UInt8(ascii: "/"): out += [UInt8(ascii: "\\"), UInt8(ascii: "/")]
+            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x00..<0x20: out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// An attribute value as the collector gets it: text, times in ISO 8601, null as "".
+    static func text(_ value: PluginValue) -> String {
+        switch value {
+        case .timeMs(let ms): return isoTime(ms)
+        case .null: return ""
+        default: return value.description
+        }
+    }
+
+    /// `2014-06-10T00:00:00.000Z` (UTC, milliseconds), as ISO8601DateFormatter with fractional
+    /// seconds writes it, without building a formatter per call.
+    static func isoTime(_ ms: Int64) -> String {
+        let (seconds, millis) = ms.quotientAndRemainder(dividingBy: 1000)
+        let wholeSeconds = millis < 0 ? seconds - 1 : seconds
+        let fraction = millis < 0 ? millis + 1000 : millis
+        var time = time_t(wholeSeconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return "1970-01-01T00:00:00.000Z" }
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+
+/// What one flush did.
+public struct DeliveryReport: Codable, Equatable, Sendable {
+    public var posted = 0
+    /// Events whose attempt failed and that will be retried.
+    public var retrying = 0
+    /// Events that reached max_num_retries in this flush and are now FAILED_POST.
+    public var failed = 0
+    public var batches = 0
+    /// Why the last attempt failed, if one did.
+    public var lastError: String?
+    /// True when there was nowhere to post (no collector_url, or `events.sink` names no loaded
+    /// event_sink: then lastError says why): events stay NOT_POSTED on disk.
+    public var noCollector = false
+}
+
+/// Batched delivery through one sink (`events.sink`; the built-in HTTP collector by default): the
+/// host's half of every sink. Batches are claimed from the durable store in tracked order, handed to
+/// the sink, and each event is marked by the sink's answer: SUCCESSFULLY_POSTED only once the sink
+/// says delivered (so none is lost), a retry after exponential backoff with jitter, FAILED_POST
+/// after `max_num_retries` attempts or at once when the sink rejects it. Every event carries its
+/// id as idempotency key, so a destination that honours it drops what a retry repeats.
+public final class EventDelivery: @unchecked Sendable {
+    let settings: EventSettings
+    let store: EventStore
+    public let sink: EventSink
+    let logger: Logger
+    private let lock = NSLock()  // one flush at a time
+    /// Events per batch (at most EventSinkPlugin.maxBatch).
+    public var batchSize = 100
+
+    public init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
+        self.settings = settings
+        self.store = store
+        self.sink = sink
+        self.logger = logger
+    }
+
+    /// Delivery to the HTTP collector (`collector_url`), as before sinks existed.
+    public convenience init(settings: EventSettings, store: EventStore, http: HTTPFetcher, logger: Logger) {
+        self.init(settings: settings, store: store, sink: HTTPCollectorSink(settings: settings, http: http), logger: logger)
+    }
+
+    /// Delivers everything that is due, batch after batch, until nothing is due or a batch has
+    /// events to retry.
+    public func flush(nowMs: Int64 = Clock.wallMs()) -> DeliveryReport {
+        let report = flushLocked(nowMs: nowMs)
+        RuntimeMetrics.eventsDelivered("posted", report.posted)
+        RuntimeMetrics.eventsDelivered("retrying", report.retrying)
+        RuntimeMetrics.eventsDelivered("failed", report.failed)
+        return report
+    }
+
+    private func flushLocked(nowMs: Int64) -> DeliveryReport {
+        lock.withLock {
+            var report = DeliveryReport()
+            if let reason = sink.unavailableReason {
+                report.noCollector = true
+                if !(sink is HTTPCollectorSink) { report.lastError = reason }  // no collector_url is a choice, not an error
+                return report
+            }
+            let timeoutMs = UInt32(clamping: SafeTime.durationMs(settings.postTimeout))
+            for _ in 0..<10_000 {  // bounded: each round delivers or stops
+                let batch: [Event]
+                let lease = nowMs.saturatingAdding(SafeTime.durationMs(2 * settings.postTimeout + 10))
+                do {
+                    batch = try store.claimDeliverable(limit: min(max(1, batchSize), EventSinkPlugin.maxBatch), nowMs: nowMs, leaseUntilMs: lease)
+                } catch {
+                    report.lastError = "cannot read the event store: \(error)"
+                    logger.error("\(report.lastError!)")
+                    return report
+                }
+                if batch.isEmpty { break }
+                report.batches += 1
+                let outcomes: [SinkOutcome]
+                switch sink.deliver(batch.map { Self.sinkEvent($0, nameField: settings.eventNameField) }, timeoutMs: timeoutMs) {
+                case .notAttempted(let reason):
+                    // Not an attempt (no token yet, no sink): the events wait, none is dropped.
+                    report.lastError = reason
+                    logger.warning("events not posted yet: \(reason)")
+                    try? store.release(batch.map(\.id))
+                    return report
+                case .answered(let answered) where answered.count == batch.count:
+                    outcomes = answered
+                case .answered(let answered):
+                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(batch.count) events"),
+                                     count: batch.count)
+                }
+                // Some to retry: the destination is struggling, the rest waits for the next flush.
+                if record(batch, outcomes, nowMs: nowMs, into: &report) { return report }
+            }
+            return report
+        }
+    }
+
+    /// Marks each event of `batch` by its outcome; true when some are to be retried (or the store
+    /// could not record it, when the flush stops too).
+    private func record(_ batch: [Event], _ outcomes: [SinkOutcome], nowMs: Int64, into report: inout DeliveryReport) -> Bool {
+        var delivered: [String] = []
+        var rejected: [String: [String]] = [:]
+        var retry: [String: [Event]] = [:]
+        for (event, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .delivered: delivered.append(event.id)
+            case .rejected(let reason): rejected[reason, default: []].append(event.id)
+            case .retry(let reason): retry[reason, default: []].append(event)
+            }
+        }
+        do {
+            try store.markPosted(delivered)
+            report.posted += delivered.count
+        } catch {
+            report.lastError = "delivered but could not record it: \(error)"
+            logger.error("\(report.lastError!)")
+            return true
+        }
+        for (reason, ids) in rejected.sorted(by: { $0.key < $1.key }) {
+            // A rejection is final: FAILED_POST now, whatever attempts are left.
+            try? store.markAttemptFailed(ids, error: reason, retryAtMs: nowMs, maxAttempts: 0)
+            report.failed += ids.count
+            report.lastError = reason
+            logger.warning("\(sink.name) rejected \(ids.count) event\(ids.count == 1 ? "" : "s") (\(reason)); now FAILED_POST")
+        }
+        for (reason, events) in retry.sorted(by: { $0.key < $1.key }) {
+            let attempts = events.map(\.attempts).max() ?? 0
+            let delay = settings.retryBaseDelay * pow(2, Double(attempts)) * Double.random(in: 0.8...1.2)
+            let retryAt = nowMs.saturatingAdding(SafeTime.durationMs(delay))  // 2^attempts may be inf
+            try? store.markAttemptFailed(events.map(\.id), error: reason, retryAtMs: retryAt, maxAttempts: settings.maxNumRetries)
+            let failedNow = events.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
+            report.failed += failedNow
+            report.retrying += events.count - failedNow
+            report.lastError = reason
+            logger.warning("posting \(events.count) event\(events.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s")
+        }
+        return !retry.isEmpty
+    }
+
+    /// An event as a sink gets it: its collector JSON object, idempotency key, type and user ids.
+    package static func sinkEvent(_ event: Event, nameField: String) -> SinkEvent {
+        func text(_ name: String) -> String {
+            guard let value = event[attribute: name] else { return "" }
+            return Self.text(value)
+        }
+        return SinkEvent(idempotencyKey: event.id, typeCode: Int32(clamping: event.type.code), timeMs: event.timestampMs,
+                         json: eventJSON(event, nameField: nameField), mobileUserID: text("Mobile User Id"), anonymousID: text("Device Id"))
+    }
+
+    /// `{"events":[{"eventTypeCode":"17","eventTimestamp":"2014-06-10T00:00:00.000Z","idempotencyKey":"...",
+    ///   "attributes":[{"name":"Event Name","value":"PLAYER LOADED"},...]}]}`
+    static func body(_ batch: [Event], nameField: String) -> Data {
+        HTTPCollectorSink.body(batch.map { eventJSON($0, nameField: nameField) })
+    }
+
+    /// One element of the "events" array.
+    static func eventJSON(_ event: Event, nameField: String) -> Data { CollectorJSON.event(event, nameField: nameField) }
+
+    static func text(_ value: PluginValue) -> String { CollectorJSON.text(value) }
+
+    static func isoTime(_ ms: Int64) -> String { CollectorJSON.isoTime(ms) }
+}

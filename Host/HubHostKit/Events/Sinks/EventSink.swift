@@ -1,0 +1,61 @@
+import Foundation
+
+/// What a sink did with one batch.
+public enum SinkBatchResult: Equatable, Sendable {
+    /// One outcome per event, in the batch's order.
+    case answered([SinkOutcome])
+    /// Nothing was sent and it is not an attempt (no access token yet, the sink not loaded): the
+    /// events wait, their retry count unchanged.
+    case notAttempted(reason: String)
+}
+
+/// Where tracked events leave hubhost: the built-in HTTP collector, or an `event_sink` plugin named
+/// by `events.sink`. EventDelivery owns the store, the batching, the statuses and the retries; a
+/// sink only sends one batch and says, per event, what became of it.
+public protocol EventSink: AnyObject, Sendable {
+    /// For logs and reports: "http-collector", or the plugin instance's id.
+    var name: String { get }
+    /// Why there is nowhere to send now (events stay NOT_POSTED on disk, nothing is claimed), or
+    /// nil when the sink can take a batch.
+    var unavailableReason: String? { get }
+    /// Sends `events` (in tracked order), waiting at most `timeoutMs` for their acknowledgements.
+    func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult
+}
+
+/// An `event_sink` plugin instance as the delivery's sink.
+public final class PluginEventSink: EventSink, @unchecked Sendable {
+    public let plugin: EventSinkPlugin
+    public var name: String { plugin.handle.instanceID }
+    public var unavailableReason: String? { nil }
+    private let onUndefinedOutcome: @Sendable (String) -> Void
+
+    /// `onUndefinedOutcome` hears of every outcome code the ABI does not define (the delivery logs it).
+    public init(_ plugin: EventSinkPlugin, onUndefinedOutcome: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.plugin = plugin
+        self.onUndefinedOutcome = onUndefinedOutcome
+    }
+
+    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+        let answer = plugin.deliver(events, timeoutMs: timeoutMs)
+        if !answer.undefinedOutcomes.isEmpty {
+            onUndefinedOutcome("event sink '\(name)' answered outcome codes the ABI does not define (\(Set(answer.undefinedOutcomes).sorted().map(String.init).joined(separator: ", "))); those events are retried")
+        }
+        return .answered(answer.outcomes)
+    }
+}
+
+/// `events.sink` names an instance that is not a loaded event_sink: nothing is sent and nothing is
+/// lost; the reason is in every flush report until plugins.yaml is fixed.
+public final class UnavailableEventSink: EventSink, @unchecked Sendable {
+    public let name: String
+    public let unavailableReason: String?
+
+    public init(name: String, reason: String) {
+        self.name = name
+        unavailableReason = reason
+    }
+
+    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+        .notAttempted(reason: unavailableReason ?? "the sink is unavailable")
+    }
+}

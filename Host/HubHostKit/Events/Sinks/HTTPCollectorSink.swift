@@ -1,0 +1,64 @@
+import Foundation
+
+/// The built-in `http-collector` sink, the default when `events.sink` is not set: today's Engage
+/// "UBF" posting. Each batch is one JSON POST to `collector_url` (`{"events":[...]}`, every event
+/// with its idempotency key so a collector that honours it drops a retried batch's repeats), with
+/// the OAuth 2 refresh-token grant and a cached access token when `auth_token_url` is set. The
+/// collector answers for the whole batch: 2xx delivers every event, anything else retries them all.
+public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
+    public static let sinkName = "http-collector"
+    public var name: String { Self.sinkName }
+    let settings: EventSettings
+    let http: HTTPFetcher
+    let tokens: EventAuthTokens
+
+    public init(settings: EventSettings, http: HTTPFetcher) {
+        self.settings = settings
+        self.http = http
+        tokens = EventAuthTokens(settings: settings, http: http)
+    }
+
+    public var unavailableReason: String? { settings.collectorURL.isEmpty ? "no collector_url" : nil }
+
+    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+        let body = Self.body(events.map(\.json))
+        var triedRefresh = false
+        let usesOAuth = tokens.isConfigured
+        for _ in 0..<2 {  // at most one refresh of the token
+            var headers = ["Content-Type": "application/json"]
+            if usesOAuth {
+                switch tokens.token(forceRefresh: triedRefresh) {
+                case .success(let token): headers["Authorization"] = "Bearer \(token)"
+                case .failure(let failure): return .notAttempted(reason: failure.reason)
+                }
+            }
+            switch http.fetch("POST", settings.collectorURL, headers: headers, body: body, timeoutSeconds: settings.postTimeout) {
+            case .success(let response) where (200..<300).contains(response.status):
+                return .answered(Array(repeating: .delivered, count: events.count))
+            case .success(let response) where response.status == 401 && !triedRefresh && usesOAuth:
+                triedRefresh = true  // the token may have been revoked: refresh once and retry
+                continue
+            case .success(let response):
+                return Self.retryAll(events.count, "the collector answered HTTP \(response.status)")
+            case .failure(let failure):
+                return Self.retryAll(events.count, failure.description)
+            }
+        }
+        return Self.retryAll(events.count, "the collector answered HTTP 401")
+    }
+
+    static func retryAll(_ count: Int, _ reason: String) -> SinkBatchResult {
+        .answered(Array(repeating: .retry(reason: reason), count: count))
+    }
+
+    /// `{"events":[...]}` from each event's JSON object, in order.
+    package static func body(_ objects: [Data]) -> Data {
+        var body = Data("{\"events\":[".utf8)
+        for (index, object) in objects.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(object)
+        }
+        body.append(contentsOf: Array("]}".utf8))
+        return body
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import HubHostABI
+
+/// One event as a sink gets it (hh_sink_event_t): the collector format's JSON object and the
+/// fields a sink keys, routes or deduplicates by.
+public struct SinkEvent: Equatable, Sendable {
+    public var idempotencyKey: String
+    public var typeCode: Int32
+    public var timeMs: Int64
+    /// One element of the collector format's "events" array, UTF-8.
+    public var json: Data
+    public var mobileUserID: String
+    public var anonymousID: String
+
+    public init(idempotencyKey: String, typeCode: Int32, timeMs: Int64, json: Data, mobileUserID: String = "", anonymousID: String = "") {
+        self.idempotencyKey = idempotencyKey
+        self.typeCode = typeCode
+        self.timeMs = timeMs
+        self.json = json
+        self.mobileUserID = mobileUserID
+        self.anonymousID = anonymousID
+    }
+}
+
+/// A sink's answer for one event (HH_SINK_*).
+public enum SinkOutcome: Equatable, Sendable {
+    case delivered
+    case retry(reason: String)
+    case rejected(reason: String)
+}
+
+/// What one deliver call came to: the plugin's status and, on HH_OK, one outcome per event.
+public struct SinkAnswer: Equatable, Sendable {
+    public var status: Int32
+    public var message: String
+    /// One per event, in the batch's order (all `.retry` when status is not HH_OK).
+    public var outcomes: [SinkOutcome]
+    /// Outcome codes the ABI does not define, as the plugin wrote them (each counted as a retry).
+    public var undefinedOutcomes: [Int32]
+
+    public init(status: Int32, message: String, outcomes: [SinkOutcome], undefinedOutcomes: [Int32] = []) {
+        self.status = status
+        self.message = message
+        self.outcomes = outcomes
+        self.undefinedOutcomes = undefinedOutcomes
+    }
+
+    /// The whole batch failed before any event was judged: every event is a retry with `message`.
+    static func failed(_ status: Int32, _ message: String, count: Int) -> SinkAnswer {
+        SinkAnswer(status: status, message: message, outcomes: Array(repeating: .retry(reason: message), count: count))
+    }
+}
+
+/// An `event_sink` plugin (hubhost_event_sink.h): delivers batches of events and answers per event.
+public final class EventSinkPlugin: @unchecked Sendable {
+    public let handle: PluginHandle
+    private let lock = NSLock()  // deliver is [host-serialized]
+    /// The most events the header lets one call carry.
+    public static let maxBatch = 1000
+    /// A reason longer than this is cut: the plugin's length is a number from outside.
+    static let maxReasonBytes = 4096
+
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .eventSink, "EventSinkPlugin needs an event_sink plugin")
+        self.handle = handle
+    }
+
+    /// Delivers `events` (at most `maxBatch`) and copies the plugin's answers at once.
+    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
+        guard !events.isEmpty else { return SinkAnswer(status: HH_OK, message: "", outcomes: []) }
+        precondition(events.count <= Self.maxBatch, "a sink batch holds at most \(Self.maxBatch) events")
+        guard handle.instance != nil else { return IsolatedCalls.deliver(handle, events, timeoutMs: timeoutMs) }
+        let raw = deliverRaw(events, timeoutMs: timeoutMs)
+        guard raw.status == HH_OK else {
+            return .failed(raw.status, raw.message.isEmpty ? "the sink failed (\(StatusCode.name(raw.status)))" : raw.message, count: events.count)
+        }
+        return Self.outcomes(raw.answers)
+    }
+
+    /// The in-process call: the plugin's status, message and answers (outcome code, reason) as written.
+    func deliverRaw(_ events: [SinkEvent], timeoutMs: UInt32) -> (status: Int32, message: String, answers: [(Int32, String)]) {
+        guard let instance = handle.instance else { preconditionFailure("deliverRaw runs where the plugin is loaded") }
+        let api = instance.api(hh_event_sink_v1_t.self)
+        // Every string of the batch in one host-owned block, valid for the call.
+        var block = Data()
+        var spans: [(key: Range<Int>, json: Range<Int>, user: Range<Int>, anonymous: Range<Int>)] = []
+        spans.reserveCapacity(events.count)
+        func append(_ bytes: Data) -> Range<Int> {
+            let start = block.count
+            block.append(bytes)
+            return start..<block.count
+        }
+        for event in events {
+            spans.append((append(Data(event.idempotencyKey.utf8)), append(event.json), append(Data(event.mobileUserID.utf8)),
+                          append(Data(event.anonymousID.utf8))))
+        }
+        var answers = [hh_sink_answer_t](repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)),
+                                         count: events.count)
+        let (status, message, copied): (Int32, String, [(Int32, String)]) = block.withUnsafeBytes { raw in
+            let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
+            func string(_ range: Range<Int>) -> hh_string_t {
+                hh_string_t(data: range.isEmpty ? nil : base.map { $0 + range.lowerBound }, length: range.count)
+            }
+            let views = zip(events, spans).map { event, span in
+                hh_sink_event_t(idempotency_key: string(span.key), type_code: event.typeCode, time_ms: event.timeMs, json: string(span.json),
+                                mobile_user_id: string(span.user), anonymous_id: string(span.anonymous))
+            }
+            return lock.withLock {
+                let status = views.withUnsafeBufferPointer { viewBuffer in
+                    answers.withUnsafeMutableBufferPointer { answerBuffer in
+                        api.pointee.deliver(instance.handle, viewBuffer.baseAddress, events.count, answerBuffer.baseAddress, max(1, timeoutMs))
+                    }
+                }
+                // The reasons are the plugin's until its next deliver: copy them inside the lock.
+                let copied = answers.map { answer -> (Int32, String) in
+                    var reason = answer.reason
+                    reason.length = min(reason.length, Self.maxReasonBytes)
+                    return (answer.outcome, reason.data == nil ? "" : lossyUTF8(reason))
+                }
+                return (status, status == HH_OK ? "" : instance.takeError(), copied)
+            }
+        }
+        return (status, message, copied)
+    }
+
+    /// Turns raw (outcome, reason) pairs into outcomes; an undefined code is a retry, and noted.
+    static func outcomes(_ raw: [(Int32, String)]) -> SinkAnswer {
+        var undefined: [Int32] = []
+        let outcomes = raw.map { code, reason -> SinkOutcome in
+            switch code {
+            case HH_SINK_DELIVERED: return .delivered
+            case HH_SINK_REJECTED: return .rejected(reason: reason.isEmpty ? "rejected by the sink" : reason)
+            case HH_SINK_RETRY: return .retry(reason: reason.isEmpty ? "the sink asked to retry later" : reason)
+            default:
+                undefined.append(code)
+                return .retry(reason: "the sink answered outcome \(code), which the ABI does not define (see hh_sink_outcome_t)")
+            }
+        }
+        return SinkAnswer(status: HH_OK, message: "", outcomes: outcomes, undefinedOutcomes: undefined)
+    }
+}

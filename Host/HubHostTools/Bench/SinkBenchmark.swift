@@ -1,0 +1,184 @@
+import Foundation
+import HubHostKit
+import SinkBenchClients
+
+/// `hubhost bench sinks`: events per second from the durable store to SUCCESSFULLY_POSTED through
+/// each event sink (the HTTP collector on loopback, Kafka on librdkafka's mock cluster, NATS
+/// JetStream on a local nats-server), and in the same run the raw client's rate for the same
+/// messages (one POST per batch of the same bodies; librdkafka producing directly; libnats
+/// publishing directly). The store keeps its durability (WAL, synchronous = FULL): every status
+/// change the delivery makes is committed as in production.
+public struct SinkBenchmark {
+    public struct Row: Encodable, Sendable {
+        public var sink: String
+        public var destination: String
+        /// Store -> sink -> SUCCESSFULLY_POSTED, events/s.
+        public var eventsPerSecond: Double
+        /// The raw client sending the same messages, messages/s.
+        public var rawPerSecond: Double
+        /// eventsPerSecond / rawPerSecond.
+        public var ratio: Double
+        public var rawClient: String
+    }
+
+    public struct Result: Encodable, Sendable {
+        public var count: Int
+        public var batchSize: Int
+        public var rows: [Row]
+        /// Sinks not measured, and why (e.g. no nats-server on this machine).
+        public var notMeasured: [String: String]
+    }
+
+    public var count: Int
+    public var batchSize: Int
+    public var pluginsFolder: String
+    public var natsServer: String
+
+    public init(count: Int, batchSize: Int = 1000, pluginsFolder: String, natsServer: String = "/usr/sbin/nats-server") {
+        self.count = count
+        self.batchSize = batchSize
+        self.pluginsFolder = pluginsFolder
+        self.natsServer = natsServer
+    }
+
+    struct Failure: Error, CustomStringConvertible { var description: String }
+
+    public func run(progress: (String) -> Void = { _ in }) throws -> Result {
+        let folder = NSTemporaryDirectory() + "hubhost-bench-sinks-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var rows: [Row] = []
+        var notMeasured: [String: String] = [:]
+
+        progress("http-collector: a collector on 127.0.0.1")
+        let collector = try LoopbackCollector()
+        defer { collector.stop() }
+        rows.append(try measure(name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
+                                events: "  collector_url: \(collector.url)\n", plugins: "", rawClient: "one POST per batch, same bodies") { messages in
+            let fetcher = HTTPFetcher()
+            let start = Clock.monotonicNs()
+            for batch in stride(from: 0, to: messages.count, by: batchSize) {
+                let body = HTTPCollectorSink.body(messages[batch..<min(batch + batchSize, messages.count)].map(\.json))
+                guard case .success(let response) = fetcher.fetch("POST", collector.url, headers: ["Content-Type": "application/json"], body: body,
+                                                                  timeoutSeconds: 30), response.status == 200 else {
+                    throw Failure(description: "the raw POST failed")
+                }
+            }
+            return Double(Clock.monotonicNs() - start) / 1e9
+        })
+
+        progress("kafka-sink: a mock cluster of 3 brokers")
+        guard let bootstrapPointer = sink_bench_kafka_mock_start(3, "bench-events", 8) else { throw Failure(description: "the mock cluster did not start") }
+        defer { sink_bench_kafka_mock_stop() }
+        let bootstrap = String(cString: bootstrapPointer)
+        rows.append(try measure(name: "kafka-sink", destination: "librdkafka mock cluster, 3 brokers, 8 partitions", folder: folder + "/kafka",
+                                events: "  sink: kafka\n", plugins: """
+                                  - id: kafka
+                                    use: \(pluginsFolder)/KafkaSink/plugin.yaml
+                                    config: {bootstrap_servers: "\(bootstrap)", topic: bench-events}
+                                """, rawClient: "librdkafka producing directly (idempotent, acks=all, lz4)") { messages in
+            try Self.raw(messages) { pointer, count, error in
+                sink_bench_kafka_produce(bootstrap, "bench-events", pointer, count, 120_000, error, 512)
+            }
+        })
+
+        if FileManager.default.isExecutableFile(atPath: natsServer) {
+            progress("nats-sink: nats-server -js on 127.0.0.1")
+            let server = try LocalNatsServer(executable: natsServer, storeDirectory: folder + "/nats-store")
+            defer { server.stop() }
+            rows.append(try measure(name: "nats-sink", destination: "nats-server -js on 127.0.0.1 (file store)", folder: folder + "/nats",
+                                    events: "  sink: nats\n", plugins: """
+                                      - id: nats
+                                        use: \(pluginsFolder)/NatsSink/plugin.yaml
+                                        config: {url: "\(server.url)", subject: "bench.{type}", stream: BENCH, create_stream: true}
+                                    """, rawClient: "libnats publishing to JetStream directly (async, Nats-Msg-Id)") { messages in
+                try Self.raw(messages) { pointer, count, error in
+                    sink_bench_nats_publish(server.url, "bench.17", pointer, count, 120_000, error, 512)
+                }
+            })
+        } else {
+            notMeasured["nats-sink"] = "no nats-server at \(natsServer) (Debian: apt-get install nats-server)"
+        }
+        return Result(count: count, batchSize: batchSize, rows: rows, notMeasured: notMeasured)
+    }
+
+    /// Tracks `count` events into a host delivering through the sink, then times the delivery of all
+    /// of them; then times `raw` on the same messages (their idempotency keys suffixed, so a
+    /// deduplicating destination takes them as new).
+    private func measure(name: String, destination: String, folder: String, events: String, plugins: String, rawClient: String,
+                         raw: ([SinkEvent]) throws -> Double) throws -> Row {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try """
+        data_dir: data
+        logging: {severity: error}
+        events:
+          cache_size: 1000000000
+          session_timeout: 1 day
+          post_timeout: 60 sec
+        \(events)
+        plugins:
+        \(plugins.isEmpty ? "  []" : plugins)
+        """.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try host.events()
+        engine.delivery.batchSize = batchSize
+        for start in stride(from: 0, to: count, by: 1000) {
+            try engine.trackBatch((start..<min(start + 1000, count)).map { n in
+                Event(type: .namedEvent, name: "BENCH \(n)", attributes: [.init("Mobile User Id", .string("user-\(n % 64)")), .init("Level", .int(Int64(n)))])
+            })
+        }
+        let stored = try engine.store.deliverable(limit: count + 10)
+        let messages = stored.map { event -> SinkEvent in
+            var message = EventDelivery.sinkEvent(event, nameField: engine.settings.eventNameField)
+            message.idempotencyKey += "-raw"
+            return message
+        }
+        let start = Clock.monotonicNs()
+        var report: DeliveryReport?
+        for _ in 0..<1000 {  // bounded; each flush delivers everything due unless a batch has retries
+            report = engine.flush()
+            if try engine.store.count(status: .notPosted) == 0 { break }
+        }
+        let seconds = Double(Clock.monotonicNs() - start) / 1e9
+        let posted = try engine.store.count(status: .successfullyPosted)
+        guard posted == stored.count else {
+            throw Failure(description: "\(name): \(posted) of \(stored.count) events delivered (\(report?.lastError ?? "no error"))")
+        }
+        let rawSeconds = try raw(messages)
+        let sinkRate = Double(posted) / max(seconds, 1e-9)
+        let rawRate = Double(messages.count) / max(rawSeconds, 1e-9)
+        return Row(sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
+                   rawClient: rawClient)
+    }
+
+    /// Lays the messages out as C structs over one block of bytes the call borrows, runs a raw client.
+    static func raw(_ messages: [SinkEvent],
+                    _ client: (UnsafePointer<sink_bench_message_t>, Int, UnsafeMutablePointer<CChar>) -> Double) throws -> Double {
+        var block = [UInt8]()
+        var spans: [(key: Range<Int>, id: Range<Int>, value: Range<Int>)] = []
+        func append(_ bytes: [UInt8]) -> Range<Int> {
+            let start = block.count
+            block += bytes
+            block.append(0)  // NUL-terminated, for the clients that want C strings
+            return start..<(start + bytes.count)
+        }
+        for message in messages {
+            let key = message.mobileUserID.isEmpty ? message.anonymousID : message.mobileUserID
+            spans.append((append(Array(key.utf8)), append(Array(message.idempotencyKey.utf8)), append([UInt8](message.json))))
+        }
+        var error = [CChar](repeating: 0, count: 512)
+        let seconds = block.withUnsafeBufferPointer { bytes -> Double in
+            let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
+            let structs = zip(messages, spans).map { message, span in
+                sink_bench_message_t(key: base + span.key.lowerBound, key_length: span.key.count, idempotency_key: base + span.id.lowerBound,
+                                     value: base + span.value.lowerBound, value_length: span.value.count, type_code: message.typeCode)
+            }
+            return structs.withUnsafeBufferPointer { buffer in
+                error.withUnsafeMutableBufferPointer { client(buffer.baseAddress!, messages.count, $0.baseAddress!) }
+            }
+        }
+        guard seconds > 0 else { throw Failure(description: "raw client: \(String(cString: error))") }
+        return seconds
+    }
+}

@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+import HubHostTools
+
+extension BenchCommand {
+    struct Sinks: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sinks",
+            abstract: "Events per second from the store to SUCCESSFULLY_POSTED through each event sink, beside the raw client sending the same messages.",
+            discussion: """
+            Tracks --count events into a fresh store for each sink, then times their delivery (batches of \
+            --batch-size, every status change committed durably) through: the HTTP collector (a collector on \
+            127.0.0.1), the Kafka sink (librdkafka's mock cluster, 3 brokers), the NATS sink (nats-server -js on \
+            127.0.0.1, when installed). In the same run, the raw client sends the same messages: one POST per batch; \
+            librdkafka producing directly; libnats publishing to JetStream directly. Run from the repository root \
+            (it loads Plugins/*/plugin.yaml).
+            """)
+
+        @Option(parsing: .unconditional, help: "Events through each sink (and messages for each raw client).")
+        var count: Int = 20_000
+
+        @Option(name: .customLong("batch-size"), parsing: .unconditional, help: "Events per deliver call (1...1000).")
+        var batchSize: Int = 1000
+
+        @Option(help: ArgumentHelp("The folder of the bundled plugins' plugin.yaml files.", valueName: "path"))
+        var plugins: String = "Plugins"
+
+        @Option(name: .customLong("nats-server"), help: ArgumentHelp("The nats-server executable.", valueName: "path"))
+        var natsServer: String = "/usr/sbin/nats-server"
+
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard (1...10_000_000).contains(count) else { throw ValidationError("--count must be between 1 and 10000000") }
+            guard (1...1000).contains(batchSize) else { throw ValidationError("--batch-size must be between 1 and 1000") }
+        }
+
+        func run() throws {
+            let folder = HostManifest.absolute(plugins, from: FileManager.default.currentDirectoryPath)
+            let result = try SinkBenchmark(count: count, batchSize: batchSize, pluginsFolder: folder, natsServer: natsServer).run { step in
+                if !output.json { Output.error("bench sinks: \(step)") }
+            }
+            if output.json {
+                Output.json(result)
+                return
+            }
+            print("\(result.count) events, batches of \(result.batchSize):")
+            Output.table(["sink", "to", "events/s", "raw client msgs/s", "sink / raw"], result.rows.map { row in
+                [row.sink, row.destination, String(format: "%.0f", row.eventsPerSecond), String(format: "%.0f", row.rawPerSecond),
+                 String(format: "%.2f", row.ratio)]
+            })
+            for row in result.rows { print("  raw client for \(row.sink): \(row.rawClient)") }
+            for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) { print("  \(sink) not measured: \(why)") }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The bundled Kafka sink (Plugins/KafkaSink, librdkafka) against librdkafka's mock cluster of 3
+/// brokers on 127.0.0.1 (KafkaMockCluster): events tracked, delivered, consumed back and compared
+/// (exactly the acknowledged events, in per-key order), also read with kcat; a broker down and
+/// back, failing produce requests, the whole cluster down (events wait, FAILED_POST only after the
+/// retries), and hubhost killed with SIGKILL mid-delivery.
+final class KafkaSinkTests: XCTestCase {
+    private var folder = ""
+    private var cluster: KafkaMockCluster!
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+        cluster = try KafkaMockCluster(folder: NSTemporaryDirectory() + "hubhost-kafka-helper-\(getuid())")
+        addTeardownBlock { [weak self] in self?.cluster = nil }
+    }
+
+    /// The plugins.yaml of a host delivering to the mock cluster.
+    private func manifest(dataDir: String = "data", cacheSize: Int = 10_000, events: String = "", server: String = "") -> String {
+        """
+        data_dir: \(dataDir)
+        logging: {severity: error}
+        \(server)
+        events:
+          sink: kafka
+          cache_size: \(cacheSize)
+          retry_base_delay: 0
+          max_num_retries: 3
+          post_timeout: 3 sec
+        \(events)
+        plugins:
+          - id: kafka
+            use: \(TestSupport.plugin("KafkaSink"))
+            config:
+              bootstrap_servers: "\(cluster.bootstrap)"
+              topic: \(cluster.topic)
+              message_timeout: 2 sec
+              client_settings: "linger.ms=2; retry.backoff.ms=50; reconnect.backoff.max.ms=500"
+        """
+    }
+
+    private func host(events: String = "") throws -> HubHost {
+        try TestSupport.write(manifest(events: events), to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        return host
+    }
+
+    /// Tracks `count` events spread over `users` mobile user ids (one more without a user id).
+    private func track(_ engine: EventEngine, count: Int, users: Int = 3, tag: String = "E") throws -> [Event] {
+        try (0..<count).map { n in
+            let user: [Event.Attribute] = n % (users + 1) == users ? [] : [.init("Mobile User Id", .string("user-\(n % (users + 1))"))]
+            return try engine.track(Event(type: .namedEvent, name: "\(tag)-\(n)", attributes: user), autoFlush: false)
+        }
+    }
+
+    /// Flushes until nothing waits (each round as if the backoff had passed, a pause between rounds
+    /// while the producer reconnects), at most `rounds` times; returns the last report.
+    @discardableResult
+    private func deliverAll(_ engine: EventEngine, rounds: Int = 30) throws -> DeliveryReport? {
+        var last: DeliveryReport?
+        for round in 0..<rounds {
+            last = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(round) * 600_000)
+            if try engine.store.count(status: .notPosted) == 0 && engine.store.count(status: .expired) == 0 { break }
+            usleep(200_000)
+        }
+        return last
+    }
+
+    func testEventsAreProducedKeyedByUserAndReadBackInOrderExactlyOnce() throws {
+        let host = try host()
+        let engine = try host.events()
+        let tracked = try track(engine, count: 200)
+        let report = engine.flush()
+        XCTAssertEqual(report.posted, 201, "200 and the session-started event: \(report)")
+        XCTAssertNil(report.lastError)
+        let records = try cluster.consume()
+        let posted = try engine.store.list(status: .successfullyPosted, limit: 1000).map(\.event)
+        // Exactly the acknowledged events, each once.
+        XCTAssertEqual(records.count, posted.count)
+        XCTAssertEqual(Set(records.map(\.idempotencyKey)), Set(posted.map(\.id)))
+        // Per key, in tracked order, and in one partition.
+        for user in ["user-0", "user-1", "user-2"] {
+            let mine = records.filter { $0.key == user }
+            XCTAssertEqual(Set(mine.map(\.partition)).count, 1, "\(user)'s events in one partition")
+            XCTAssertEqual(mine.sorted { $0.offset < $1.offset }.map(\.idempotencyKey),
+                           tracked.filter { $0[attribute: "Mobile User Id"] == .string(user) }.map(\.id), user)
+        }
+        // The value is the collector JSON; the type code is a header.
+        let one = try XCTUnwrap(records.first { $0.idempotencyKey == tracked[0].id })
+        XCTAssertEqual(one.typeCode, "17")
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(one.value.utf8)) as? [String: Any])
+        XCTAssertEqual(json["idempotencyKey"] as? String, tracked[0].id)
+        XCTAssertEqual(records.first { $0.typeCode == "13" }.map { _ in true }, true, "the session-started event, type 13")
+
+        // kcat, an independent client, reads the same messages.
+        let kcat = try TestSupport.run("/usr/bin/env", ["kcat", "-b", cluster.bootstrap, "-C", "-t", cluster.topic, "-o", "beginning", "-e", "-q",
+                                                        "-f", "%k\t%h\n"], timeout: 60)
+        XCTAssertEqual(kcat.status, 0, kcat.stderr)
+        let lines = kcat.stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, posted.count)
+        let kcatKeys = Set(lines.compactMap { line in
+            line.split(separator: "\t").last?.split(separator: ",").first { $0.hasPrefix("idempotency-key=") }.map { String($0.dropFirst("idempotency-key=".count)) }
+        })
+        XCTAssertEqual(kcatKeys, Set(posted.map(\.id)))
+    }
+
+    func testFailingProduceRequestsAndABrokerDownThenBackLoseNothing() throws {
+        let host = try host()
+        let engine = try host.events()
+        try cluster.command("produce-errors 5")  // retried inside the idempotent producer
+        let first = try track(engine, count: 50, tag: "A")
+        try deliverAll(engine)
+        try cluster.setDown(2)
+        let second = try track(engine, count: 50, tag: "B")
+        _ = engine.flush()  // the partitions led by broker 2 time out: those events are retries
+        try cluster.setUp(2)
+        let last = try deliverAll(engine)
+        XCTAssertEqual(try engine.store.count(status: .notPosted), 0, "\(String(describing: last))")
+        XCTAssertEqual(try engine.store.count(status: .failedPost), 0)
+        let keys = try cluster.consume().map(\.idempotencyKey)
+        for event in first + second { XCTAssertTrue(keys.contains(event.id), "\(event.name) not in the topic") }
+        // At least once: a repeat is possible only for a retried event, and a reader drops it by its key.
+        XCTAssertEqual(Set(keys).count, try engine.store.count(status: .successfullyPosted))
+    }
+
+    func testTheClusterGoneEventsWaitAndFailOnlyAfterTheRetries() throws {
+        let host = try host()
+        let engine = try host.events()
+        for broker in 1...3 { try cluster.setDown(broker) }
+        let waiting = try track(engine, count: 5, tag: "W")
+        for attempt in 1...2 {
+            let report = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(attempt) * 600_000)
+            XCTAssertEqual(report.posted, 0)
+            XCTAssertEqual(report.failed, 0, "attempt \(attempt): not FAILED_POST before max_num_retries")
+            XCTAssertTrue(report.lastError?.hasPrefix("kafka:") ?? false, "\(report)")
+        }
+        XCTAssertEqual(try engine.store.event(id: waiting[0].id)?.event.status, .notPosted)
+        XCTAssertEqual(try engine.store.event(id: waiting[0].id)?.event.attempts, 2)
+        for broker in 1...3 { try cluster.setUp(broker) }
+        try deliverAll(engine)
+        let keys = Set(try cluster.consume().map(\.idempotencyKey))
+        for event in waiting { XCTAssertTrue(keys.contains(event.id)) }
+
+        for broker in 1...3 { try cluster.setDown(broker) }
+        let doomed = try engine.track(Event(type: .namedEvent, name: "DOOMED"), autoFlush: false)
+        for attempt in 1...3 {
+            _ = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(attempt) * 600_000)
+            let status = try XCTUnwrap(engine.store.event(id: doomed.id)).event.status
+            XCTAssertEqual(status, attempt < 3 ? .notPosted : .failedPost, "after attempt \(attempt)")
+        }
+    }
+
+    func testSIGKILLMidDeliveryLosesNothing() throws {
+        try TestSupport.write(manifest(cacheSize: 50, events: "  flush_interval: 200 ms", server: "server: {host: 127.0.0.1, port: 0}"),
+                              to: folder + "/plugins.yaml")
+        var tracked: [String] = []
+        do {
+            let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
+            for batch in 0..<20 {
+                let events = (0..<25).map { n -> String in
+                    let id = "kill-\(batch)-\(n)"
+                    tracked.append(id)
+                    return #"{"id":"\#(id)","type":"named_event","name":"K","attributes":{"Mobile User Id":"u\#(n % 5)"}}"#
+                }
+                let (status, _) = try serve.call("POST", "/v1/events", "[" + events.joined(separator: ",") + "]")
+                XCTAssertEqual(status, 201)
+            }
+            kill(serve.process.processIdentifier, SIGKILL)  // delivery is under way: a flush every 200 ms, a batch every 50
+            serve.process.waitUntilExit()
+        }
+        let restarted = try ServeProcess(manifest: folder + "/plugins.yaml")
+        var waiting = -1
+        // The killed process's claims end with their lease (2 x post_timeout + 10 s): at most 40 s.
+        for _ in 0..<200 {
+            let (_, stats) = try restarted.call("GET", "/v1/events/stats")
+            let counts = stats as? [String: Any]
+            waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
+            if waiting == 0 { break }
+            usleep(200_000)
+        }
+        XCTAssertEqual(waiting, 0, "everything delivered after the restart")
+        let keys = Set(try cluster.consume().map(\.idempotencyKey))
+        let missing = tracked.filter { !keys.contains($0) }
+        XCTAssertTrue(missing.isEmpty, "\(missing.count) events not in the topic: \(missing.prefix(5))")
+    }
+
+    /// README, "Running many instances": two `hubhost serve` on two ports, each with its own data
+    /// directory (store, sessions, caches), feeding one topic of one cluster.
+    func testTwoServeInstancesOnTwoPortsFeedOneTopic() throws {
+        var tracked: [String] = []
+        var instances: [ServeProcess] = []
+        for name in ["a", "b"] {
+            try TestSupport.write(manifest(dataDir: "data-\(name)", cacheSize: 10, events: "  flush_interval: 200 ms",
+                                           server: "server: {host: 127.0.0.1, port: 0}"),
+                                  to: folder + "/\(name).yaml")
+            instances.append(try ServeProcess(manifest: folder + "/\(name).yaml"))
+        }
+        XCTAssertNotEqual(instances[0].port, instances[1].port)
+        for (index, serve) in instances.enumerated() {
+            let events = (0..<40).map { n -> String in
+                let id = "instance-\(index)-\(n)"
+                tracked.append(id)
+                return #"{"id":"\#(id)","type":"named_event","name":"I","attributes":{"Mobile User Id":"shared-\#(n % 4)"}}"#
+            }
+            XCTAssertEqual(try serve.call("POST", "/v1/events", "[" + events.joined(separator: ",") + "]").0, 201)
+        }
+        for serve in instances {
+            var waiting = -1
+            for _ in 0..<100 {  // at most 20 s
+                let counts = try serve.call("GET", "/v1/events/stats").1 as? [String: Any]
+                waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
+                if waiting == 0 { break }
+                usleep(200_000)
+            }
+            XCTAssertEqual(waiting, 0)
+        }
+        let records = try cluster.consume()
+        let keys = Set(records.map(\.idempotencyKey))
+        XCTAssertTrue(Set(tracked).isSubset(of: keys), "both instances' events in the one topic")
+        // One user's events share a partition whichever instance tracked them.
+        for user in (0..<4).map({ "shared-\($0)" }) {
+            XCTAssertEqual(Set(records.filter { $0.key == user }.map(\.partition)).count, 1, user)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/data-a/events.sqlite"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/data-b/events.sqlite"), "a store per instance")
+    }
+}

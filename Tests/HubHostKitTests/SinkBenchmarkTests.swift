@@ -1,0 +1,20 @@
+import Foundation
+import XCTest
+
+/// `hubhost bench sinks` works end to end on a small count (it measures; this checks it runs and
+/// reports every sink beside its raw client, never a speed).
+final class SinkBenchmarkTests: XCTestCase {
+    func testEverySinkIsMeasuredBesideItsRawClient() throws {
+        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "sinks", "--count", "300", "--batch-size", "100", "--json"],
+                                      currentDirectory: TestSupport.repository, timeout: 300)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let rows = try XCTUnwrap(result["rows"] as? [[String: Any]])
+        XCTAssertEqual(rows.compactMap { $0["sink"] as? String }, ["http-collector", "kafka-sink", "nats-sink"])
+        for row in rows {
+            XCTAssertGreaterThan(row["eventsPerSecond"] as? Double ?? 0, 0, "\(row)")
+            XCTAssertGreaterThan(row["rawPerSecond"] as? Double ?? 0, 0, "\(row)")
+        }
+        XCTAssertEqual(result["count"] as? Int, 300)
+    }
+}
