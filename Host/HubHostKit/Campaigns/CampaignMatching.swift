@@ -3,13 +3,37 @@ import Foundation
 /// Matching tracked events against the campaigns' triggers, through an index by event type and name;
 /// a campaign whose triggers are all satisfied joins the current user's queue.
 extension CampaignEngine {
-    /// What a run of events did: triggers newly satisfied and the campaigns they touched, in order.
-    struct Progress {
-        var satisfied: [(campaign: String, trigger: Int)] = []
-        var touched: [String] = []
-        var touchedSet = Set<String>()
+    /// A trigger as matching needs it, made once when the list is loaded: its position, and each
+    /// attribute condition with its operator already found (nil: no loaded operator has that name
+    /// or code, so the condition never holds). Per event this leaves the attribute lookup and one
+    /// operator call per condition: no operator search, no key string, no copy of the campaign.
+    struct CompiledTrigger {
+        struct Condition {
+            var name: String
+            var value: PluginValue
+            var op: TriggerOperatorPlugin?
+        }
+        var campaign: Int
+        var trigger: Int
+        /// Whether satisfying it is recorded (app-start triggers live in the launch only).
+        var recorded: Bool
+        var conditions: [Condition]
+    }
 
-        mutating func touch(_ id: String) { if touchedSet.insert(id).inserted { touched.append(id) } }
+    /// What a run of events did: triggers newly satisfied and the campaigns they touched, in
+    /// order, as positions in `loaded` (ids are looked up once, when the progress is applied). A
+    /// trigger satisfied again by a later event of the run is kept once.
+    struct Progress {
+        var satisfied: [(campaign: Int, trigger: Int)] = []
+        var satisfiedSet = Set<Int>()
+        var touched: [Int] = []
+        var touchedSet = Set<Int>()
+
+        mutating func satisfy(_ campaign: Int, _ trigger: Int) {
+            // A trigger position fits in 20 bits (a campaign has far fewer triggers).
+            if satisfiedSet.insert(campaign << 20 | trigger).inserted { satisfied.append((campaign, trigger)) }
+        }
+        mutating func touch(_ campaign: Int) { if touchedSet.insert(campaign).inserted { touched.append(campaign) } }
     }
 
     /// Called by the event pipeline for every tracked event.
@@ -24,32 +48,30 @@ extension CampaignEngine {
             refreshQuietly()
             guard enabled else { return }
             var progress = Progress()
+            var touched: [Int] = []
             for event in events {
-                var keys: [String] = []
+                var byType: Int?
                 var appStart = false
                 switch event.type {
                 case .appStart:
                     if !appStartLogged {  // persistent for the launch: later logs are ignored
                         appStartLogged = true
                         appStart = true
-                        keys.append("1")
+                        byType = 1
                     }
-                case .loginSuccessful: keys.append("2")
-                case .purchaseSuccessful: keys.append("3")
+                case .loginSuccessful: byType = 2
+                case .purchaseSuccessful: byType = 3
                 default: break
                 }
-                if !event.name.isEmpty { keys.append(Self.key(4, event.name)) }
-                var touched = Set<Int>()
-                for key in keys {
-                    for (c, t) in index[key] ?? [] where matches(loaded[c].triggers[t], event) {
-                        if loaded[c].triggers[t].eventType != 1 { progress.satisfied.append((loaded[c].id, t)) }
-                        touched.insert(c)
-                    }
-                }
+                touched.removeAll(keepingCapacity: true)
+                if let byType, let triggers = triggersByType[byType] { match(triggers, event, &progress, &touched) }
+                if !event.name.isEmpty, let triggers = triggersByName[event.name] { match(triggers, event, &progress, &touched) }
                 if appStart {
-                    for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.insert(c) }
+                    for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
                 }
-                for c in touched.sorted() { progress.touch(loaded[c].id) }
+                // One event's campaigns in list order, as before.
+                if touched.count > 1 { touched.sort() }
+                for c in touched { progress.touch(c) }
             }
             guard !progress.touched.isEmpty else { return }
             // Only a real change costs a commit: try it on a copy of the state as last read.
@@ -71,11 +93,20 @@ extension CampaignEngine {
         }
     }
 
+    /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
+    /// campaigns in `touched` (each once).
+    private func match(_ triggers: [CompiledTrigger], _ event: Event, _ progress: inout Progress, _ touched: inout [Int]) {
+        for trigger in triggers where matches(trigger.conditions, event) {
+            if trigger.recorded { progress.satisfy(trigger.campaign, trigger.trigger) }
+            if !touched.contains(trigger.campaign) { touched.append(trigger.campaign) }
+        }
+    }
+
     /// Adds `progress` to `cache`; returns whether anything changed.
     func apply(_ progress: Progress, to cache: inout UserCache, queued: inout Set<String>, now: Int64) -> Bool {
         var changed = false
-        for (id, trigger) in progress.satisfied where cache.satisfied[id, default: []].insert(trigger).inserted { changed = true }
-        for id in progress.touched where !queued.contains(id) {
+        for (c, trigger) in progress.satisfied where cache.satisfied[loaded[c].id, default: []].insert(trigger).inserted { changed = true }
+        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
             guard let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) else { continue }
             cache.queue.append(id)
             queued.insert(id)
@@ -85,15 +116,18 @@ extension CampaignEngine {
     }
 
     func rebuildIndex() {
-        index = [:]
+        triggersByName = [:]
+        triggersByType = [:]
         for (c, campaign) in loaded.enumerated() {
             for (t, trigger) in campaign.triggers.enumerated() {
-                index[Self.key(trigger.eventType, trigger.eventName), default: []].append((c, t))
+                let compiled = CompiledTrigger(campaign: c, trigger: t, recorded: trigger.eventType != 1, conditions: trigger.attributes.map {
+                    CompiledTrigger.Condition(name: $0.name, value: $0.value, op: operators.find($0.op))
+                })
+                if trigger.eventType == 4 { triggersByName[trigger.eventName, default: []].append(compiled) }
+                else { triggersByType[trigger.eventType, default: []].append(compiled) }
             }
         }
     }
-
-    static func key(_ eventType: Int, _ name: String) -> String { eventType == 4 ? "4:\(name)" : String(eventType) }
 
     /// Impressions left for new campaigns, max-impression changes, queue clean-up, on `cache` (the
     /// caller holds `lock`). A changed maxImpressions adds the difference to what is left, and what
@@ -114,12 +148,12 @@ extension CampaignEngine {
         queuedIDs = Set(cache.queue)
     }
 
-    func matches(_ trigger: Campaign.Trigger, _ event: Event) -> Bool {
-        for attribute in trigger.attributes {
-            guard let value = event[attribute: attribute.name], let op = operators.find(attribute.op) else { return false }
-            let answer = op.compare(event: value, trigger: attribute.value)
+    func matches(_ conditions: [CompiledTrigger.Condition], _ event: Event) -> Bool {
+        for condition in conditions {
+            guard let value = event[attribute: condition.name], let op = condition.op else { return false }
+            let answer = op.compare(event: value, trigger: condition.value)
             if answer.status != 0 {
-                logger.info("trigger attribute '\(attribute.name)' \(op.operatorName) answered false: \(answer.reason)")
+                logger.info("trigger attribute '\(condition.name)' \(op.operatorName) answered false: \(answer.reason)")
                 return false
             }
             if !answer.result { return false }
