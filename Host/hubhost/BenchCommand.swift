@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, All.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -222,7 +222,16 @@ struct BenchCommand: ParsableCommand {
         }
 
         func run() throws {
-            let say: (String) -> Void = { step in if !output.json { Output.error("bench hub: \(step)") } }
+            let report = try measure { step in if !output.json { Output.error("bench hub: \(step)") } }
+            if output.json {
+                Output.json(report)
+                return
+            }
+            show(report)
+        }
+
+        /// Measures and returns the report (also what `bench all` uses).
+        func measure(say: @escaping (String) -> Void) throws -> Report {
             let selection = try HubSelectionBenchmark(hubs: hubs, articles: articles, selections: selections).run(progress: say)
             var pages: PageServingBenchmark.Result?
             if !skipPages {
@@ -242,10 +251,11 @@ struct BenchCommand: ParsableCommand {
                 benchmark.connections = connections
                 pages = try benchmark.run(progress: say)
             }
-            if output.json {
-                Output.json(Report(selection: selection, pages: pages))
-                return
-            }
+            return Report(selection: selection, pages: pages)
+        }
+
+        private func show(_ report: Report) {
+            let selection = report.selection
             print("Hub selection (\(selection.hubs) hubs, \(selection.articles) articles; bundle opened in \(String(format: "%.0f", selection.openMs)) ms):")
             Output.table(["selection", "p50 µs", "p99 µs"], [
                 ["tailoring (best hub + every channel's articles ordered)", String(format: "%.1f", selection.selectionMicrosecondsP50),
@@ -254,7 +264,7 @@ struct BenchCommand: ParsableCommand {
                  String(format: "%.1f", selection.sqlBaselineMicrosecondsP99)],
             ])
             print("same hub chosen: \(selection.agreeing) of \(selection.selections)")
-            if let pages {
+            if let pages = report.pages {
                 print("\nPage serving over 127.0.0.1 (\(pages.pages) pages in rotation, wrk -t\(pages.threads) -c\(pages.connections) -d\(pages.seconds)s):")
                 Output.table(["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"], [
                     ["hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond), String(format: "%.2f", pages.hubhost.p50Ms),

@@ -135,7 +135,7 @@ public final class EventEngine: @unchecked Sendable {
             // (unowned: this call keeps it alive and waits for `producerDone`), so the engine's
             // last release can never happen on this thread, e.g. while the process exits.
             let producerDone = DispatchSemaphore(value: 0)
-            Thread.detachNewThread { [unowned self] in
+            let produce = { [unowned self] in
                 defer { producerDone.signal() }
                 for k in 0..<chunkCount {
                     slots[k].done = Result {
@@ -161,6 +161,9 @@ public final class EventEngine: @unchecked Sendable {
                     slots[k].ready.signal()
                 }
             }
+            // One chunk (every HTTP request, most group commits) has nothing to overlap with: it
+            // is prepared on this thread, without a thread start and two hand-overs.
+            if chunkCount == 1 { produce() } else { Thread.detachNewThread(produce) }
             var next = 0
             var stored: [Event] = []
             stored.reserveCapacity(events.count + 1)

@@ -74,12 +74,12 @@ final class GroupCommit: @unchecked Sendable {
             pending.removeFirst(taken)
             condition.unlock()
             commit(group)
-            committed()
         }
     }
 
     /// Tracks `group` as one batch and answers each submission with its own events; an id given by
     /// two submissions of the group keeps the later one for a commit of its own, after this one.
+    /// `committed` runs before the answers: a caller keeps the engine alive until it is answered.
     private func commit(_ group: [Submission]) {
         var ids = Set<String>()
         var together: [Submission] = [], after: [Submission] = []
@@ -91,21 +91,25 @@ final class GroupCommit: @unchecked Sendable {
                 together.append(submission)
             }
         }
+        var answers: [(Submission, Result<[Event], Error>)] = []
+        answers.reserveCapacity(group.count)
         if together.count == 1 {
-            together[0].answer(Result { try track(together[0].events) })
+            answers.append((together[0], Result { try track(together[0].events) }))
         } else {
             do {
                 let stored = try track(together.flatMap(\.events))
                 var offset = 0
                 for submission in together {
-                    submission.answer(.success(Array(stored[offset..<offset + submission.events.count])))
+                    answers.append((submission, .success(Array(stored[offset..<offset + submission.events.count]))))
                     offset += submission.events.count
                 }
             } catch {
                 // Nothing of the group was stored (one transaction): each caller on its own.
-                for submission in together { submission.answer(Result { try track(submission.events) }) }
+                for submission in together { answers.append((submission, Result { try track(submission.events) })) }
             }
         }
-        for submission in after { submission.answer(Result { try track(submission.events) }) }
+        for submission in after { answers.append((submission, Result { try track(submission.events) })) }
+        committed()
+        for (submission, result) in answers { submission.answer(result) }
     }
 }
