@@ -135,7 +135,7 @@ public final class EventEngine: @unchecked Sendable {
             // (unowned: this call keeps it alive and waits for `producerDone`), so the engine's
             // last release can never happen on this thread, e.g. while the process exits.
             let producerDone = DispatchSemaphore(value: 0)
-            let produce = { [unowned self] in
+            let produce: @Sendable () -> Void = { [unowned self] in
                 defer { producerDone.signal() }
                 for k in 0..<chunkCount {
                     slots[k].done = Result {
@@ -294,14 +294,14 @@ public final class EventEngine: @unchecked Sendable {
     public func signalDeliveryIfDue() throws { try signalIfDeliveryDue() }
 
     func signalIfDeliveryDue() throws {
-        guard let wake = onDeliveryDue, try deliveryDue() else { return }
+        guard let wake = onDeliveryDue, try cacheSizeWaiting() else { return }
         wake()
     }
 
     /// Posts when `cache_size` events are waiting (what a CLI command does after tracking); nil when not due.
     @discardableResult
     public func flushIfDue() throws -> DeliveryReport? {
-        guard try deliveryDue() else { return nil }
+        guard try cacheSizeWaiting() else { return nil }
         return flush()
     }
 
@@ -318,7 +318,7 @@ public final class EventEngine: @unchecked Sendable {
 
     /// Whether at least cache_size events wait: counts no further than that, so the check after
     /// each commit costs the same however many events the store holds.
-    func deliveryDue() throws -> Bool {
+    func cacheSizeWaiting() throws -> Bool {
         try store.waitingAtLeast(settings.cacheSize)
     }
 
