@@ -78,10 +78,8 @@ public final class CampaignEngine: @unchecked Sendable {
     var loadedSkipped: [String] = []
     /// Campaign id -> its position in `loaded`.
     var positions: [String: Int] = [:]
-    /// The triggers matching looks at, compiled once per list (CompiledTrigger): custom events'
-    /// triggers by event name, the others by wire event type.
-    var triggersByName: [String: [CompiledTrigger]] = [:]
-    var triggersByType: [Int: [CompiledTrigger]] = [:]
+    /// The triggers matching looks at, compiled once per list (CampaignMatching.swift).
+    var compiled = CompiledTriggers()
     var currentUser = User()
     var cache = UserCache()
     /// The ids in `cache.queue`, for membership tests in the event path.

@@ -3,37 +3,31 @@ import Foundation
 /// Matching tracked events against the campaigns' triggers, through an index by event type and name;
 /// a campaign whose triggers are all satisfied joins the current user's queue.
 extension CampaignEngine {
-    /// A trigger as matching needs it, made once when the list is loaded: its position, and each
-    /// attribute condition with its operator already found (nil: no loaded operator has that name
-    /// or code, so the condition never holds). Per event this leaves the attribute lookup and one
-    /// operator call per condition: no operator search, no key string, no copy of the campaign.
-    struct CompiledTrigger {
-        struct Condition {
-            var name: String
-            var value: PluginValue
-            var op: TriggerOperatorPlugin?
-        }
-        var campaign: Int
-        var trigger: Int
-        /// Whether satisfying it is recorded (app-start triggers live in the launch only).
-        var recorded: Bool
-        var conditions: [Condition]
-    }
-
     /// What a run of events did: triggers newly satisfied and the campaigns they touched, in
     /// order, as positions in `loaded` (ids are looked up once, when the progress is applied). A
-    /// trigger satisfied again by a later event of the run is kept once.
+    /// trigger satisfied again by a later event of the run is kept once. Flags by position, not
+    /// sets: no hashing per match.
     struct Progress {
         var satisfied: [(campaign: Int, trigger: Int)] = []
-        var satisfiedSet = Set<Int>()
+        private var satisfiedSlots: [Bool]
         var touched: [Int] = []
-        var touchedSet = Set<Int>()
+        private var touchedCampaigns: [Bool]
 
-        mutating func satisfy(_ campaign: Int, _ trigger: Int) {
-            // A trigger position fits in 20 bits (a campaign has far fewer triggers).
-            if satisfiedSet.insert(campaign << 20 | trigger).inserted { satisfied.append((campaign, trigger)) }
+        init(slots: Int, campaigns: Int) {
+            satisfiedSlots = Array(repeating: false, count: slots)
+            touchedCampaigns = Array(repeating: false, count: campaigns)
         }
-        mutating func touch(_ campaign: Int) { if touchedSet.insert(campaign).inserted { touched.append(campaign) } }
+
+        mutating func satisfy(_ trigger: CompiledTriggers.Trigger) {
+            guard !satisfiedSlots[trigger.slot] else { return }
+            satisfiedSlots[trigger.slot] = true
+            satisfied.append((trigger.campaign, trigger.trigger))
+        }
+        mutating func touch(_ campaign: Int) {
+            guard !touchedCampaigns[campaign] else { return }
+            touchedCampaigns[campaign] = true
+            touched.append(campaign)
+        }
     }
 
     /// Called by the event pipeline for every tracked event.
@@ -47,32 +41,35 @@ extension CampaignEngine {
         lock.withLock {
             refreshQuietly()
             guard enabled else { return }
-            var progress = Progress()
+            let compiled = self.compiled
+            var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
-            for event in events {
-                var byType: Int?
-                var appStart = false
-                switch event.type {
-                case .appStart:
-                    if !appStartLogged {  // persistent for the launch: later logs are ignored
-                        appStartLogged = true
-                        appStart = true
-                        byType = 1
+            compiled.triggers.withUnsafeBufferPointer { triggers in compiled.conditions.withUnsafeBufferPointer { conditions in
+                for event in events {
+                    var byType: Int?
+                    var appStart = false
+                    switch event.type {
+                    case .appStart:
+                        if !appStartLogged {  // persistent for the launch: later logs are ignored
+                            appStartLogged = true
+                            appStart = true
+                            byType = 1
+                        }
+                    case .loginSuccessful: byType = 2
+                    case .purchaseSuccessful: byType = 3
+                    default: break
                     }
-                case .loginSuccessful: byType = 2
-                case .purchaseSuccessful: byType = 3
-                default: break
+                    touched.removeAll(keepingCapacity: true)
+                    if let byType, let range = compiled.byType[byType] { match(triggers[range], conditions, event, &progress, &touched) }
+                    if !event.name.isEmpty, let range = compiled.byName[event.name] { match(triggers[range], conditions, event, &progress, &touched) }
+                    if appStart {
+                        for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
+                    }
+                    // One event's campaigns in list order, as before.
+                    if touched.count > 1 { touched.sort() }
+                    for c in touched { progress.touch(c) }
                 }
-                touched.removeAll(keepingCapacity: true)
-                if let byType, let triggers = triggersByType[byType] { match(triggers, event, &progress, &touched) }
-                if !event.name.isEmpty, let triggers = triggersByName[event.name] { match(triggers, event, &progress, &touched) }
-                if appStart {
-                    for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
-                }
-                // One event's campaigns in list order, as before.
-                if touched.count > 1 { touched.sort() }
-                for c in touched { progress.touch(c) }
-            }
+            } }
             guard !progress.touched.isEmpty else { return }
             // Only a real change costs a commit: try it on a copy of the state as last read.
             var probe = cache, probeQueued = queuedIDs
@@ -95,9 +92,10 @@ extension CampaignEngine {
 
     /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
     /// campaigns in `touched` (each once).
-    private func match(_ triggers: [CompiledTrigger], _ event: Event, _ progress: inout Progress, _ touched: inout [Int]) {
-        for trigger in triggers where matches(trigger.conditions, event) {
-            if trigger.recorded { progress.satisfy(trigger.campaign, trigger.trigger) }
+    private func match(_ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
+                       _ event: Event, _ progress: inout Progress, _ touched: inout [Int]) {
+        for trigger in triggers where matches(conditions[trigger.conditions], event) {
+            if trigger.recorded { progress.satisfy(trigger) }
             if !touched.contains(trigger.campaign) { touched.append(trigger.campaign) }
         }
     }
@@ -116,17 +114,7 @@ extension CampaignEngine {
     }
 
     func rebuildIndex() {
-        triggersByName = [:]
-        triggersByType = [:]
-        for (c, campaign) in loaded.enumerated() {
-            for (t, trigger) in campaign.triggers.enumerated() {
-                let compiled = CompiledTrigger(campaign: c, trigger: t, recorded: trigger.eventType != 1, conditions: trigger.attributes.map {
-                    CompiledTrigger.Condition(name: $0.name, value: $0.value, op: operators.find($0.op))
-                })
-                if trigger.eventType == 4 { triggersByName[trigger.eventName, default: []].append(compiled) }
-                else { triggersByType[trigger.eventType, default: []].append(compiled) }
-            }
-        }
+        compiled = CompiledTriggers(loaded, operators: operators)
     }
 
     /// Impressions left for new campaigns, max-impression changes, queue clean-up, on `cache` (the
@@ -148,7 +136,7 @@ extension CampaignEngine {
         queuedIDs = Set(cache.queue)
     }
 
-    func matches(_ conditions: [CompiledTrigger.Condition], _ event: Event) -> Bool {
+    func matches(_ conditions: Slice<UnsafeBufferPointer<CompiledTriggers.Condition>>, _ event: Event) -> Bool {
         for condition in conditions {
             guard let value = event[attribute: condition.name], let op = condition.op else { return false }
             let answer = op.compare(event: value, trigger: condition.value)

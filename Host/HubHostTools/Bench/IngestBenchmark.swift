@@ -46,6 +46,10 @@ public struct IngestBenchmark {
         let list = "[" + Array(repeating: Self.eventJSON, count: eventsPerBatch).joined(separator: ",") + "]"
         try Self.script(body: list).write(toFile: batched, atomically: true, encoding: .utf8)
 
+        // Warm-up, not reported: the first requests acquire the location and fill the plugins'
+        // caches (the first one can take most of a second).
+        progress("wrk: warm-up, 4 connections, 1 s")
+        _ = try measure(wrk, script: single, connections: 4, eventsPerRequest: 1, seconds: 1)
         var runs: [Run] = []
         for count in connections {
             progress("wrk: \(count) connection\(count == 1 ? "" : "s"), one event per request, \(seconds) s")
@@ -67,11 +71,11 @@ public struct IngestBenchmark {
         """
     }
 
-    private func measure(_ wrk: String, script: String, connections: Int, eventsPerRequest: Int) throws -> Run {
+    private func measure(_ wrk: String, script: String, connections: Int, eventsPerRequest: Int, seconds: Int? = nil) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: wrk)
         let threads = min(2, connections)  // wrk needs at least one connection per thread
-        process.arguments = ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--timeout", "5s", "--latency",
+        process.arguments = ["-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s", "--latency",
                              "-s", script, baseURL + "/v1/events"]
         let pipe = Pipe()
         process.standardOutput = pipe
