@@ -81,12 +81,17 @@ extension BenchCommand {
             return lines.joined(separator: "\n")
         }
 
+        /// `value` with `decimals` decimals and its whole part grouped by thousands (12,345.67).
         static func number(_ value: Double, _ decimals: Int = 0) -> String {
-            let formatter = NumberFormatter()
-            formatter.numberStyle = .decimal
-            formatter.minimumFractionDigits = decimals
-            formatter.maximumFractionDigits = decimals
-            return formatter.string(from: NSNumber(value: value)) ?? String(value)
+            guard value.isFinite else { return String(value) }
+            let text = String(format: "%.\(decimals)f", abs(value))
+            let parts = text.split(separator: ".", maxSplits: 1)
+            var whole = String(parts[0]), grouped = ""
+            while whole.count > 3 {
+                grouped = "," + whole.suffix(3) + grouped
+                whole = String(whole.dropLast(3))
+            }
+            return (value < 0 ? "-" : "") + whole + grouped + (parts.count > 1 ? "." + parts[1] : "")
         }
 
         // MARK: The benchmarks
