@@ -9,21 +9,24 @@ extension CampaignEngine {
     /// sets: no hashing per match.
     struct Progress {
         var satisfied: [(campaign: Int, trigger: Int)] = []
-        private var satisfiedSlots: [Bool]
         var touched: [Int] = []
-        private var touchedCampaigns: [Bool]
+        // Made on first use: most single events (the event pipeline's) touch no campaign.
+        private var satisfiedSlots: [Bool] = [], touchedCampaigns: [Bool] = []
+        private let slots: Int, campaigns: Int
 
         init(slots: Int, campaigns: Int) {
-            satisfiedSlots = Array(repeating: false, count: slots)
-            touchedCampaigns = Array(repeating: false, count: campaigns)
+            self.slots = slots
+            self.campaigns = campaigns
         }
 
         mutating func satisfy(_ trigger: CompiledTriggers.Trigger) {
+            if satisfiedSlots.isEmpty { satisfiedSlots = Array(repeating: false, count: slots) }
             guard !satisfiedSlots[trigger.slot] else { return }
             satisfiedSlots[trigger.slot] = true
             satisfied.append((trigger.campaign, trigger.trigger))
         }
         mutating func touch(_ campaign: Int) {
+            if touchedCampaigns.isEmpty { touchedCampaigns = Array(repeating: false, count: campaigns) }
             guard !touchedCampaigns[campaign] else { return }
             touchedCampaigns[campaign] = true
             touched.append(campaign)
