@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, All.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -222,7 +222,16 @@ struct BenchCommand: ParsableCommand {
         }
 
         func run() throws {
-            let say: (String) -> Void = { step in if !output.json { Output.error("bench hub: \(step)") } }
+            let report = try measure { step in if !output.json { Output.error("bench hub: \(step)") } }
+            if output.json {
+                Output.json(report)
+                return
+            }
+            show(report)
+        }
+
+        /// Measures and returns the report (also what `bench all` uses).
+        func measure(say: @escaping (String) -> Void) throws -> Report {
             let selection = try HubSelectionBenchmark(hubs: hubs, articles: articles, selections: selections).run(progress: say)
             var pages: PageServingBenchmark.Result?
             if !skipPages {
@@ -242,10 +251,11 @@ struct BenchCommand: ParsableCommand {
                 benchmark.connections = connections
                 pages = try benchmark.run(progress: say)
             }
-            if output.json {
-                Output.json(Report(selection: selection, pages: pages))
-                return
-            }
+            return Report(selection: selection, pages: pages)
+        }
+
+        private func show(_ report: Report) {
+            let selection = report.selection
             print("Hub selection (\(selection.hubs) hubs, \(selection.articles) articles; bundle opened in \(String(format: "%.0f", selection.openMs)) ms):")
             Output.table(["selection", "p50 µs", "p99 µs"], [
                 ["tailoring (best hub + every channel's articles ordered)", String(format: "%.1f", selection.selectionMicrosecondsP50),
@@ -254,7 +264,7 @@ struct BenchCommand: ParsableCommand {
                  String(format: "%.1f", selection.sqlBaselineMicrosecondsP99)],
             ])
             print("same hub chosen: \(selection.agreeing) of \(selection.selections)")
-            if let pages {
+            if let pages = report.pages {
                 print("\nPage serving over 127.0.0.1 (\(pages.pages) pages in rotation, wrk -t\(pages.threads) -c\(pages.connections) -d\(pages.seconds)s):")
                 Output.table(["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"], [
                     ["hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond), String(format: "%.2f", pages.hubhost.p50Ms),
@@ -268,11 +278,13 @@ struct BenchCommand: ParsableCommand {
     }
 }
 
-/// `hubhost serve` as a child process on a generated bundle, for `bench hub`.
+/// `hubhost serve` as a child process, for `bench hub` and `bench ingest`: this executable, its
+/// output in a file of the scratch folder (a pipe nobody reads would stop a server that logs much).
 struct BenchServe {
     let process: Process
     let baseURL: String
 
+    /// On a generated bundle (`bench hub`).
     static func start(folder: String, bundle: String) throws -> BenchServe {
         let manifest = folder + "/plugins.yaml"
         try """
@@ -282,27 +294,33 @@ struct BenchServe {
             hub:
               preloaded_bundle: \(bundle)
             """.write(toFile: manifest, atomically: true, encoding: .utf8)
+        return try start(manifest: manifest, folder: folder)
+    }
+
+    /// On `manifest`, on any free loopback port; waits (30 s at most) for the address it prints.
+    static func start(manifest: String, folder: String) throws -> BenchServe {
+        let outputPath = folder + "/serve-output.txt"
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        defer { try? output.close() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["serve", "--manifest", manifest]
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        process.arguments = ["serve", "--manifest", manifest, "--port", "0"]
+        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
         // serve prints "hubhost serving on http://127.0.0.1:PORT" once it listens.
-        var buffered = Data()
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffered.append(chunk)
-            let text = String(decoding: buffered, as: UTF8.self)
+        var text = ""
+        for _ in 0..<600 where process.isRunning {  // 600 x 50 ms
+            text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             if let range = text.range(of: "serving on "), let end = text[range.upperBound...].firstIndex(of: "\n") {
                 return BenchServe(process: process, baseURL: String(text[range.upperBound..<end]))
             }
+            usleep(50_000)
         }
-        process.terminate()
-        throw ValidationError("hubhost serve did not start: \(String(decoding: buffered, as: UTF8.self))")
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        throw ValidationError("hubhost serve did not start: \(text)")
     }
 
     func stop() {

@@ -197,8 +197,14 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/hub/resources/{path}", "/hub/resources/site.css", expect: 200)
         api.call("GET", "/hub/resources/{path}", "/hub/resources/images/pixel.png", expect: 200)
         api.call("GET", "/hub/resources/{path}", "/hub/resources/no-such.css", expect: 404)
-        api.call("GET", "/hub/hubhost.css", expect: 200)
-        api.call("GET", "/hub/hubhost.js", expect: 200)
+        let stylesheet = api.call("GET", "/hub/hubhost.css", expect: 200)
+        let etag = stylesheet.headers["etag"] ?? ""
+        XCTAssertTrue(etag.hasPrefix("\"") && etag.count > 8, "an ETag: \(stylesheet.headers)")
+        XCTAssertEqual(stylesheet.headers["cache-control"], "public, max-age=3600")
+        api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": etag], expect: 304)
+        api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": "\"other\""], expect: 200)
+        let script = api.call("GET", "/hub/hubhost.js", expect: 200)
+        api.call("GET", "/hub/hubhost.js", headers: ["If-None-Match": "W/" + (script.headers["etag"] ?? "")], expect: 304)
         let report = #"{"csp-report":{"document-uri":"http://127.0.0.1/hub/home","violated-directive":"img-src","blocked-uri":"https://tracker.example/p.gif"}}"#
         api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", expect: 204)
         api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"], expect: 403)

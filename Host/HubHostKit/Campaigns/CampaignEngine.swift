@@ -78,8 +78,8 @@ public final class CampaignEngine: @unchecked Sendable {
     var loadedSkipped: [String] = []
     /// Campaign id -> its position in `loaded`.
     var positions: [String: Int] = [:]
-    /// Event key -> (campaign, trigger) positions: matching looks only at these.
-    var index: [String: [(campaign: Int, trigger: Int)]] = [:]
+    /// The triggers matching looks at, compiled once per list (CampaignMatching.swift).
+    var compiled = CompiledTriggers()
     var currentUser = User()
     var cache = UserCache()
     /// The ids in `cache.queue`, for membership tests in the event path.

@@ -3,13 +3,34 @@ import Foundation
 /// Matching tracked events against the campaigns' triggers, through an index by event type and name;
 /// a campaign whose triggers are all satisfied joins the current user's queue.
 extension CampaignEngine {
-    /// What a run of events did: triggers newly satisfied and the campaigns they touched, in order.
+    /// What a run of events did: triggers newly satisfied and the campaigns they touched, in
+    /// order, as positions in `loaded` (ids are looked up once, when the progress is applied). A
+    /// trigger satisfied again by a later event of the run is kept once. Flags by position, not
+    /// sets: no hashing per match.
     struct Progress {
-        var satisfied: [(campaign: String, trigger: Int)] = []
-        var touched: [String] = []
-        var touchedSet = Set<String>()
+        var satisfied: [(campaign: Int, trigger: Int)] = []
+        var touched: [Int] = []
+        // Made on first use: most single events (the event pipeline's) touch no campaign.
+        private var satisfiedSlots: [Bool] = [], touchedCampaigns: [Bool] = []
+        private let slots: Int, campaigns: Int
 
-        mutating func touch(_ id: String) { if touchedSet.insert(id).inserted { touched.append(id) } }
+        init(slots: Int, campaigns: Int) {
+            self.slots = slots
+            self.campaigns = campaigns
+        }
+
+        mutating func satisfy(_ trigger: CompiledTriggers.Trigger) {
+            if satisfiedSlots.isEmpty { satisfiedSlots = Array(repeating: false, count: slots) }
+            guard !satisfiedSlots[trigger.slot] else { return }
+            satisfiedSlots[trigger.slot] = true
+            satisfied.append((trigger.campaign, trigger.trigger))
+        }
+        mutating func touch(_ campaign: Int) {
+            if touchedCampaigns.isEmpty { touchedCampaigns = Array(repeating: false, count: campaigns) }
+            guard !touchedCampaigns[campaign] else { return }
+            touchedCampaigns[campaign] = true
+            touched.append(campaign)
+        }
     }
 
     /// Called by the event pipeline for every tracked event.
@@ -23,34 +44,35 @@ extension CampaignEngine {
         lock.withLock {
             refreshQuietly()
             guard enabled else { return }
-            var progress = Progress()
-            for event in events {
-                var keys: [String] = []
-                var appStart = false
-                switch event.type {
-                case .appStart:
-                    if !appStartLogged {  // persistent for the launch: later logs are ignored
-                        appStartLogged = true
-                        appStart = true
-                        keys.append("1")
+            let compiled = self.compiled
+            var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
+            var touched: [Int] = []
+            compiled.triggers.withUnsafeBufferPointer { triggers in compiled.conditions.withUnsafeBufferPointer { conditions in
+                for event in events {
+                    var byType: Int?
+                    var appStart = false
+                    switch event.type {
+                    case .appStart:
+                        if !appStartLogged {  // persistent for the launch: later logs are ignored
+                            appStartLogged = true
+                            appStart = true
+                            byType = 1
+                        }
+                    case .loginSuccessful: byType = 2
+                    case .purchaseSuccessful: byType = 3
+                    default: break
                     }
-                case .loginSuccessful: keys.append("2")
-                case .purchaseSuccessful: keys.append("3")
-                default: break
-                }
-                if !event.name.isEmpty { keys.append(Self.key(4, event.name)) }
-                var touched = Set<Int>()
-                for key in keys {
-                    for (c, t) in index[key] ?? [] where matches(loaded[c].triggers[t], event) {
-                        if loaded[c].triggers[t].eventType != 1 { progress.satisfied.append((loaded[c].id, t)) }
-                        touched.insert(c)
+                    touched.removeAll(keepingCapacity: true)
+                    if let byType, let range = compiled.byType[byType] { match(triggers[range], conditions, event, &progress, &touched) }
+                    if !event.name.isEmpty, let range = compiled.byName[event.name] { match(triggers[range], conditions, event, &progress, &touched) }
+                    if appStart {
+                        for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
                     }
+                    // One event's campaigns in list order, as before.
+                    if touched.count > 1 { touched.sort() }
+                    for c in touched { progress.touch(c) }
                 }
-                if appStart {
-                    for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.insert(c) }
-                }
-                for c in touched.sorted() { progress.touch(loaded[c].id) }
-            }
+            } }
             guard !progress.touched.isEmpty else { return }
             // Only a real change costs a commit: try it on a copy of the state as last read.
             var probe = cache, probeQueued = queuedIDs
@@ -71,11 +93,21 @@ extension CampaignEngine {
         }
     }
 
+    /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
+    /// campaigns in `touched` (each once).
+    private func match(_ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
+                       _ event: Event, _ progress: inout Progress, _ touched: inout [Int]) {
+        for trigger in triggers where matches(conditions[trigger.conditions], event) {
+            if trigger.recorded { progress.satisfy(trigger) }
+            if !touched.contains(trigger.campaign) { touched.append(trigger.campaign) }
+        }
+    }
+
     /// Adds `progress` to `cache`; returns whether anything changed.
     func apply(_ progress: Progress, to cache: inout UserCache, queued: inout Set<String>, now: Int64) -> Bool {
         var changed = false
-        for (id, trigger) in progress.satisfied where cache.satisfied[id, default: []].insert(trigger).inserted { changed = true }
-        for id in progress.touched where !queued.contains(id) {
+        for (c, trigger) in progress.satisfied where cache.satisfied[loaded[c].id, default: []].insert(trigger).inserted { changed = true }
+        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
             guard let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) else { continue }
             cache.queue.append(id)
             queued.insert(id)
@@ -85,15 +117,8 @@ extension CampaignEngine {
     }
 
     func rebuildIndex() {
-        index = [:]
-        for (c, campaign) in loaded.enumerated() {
-            for (t, trigger) in campaign.triggers.enumerated() {
-                index[Self.key(trigger.eventType, trigger.eventName), default: []].append((c, t))
-            }
-        }
+        compiled = CompiledTriggers(loaded, operators: operators)
     }
-
-    static func key(_ eventType: Int, _ name: String) -> String { eventType == 4 ? "4:\(name)" : String(eventType) }
 
     /// Impressions left for new campaigns, max-impression changes, queue clean-up, on `cache` (the
     /// caller holds `lock`). A changed maxImpressions adds the difference to what is left, and what
@@ -114,12 +139,12 @@ extension CampaignEngine {
         queuedIDs = Set(cache.queue)
     }
 
-    func matches(_ trigger: Campaign.Trigger, _ event: Event) -> Bool {
-        for attribute in trigger.attributes {
-            guard let value = event[attribute: attribute.name], let op = operators.find(attribute.op) else { return false }
-            let answer = op.compare(event: value, trigger: attribute.value)
+    func matches(_ conditions: Slice<UnsafeBufferPointer<CompiledTriggers.Condition>>, _ event: Event) -> Bool {
+        for condition in conditions {
+            guard let value = event[attribute: condition.name], let op = condition.op else { return false }
+            let answer = op.compare(event: value, trigger: condition.value)
             if answer.status != 0 {
-                logger.info("trigger attribute '\(attribute.name)' \(op.operatorName) answered false: \(answer.reason)")
+                logger.info("trigger attribute '\(condition.name)' \(op.operatorName) answered false: \(answer.reason)")
                 return false
             }
             if !answer.result { return false }

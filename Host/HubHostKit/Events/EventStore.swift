@@ -256,6 +256,16 @@ public final class EventStore: @unchecked Sendable {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE status = ?", arguments: [status.rawValue]) ?? 0 }
     }
 
+    /// Whether at least `count` events wait to be sent (NOT_POSTED or EXPIRED): reads at most
+    /// `count` index entries, where a full COUNT(*) grows with the store.
+    public func waitingAtLeast(_ count: Int) throws -> Bool {
+        guard count > 0 else { return true }
+        return try pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE status IN (?, ?) LIMIT ?)",
+                             arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, count]) ?? 0
+        } >= count
+    }
+
     public func list(status: EventStatus? = nil, limit: Int = 100) throws -> [StoredEvent] {
         try pool.read { db in
             let rows: [Row]

@@ -25,12 +25,22 @@ public enum SHA256 {
 
     /// Lowercase hex digest of `data`.
     public static func hex(of data: Data) -> String {
+        hex(digest(of: data))
+    }
+
+    /// The 32 bytes of `data`'s digest.
+    public static func digest(of data: Data) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = data.withUnsafeBytes { bytes in
             EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_sha256(), nil)
         }
         precondition(ok == 1, "OpenSSL's SHA-256 failed")
-        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// Lowercase hex of digest bytes.
+    public static func hex(_ digest: [UInt8]) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -19,8 +19,7 @@ public struct EventView: Encodable, Equatable, Sendable {
         typeCode = event.type.code
         name = event.name
         timestampMs = event.timestampMs
-        // Formatted from a Double: any stored Int64 (even one an older version accepted) prints.
-        timestamp = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(event.timestampMs) / 1000))
+        timestamp = UTCTimestamp.text(ms: event.timestampMs)  // any stored Int64 prints
         status = event.status.rawValue
         attempts = event.attempts
         attributes = Dictionary(event.attributes.map { ($0.name, $0.value.json) }, uniquingKeysWith: { _, b in b })

@@ -16,12 +16,9 @@ enum EventRoutes {
     static func add(to router: Router<BasicRequestContext>, engine: EventEngine) {
         router.post("/v1/events") { request, _ in
             let events = try EventInput.parse(try await HTTPAPI.body(request))
-            // Never flushes here: the delivery service is woken when cache_size events wait.
-            let tracked = try await HTTPAPI.blocking {
-                let tracked = try engine.trackBatch(events)
-                try? engine.signalDeliveryIfDue()
-                return tracked
-            }
+            // Committed with the events of concurrent requests (group commit); answered once on
+            // disk. Never flushes here: the delivery service is woken when cache_size events wait.
+            let tracked = try await engine.trackGrouped(events)
             return HTTPAPI.json(tracked.map { EventView($0) }, status: .created)
         }
         router.get("/v1/events") { request, _ in

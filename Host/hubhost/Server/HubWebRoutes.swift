@@ -13,7 +13,7 @@ import NIOCore
 ///   GET  /hub/back, /hub/forward                  303 to the previous / next page of the session
 ///   GET|POST /hub/close                           closes the session
 ///   GET  /hub/resources/<path>                    a resource from the bundle's resources table
-///   GET  /hub/hubhost.css, /hub/hubhost.js        hubhost's stylesheet (both color schemes) and link script
+///   GET  /hub/hubhost.css, /hub/hubhost.js        hubhost's stylesheet (both color schemes) and link script (ETag, 304)
 ///   POST /hub/csp-report                          the browser's CSP violation reports
 ///   GET  /hub/app-action?url=myapp://...          a custom-scheme link was followed: the app action (204)
 ///   GET  /hub/whitelisted?url=...                 a whitelisted URL with a query, fetched after a verbatim check
@@ -69,12 +69,10 @@ enum HubWebRoutes {
             guard let path = pathID(request, after: "/hub/resources/") else { return try respond(.init(status: 404)) }
             return try respond(try await HTTPAPI.blocking { web.resource(path) })
         }
-        router.get("/hub/hubhost.css") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: HubPageTemplates.stylesheet)))
-        }
-        router.get("/hub/hubhost.js") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: HubPageTemplates.script)))
-        }
+        let stylesheet = StaticAsset(HubPageTemplates.stylesheet, contentType: "text/css; charset=utf-8")
+        let script = StaticAsset(HubPageTemplates.script, contentType: "text/javascript; charset=utf-8")
+        router.get("/hub/hubhost.css") { request, _ in stylesheet.response(to: request) }
+        router.get("/hub/hubhost.js") { request, _ in script.response(to: request) }
         router.post("/hub/csp-report") { request, _ in
             let data = try await HTTPAPI.body(request)
             try await HTTPAPI.blocking { web.recordViolation(data) }

@@ -54,9 +54,18 @@ public enum BundleSignature {
 
     /// True when `signature` is a valid signature of `data` for the DER public key `der`; false when
     /// it is not (wrong key, changed bytes, garbage). Throws only when `der` is not a public key.
-    public static func verify(_ data: Data, signature: Data, publicKeyDER der: Data, source: String = "the public key") throws -> Bool {
+    ///
+    /// `sha256`, when the caller already hashed `data` (the verifier compares it with the
+    /// metadata first), is used for RSA and EC keys instead of hashing the bytes a second time:
+    /// the signature is over that same digest, so verification costs one pass over the file.
+    /// Ed25519 signs the bytes themselves and always reads them.
+    public static func verify(_ data: Data, signature: Data, publicKeyDER der: Data, source: String = "the public key",
+                              sha256: [UInt8]? = nil) throws -> Bool {
         let key = try publicKey(der, source: source)
         defer { EVP_PKEY_free(key) }
+        if let sha256, sha256.count == 32, let md = digest(for: key) {
+            return verify(digest: sha256, md: md, signature: signature, key: key)
+        }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestVerifyInit(context, nil, digest(for: key), nil, key) == 1 else {
@@ -70,6 +79,21 @@ public enum BundleSignature {
             }
         }
         _ = openSSLErrors()  // a failed verification leaves errors queued; clear them for the next call
+        return result == 1
+    }
+
+    /// A signature over a SHA-256 digest already computed (RSA PKCS#1 v1.5 or ECDSA).
+    private static func verify(digest: [UInt8], md: OpaquePointer, signature: Data, key: OpaquePointer) -> Bool {
+        guard let context = EVP_PKEY_CTX_new(key, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(context) }
+        guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, md) == 1 else {
+            _ = openSSLErrors()
+            return false
+        }
+        let result = signature.withUnsafeBytes { (sig: UnsafeRawBufferPointer) -> Int32 in
+            EVP_PKEY_verify(context, sig.bindMemory(to: UInt8.self).baseAddress, sig.count, digest, digest.count)
+        }
+        _ = openSSLErrors()
         return result == 1
     }
 

@@ -48,7 +48,8 @@ public enum BundleVerifier {
         if Int64(data.count) != metadata.size {
             throw BundleRejection(.truncated, "the bundle has \(data.count) bytes but its metadata says \(metadata.size): the download was cut short or the file is incomplete")
         }
-        let digest = SHA256.hex(of: data)
+        let sha256 = SHA256.digest(of: data)  // also what an RSA or EC signature is checked against
+        let digest = SHA256.hex(sha256)
         if digest != metadata.sha256.lowercased() {
             throw BundleRejection(.tampered, "the bundle's SHA-256 is \(digest) but its metadata says \(metadata.sha256): the bytes were changed")
         }
@@ -67,7 +68,7 @@ public enum BundleVerifier {
         }
         let valid: Bool
         do {
-            valid = try BundleSignature.verify(data, signature: signature, publicKeyDER: der, source: publicKeyPath)
+            valid = try BundleSignature.verify(data, signature: signature, publicKeyDER: der, source: publicKeyPath, sha256: sha256)
         } catch {
             throw BundleRejection(.badPublicKey, "\(error)")
         }

@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+import HubHostTools
+
+extension BenchCommand {
+    /// `hubhost bench all`: every benchmark, one after the other, summed up in one Markdown table
+    /// (figure, hubhost, yardstick, ratio, goal, met). Each benchmark is an entry of `benchmarks`:
+    /// a new one (event sinks, prefetch...) adds its entry there and nothing else.
+    struct All: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "all",
+            abstract: "Run every benchmark and print one Markdown table: figure, hubhost, yardstick, ratio, goal, met.",
+            discussion: """
+            Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build) and bundle \
+            verification, each as its own command would with the defaults (--quick: smaller counts and shorter \
+            loads, for a check that everything runs, not for figures). A benchmark that cannot run (a missing tool) \
+            gets a row saying why; the others still run. Run from the repository root with a release build; \
+            needs wrk, nginx and openssl.
+            """)
+
+        @Flag(help: "Smaller counts and shorter loads (a minute or two instead of several).")
+        var quick = false
+
+        @OptionGroup var output: JSONFlag
+
+        /// One line of the table. `ratio` is hubhost / yardstick as the figure reads it (for a time,
+        /// how many times the yardstick's time); `met` is nil when the figure has no goal.
+        struct Row: Encodable {
+            var figure: String
+            var hubhost: String
+            var yardstick: String
+            var ratio: Double?
+            var goal: String
+            var met: Bool?
+        }
+
+        /// A benchmark of the table: its name (in progress lines and the failure row) and how it
+        /// measures (quick or not) into rows.
+        struct Benchmark {
+            var name: String
+            var measure: (_ quick: Bool, _ say: @escaping (String) -> Void) throws -> [Row]
+        }
+
+        /// Every benchmark, in the table's order. Event sinks and prefetch add theirs here.
+        static let benchmarks: [Benchmark] = [
+            Benchmark(name: "abi", measure: abi),
+            Benchmark(name: "isolation", measure: isolation),
+            Benchmark(name: "events", measure: events),
+            Benchmark(name: "ingest", measure: ingest),
+            Benchmark(name: "campaigns", measure: campaigns),
+            Benchmark(name: "hub", measure: hub),
+            Benchmark(name: "bundle", measure: bundle),
+            Benchmark(name: "bundle verification", measure: bundleVerification),
+        ]
+
+        func run() throws {
+            var rows: [Row] = []
+            for benchmark in Self.benchmarks {
+                let say: (String) -> Void = { step in if !output.json { Output.error("bench all: \(benchmark.name): \(step)") } }
+                do {
+                    rows += try benchmark.measure(quick, say)
+                } catch {
+                    rows.append(Row(figure: benchmark.name, hubhost: "did not run: \(error)", yardstick: "-", ratio: nil, goal: "-", met: nil))
+                }
+            }
+            if output.json {
+                Output.json(rows)
+                return
+            }
+            print(Self.markdown(rows))
+        }
+
+        static func markdown(_ rows: [Row]) -> String {
+            var lines = ["| figure | hubhost | yardstick | ratio | goal | met |", "| --- | --- | --- | --- | --- | --- |"]
+            for row in rows {
+                let cells = [row.figure, row.hubhost, row.yardstick, row.ratio.map { String(format: "%.2fx", $0) } ?? "-", row.goal,
+                             row.met.map { $0 ? "yes" : "**no**" } ?? "-"]
+                lines.append("| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        /// `value` with `decimals` decimals and its whole part grouped by thousands (12,345.67).
+        static func number(_ value: Double, _ decimals: Int = 0) -> String {
+            guard value.isFinite else { return String(value) }
+            let text = String(format: "%.\(decimals)f", abs(value))
+            let parts = text.split(separator: ".", maxSplits: 1)
+            var whole = String(parts[0]), grouped = ""
+            while whole.count > 3 {
+                grouped = "," + whole.suffix(3) + grouped
+                whole = String(whole.dropLast(3))
+            }
+            return (value < 0 ? "-" : "") + whole + grouped + (parts.count > 1 ? "." + parts[1] : "")
+        }
+
+        // MARK: The benchmarks
+
+        static func abi(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let result = try ABIBenchmark(iterations: quick ? 1_000_000 : 10_000_000, libraryPath: try BenchCommand.noopLibrary(nil))
+                .run(rounds: quick ? 2 : 5, progress: say)
+            return [Row(figure: "ABI call into a no-op plugin (ns)", hubhost: number(result.abiNsPerCall, 2),
+                        yardstick: "direct Swift call: \(number(result.swiftNsPerCall, 2))", ratio: result.ratio, goal: "-", met: nil)]
+        }
+
+        static func isolation(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let result = try IsolationBenchmark(iterations: quick ? 10_000 : 100_000, libraryPath: try BenchCommand.noopLibrary(nil))
+                .run(rounds: quick ? 1 : 3, progress: say)
+            let microseconds = result.isolatedNsPerCall / 1000
+            return [Row(figure: "augmentation call, isolation: process (µs)", hubhost: number(microseconds, 2),
+                        yardstick: "in-process: \(number(result.inProcessNsPerCall / 1000, 2))", ratio: result.ratio,
+                        goal: "≤ 20 µs", met: microseconds <= 20)]
+        }
+
+        static func events(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let folder = HostManifest.absolute("Plugins", from: FileManager.default.currentDirectoryPath)
+            let result = try EventBenchmark(count: quick ? 20_000 : 100_000, batchSize: 5000, singleTrackCount: quick ? 20 : 200,
+                                            pluginsFolder: folder).run(progress: say)
+            return [Row(figure: "events in-process, batches of 5000 (events/s)", hubhost: number(result.eventsPerSecond),
+                        yardstick: "plain SQLite insert: \(number(result.baselineRowsPerSecond))", ratio: result.ratio,
+                        goal: "≥ 100,000/s and ≥ 0.33x", met: result.eventsPerSecond >= 100_000 && result.ratio >= 1.0 / 3)]
+        }
+
+        static func ingest(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let report = try Ingest.parse(quick ? ["--quick"] : []).measure(say: say)
+            let inProcess = report.inProcessEventsPerSecond
+            var rows: [Row] = []
+            let single = report.runs.filter { $0.eventsPerRequest == 1 }
+            for run in single {
+                var goal = "-", met: Bool?
+                if run.connections == 32 {
+                    goal = "≥ 20,000/s, p99 < 10 ms"
+                    met = run.eventsPerSecond >= 20_000 && run.p99Ms < 10 && run.non2xx + run.socketErrors == 0
+                }
+                rows.append(Row(figure: "POST /v1/events, 1 event/request, \(run.connections) connection\(run.connections == 1 ? "" : "s") (events/s)",
+                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms", yardstick: "-", ratio: nil, goal: goal, met: met))
+            }
+            if let first = single.first, let last = single.last, single.count > 1 {
+                rows.append(Row(figure: "the same, \(last.connections) vs \(first.connections) connection\(first.connections == 1 ? "" : "s")",
+                                hubhost: number(last.eventsPerSecond), yardstick: "\(first.connections): \(number(first.eventsPerSecond))",
+                                ratio: last.eventsPerSecond / first.eventsPerSecond, goal: "never falling as clients are added",
+                                met: zip(single, single.dropFirst()).allSatisfy { $1.eventsPerSecond >= $0.eventsPerSecond * 0.95 }))
+            }
+            for run in report.runs where run.eventsPerRequest > 1 {
+                let ratio = run.eventsPerSecond / inProcess
+                rows.append(Row(figure: "POST /v1/events, \(run.eventsPerRequest) events/request, \(run.connections) connections (events/s)",
+                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
+                                yardstick: "in-process bench events: \(number(inProcess))", ratio: ratio, goal: "≥ 0.7x", met: ratio >= 0.7))
+            }
+            return rows
+        }
+
+        static func campaigns(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let library = try BenchCommand.bundledLibrary("libhubhost-standard-operators.so")
+            let result = try CampaignBenchmark(campaigns: 10_000, events: quick ? 20_000 : 100_000, operatorsLibrary: library).run(progress: say)
+            let same = result.engineMatches == result.naiveMatches
+            return [Row(figure: "campaign engine, 10,000 campaigns (events/s)", hubhost: number(result.engineEventsPerSecond),
+                        yardstick: "naive scan: \(number(result.naiveEventsPerSecond))", ratio: result.ratio,
+                        goal: "≥ 1,000,000/s, ≥ 100x, same matches",
+                        met: result.engineEventsPerSecond >= 1_000_000 && result.ratio >= 100 && same)]
+        }
+
+        static func hub(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let arguments = quick ? ["--hubs", "100", "--articles", "10000", "--selections", "50", "--seconds", "2"] : []
+            let report = try Hub.parse(arguments).measure(say: say)
+            let selection = report.selection
+            var rows = [Row(figure: "hub selection, p50 (µs)", hubhost: number(selection.selectionMicrosecondsP50, 1),
+                            yardstick: "SQL query: \(number(selection.sqlBaselineMicrosecondsP50, 1))",
+                            ratio: selection.selectionMicrosecondsP50 / selection.sqlBaselineMicrosecondsP50, goal: "-", met: nil)]
+            if let pages = report.pages {
+                rows.append(Row(figure: "hub pages, wrk -c\(pages.connections) (requests/s)",
+                                hubhost: "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms",
+                                yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
+                                goal: "≥ 0.5x, p99 < 2 ms", met: pages.ratio >= 0.5 && pages.hubhost.p99Ms < 2))
+            }
+            return rows
+        }
+
+        static func bundle(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let result = try BundleBuildBenchmark(articles: quick ? 1_000 : 10_000, rounds: quick ? 1 : 3).run(progress: say)
+            return [Row(figure: "bundle build of Markdown articles (articles/s)", hubhost: number(result.buildArticlesPerSecond),
+                        yardstick: "cmark-gfm alone: \(number(result.cmarkArticlesPerSecond))", ratio: result.buildToCmark, goal: "-", met: nil)]
+        }
+
+        static func bundleVerification(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let result = try BundleVerifyBenchmark(megabytes: quick ? 32 : 256, rounds: quick ? 1 : 3).run(progress: say)
+            return [Row(figure: "bundle verification, \(result.megabytes) MB (MB/s)", hubhost: number(result.verifyMBPerSecond),
+                        yardstick: "openssl dgst -sha256: \(number(result.opensslMBPerSecond))", ratio: result.ratio,
+                        goal: "≥ 0.8x", met: result.ratio >= 0.8)]
+        }
+    }
+}
