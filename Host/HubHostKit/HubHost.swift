@@ -127,6 +127,31 @@ public final class HubHost: @unchecked Sendable {
         }
     }
 
+    private var prefetchEngine: PrefetchEngine?
+
+    /// The content prefetch engine (Prefetch/), opened on first use; nil when `prefetch.enabled`
+    /// is false. `license` is the Swift API option, which wins over prefetch.license and
+    /// HUBHOST_PREFETCH_CONFIG; it counts on the call that opens the engine.
+    public func prefetch(license: String? = nil) throws -> PrefetchEngine? {
+        try engineLock.withLock {
+            let settings = manifest.prefetch
+            guard settings.enabled else { return nil }
+            if let prefetchEngine { return prefetchEngine }
+            let providers = registry.plugins(of: .contentProvider)
+            let handle = settings.provider.map { id in providers.first { $0.instanceID == id } } ?? providers.first
+            var problem: String?
+            if handle == nil {
+                problem = settings.provider.map { "prefetch.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
+                    ?? "no content_provider instance is loaded in plugins.yaml"
+            }
+            let engine = try PrefetchEngine(settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
+                                            provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
+                                            providerProblem: problem, notifications: notifications, logger: logger)
+            prefetchEngine = engine
+            return engine
+        }
+    }
+
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.
     public func advertiserID() -> AdvertiserIDDecision {
         AdvertiserIDResolver(plugins: registry.plugins(of: .advertiserID).map(AdvertiserIDPlugin.init), logger: logger).decide()
@@ -153,6 +178,7 @@ public final class HubHost: @unchecked Sendable {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
         engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
+        engineLock.withLock { prefetchEngine }?.close()  // nor a download
         engineLock.withLock { eventEngine }?.waitForBackgroundWrites()  // metrics still in memory
         pipeline.flush()
         pipeline.attach([])

@@ -13,8 +13,8 @@ import UnixSignals
 /// The services: event delivery (every events.flush_interval, and at once when cache_size events
 /// wait; purge of old posted events; recovery of a dead process's holds; a last flush at
 /// shutdown), campaign pings (when a config or ping URL is set), the content bundle's local
-/// notifications (announced as they come due) and Content Hub delivery (the immediate download at
-/// start-up and recurring re-syncs). On shutdown the extra services (e.g. the HTTP server) stop
+/// notifications (announced as they come due), Content Hub delivery (the immediate download at
+/// start-up and recurring re-syncs) and content prefetch (registration, catalog syncs, downloads). On shutdown the extra services (e.g. the HTTP server) stop
 /// first, then the engines' services, then the host (syncs cancelled and awaited, plugins and
 /// isolation workers stopped).
 public final class HubHostRuntime: Sendable {
@@ -58,6 +58,10 @@ public final class HubHostRuntime: Sendable {
                     if delivery.isRecurringSyncDue { _ = try delivery.sync() }
                 })
             }
+        }
+        if let prefetch = try host.prefetch() {
+            // Registration with backoff, catalog syncs, policy and the download queue.
+            services.append(PeriodicService(name: "prefetch", every: 1, onError: onError) { try prefetch.round() })
         }
         self.services = services
     }

@@ -27,6 +27,7 @@ enum HTTPAPI {
         UserRoutes.add(to: router, host: host)
         HubWebRoutes.add(to: router, host: host, engine: try host.events())
         HubDeliveryRoutes.add(to: router, host: host)
+        PrefetchRoutes.add(to: router, host: host)
         return router
     }
 

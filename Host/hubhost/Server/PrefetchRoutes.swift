@@ -1,0 +1,151 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+
+/// Content prefetch in `hubhost serve` (the same operations as `hubhost prefetch ...`); 404 with
+/// code "disabled" when prefetch.enabled is false. Requests naming items answer 200 with one
+/// answer per item ({"answers": [{"id", "accepted", "reason", "state"}]}): a refusal (a cached
+/// item asked for again) is a per-item outcome, not an error of the request.
+///
+///   GET  /v1/prefetch/status           service state, licence source, policy, counts
+///   POST /v1/prefetch/register         register now (409 not_registered with the reason, 502 service)
+///   POST /v1/prefetch/sync             fetch the catalog's changes
+///   GET  /v1/prefetch/items            ?state=S (repeatable) &category= &content_id= (repeatable) &source=
+///                                      &saved=true &not_viewed=true &sort=FIELD[:desc] (repeatable) &limit=N
+///   GET  /v1/prefetch/items/{id}       one item (404 when unknown)
+///   POST /v1/prefetch/download         {"ids": [...], "behavior": "full_auto"?}
+///   POST /v1/prefetch/pause|resume     {"ids": [...]}
+///   POST /v1/prefetch/cancel           cancel every download in progress
+///   POST /v1/prefetch/fill             force fill: {"queued": [...]}
+///   POST /v1/prefetch/delete           {"ids": [...], "files_only": false, "keep_thumbnail": false}
+///   POST /v1/prefetch/save|unsave|lock|unlock {"ids": [...]}
+///   GET  /v1/prefetch/policy           the policy in force
+///   PUT  /v1/prefetch/policy           {"network_selection": "wifi"|"cellular"|"both"|null}
+enum PrefetchRoutes {
+    struct IDs: Decodable { var ids: [String]; var behavior: String? }
+    struct DeleteBody: Decodable { var ids: [String]; var files_only: Bool?; var keep_thumbnail: Bool? }
+    struct PolicyBody: Decodable { var network_selection: String? }
+    struct Answers: Encodable { var answers: [PrefetchEngine.Answer] }
+    struct Queued: Encodable { var queued: [String] }
+    /// The most ids one request may name.
+    static let maxIDs = 10_000
+
+    static func engine(_ host: HubHost) throws -> PrefetchEngine {
+        guard let engine = try host.prefetch() else { throw APIError.engineOff("content prefetch is off (prefetch: enabled: false)") }
+        return engine
+    }
+
+    static func ids(_ request: Request) async throws -> IDs {
+        let body = try await HTTPAPI.decode(IDs.self, from: request)
+        guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
+        return body
+    }
+
+    static func add(to router: Router<BasicRequestContext>, host: HubHost) {
+        router.get("/v1/prefetch/status") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
+        }
+        router.post("/v1/prefetch/register") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.register(); return try engine.status() })
+        }
+        router.post("/v1/prefetch/sync") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.sync() })
+        }
+        router.get("/v1/prefetch/items") { request, _ in
+            let engine = try engine(host)
+            let query = request.uri.queryParameters
+            var filter = PrefetchItemFilter()
+            for text in query.getAll("state") {
+                guard let state = PrefetchItemState(rawValue: String(text)) else { throw APIError(.badRequest, "unknown state '\(text)'") }
+                filter.states.append(state)
+            }
+            for text in query.getAll("sort") {
+                guard let sort = PrefetchItemFilter.Sort(String(text)) else { throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc") }
+                filter.sort.append(sort)
+            }
+            filter.category = query.get("category").map(String.init)
+            filter.source = query.get("source").map(String.init)
+            filter.contentIds = query.getAll("content_id").map(String.init)
+            if let saved = query.get("saved") { filter.saved = saved == "true" }
+            filter.notViewed = query.get("not_viewed") == "true"
+            if let text = query.get("limit") {
+                guard let limit = Int(text), limit >= 0 else { throw APIError(.badRequest, "'limit' must be a whole number, 0 or more") }
+                filter.limit = limit
+            }
+            let chosen = filter
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.items(chosen) })
+        }
+        router.get("/v1/prefetch/items/{id}") { _, context in
+            let engine = try engine(host)
+            let id = try context.parameters.require("id")
+            guard let item = try await HTTPAPI.blocking({ try engine.item(id) }) else { throw PrefetchError.unknownItem(id) }
+            return HTTPAPI.json(item)
+        }
+        router.post("/v1/prefetch/download") { request, _ in
+            let engine = try engine(host)
+            let body = try await ids(request)
+            var behavior: PrefetchSettings.DownloadBehavior?
+            if let text = body.behavior {
+                guard let parsed = PrefetchSettings.DownloadBehavior(rawValue: text) else { throw APIError(.badRequest, "unknown behavior '\(text)'") }
+                behavior = parsed
+            }
+            let chosen = behavior
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids, behavior: chosen) }))
+        }
+        router.post("/v1/prefetch/resume") { request, _ in
+            let engine = try engine(host)
+            let body = try await ids(request)
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids) }))
+        }
+        router.post("/v1/prefetch/pause") { request, _ in
+            let engine = try engine(host)
+            let body = try await ids(request)
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.pause(body.ids) }))
+        }
+        router.post("/v1/prefetch/cancel") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.cancelCurrentDownloads() }))
+        }
+        router.post("/v1/prefetch/fill") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(Queued(queued: try await HTTPAPI.blocking { try engine.fill() }))
+        }
+        router.post("/v1/prefetch/delete") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(DeleteBody.self, from: request)
+            guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking {
+                try engine.delete(body.ids, filesOnly: body.files_only ?? false, keepThumbnail: body.keep_thumbnail ?? false)
+            }))
+        }
+        @Sendable func flag(_ flag: PrefetchEngine.Flag, _ value: Bool, _ request: Request) async throws -> Response {
+            let engine = try engine(host)
+            let body = try await ids(request)
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { engine.set(flag, value, on: body.ids) }))
+        }
+        router.post("/v1/prefetch/save") { request, _ in try await flag(.saved, true, request) }
+        router.post("/v1/prefetch/unsave") { request, _ in try await flag(.saved, false, request) }
+        router.post("/v1/prefetch/lock") { request, _ in try await flag(.locked, true, request) }
+        router.post("/v1/prefetch/unlock") { request, _ in try await flag(.locked, false, request) }
+        router.get("/v1/prefetch/policy") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
+        }
+        router.put("/v1/prefetch/policy") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(PolicyBody.self, from: request)
+            var selection: PrefetchSettings.NetworkSelection?
+            if let text = body.network_selection {
+                guard let parsed = PrefetchSettings.NetworkSelection(rawValue: text) else {
+                    throw APIError(.badRequest, "unknown network_selection '\(text)'; expected wifi, cellular, both or null")
+                }
+                selection = parsed
+            }
+            let chosen = selection
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.setNetworkSelectionOverride(chosen); return try engine.status() })
+        }
+    }
+}
