@@ -398,10 +398,13 @@ struct PrefetchCommand: ParsableCommand {
         @Option(parsing: .unconditional, help: "Stop after this many seconds.") var timeout: Double?
 
         func run() throws {
-            var watch = try HubWatchCommand.parse(["--manifest", manifestOption.manifest] + (output.json ? ["--json"] : [])
-                                                  + (url.map { ["--url", $0] } ?? []) + (count.map { ["--count", "\($0)"] } ?? [])
-                                                  + (timeout.map { ["--timeout", "\($0)"] } ?? [])
-                                                  + PrefetchNotificationName.all.flatMap { ["--name", $0] })
+            var arguments = ["--manifest", manifestOption.manifest]
+            if output.json { arguments.append("--json") }
+            if let url { arguments += ["--url", url] }
+            if let count { arguments += ["--count", String(count)] }
+            if let timeout { arguments += ["--timeout", String(timeout)] }
+            for name in PrefetchNotificationName.all { arguments += ["--name", name] }
+            let watch = try HubWatchCommand.parse(arguments)
             try watch.run()
         }
     }

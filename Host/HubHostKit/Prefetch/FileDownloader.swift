@@ -3,6 +3,9 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Downloads one file to disk with AsyncHTTPClient, streamed (never whole in memory), resuming
 /// what is already on disk: the partial file is `localPath + ".part"`; its length is the offset
@@ -152,7 +155,7 @@ final class FileDownloader: Sendable {
     }
 
     static func truncate(_ path: String, to length: Int64) throws {
-        guard Foundation.truncate(path, off_t(length)) == 0 else { throw Failure.disk("cannot truncate \(path): errno \(errno)") }
+        guard Glibc.truncate(path, off_t(length)) == 0 else { throw Failure.disk("cannot truncate \(path): errno \(errno)") }
     }
 
     static func writeAll(_ fd: Int32, _ buffer: ByteBuffer) throws {

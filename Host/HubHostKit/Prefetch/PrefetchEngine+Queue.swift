@@ -94,10 +94,10 @@ extension PrefetchEngine {
     }
 
     /// Starts downloads of queued items while fewer than max_concurrent_downloads run here.
-    /// The network check holds user-initiated downloads too; each queued item then says why.
+    /// The network and storage checks hold user-initiated downloads too; each queued item then says why.
     func pump() throws {
         let policy = try currentPolicy()
-        if let reason = policy.networkReason(device()) {
+        if let reason = policy.holdAll(device()) {
             try store.pool.write { db in
                 try db.execute(sql: "UPDATE item SET wait_reason = ? WHERE state = 'queued'", arguments: [reason.rawValue])
             }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 
 /// The content prefetch engine (the seed's VocService): registration with the catalog service,
@@ -27,7 +28,7 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// that kind exists (see PrefetchPolicy.Device.assumed).
     var device: @Sendable () -> PrefetchPolicy.Device = { .assumed }
     /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
-    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { ($0, $1) }
+    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { url, headers, _, _ in (url, headers) }
 
     let lock = NSLock()
     // Guarded by `lock`.
@@ -208,7 +209,8 @@ public final class PrefetchEngine: @unchecked Sendable {
         let server = try serverPolicy() ?? CatalogProtocol.ServerPolicy()
         let selection = try networkSelectionOverride() ?? settings.networkSelection
             ?? server.networkSelection.flatMap(PrefetchSettings.NetworkSelection.init(rawValue:)) ?? .wifi
-        return PrefetchPolicy(networkSelection: selection, server: server)
+        return PrefetchPolicy(networkSelection: selection, server: server, requiresCharging: settings.requiresCharging,
+                              batteryLow: settings.batteryLow, storageLow: UInt64(max(0, settings.storageLow)))
     }
 
     /// Bytes downloaded today (UTC day), for the daily limit.
@@ -308,5 +310,3 @@ public final class PrefetchEngine: @unchecked Sendable {
         try? downloader.client.syncShutdown()
     }
 }
-
-import GRDB

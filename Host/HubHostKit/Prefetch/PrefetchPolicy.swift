@@ -5,7 +5,9 @@ import Foundation
 /// from the API override, plugins.yaml or the server), the server's defaults, the device's network
 /// as far as it is known, the clock and what was downloaded today. User-initiated downloads skip
 /// the server's quantity limits (items per category, daily bytes, file size, time window) but not
-/// the network selection: a user asking for a file does not make a wifi-only policy allow cellular.
+/// the network selection and the storage threshold: a user asking for a file does not make a
+/// wifi-only policy allow cellular, nor fill a full disk. Battery and charging hold policy-driven
+/// downloads only.
 struct PrefetchPolicy: Sendable, Equatable {
     var networkSelection: PrefetchSettings.NetworkSelection
     var server: CatalogProtocol.ServerPolicy
@@ -15,9 +17,20 @@ struct PrefetchPolicy: Sendable, Equatable {
     struct Device: Sendable, Equatable {
         var network: String
         var metered: Bool
+        /// 0...1; nil: no battery.
+        var batteryLevel: Double? = nil
+        /// nil: unknown (no battery).
+        var charging: Bool? = nil
+        /// Free bytes at the data directory; nil: unknown.
+        var freeBytes: UInt64? = nil
         /// Assumed when no device_conditions instance is configured: an unmetered wired network.
         static let assumed = Device(network: "ethernet", metered: false)
     }
+
+    /// The device thresholds (prefetch.requires_charging, battery_low, storage_low).
+    var requiresCharging = false
+    var batteryLow = 0.15
+    var storageLow: UInt64 = 512 << 20
 
     /// "HH:MM" as minutes after midnight, nil when it is not a time.
     static func minutes(_ text: String) -> Int? {
@@ -27,7 +40,14 @@ struct PrefetchPolicy: Sendable, Equatable {
         return hours * 60 + minutes
     }
 
-    /// The network check alone (it also holds user-initiated downloads).
+    /// What holds every download, user-initiated ones too: the network and the storage.
+    func holdAll(_ device: Device) -> PrefetchWaitReason? {
+        if let reason = networkReason(device) { return reason }
+        if let free = device.freeBytes, free < storageLow { return .storageLow }
+        return nil
+    }
+
+    /// The network check alone.
     func networkReason(_ device: Device) -> PrefetchWaitReason? {
         switch device.network {
         case "none": return .noNetwork
@@ -41,7 +61,9 @@ struct PrefetchPolicy: Sendable, Equatable {
 
     /// The reason a policy-driven download of a file of `fileSize` bytes may not start, nil when it may.
     func reason(device: Device, minuteOfDay: Int, bytesToday: Int64, fileSize: Int64?, categoryCount: Int?) -> PrefetchWaitReason? {
-        if let reason = networkReason(device) { return reason }
+        if let reason = holdAll(device) { return reason }
+        if let level = device.batteryLevel, level < batteryLow, device.charging != true { return .lowBattery }
+        if requiresCharging, device.charging == false { return .notCharging }
         if let start = server.windowStart.flatMap(Self.minutes), let end = server.windowEnd.flatMap(Self.minutes), start != end {
             let inside = start < end ? (start..<end).contains(minuteOfDay) : (minuteOfDay >= start || minuteOfDay < end)
             if !inside { return .outsideTimeWindow }

@@ -24,7 +24,7 @@ extension PrefetchSettings: ManifestSection {
         deviceConditions = text("device_conditions")
         downloadRequest = text("download_request")
         if case .int(let count)? = values["max_concurrent_downloads"] {
-            if Self.concurrencyRange.contains(count) { maxConcurrentDownloads = count } else {
+            if count >= Int64(Self.concurrencyRange.lowerBound) && count <= Int64(Self.concurrencyRange.upperBound) { maxConcurrentDownloads = Int(count) } else {
                 context.report(node.mapping?["max_concurrent_downloads"], key: "prefetch.max_concurrent_downloads",
                                "must be between \(Self.concurrencyRange.lowerBound) and \(Self.concurrencyRange.upperBound), not \(count)")
             }
@@ -42,6 +42,17 @@ extension PrefetchSettings: ManifestSection {
             }
         }
         if case .bool(let purge)? = values["enable_auto_purge"] { enableAutoPurge = purge }
+        if case .bool(let charging)? = values["requires_charging"] { requiresCharging = charging }
+        if case .double(let level)? = values["battery_low"] {
+            if (0...1).contains(level) { batteryLow = level } else {
+                context.report(node.mapping?["battery_low"], key: "prefetch.battery_low", "must be between 0 and 1, not \(level)")
+            }
+        }
+        if case .int(let bytes)? = values["storage_low"] {
+            if bytes >= 0 && bytes <= CatalogProtocol.maxFileSize { storageLow = Int(bytes) } else {
+                context.report(node.mapping?["storage_low"], key: "prefetch.storage_low", "must be between 0 and \(CatalogProtocol.maxFileSize) bytes, not \(bytes)")
+            }
+        }
         seconds("sync_interval", into: &syncInterval)
         seconds("read_timeout", into: &readTimeout)
         seconds("retry_delay", into: &retryDelay)
@@ -52,10 +63,11 @@ extension PrefetchSettings: ManifestSection {
         // The licence itself is a secret: config show says whether one is set, not what it is.
         let values: [String: PluginValue] = [
             "enabled": .bool(enabled), "license": .string(license == nil ? "" : "(set)"), "provider": .string(provider ?? ""),
-            "device_id": .string(deviceID ?? ""), "max_concurrent_downloads": .int(maxConcurrentDownloads),
+            "device_id": .string(deviceID ?? ""), "max_concurrent_downloads": .int(Int64(maxConcurrentDownloads)),
             "item_download_behavior": .string(itemDownloadBehavior.rawValue), "network_selection": .string(networkSelection?.rawValue ?? ""),
             "enable_auto_purge": .bool(enableAutoPurge), "sync_interval": .double(syncInterval), "read_timeout": .double(readTimeout),
             "retry_delay": .double(retryDelay), "register_retry": .double(registerRetry),
+            "requires_charging": .bool(requiresCharging), "battery_low": .double(batteryLow), "storage_low": .int(Int64(storageLow)),
             "device_conditions": .string(deviceConditions ?? ""), "download_request": .string(downloadRequest ?? ""),
         ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)

@@ -28,6 +28,12 @@ public struct PrefetchSettings: Sendable, Equatable {
                   doc: "The wait before a failed file download is tried again; doubled on each of the 3 retries."),
         ConfigKey(key: "register_retry", type: .duration, defaultValue: .double(30),
                   doc: "The first wait before registration is tried again after a transport or server failure; doubled each time, at most 1 hour."),
+        ConfigKey(key: "requires_charging", type: .bool, defaultValue: .bool(false),
+                  doc: "true: policy-driven downloads wait while the device is not charging (WorkManager's requiresCharging)."),
+        ConfigKey(key: "battery_low", type: .double, defaultValue: .double(0.15),
+                  doc: "Policy-driven downloads wait while the battery is below this level (0...1) and not charging."),
+        ConfigKey(key: "storage_low", type: .int, defaultValue: .int(512 << 20),
+                  doc: "Every download waits while the data directory has fewer free bytes than this."),
         ConfigKey(key: "device_conditions", type: .string, defaultValue: .string(""),
                   doc: "The device_conditions plugin instance that tells network, battery and storage; empty: none (downloads assume an unmetered network)."),
         ConfigKey(key: "download_request", type: .string, defaultValue: .string(""),
@@ -56,6 +62,9 @@ public struct PrefetchSettings: Sendable, Equatable {
     public var readTimeout: Double = 30
     public var retryDelay: Double = 10
     public var registerRetry: Double = 30
+    public var requiresCharging = false
+    public var batteryLow = 0.15
+    public var storageLow: Int = 512 << 20
     public var deviceConditions: String?
     public var downloadRequest: String?
 

@@ -66,9 +66,9 @@ enum PrefetchRoutes {
                 guard let sort = PrefetchItemFilter.Sort(String(text)) else { throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc") }
                 filter.sort.append(sort)
             }
-            filter.category = query.get("category").map(String.init)
-            filter.source = query.get("source").map(String.init)
-            filter.contentIds = query.getAll("content_id").map(String.init)
+            filter.category = query.get("category").map { String($0) }
+            filter.source = query.get("source").map { String($0) }
+            filter.contentIds = query.getAll("content_id").map { String($0) }
             if let saved = query.get("saved") { filter.saved = saved == "true" }
             filter.notViewed = query.get("not_viewed") == "true"
             if let text = query.get("limit") {
