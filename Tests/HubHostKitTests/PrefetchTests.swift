@@ -156,6 +156,7 @@ final class PrefetchTests: XCTestCase {
         XCTAssertEqual(service.lock.withLock { service.registerQueries.count }, asked)
 
         // A server failure is retried by the rounds (with backoff) until it registers.
+        catalog(1)
         let (host2, engine2) = try self.host(", license: good-licence, device_id: dev-1")
         _ = host2
         service.lock.withLock { service.registerFailures = 2 }
@@ -281,8 +282,13 @@ final class PrefetchTests: XCTestCase {
         let ranges = service.requestRanges("item0.mp4")
         XCTAssertEqual(ranges.count, 2)
         XCTAssertNil(ranges[0])
-        XCTAssertEqual(ranges[1], "bytes=80000-")
-        XCTAssertEqual(service.sent("item0.mp4"), 200_000, "80,000 bytes then the other 120,000: nothing fetched twice")
+        // The resumed request starts at the bytes on disk (AsyncHTTPClient may drop the last
+        // buffered chunks of a body cut short, so that is at most the 80,000 sent) and asks
+        // only for the rest.
+        let start = Int(ranges[1]?.dropFirst(6).split(separator: "-").first ?? "") ?? -1
+        XCTAssertGreaterThan(start, 0, "resumed, not restarted: \(ranges)")
+        XCTAssertLessThanOrEqual(start, 80_000)
+        XCTAssertEqual(service.sent("item0.mp4"), 80_000 + 200_000 - start, "the second request fetched only what was not on disk")
         let item = try XCTUnwrap(engine.item("item0"))
         XCTAssertEqual(SHA256.hex(ofFile: item.files[0].localPath), SHA256.hex(of: datas["item0"]!))
     }
