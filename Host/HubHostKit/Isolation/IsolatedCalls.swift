@@ -7,6 +7,7 @@ enum WorkerOp: UInt8 {
     case operatorInfo, compare
     case log, flush
     case advertiserID, location, fetch
+    case deviceConditions, convertDownloadRequest
 }
 
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
@@ -119,6 +120,59 @@ enum IsolatedCalls {
         }
     }
 
+    /// A worker's answer is checked again here as if the plugin had answered in process, so a
+    /// worker cannot hand the host a value the in-process path would refuse.
+    static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .deviceConditions, { $0.string(dataDirectory) }) {
+        case .success(var reader):
+            do {
+                guard try reader.u8() == 0 else { throw try reader.callError(handle) }
+                let network = try reader.i32(), metered = try reader.bool()
+                let hasBattery = try reader.bool(), level = try reader.f64(), charging = try reader.i32()
+                let hasFree = try reader.bool(), free = try reader.u64()
+                do {
+                    return try DeviceConditions.checked(network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
+                                                        charging: charging, hasFreeBytes: hasFree, freeBytes: free)
+                } catch {
+                    throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
+                }
+            } catch let error as PluginCallError {
+                throw error
+            } catch {
+                throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    static func convertDownloadRequest(_ handle: PluginHandle, _ request: DownloadRequest) throws -> DownloadRequest {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .convertDownloadRequest, { $0.downloadRequest(request) }) {
+        case .success(var reader):
+            do {
+                guard try reader.u8() == 0 else { throw try reader.callError(handle) }
+                var converted = try reader.downloadRequest()
+                // The item and the role are the host's: whatever the worker says, they stay.
+                converted.itemId = request.itemId
+                converted.fileRole = request.fileRole
+                do {
+                    try DownloadRequestLimits.check(converted)
+                } catch {
+                    throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
+                }
+                return converted
+            } catch let error as PluginCallError {
+                throw error
+            } catch {
+                throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
     // MARK: Worker side
 
     /// Answers one request for an in-process handle, in the worker.
@@ -166,6 +220,24 @@ enum IsolatedCalls {
             out.i32(fetched.status)
             out.string(fetched.message)
             out.data(fetched.data)
+        case .deviceConditions:
+            do {
+                let c = try DeviceConditionsPlugin(handle).read(dataDirectory: try request.string())
+                out.u8(0)
+                out.i32(c.networkCode); out.bool(c.metered)
+                out.bool(c.batteryLevel != nil); out.f64(c.batteryLevel ?? 0); out.i32(c.chargingCode)
+                out.bool(c.freeBytes != nil); out.u64(c.freeBytes ?? 0)
+            } catch let error as PluginCallError {
+                out.u8(1); out.callError(error)
+            }
+        case .convertDownloadRequest:
+            do {
+                let converted = try DownloadRequestPlugin(handle).convert(try request.downloadRequest())
+                out.u8(0)
+                out.downloadRequest(converted)
+            } catch let error as PluginCallError {
+                out.u8(1); out.callError(error)
+            }
         }
     }
 }
@@ -182,7 +254,39 @@ extension WireWriter {
     }
 }
 
+extension WireWriter {
+    mutating func downloadRequest(_ r: DownloadRequest) {
+        string(r.url); string(r.itemId); string(r.fileRole)
+        u32(UInt32(r.headers.count))
+        for (name, value) in r.headers.sorted(by: { $0.key < $1.key }) { string(name); string(value) }
+    }
+
+    /// A PluginCallError without its instance id (the host side knows it).
+    mutating func callError(_ e: PluginCallError) {
+        switch e {
+        case .failed(_, let status, let message): u8(0); i32(status); string(message)
+        case .invalidAnswer(_, let reason): u8(1); string(reason)
+        }
+    }
+}
+
 extension WireReader {
+    mutating func downloadRequest() throws -> DownloadRequest {
+        let url = try string(), itemId = try string(), fileRole = try string()
+        let count = Int(try u32())
+        guard count <= DownloadRequestLimits.maxHeaders else { throw WireError(description: "\(count) headers") }
+        var headers: [String: String] = [:]
+        for _ in 0..<count { headers[try string()] = try string() }
+        return DownloadRequest(url: url, headers: headers, itemId: itemId, fileRole: fileRole)
+    }
+
+    mutating func callError(_ handle: PluginHandle) throws -> PluginCallError {
+        switch try u8() {
+        case 0: return .failed(instance: handle.instanceID, status: try i32(), message: try string())
+        default: return .invalidAnswer(instance: handle.instanceID, reason: try string())
+        }
+    }
+
     mutating func event() throws -> AugmentableEvent {
         let id = try string(), typeCode = try i32(), name = try string(), timeMs = try i64()
         let count = Int(try u32())

@@ -9,6 +9,8 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
     case advertiserID = "advertiser_id"
     case logging
     case location
+    case deviceConditions = "device_conditions"
+    case downloadRequest = "download_request"
 
     /// The HH_KIND_* code in hubhost_plugin.h.
     public var code: Int32 {
@@ -19,6 +21,17 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         case .advertiserID: return 4
         case .logging: return 5
         case .location: return 6
+        case .deviceConditions: return 9
+        case .downloadRequest: return 10
+        }
+    }
+
+    /// The ABI minor version (of major 1) that added the kind: a library declaring it must say at
+    /// least this version, since an older header cannot have described its table.
+    public var introducedInMinor: UInt32 {
+        switch self {
+        case .contentProvider, .augmentation, .triggerOperator, .advertiserID, .logging, .location: return 0
+        case .deviceConditions, .downloadRequest: return 1
         }
     }
 
@@ -128,6 +141,11 @@ public struct PluginManifest: Sendable {
                     reader.report(kindNode, key: "\(path).kind",
                                   "unknown plugin kind '\(kindText)'\(Suggestion.hint(for: kindText, in: all)); expected one of: \(all.joined(separator: ", "))")
                     continue
+                }
+                let manifestMinor = abi.flatMap { $0.split(separator: ".").dropFirst().first.flatMap { UInt32($0) } }
+                if let manifestMinor, manifestMinor < kind.introducedInMinor {
+                    reader.report(kindNode, key: "\(path).kind",
+                                  "kind '\(kindText)' was added in ABI 1.\(kind.introducedInMinor); set abi: \"1.\(kind.introducedInMinor)\" (it says \"\(abi ?? "")\")")
                 }
                 if exports.contains(where: { $0.id == exportID }) {
                     reader.report(idNode, key: "\(path).id", "export id '\(exportID)' appears twice")

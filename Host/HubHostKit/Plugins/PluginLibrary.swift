@@ -82,7 +82,7 @@ public final class PluginLibrary: @unchecked Sendable {
         }
         var descriptors: [PluginDescriptor] = []
         for index in 0..<count {
-            descriptors.append(try readDescriptor(getPlugin(UInt32(index)), index: index, path: path))
+            descriptors.append(try readDescriptor(getPlugin(UInt32(index)), index: index, path: path, abi: version))
         }
         var seen = Set<String>()
         for descriptor in descriptors where !seen.insert(descriptor.id).inserted {
@@ -91,7 +91,8 @@ public final class PluginLibrary: @unchecked Sendable {
         return PluginLibrary(path: path, abiVersion: version, descriptors: descriptors, library: library)
     }
 
-    private static func readDescriptor(_ pointer: UnsafePointer<hh_plugin_descriptor_t>?, index: Int, path: String) throws -> PluginDescriptor {
+    private static func readDescriptor(_ pointer: UnsafePointer<hh_plugin_descriptor_t>?, index: Int, path: String,
+                                       abi: ABIVersion) throws -> PluginDescriptor {
         func fail(_ reason: String) -> PluginLoadError { .invalidDescriptor(path: path, index: index, reason: reason) }
         guard let pointer else { throw fail("get_plugin(\(index)) returned NULL") }
         let d = pointer.pointee
@@ -99,6 +100,9 @@ public final class PluginLibrary: @unchecked Sendable {
             throw fail("id is missing or not made of lowercase letters, digits, '-', '_' and '.'")
         }
         guard let kind = PluginKind(code: d.kind) else { throw fail("'\(id)' has unknown kind code \(d.kind)") }
+        guard abi.minor >= kind.introducedInMinor else {
+            throw fail("'\(id)' is a \(kind.rawValue) plugin, a kind added in ABI 1.\(kind.introducedInMinor), but the library says ABI \(abi)")
+        }
         guard d.kind_api != nil else { throw fail("'\(id)' has no kind_api table") }
         guard d.create != nil, d.destroy != nil else { throw fail("'\(id)' lacks create or destroy") }
         guard let version = d.version.map({ String(cString: $0) }) else { throw fail("'\(id)' has no version") }

@@ -75,6 +75,8 @@ public enum ConformanceSuite {
         case .advertiserID: return advertiserTests(id)
         case .location: return locationTests(id)
         case .contentProvider: return providerTests(id)
+        case .deviceConditions: return deviceConditionsTests(id)
+        case .downloadRequest: return downloadRequestTests(id)
         }
     }
 
@@ -241,6 +243,83 @@ public enum ConformanceSuite {
                     let fetched = context.budget.run("\(id).fetch") { ContentProviderPlugin(instance).fetch("no-such-resource-\(UUID().uuidString)") }
                     try context.checkStatus(fetched.status, call: "\(id).fetch")
                     if fetched.status == HH_OK { throw ConformanceFailure("fetch of a resource that does not exist answered HH_OK") }
+                }
+            },
+        ]
+    }
+}
+
+// MARK: ABI 1.1 kinds
+
+extension ConformanceSuite {
+    /// A failure with a defined status is allowed (a plugin may not know); an invalid answer never.
+    static func checkCall<T>(_ context: ConformanceContext, call: String, _ body: () throws -> T) throws -> T? {
+        do {
+            return try context.budget.run(call) { try body() }
+        } catch let error as PluginCallError {
+            if case .failed(_, let status, let message) = error {
+                try context.checkStatus(status, call: call)
+                if message.isEmpty { throw ConformanceFailure("\(call) failed (\(StatusCode.name(status))) without explaining why: call report_error first") }
+                return nil
+            }
+            throw ConformanceFailure("\(call): \(error)")
+        }
+    }
+
+    static func deviceConditionsTests(_ id: String) -> [ConformanceTest] {
+        [
+            ConformanceTest("\(id)/read-conditions", "read the conditions at the data directory: every field in range, or a failure with a message") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = DeviceConditionsPlugin(instance)
+                    _ = try checkCall(context, call: "\(id).read_conditions") { try plugin.read(dataDirectory: context.dataDirectory) }
+                }
+            },
+            ConformanceTest("\(id)/read-conditions-missing-directory", "read the conditions at a directory that does not exist: in range, or a failure") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = DeviceConditionsPlugin(instance)
+                    _ = try checkCall(context, call: "\(id).read_conditions") {
+                        try plugin.read(dataDirectory: context.dataDirectory + "/no/such/directory")
+                    }
+                }
+            },
+            ConformanceTest("\(id)/read-conditions-concurrent", "read from 8 threads at once ([thread-safe]): every answer in range") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = DeviceConditionsPlugin(instance)
+                    try context.concurrently(iterations: 100) { _ in
+                        _ = try checkCall(context, call: "\(id).read_conditions") { try plugin.read(dataDirectory: context.dataDirectory) }
+                    }
+                }
+            },
+        ]
+    }
+
+    static func downloadRequestTests(_ id: String) -> [ConformanceTest] {
+        let plain = DownloadRequest(url: "https://cdn.example.com/items/item-1/main.mp4", headers: ["Accept": "*/*"],
+                                    itemId: "item-1", fileRole: "main")
+        let awkward = DownloadRequest(url: "http://cdn.example.com/caf%C3%A9/%E2%9C%93.m3u8?x=1&y=%20#frag",
+                                      headers: ["X-Long": String(repeating: "v", count: 8000), "x-empty": "", "X-UTF8": "café ✓"],
+                                      itemId: "ïtem ✓ \u{1F600}", fileRole: "no-such-role")
+        func convertCase(_ name: String, _ summary: String, _ request: DownloadRequest) -> ConformanceTest {
+            ConformanceTest("\(id)/\(name)", summary) { context in
+                try withInstance(id, context) { instance in
+                    let plugin = DownloadRequestPlugin(instance)
+                    _ = try checkCall(context, call: "\(id).convert") { try plugin.convert(request) }
+                }
+            }
+        }
+        return [
+            convertCase("convert-plain", "convert a plain request: a valid http(s) URL and headers, or a failure with a message", plain),
+            convertCase("convert-awkward", "convert a request with escapes, non-ASCII text, an 8000-byte header and an unknown file role", awkward),
+            ConformanceTest("\(id)/convert-concurrent", "convert from 8 threads at once ([thread-safe]): answers stable") { context in
+                try withInstance(id, context) { instance in
+                    let plugin = DownloadRequestPlugin(instance)
+                    let first = try checkCall(context, call: "\(id).convert") { try plugin.convert(plain) }
+                    try context.concurrently(iterations: 100) { _ in
+                        let answer = try checkCall(context, call: "\(id).convert") { try plugin.convert(plain) }
+                        if answer != first {
+                            throw ConformanceFailure("convert answered \(String(describing: answer)), then \(String(describing: first)), for the same request")
+                        }
+                    }
                 }
             },
         ]

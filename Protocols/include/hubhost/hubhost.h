@@ -6,6 +6,8 @@
 #include "hubhost_advertiser_id.h"
 #include "hubhost_augmentation.h"
 #include "hubhost_content_provider.h"
+#include "hubhost_device_conditions.h"
+#include "hubhost_download_request.h"
 #include "hubhost_http.h"
 #include "hubhost_location.h"
 #include "hubhost_logging.h"

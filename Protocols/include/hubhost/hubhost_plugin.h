@@ -51,7 +51,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define HH_ABI_VERSION_MAJOR 1
-#define HH_ABI_VERSION_MINOR 0
+#define HH_ABI_VERSION_MINOR 1
 #define HH_ABI_VERSION_PATCH 0
 
 typedef struct hh_version {
@@ -143,6 +143,9 @@ typedef int32_t hh_plugin_kind_t;
 #define HH_KIND_ADVERTISER_ID     4  /* hubhost_advertiser_id.h:    hh_advertiser_id_v1_t */
 #define HH_KIND_LOGGING           5  /* hubhost_logging.h:          hh_logging_v1_t */
 #define HH_KIND_LOCATION          6  /* hubhost_location.h:         hh_location_v1_t */
+/* Added in ABI 1.1: a library declaring one of these kinds sets abi_version to 1.1 or later. */
+#define HH_KIND_DEVICE_CONDITIONS 9  /* hubhost_device_conditions.h: hh_device_conditions_v1_t */
+#define HH_KIND_DOWNLOAD_REQUEST 10  /* hubhost_download_request.h:  hh_download_request_v1_t */
 
 /* ---------------------------------------------------------------------------------------------
  * Host services: what the host gives every plugin instance at create.

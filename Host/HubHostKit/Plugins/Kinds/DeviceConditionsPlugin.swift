@@ -1,0 +1,116 @@
+import Foundation
+import HubHostABI
+
+/// What the device can afford now, as a `device_conditions` plugin answered it (range-checked).
+public struct DeviceConditions: Sendable, Equatable, Codable {
+    public enum Network: String, Sendable, Codable {
+        case none, wifi, cellular, ethernet
+    }
+
+    public var network: Network
+    /// The network is billed by volume.
+    public var metered: Bool
+    /// 0...1; nil: the device has no battery.
+    public var batteryLevel: Double?
+    /// nil: unknown.
+    public var charging: Bool?
+    /// Bytes free for an unprivileged writer on the data directory's file system; nil: unknown.
+    public var freeBytes: UInt64?
+
+    public init(network: Network, metered: Bool, batteryLevel: Double? = nil, charging: Bool? = nil, freeBytes: UInt64? = nil) {
+        self.network = network
+        self.metered = metered
+        self.batteryLevel = batteryLevel
+        self.charging = charging
+        self.freeBytes = freeBytes
+    }
+}
+
+extension DeviceConditions {
+    /// Checks a raw answer field by field, as hubhost_device_conditions.h promises: an unknown
+    /// network or charging code, or a battery level outside 0...1 (NaN included), is refused with
+    /// the field and value named. Used for in-process answers and for what a worker sends back.
+    static func checked(network code: Int32, metered: Bool, hasBattery: Bool, batteryLevel: Double, charging chargingCode: Int32,
+                        hasFreeBytes: Bool, freeBytes: UInt64) throws(DeviceConditionsProblem) -> DeviceConditions {
+        let network: Network
+        switch code {
+        case HH_NETWORK_NONE: network = .none
+        case HH_NETWORK_WIFI: network = .wifi
+        case HH_NETWORK_CELLULAR: network = .cellular
+        case HH_NETWORK_ETHERNET: network = .ethernet
+        default: throw DeviceConditionsProblem("network code \(code) is not one of HH_NETWORK_NONE/WIFI/CELLULAR/ETHERNET (0...3)")
+        }
+        if hasBattery, !(batteryLevel.isFinite && (0...1).contains(batteryLevel)) {
+            throw DeviceConditionsProblem("battery_level \(batteryLevel) is outside 0...1")
+        }
+        let charging: Bool?
+        switch chargingCode {
+        case HH_CHARGING_UNKNOWN: charging = nil
+        case HH_CHARGING_NO: charging = false
+        case HH_CHARGING_YES: charging = true
+        default: throw DeviceConditionsProblem("charging code \(chargingCode) is not one of HH_CHARGING_UNKNOWN/NO/YES (0...2)")
+        }
+        return DeviceConditions(network: network, metered: metered, batteryLevel: hasBattery ? batteryLevel : nil,
+                                charging: charging, freeBytes: hasFreeBytes ? freeBytes : nil)
+    }
+
+    /// The codes of hubhost_device_conditions.h, for the isolation wire.
+    var networkCode: Int32 {
+        switch network {
+        case .none: return HH_NETWORK_NONE
+        case .wifi: return HH_NETWORK_WIFI
+        case .cellular: return HH_NETWORK_CELLULAR
+        case .ethernet: return HH_NETWORK_ETHERNET
+        }
+    }
+
+    var chargingCode: Int32 {
+        switch charging {
+        case nil: return HH_CHARGING_UNKNOWN
+        case false?: return HH_CHARGING_NO
+        case true?: return HH_CHARGING_YES
+        }
+    }
+}
+
+/// One field of a device_conditions answer the host refuses.
+struct DeviceConditionsProblem: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// A loaded `device_conditions` plugin (hubhost_device_conditions.h), in process or isolated.
+public final class DeviceConditionsPlugin: @unchecked Sendable {
+    public let handle: PluginHandle
+
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .deviceConditions, "DeviceConditionsPlugin needs a device_conditions plugin")
+        self.handle = handle
+    }
+
+    /// The conditions now; `dataDirectory` is the directory whose file system's free bytes are
+    /// wanted. Throws `PluginCallError.failed` when the plugin fails (HH_ERR_UNAVAILABLE: it
+    /// cannot tell now) and `.invalidAnswer` when a field is out of range. Blocking (the plugin
+    /// reads files): call it through `BlockingPool.run` from async code. [thread-safe]
+    public func read(dataDirectory: String) throws -> DeviceConditions {
+        guard let instance = handle.instance else { return try IsolatedCalls.deviceConditions(handle, dataDirectory: dataDirectory) }
+        let api = instance.api(hh_device_conditions_v1_t.self)
+        guard let readConditions = api.pointee.read_conditions else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNSUPPORTED, message: "the plugin has no read_conditions")
+        }
+        var raw = hh_device_conditions_t()
+        let status = readConditions(instance.handle, dataDirectory, &raw)
+        guard status == HH_OK else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: status, message: instance.takeError())
+        }
+        do {
+            return try DeviceConditions.checked(network: raw.network, metered: raw.metered, hasBattery: raw.has_battery,
+                                                batteryLevel: raw.battery_level, charging: raw.charging,
+                                                hasFreeBytes: raw.has_free_bytes, freeBytes: raw.free_bytes)
+        } catch {
+            throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
+        }
+    }
+}

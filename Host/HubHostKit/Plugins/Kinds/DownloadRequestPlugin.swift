@@ -1,0 +1,57 @@
+import Foundation
+import HubHostABI
+
+/// A file download request as the prefetch engine would send it, before and after a
+/// `download_request` plugin converts it (the seed's convertDownloadRequest).
+public struct DownloadRequest: Sendable, Equatable {
+    public var url: String
+    public var headers: [String: String]
+    /// The content item's uniqueId; a plugin cannot change it.
+    public var itemId: String
+    /// Which file of the item ("main", "hls_main_index", "thumbnail", "subtitle"); a plugin cannot change it.
+    public var fileRole: String
+
+    public init(url: String, headers: [String: String] = [:], itemId: String, fileRole: String) {
+        self.url = url
+        self.headers = headers
+        self.itemId = itemId
+        self.fileRole = fileRole
+    }
+}
+
+/// A loaded `download_request` plugin (hubhost_download_request.h), in process or isolated.
+public final class DownloadRequestPlugin: @unchecked Sendable {
+    public let handle: PluginHandle
+
+    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+
+    public init(_ handle: PluginHandle) {
+        precondition(handle.kind == .downloadRequest, "DownloadRequestPlugin needs a download_request plugin")
+        self.handle = handle
+    }
+
+    /// The request after the plugin's edits (unchanged when the plugin answers HH_ERR_NOT_FOUND or
+    /// makes none). Throws `PluginCallError.failed` when the plugin fails, `.invalidAnswer` when
+    /// its result breaks the header's limits (`DownloadRequestLimits`). May block briefly: call it
+    /// through `BlockingPool.run` from async code. [thread-safe]
+    public func convert(_ request: DownloadRequest) throws -> DownloadRequest {
+        guard let instance = handle.instance else { return try IsolatedCalls.convertDownloadRequest(handle, request) }
+        let api = instance.api(hh_download_request_v1_t.self)
+        guard let convert = api.pointee.convert else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNSUPPORTED, message: "the plugin has no convert")
+        }
+        let session = DownloadRequestEditSession(request)
+        defer { session.release() }
+        let status = session.withRequest { request, editor in convert(instance.handle, request, editor) }
+        switch status {
+        case HH_OK: break
+        case HH_ERR_NOT_FOUND: return request
+        default: throw PluginCallError.failed(instance: handle.instanceID, status: status, message: instance.takeError())
+        }
+        do {
+            return try session.result()
+        } catch {
+            throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
+        }
+    }
+}
