@@ -147,8 +147,50 @@ public final class HubHost: @unchecked Sendable {
             let engine = try PrefetchEngine(settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
                                             provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
                                             providerProblem: problem, notifications: notifications, logger: logger)
+            wirePrefetchPlugins(engine, settings)
             prefetchEngine = engine
             return engine
+        }
+    }
+
+    /// Hands the engine its device_conditions and download_request instances (prefetch.device_conditions,
+    /// prefetch.download_request). A named instance that is not loaded makes downloads wait
+    /// (`device_conditions_unavailable`) or fail, rather than run without the integrator's rule.
+    private func wirePrefetchPlugins(_ engine: PrefetchEngine, _ settings: PrefetchSettings) {
+        let dataDirectory = manifest.dataDirectory
+        let logger = self.logger
+        if let id = settings.deviceConditions {
+            if let handle = registry.plugins(of: .deviceConditions).first(where: { $0.instanceID == id }) {
+                let plugin = DeviceConditionsPlugin(handle)
+                engine.device = {
+                    do {
+                        let conditions = try plugin.read(dataDirectory: dataDirectory)
+                        return PrefetchPolicy.Device(network: conditions.network.rawValue, metered: conditions.metered,
+                                                     batteryLevel: conditions.batteryLevel, charging: conditions.charging,
+                                                     freeBytes: conditions.freeBytes)
+                    } catch {
+                        logger.warning("prefetch: device_conditions '\(id)': \(error)")
+                        return nil
+                    }
+                }
+            } else {
+                logger.error("prefetch.device_conditions '\(id)' is not a loaded device_conditions instance: downloads wait")
+                engine.device = { nil }
+            }
+        }
+        if let id = settings.downloadRequest {
+            if let handle = registry.plugins(of: .downloadRequest).first(where: { $0.instanceID == id }) {
+                let plugin = DownloadRequestPlugin(handle)
+                engine.convertRequest = { url, headers, item, role in
+                    let converted = try plugin.convert(DownloadRequest(url: url, headers: headers, itemId: item, fileRole: role))
+                    return (converted.url, converted.headers)
+                }
+            } else {
+                logger.error("prefetch.download_request '\(id)' is not a loaded download_request instance: downloads fail")
+                engine.convertRequest = { _, _, _, _ in
+                    throw PrefetchError.invalid("prefetch.download_request '\(id)' is not a loaded download_request instance")
+                }
+            }
         }
     }
 

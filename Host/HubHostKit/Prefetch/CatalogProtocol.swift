@@ -59,7 +59,7 @@ public enum CatalogProtocol {
         public var selected: Bool?
     }
 
-    /// One file of an item. `role`: main, hls_index, thumbnail or subtitle.
+    /// One file of an item. `role`: main, hls_main_index, thumbnail or subtitle.
     public struct FileEntry: Codable, Sendable, Equatable {
         public var role: String
         public var url: String
@@ -116,8 +116,8 @@ public enum CatalogProtocol {
     }
 
     /// Roles a file may have; the main ones decide the item's state.
-    static let roles: Set<String> = ["main", "hls_index", "thumbnail", "subtitle"]
-    static let mainRoles: Set<String> = ["main", "hls_index"]
+    static let roles: Set<String> = ["main", "hls_main_index", "thumbnail", "subtitle"]
+    static let mainRoles: Set<String> = ["main", "hls_main_index"]
     /// Limits on what one document may hold, so that a broken service cannot fill memory or disk.
     static let maxIdLength = 256
     static let maxFilesPerItem = 64
@@ -136,7 +136,7 @@ public enum CatalogProtocol {
         guard !item.source.isEmpty else { throw Invalid(description: "item \(item.uniqueId): no source") }
         guard !item.categories.isEmpty else { throw Invalid(description: "item \(item.uniqueId): an item belongs to one or more categories") }
         guard item.files.count <= maxFilesPerItem else { throw Invalid(description: "item \(item.uniqueId): more than \(maxFilesPerItem) files") }
-        guard item.files.contains(where: { mainRoles.contains($0.role) }) else { throw Invalid(description: "item \(item.uniqueId): no main or hls_index file") }
+        guard item.files.contains(where: { mainRoles.contains($0.role) }) else { throw Invalid(description: "item \(item.uniqueId): no main or hls_main_index file") }
         for file in item.files {
             guard roles.contains(file.role) else { throw Invalid(description: "item \(item.uniqueId): unknown file role '\(file.role)'") }
             guard let url = URL(string: file.url), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {

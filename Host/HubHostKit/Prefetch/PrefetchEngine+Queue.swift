@@ -56,6 +56,7 @@ extension PrefetchEngine {
         }
         let policy = try currentPolicy()
         let counts = try categoryCounts()
+        let device = self.device()  // once per round: a plugin call may read /sys
         for item in try store.items(where: "state = 'discovered'") {
             let behavior = item.downloadBehavior ?? settings.itemDownloadBehavior
             var reason: PrefetchWaitReason?
@@ -65,7 +66,7 @@ extension PrefetchEngine {
             case .fullAuto:
                 let categoryCount = item.categories.map { counts[$0] ?? 0 }.max()
                 let largest = item.files.filter { $0.isMain || $0.autoDownload }.compactMap(\.size).max()
-                reason = try policyReason(policy, fileSize: largest, categoryCount: categoryCount)
+                reason = try policyReason(policy, device: device, fileSize: largest, categoryCount: categoryCount)
             }
             try transition(item.uniqueId) { current in
                 guard current.state == .discovered else { return false }
@@ -97,7 +98,8 @@ extension PrefetchEngine {
     /// The network and storage checks hold user-initiated downloads too; each queued item then says why.
     func pump() throws {
         let policy = try currentPolicy()
-        if let reason = policy.holdAll(device()) {
+        let device = self.device()
+        if let reason = device.map(policy.holdAll) ?? .deviceConditionsUnavailable {
             try store.pool.write { db in
                 try db.execute(sql: "UPDATE item SET wait_reason = ? WHERE state = 'queued'", arguments: [reason.rawValue])
             }
@@ -141,7 +143,8 @@ extension PrefetchEngine {
             let before = FileDownloader.partialLength(file.localPath)
             let index = file.index
             do {
-                let (url, headers) = try convertRequest(file.url, [:], id, file.role)
+                let convert = convertRequest
+                let (url, headers) = try await BlockingPool.run { try convert(file.url, [:], id, file.role) }
                 let outcome = try await downloader.download(
                     url: url, headers: headers, localPath: file.localPath, expectedSize: file.size, sha256: file.sha256,
                     validator: file.validator,

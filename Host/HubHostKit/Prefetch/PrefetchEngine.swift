@@ -24,9 +24,10 @@ public final class PrefetchEngine: @unchecked Sendable {
     let notifications: HostNotifications
     let logger: Logger
     let downloader: FileDownloader
-    /// The device's network as the engine sees it; the device_conditions plugin fills it once
-    /// that kind exists (see PrefetchPolicy.Device.assumed).
-    var device: @Sendable () -> PrefetchPolicy.Device = { .assumed }
+    /// The device's conditions as the engine sees them: from the prefetch.device_conditions
+    /// instance (HubHost.prefetch wires it), else PrefetchPolicy.Device.assumed. nil: the plugin
+    /// could not tell (downloads wait with `device_conditions_unavailable`).
+    var device: @Sendable () -> PrefetchPolicy.Device? = { .assumed }
     /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
     var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { url, headers, _, _ in (url, headers) }
 
@@ -179,7 +180,7 @@ public final class PrefetchEngine: @unchecked Sendable {
             counts[row["state"] as String] = row["n"]
         }
         let policy = try currentPolicy()
-        let reason = try policyReason(policy, fileSize: nil, categoryCount: nil)
+        let reason = try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil)
         let snapshot = lock.withLock { (state, lastFailure, lastSyncMs, Array(running.keys).sorted()) }
         return Status(serviceState: snapshot.0, lastFailure: snapshot.1, licenseSource: license.source, licenseProblem: license.problem,
                       deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.2,
@@ -231,12 +232,13 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
     }
 
-    func policyReason(_ policy: PrefetchPolicy, fileSize: Int64?, categoryCount: Int?) throws -> PrefetchWaitReason? {
+    func policyReason(_ policy: PrefetchPolicy, device: PrefetchPolicy.Device?, fileSize: Int64?, categoryCount: Int?) throws -> PrefetchWaitReason? {
         if case .notRegistered = serviceState { return .notRegistered }
+        guard let device else { return .deviceConditionsUnavailable }
         let calendar = Calendar.current
         let now = Date()
         let minute = calendar.component(.hour, from: now) * 60 + calendar.component(.minute, from: now)
-        return policy.reason(device: device(), minuteOfDay: minute, bytesToday: try bytesToday(), fileSize: fileSize, categoryCount: categoryCount)
+        return policy.reason(device: device, minuteOfDay: minute, bytesToday: try bytesToday(), fileSize: fileSize, categoryCount: categoryCount)
     }
 
     // MARK: item access

@@ -66,7 +66,7 @@ public struct PrefetchFile: Sendable, Codable, Equatable {
     /// The validator (ETag, else Last-Modified) of the first answer, sent back as If-Range on resume.
     public var validator: String?
 
-    /// main and hls_index files decide the item's state; thumbnails and subtitles do not.
+    /// main and hls_main_index files decide the item's state; thumbnails and subtitles do not.
     public var isMain: Bool { CatalogProtocol.mainRoles.contains(role) }
 }
 
@@ -101,4 +101,6 @@ public enum PrefetchWaitReason: String, Sendable, Codable, CaseIterable {
     case thumbnailOnly = "thumbnail_only"
     case waitingForSlot = "waiting_for_slot"
     case cancelled
+    /// The device_conditions instance failed or is not loaded: hubhost does not guess.
+    case deviceConditionsUnavailable = "device_conditions_unavailable"
 }
