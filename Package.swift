@@ -33,6 +33,9 @@ let bundledPlugins: [BundledPlugin] = [
     .init(folder: "ExtraOperators", product: "hubhost-extra-operators", isC: true),
     .init(folder: "HTTPContentProvider", product: "hubhost-http-content-provider", isC: true),
     .init(folder: "LocalContentProvider", product: "hubhost-local-content-provider", isC: true),
+    .init(folder: "LinuxDeviceConditions", product: "hubhost-linux-device-conditions", isC: true),
+    .init(folder: "FixedDeviceConditions", product: "hubhost-fixed-device-conditions", isC: true),
+    .init(folder: "DownloadRequestHeader", product: "hubhost-download-request-header", isC: true),
 ]
 
 let package = Package(

@@ -125,6 +125,16 @@ public final class PluginHarness: @unchecked Sendable {
         LocationPlugin(require(id, .location)).current()
     }
 
+    /// A device_conditions plugin's answer at `dataDirectory` (default: the harness's scratch folder).
+    public func deviceConditions(dataDirectory: String? = nil, plugin id: String? = nil) throws -> DeviceConditions {
+        try DeviceConditionsPlugin(require(id, .deviceConditions)).read(dataDirectory: dataDirectory ?? self.dataDirectory)
+    }
+
+    /// A download_request plugin's conversion of `request`.
+    public func convert(_ request: DownloadRequest, plugin id: String? = nil) throws -> DownloadRequest {
+        try DownloadRequestPlugin(require(id, .downloadRequest)).convert(request)
+    }
+
     /// Hands one record to a logging plugin.
     public func log(_ severity: LogSeverity, _ message: String, verbosity: LogVerbosity = .debug, source: String = "test",
                     plugin id: String? = nil) {

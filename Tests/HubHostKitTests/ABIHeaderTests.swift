@@ -1,5 +1,6 @@
 import XCTest
 @testable import HubHostKit
+import HubHostABI
 
 /// The ABI headers are the contract: they must compile as plain, pedantic C11 (and C++) with no
 /// warnings, so a plugin author's compiler never trips on them.
@@ -64,7 +65,11 @@ final class ABIHeaderTests: XCTestCase {
     }
 
     func testHostAndHeaderVersionsAgree() {
-        XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 0, patch: 0))
-        XCTAssertEqual(PluginKind.allCases.map(\.code), [1, 2, 3, 4, 5, 6])
+        XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 1, patch: 0))
+        XCTAssertEqual(PluginKind.allCases.map(\.code), [1, 2, 3, 4, 5, 6, 9, 10])
+        // The kinds added in 1.1 carry the header's constants and say when they came.
+        XCTAssertEqual(PluginKind.deviceConditions.code, HH_KIND_DEVICE_CONDITIONS)
+        XCTAssertEqual(PluginKind.downloadRequest.code, HH_KIND_DOWNLOAD_REQUEST)
+        XCTAssertEqual(PluginKind.allCases.filter { $0.introducedInMinor == 1 }, [.deviceConditions, .downloadRequest])
     }
 }

@@ -52,4 +52,47 @@ final class AuthorGuideTests: XCTestCase {
         XCTAssertFalse(operators[0].compare(event: .string("Summer"), trigger: .string("winter")).result)
         XCTAssertEqual(operators[0].compare(event: .int(3), trigger: .string("3")).status, 4 /* HH_ERR_TYPE_MISMATCH */)
     }
+
+    /// Builds a guide block's C plugin and manifest into `folder`/`name`/, runs `hubhost plugins
+    /// test` on it, and returns the plugin.yaml's path.
+    private func buildGuidePlugin(_ name: String, in folder: String) throws -> String {
+        let dir = folder + "/" + name
+        try TestSupport.write(try guideBlock(name + ".c"), to: dir + "/\(name).c")
+        try TestSupport.write(try guideBlock(name + ".yaml"), to: dir + "/plugin.yaml")
+        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                                                       "-I", TestSupport.repository + "/Protocols/include",
+                                                       "-o", dir + "/lib\(name).so", dir + "/\(name).c"])
+        XCTAssertEqual(cc.status, 0, cc.stderr)
+        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", dir + "/plugin.yaml"])
+        XCTAssertEqual(validation.status, 0, validation.stdout)
+        XCTAssertTrue(validation.stdout.contains("9 passed, 0 failed"), validation.stdout)
+        return dir + "/plugin.yaml"
+    }
+
+    func testTheGuidesABI11PluginsBuildLoadAndWork() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let network = try buildGuidePlugin("fixed-network", in: folder)
+        let bearer = try buildGuidePlugin("bearer-token", in: folder)
+        try TestSupport.write("""
+        data_dir: data
+        plugins:
+          - id: network
+            use: \(network)
+            config: {network: cellular}
+          - id: bearer
+            use: \(bearer)
+            config: {token: abc123}
+        """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let conditions = try DeviceConditionsPlugin(try XCTUnwrap(host.registry.plugins(of: .deviceConditions).first)).read(dataDirectory: folder)
+        XCTAssertEqual(conditions.network, .cellular)
+        XCTAssertNil(conditions.batteryLevel)
+        XCTAssertNotNil(conditions.freeBytes)
+        let converter = DownloadRequestPlugin(try XCTUnwrap(host.registry.plugins(of: .downloadRequest).first))
+        let secure = DownloadRequest(url: "https://cdn.example.com/a.mp4", headers: [:], itemId: "i", fileRole: "main")
+        XCTAssertEqual(try converter.convert(secure).headers, ["Authorization": "Bearer abc123"])
+        let plain = DownloadRequest(url: "http://cdn.example.com/a.mp4", headers: [:], itemId: "i", fileRole: "main")
+        XCTAssertEqual(try converter.convert(plain), plain, "no token over plain http")
+    }
 }

@@ -20,7 +20,8 @@ final class BundledPluginTests: XCTestCase {
 
     func testEveryBundledPluginLoadsFromTheDefaultManifestAndAgreesWithItsManifest() throws {
         let bundled = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Plugins").sorted()
-        XCTAssertEqual(bundled, ["ConsoleLogger", "ExtraOperators", "FixedLocation", "HTTPContentProvider", "JSONLinesLogger",
+        XCTAssertEqual(bundled, ["ConsoleLogger", "DownloadRequestHeader", "ExtraOperators", "FixedDeviceConditions", "FixedLocation",
+                                 "HTTPContentProvider", "JSONLinesLogger", "LinuxDeviceConditions",
                                  "LocalContentProvider", "LocationAugmentation", "Noop",
                                  "StandardOperators", "StaticAdvertiserID", "WeatherAugmentation"])
         for name in bundled {

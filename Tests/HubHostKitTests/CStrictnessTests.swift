@@ -15,6 +15,11 @@ final class CStrictnessTests: XCTestCase {
             sources += files.filter { $0.hasSuffix(".c") }.sorted().map { plugins + "/" + name + "/" + $0 }
         }
         XCTAssertGreaterThanOrEqual(sources.count, 8, "\(sources)")
+        // Every C plugin folder is picked up by listing, new ones included.
+        for file in ["LinuxDeviceConditions/linux_device_conditions.c", "FixedDeviceConditions/fixed_device_conditions.c",
+                     "DownloadRequestHeader/download_request_header.c"] {
+            XCTAssertTrue(sources.contains(plugins + "/" + file), file)
+        }
         for (index, source) in sources.enumerated() {
             let result = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-c",
                                                                "-I", TestSupport.repository + "/Protocols/include",

@@ -100,7 +100,7 @@ final class LoaderFaultTests: XCTestCase {
         let path = folder + "/fixture/libabi2.so"
         XCTAssertEqual(failure(entry), .abiMismatch(path: path, plugin: ABIVersion(major: 2, minor: 0, patch: 0), host: .host))
         XCTAssertEqual(failure(entry)!.description,
-                       "\(path) was built for plugin ABI 2.0.0, but this hubhost speaks ABI 1.0.0; rebuild the plugin against the ABI 1.x headers")
+                       "\(path) was built for plugin ABI 2.0.0, but this hubhost speaks ABI \(ABIVersion.host); rebuild the plugin against the ABI 1.x headers")
     }
 
     func testCreateFailingDisablesOnlyThatInstanceWithThePluginsMessage() throws {

@@ -144,7 +144,7 @@ final class ManifestTests: XCTestCase {
         XCTAssertNil(loaded.manifest)
         let messages = loaded.diagnostics.map(\.message)
         XCTAssertEqual(loaded.diagnostics.map(\.key), ["id", "version", "abi", "exports[0].kind", "config[0].default"])
-        XCTAssertTrue(messages[2].contains("this hubhost speaks ABI 1.0.0"), messages[2])
+        XCTAssertTrue(messages[2].contains("this hubhost speaks ABI \(ABIVersion.host)"), messages[2])
         XCTAssertTrue(messages[3].contains("did you mean 'trigger_operator'?"), messages[3])
         XCTAssertTrue(messages[4].contains("unknown unit 'fortnights'"), messages[4])
     }

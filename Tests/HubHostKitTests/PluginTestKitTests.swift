@@ -16,6 +16,17 @@ final class PluginTestKitTests: XCTestCase {
         XCTAssertNil(location.name)
     }
 
+    func testTheABI11KindsThroughTheHarness() throws {
+        let conditions = try PluginHarness(manifest: TestSupport.plugin("FixedDeviceConditions"),
+                                           config: ["network": .string("wifi"), "battery_level": .double(0.3)])
+        defer { conditions.destroy() }
+        XCTAssertEqual(try conditions.deviceConditions(), DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.3))
+        let header = try PluginHarness(manifest: TestSupport.plugin("DownloadRequestHeader"), config: ["headers": .string("X-A: 1")])
+        defer { header.destroy() }
+        let request = DownloadRequest(url: "https://a.example/x", itemId: "i", fileRole: "main")
+        XCTAssertEqual(try header.convert(request).headers, ["X-A": "1"])
+    }
+
     func testConfigIsCheckedAgainstTheSchema() throws {
         XCTAssertThrowsError(try PluginHarness(manifest: TestSupport.plugin("FixedLocation"), config: ["latitud": .double(1)])) { error in
             XCTAssertTrue("\(error)".contains("unknown config key 'latitud' (did you mean 'latitude'?)"), "\(error)")

@@ -77,7 +77,7 @@ final class ValidatorTests: XCTestCase {
         XCTAssertEqual(status, 1)
         let load = try XCTUnwrap(report.result("library/load"))
         XCTAssertEqual(load.outcome, .failed)
-        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI 1.0.0"), load.message)
+        XCTAssertTrue(load.message.contains("was built for plugin ABI 7.0.0, but this hubhost speaks ABI \(ABIVersion.host)"), load.message)
     }
 
     func testALibraryThatCrashesAsItLoadsFailsTheLoadTest() throws {
@@ -118,7 +118,8 @@ final class ValidatorTests: XCTestCase {
 
     func testEveryBundledPluginPassesTheSuite() throws {
         for name in ["ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop", "LocationAugmentation", "WeatherAugmentation",
-                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider"] {
+                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider",
+                     "LinuxDeviceConditions", "FixedDeviceConditions", "DownloadRequestHeader"] {
             let (status, report, _) = try validate(TestSupport.plugin(name))
             XCTAssertEqual(status, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
             XCTAssertGreaterThanOrEqual(report.passed, 7, name)
