@@ -32,6 +32,8 @@ final class PrefetchTestService: @unchecked Sendable {
     var steadyFaults: [String: Fault] = [:]
     private(set) var bytesSent: [String: Int] = [:]
     private(set) var ranges: [String: [String?]] = [:]
+    /// The headers of each file request, by file name.
+    private(set) var fileHeaders: [String: [[String: String]]] = [:]
     private(set) var registerQueries: [[String: String]] = []
     private(set) var catalogQueries: [[String: String]] = []
 
@@ -89,6 +91,7 @@ final class PrefetchTestService: @unchecked Sendable {
     private func serveFile(_ fd: Int32, _ name: String, _ request: LoopbackHTTPServer.Request) {
         let (data, fault) = lock.withLock { () -> (Data?, Fault?) in
             ranges[name, default: []].append(request.headers["range"])
+            fileHeaders[name, default: []].append(request.headers)
             var fault: Fault?
             if var queue = faults[name], !queue.isEmpty { fault = queue.removeFirst(); faults[name] = queue } else { fault = steadyFaults[name] }
             return (files[name], fault)
