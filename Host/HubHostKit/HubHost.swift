@@ -148,6 +148,11 @@ public final class HubHost: @unchecked Sendable {
                                             provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
                                             providerProblem: problem, notifications: notifications, logger: logger)
             wirePrefetchPlugins(engine, settings)
+            // Consumption records become events; weak: the engine may outlive its host.
+            engine.trackEvent = { [weak self] event in
+                guard let self else { throw PrefetchError.invalid("the host was shut down") }
+                _ = try self.events().track(event)
+            }
             prefetchEngine = engine
             return engine
         }

@@ -14,7 +14,8 @@ struct PrefetchCommand: ParsableCommand {
         a download asked for here is done by the server's queue, or by this command with --wait.
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
-                      Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Policy.self, Watch.self])
+                      Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
+                      Policy.self, Watch.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -349,6 +350,42 @@ struct PrefetchCommand: ParsableCommand {
         let (host, engine) = try common.open()
         defer { host.shutdown() }
         try report(engine.set(flag, value, on: ids), json: common.output.json)
+    }
+
+    struct Consume: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record a consumption (recordConsumption): the item is marked viewed and a 'Prefetch Consumption' event is tracked.")
+        @OptionGroup var common: Common
+        @Argument(help: "The item's uniqueId.") var id: String
+        @Option(help: "Start position in seconds.") var start: Double
+        @Option(help: "End position in seconds.") var end: Double
+
+        func run() throws {
+            let (host, engine) = try common.open()
+            defer { host.shutdown() }
+            do {
+                let record = try engine.recordConsumption(id, start: start, end: end)
+                if common.output.json { Output.json(record) } else { print("recorded \(id): \(start)-\(end) s") }
+            } catch let error as PrefetchError {
+                Output.error("prefetch consume: \(error)")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Purge: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the purge rules now: expired items, then under storage pressure or above cache_size_limit consumed before unconsumed, least recently used first; never saved or locked items.")
+        @OptionGroup var common: Common
+
+        func run() throws {
+            let (host, engine) = try common.open()
+            defer { host.shutdown() }
+            let report = try engine.purge()
+            if common.output.json { Output.json(report) } else {
+                print("\(report.evicted.count) item(s) evicted, \(report.freedBytes) bytes freed\(report.pressure.map { " (\($0))" } ?? "")")
+            }
+        }
     }
 
     struct Policy: ParsableCommand {

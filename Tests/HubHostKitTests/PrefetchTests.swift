@@ -440,4 +440,75 @@ final class PrefetchTests: XCTestCase {
         let item = try XCTUnwrap(engine.item("item0"))
         XCTAssertEqual(SHA256.hex(ofFile: item.files[0].localPath), SHA256.hex(of: datas["item0"]!))
     }
+
+    // MARK: purge and consumption
+
+    func testPurgeUnderStoragePressureEvictsConsumedFirstAndNeverSavedOrLocked() throws {
+        catalog(5)
+        let (host, engine) = try host(", license: good-licence, enable_auto_purge: false")
+        let notes = record(host)
+        final class Disk: @unchecked Sendable { var free: UInt64 = 1 << 40 }
+        let disk = Disk()
+        engine.device = { PrefetchPolicy.Device(network: "wifi", metered: false, freeBytes: disk.free) }
+        try engine.register()
+        try engine.sync()
+        try until(engine, "all cached") { try engine.items(PrefetchItemFilter(states: [.cached])).count == 5 }
+        XCTAssertEqual(engine.set(.saved, true, on: ["item0"]).first?.accepted, true)
+        XCTAssertEqual(engine.set(.locked, true, on: ["item1"]).first?.accepted, true)
+        _ = try engine.recordConsumption("item4", start: 0, end: 30)
+        XCTAssertEqual(try engine.purge().evicted, [], "no pressure, nothing expired: nothing purged")
+
+        disk.free = 1000  // below storage_low (512 MiB)
+        XCTAssertEqual(try engine.status().downloadPolicyStatus, "storage_low")
+        let report = try engine.purge()
+        XCTAssertEqual(report.pressure, "storage_low")
+        XCTAssertEqual(report.evicted.first, "item4", "consumed before unconsumed")
+        XCTAssertEqual(Set(report.evicted), ["item2", "item3", "item4"])
+        XCTAssertEqual(report.freedBytes, 150_000)
+        XCTAssertEqual(try state(engine, "item0"), .cached, "saved items stay")
+        XCTAssertEqual(try state(engine, "item1"), .cached, "locked items stay")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: try XCTUnwrap(engine.item("item3")).files[0].localPath))
+        XCTAssertTrue(notes.names.contains(PrefetchNotificationName.itemsEvicted))
+    }
+
+    func testCacheSizeLimitAndExpiryPurgeByThemselves() throws {
+        let data = content(9, size: 50_000)
+        service.lock.withLock { service.files["old.mp4"] = data }
+        var items = (0..<3).map { index -> String in
+            let d = content(index, size: 50_000)
+            service.lock.withLock { service.files["item\(index).mp4"] = d }
+            return itemJSON("item\(index)", file: "item\(index).mp4", data: d)
+        }
+        items.append(itemJSON("old", file: "old.mp4", data: data).replacingOccurrences(of: #""type": "video","#, with: #""type": "video", "expiry": 1000,"#))
+        service.lock.withLock { service.pages[""] = page(cursor: "c1", items: items) }
+        let (_, engine) = try host(", license: good-licence, cache_size_limit: 120000")
+        try engine.register()
+        try engine.sync()
+        XCTAssertEqual(try engine.item("old")?.expiryMs, 1_000_000)
+        try until(engine, "two cached, the rest evicted") {
+            try engine.items(PrefetchItemFilter(states: [.cached])).count == 2 && engine.items(PrefetchItemFilter(states: [.deleted])).count == 2
+        }
+        XCTAssertEqual(try state(engine, "old"), .deleted, "expired items are purged")
+        XCTAssertLessThanOrEqual(try engine.cachedBytes(), 120_000)
+    }
+
+    func testConsumptionIsStoredMarksViewedAndBecomesAnEvent() throws {
+        catalog(1)
+        let (host, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        let record = try engine.recordConsumption("item0", date: Date(timeIntervalSince1970: 1_700_000_000), start: 12, end: 42.5)
+        XCTAssertEqual(record.atMs, 1_700_000_000_000)
+        XCTAssertEqual(try engine.item("item0")?.viewed, true)
+        XCTAssertEqual(try engine.consumptions("item0").map(\.end), [42.5])
+        XCTAssertThrowsError(try engine.recordConsumption("item0", start: 10, end: 5))
+        XCTAssertThrowsError(try engine.recordConsumption("item0", start: .nan, end: 5))
+        XCTAssertThrowsError(try engine.recordConsumption("nope", start: 0, end: 5))
+        let events = try host.events().store.list().map(\.event).filter { $0.name == PrefetchEngine.consumptionEventName }
+        XCTAssertEqual(events.count, 1)
+        let attributes = Dictionary(uniqueKeysWithValues: (events.first?.attributes ?? []).map { ($0.name, $0.value) })
+        XCTAssertEqual(attributes["Item ID"], .string("item0"))
+        XCTAssertEqual(attributes["Content ID"], .string("c-item0"))
+        XCTAssertEqual(attributes["End"], .double(42.5))
+    }
 }

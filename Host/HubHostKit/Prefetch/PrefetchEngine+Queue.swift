@@ -22,6 +22,7 @@ extension PrefetchEngine {
             }
         }
         try recoverOrphans()
+        if settings.enableAutoPurge { try purge() }
         try applyPolicy()
         try pump()
     }

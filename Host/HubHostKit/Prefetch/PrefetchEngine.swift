@@ -28,6 +28,8 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// instance (HubHost.prefetch wires it), else PrefetchPolicy.Device.assumed. nil: the plugin
     /// could not tell (downloads wait with `device_conditions_unavailable`).
     var device: @Sendable () -> PrefetchPolicy.Device? = { .assumed }
+    /// Tracks an event in the event pipeline (HubHost.prefetch wires the event engine): consumption.
+    var trackEvent: (@Sendable (Event) throws -> Void)?
     /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
     var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { url, headers, _, _ in (url, headers) }
 

@@ -42,6 +42,11 @@ extension PrefetchSettings: ManifestSection {
             }
         }
         if case .bool(let purge)? = values["enable_auto_purge"] { enableAutoPurge = purge }
+        if case .int(let bytes)? = values["cache_size_limit"] {
+            if bytes >= 0 && bytes <= CatalogProtocol.maxFileSize { cacheSizeLimit = Int(bytes) } else {
+                context.report(node.mapping?["cache_size_limit"], key: "prefetch.cache_size_limit", "must be between 0 and \(CatalogProtocol.maxFileSize) bytes, not \(bytes)")
+            }
+        }
         if case .bool(let charging)? = values["requires_charging"] { requiresCharging = charging }
         if case .double(let level)? = values["battery_low"] {
             if (0...1).contains(level) { batteryLow = level } else {
@@ -65,7 +70,7 @@ extension PrefetchSettings: ManifestSection {
             "enabled": .bool(enabled), "license": .string(license == nil ? "" : "(set)"), "provider": .string(provider ?? ""),
             "device_id": .string(deviceID ?? ""), "max_concurrent_downloads": .int(Int64(maxConcurrentDownloads)),
             "item_download_behavior": .string(itemDownloadBehavior.rawValue), "network_selection": .string(networkSelection?.rawValue ?? ""),
-            "enable_auto_purge": .bool(enableAutoPurge), "sync_interval": .double(syncInterval), "read_timeout": .double(readTimeout),
+            "enable_auto_purge": .bool(enableAutoPurge), "cache_size_limit": .int(Int64(cacheSizeLimit)), "sync_interval": .double(syncInterval), "read_timeout": .double(readTimeout),
             "retry_delay": .double(retryDelay), "register_retry": .double(registerRetry),
             "requires_charging": .bool(requiresCharging), "battery_low": .double(batteryLow), "storage_low": .int(Int64(storageLow)),
             "device_conditions": .string(deviceConditions ?? ""), "download_request": .string(downloadRequest ?? ""),

@@ -21,6 +21,8 @@ public struct PrefetchSettings: Sendable, Equatable {
         ConfigKey(key: "network_selection", type: .string, defaultValue: .string(""),
                   doc: "wifi, cellular or both; empty: the catalog service's default (wifi when it sends none)."),
         ConfigKey(key: "enable_auto_purge", type: .bool, defaultValue: .bool(true), doc: "false: hubhost never purges items by itself."),
+        ConfigKey(key: "cache_size_limit", type: .int, defaultValue: .int(0),
+                  doc: "Auto purge evicts items while their files take more bytes than this; 0: no limit (storage_low still applies)."),
         ConfigKey(key: "sync_interval", type: .duration, defaultValue: .double(900), doc: "How often the catalog is fetched again."),
         ConfigKey(key: "read_timeout", type: .duration, defaultValue: .double(30),
                   doc: "The longest a file download may go without receiving a byte before the attempt fails (a hanging server)."),
@@ -58,6 +60,7 @@ public struct PrefetchSettings: Sendable, Equatable {
     public var itemDownloadBehavior: DownloadBehavior = .fullAuto
     public var networkSelection: NetworkSelection?
     public var enableAutoPurge = true
+    public var cacheSizeLimit: Int = 0
     public var syncInterval: Double = 900
     public var readTimeout: Double = 30
     public var retryDelay: Double = 10

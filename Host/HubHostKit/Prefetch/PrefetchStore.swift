@@ -97,7 +97,10 @@ final class PrefetchStore: @unchecked Sendable {
             let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
             var links: [String: [String]] = [:]
             if !rows.isEmpty {
-                for row in try Row.fetchAll(db, sql: "SELECT item_id, category_id FROM item_category ORDER BY category_id") {
+                // The links of the items asked for only (the same clause, bound twice).
+                var linkSQL = "SELECT item_id, category_id FROM item_category"
+                if let clause { linkSQL += " WHERE item_id IN (SELECT unique_id FROM item WHERE \(clause))" }
+                for row in try Row.fetchAll(db, sql: linkSQL + " ORDER BY category_id", arguments: arguments) {
                     links[row["item_id"], default: []].append(row["category_id"])
                 }
             }

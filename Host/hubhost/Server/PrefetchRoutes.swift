@@ -19,12 +19,15 @@ import Hummingbird
 ///   POST /v1/prefetch/fill             force fill: {"queued": [...]}
 ///   POST /v1/prefetch/delete           {"ids": [...], "files_only": false, "keep_thumbnail": false}
 ///   POST /v1/prefetch/save|unsave|lock|unlock {"ids": [...]}
+///   POST /v1/prefetch/consume          {"id", "start", "end", "at_ms"?}: 201 with the record
+///   POST /v1/prefetch/purge            run the purge rules now
 ///   GET  /v1/prefetch/policy           the policy in force
 ///   PUT  /v1/prefetch/policy           {"network_selection": "wifi"|"cellular"|"both"|null}
 enum PrefetchRoutes {
     struct IDs: Decodable { var ids: [String]; var behavior: String? }
     struct DeleteBody: Decodable { var ids: [String]; var files_only: Bool?; var keep_thumbnail: Bool? }
     struct PolicyBody: Decodable { var network_selection: String? }
+    struct ConsumeBody: Decodable { var id: String; var start: Double; var end: Double; var at_ms: Int64? }
     struct Answers: Encodable { var answers: [PrefetchEngine.Answer] }
     struct Queued: Encodable { var queued: [String] }
     /// The most ids one request may name.
@@ -130,6 +133,22 @@ enum PrefetchRoutes {
         router.post("/v1/prefetch/unsave") { request, _ in try await flag(.saved, false, request) }
         router.post("/v1/prefetch/lock") { request, _ in try await flag(.locked, true, request) }
         router.post("/v1/prefetch/unlock") { request, _ in try await flag(.locked, false, request) }
+        router.post("/v1/prefetch/consume") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(ConsumeBody.self, from: request)
+            var date = Date()
+            if let ms = body.at_ms {
+                guard (0...253_402_300_799_000).contains(ms) else { throw APIError(.badRequest, "'at_ms' is out of range") }
+                date = Date(timeIntervalSince1970: Double(ms) / 1000)
+            }
+            let when = date
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
+                                status: .created)
+        }
+        router.post("/v1/prefetch/purge") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.purge() })
+        }
         router.get("/v1/prefetch/policy") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
