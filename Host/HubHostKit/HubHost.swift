@@ -60,6 +60,14 @@ public final class HubHost: @unchecked Sendable {
                                      augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
                                      pipeline: pipeline, deepLinks: manifest.deepLinks)
         eventEngine = engine
+        if manifest.prefetch.enabled {
+            // A push payload addressed to prefetch refreshes the catalog (seed 8.2).
+            engine.observe { [weak self] event in
+                guard event.type == .notificationReceived,
+                      event.attributes.contains(where: { $0.name == PrefetchEngine.notificationKey && $0.value == .string("refresh") }) else { return }
+                do { try self?.prefetch()?.requestRefresh() } catch { self?.logger.error("prefetch: cannot ask for a refresh: \(error)") }
+            }
+        }
         if manifest.campaigns.enabled {
             let operators = OperatorSet(registry.plugins(of: .triggerOperator))
             for conflict in operators.conflicts { logger.warning("\(conflict)") }

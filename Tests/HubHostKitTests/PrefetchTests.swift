@@ -511,4 +511,21 @@ final class PrefetchTests: XCTestCase {
         XCTAssertEqual(attributes["Content ID"], .string("c-item0"))
         XCTAssertEqual(attributes["End"], .double(42.5))
     }
+
+    func testNotificationAddressedToPrefetchRefreshesTheCatalog() throws {
+        catalog(1)
+        let (host, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try until(engine, "initialized") { engine.serviceState == .initialized }
+        let asked = service.lock.withLock { service.catalogQueries.count }
+        service.lock.withLock { service.pages["c1"] = page(cursor: "c2", items: [itemJSON("late", file: "item0.mp4", data: content(0, size: 50_000))]) }
+        // Within the sync interval: a round does not sync by itself, an unrelated payload does nothing.
+        try engine.round()
+        _ = try host.events().notification(opened: false, payload: ["CurrentCampaign": "x"])
+        try engine.round()
+        XCTAssertEqual(service.lock.withLock { service.catalogQueries.count }, asked)
+        _ = try host.events().notification(opened: false, payload: [PrefetchEngine.notificationKey: "refresh"])
+        try engine.round()
+        XCTAssertEqual(service.lock.withLock { service.catalogQueries.count }, asked + 1)
+        XCTAssertEqual(try engine.item("late")?.state, .discovered)
+    }
 }

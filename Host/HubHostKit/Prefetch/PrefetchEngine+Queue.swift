@@ -15,7 +15,7 @@ extension PrefetchEngine {
         if current == .notRegistered, registerDue, license.key != nil, refused != license.key, catalog != nil {
             do { try register() } catch { logger.warning("prefetch: registration failed: \(error)") }
         }
-        if [.registered, .initialized].contains(serviceState), syncDue {
+        if [.registered, .initialized].contains(serviceState), try syncDue || store.meta("sync_requested") != nil {
             do { try sync() } catch {
                 logger.warning("prefetch: catalog sync failed: \(error)")
                 lock.withLock { lastSyncMs = now }  // the next attempt waits a sync interval, not a second

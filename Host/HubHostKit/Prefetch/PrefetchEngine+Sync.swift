@@ -51,12 +51,23 @@ extension PrefetchEngine {
         }
         let now = Clock.wallMs()
         let first = try store.meta("initialized") == nil
-        try store.setMeta(["last_sync_ms": "\(now)", "initialized": "1"])
+        try store.setMeta(["last_sync_ms": "\(now)", "initialized": "1", "sync_requested": nil])
         setSynced(now)
         if !report.discovered.isEmpty { notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(report.discovered.map(JSONValue.string))]) }
         if !report.evicted.isEmpty { notifications.post(PrefetchNotificationName.itemsEvicted, ["ids": .array(report.evicted.map(JSONValue.string))]) }
         if first { notifications.post(PrefetchNotificationName.didInitialize, ["items": .number(Double(report.discovered.count))]) }
         return report
+    }
+
+    /// The payload key that addresses a push notification to prefetch (the seed's
+    /// didReceiveRemoteNotification hook): `{"hubhost_prefetch": "refresh"}` asks for a catalog refresh.
+    public static let notificationKey = "hubhost_prefetch"
+
+    /// Asks for a catalog sync at the next round of whichever process runs the `prefetch` service
+    /// (kept in the catalog, so `hubhost notifications received` beside a running serve works).
+    public func requestRefresh() throws {
+        try store.setMeta(["sync_requested": "1"])
+        lock.withLock { lastSyncMs = nil }
     }
 
     struct AppliedChanges {
