@@ -528,4 +528,32 @@ final class PrefetchTests: XCTestCase {
         XCTAssertEqual(service.lock.withLock { service.catalogQueries.count }, asked + 1)
         XCTAssertEqual(try engine.item("late")?.state, .discovered)
     }
+
+    func testLiveSetAnnouncesInitialThenWillAndDidChangeWithAddedUpdatedRemoved() async throws {
+        catalog(3)
+        let (_, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        var changes = engine.watch(PrefetchItemFilter(states: [.discovered, .queued, .downloading, .cached], sort: [.init(field: .title)]),
+                                   pollInterval: 0.2).makeAsyncIterator()
+        let initial = await changes.next()
+        XCTAssertEqual(initial?.phase, .initial)
+        XCTAssertEqual(initial?.added, ["item0", "item1", "item2"])
+        // A download: item0 changes (queued, downloading, cached) and stays in the set.
+        _ = try await BlockingPool.run { try engine.download(["item0"]) }
+        let will = await changes.next()
+        let did = await changes.next()
+        XCTAssertEqual(will?.phase, .willChange)
+        XCTAssertEqual(did?.phase, .didChange)
+        XCTAssertEqual(did?.updated, ["item0"])
+        XCTAssertEqual(did?.items.map(\.uniqueId), ["item0", "item1", "item2"])
+        // A delete: item1 leaves the set.
+        _ = try await BlockingPool.run { try engine.delete(["item1"]) }
+        var removed: [String] = []
+        for _ in 0..<20 {
+            guard let change = await changes.next() else { break }
+            if change.phase == .didChange && !change.removed.isEmpty { removed = change.removed; break }
+        }
+        XCTAssertEqual(removed, ["item1"])
+    }
 }

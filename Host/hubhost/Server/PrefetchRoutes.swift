@@ -12,6 +12,7 @@ import Hummingbird
 ///   POST /v1/prefetch/sync             fetch the catalog's changes
 ///   GET  /v1/prefetch/items            ?state=S (repeatable) &category= &content_id= (repeatable) &source=
 ///                                      &saved=true &not_viewed=true &sort=FIELD[:desc] (repeatable) &limit=N
+///   GET  /v1/prefetch/items/watch      the live set of the same filter, as server-sent events
 ///   GET  /v1/prefetch/items/{id}       one item (404 when unknown)
 ///   POST /v1/prefetch/download         {"ids": [...], "behavior": "full_auto"?}
 ///   POST /v1/prefetch/pause|resume     {"ids": [...]}
@@ -44,6 +45,77 @@ enum PrefetchRoutes {
         return body
     }
 
+    /// The item filter of a query string (the parameters of GET /v1/prefetch/items).
+    static func filter(_ request: Request) throws -> PrefetchItemFilter {
+        let query = request.uri.queryParameters
+        var filter = PrefetchItemFilter()
+        for text in query.getAll("state") {
+            guard let state = PrefetchItemState(rawValue: String(text)) else { throw APIError(.badRequest, "unknown state '\(text)'") }
+            filter.states.append(state)
+        }
+        for text in query.getAll("sort") {
+            guard let sort = PrefetchItemFilter.Sort(String(text)) else { throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc") }
+            filter.sort.append(sort)
+        }
+        filter.category = query.get("category").map { String($0) }
+        filter.source = query.get("source").map { String($0) }
+        filter.contentIds = query.getAll("content_id").map { String($0) }
+        if let saved = query.get("saved") { filter.saved = saved == "true" }
+        filter.notViewed = query.get("not_viewed") == "true"
+        if let text = query.get("limit") {
+            guard let limit = Int(text), limit >= 0 else { throw APIError(.badRequest, "'limit' must be a whole number, 0 or more") }
+            filter.limit = limit
+        }
+        return filter
+    }
+
+    /// A change with `name` (its phase) beside its fields, as every event of hubhost's streams
+    /// names itself in its data.
+    struct NamedChange: Encodable {
+        let change: PrefetchSetChange
+        enum Key: String, CodingKey { case name }
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(change.phase.rawValue, forKey: .name)
+            try change.encode(to: encoder)
+        }
+    }
+
+    /// `GET /v1/prefetch/items/watch`: the live set as server-sent events (`event: initial`,
+    /// `willChange`, `didChange`; `data:` a PrefetchSetChange), a keep-alive comment every 2 s,
+    /// until the client goes away or the server shuts down.
+    static func watchStream(_ engine: PrefetchEngine, _ filter: PrefetchItemFilter) -> Response {
+        let body = ResponseBody { writer in
+            let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+            let changes = Task {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                for await change in engine.watch(filter) {
+                    let data = (try? encoder.encode(NamedChange(change: change))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+                    continuation.yield("event: \(change.phase.rawValue)\ndata: \(data)\n\n")
+                }
+            }
+            let ticker = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: 2_000_000_000)
+                    continuation.yield(": keep-alive\n\n")
+                }
+            }
+            defer {
+                changes.cancel()
+                ticker.cancel()
+                continuation.finish()
+            }
+            NotificationStreams.shared.add(continuation)
+            try await writer.write(ByteBuffer(string: ": hubhost prefetch items\n\n"))
+            for await chunk in stream {
+                try await writer.write(ByteBuffer(string: chunk))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+    }
+
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
         router.get("/v1/prefetch/status") { _, _ in
             let engine = try engine(host)
@@ -59,27 +131,12 @@ enum PrefetchRoutes {
         }
         router.get("/v1/prefetch/items") { request, _ in
             let engine = try engine(host)
-            let query = request.uri.queryParameters
-            var filter = PrefetchItemFilter()
-            for text in query.getAll("state") {
-                guard let state = PrefetchItemState(rawValue: String(text)) else { throw APIError(.badRequest, "unknown state '\(text)'") }
-                filter.states.append(state)
-            }
-            for text in query.getAll("sort") {
-                guard let sort = PrefetchItemFilter.Sort(String(text)) else { throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc") }
-                filter.sort.append(sort)
-            }
-            filter.category = query.get("category").map { String($0) }
-            filter.source = query.get("source").map { String($0) }
-            filter.contentIds = query.getAll("content_id").map { String($0) }
-            if let saved = query.get("saved") { filter.saved = saved == "true" }
-            filter.notViewed = query.get("not_viewed") == "true"
-            if let text = query.get("limit") {
-                guard let limit = Int(text), limit >= 0 else { throw APIError(.badRequest, "'limit' must be a whole number, 0 or more") }
-                filter.limit = limit
-            }
-            let chosen = filter
+            let chosen = try filter(request)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.items(chosen) })
+        }
+        router.get("/v1/prefetch/items/watch") { request, _ in
+            let engine = try engine(host)
+            return watchStream(engine, try filter(request))
         }
         router.get("/v1/prefetch/items/{id}") { _, context in
             let engine = try engine(host)
