@@ -85,8 +85,7 @@ enum PrefetchRoutes {
     /// `willChange`, `didChange`; `data:` a PrefetchSetChange), a keep-alive comment every 2 s,
     /// until the client goes away or the server shuts down.
     static func watchStream(_ engine: PrefetchEngine, _ filter: PrefetchItemFilter) -> Response {
-        let body = ResponseBody { writer in
-            let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        ServerSentEventStream.response(prelude: "hubhost prefetch items") { continuation in
             let changes = Task {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -95,25 +94,8 @@ enum PrefetchRoutes {
                     continuation.yield("event: \(change.phase.rawValue)\ndata: \(data)\n\n")
                 }
             }
-            let ticker = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: 2_000_000_000)
-                    continuation.yield(": keep-alive\n\n")
-                }
-            }
-            defer {
-                changes.cancel()
-                ticker.cancel()
-                continuation.finish()
-            }
-            NotificationStreams.shared.add(continuation)
-            try await writer.write(ByteBuffer(string: ": hubhost prefetch items\n\n"))
-            for await chunk in stream {
-                try await writer.write(ByteBuffer(string: chunk))
-            }
-            try await writer.finish(nil)
+            return { changes.cancel() }
         }
-        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
     }
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
