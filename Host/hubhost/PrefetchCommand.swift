@@ -15,7 +15,7 @@ struct PrefetchCommand: ParsableCommand {
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
                       Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Policy.self, Watch.self])
+                      Import.self, Policy.self, Watch.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -370,6 +370,42 @@ struct PrefetchCommand: ParsableCommand {
                 Output.error("prefetch consume: \(error)")
                 throw ExitCode(1)
             }
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import items (addDownloadedItem) from a JSON file: one object or an array, with the seed's VocImportFileMetadata keys.",
+            discussion: "DownloadStatus FullyDownloaded copies FilePath in (Cached), NewlyAdding queues a download of ContentUrl, PartiallyDownloaded imports the metadata only. Exit 1 when one was refused.")
+        @OptionGroup var common: Common
+        @Argument(help: "The JSON file.") var file: String
+
+        func run() throws {
+            let data: Data
+            do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
+                Output.error("cannot read \(file): \(error.localizedDescription)")
+                throw ExitCode(1)
+            }
+            let list: [PrefetchImportMetadata]
+            do {
+                if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) { list = many } else {
+                    list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
+                }
+            } catch {
+                Output.error("\(file): not import metadata: \(error)")
+                throw ExitCode(1)
+            }
+            let (host, engine) = try common.open()
+            defer { host.shutdown() }
+            let answers = list.map { metadata -> PrefetchEngine.Answer in
+                do {
+                    let item = try engine.addDownloadedItem(metadata)
+                    return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
+                } catch {
+                    return PrefetchEngine.Answer(id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
+                }
+            }
+            try PrefetchCommand.report(answers, json: common.output.json)
         }
     }
 

@@ -556,4 +556,32 @@ final class PrefetchTests: XCTestCase {
         }
         XCTAssertEqual(removed, ["item1"])
     }
+
+    func testImportFullyDownloadedNewlyAddingAndPartialBeforeRegistration() throws {
+        let data = content(3, size: 40_000)
+        service.lock.withLock { service.files["new.mp4"] = data }
+        let (_, engine) = try host(", license: good-licence, item_download_behavior: none")
+        XCTAssertEqual(engine.serviceState, .notRegistered)
+        let local = folder + "/old.mp4"
+        try data.write(to: URL(fileURLWithPath: local))
+        let cached = try engine.addDownloadedItem(PrefetchImportMetadata(
+            contentId: "12345678", provider: "Provider_ABC", downloadStatus: .fullyDownloaded, filePath: local, size: 40_000,
+            contentType: "video", title: "New Downloaded Content", expiryDate: 1_481_876_040, sdkPassthroughInfo: "saved=YES"))
+        XCTAssertEqual(cached.uniqueId, "Provider_ABC:12345678")
+        XCTAssertEqual(cached.state, .cached)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: cached.files[0].localPath)), data)
+        XCTAssertTrue(cached.files[0].localPath.hasPrefix(folder + "/data/prefetch/items/Provider_ABC:12345678/"))
+        XCTAssertThrowsError(try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "12345678", provider: "Provider_ABC", downloadStatus: .partiallyDownloaded)),
+                             "the same content twice is refused")
+        XCTAssertThrowsError(try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "9", provider: "P", downloadStatus: .fullyDownloaded,
+                                                                                filePath: local, size: 1)), "a size mismatch is refused")
+        let partial = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "2", provider: "P", downloadStatus: .partiallyDownloaded,
+                                                                          filePath: local, contentUrl: service.fileURL("new.mp4")))
+        XCTAssertEqual(partial.state, .discovered, "a partly downloaded file imports metadata only")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial.files[0].localPath))
+        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "3", provider: "P", downloadStatus: .newlyAdding, size: 40_000,
+                                                                contentUrl: service.fileURL("new.mp4")))
+        try until(engine, "the newly added item cached") { try state(engine, "P:3") == .cached }
+        XCTAssertEqual(service.sent("new.mp4"), 40_000)
+    }
 }

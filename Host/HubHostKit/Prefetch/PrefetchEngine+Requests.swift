@@ -9,6 +9,13 @@ extension PrefetchEngine {
         /// Why it was refused, or a note when nothing needed doing ("already queued").
         public var reason: String?
         public var state: PrefetchItemState?
+
+        public init(id: String, accepted: Bool, reason: String?, state: PrefetchItemState?) {
+            self.id = id
+            self.accepted = accepted
+            self.reason = reason
+            self.state = state
+        }
     }
 
     private func answer(_ id: String, _ body: (inout PrefetchItem) -> Result<Bool, PrefetchError>) -> Answer {

@@ -22,6 +22,7 @@ import Hummingbird
 ///   POST /v1/prefetch/save|unsave|lock|unlock {"ids": [...]}
 ///   POST /v1/prefetch/consume          {"id", "start", "end", "at_ms"?}: 201 with the record
 ///   POST /v1/prefetch/purge            run the purge rules now
+///   POST /v1/prefetch/import           one import metadata object or an array: one answer per item
 ///   GET  /v1/prefetch/policy           the policy in force
 ///   PUT  /v1/prefetch/policy           {"network_selection": "wifi"|"cellular"|"both"|null}
 enum PrefetchRoutes {
@@ -183,6 +184,25 @@ enum PrefetchRoutes {
             let when = date
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
                                 status: .created)
+        }
+        router.post("/v1/prefetch/import") { request, _ in
+            let engine = try engine(host)
+            let data = try await HTTPAPI.body(request)
+            let list: [PrefetchImportMetadata]
+            if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) { list = many } else {
+                list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
+            }
+            guard !list.isEmpty, list.count <= maxIDs else { throw APIError(.badRequest, "import 1 to \(maxIDs) items") }
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking {
+                list.map { metadata in
+                    do {
+                        let item = try engine.addDownloadedItem(metadata)
+                        return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
+                    } catch {
+                        return PrefetchEngine.Answer(id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
+                    }
+                }
+            }))
         }
         router.post("/v1/prefetch/purge") { _, _ in
             let engine = try engine(host)
