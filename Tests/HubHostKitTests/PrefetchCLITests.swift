@@ -97,4 +97,18 @@ final class PrefetchCLITests: XCTestCase {
         result = try hubhost(["policy", "--network", "both", "--json"])
         XCTAssertEqual((try json(result.stdout) as? [String: Any])?["networkSelection"] as? String, "both")
     }
+
+    func testBenchPrefetchRunsSmallBesideAria2c() throws {
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1", "--json"],
+                                         timeout: 300)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let report = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        XCTAssertEqual(report["files"] as? Int, 4)
+        for side in ["hubhost", "aria2c"] {
+            let figures = try XCTUnwrap(report[side] as? [String: Any], side)
+            XCTAssertGreaterThan(figures["mebibytesPerSecond"] as? Double ?? 0, 0, side)
+            XCTAssertGreaterThan(figures["seconds"] as? Double ?? 0, 0, side)
+        }
+        XCTAssertGreaterThan(report["ratio"] as? Double ?? 0, 0)
+    }
 }

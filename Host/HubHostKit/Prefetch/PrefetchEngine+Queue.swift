@@ -56,19 +56,29 @@ extension PrefetchEngine {
             }
         }
         let policy = try currentPolicy()
-        let counts = try categoryCounts()
         let device = self.device()  // once per round: a plugin call may read /sys
-        for item in try store.items(where: "state = 'discovered'") {
-            let behavior = item.downloadBehavior ?? settings.itemDownloadBehavior
-            var reason: PrefetchWaitReason?
-            switch behavior {
-            case .none: reason = .downloadBehaviorNone
-            case .thumbnailOnly: reason = .thumbnailOnly
-            case .fullAuto:
-                let categoryCount = item.categories.map { counts[$0] ?? 0 }.max()
-                let largest = item.files.filter { $0.isMain || $0.autoDownload }.compactMap(\.size).max()
-                reason = try policyReason(policy, device: device, fileSize: largest, categoryCount: categoryCount)
+        // Items that wait whatever the conditions (behavior none or thumbnail_only), and every
+        // full-auto item when a reason holds them all, take their reason in one statement each:
+        // a round stays cheap with a large catalog of waiting items.
+        let defaultBehavior = settings.itemDownloadBehavior.rawValue
+        func mark(_ behavior: PrefetchSettings.DownloadBehavior, _ reason: PrefetchWaitReason) throws {
+            try store.pool.write { db in
+                try db.execute(sql: """
+                    UPDATE item SET wait_reason = ? WHERE state = 'discovered' AND COALESCE(download_behavior, ?) = ? AND wait_reason IS NOT ?
+                    """, arguments: [reason.rawValue, defaultBehavior, behavior.rawValue, reason.rawValue])
             }
+        }
+        try mark(.none, .downloadBehaviorNone)
+        try mark(.thumbnailOnly, .thumbnailOnly)
+        if let reason = try policyReason(policy, device: device, fileSize: nil, categoryCount: nil) {
+            try mark(.fullAuto, reason)
+            return
+        }
+        let counts = try categoryCounts()
+        for item in try store.items(where: "state = 'discovered' AND COALESCE(download_behavior, ?) = 'full_auto'", arguments: [defaultBehavior]) {
+            let categoryCount = item.categories.map { counts[$0] ?? 0 }.max()
+            let largest = item.files.filter { $0.isMain || $0.autoDownload }.compactMap(\.size).max()
+            let reason = try policyReason(policy, device: device, fileSize: largest, categoryCount: categoryCount)
             try transition(item.uniqueId) { current in
                 guard current.state == .discovered else { return false }
                 if let reason {
