@@ -106,8 +106,21 @@ static hh_status_t request_convert(void *instance, const hh_download_request_t *
         return fail(self, HH_ERR_IO, "the signing service did not answer");
     }
     snprintf(role, sizeof role, "%.*s", (int)request->file_role.length, request->file_role.data ? request->file_role.data : "");
-    snprintf(url, sizeof url, "https://signed.example.com/%.*s/%s?sig=1", (int)request->item_id.length,
-             request->item_id.data ? request->item_id.data : "", role);
+    {
+        /* The item id percent-encoded: it may hold any UTF-8, a URL may not. */
+        char item[256];
+        size_t i, n = 0;
+        for (i = 0; i < request->item_id.length && n + 4 < sizeof item; i++) {
+            unsigned char c = (unsigned char)request->item_id.data[i];
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.') {
+                item[n++] = (char)c;
+            } else {
+                n += (size_t)snprintf(item + n, sizeof item - n, "%%%02X", c);
+            }
+        }
+        item[n] = '\0';
+        snprintf(url, sizeof url, "https://signed.example.com/%s/%s?sig=1", item, role);
+    }
     if (is(self, "ftp-url")) {
         strcpy(url, "ftp://example.com/file");
     } else if (is(self, "relative-url")) {

@@ -264,22 +264,7 @@ final class DeviceConditionsPluginTests: XCTestCase {
     // MARK: hostile answers
 
     private func fixture(abiMinor: Int? = nil) throws -> String {
-        let dir = folder + "/fixture" + (abiMinor.map { "-\($0)" } ?? "")
-        _ = try TestSupport.compileFixture("prefetch_kinds_plugins.c", defines: abiMinor.map { ["FIXTURE_ABI_MINOR=\($0)"] } ?? [],
-                                           into: dir, name: "libprefetch-kinds-fixture.so")
-        try TestSupport.write("""
-        abi: "1.1"
-        id: prefetch-kinds-fixture
-        name: Prefetch kinds fixture
-        version: 1.0.0
-        library: libprefetch-kinds-fixture.so
-        exports:
-          - {id: fixture-conditions, kind: device_conditions}
-          - {id: fixture-request, kind: download_request}
-        config:
-          - {key: mode, type: string, default: good}
-        """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        try TestSupport.prefetchKindsFixture(in: folder + "/fixture" + (abiMinor.map { "-\($0)" } ?? ""), abiMinor: abiMinor)
     }
 
     func testOutOfRangeAnswersAreRefusedInProcessAndIsolated() throws {

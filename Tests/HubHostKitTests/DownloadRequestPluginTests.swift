@@ -75,21 +75,7 @@ final class DownloadRequestPluginTests: XCTestCase {
     }
 
     private func fixture() throws -> String {
-        let dir = folder + "/fixture"
-        _ = try TestSupport.compileFixture("prefetch_kinds_plugins.c", into: dir, name: "libprefetch-kinds-fixture.so")
-        try TestSupport.write("""
-        abi: "1.1"
-        id: prefetch-kinds-fixture
-        name: Prefetch kinds fixture
-        version: 1.0.0
-        library: libprefetch-kinds-fixture.so
-        exports:
-          - {id: fixture-conditions, kind: device_conditions}
-          - {id: fixture-request, kind: download_request}
-        config:
-          - {key: mode, type: string, default: good}
-        """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        try TestSupport.prefetchKindsFixture(in: folder + "/fixture")
     }
 
     func testHostileConversionsAreRefusedInProcessAndIsolated() throws {

@@ -103,6 +103,29 @@ enum TestSupport {
         return dir + "/plugin.yaml"
     }
 
+    /// Builds Tests/Fixtures/prefetch_kinds_plugins.c (one device_conditions and one
+    /// download_request plugin whose `mode` config picks a misbehaviour) into `folder` with its
+    /// plugin.yaml, and returns the plugin.yaml's path. `abiMinor` makes the library claim ABI
+    /// 1.<abiMinor>; `testMode` becomes the manifest's test_config for `hubhost plugins test`.
+    static func prefetchKindsFixture(in folder: String, abiMinor: Int? = nil, testMode: String? = nil) throws -> String {
+        _ = try compileFixture("prefetch_kinds_plugins.c", defines: abiMinor.map { ["FIXTURE_ABI_MINOR=\($0)"] } ?? [],
+                               into: folder, name: "libprefetch-kinds-fixture.so")
+        try write("""
+        abi: "1.1"
+        id: prefetch-kinds-fixture
+        name: Prefetch kinds fixture
+        version: 1.0.0
+        library: libprefetch-kinds-fixture.so
+        exports:
+          - {id: fixture-conditions, kind: device_conditions}
+          - {id: fixture-request, kind: download_request}
+        config:
+          - {key: mode, type: string, default: good}
+        \(testMode.map { "test_config: {mode: \($0)}" } ?? "")
+        """, to: folder + "/plugin.yaml")
+        return folder + "/plugin.yaml"
+    }
+
     /// A plugin.yaml for the fault fixture, naming `library`.
     static func fixtureManifest(library: String, id: String = "fault-fixture", abi: String = "1.0") -> String {
         """

@@ -126,6 +126,31 @@ final class ValidatorTests: XCTestCase {
         }
     }
 
+    /// The ABI 1.1 kinds' tests report an out-of-range answer, a header that smuggles a line, and a
+    /// crash, each as that test's failure with its cause.
+    func testGarbageAndCrashesOfTheABI11KindsAreReported() throws {
+        let cases: [(mode: String, test: String, check: (ConformanceResult) -> Bool)] = [
+            ("battery-1.5", "fixture-conditions/read-conditions", { $0.message.contains("gave an invalid answer: battery_level 1.5 is outside 0...1") }),
+            ("network-7", "fixture-conditions/read-conditions-concurrent", { $0.message.contains("network code 7 is not one of") }),
+            ("crlf-header", "fixture-request/convert-plain", { $0.message.contains("header 'X-Evil' has a value holding CR, LF or NUL") }),
+            ("ftp-url", "fixture-request/convert-awkward", { $0.message.contains("'ftp://example.com/file' is not an absolute http:// or https:// URL") }),
+            ("crash", "fixture-request/convert-plain", { $0.signal == SIGSEGV }),
+            ("crash", "fixture-conditions/read-conditions", { $0.signal == SIGSEGV }),
+        ]
+        for (mode, test, check) in cases {
+            let manifest = try TestSupport.prefetchKindsFixture(in: folder + "/" + mode, testMode: mode)
+            let (status, report, _) = try validate(manifest, ["--filter", test])
+            XCTAssertEqual(status, 1, mode)
+            let result = try XCTUnwrap(report.result(test), "\(mode): \(report.results.map(\.name))")
+            XCTAssertEqual(result.outcome, .failed, mode)
+            XCTAssertTrue(check(result), "\(mode): \(result.message)")
+        }
+        // Well-behaved, the fixture passes every test of both kinds.
+        let (status, report, _) = try validate(try TestSupport.prefetchKindsFixture(in: folder + "/good"))
+        XCTAssertEqual(status, 0, "\(report.results.filter { $0.outcome == .failed })")
+        XCTAssertEqual(report.passed, 2 + 2 * (4 + 3))
+    }
+
     func testLeaksFindsTheLeakingPluginAndPassesTheCleanOne() throws {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind"), "valgrind is needed (.ci/run installs it)")
         let (status, report, _) = try validate(try fixture("LEAK"), ["--leaks", "--filter", "faulty-operator/create-destroy-repeated"])

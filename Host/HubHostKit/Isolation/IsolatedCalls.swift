@@ -120,23 +120,19 @@ enum IsolatedCalls {
         }
     }
 
-    /// A worker's answer is checked again here as if the plugin had answered in process, so a
-    /// worker cannot hand the host a value the in-process path would refuse.
-    static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
+    /// One call whose answer is a value or a PluginCallError: tag 0 then what `decode` reads, or
+    /// tag 1 then the error. A worker that fails is HH_ERR_UNAVAILABLE, an answer that does not
+    /// decode HH_ERR_INTERNAL. `decode` checks the value again as if the plugin had answered in
+    /// process (throwing `.invalidAnswer`), so a worker cannot hand over what the in-process path
+    /// would refuse.
+    static func valueCall<T>(_ handle: PluginHandle, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void,
+                             decode: (inout WireReader) throws -> T) throws -> T {
         let (worker, index) = worker(handle)
-        switch worker.call(index, .deviceConditions, { $0.string(dataDirectory) }) {
+        switch worker.call(index, op, arguments) {
         case .success(var reader):
             do {
                 guard try reader.u8() == 0 else { throw try reader.callError(handle) }
-                let network = try reader.i32(), metered = try reader.bool()
-                let hasBattery = try reader.bool(), level = try reader.f64(), charging = try reader.i32()
-                let hasFree = try reader.bool(), free = try reader.u64()
-                do {
-                    return try DeviceConditions.checked(network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
-                                                        charging: charging, hasFreeBytes: hasFree, freeBytes: free)
-                } catch {
-                    throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
-                }
+                return try decode(&reader)
             } catch let error as PluginCallError {
                 throw error
             } catch {
@@ -147,29 +143,32 @@ enum IsolatedCalls {
         }
     }
 
-    static func convertDownloadRequest(_ handle: PluginHandle, _ request: DownloadRequest) throws -> DownloadRequest {
-        let (worker, index) = worker(handle)
-        switch worker.call(index, .convertDownloadRequest, { $0.downloadRequest(request) }) {
-        case .success(var reader):
+    static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
+        try valueCall(handle, .deviceConditions, { $0.string(dataDirectory) }) { reader in
+            let network = try reader.i32(), metered = try reader.bool()
+            let hasBattery = try reader.bool(), level = try reader.f64(), charging = try reader.i32()
+            let hasFree = try reader.bool(), free = try reader.u64()
             do {
-                guard try reader.u8() == 0 else { throw try reader.callError(handle) }
-                var converted = try reader.downloadRequest()
-                // The item and the role are the host's: whatever the worker says, they stay.
-                converted.itemId = request.itemId
-                converted.fileRole = request.fileRole
-                do {
-                    try DownloadRequestLimits.check(converted)
-                } catch {
-                    throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
-                }
-                return converted
-            } catch let error as PluginCallError {
-                throw error
-            } catch {
-                throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+                return try DeviceConditions.checked(network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
+                                                    charging: charging, hasFreeBytes: hasFree, freeBytes: free)
+            } catch let problem as DeviceConditionsProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
             }
-        case .failure(let failure):
-            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    static func convertDownloadRequest(_ handle: PluginHandle, _ request: DownloadRequest) throws -> DownloadRequest {
+        try valueCall(handle, .convertDownloadRequest, { $0.downloadRequest(request) }) { reader in
+            var converted = try reader.downloadRequest()
+            // The item and the role are the host's: whatever the worker says, they stay.
+            converted.itemId = request.itemId
+            converted.fileRole = request.fileRole
+            do {
+                try DownloadRequestLimits.check(converted)
+            } catch let problem as DownloadRequestProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
+            }
+            return converted
         }
     }
 

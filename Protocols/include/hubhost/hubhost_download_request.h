@@ -37,7 +37,8 @@ extern "C" {
  * call: copy what you keep. */
 typedef struct hh_download_request {
     hh_string_t url;                  /* absolute http:// or https:// URL */
-    const hh_http_header_t *headers;  /* sorted by name; may be NULL when header_count is 0.
+    const hh_http_header_t *headers;  /* sorted by name without regard to case; may be NULL
+                                       * when header_count is 0.
                                        * Names are unique, compared without regard to case. */
     size_t header_count;
     hh_string_t item_id;              /* the content item's uniqueId (never changes) */

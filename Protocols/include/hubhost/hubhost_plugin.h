@@ -29,7 +29,8 @@
  *
  * Growth: this header is versioned with HH_ABI_VERSION_{MAJOR,MINOR,PATCH}. Minor versions only
  * add: new extensions (looked up by string id), new status codes, new value types that an older
- * plugin treats as unknown. A v1.0 plugin keeps loading on every v1.x host. The host refuses a
+ * plugin treats as unknown, new plugin kinds (a library exporting one says at least the minor
+ * version that added it; the host refuses it otherwise, as an older header cannot describe it). A v1.0 plugin keeps loading on every v1.x host. The host refuses a
  * library whose major version differs from its own, naming the file and both versions.
  *
  * The ABI is plain C11 and needs no Swift: see Plugins/ConsoleLogger for a complete plugin in C,

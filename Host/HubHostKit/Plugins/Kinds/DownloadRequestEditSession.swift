@@ -11,7 +11,7 @@ final class DownloadRequestEditSession {
     private var edits = 0
     /// The first edit the host could not take (not UTF-8, too many edits); reported after the call.
     private var problem: String?
-    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    private let copies = HostStringCopies()
 
     init(_ request: DownloadRequest) {
         original = request
@@ -21,24 +21,16 @@ final class DownloadRequestEditSession {
     }
 
     func release() {
-        for buffer in buffers { buffer.deallocate() }
-        buffers = []
+        copies.release()
     }
 
-    private func copy(_ text: String) -> hh_string_t {
-        var text = text
-        return text.withUTF8 { bytes in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
-            buffer.copyMemory(from: UnsafeRawBufferPointer(bytes))
-            buffers.append(buffer)
-            return hh_string_t(data: buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length: bytes.count)
-        }
-    }
+    private func copy(_ text: String) -> hh_string_t { copies.copy(text) }
 
     /// Calls `body` with the request (headers sorted by name) and the editor.
     func withRequest(_ body: (UnsafePointer<hh_download_request_t>, UnsafePointer<hh_download_request_editor_t>) -> hh_status_t) -> hh_status_t {
-        let cHeaders = original.headers.sorted { $0.key.lowercased() < $1.key.lowercased() }
-            .map { hh_http_header_t(name: copy($0.key), value: copy($0.value)) }
+        // From the table keyed by lowercased name, before any edit: unique names, as the header promises.
+        let cHeaders = headers.sorted { $0.key < $1.key }
+            .map { hh_http_header_t(name: copy($0.value.name), value: copy($0.value.value)) }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var editor = hh_download_request_editor_t(
             editor_data: me,

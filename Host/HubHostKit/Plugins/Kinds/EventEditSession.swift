@@ -6,7 +6,7 @@ import HubHostABI
 /// edit replaces them, as the header promises ("valid until the augment call returns").
 final class EventEditSession {
     private(set) var working: AugmentableEvent
-    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    private let copies = HostStringCopies()
     private var cAttributes: [(name: hh_string_t, value: hh_value_t)] = []
     private let lock = NSLock()  // the view and editor are [any-thread] during the call
 
@@ -29,19 +29,10 @@ final class EventEditSession {
     }
 
     func release() {
-        for buffer in buffers { buffer.deallocate() }
-        buffers = []
+        copies.release()
     }
 
-    private func copy(_ text: String) -> hh_string_t {
-        var text = text
-        return text.withUTF8 { bytes in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
-            buffer.copyMemory(from: UnsafeRawBufferPointer(bytes))
-            buffers.append(buffer)
-            return hh_string_t(data: buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length: bytes.count)
-        }
-    }
+    private func copy(_ text: String) -> hh_string_t { copies.copy(text) }
 
     private func rebuild() {
         cAttributes = working.attributes.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
