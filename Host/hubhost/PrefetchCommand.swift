@@ -15,7 +15,7 @@ struct PrefetchCommand: ParsableCommand {
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
                       Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Import.self, Policy.self, Watch.self])
+                      Import.self, Lookup.self, Policy.self, Watch.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -406,6 +406,32 @@ struct PrefetchCommand: ParsableCommand {
                 }
             }
             try PrefetchCommand.report(answers, json: common.output.json)
+        }
+    }
+
+    struct Lookup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Items of a source by contentId; those not in the catalog are asked of the catalog service (3 attempts) and join it.",
+            discussion: "Exit 1 when some contentIds are unknown to the catalog and the service (listed on stderr).")
+        @OptionGroup var common: Common
+        @Option(help: "The source (provider) name.") var source: String
+        @Argument(help: "contentIds.") var contentIds: [String]
+
+        func run() throws {
+            let (host, engine) = try common.open()
+            defer { host.shutdown() }
+            let result: PrefetchEngine.LookupResult
+            do { result = try engine.lookup(contentIds: contentIds, source: source) } catch {
+                Output.error("prefetch lookup: \(error)")
+                throw ExitCode(1)
+            }
+            if common.output.json { Output.json(result) } else {
+                Output.table(["id", "contentId", "state", "title"], result.items.map { [$0.uniqueId, $0.contentId, $0.state.rawValue, $0.title] })
+            }
+            if !result.missing.isEmpty {
+                Output.error("not found: \(result.missing.joined(separator: ", "))")
+                throw ExitCode(1)
+            }
         }
     }
 

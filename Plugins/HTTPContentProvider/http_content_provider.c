@@ -10,6 +10,7 @@
  *
  *     prefetch/register -> GET <db_service_url>/prefetch/register?license=...&device_id=...
  *     prefetch/catalog  -> GET <db_service_url>/prefetch/catalog?device_id=...&since=...
+ *     prefetch/items    -> GET <db_service_url>/prefetch/items?source=...&content_id=...
  *
  * A resource name may carry a query string ("settings?location_id=pike-1"): it is appended to the
  * request URL. The bundle is fetched in chunks of `chunk_size` bytes with `Range: bytes=a-b`
@@ -292,13 +293,13 @@ static hh_status_t http_provider_fetch(void *instance, const char *resource, con
     size_t name_length = mark ? (size_t)(mark - resource) : strlen(resource);
     const char *query = mark && mark[1] ? mark + 1 : NULL;
     static const char *const names[] = {HH_CONTENT_RESOURCE_SETTINGS, HH_CONTENT_RESOURCE_METADATA, HH_CONTENT_RESOURCE_BUNDLE,
-                                        "prefetch/register", "prefetch/catalog"};
+                                        "prefetch/register", "prefetch/catalog", "prefetch/items"};
     const char *name = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strlen(names[i]) == name_length && strncmp(resource, names[i], name_length) == 0) name = names[i];
     }
     if (!name) {
-        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata, bundle, prefetch/register or prefetch/catalog",
+        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata, bundle, prefetch/register, prefetch/catalog or prefetch/items",
                          (int)(name_length > 64 ? 64 : name_length), resource);
     }
     if (query && strlen(query) > URL_MAX / 2) {

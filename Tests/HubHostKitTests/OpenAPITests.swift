@@ -239,6 +239,8 @@ final class OpenAPITests: XCTestCase {
         api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":10,"end":5}"#, expect: 400)
         api.call("POST", "/v1/prefetch/consume", json: #"{"id":"nope","start":0,"end":1}"#, expect: 404)
         api.call("POST", "/v1/prefetch/purge", expect: 200)
+        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?source=acme&content_id=354", expect: 200)
+        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?content_id=354", expect: 400)
         api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#, expect: 200)
         api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77"}"#, expect: 400)
         api.call("GET", "/v1/prefetch/policy", expect: 200)

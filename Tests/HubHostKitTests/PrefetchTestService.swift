@@ -26,6 +26,11 @@ final class PrefetchTestService: @unchecked Sendable {
     /// Catalog pages by the `since` they answer ("" for the first).
     var pages: [String: String] = [:]
     var files: [String: Data] = [:]
+    /// Item entries (JSON) the look-up resource knows, by contentId.
+    var lookupItems: [String: String] = [:]
+    /// Answers 500 to this many look-ups first.
+    var lookupFailures = 0
+    private(set) var lookups = 0
     /// Faults by file name, each used by one request, in order.
     var faults: [String: [Fault]] = [:]
     /// Faults applied to every request of a file (after the one-shot ones).
@@ -82,6 +87,15 @@ final class PrefetchTestService: @unchecked Sendable {
             }
             guard let page else { LoopbackHTTPServer.respond(fd, 404, Data("no such page".utf8)); return }
             LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"], Data(page.utf8))
+        case "/svc/prefetch/items":
+            let ids = parts.count == 2 ? parts[1].split(separator: "&").filter { $0.hasPrefix("content_id=") }.map { String($0.dropFirst(11)) } : []
+            let (fail, entries) = lock.withLock { () -> (Bool, [String]) in
+                lookups += 1
+                if lookupFailures > 0 { lookupFailures -= 1; return (true, []) }
+                return (false, ids.compactMap { lookupItems[$0] })
+            }
+            if fail { LoopbackHTTPServer.respond(fd, 500, Data("down".utf8)); return }
+            LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"], Data(#"{"items": [\#(entries.joined(separator: ","))]}"#.utf8))
         default:
             guard path.hasPrefix("/files/") else { LoopbackHTTPServer.respond(fd, 404, Data()); return }
             serveFile(fd, String(path.dropFirst(7)), request)

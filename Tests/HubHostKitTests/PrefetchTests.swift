@@ -584,4 +584,28 @@ final class PrefetchTests: XCTestCase {
         try until(engine, "the newly added item cached") { try state(engine, "P:3") == .cached }
         XCTAssertEqual(service.sent("new.mp4"), 40_000)
     }
+
+    func testLookupByContentIdAsksTheServiceWithRetriesForUnknownOnes() throws {
+        catalog(1)
+        let data = content(7, size: 1_000)
+        service.lock.withLock {
+            service.lookupItems["c-x1"] = itemJSON("x1", file: "x1.mp4", data: data).replacingOccurrences(of: #""content_id": "c-x1""#, with: #""content_id": "c-x1""#)
+            service.lookupFailures = 2
+        }
+        let (_, engine) = try host(", license: good-licence, item_download_behavior: none, lookup_retry_delay: 0.05")
+        try engine.register()
+        try engine.sync()
+        let result = try engine.lookup(contentIds: ["c-item0", "c-x1", "c-none"], source: "acme")
+        XCTAssertEqual(result.items.map(\.uniqueId).sorted(), ["item0", "x1"])
+        XCTAssertEqual(result.missing, ["c-none"])
+        XCTAssertEqual(service.lock.withLock { service.lookups }, 3, "two failures, then the answer: 3 attempts")
+        XCTAssertEqual(try engine.item("x1")?.state, .discovered)
+        // Known locally now: no more requests.
+        XCTAssertEqual(try engine.lookup(contentIds: ["c-x1"], source: "acme").items.map(\.uniqueId), ["x1"])
+        XCTAssertEqual(service.lock.withLock { service.lookups }, 3)
+        // Three failures: the look-up fails with the reason.
+        service.lock.withLock { service.lookupFailures = 3 }
+        XCTAssertThrowsError(try engine.lookup(contentIds: ["c-other"], source: "acme"))
+        XCTAssertEqual(service.lock.withLock { service.lookups }, 6)
+    }
 }

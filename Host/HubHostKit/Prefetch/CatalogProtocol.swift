@@ -5,6 +5,7 @@ import Foundation
 ///
 ///     prefetch/register?license=L&device_id=D             -> RegisterAnswer
 ///     prefetch/catalog?device_id=D&registration=R&since=C -> CatalogDelta
+///     prefetch/items?device_id=D&registration=R&source=S&content_id=A&content_id=B -> LookupAnswer
 ///
 /// Every number is range-checked by `validated()` before the engine uses it.
 public enum CatalogProtocol {
@@ -108,6 +109,11 @@ public enum CatalogProtocol {
         public var categories: [CategoryEntry]?
         public var items: [ItemEntry]?
         public var deleted: Tombstones?
+    }
+
+    /// The answer to a look-up by contentIds (seed 4.3.2.2): the items the service knows.
+    public struct LookupAnswer: Codable, Sendable, Equatable {
+        public var items: [ItemEntry]
     }
 
     /// A document the service sent that hubhost refuses, with the reason.

@@ -43,6 +43,11 @@ final class CatalogService: @unchecked Sendable {
         return answer
     }
 
+    func lookup(deviceID: String, registration: String, source: String, contentIds: [String]) throws -> CatalogProtocol.LookupAnswer {
+        let pairs = [("device_id", deviceID), ("registration", registration), ("source", source)] + contentIds.map { ("content_id", $0) }
+        return try document("prefetch/items?" + Self.query(pairs), as: CatalogProtocol.LookupAnswer.self)
+    }
+
     func catalog(deviceID: String, registration: String, since cursor: String?) throws -> CatalogProtocol.CatalogDelta {
         var pairs = [("device_id", deviceID), ("registration", registration)]
         if let cursor { pairs.append(("since", cursor)) }

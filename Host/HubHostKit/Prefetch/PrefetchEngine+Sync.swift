@@ -77,7 +77,8 @@ extension PrefetchEngine {
         var transitions: [(PrefetchItem, PrefetchItemState)] = []
     }
 
-    private func apply(_ delta: CatalogProtocol.CatalogDelta, cursor: String) throws -> AppliedChanges {
+    /// Applies a page of changes in one transaction; `cursor` nil leaves the stored cursor (a look-up).
+    func apply(_ delta: CatalogProtocol.CatalogDelta, cursor: String?) throws -> AppliedChanges {
         var changes = AppliedChanges()
         var doomedFolders: [String] = []
         try store.pool.write { db in
@@ -158,7 +159,7 @@ extension PrefetchEngine {
             for name in delta.deleted?.sources ?? [] {
                 try db.execute(sql: "DELETE FROM source WHERE name = ?", arguments: [name])
             }
-            try PrefetchStore.setMeta(db, ["cursor": cursor])
+            if let cursor { try PrefetchStore.setMeta(db, ["cursor": cursor]) }
         }
         // Files go after the commit: a crash in between leaves files of a Deleted item (removed
         // at the next deletion or purge), never a Cached item without files.

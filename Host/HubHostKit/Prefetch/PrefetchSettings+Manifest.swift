@@ -62,6 +62,7 @@ extension PrefetchSettings: ManifestSection {
         seconds("read_timeout", into: &readTimeout)
         seconds("retry_delay", into: &retryDelay)
         seconds("register_retry", into: &registerRetry)
+        seconds("lookup_retry_delay", into: &lookupRetryDelay)
     }
 
     public var effectiveValues: [EffectiveSetting] {
@@ -71,7 +72,7 @@ extension PrefetchSettings: ManifestSection {
             "device_id": .string(deviceID ?? ""), "max_concurrent_downloads": .int(Int64(maxConcurrentDownloads)),
             "item_download_behavior": .string(itemDownloadBehavior.rawValue), "network_selection": .string(networkSelection?.rawValue ?? ""),
             "enable_auto_purge": .bool(enableAutoPurge), "cache_size_limit": .int(Int64(cacheSizeLimit)), "sync_interval": .double(syncInterval), "read_timeout": .double(readTimeout),
-            "retry_delay": .double(retryDelay), "register_retry": .double(registerRetry),
+            "retry_delay": .double(retryDelay), "register_retry": .double(registerRetry), "lookup_retry_delay": .double(lookupRetryDelay),
             "requires_charging": .bool(requiresCharging), "battery_low": .double(batteryLow), "storage_low": .int(Int64(storageLow)),
             "device_conditions": .string(deviceConditions ?? ""), "download_request": .string(downloadRequest ?? ""),
         ]

@@ -28,6 +28,8 @@ public struct PrefetchSettings: Sendable, Equatable {
                   doc: "The longest a file download may go without receiving a byte before the attempt fails (a hanging server)."),
         ConfigKey(key: "retry_delay", type: .duration, defaultValue: .double(10),
                   doc: "The wait before a failed file download is tried again; doubled on each of the 3 retries."),
+        ConfigKey(key: "lookup_retry_delay", type: .duration, defaultValue: .double(10),
+                  doc: "The wait between the 3 attempts of a metadata look-up by contentIds when the service cannot be reached (the seed's 10 s)."),
         ConfigKey(key: "register_retry", type: .duration, defaultValue: .double(30),
                   doc: "The first wait before registration is tried again after a transport or server failure; doubled each time, at most 1 hour."),
         ConfigKey(key: "requires_charging", type: .bool, defaultValue: .bool(false),
@@ -65,6 +67,7 @@ public struct PrefetchSettings: Sendable, Equatable {
     public var readTimeout: Double = 30
     public var retryDelay: Double = 10
     public var registerRetry: Double = 30
+    public var lookupRetryDelay: Double = 10
     public var requiresCharging = false
     public var batteryLow = 0.15
     public var storageLow: Int = 512 << 20

@@ -21,6 +21,7 @@ import Hummingbird
 ///   POST /v1/prefetch/delete           {"ids": [...], "files_only": false, "keep_thumbnail": false}
 ///   POST /v1/prefetch/save|unsave|lock|unlock {"ids": [...]}
 ///   POST /v1/prefetch/consume          {"id", "start", "end", "at_ms"?}: 201 with the record
+///   GET  /v1/prefetch/lookup           ?source=S&content_id=A (repeatable): {"items", "missing"}
 ///   POST /v1/prefetch/purge            run the purge rules now
 ///   POST /v1/prefetch/import           one import metadata object or an array: one answer per item
 ///   GET  /v1/prefetch/policy           the policy in force
@@ -203,6 +204,13 @@ enum PrefetchRoutes {
                     }
                 }
             }))
+        }
+        router.get("/v1/prefetch/lookup") { request, _ in
+            let engine = try engine(host)
+            let query = request.uri.queryParameters
+            guard let source = query.get("source").map({ String($0) }), !source.isEmpty else { throw APIError(.badRequest, "'source' is required") }
+            let ids = query.getAll("content_id").map { String($0) }
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.lookup(contentIds: ids, source: source) })
         }
         router.post("/v1/prefetch/purge") { _, _ in
             let engine = try engine(host)
