@@ -62,32 +62,10 @@ public struct PrefetchDownloadBenchmark {
             if size >= 8 { block.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(index), toByteOffset: 0, as: UInt64.self) } }
             try block.write(to: URL(fileURLWithPath: root + "/f\(index).bin"))
         }
-        let port = try PageServingBenchmark.freePort()
-        try """
-            worker_processes 2;
-            daemon off;
-            pid \(folder)/nginx.pid;
-            error_log \(folder)/nginx-error.log;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                sendfile on;
-                client_body_temp_path \(folder)/client;
-                proxy_temp_path \(folder)/proxy;
-                fastcgi_temp_path \(folder)/fastcgi;
-                uwsgi_temp_path \(folder)/uwsgi;
-                scgi_temp_path \(folder)/scgi;
-                server { listen 127.0.0.1:\(port); root \(root); }
-            }
-            """.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: nginx)
-        server.arguments = ["-p", folder, "-c", folder + "/nginx.conf", "-e", folder + "/nginx-error.log"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { server.terminate(); server.waitUntilExit() }
-        let base = "http://127.0.0.1:\(port)"
+        let nginxServer = try LocalNginx.start(nginx, folder: folder, httpDirectives: "sendfile on;", serverDirectives: "root \(root);")
+        defer { nginxServer.stop() }
+        let server = nginxServer.process
+        let base = nginxServer.baseURL
         try PageServingBenchmark.waitForPage(http: HTTPFetcher(), url: base + "/f0.bin", process: server)
         let urls = (0..<files).map { "\(base)/f\($0).bin" }
 
