@@ -608,4 +608,28 @@ final class PrefetchTests: XCTestCase {
         XCTAssertThrowsError(try engine.lookup(contentIds: ["c-other"], source: "acme"))
         XCTAssertEqual(service.lock.withLock { service.lookups }, 6)
     }
+
+    func testCancelMakesDownloadsIdleUntilFillQueuesThemAgain() throws {
+        let datas = catalog(2, size: 600_000)
+        service.lock.withLock { service.faults["item0.mp4"] = [.slow(chunk: 8_192, delayMs: 20)] }
+        let (_, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        XCTAssertEqual(try engine.download(["item0"]).first?.accepted, true)
+        try until(engine, "downloading") { try state(engine, "item0") == .downloading }
+        let answers = try engine.cancelCurrentDownloads()
+        XCTAssertEqual(answers.map(\.id), ["item0"])
+        let item = try XCTUnwrap(engine.item("item0"))
+        XCTAssertEqual(item.state, .idle)
+        XCTAssertEqual(item.waitReason, "cancelled")
+        XCTAssertGreaterThan(item.retryAtMs ?? 0, Clock.wallMs() + 60_000, "queued again only after a sync interval")
+        for _ in 0..<3 { try engine.round() }
+        XCTAssertEqual(try state(engine, "item0"), .idle)
+        // Force fill: every discovered and idle item (not set to none) is queued, user-initiated.
+        let queued = try engine.fill()
+        XCTAssertEqual(queued.sorted(), ["item0", "item1"])
+        try until(engine, "both cached") { try engine.items(PrefetchItemFilter(states: [.cached])).count == 2 }
+        XCTAssertEqual(SHA256.hex(ofFile: try XCTUnwrap(engine.item("item0")).files[0].localPath), SHA256.hex(of: datas["item0"]!))
+        XCTAssertEqual(service.requestRanges("item0.mp4").count, 2, "the cancelled download resumed")
+    }
 }
