@@ -139,6 +139,8 @@ final class PrefetchTestService: @unchecked Sendable {
             lock.withLock { bytesSent[name, default: 0] += piece.count }
             if delayMs > 0 { usleep(useconds_t(delayMs * 1000)) }
         }
+        // A cut body: let the client read what was sent before the connection closes.
+        if case .truncate? = fault { usleep(200_000) }
         close(fd)
     }
 

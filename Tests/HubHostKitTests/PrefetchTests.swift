@@ -616,7 +616,9 @@ final class PrefetchTests: XCTestCase {
         try engine.register()
         try engine.sync()
         XCTAssertEqual(try engine.download(["item0"]).first?.accepted, true)
-        try until(engine, "downloading") { try state(engine, "item0") == .downloading }
+        try until(engine, "downloading with bytes on disk") {
+            try state(engine, "item0") == .downloading && FileDownloader.partialLength(XCTUnwrap(engine.item("item0")).files[0].localPath) > 0
+        }
         let answers = try engine.cancelCurrentDownloads()
         XCTAssertEqual(answers.map(\.id), ["item0"])
         let item = try XCTUnwrap(engine.item("item0"))
