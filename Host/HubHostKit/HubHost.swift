@@ -62,6 +62,14 @@ public final class HubHost: @unchecked Sendable {
         eventEngine = engine
         // Once an identity exists (identity.sqlite), its ids go on every event.
         if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
+        if manifest.prefetch.enabled {
+            // A push payload addressed to prefetch refreshes the catalog (seed 8.2).
+            engine.observe { [weak self] event in
+                guard event.type == .notificationReceived,
+                      event.attributes.contains(where: { $0.name == PrefetchEngine.notificationKey && $0.value == .string("refresh") }) else { return }
+                do { try self?.prefetch()?.requestRefresh() } catch { self?.logger.error("prefetch: cannot ask for a refresh: \(error)") }
+            }
+        }
         if manifest.campaigns.enabled {
             let operators = OperatorSet(registry.plugins(of: .triggerOperator))
             for conflict in operators.conflicts { logger.warning("\(conflict)") }
@@ -204,6 +212,78 @@ public final class HubHost: @unchecked Sendable {
         }
     }
 
+    private var prefetchEngine: PrefetchEngine?
+
+    /// The content prefetch engine (Prefetch/), opened on first use; nil when `prefetch.enabled`
+    /// is false. `license` is the Swift API option, which wins over prefetch.license and
+    /// HUBHOST_PREFETCH_CONFIG; it counts on the call that opens the engine.
+    public func prefetch(license: String? = nil) throws -> PrefetchEngine? {
+        try engineLock.withLock {
+            let settings = manifest.prefetch
+            guard settings.enabled else { return nil }
+            if let prefetchEngine { return prefetchEngine }
+            let providers = registry.plugins(of: .contentProvider)
+            let handle = settings.provider.map { id in providers.first { $0.instanceID == id } } ?? providers.first
+            var problem: String?
+            if handle == nil {
+                problem = settings.provider.map { "prefetch.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
+                    ?? "no content_provider instance is loaded in plugins.yaml"
+            }
+            let engine = try PrefetchEngine(settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
+                                            provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
+                                            providerProblem: problem, notifications: notifications, logger: logger)
+            wirePrefetchPlugins(engine, settings)
+            // Consumption records become events; weak: the engine may outlive its host.
+            engine.trackEvent = { [weak self] event in
+                guard let self else { throw PrefetchError.invalid("the host was shut down") }
+                _ = try self.events().track(event)
+            }
+            prefetchEngine = engine
+            return engine
+        }
+    }
+
+    /// Hands the engine its device_conditions and download_request instances (prefetch.device_conditions,
+    /// prefetch.download_request). A named instance that is not loaded makes downloads wait
+    /// (`device_conditions_unavailable`) or fail, rather than run without the integrator's rule.
+    private func wirePrefetchPlugins(_ engine: PrefetchEngine, _ settings: PrefetchSettings) {
+        let dataDirectory = manifest.dataDirectory
+        let logger = self.logger
+        if let id = settings.deviceConditions {
+            if let handle = registry.plugins(of: .deviceConditions).first(where: { $0.instanceID == id }) {
+                let plugin = DeviceConditionsPlugin(handle)
+                engine.device = {
+                    do {
+                        let conditions = try plugin.read(dataDirectory: dataDirectory)
+                        return PrefetchPolicy.Device(network: conditions.network.rawValue, metered: conditions.metered,
+                                                     batteryLevel: conditions.batteryLevel, charging: conditions.charging,
+                                                     freeBytes: conditions.freeBytes)
+                    } catch {
+                        logger.warning("prefetch: device_conditions '\(id)': \(error)")
+                        return nil
+                    }
+                }
+            } else {
+                logger.error("prefetch.device_conditions '\(id)' is not a loaded device_conditions instance: downloads wait")
+                engine.device = { nil }
+            }
+        }
+        if let id = settings.downloadRequest {
+            if let handle = registry.plugins(of: .downloadRequest).first(where: { $0.instanceID == id }) {
+                let plugin = DownloadRequestPlugin(handle)
+                engine.convertRequest = { url, headers, item, role in
+                    let converted = try plugin.convert(DownloadRequest(url: url, headers: headers, itemId: item, fileRole: role))
+                    return (converted.url, converted.headers)
+                }
+            } else {
+                logger.error("prefetch.download_request '\(id)' is not a loaded download_request instance: downloads fail")
+                engine.convertRequest = { _, _, _, _ in
+                    throw PrefetchError.invalid("prefetch.download_request '\(id)' is not a loaded download_request instance")
+                }
+            }
+        }
+    }
+
     /// The advertiser ID the advertiser_id delegates decide, asked in plugins.yaml order.
     public func advertiserID() -> AdvertiserIDDecision {
         AdvertiserIDResolver(plugins: registry.plugins(of: .advertiserID).map(AdvertiserIDPlugin.init), logger: logger).decide()
@@ -230,6 +310,7 @@ public final class HubHost: @unchecked Sendable {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
         engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
+        engineLock.withLock { prefetchEngine }?.close()  // nor a download
         engineLock.withLock { eventEngine }?.waitForBackgroundWrites()  // metrics still in memory
         pipeline.flush()
         pipeline.attach([])

@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, All.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -175,6 +175,41 @@ struct BenchCommand: ParsableCommand {
                 ])
                 print(String(format: "ratio: %.0fx", result.ratio))
             }
+        }
+    }
+
+    struct Prefetch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "prefetch",
+            abstract: "Content prefetch: the download queue fetching files from nginx on 127.0.0.1, beside aria2c with the same concurrency.",
+            discussion: """
+            Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads             them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one             connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio.             Needs nginx and aria2 (apt-get install nginx-light aria2). The catalog query and live-set figures of issue 11             are not measured yet.
+            """)
+
+        @Option(parsing: .unconditional, help: "Files downloaded.") var files: Int = 200
+        @Option(parsing: .unconditional, help: "Bytes per file.") var size: Int = 5 << 20
+        @Option(parsing: .unconditional, help: "Downloads at once (max_concurrent_downloads, aria2c -j).") var concurrency: Int = 4
+        @Option(parsing: .unconditional, help: "Rounds; the best is reported.") var rounds: Int = 3
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard (1...10_000).contains(files), (1...(1 << 30)).contains(size), (1...64).contains(concurrency), (1...20).contains(rounds) else {
+                throw ValidationError("--files 1...10000, --size 1...1073741824, --concurrency 1...64, --rounds 1...20")
+            }
+        }
+
+        func run() throws {
+            let say: (String) -> Void = { step in if !output.json { Output.error("bench prefetch: \(step)") } }
+            let result = try PrefetchDownloadBenchmark(files: files, size: size, concurrency: concurrency, rounds: rounds).run(progress: say)
+            if output.json { Output.json(result); return }
+            print("\(result.files) files of \(result.size) bytes, \(result.concurrency) at once (best of \(rounds)):")
+            Output.table(["", "seconds", "MiB/s", "CPU s/GiB"], [
+                ["hubhost prefetch", String(format: "%.2f", result.hubhost.seconds), String(format: "%.0f", result.hubhost.mebibytesPerSecond),
+                 String(format: "%.2f", result.hubhost.cpuSecondsPerGiB)],
+                ["aria2c", String(format: "%.2f", result.aria2c.seconds), String(format: "%.0f", result.aria2c.mebibytesPerSecond),
+                 String(format: "%.2f", result.aria2c.cpuSecondsPerGiB)],
+            ])
+            print(String(format: "hubhost / aria2c throughput: %.2fx", result.ratio))
         }
     }
 

@@ -13,7 +13,7 @@ struct HubHostCommand: ParsableCommand {
         also takes --json.
         """,
         subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
-                      LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self, IdentityCommand.self, XMLAPICommand.self],
+                      LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self, IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self],
         defaultSubcommand: StatusCommand.self
     )
 

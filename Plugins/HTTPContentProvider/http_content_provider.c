@@ -6,6 +6,12 @@
  *     metadata  -> GET <db_service_url>/metadata   (version, size, sha256, signature)
  *     bundle    -> GET <db_service_url>/bundle     (the SQLite bundle, in Range chunks)
  *
+ * and the prefetch engine's catalog service (README, "Content prefetch"):
+ *
+ *     prefetch/register -> GET <db_service_url>/prefetch/register?license=...&device_id=...
+ *     prefetch/catalog  -> GET <db_service_url>/prefetch/catalog?device_id=...&since=...
+ *     prefetch/items    -> GET <db_service_url>/prefetch/items?source=...&content_id=...
+ *
  * A resource name may carry a query string ("settings?location_id=pike-1"): it is appended to the
  * request URL. The bundle is fetched in chunks of `chunk_size` bytes with `Range: bytes=a-b`
  * requests, reporting progress after each chunk; a server that ignores Range and answers 200 with
@@ -286,13 +292,14 @@ static hh_status_t http_provider_fetch(void *instance, const char *resource, con
     const char *mark = strchr(resource, '?');
     size_t name_length = mark ? (size_t)(mark - resource) : strlen(resource);
     const char *query = mark && mark[1] ? mark + 1 : NULL;
-    static const char *const names[] = {HH_CONTENT_RESOURCE_SETTINGS, HH_CONTENT_RESOURCE_METADATA, HH_CONTENT_RESOURCE_BUNDLE};
+    static const char *const names[] = {HH_CONTENT_RESOURCE_SETTINGS, HH_CONTENT_RESOURCE_METADATA, HH_CONTENT_RESOURCE_BUNDLE,
+                                        "prefetch/register", "prefetch/catalog", "prefetch/items"};
     const char *name = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strlen(names[i]) == name_length && strncmp(resource, names[i], name_length) == 0) name = names[i];
     }
     if (!name) {
-        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata or bundle",
+        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata, bundle, prefetch/register, prefetch/catalog or prefetch/items",
                          (int)(name_length > 64 ? 64 : name_length), resource);
     }
     if (query && strlen(query) > URL_MAX / 2) {

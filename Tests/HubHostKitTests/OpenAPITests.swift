@@ -65,6 +65,15 @@ final class OpenAPITests: XCTestCase {
         // A fake Engage XMLAPI service for the identity routes.
         let xmlapi = try TestXMLAPIService()
         defer { xmlapi.stop() }
+        // The prefetch catalog service and file server, reached through a second provider instance.
+        let catalog = try PrefetchTestService()
+        defer { catalog.stop() }
+        catalog.files["v1.mp4"] = Data(repeating: 7, count: 10_000)
+        catalog.pages[""] = """
+            {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
+             "items": [{"unique_id": "v1", "content_id": "354", "source": "acme", "categories": ["news"], "title": "One",
+                        "files": [{"role": "main", "url": "\(catalog.fileURL("v1.mp4"))", "size": 10000}]}]}
+            """
 
         try TestSupport.write(Self.campaigns, to: folder + "/campaigns.json")
         let token = "openapi-test-token"
@@ -77,6 +86,11 @@ final class OpenAPITests: XCTestCase {
             plugins:
               - id: content
                 use: \(TestSupport.plugin("HTTPContentProvider"))
+              - id: catalog
+                use: \(TestSupport.plugin("HTTPContentProvider"))
+                config: {db_service_url: "\(catalog.serviceURL)"}
+                http_allow: [127.0.0.1]
+            prefetch: {enabled: true, provider: catalog, license: good-licence, item_download_behavior: none}
             hub:
               preloaded_bundle: content.sqlite3
               public_key: pubkey.der
@@ -219,6 +233,42 @@ final class OpenAPITests: XCTestCase {
         api.call("POST", "/hub/close", headers: ["Origin": "http://127.0.0.1:\(server.port)"], expect: 200)
         api.call("GET", "/v1/notifications", "/v1/notifications?replay=1", expect: 200, stream: true)
         api.call("GET", "/v1/notifications", authorized: false, expect: 401)
+
+        // Content prefetch.
+        api.call("GET", "/v1/prefetch/status", expect: 200)
+        api.call("POST", "/v1/prefetch/register", expect: 200)
+        api.call("POST", "/v1/prefetch/sync", expect: 200)
+        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=discovered&category=news&sort=title:desc&limit=5", expect: 200)
+        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=bogus", expect: 400)
+        api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=discovered", expect: 200, stream: true)
+        api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=bogus", expect: 400)
+        api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/v1", expect: 200)
+        api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/nope", expect: 404)
+        api.call("POST", "/v1/prefetch/download", json: #"{"ids":["v1","nope"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/download", json: #"{"ids":[]}"#, expect: 400)
+        api.call("POST", "/v1/prefetch/pause", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/resume", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/save", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/unsave", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/lock", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/unlock", json: #"{"ids":["v1"]}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/cancel", expect: 200)
+        api.call("POST", "/v1/prefetch/fill", expect: 200)
+        api.call("POST", "/v1/prefetch/delete", json: #"{"ids":["v1"],"files_only":true,"keep_thumbnail":true}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":0,"end":12.5}"#, expect: 201)
+        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":10,"end":5}"#, expect: 400)
+        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"nope","start":0,"end":1}"#, expect: 404)
+        api.call("POST", "/v1/prefetch/purge", expect: 200)
+        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?source=acme&content_id=354", expect: 200)
+        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?content_id=354", expect: 400)
+        api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#, expect: 200)
+        api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77"}"#, expect: 400)
+        api.call("GET", "/v1/prefetch/policy", expect: 200)
+        api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"both"}"#, expect: 200)
+        api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"satellite"}"#, expect: 400)
+        catalog.license = "another-licence"
+        api.call("POST", "/v1/prefetch/register", expect: 409)
+        api.call("POST", "/v1/prefetch/sync", expect: 409)
 
         // A failing content service: the sync answers 502 and the previous bundle stays active.
         service.metadata = (503, "{}")

@@ -15,7 +15,8 @@ import UnixSignals
 /// shutdown), campaign pings (when a config or ping URL is set), the content bundle's local
 /// notifications (announced as they come due), the identity journal (a pending merge finished at
 /// start and retried every minute, when identity.host is set) and Content Hub delivery (the immediate download at
-/// start-up and recurring re-syncs). On shutdown the extra services (e.g. the HTTP server) stop
+/// start-up and recurring re-syncs) and content prefetch (registration, catalog syncs,
+/// downloads). On shutdown the extra services (e.g. the HTTP server) stop
 /// first, then the engines' services, then the host (syncs cancelled and awaited, plugins and
 /// isolation workers stopped).
 public final class HubHostRuntime: Sendable {
@@ -69,6 +70,10 @@ public final class HubHostRuntime: Sendable {
             } catch {
                 logger.error("identity: \(error); identity requests will fail the same way")
             }
+        }
+        if let prefetch = try host.prefetch() {
+            // Registration with backoff, catalog syncs, policy and the download queue.
+            services.append(PeriodicService(name: "prefetch", every: 1, onError: onError) { try prefetch.round() })
         }
         self.services = services
     }

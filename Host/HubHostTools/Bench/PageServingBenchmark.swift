@@ -68,37 +68,11 @@ public struct PageServingBenchmark {
             try response.body.write(to: URL(fileURLWithPath: target))
         }
 
-        let port = try Self.freePort()
-        let config = """
-            worker_processes 2;
-            daemon off;
-            pid \(folder)/nginx.pid;
-            error_log \(folder)/nginx-error.log;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                default_type text/html;
-                client_body_temp_path \(folder)/client;
-                proxy_temp_path \(folder)/proxy;
-                fastcgi_temp_path \(folder)/fastcgi;
-                uwsgi_temp_path \(folder)/uwsgi;
-                scgi_temp_path \(folder)/scgi;
-                server {
-                    listen 127.0.0.1:\(port);
-                    root \(root);
-                    location / { try_files $uri/index.html =404; }
-                }
-            }
-            """
-        try config.write(toFile: folder + "/nginx.conf", atomically: true, encoding: .utf8)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: nginx)
-        server.arguments = ["-p", folder, "-c", folder + "/nginx.conf", "-e", folder + "/nginx-error.log"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { server.terminate(); server.waitUntilExit() }
-        let nginxURL = "http://127.0.0.1:\(port)"
+        let nginxServer = try LocalNginx.start(nginx, folder: folder, httpDirectives: "default_type text/html;",
+                                               serverDirectives: "root \(root);\n        location / { try_files $uri/index.html =404; }")
+        defer { nginxServer.stop() }
+        let server = nginxServer.process
+        let nginxURL = nginxServer.baseURL
         try Self.waitForPage(http: http, url: nginxURL + paths[0], process: server)
 
         let script = folder + "/paths.lua"

@@ -77,6 +77,14 @@ struct APIError: HTTPResponseError, CustomStringConvertible {
             case .fetchFailed, .timedOut, .truncated, .invalidSettings, .invalidMetadata, .rejected:
                 self.init(.badGateway, error.description)
             }
+        case let error as PrefetchError:
+            switch error {
+            case .unknownItem: self.init(.notFound, error.description)
+            case .refused: self.init(.conflict, error.description)
+            case .notRegistered: self.init(.conflict, error.description, code: "not_registered")
+            case .service: self.init(.badGateway, error.description)
+            case .invalid: self.init(.badRequest, error.description)
+            }
         case let error as DecodingError:
             self.init(.badRequest, Self.describe(error))
         default:

@@ -28,6 +28,7 @@ enum HTTPAPI {
         HubWebRoutes.add(to: router, host: host, engine: try host.events())
         HubDeliveryRoutes.add(to: router, host: host)
         IdentityRoutes.add(to: router, host: host)
+        PrefetchRoutes.add(to: router, host: host)
         return router
     }
 

@@ -118,30 +118,12 @@ enum HubWebRoutes {
     /// away. A comment line every 2 seconds keeps the connection alive and lets a write fail
     /// soon after the client disconnected, which ends the stream and removes the subscription.
     static func notificationStream(_ notifications: HostNotifications, replay: Bool) -> Response {
-        let body = ResponseBody { writer in
-            let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        ServerSentEventStream.response(prelude: "hubhost notifications") { continuation in
             let token = notifications.subscribe(replay: replay) { notification in
                 continuation.yield(serverSentEvent(notification))
             }
-            let ticker = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: 2_000_000_000)
-                    continuation.yield(": keep-alive\n\n")
-                }
-            }
-            defer {
-                ticker.cancel()
-                notifications.unsubscribe(token)
-                continuation.finish()
-            }
-            NotificationStreams.shared.add(continuation)
-            try await writer.write(ByteBuffer(string: ": hubhost notifications\n\n"))
-            for await chunk in stream {
-                try await writer.write(ByteBuffer(string: chunk))
-            }
-            try await writer.finish(nil)
+            return { notifications.unsubscribe(token) }
         }
-        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
     }
 
     static func serverSentEvent(_ notification: HostNotification) -> String {

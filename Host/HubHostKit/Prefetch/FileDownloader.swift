@@ -1,0 +1,194 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Downloads one file to disk with AsyncHTTPClient, streamed (never whole in memory), resuming
+/// what is already on disk: the partial file is `localPath + ".part"`; its length is the offset
+/// asked for with `Range: bytes=N-` and, when the first answer gave one, `If-Range` with its
+/// validator (so a file changed at the origin restarts from zero instead of being spliced). The
+/// file is moved to `localPath` only after its size (and sha256, when the catalog gives one) is
+/// verified; a mismatch deletes the partial file, so it is never resumed or reported cached.
+/// Disk writes run on the BlockingPool, never on a concurrency thread.
+final class FileDownloader: Sendable {
+    let client: HTTPClient
+
+    enum Failure: Error, CustomStringConvertible, Equatable {
+        case http(Int)
+        case transport(String)
+        case sizeMismatch(expected: Int64, got: Int64)
+        case checksumMismatch
+        case disk(String)
+        case badAnswer(String)
+        /// Stopped on purpose (pause, cancel): not a failure of the file.
+        case stopped
+
+        var description: String {
+            switch self {
+            case .http(let code): return "the server answered HTTP \(code)"
+            case .transport(let why): return why
+            case .sizeMismatch(let expected, let got): return "size mismatch: expected \(expected) bytes, got \(got)"
+            case .checksumMismatch: return "sha256 mismatch: the file was discarded"
+            case .disk(let why): return "disk: \(why)"
+            case .badAnswer(let why): return why
+            case .stopped: return "stopped"
+            }
+        }
+    }
+
+    /// What one request got: bytes received in this request, and the validator to keep.
+    struct Outcome: Sendable { var fetched: Int64; var validator: String? }
+
+    /// - Parameter readTimeout: the longest wait for the next bytes (a hanging server fails the attempt).
+    init(readTimeout: Double) {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(10), read: .nanoseconds(Int64(SafeTime.durationNs(readTimeout))))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.decompression = .disabled
+        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+
+    func shutdown() async { try? await client.shutdown() }
+
+    /// The length of the partial file, 0 when there is none.
+    static func partialLength(_ path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path + ".part"))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// Fetches `url` into `localPath + ".part"` from its current length, then verifies and moves it.
+    /// `progress(onDisk)` is called after each chunk with the bytes on disk; answering false stops
+    /// the download (`Failure.stopped`), bytes kept for a later resume.
+    func download(url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
+                  validator: String?, onValidator: @escaping @Sendable (String?) -> Void,
+                  progress: @escaping @Sendable (Int64) async -> Bool) async throws -> Outcome {
+        let part = localPath + ".part"
+        try await BlockingPool.run {
+            try FileManager.default.createDirectory(atPath: (localPath as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if !FileManager.default.fileExists(atPath: part) {
+                guard FileManager.default.createFile(atPath: part, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                    throw Failure.disk("cannot create \(part)")
+                }
+            }
+        }
+        var offset = Self.partialLength(localPath)
+        if let expectedSize, offset > expectedSize {
+            // More than the file holds: the partial file is not this file. Start again.
+            try await BlockingPool.run { try Self.truncate(part, to: 0) }
+            offset = 0
+        }
+        var fetched: Int64 = 0
+        var keptValidator = validator
+        let complete = expectedSize.map { offset == $0 && $0 > 0 } ?? false
+        if !complete {
+            var request = HTTPClientRequest(url: url)
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if offset > 0 {
+                request.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
+                if let validator { request.headers.replaceOrAdd(name: "If-Range", value: validator) }
+            }
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: .hours(24))
+            } catch {
+                throw Failure.transport("\(url): \(HTTPFetcher.describe(error))")
+            }
+            let code = Int(response.status.code)
+            var total: Int64?
+            switch code {
+            case 206:
+                guard let range = response.headers.first(name: "content-range"), let parsed = Self.contentRange(range), parsed.start == offset else {
+                    throw Failure.badAnswer("\(url) answered 206 without a Content-Range starting at byte \(offset)")
+                }
+                total = parsed.total
+            case 200:
+                if offset > 0 { try await BlockingPool.run { try Self.truncate(part, to: 0) } }
+                offset = 0
+                total = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap { (0...CatalogProtocol.maxFileSize).contains($0) ? $0 : nil }
+                keptValidator = response.headers.first(name: "etag") ?? response.headers.first(name: "last-modified")
+                onValidator(keptValidator)
+            case 416 where expectedSize != nil && offset == expectedSize:
+                total = offset
+            default:
+                throw Failure.http(code)
+            }
+            if let expectedSize, let total, total != expectedSize {
+                throw Failure.sizeMismatch(expected: expectedSize, got: total)
+            }
+            let fd = open(part, O_WRONLY | O_APPEND | O_CLOEXEC)
+            guard fd >= 0 else { throw Failure.disk("cannot open \(part): errno \(errno)") }
+            defer { close(fd) }
+            let limit = expectedSize ?? total ?? CatalogProtocol.maxFileSize
+            do {
+                for try await buffer in response.body {
+                    if Task.isCancelled { throw Failure.stopped }
+                    let count = Int64(buffer.readableBytes)
+                    guard offset + count <= limit else { throw Failure.sizeMismatch(expected: limit, got: offset + count) }
+                    try await BlockingPool.run { try Self.writeAll(fd, buffer) }
+                    offset += count
+                    fetched += count
+                    guard await progress(offset) else { throw Failure.stopped }
+                }
+            } catch let failure as Failure {
+                throw failure
+            } catch {
+                throw Failure.transport("\(url): the download stopped after \(offset) bytes: \(HTTPFetcher.describe(error))")
+            }
+        }
+        let onDisk = offset
+        try await BlockingPool.run {
+            if let expectedSize, onDisk != expectedSize {
+                throw Failure.sizeMismatch(expected: expectedSize, got: onDisk)
+            }
+            if let sha256, SHA256.hex(ofFile: part)?.lowercased() != sha256.lowercased() {
+                try? FileManager.default.removeItem(atPath: part)
+                throw Failure.checksumMismatch
+            }
+            guard rename(part, localPath) == 0 else { throw Failure.disk("cannot move \(part) into place: errno \(errno)") }
+        }
+        return Outcome(fetched: fetched, validator: keptValidator)
+    }
+
+    static func truncate(_ path: String, to length: Int64) throws {
+        guard Glibc.truncate(path, off_t(length)) == 0 else { throw Failure.disk("cannot truncate \(path): errno \(errno)") }
+    }
+
+    static func writeAll(_ fd: Int32, _ buffer: ByteBuffer) throws {
+        try buffer.withUnsafeReadableBytes { raw in
+            var written = 0
+            var attempts = 0
+            while written < raw.count {
+                let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 { if errno == EINTR && attempts < 1000 { attempts += 1; continue }; throw Failure.disk("write failed: errno \(errno)") }
+                if n == 0 { throw Failure.disk("write wrote nothing") }
+                written += n
+            }
+        }
+    }
+
+    /// "bytes START-END/TOTAL" (TOTAL may be "*"), numbers range-checked.
+    static func contentRange(_ value: String) -> (start: Int64, end: Int64, total: Int64?)? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        guard text.hasPrefix("bytes ") else { return nil }
+        let parts = text.dropFirst(6).split(separator: "/", maxSplits: 1)
+        guard parts.count == 2 else { return nil }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start >= 0, end >= start,
+              end <= CatalogProtocol.maxFileSize else { return nil }
+        let total = Int64(parts[1])
+        if let total, total <= end || total > CatalogProtocol.maxFileSize { return nil }
+        return (start, end, total)
+    }
+}
+
+extension FileDownloader {
+    /// The length of a finished file, 0 when there is none.
+    static func fileLength(_ path: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+
+/// What an app (or a user through the CLI and HTTP API) asks of items: download, pause, cancel,
+/// fill, delete, save, lock. Each answer says per item whether it was done and, if not, why.
+extension PrefetchEngine {
+    public struct Answer: Codable, Sendable, Equatable {
+        public var id: String
+        public var accepted: Bool
+        /// Why it was refused, or a note when nothing needed doing ("already queued").
+        public var reason: String?
+        public var state: PrefetchItemState?
+
+        public init(id: String, accepted: Bool, reason: String?, state: PrefetchItemState?) {
+            self.id = id
+            self.accepted = accepted
+            self.reason = reason
+            self.state = state
+        }
+    }
+
+    private func answer(_ id: String, _ body: (inout PrefetchItem) -> Result<Bool, PrefetchError>) -> Answer {
+        var refusal: String?
+        var note: String?
+        do {
+            let updated = try transition(id) { item in
+                switch body(&item) {
+                case .success(let changed):
+                    if !changed { note = "nothing to change (\(item.state.rawValue))" }
+                    return changed
+                case .failure(let error):
+                    if case .refused(_, let reason) = error { refusal = reason } else { refusal = "\(error)" }
+                    return false
+                }
+            }
+            let state = try updated?.state ?? store.item(id)?.state
+            return Answer(id: id, accepted: refusal == nil, reason: refusal ?? note, state: state)
+        } catch {
+            return Answer(id: id, accepted: false, reason: "\(error)", state: nil)
+        }
+    }
+
+    /// downloadItems (seed 4.8): queues each item ahead of policy-driven ones. Refused for Cached,
+    /// Deleted and Downloading items, with the reason; an item already queued stays queued once
+    /// (asking twice never downloads twice). A Paused or Failed item leaves that state only this
+    /// way. `behavior` sets the items' downloadBehavior override as the seed's option does.
+    public func download(_ ids: [String], behavior: PrefetchSettings.DownloadBehavior? = nil) throws -> [Answer] {
+        let answers = ids.map { id in
+            answer(id) { item in
+                switch item.state {
+                case .cached: return .failure(.refused(id: id, reason: "already cached"))
+                case .deleted: return .failure(.refused(id: id, reason: "the item was deleted"))
+                case .downloading: return .failure(.refused(id: id, reason: "already downloading"))
+                case .queued:
+                    if let behavior { item.downloadBehavior = behavior }
+                    guard !item.userInitiated else { return .success(false) }
+                    item.userInitiated = true
+                    return .success(true)
+                case .discovered, .idle, .paused, .failed, .partiallyCached:
+                    if let behavior { item.downloadBehavior = behavior }
+                    item.state = .queued
+                    item.userInitiated = true
+                    item.waitReason = nil
+                    item.retryAtMs = nil
+                    item.attempts = 0
+                    item.downloadError = nil
+                    return .success(true)
+                }
+            }
+        }
+        try pump()
+        return answers
+    }
+
+    /// pauseItems (seed 4.9): Queued, Downloading or Idle -> Paused; the bytes on disk stay for a
+    /// later download. A download running in another process stops at its next progress write.
+    public func pause(_ ids: [String]) throws -> [Answer] {
+        let answers = ids.map { id in
+            answer(id) { item in
+                guard [.queued, .downloading, .idle].contains(item.state) else {
+                    return .failure(.refused(id: id, reason: "only queued, downloading or idle items can be paused, not \(item.state.rawValue)"))
+                }
+                item.state = .paused
+                item.waitReason = PrefetchWaitReason.pausedByUser.rawValue
+                item.retryAtMs = nil
+                return .success(true)
+            }
+        }
+        stopLocal(answers.filter(\.accepted).map(\.id))
+        return answers
+    }
+
+    /// cancelCurrentDownload (seed 4.7): every download in progress (in any process sharing the
+    /// data directory) -> Idle with reason `cancelled`; they are queued again after one
+    /// sync_interval, or at once by `download` or `fill`.
+    public func cancelCurrentDownloads() throws -> [Answer] {
+        let ids = try store.items(where: "state = 'downloading'").map(\.uniqueId)
+        let retryAt = Clock.wallMs() + Int64(min(settings.syncInterval, 86_400) * 1000)
+        let answers = ids.map { id in
+            answer(id) { item in
+                guard item.state == .downloading else { return .failure(.refused(id: id, reason: "no longer downloading")) }
+                item.state = .idle
+                item.waitReason = PrefetchWaitReason.cancelled.rawValue
+                item.retryAtMs = retryAt
+                return .success(true)
+            }
+        }
+        stopLocal(ids)
+        return answers
+    }
+
+    /// startDownloadUserInitiated ("force fill", seed 4.7 and 8.4): syncs when registered, then
+    /// queues every Discovered and Idle item whose own downloadBehavior is not `none`, whatever
+    /// item_download_behavior says, as user-initiated. Returns the ids queued.
+    public func fill() throws -> [String] {
+        if [.registered, .initialized].contains(serviceState) {
+            do { try sync() } catch { logger.warning("prefetch fill: sync failed, filling from the catalog as it is: \(error)") }
+        }
+        var queued: [String] = []
+        for item in try store.items(where: "state IN ('discovered', 'idle')") where item.downloadBehavior != PrefetchSettings.DownloadBehavior.none {
+            let changed = try transition(item.uniqueId) { item in
+                guard [.discovered, .idle].contains(item.state) else { return false }
+                item.state = .queued
+                item.userInitiated = true
+                item.waitReason = nil
+                item.retryAtMs = nil
+                return true
+            }
+            if changed != nil { queued.append(item.uniqueId) }
+        }
+        try pump()
+        return queued
+    }
+
+    /// deleteItem (files and metadata -> Deleted) or, with `filesOnly`, deleteFiles: the files
+    /// go (the thumbnails stay with `keepThumbnail`), the item returns to Discovered with its
+    /// downloadBehavior set to `none`, so it downloads again only when asked. Locked items are
+    /// refused (seed 4.15: lock around consumption).
+    public func delete(_ ids: [String], filesOnly: Bool = false, keepThumbnail: Bool = false) throws -> [Answer] {
+        stopLocal(ids)
+        let answers = ids.map { id in
+            answer(id) { item in
+                if item.locked { return .failure(.refused(id: id, reason: "the item is locked")) }
+                if item.state == .deleted { return .failure(.refused(id: id, reason: "already deleted")) }
+                removeFiles(&item, keepThumbnails: filesOnly && keepThumbnail)
+                item.waitReason = nil
+                item.retryAtMs = nil
+                item.attempts = 0
+                item.userInitiated = false
+                if filesOnly {
+                    item.state = .discovered
+                    item.downloadBehavior = PrefetchSettings.DownloadBehavior.none
+                    item.waitReason = PrefetchWaitReason.downloadBehaviorNone.rawValue
+                } else {
+                    item.state = .deleted
+                    item.persistentUserInfo = [:]
+                    item.saved = false
+                }
+                return .success(true)
+            }
+        }
+        for id in answers.filter(\.accepted).map(\.id) where !filesOnly { lock.withLock { userInfos[id] = nil } }
+        return answers
+    }
+
+    public enum Flag: String, Sendable, CaseIterable { case saved, locked, viewed }
+
+    /// save/unsave, lock/unlock (and viewed): flags that protect items from purge and deletion.
+    public func set(_ flag: Flag, _ value: Bool, on ids: [String]) -> [Answer] {
+        ids.map { id in
+            answer(id) { item in
+                if item.state == .deleted { return .failure(.refused(id: id, reason: "the item was deleted")) }
+                switch flag {
+                case .saved: guard item.saved != value else { return .success(false) }; item.saved = value
+                case .locked: guard item.locked != value else { return .success(false) }; item.locked = value
+                case .viewed: guard item.viewed != value else { return .success(false) }; item.viewed = value
+                }
+                return .success(true)
+            }
+        }
+    }
+
+    /// The persisted persistentUserInfo (seed 4.19).
+    public func setPersistentUserInfo(_ id: String, _ info: [String: JSONValue]) throws {
+        guard try store.update(id, { item in item.persistentUserInfo = info; return true }) != nil else { throw PrefetchError.unknownItem(id) }
+    }
+
+    /// Stops this process's download tasks of `ids` (their state was already changed).
+    func stopLocal(_ ids: [String]) {
+        let tasks = lock.withLock { ids.compactMap { running[$0] } }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Runs the queue in this process until every item of `ids` left Queued/Downloading/Idle (or
+    /// `timeout` passed): what `prefetch download --wait` uses when no server runs the queue.
+    /// `onProgress` hears each item as it is after each round. Returns the items as they are.
+    public func waitForDownloads(_ ids: [String], timeout: Double, onProgress: @escaping ([PrefetchItem]) -> Void = { _ in }) async throws -> [PrefetchItem] {
+        let deadline = Clock.monotonicNs() &+ SafeTime.durationNs(timeout)
+        let busy: Set<PrefetchItemState> = [.queued, .downloading, .idle]
+        while true {
+            try await BlockingPool.run { [self] in try round() }
+            let items = try await BlockingPool.run { [self] in try ids.compactMap { try store.item($0) } }
+            onProgress(items)
+            let settled = items.allSatisfy { !busy.contains($0.state) || ($0.state == .idle && $0.waitReason == PrefetchWaitReason.cancelled.rawValue) }
+            if settled || Clock.monotonicNs() >= deadline { return items }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The content prefetch engine (the seed's VocService): registration with the catalog service,
+/// the catalog in SQLite, the nine item states, the download queue and its policy. Blocking
+/// methods (register, sync, download requests, round) are called from the BlockingPool or a CLI
+/// thread; downloads themselves run as async tasks (FileDownloader). Several processes may share
+/// one data directory: every transition is a compare-and-set in the catalog, downloads are
+/// claimed by one process (its ProcessIdentity), and a download whose process died is resumed.
+public final class PrefetchEngine: @unchecked Sendable {
+    /// The seed's VOCServiceState values.
+    public enum ServiceState: String, Sendable, Codable {
+        case notRegistered = "NotRegistered", registering = "Registering", registered = "Registered", initialized = "Initialized"
+    }
+
+    public let settings: PrefetchSettings
+    public let license: PrefetchLicense
+    let store: PrefetchStore
+    let itemsRoot: String
+    let catalog: CatalogService?
+    let providerInstance: String?
+    let providerProblem: String?
+    let notifications: HostNotifications
+    let logger: Logger
+    let downloader: FileDownloader
+    /// The device's conditions as the engine sees them: from the prefetch.device_conditions
+    /// instance (HubHost.prefetch wires it), else PrefetchPolicy.Device.assumed. nil: the plugin
+    /// could not tell (downloads wait with `device_conditions_unavailable`).
+    var device: @Sendable () -> PrefetchPolicy.Device? = { .assumed }
+    /// Tracks an event in the event pipeline (HubHost.prefetch wires the event engine): consumption.
+    var trackEvent: (@Sendable (Event) throws -> Void)?
+    /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
+    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { url, headers, _, _ in (url, headers) }
+
+    let lock = NSLock()
+    // Guarded by `lock`.
+    var state: ServiceState
+    var lastFailure: String?
+    var registerFailures = 0
+    var nextRegisterAtMs: Int64 = 0
+    var refusedLicense: String?
+    var lastSyncMs: Int64?
+    var running: [String: Task<Void, Never>] = [:]
+    var closed = false
+    var userInfos: [String: [String: JSONValue]] = [:]
+
+    /// Retries after the first failed attempt of a main file before the item is Failed (seed 4.6).
+    public static let maxRetries = 3
+    /// The most catalog pages fetched in one sync.
+    static let maxPages = 1000
+
+    init(settings: PrefetchSettings, dataDirectory: String, licenseOption: String?, provider: ContentProviderPlugin?,
+         providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger) throws {
+        self.settings = settings
+        license = PrefetchLicense.resolve(option: licenseOption, manifest: settings.license)
+        let root = (dataDirectory as NSString).appendingPathComponent("prefetch")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        itemsRoot = (root as NSString).appendingPathComponent("items")
+        try FileManager.default.createDirectory(atPath: itemsRoot, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        store = try PrefetchStore(path: (root as NSString).appendingPathComponent("prefetch.sqlite"))
+        catalog = provider.map(CatalogService.init)
+        self.providerInstance = providerInstance
+        self.providerProblem = providerProblem
+        self.notifications = notifications
+        self.logger = logger
+        downloader = FileDownloader(readTimeout: settings.readTimeout)
+        if try store.meta("registration_id") != nil {
+            state = try store.meta("initialized") != nil ? .initialized : .registered
+        } else {
+            state = .notRegistered
+        }
+        lastSyncMs = try store.meta("last_sync_ms").flatMap { Int64($0) }
+    }
+
+    // MARK: identity and registration
+
+    /// The device id: prefetch.device_id, else one made once and kept in the catalog.
+    public func deviceID() throws -> String {
+        if let id = settings.deviceID { return id }
+        if let id = try store.meta("device_id") { return id }
+        let id = UUID().uuidString.lowercased()
+        try store.setMeta(["device_id": id])
+        return id
+    }
+
+    public var serviceState: ServiceState { lock.withLock { state } }
+
+    func setState(_ new: ServiceState, failure: String?? = nil) {
+        lock.withLock {
+            state = new
+            if let failure { lastFailure = failure }
+        }
+    }
+
+    /// Registers with the catalog service now (seed 3.3). A refused licence is not retried by
+    /// itself; a transport or server failure is, with backoff (`round`). Returns the new state.
+    @discardableResult
+    public func register() throws -> ServiceState {
+        guard let key = license.key else {
+            let why = license.problem ?? "no licence key (--license, prefetch.license or \(PrefetchLicense.environmentVariable))"
+            setState(.notRegistered, failure: .some(why))
+            throw PrefetchError.notRegistered(why)
+        }
+        guard let catalog else {
+            let why = providerProblem ?? "no content_provider instance"
+            setState(.notRegistered, failure: .some(why))
+            throw PrefetchError.notRegistered(why)
+        }
+        let previous = serviceState
+        setState(.registering)
+        let answer: CatalogProtocol.RegisterAnswer
+        do {
+            answer = try catalog.register(license: key, deviceID: try deviceID())
+        } catch {
+            let delay = lock.withLock { () -> Double in
+                registerFailures += 1
+                let delay = min(3600, settings.registerRetry * pow(2, Double(min(registerFailures - 1, 20))))
+                nextRegisterAtMs = Clock.wallMs() + Int64(delay * 1000)
+                return delay
+            }
+            setState(previous == .registering ? .notRegistered : previous, failure: .some("\(error)"))
+            if previous == .registered || previous == .initialized { throw error }
+            setState(.notRegistered)
+            notifications.post(PrefetchNotificationName.didFailToRegister, ["error": .string("\(error)"), "retryInSeconds": .number(delay)])
+            throw error
+        }
+        guard answer.registered, let id = answer.registrationId else {
+            let why = answer.reason ?? "the service refused the registration"
+            lock.withLock { refusedLicense = key }
+            try store.setMeta(["registration_id": nil, "initialized": nil])
+            setState(.notRegistered, failure: .some("refused: \(why)"))
+            notifications.post(PrefetchNotificationName.didFailToRegister, ["error": .string("refused: \(why)")])
+            throw PrefetchError.notRegistered("refused: \(why)")
+        }
+        let policy = answer.policy.map { String(decoding: (try? PrefetchStore.encoder.encode($0)) ?? Data("{}".utf8), as: UTF8.self) }
+        try store.setMeta(["registration_id": id, "server_policy": policy])
+        lock.withLock { registerFailures = 0; nextRegisterAtMs = 0 }
+        let initialized = try store.meta("initialized") != nil
+        setState(initialized ? .initialized : .registered, failure: .some(nil))
+        notifications.post(PrefetchNotificationName.didRegister, ["registrationId": .string(id)])
+        return serviceState
+    }
+
+    func recordFailure(_ why: String) { lock.withLock { lastFailure = why } }
+    func setSynced(_ ms: Int64) { lock.withLock { lastSyncMs = ms; lastFailure = nil; if state == .registered { state = .initialized } } }
+
+    /// The service no longer knows this device (seed: didBecomeNotRegistered): back to
+    /// NotRegistered; `round` registers again with backoff.
+    func markNotRegistered(_ why: String) {
+        setState(.notRegistered, failure: .some(why))
+        notifications.post(PrefetchNotificationName.didBecomeNotRegistered, ["reason": .string(why)])
+    }
+
+    // MARK: status
+
+    public struct Status: Codable, Sendable, Equatable {
+        public var serviceState: ServiceState
+        public var lastFailure: String?
+        public var licenseSource: PrefetchLicense.Source
+        public var licenseProblem: String?
+        public var deviceId: String
+        public var provider: String?
+        public var providerProblem: String?
+        public var lastSyncMs: Int64?
+        public var items: [String: Int]
+        public var itemDownloadBehavior: PrefetchSettings.DownloadBehavior
+        public var networkSelection: PrefetchSettings.NetworkSelection
+        public var networkSelectionOverride: PrefetchSettings.NetworkSelection?
+        public var maxConcurrentDownloads: Int
+        public var serverPolicy: CatalogProtocol.ServerPolicy?
+        public var downloadAllowed: Bool
+        /// "InPolicy" or the reason (PrefetchWaitReason) policy-driven downloads wait now.
+        public var downloadPolicyStatus: String
+        public var downloadingHere: [String]
+    }
+
+    public func status() throws -> Status {
+        var counts: [String: Int] = [:]
+        for state in PrefetchItemState.allCases { counts[state.rawValue] = 0 }
+        for row in try store.pool.read({ db in try Row.fetchAll(db, sql: "SELECT state, count(*) AS n FROM item GROUP BY state") }) {
+            counts[row["state"] as String] = row["n"]
+        }
+        let policy = try currentPolicy()
+        let reason = try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil)
+        let snapshot = lock.withLock { (state, lastFailure, lastSyncMs, Array(running.keys).sorted()) }
+        return Status(serviceState: snapshot.0, lastFailure: snapshot.1, licenseSource: license.source, licenseProblem: license.problem,
+                      deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.2,
+                      items: counts, itemDownloadBehavior: settings.itemDownloadBehavior, networkSelection: policy.networkSelection,
+                      networkSelectionOverride: try networkSelectionOverride(), maxConcurrentDownloads: settings.maxConcurrentDownloads,
+                      serverPolicy: try serverPolicy(), downloadAllowed: reason == nil,
+                      downloadPolicyStatus: reason?.rawValue ?? "InPolicy", downloadingHere: snapshot.3)
+    }
+
+    // MARK: policy
+
+    func serverPolicy() throws -> CatalogProtocol.ServerPolicy? {
+        guard let text = try store.meta("server_policy") else { return nil }
+        return try? JSONDecoder().decode(CatalogProtocol.ServerPolicy.self, from: Data(text.utf8))
+    }
+
+    public func networkSelectionOverride() throws -> PrefetchSettings.NetworkSelection? {
+        try store.meta("network_selection_override").flatMap(PrefetchSettings.NetworkSelection.init(rawValue:))
+    }
+
+    /// The seed's networkSelectionOverride: applies to downloads not yet started; nil clears it.
+    public func setNetworkSelectionOverride(_ selection: PrefetchSettings.NetworkSelection?) throws {
+        try store.setMeta(["network_selection_override": selection?.rawValue])
+    }
+
+    func currentPolicy() throws -> PrefetchPolicy {
+        let server = try serverPolicy() ?? CatalogProtocol.ServerPolicy()
+        let selection = try networkSelectionOverride() ?? settings.networkSelection
+            ?? server.networkSelection.flatMap(PrefetchSettings.NetworkSelection.init(rawValue:)) ?? .wifi
+        return PrefetchPolicy(networkSelection: selection, server: server, requiresCharging: settings.requiresCharging,
+                              batteryLow: settings.batteryLow, storageLow: UInt64(max(0, settings.storageLow)))
+    }
+
+    /// Bytes downloaded today (UTC day), for the daily limit.
+    func bytesToday() throws -> Int64 {
+        let day = Clock.wallMs() / 86_400_000
+        guard try store.meta("bytes_day").flatMap({ Int64($0) }) == day else { return 0 }
+        return try store.meta("bytes_today").flatMap { Int64($0) } ?? 0
+    }
+
+    func addBytesToday(_ count: Int64) throws {
+        guard count > 0 else { return }
+        let day = Clock.wallMs() / 86_400_000
+        try store.pool.write { db in
+            let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'bytes_day'").flatMap { Int64($0) }
+            let before = stored == day ? (try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'bytes_today'").flatMap { Int64($0) } ?? 0) : 0
+            let (sum, overflow) = before.addingReportingOverflow(count)
+            try PrefetchStore.setMeta(db, ["bytes_day": "\(day)", "bytes_today": "\(overflow ? Int64.max : sum)"])
+        }
+    }
+
+    func policyReason(_ policy: PrefetchPolicy, device: PrefetchPolicy.Device?, fileSize: Int64?, categoryCount: Int?) throws -> PrefetchWaitReason? {
+        if case .notRegistered = serviceState { return .notRegistered }
+        guard let device else { return .deviceConditionsUnavailable }
+        let calendar = Calendar.current
+        let now = Date()
+        let minute = calendar.component(.hour, from: now) * 60 + calendar.component(.minute, from: now)
+        return policy.reason(device: device, minuteOfDay: minute, bytesToday: try bytesToday(), fileSize: fileSize, categoryCount: categoryCount)
+    }
+
+    // MARK: item access
+
+    public func item(_ id: String) throws -> PrefetchItem? { try store.item(id) }
+
+    public func categories() throws -> [PrefetchCategory] { try store.categories() }
+    public func sources() throws -> [PrefetchSource] { try store.sources() }
+
+    /// The memory-only userInfo of an item (seed 4.19): never written to disk.
+    public func userInfo(_ id: String) -> [String: JSONValue] { lock.withLock { userInfos[id] ?? [:] } }
+    public func setUserInfo(_ id: String, _ info: [String: JSONValue]) { lock.withLock { userInfos[id] = info } }
+
+    /// Changes item `id` when `change` says so, then announces a state change (after the commit).
+    @discardableResult
+    func transition(_ id: String, _ change: (inout PrefetchItem) throws -> Bool) throws -> PrefetchItem? {
+        var previous: PrefetchItemState?
+        let updated = try store.update(id) { item in
+            previous = item.state
+            return try change(&item)
+        }
+        if let updated, let previous, updated.state != previous { announceState(updated, previous: previous) }
+        return updated
+    }
+
+    func announceState(_ item: PrefetchItem, previous: PrefetchItemState) {
+        var payload: [String: JSONValue] = ["id": .string(item.uniqueId), "state": .string(item.state.rawValue), "previous": .string(previous.rawValue)]
+        if let reason = item.waitReason { payload["reason"] = .string(reason) }
+        if let error = item.downloadError { payload["downloadError"] = .string(error) }
+        notifications.post(PrefetchNotificationName.itemStateChanged, payload)
+    }
+
+    /// Where an item's files live: one folder per item under <data_dir>/prefetch/items.
+    func folder(_ id: String) -> String { (itemsRoot as NSString).appendingPathComponent(id) }
+
+    func localPath(item id: String, index: Int, role: String, url: String) -> String {
+        let ext = URL(string: url)?.pathExtension ?? ""
+        let safe = ext.count <= 8 && ext.allSatisfy { $0.isLetter || $0.isNumber } ? ext : ""
+        return (folder(id) as NSString).appendingPathComponent("\(index)-\(role)\(safe.isEmpty ? "" : "." + safe)")
+    }
+
+    /// Removes an item's files (all, or all but the thumbnails); partial files too.
+    func removeFiles(_ item: inout PrefetchItem, keepThumbnails: Bool = false) {
+        for index in item.files.indices where !(keepThumbnails && item.files[index].role == "thumbnail") {
+            try? FileManager.default.removeItem(atPath: item.files[index].localPath)
+            try? FileManager.default.removeItem(atPath: item.files[index].localPath + ".part")
+            item.files[index].done = false
+            item.files[index].bytesDownloaded = 0
+            item.files[index].validator = nil
+        }
+        if !keepThumbnails { try? FileManager.default.removeItem(atPath: folder(item.uniqueId)) }
+        item.bytesDownloaded = item.files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded }
+    }
+
+    public func close() {
+        let tasks: [Task<Void, Never>] = lock.withLock {
+            closed = true
+            return Array(running.values)
+        }
+        for task in tasks { task.cancel() }
+        // Downloads this process held are interrupted: Idle, and queued again at the next start.
+        for id in lock.withLock({ Array(running.keys) }) {
+            _ = try? transition(id) { item in
+                guard item.state == .downloading else { return false }
+                item.state = .idle
+                item.waitReason = PrefetchWaitReason.waitingToRetry.rawValue
+                item.retryAtMs = Clock.wallMs()
+                return true
+            }
+        }
+        try? downloader.client.syncShutdown()
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+
+/// A filter with sort descriptors over items (seed 4.14, VocItemFilter): the seed's named filters
+/// are combinations of these fields (itemsDownloaded = states [cached]; itemsDownloadedNotViewed =
+/// states [cached] + notViewed; itemsWithContentIds:sourceName: = contentIds + source; ...).
+/// Deleted items are listed only when `states` names `deleted`.
+public struct PrefetchItemFilter: Sendable, Equatable, Codable {
+    public var states: [PrefetchItemState] = []
+    public var category: String?
+    public var contentIds: [String] = []
+    public var source: String?
+    public var saved: Bool?
+    public var notViewed = false
+    public var sort: [Sort] = []
+    public var limit: Int?
+
+    public struct Sort: Sendable, Equatable, Codable {
+        public var field: Field
+        public var descending: Bool
+        public init(field: Field, descending: Bool = false) { self.field = field; self.descending = descending }
+
+        /// "title", "size:desc"...; nil when the field is not one of Field.
+        public init?(_ text: String) {
+            let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+            guard let field = Field(rawValue: parts[0]) else { return nil }
+            if parts.count == 2 && !["asc", "desc"].contains(parts[1]) { return nil }
+            self.init(field: field, descending: parts.count == 2 && parts[1] == "desc")
+        }
+    }
+
+    /// Sortable fields, each an indexed or plain column of the catalog.
+    public enum Field: String, Sendable, Codable, CaseIterable {
+        case title, discovered, updated, size, state, expiry
+        case contentId = "content_id"
+        var column: String {
+            switch self {
+            case .title: return "title COLLATE NOCASE"
+            case .discovered: return "discovered_ms"
+            case .updated: return "updated_ms"
+            case .size: return "size"
+            case .state: return "state"
+            case .expiry: return "expiry_ms"
+            case .contentId: return "content_id"
+            }
+        }
+    }
+
+    public init(states: [PrefetchItemState] = [], category: String? = nil, contentIds: [String] = [], source: String? = nil,
+                saved: Bool? = nil, notViewed: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+        self.states = states
+        self.category = category
+        self.contentIds = contentIds
+        self.source = source
+        self.saved = saved
+        self.notViewed = notViewed
+        self.sort = sort
+        self.limit = limit
+    }
+
+    /// The WHERE clause and its arguments (values are always bound, never spliced).
+    var clause: (String, StatementArguments) {
+        var parts: [String] = []
+        var arguments: [any DatabaseValueConvertible] = []
+        if states.isEmpty {
+            parts.append("state <> 'deleted'")
+        } else {
+            parts.append("state IN (\(states.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += states.map(\.rawValue)
+        }
+        if let category {
+            parts.append("unique_id IN (SELECT item_id FROM item_category WHERE category_id = ?)")
+            arguments.append(category)
+        }
+        if !contentIds.isEmpty {
+            parts.append("content_id IN (\(contentIds.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += contentIds
+        }
+        if let source { parts.append("source_name = ?"); arguments.append(source) }
+        if let saved { parts.append("saved = ?"); arguments.append(saved) }
+        if notViewed { parts.append("viewed = 0") }
+        return (parts.joined(separator: " AND "), StatementArguments(arguments))
+    }
+
+    var orderBy: String {
+        (sort.map { "\($0.field.column) \($0.descending ? "DESC" : "ASC")" } + ["discovered_ms", "unique_id"]).joined(separator: ", ")
+    }
+}
+
+extension PrefetchEngine {
+    /// The items matching `filter`, in its order (seed getItemsWithFilter).
+    public func items(_ filter: PrefetchItemFilter = PrefetchItemFilter()) throws -> [PrefetchItem] {
+        let (clause, arguments) = filter.clause
+        return try store.items(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit.map { max(0, $0) })
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// The prefetch engine's notifications on the host bus (`/v1/notifications`, `prefetch watch`):
+/// the seed's VocServiceDelegate callbacks with a "Prefetch" prefix, and one per item state change.
+/// Each is posted only after the change it announces is committed to the catalog.
+public enum PrefetchNotificationName {
+    public static let didRegister = "PrefetchDidRegister"
+    public static let didFailToRegister = "PrefetchDidFailToRegister"
+    public static let didBecomeNotRegistered = "PrefetchDidBecomeNotRegistered"
+    public static let didInitialize = "PrefetchDidInitialize"
+    public static let itemsDiscovered = "PrefetchItemsDiscovered"
+    public static let itemsStartDownloading = "PrefetchItemsStartDownloading"
+    public static let itemsDownloaded = "PrefetchItemsDownloaded"
+    public static let itemsEvicted = "PrefetchItemsEvicted"
+    public static let hlsServerStarted = "PrefetchHLSServerStarted"
+    public static let hlsServerStopped = "PrefetchHLSServerStopped"
+    /// Not a seed callback: {id, state, previous, reason?} for every state change.
+    public static let itemStateChanged = "PrefetchItemStateChanged"
+    /// Not a seed callback: {id, bytesDownloaded, size}, at most about twice a second per item.
+    public static let downloadProgress = "PrefetchDownloadProgress"
+
+    public static let all = [didRegister, didFailToRegister, didBecomeNotRegistered, didInitialize, itemsDiscovered, itemsStartDownloading,
+                             itemsDownloaded, itemsEvicted, hlsServerStarted, hlsServerStopped, itemStateChanged, downloadProgress]
+}

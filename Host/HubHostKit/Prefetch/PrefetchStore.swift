@@ -1,0 +1,220 @@
+import Foundation
+import GRDB
+
+/// The prefetch catalog on disk: `prefetch.sqlite` in the data directory (WAL, synchronous FULL,
+/// through SharedSQLite, so `serve` and CLI commands share it). Items with their files (a JSON
+/// column: they change together), the item-category links, categories, sources, and a small
+/// key-value table for the registration, the catalog cursor and the settings changed at run time.
+/// Every state change is a compare-and-set in one transaction: it is on disk before the engine
+/// announces it, and two processes can never both move one item out of the same state.
+final class PrefetchStore: @unchecked Sendable {
+    let pool: DatabasePool
+
+    init(path: String) throws {
+        pool = try SharedSQLite.open(path: path, label: "prefetch")
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE item (
+                    unique_id TEXT PRIMARY KEY, content_id TEXT NOT NULL, source_name TEXT NOT NULL,
+                    title TEXT NOT NULL, summary TEXT NOT NULL, share_url TEXT, type TEXT,
+                    state TEXT NOT NULL, download_error TEXT, wait_reason TEXT, retry_at_ms INTEGER,
+                    attempts INTEGER NOT NULL DEFAULT 0, download_behavior TEXT, user_initiated INTEGER NOT NULL DEFAULT 0,
+                    bytes_downloaded INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0, files TEXT NOT NULL,
+                    persistent_user_info TEXT NOT NULL DEFAULT '{}', sdk_passthrough TEXT, expiry_ms INTEGER,
+                    saved INTEGER NOT NULL DEFAULT 0, locked INTEGER NOT NULL DEFAULT 0, viewed INTEGER NOT NULL DEFAULT 0,
+                    discovered_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, owner TEXT);
+                CREATE INDEX item_state ON item(state);
+                CREATE INDEX item_content ON item(source_name, content_id);
+                CREATE TABLE item_category (item_id TEXT NOT NULL, category_id TEXT NOT NULL, PRIMARY KEY (item_id, category_id));
+                CREATE INDEX item_category_category ON item_category(category_id);
+                CREATE TABLE category (id TEXT PRIMARY KEY, name TEXT NOT NULL, parent TEXT, selected INTEGER NOT NULL DEFAULT 1);
+                CREATE TABLE source (name TEXT PRIMARY KEY, display_name TEXT NOT NULL, subscribed INTEGER NOT NULL DEFAULT 1);
+                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    // MARK: meta
+
+    func meta(_ key: String) throws -> String? {
+        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+    }
+
+    func setMeta(_ values: [String: String?]) throws {
+        try pool.write { db in try Self.setMeta(db, values) }
+    }
+
+    static func setMeta(_ db: Database, _ values: [String: String?]) throws {
+        for (key, value) in values {
+            if let value {
+                try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
+    // MARK: items
+
+    static let encoder: JSONEncoder = { let e = JSONEncoder(); e.outputFormatting = [.sortedKeys]; return e }()
+
+    static func item(from row: Row, categories: [String]) throws -> PrefetchItem {
+        let files = try JSONDecoder().decode([PrefetchFile].self, from: Data((row["files"] as String).utf8))
+        let info = (try? JSONDecoder().decode([String: JSONValue].self, from: Data((row["persistent_user_info"] as String).utf8))) ?? [:]
+        return PrefetchItem(
+            uniqueId: row["unique_id"], contentId: row["content_id"], sourceName: row["source_name"], categories: categories,
+            title: row["title"], summary: row["summary"], shareURL: row["share_url"], type: row["type"],
+            state: PrefetchItemState(rawValue: row["state"]) ?? .discovered, downloadError: row["download_error"],
+            waitReason: row["wait_reason"], retryAtMs: row["retry_at_ms"], attempts: row["attempts"],
+            downloadBehavior: (row["download_behavior"] as String?).flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)),
+            userInitiated: row["user_initiated"], bytesDownloaded: row["bytes_downloaded"], size: row["size"], files: files,
+            persistentUserInfo: info, sdkMetadataPassthrough: row["sdk_passthrough"], expiryMs: row["expiry_ms"],
+            saved: row["saved"], locked: row["locked"], viewed: row["viewed"], discoveredMs: row["discovered_ms"], updatedMs: row["updated_ms"])
+    }
+
+    static func categories(_ db: Database, of id: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT category_id FROM item_category WHERE item_id = ? ORDER BY category_id", arguments: [id])
+    }
+
+    static func item(_ db: Database, _ id: String) throws -> PrefetchItem? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM item WHERE unique_id = ?", arguments: [id]) else { return nil }
+        return try item(from: row, categories: categories(db, of: id))
+    }
+
+    func item(_ id: String) throws -> PrefetchItem? { try pool.read { db in try Self.item(db, id) } }
+
+    /// Items matching `sql` (a WHERE clause over `item`, or nil for all), with their categories.
+    func items(where clause: String? = nil, arguments: StatementArguments = [], orderBy: String = "discovered_ms, unique_id",
+               limit: Int? = nil) throws -> [PrefetchItem] {
+        try pool.read { db in
+            var sql = "SELECT * FROM item"
+            if let clause { sql += " WHERE \(clause)" }
+            sql += " ORDER BY \(orderBy)"
+            if let limit { sql += " LIMIT \(max(0, limit))" }
+            let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
+            var links: [String: [String]] = [:]
+            if !rows.isEmpty {
+                // The links of the items asked for only (the same clause, bound twice).
+                var linkSQL = "SELECT item_id, category_id FROM item_category"
+                if let clause { linkSQL += " WHERE item_id IN (SELECT unique_id FROM item WHERE \(clause))" }
+                for row in try Row.fetchAll(db, sql: linkSQL + " ORDER BY category_id", arguments: arguments) {
+                    links[row["item_id"], default: []].append(row["category_id"])
+                }
+            }
+            return try rows.map { try Self.item(from: $0, categories: links[$0["unique_id"] as String] ?? []) }
+        }
+    }
+
+    /// Writes every column of `item` (and its category links).
+    static func write(_ db: Database, _ item: PrefetchItem) throws {
+        let files = String(decoding: try encoder.encode(item.files), as: UTF8.self)
+        let info = String(decoding: try encoder.encode(item.persistentUserInfo), as: UTF8.self)
+        try db.execute(sql: """
+            INSERT INTO item (unique_id, content_id, source_name, title, summary, share_url, type, state, download_error, wait_reason,
+                retry_at_ms, attempts, download_behavior, user_initiated, bytes_downloaded, size, files, persistent_user_info,
+                sdk_passthrough, expiry_ms, saved, locked, viewed, discovered_ms, updated_ms)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(unique_id) DO UPDATE SET content_id = excluded.content_id, source_name = excluded.source_name,
+                title = excluded.title, summary = excluded.summary, share_url = excluded.share_url, type = excluded.type,
+                state = excluded.state, download_error = excluded.download_error, wait_reason = excluded.wait_reason,
+                retry_at_ms = excluded.retry_at_ms, attempts = excluded.attempts, download_behavior = excluded.download_behavior,
+                user_initiated = excluded.user_initiated, bytes_downloaded = excluded.bytes_downloaded, size = excluded.size,
+                files = excluded.files, persistent_user_info = excluded.persistent_user_info, sdk_passthrough = excluded.sdk_passthrough,
+                expiry_ms = excluded.expiry_ms, saved = excluded.saved, locked = excluded.locked, viewed = excluded.viewed,
+                updated_ms = excluded.updated_ms
+            """, arguments: [item.uniqueId, item.contentId, item.sourceName, item.title, item.summary, item.shareURL, item.type,
+                             item.state.rawValue, item.downloadError, item.waitReason, item.retryAtMs, item.attempts,
+                             item.downloadBehavior?.rawValue, item.userInitiated, item.bytesDownloaded, item.size, files, info,
+                             item.sdkMetadataPassthrough, item.expiryMs, item.saved, item.locked, item.viewed, item.discoveredMs,
+                             item.updatedMs])
+        try db.execute(sql: "DELETE FROM item_category WHERE item_id = ?", arguments: [item.uniqueId])
+        for category in Set(item.categories) {
+            try db.execute(sql: "INSERT INTO item_category(item_id, category_id) VALUES (?, ?)", arguments: [item.uniqueId, category])
+        }
+    }
+
+    /// Reads item `id`, lets `change` edit it (returning false or throwing leaves it as it was),
+    /// and writes it in the same transaction: the compare-and-set every transition goes through.
+    /// Returns the item as written, nil when `change` declined.
+    func update(_ id: String, _ change: (inout PrefetchItem) throws -> Bool) throws -> PrefetchItem? {
+        try pool.write { db in
+            guard var item = try Self.item(db, id) else { throw PrefetchError.unknownItem(id) }
+            guard try change(&item) else { return nil }
+            item.updatedMs = Clock.wallMs()
+            try Self.write(db, item)
+            return item
+        }
+    }
+
+    /// The owner (ProcessIdentity) of a downloading item, set in the same transaction as the state.
+    func setOwner(_ id: String, _ owner: String?) throws {
+        try pool.write { db in try db.execute(sql: "UPDATE item SET owner = ? WHERE unique_id = ?", arguments: [owner, id]) }
+    }
+
+    /// Claims the next queued item for this process: user-initiated first, then oldest discovered.
+    /// Queued -> Downloading with this process as owner, in one transaction.
+    func claimNext(owner: String, excluding: Set<String>) throws -> PrefetchItem? {
+        try pool.write { db in
+            let candidates = try String.fetchAll(db, sql: """
+                SELECT unique_id FROM item WHERE state = 'queued' ORDER BY user_initiated DESC, discovered_ms, unique_id LIMIT 64
+                """)
+            guard let id = candidates.first(where: { !excluding.contains($0) }), var item = try Self.item(db, id) else { return nil }
+            item.state = .downloading
+            item.waitReason = nil
+            item.updatedMs = Clock.wallMs()
+            try Self.write(db, item)
+            try db.execute(sql: "UPDATE item SET owner = ? WHERE unique_id = ?", arguments: [owner, id])
+            return item
+        }
+    }
+
+    /// Downloading items whose owner process is gone (kill -9, crash): their ids.
+    func orphanedDownloads() throws -> [String] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT unique_id, owner FROM item WHERE state = 'downloading'").compactMap { row in
+                let owner: String? = row["owner"]
+                return owner.map(ProcessIdentity.isRunning) == true ? nil : row["unique_id"]
+            }
+        }
+    }
+
+    // MARK: categories and sources
+
+    func categories() throws -> [PrefetchCategory] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM category ORDER BY id").map {
+                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"])
+            }
+        }
+    }
+
+    func sources() throws -> [PrefetchSource] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM source ORDER BY name").map {
+                PrefetchSource(name: $0["name"], displayName: $0["display_name"], subscribed: $0["subscribed"])
+            }
+        }
+    }
+}
+
+/// The prefetch engine's errors: each says what was refused and why.
+public enum PrefetchError: Error, CustomStringConvertible, Equatable {
+    case unknownItem(String)
+    case refused(id: String, reason: String)
+    case notRegistered(String)
+    case service(String)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .unknownItem(let id): return "no item '\(id)' in the catalog"
+        case .refused(let id, let reason): return "item '\(id)': \(reason)"
+        case .notRegistered(let why): return "not registered: \(why)"
+        case .service(let why): return "catalog service: \(why)"
+        case .invalid(let why): return why
+        }
+    }
+}

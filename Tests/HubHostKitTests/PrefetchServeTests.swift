@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// The prefetch engine as `hubhost serve` runs it: the runtime's `prefetch` service registers,
+/// syncs and downloads by itself; the device conditions come from the bundled
+/// fixed-device-conditions plugin (a file switched at run time) and each file request passes the
+/// bundled download-request-header plugin.
+final class PrefetchServeTests: XCTestCase {
+    func testServeDownloadsByPolicyWaitingOnCellularAndLowStorageWithReasons() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let service = try PrefetchTestService()
+        defer { service.stop() }
+        service.files["a.mp4"] = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        service.pages[""] = """
+            {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
+             "items": [{"unique_id": "a", "content_id": "1", "source": "acme", "categories": ["news"], "title": "Alpha",
+                        "files": [{"role": "main", "url": "\(service.fileURL("a.mp4"))", "size": 200000,
+                                   "sha256": "\(SHA256.hex(of: service.files["a.mp4"]!))"}]}]}
+            """
+        let conditions = folder + "/conditions.txt"
+        try TestSupport.write("network = cellular\nmetered = true\n", to: conditions)
+        try TestSupport.write("""
+            data_dir: data
+            server: {port: 0}
+            prefetch: {enabled: true, license: good-licence, device_conditions: device, download_request: signer, storage_low: 1000000}
+            plugins:
+              - id: catalog
+                use: \(TestSupport.plugin("HTTPContentProvider"))
+                config: {db_service_url: "\(service.serviceURL)"}
+                http_allow: [127.0.0.1]
+              - id: device
+                use: \(TestSupport.plugin("FixedDeviceConditions"))
+                config: {network: wifi, free_bytes: 900000000000, file: "\(conditions)"}
+              - id: signer
+                use: \(TestSupport.plugin("DownloadRequestHeader"))
+                config: {headers: "X-Token: t1"}
+            """, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+
+        /// The item as the server shows it; empty until the first sync found it (404).
+        func item() throws -> [String: Any] {
+            let (status, body) = try server.call("GET", "/v1/prefetch/items/a")
+            return status == 200 ? body as? [String: Any] ?? [:] : [:]
+        }
+        func wait(_ what: String, _ done: ([String: Any]) -> Bool) throws {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if let body = try? item(), done(body) { return }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            XCTFail("timed out waiting for \(what): \((try? item()) ?? [:])")
+        }
+
+        // On cellular under the server's wifi-only policy: discovered, waiting with the reason.
+        try wait("network_not_allowed") { $0["waitReason"] as? String == "network_not_allowed" }
+        XCTAssertEqual(try item()["state"] as? String, "discovered")
+        let (_, status) = try server.call("GET", "/v1/prefetch/status")
+        XCTAssertEqual((status as? [String: Any])?["downloadPolicyStatus"] as? String, "network_not_allowed")
+        XCTAssertEqual((status as? [String: Any])?["serviceState"] as? String, "Initialized")
+
+        // Wifi, but the disk is nearly full: still waiting, now for storage.
+        try TestSupport.write("network = wifi\nfree_bytes = 5000\n", to: conditions + ".new")
+        XCTAssertEqual(rename(conditions + ".new", conditions), 0)
+        try wait("storage_low") { $0["waitReason"] as? String == "storage_low" }
+        XCTAssertEqual(service.requestRanges("a.mp4").count, 0, "nothing downloaded while waiting")
+
+        // Room again: the service downloads it by itself, through the header plugin, verified.
+        try TestSupport.write("network = wifi\n", to: conditions + ".new")
+        XCTAssertEqual(rename(conditions + ".new", conditions), 0)
+        try wait("cached") { $0["state"] as? String == "cached" }
+        XCTAssertEqual(service.lock.withLock { service.fileHeaders["a.mp4"]?.first?["x-token"] }, "t1")
+        XCTAssertEqual(service.sent("a.mp4"), 200_000)
+    }
+}
