@@ -6,17 +6,17 @@ import HubHostTools
 extension BenchCommand {
     /// `hubhost bench all`: every benchmark, one after the other, summed up in one Markdown table
     /// (figure, hubhost, yardstick, ratio, goal, met). Each benchmark is an entry of `benchmarks`:
-    /// a new one (event sinks, prefetch...) adds its entry there and nothing else.
+    /// a new one adds its entry there and nothing else.
     struct All: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "all",
             abstract: "Run every benchmark and print one Markdown table: figure, hubhost, yardstick, ratio, goal, met.",
             discussion: """
-            Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build) and bundle \
-            verification, each as its own command would with the defaults (--quick: smaller counts and shorter \
+            Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build), bundle \
+            verification, sinks and prefetch (downloads), each as its own command would with the defaults (--quick: smaller counts and shorter \
             loads, for a check that everything runs, not for figures). A benchmark that cannot run (a missing tool) \
             gets a row saying why; the others still run. Run from the repository root with a release build; \
-            needs wrk, nginx and openssl.
+            needs wrk, nginx, openssl, nats-server and aria2.
             """)
 
         @Flag(help: "Smaller counts and shorter loads (a minute or two instead of several).")
@@ -42,7 +42,7 @@ extension BenchCommand {
             var measure: (_ quick: Bool, _ say: @escaping (String) -> Void) throws -> [Row]
         }
 
-        /// Every benchmark, in the table's order. Event sinks and prefetch add theirs here.
+        /// Every benchmark, in the table's order. A new benchmark adds its entry here.
         static let benchmarks: [Benchmark] = [
             Benchmark(name: "abi", measure: abi),
             Benchmark(name: "isolation", measure: isolation),
@@ -52,6 +52,8 @@ extension BenchCommand {
             Benchmark(name: "hub", measure: hub),
             Benchmark(name: "bundle", measure: bundle),
             Benchmark(name: "bundle verification", measure: bundleVerification),
+            Benchmark(name: "sinks", measure: sinks),
+            Benchmark(name: "prefetch", measure: prefetch),
         ]
 
         func run() throws {
@@ -187,6 +189,28 @@ extension BenchCommand {
             return [Row(figure: "bundle verification, \(result.megabytes) MB (MB/s)", hubhost: number(result.verifyMBPerSecond),
                         yardstick: "openssl dgst -sha256: \(number(result.opensslMBPerSecond))", ratio: result.ratio,
                         goal: "≥ 0.8x", met: result.ratio >= 0.8)]
+        }
+
+        static func sinks(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let folder = HostManifest.absolute("Plugins", from: FileManager.default.currentDirectoryPath)
+            let result = try SinkBenchmark(count: quick ? 2_000 : 20_000, pluginsFolder: folder).run(progress: say)
+            var rows = result.rows.map { row in
+                Row(figure: "events through \(row.sink), store to SUCCESSFULLY_POSTED (events/s)", hubhost: number(row.eventsPerSecond),
+                    yardstick: "raw client: \(number(row.rawPerSecond))", ratio: row.ratio, goal: "≥ 0.5x", met: row.ratio >= 0.5)
+            }
+            for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) {
+                rows.append(Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: "≥ 0.5x", met: nil))
+            }
+            return rows
+        }
+
+        static func prefetch(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let files = quick ? 20 : 200
+            let result = try PrefetchDownloadBenchmark(files: files, size: 5 << 20, concurrency: 4, rounds: quick ? 1 : 3).run(progress: say)
+            return [Row(figure: "prefetch downloads, \(files) files of 5 MiB from nginx, 4 at once (MiB/s)",
+                        hubhost: "\(number(result.hubhost.mebibytesPerSecond)), \(number(result.hubhost.cpuSecondsPerGiB, 2)) CPU s/GiB",
+                        yardstick: "aria2c: \(number(result.aria2c.mebibytesPerSecond)), \(number(result.aria2c.cpuSecondsPerGiB, 2)) CPU s/GiB",
+                        ratio: result.ratio, goal: "≥ 0.9x", met: result.ratio >= 0.9)]
         }
     }
 }

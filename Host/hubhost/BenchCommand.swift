@@ -183,7 +183,11 @@ struct BenchCommand: ParsableCommand {
             commandName: "prefetch",
             abstract: "Content prefetch: the download queue fetching files from nginx on 127.0.0.1, beside aria2c with the same concurrency.",
             discussion: """
-            Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads             them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one             connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio.             Needs nginx and aria2 (apt-get install nginx-light aria2). The catalog query and live-set figures of issue 11             are not measured yet.
+            Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads \
+            them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one \
+            connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio. \
+            Needs nginx and aria2 (apt-get install nginx-light aria2). The catalog query and live-set figures of issue 11 \
+            are not measured yet.
             """)
 
         @Option(parsing: .unconditional, help: "Files downloaded.") var files: Int = 200
