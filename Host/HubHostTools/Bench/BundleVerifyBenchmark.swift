@@ -40,8 +40,8 @@ public struct BundleVerifyBenchmark {
         }
         try Data(bytes).write(to: URL(fileURLWithPath: file))
         bytes = []
-        _ = try Self.runTool(openssl, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", privateKey])
-        _ = try Self.runTool(openssl, ["pkey", "-in", privateKey, "-pubout", "-outform", "DER", "-out", publicKey])
+        _ = try BenchTool.run(openssl, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", privateKey])
+        _ = try BenchTool.run(openssl, ["pkey", "-in", privateKey, "-pubout", "-outform", "DER", "-out", publicKey])
         let data = try Data(contentsOf: URL(fileURLWithPath: file), options: .mappedIfSafe)
         let metadata = BundleMetadata.describing(data, version: "bench", created: "2026-01-01T00:00:00Z",
                                                  signature: try BundleSignature.sign(data, privateKeyAt: privateKey))
@@ -54,29 +54,12 @@ public struct BundleVerifyBenchmark {
             try BundleVerifier.verify(mapped, metadata: metadata, publicKeyPath: publicKey)
             verifySeconds = min(verifySeconds, Double(Clock.monotonicNs() - start) / 1e9)
             start = Clock.monotonicNs()
-            let printed = try Self.runTool(openssl, ["dgst", "-sha256", file])
+            let printed = try BenchTool.run(openssl, ["dgst", "-sha256", file])
             opensslSeconds = min(opensslSeconds, Double(Clock.monotonicNs() - start) / 1e9)
             guard printed.contains(metadata.sha256) else { throw PageServingBenchmark.Failure.failed("openssl's digest differs: \(printed)") }
         }
         let verifyRate = Double(megabytes) / verifySeconds, opensslRate = Double(megabytes) / opensslSeconds
         return Result(megabytes: megabytes, rounds: rounds, verifyMBPerSecond: verifyRate, opensslMBPerSecond: opensslRate,
                       ratio: verifyRate / opensslRate)
-    }
-
-    /// Runs a tool to its end; its output, or a failure with it.
-    static func runTool(_ path: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw PageServingBenchmark.Failure.failed("\(path) \(arguments.joined(separator: " ")) failed: \(output)")
-        }
-        return output
     }
 }

@@ -72,18 +72,9 @@ public struct IngestBenchmark {
     }
 
     private func measure(_ wrk: String, script: String, connections: Int, eventsPerRequest: Int, seconds: Int? = nil) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: wrk)
         let threads = min(2, connections)  // wrk needs at least one connection per thread
-        process.arguments = ["-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s", "--latency",
-                             "-s", script, baseURL + "/v1/events"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw PageServingBenchmark.Failure.failed("wrk failed: \(output)") }
+        let output = try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s",
+                                             "--latency", "-s", script, baseURL + "/v1/events"])
         let figures = try PageServingBenchmark.parseWrk(output)
         return Run(connections: connections, eventsPerRequest: eventsPerRequest, requestsPerSecond: figures.requestsPerSecond,
                    eventsPerSecond: figures.requestsPerSecond * Double(eventsPerRequest), p50Ms: figures.p50Ms, p99Ms: figures.p99Ms,

@@ -95,17 +95,7 @@ public struct PageServingBenchmark {
     }
 
     private func runWrk(_ wrk: String, url: String, script: String) throws -> Figures {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: wrk)
-        process.arguments = ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure.failed("wrk failed: \(output)") }
-        return try Self.parseWrk(output)
+        try Self.parseWrk(try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
     }
 
     /// Reads "Requests/sec:", the --latency distribution's 50% and 99% lines and "Non-2xx".
