@@ -195,11 +195,17 @@ struct PrefetchCommand: ParsableCommand {
             discussion: """
             Refused, with the reason, for cached, deleted and downloading items (exit status 1). With --wait the \
             command downloads in this process until each item is cached, failed, paused or deleted, showing a \
-            progress bar on a terminal and percent lines otherwise; exit status 1 when one did not end cached.
+            progress bar on a terminal and percent lines otherwise; exit status 1 when one did not end cached \
+            (or partially_cached, with --partial-seconds or --partial-bytes). A partial download stops after the \
+            start of the main file; a later download without those options resumes it by Range to cached.
             """)
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         @Option(help: "Set the items' downloadBehavior: full_auto, thumbnail_only or none.") var behavior: String?
+        @Option(help: "Download only the first N seconds of each item's main file (videoPartialDownloadLength; needs the catalog's duration and size): the item ends partially_cached.")
+        var partialSeconds: Double?
+        @Option(help: "Download only the first N bytes of each item's main file: the item ends partially_cached.")
+        var partialBytes: Int64?
         @Flag(help: "Wait for the downloads to end.") var wait = false
         @Option(help: "With --wait: give up after this many seconds.") var timeout: Double = 3600
 
@@ -209,12 +215,16 @@ struct PrefetchCommand: ParsableCommand {
                 throw ValidationError("unknown behavior '\(behavior)'; expected full_auto, thumbnail_only or none")
             }
             if !(timeout > 0 && timeout <= 86_400 * 7) { throw ValidationError("--timeout must be between 0 and 604800 seconds") }
+            if partialSeconds != nil && partialBytes != nil { throw ValidationError("give --partial-seconds or --partial-bytes, not both") }
+            do { _ = try partial?.validated() } catch { throw ValidationError("\(error)") }
         }
+
+        var partial: PrefetchPartialLength? { partialBytes.map(PrefetchPartialLength.bytes) ?? partialSeconds.map(PrefetchPartialLength.seconds) }
 
         func run() throws {
             let (host, engine) = try common.open()
             defer { host.shutdown() }
-            let answers = try engine.download(ids, behavior: behavior.flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)))
+            let answers = try engine.download(ids, behavior: behavior.flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)), partial: partial)
             guard wait else { try PrefetchCommand.report(answers, json: common.output.json); return }
             let waitFor = answers.filter { $0.accepted || $0.state == .downloading }.map(\.id)
             let terminal = isatty(2) == 1
@@ -254,7 +264,8 @@ struct PrefetchCommand: ParsableCommand {
                     [$0.uniqueId, $0.state.rawValue, "\($0.bytesDownloaded)/\($0.size)", $0.downloadError ?? $0.waitReason ?? ""]
                 })
             }
-            if answers.contains(where: { !$0.accepted }) || items.contains(where: { $0.state != .cached }) { throw ExitCode(1) }
+            let wanted: Set<PrefetchItemState> = partial == nil ? [.cached] : [.cached, .partiallyCached]
+            if answers.contains(where: { !$0.accepted }) || items.contains(where: { !wanted.contains($0.state) }) { throw ExitCode(1) }
         }
     }
 

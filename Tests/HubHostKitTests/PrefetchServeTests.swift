@@ -72,4 +72,58 @@ final class PrefetchServeTests: XCTestCase {
         XCTAssertEqual(service.lock.withLock { service.fileHeaders["a.mp4"]?.first?["x-token"] }, "t1")
         XCTAssertEqual(service.sent("a.mp4"), 200_000)
     }
+
+    func testDownloadRouteTakesAPartialLengthThenCompletesByRange() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let service = try PrefetchTestService()
+        defer { service.stop() }
+        let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 17) })
+        service.files["v.mp4"] = data
+        service.pages[""] = """
+            {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
+             "items": [{"unique_id": "v", "content_id": "1", "source": "acme", "categories": ["news"], "title": "Video",
+                        "files": [{"role": "main", "url": "\(service.fileURL("v.mp4"))", "size": 100000, "duration": 50,
+                                   "sha256": "\(SHA256.hex(of: data))"}]}]}
+            """
+        try TestSupport.write("""
+            data_dir: data
+            server: {port: 0}
+            prefetch: {enabled: true, license: good-licence, item_download_behavior: none}
+            plugins:
+              - id: catalog
+                use: \(TestSupport.plugin("HTTPContentProvider"))
+                config: {db_service_url: "\(service.serviceURL)"}
+                http_allow: [127.0.0.1]
+            """, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        func item() -> [String: Any] {
+            guard let (status, body) = try? server.call("GET", "/v1/prefetch/items/v"), status == 200 else { return [:] }
+            return body as? [String: Any] ?? [:]
+        }
+        func wait(_ what: String, _ done: ([String: Any]) -> Bool) {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if done(item()) { return }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            XCTFail("timed out waiting for \(what): \(item())")
+        }
+        wait("discovered") { $0["state"] as? String == "discovered" }
+        var (status, _) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["v"], "partial_bytes": 10, "partial_seconds": 1}"#)
+        XCTAssertEqual(status, 400, "both lengths at once")
+        (status, _) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["v"], "partial_seconds": -1}"#)
+        XCTAssertEqual(status, 400)
+        // 5 of 50 seconds of 100,000 bytes: 10,000 bytes.
+        let (okStatus, answers) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["v"], "partial_seconds": 5}"#)
+        XCTAssertEqual(okStatus, 200)
+        XCTAssertEqual(((answers as? [String: Any])?["answers"] as? [[String: Any]])?.first?["accepted"] as? Bool, true)
+        wait("partially cached") { $0["state"] as? String == "partially_cached" }
+        XCTAssertEqual(service.sent("v.mp4"), 10_000)
+        XCTAssertEqual(((item()["files"] as? [[String: Any]])?.first?["partialLength"] as? Int), 10_000)
+        (status, _) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["v"]}"#)
+        XCTAssertEqual(status, 200)
+        wait("cached") { $0["state"] as? String == "cached" }
+        XCTAssertEqual(service.sent("v.mp4"), 100_000, "the rest only")
+        XCTAssertEqual(service.requestRanges("v.mp4"), ["bytes=0-9999", "bytes=10000-"])
+    }
 }

@@ -113,16 +113,23 @@ final class PrefetchTestService: @unchecked Sendable {
         guard var body = data else { LoopbackHTTPServer.respond(fd, 404, Data()); return }
         let etag = "\"\(body.count)-\(body.first ?? 0)\""
         var start = 0
-        if let range = request.headers["range"], range.hasPrefix("bytes="), request.headers["if-range"].map({ $0 == etag }) ?? true,
-           let from = Int(range.dropFirst(6).split(separator: "-").first ?? ""), from < body.count {
-            start = from
+        var end = body.count - 1
+        var ranged = false
+        if let range = request.headers["range"], range.hasPrefix("bytes="), request.headers["if-range"].map({ $0 == etag }) ?? true {
+            // "bytes=A-" or "bytes=A-B" (an end past the file is the file's end).
+            let bounds = range.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+            if let from = Int(bounds.first ?? ""), from < body.count {
+                start = from
+                if bounds.count == 2, let to = Int(bounds[1]), to >= from { end = min(to, body.count - 1) }
+                ranged = start > 0 || end < body.count - 1
+            }
         }
         if case .status(let code)? = fault { LoopbackHTTPServer.respond(fd, code, Data("fault".utf8)); return }
         if case .hang? = fault { server.keepOpen(fd); return }
         if case .wrongBytes? = fault { body = Data(body.map { $0 ^ 0x5a }) }
-        let slice = body[start...]
-        var head = "HTTP/1.1 \(start > 0 ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\nETag: \(etag)\r\nAccept-Ranges: bytes\r\n"
-        if start > 0 { head += "Content-Range: bytes \(start)-\(body.count - 1)/\(body.count)\r\n" }
+        let slice = body[start..<(end + 1)]
+        var head = "HTTP/1.1 \(ranged ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\nETag: \(etag)\r\nAccept-Ranges: bytes\r\n"
+        if ranged { head += "Content-Range: bytes \(start)-\(end)/\(body.count)\r\n" }
         var toSend = Data(slice)
         var chunk = toSend.count
         var delayMs = 0

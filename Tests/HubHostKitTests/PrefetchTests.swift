@@ -250,6 +250,112 @@ final class PrefetchTests: XCTestCase {
         XCTAssertEqual(try state(engine, "item1"), .discovered)
     }
 
+    // MARK: partial downloads and thumbnail-only
+
+    func testPartialDownloadEndsPartiallyCachedThenFullDownloadFetchesOnlyTheRest() throws {
+        let data = content(7, size: 200_000)
+        service.lock.withLock {
+            service.files["clip.mp4"] = data
+            service.pages[""] = page(cursor: "c1", items: ["""
+                {"unique_id": "clip", "content_id": "c-clip", "source": "acme", "categories": ["news"], "type": "video",
+                 "files": [{"role": "main", "url": "\(service.fileURL("clip.mp4"))", "size": 200000, "duration": 100,
+                            "sha256": "\(SHA256.hex(of: data))"}]}
+                """])
+        }
+        let (host, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        let notes = record(host)
+        // 10 of 100 seconds of a 200,000-byte file: ceil(200000 * 10 / 100) = 20,000 bytes.
+        XCTAssertEqual(try engine.download(["clip"], partial: .seconds(10)).first?.accepted, true)
+        try until(engine, "partially cached") { try state(engine, "clip") == .partiallyCached }
+        var item = try XCTUnwrap(engine.item("clip"))
+        XCTAssertEqual(item.files[0].partialLength, 20_000)
+        XCTAssertEqual(item.files[0].bytesDownloaded, 20_000)
+        XCTAssertFalse(item.files[0].done)
+        XCTAssertEqual(FileDownloader.partialLength(item.files[0].localPath), 20_000, "the bytes asked for are on disk")
+        XCTAssertEqual(service.sent("clip.mp4"), 20_000, "fewer bytes fetched than the file")
+        XCTAssertEqual(service.requestRanges("clip.mp4"), ["bytes=0-19999"])
+        XCTAssertTrue(notes.lock.withLock { notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["state"] == .string("partially_cached") } })
+        XCTAssertFalse(notes.names.contains(PrefetchNotificationName.itemsDownloaded), "a partial item is not announced downloaded")
+        // Asking again for no more than is on disk changes nothing.
+        XCTAssertEqual(try engine.download(["clip"], partial: .bytes(10_000)).first?.reason?.hasPrefix("nothing to change"), true)
+
+        // The full download resumes by Range from byte 20,000 and ends cached with the right digest.
+        XCTAssertEqual(try engine.download(["clip"]).first?.accepted, true)
+        try until(engine, "cached") { try state(engine, "clip") == .cached }
+        item = try XCTUnwrap(engine.item("clip"))
+        XCTAssertNil(item.files[0].partialLength)
+        XCTAssertEqual(service.requestRanges("clip.mp4"), ["bytes=0-19999", "bytes=20000-"])
+        XCTAssertEqual(service.lock.withLock { service.fileHeaders["clip.mp4"]?.last?["if-range"] }, "\"200000-\(data[0])\"",
+                       "the resume is guarded by the first answer's ETag")
+        XCTAssertEqual(service.sent("clip.mp4"), 200_000, "the bytes on disk were not fetched again")
+        XCTAssertEqual(SHA256.hex(ofFile: item.files[0].localPath), SHA256.hex(of: data))
+        XCTAssertEqual(item.bytesDownloaded, 200_000)
+    }
+
+    func testPartialLengthsAreCheckedAndSecondsNeedTheCatalogDuration() throws {
+        let datas = catalog(1, size: 30_000)
+        let (_, engine) = try host(", license: good-licence, item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        XCTAssertThrowsError(try engine.download(["item0"], partial: .bytes(0)))
+        XCTAssertThrowsError(try engine.download(["item0"], partial: .seconds(.nan)))
+        let refused = try XCTUnwrap(engine.download(["item0"], partial: .seconds(5)).first)
+        XCTAssertFalse(refused.accepted)
+        XCTAssertTrue(refused.reason?.contains("duration") ?? false, "\(refused)")
+        XCTAssertEqual(try state(engine, "item0"), .discovered, "a refused request leaves the item as it was")
+        // Bytes need no duration; a partial length of the whole file or more is a full download.
+        XCTAssertEqual(try engine.download(["item0"], partial: .bytes(1_000)).first?.accepted, true)
+        try until(engine, "partially cached") { try state(engine, "item0") == .partiallyCached }
+        XCTAssertEqual(service.sent("item0.mp4"), 1_000)
+        XCTAssertEqual(try engine.download(["item0"], partial: .bytes(30_000)).first?.accepted, true)
+        try until(engine, "cached") { try state(engine, "item0") == .cached }
+        XCTAssertEqual(service.sent("item0.mp4"), 30_000)
+        XCTAssertEqual(SHA256.hex(ofFile: try XCTUnwrap(engine.item("item0")).files[0].localPath), SHA256.hex(of: datas["item0"]!))
+    }
+
+    func testThumbnailOnlyFetchesThumbnailsNeverTheMainFileAndKeepsTheState() throws {
+        var items: [String] = []
+        var thumbs: [String: Data] = [:]
+        for index in 0..<2 {
+            let data = content(index, size: 40_000)
+            let thumb = content(100 + index, size: 3_000)
+            thumbs["item\(index)"] = thumb
+            service.lock.withLock {
+                service.files["item\(index).mp4"] = data
+                service.files["thumb\(index).jpg"] = thumb
+            }
+            items.append(itemJSON("item\(index)", file: "item\(index).mp4", data: data, thumbnail: "thumb\(index).jpg"))
+        }
+        service.lock.withLock { service.pages[""] = page(cursor: "c1", items: items) }
+        // Global thumbnail_only; item1 overrides it with full_auto.
+        let (host, engine) = try host(", license: good-licence, item_download_behavior: thumbnail_only")
+        try engine.register()
+        try engine.sync()
+        _ = try engine.store.update("item1") { item in item.downloadBehavior = .fullAuto; return true }
+        let notes = record(host)
+        try until(engine, "item0's thumbnail and item1 cached") {
+            try engine.item("item0")?.files[1].done == true && state(engine, "item1") == .cached
+        }
+        let item = try XCTUnwrap(engine.item("item0"))
+        XCTAssertEqual(item.state, .discovered, "thumbnails never change the item's state")
+        XCTAssertEqual(item.waitReason, "thumbnail_only")
+        XCTAssertEqual(SHA256.hex(ofFile: item.files[1].localPath), SHA256.hex(of: thumbs["item0"]!))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: item.files[0].localPath))
+        XCTAssertEqual(FileDownloader.partialLength(item.files[0].localPath), 0)
+        XCTAssertEqual(service.sent("thumb0.jpg"), 3_000)
+        XCTAssertFalse(notes.lock.withLock { notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["id"] == .string("item0") } })
+        // More rounds fetch nothing more: the thumbnail is done and the main file waits.
+        for _ in 0..<5 { try engine.round(); Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertEqual(service.sent("item0.mp4"), 0, "the main file of a thumbnail_only item is never fetched by policy")
+        XCTAssertEqual(service.requestRanges("thumb0.jpg").count, 1)
+        XCTAssertEqual(try state(engine, "item0"), .discovered)
+        // The per-item override wins over the setting: item1 (full_auto) downloaded whole.
+        XCTAssertEqual(service.sent("item1.mp4"), 40_000)
+        XCTAssertEqual(service.sent("thumb1.jpg"), 3_000, "item1 fetched its thumbnail with the item")
+    }
+
     // MARK: faults
 
     func testServerErrorsRetryThreeTimesThenFailedWithFilesRemoved() throws {

@@ -67,7 +67,10 @@ public enum CatalogProtocol {
         public var size: Int64?
         public var sha256: String?
         public var autoDownload: Bool?
-        enum CodingKeys: String, CodingKey { case role, url, size, sha256; case autoDownload = "auto_download" }
+        /// The play length in seconds of a main video file, when the service knows it: what turns a
+        /// partial download's seconds into bytes (videoPartialDownloadLength).
+        public var duration: Double?
+        enum CodingKeys: String, CodingKey { case role, url, size, sha256, duration; case autoDownload = "auto_download" }
     }
 
     public struct ItemEntry: Codable, Sendable, Equatable {
@@ -149,6 +152,9 @@ public enum CatalogProtocol {
                 throw Invalid(description: "item \(item.uniqueId): file URL '\(file.url.prefix(100))' is not http(s)")
             }
             if let size = file.size, !(0...maxFileSize).contains(size) { throw Invalid(description: "item \(item.uniqueId): file size \(size) out of range") }
+            if let duration = file.duration, !(duration.isFinite && duration > 0 && duration <= 1_000_000) {
+                throw Invalid(description: "item \(item.uniqueId): file duration \(duration) out of range (0 < seconds <= 1000000)")
+            }
             if let sha = file.sha256, sha.count != 64 || !sha.allSatisfy(\.isHexDigit) {
                 throw Invalid(description: "item \(item.uniqueId): sha256 must be 64 hex digits")
             }

@@ -40,8 +40,10 @@ final class FileDownloader: Sendable {
         }
     }
 
-    /// What one request got: bytes received in this request, and the validator to keep.
-    struct Outcome: Sendable { var fetched: Int64; var validator: String? }
+    /// What one request got: bytes received in this request, the validator to keep, and whether the
+    /// file is complete (verified and moved into place) or, for a download stopped at `stopAt`, still
+    /// the `.part` file with `onDisk` bytes made durable (fsync) before the answer.
+    struct Outcome: Sendable { var fetched: Int64; var validator: String?; var complete = true; var onDisk: Int64 = 0 }
 
     /// - Parameter readTimeout: the longest wait for the next bytes (a hanging server fails the attempt).
     init(readTimeout: Double) {
@@ -62,11 +64,16 @@ final class FileDownloader: Sendable {
 
     /// Fetches `url` into `localPath + ".part"` from its current length, then verifies and moves it.
     /// `progress(onDisk)` is called after each chunk with the bytes on disk; answering false stops
-    /// the download (`Failure.stopped`), bytes kept for a later resume.
+    /// the download (`Failure.stopped`), bytes kept for a later resume. `stopAt` (a partial
+    /// download, less than `expectedSize`) asks only up to that byte (`Range: bytes=N-(stopAt-1)`),
+    /// keeps the `.part` file, fsyncs it and answers `complete: false`; a later call without it
+    /// resumes from there.
     func download(url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
-                  validator: String?, onValidator: @escaping @Sendable (String?) -> Void,
+                  validator: String?, stopAt requestedStop: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,
                   progress: @escaping @Sendable (Int64) async -> Bool) async throws -> Outcome {
         let part = localPath + ".part"
+        // A stop at or past the whole file is a full download.
+        let stopAt = requestedStop.flatMap { stop in stop > 0 && (expectedSize.map { stop < $0 } ?? true) ? stop : nil }
         try await BlockingPool.run {
             try FileManager.default.createDirectory(atPath: (localPath as NSString).deletingLastPathComponent,
                                                     withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -85,12 +92,15 @@ final class FileDownloader: Sendable {
         var fetched: Int64 = 0
         var keptValidator = validator
         let complete = expectedSize.map { offset == $0 && $0 > 0 } ?? false
+        if let stopAt, offset >= stopAt {
+            return Outcome(fetched: 0, validator: validator, complete: false, onDisk: offset)
+        }
         if !complete {
             var request = HTTPClientRequest(url: url)
             for (name, value) in headers { request.headers.add(name: name, value: value) }
-            if offset > 0 {
-                request.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-")
-                if let validator { request.headers.replaceOrAdd(name: "If-Range", value: validator) }
+            if offset > 0 || stopAt != nil {
+                request.headers.replaceOrAdd(name: "Range", value: "bytes=\(offset)-\(stopAt.map { String($0 - 1) } ?? "")")
+                if offset > 0, let validator { request.headers.replaceOrAdd(name: "If-Range", value: validator) }
             }
             let response: HTTPClientResponse
             do {
@@ -106,6 +116,11 @@ final class FileDownloader: Sendable {
                     throw Failure.badAnswer("\(url) answered 206 without a Content-Range starting at byte \(offset)")
                 }
                 total = parsed.total
+                if keptValidator == nil {
+                    // The first answer of a partial download is a 206: its validator guards the resume.
+                    keptValidator = response.headers.first(name: "etag") ?? response.headers.first(name: "last-modified")
+                    if keptValidator != nil { onValidator(keptValidator) }
+                }
             case 200:
                 if offset > 0 { try await BlockingPool.run { try Self.truncate(part, to: 0) } }
                 offset = 0
@@ -125,14 +140,31 @@ final class FileDownloader: Sendable {
             defer { close(fd) }
             let limit = expectedSize ?? total ?? CatalogProtocol.maxFileSize
             do {
-                for try await buffer in response.body {
+                for try await received in response.body {
                     if Task.isCancelled { throw Failure.stopped }
+                    var buffer = received
+                    if let stopAt, offset + Int64(buffer.readableBytes) > stopAt {
+                        // A server that ignored the Range end: keep only the bytes asked for.
+                        buffer = buffer.getSlice(at: buffer.readerIndex, length: Int(stopAt - offset)) ?? buffer
+                    }
                     let count = Int64(buffer.readableBytes)
                     guard offset + count <= limit else { throw Failure.sizeMismatch(expected: limit, got: offset + count) }
-                    try await BlockingPool.run { try Self.writeAll(fd, buffer) }
+                    let chunk = buffer
+                    try await BlockingPool.run { try Self.writeAll(fd, chunk) }
                     offset += count
                     fetched += count
                     guard await progress(offset) else { throw Failure.stopped }
+                    if let stopAt, offset >= stopAt { break }
+                }
+                if let stopAt {
+                    guard offset >= stopAt else {
+                        throw Failure.transport("\(url): the partial download stopped after \(offset) of \(stopAt) bytes")
+                    }
+                    // Durable before the item is announced partially cached.
+                    try await BlockingPool.run {
+                        guard fsync(fd) == 0 else { throw Failure.disk("fsync \(part) failed: errno \(errno)") }
+                    }
+                    return Outcome(fetched: fetched, validator: keptValidator, complete: false, onDisk: offset)
                 }
             } catch let failure as Failure {
                 throw failure
@@ -151,7 +183,7 @@ final class FileDownloader: Sendable {
             }
             guard rename(part, localPath) == 0 else { throw Failure.disk("cannot move \(part) into place: errno \(errno)") }
         }
-        return Outcome(fetched: fetched, validator: keptValidator)
+        return Outcome(fetched: fetched, validator: keptValidator, complete: true, onDisk: onDisk)
     }
 
     static func truncate(_ path: String, to length: Int64) throws {

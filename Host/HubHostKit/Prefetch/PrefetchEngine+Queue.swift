@@ -24,6 +24,7 @@ extension PrefetchEngine {
         try recoverOrphans()
         if settings.enableAutoPurge { try purge() }
         try applyPolicy()
+        try startThumbnailDownloads()
         try pump()
     }
 
@@ -142,55 +143,17 @@ extension PrefetchEngine {
 
     /// Downloads one claimed item's files, one after another: main files decide the outcome,
     /// thumbnails and subtitles (when auto_download) are fetched too but never change the state.
+    /// A main file with a `partialLength` stops there; when every main file is done or has its
+    /// partial length on disk (fsynced), the item is `partially_cached` instead of `cached`.
     func download(_ claimed: PrefetchItem) async {
         let id = claimed.uniqueId
-        final class Progress: @unchecked Sendable {
-            let lock = NSLock()
-            var lastWriteNs: UInt64 = 0
-            var lastBytes: Int64 = 0
-        }
         for file in claimed.files where !file.done && (file.isMain || file.autoDownload) {
-            let progress = Progress()
-            let before = FileDownloader.partialLength(file.localPath)
-            let index = file.index
             do {
-                let convert = convertRequest
-                let (url, headers) = try await BlockingPool.run { try convert(file.url, [:], id, file.role) }
-                let outcome = try await downloader.download(
-                    url: url, headers: headers, localPath: file.localPath, expectedSize: file.size, sha256: file.sha256,
-                    validator: file.validator,
-                    onValidator: { [self] validator in
-                        _ = try? store.update(id) { item in
-                            guard item.files.indices.contains(index) else { return false }
-                            item.files[index].validator = validator
-                            return true
-                        }
-                    },
-                    progress: { [self] onDisk in
-                        let now = Clock.monotonicNs()
-                        let due = progress.lock.withLock { () -> Bool in
-                            guard now &- progress.lastWriteNs >= 500_000_000 else { return false }
-                            progress.lastWriteNs = now
-                            return true
-                        }
-                        guard due else { return !Task.isCancelled }
-                        // Persist progress and learn whether the item is still ours to download
-                        // (a pause, cancel or delete from another process shows here).
-                        let stillDownloading = (try? await BlockingPool.run { [self] in try recordProgress(id, index: index, onDisk: onDisk) }) ?? false
-                        return stillDownloading && !Task.isCancelled
-                    })
-                try await BlockingPool.run { [self] in
-                    try addBytesToday(outcome.fetched)
-                    try store.update(id) { item in
-                        guard item.files.indices.contains(index) else { return false }
-                        item.files[index].done = true
-                        item.files[index].bytesDownloaded = item.files[index].size ?? FileDownloader.fileLength(item.files[index].localPath)
-                        item.files[index].validator = outcome.validator ?? item.files[index].validator
-                        item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.done ? $1.bytesDownloaded : FileDownloader.partialLength($1.localPath)) }
-                        return true
-                    }
+                try await fetchFile(id, file, stopAt: file.isMain ? file.partialLength : nil) { [self] onDisk in
+                    // Persist progress and learn whether the item is still ours to download
+                    // (a pause, cancel or delete from another process shows here).
+                    try recordProgress(id, index: file.index, onDisk: onDisk)
                 }
-                logger.debug("prefetch: \(id) file \(index) done, \(outcome.fetched) bytes fetched (\(before) were on disk)")
             } catch FileDownloader.Failure.stopped {
                 return
             } catch {
@@ -203,10 +166,19 @@ extension PrefetchEngine {
             }
         }
         _ = try? await BlockingPool.run { [self] in
+            var finalState: PrefetchItemState?
             let done = try transition(id) { item in
                 guard item.state == .downloading else { return false }
-                guard item.files.allSatisfy({ $0.done || !$0.isMain }) else { return false }
-                item.state = .cached
+                if item.files.allSatisfy({ $0.done || !$0.isMain }) {
+                    item.state = .cached
+                } else if item.files.allSatisfy({ file in
+                    file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
+                }) {
+                    item.state = .partiallyCached
+                } else {
+                    return false
+                }
+                finalState = item.state
                 item.attempts = 0
                 item.downloadError = nil
                 item.waitReason = nil
@@ -215,8 +187,60 @@ extension PrefetchEngine {
                 return true
             }
             try store.setOwner(id, nil)
-            if done != nil { notifications.post(PrefetchNotificationName.itemsDownloaded, ["ids": .array([.string(id)])]) }
+            if done != nil, finalState == .cached { notifications.post(PrefetchNotificationName.itemsDownloaded, ["ids": .array([.string(id)])]) }
         }
+    }
+
+    /// Fetches one file of item `id` (resuming its `.part`), up to `stopAt` bytes when given, and
+    /// records the outcome in the item's files. `stillWanted(onDisk)` runs on the BlockingPool at
+    /// most twice a second; false stops the download (`Failure.stopped`), bytes kept.
+    func fetchFile(_ id: String, _ file: PrefetchFile, stopAt: Int64?, stillWanted: @escaping @Sendable (Int64) throws -> Bool) async throws {
+        final class Progress: @unchecked Sendable {
+            let lock = NSLock()
+            var lastWriteNs: UInt64 = 0
+        }
+        let progress = Progress()
+        let before = FileDownloader.partialLength(file.localPath)
+        let index = file.index
+        let convert = convertRequest
+        let (url, headers) = try await BlockingPool.run { try convert(file.url, [:], id, file.role) }
+        let outcome = try await downloader.download(
+            url: url, headers: headers, localPath: file.localPath, expectedSize: file.size, sha256: file.sha256,
+            validator: file.validator, stopAt: stopAt,
+            onValidator: { [self] validator in
+                _ = try? store.update(id) { item in
+                    guard item.files.indices.contains(index) else { return false }
+                    item.files[index].validator = validator
+                    return true
+                }
+            },
+            progress: { onDisk in
+                let now = Clock.monotonicNs()
+                let due = progress.lock.withLock { () -> Bool in
+                    guard now &- progress.lastWriteNs >= 500_000_000 else { return false }
+                    progress.lastWriteNs = now
+                    return true
+                }
+                guard due else { return !Task.isCancelled }
+                let still = (try? await BlockingPool.run { try stillWanted(onDisk) }) ?? false
+                return still && !Task.isCancelled
+            })
+        try await BlockingPool.run { [self] in
+            try addBytesToday(outcome.fetched)
+            _ = try store.update(id) { item in
+                guard item.files.indices.contains(index) else { return false }
+                if outcome.complete {
+                    item.files[index].done = true
+                    item.files[index].bytesDownloaded = item.files[index].size ?? FileDownloader.fileLength(item.files[index].localPath)
+                } else {
+                    item.files[index].bytesDownloaded = outcome.onDisk
+                }
+                item.files[index].validator = outcome.validator ?? item.files[index].validator
+                item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.done ? $1.bytesDownloaded : FileDownloader.partialLength($1.localPath)) }
+                return true
+            }
+        }
+        logger.debug("prefetch: \(id) file \(index) \(outcome.complete ? "done" : "partial, \(outcome.onDisk) bytes on disk"), \(outcome.fetched) bytes fetched (\(before) were on disk)")
     }
 
     /// Stores a file's progress; false when the item is no longer Downloading.

@@ -43,19 +43,34 @@ extension PrefetchEngine {
     /// Deleted and Downloading items, with the reason; an item already queued stays queued once
     /// (asking twice never downloads twice). A Paused or Failed item leaves that state only this
     /// way. `behavior` sets the items' downloadBehavior override as the seed's option does.
-    public func download(_ ids: [String], behavior: PrefetchSettings.DownloadBehavior? = nil) throws -> [Answer] {
+    /// `partial` (videoPartialDownloadLength) asks for only the start of the item's `main` file:
+    /// the item ends `partially_cached` once that much is on disk; a later download without it
+    /// resumes from there to `cached` (the bytes on disk are not fetched again).
+    public func download(_ ids: [String], behavior: PrefetchSettings.DownloadBehavior? = nil,
+                         partial: PrefetchPartialLength? = nil) throws -> [Answer] {
+        let partial = try partial?.validated()
         let answers = ids.map { id in
             answer(id) { item in
                 switch item.state {
                 case .cached: return .failure(.refused(id: id, reason: "already cached"))
                 case .deleted: return .failure(.refused(id: id, reason: "the item was deleted"))
                 case .downloading: return .failure(.refused(id: id, reason: "already downloading"))
+                default: break
+                }
+                let before = item.files.map(\.partialLength)
+                if case .failure(let error) = Self.setPartialLength(&item, partial) { return .failure(.refused(id: id, reason: "\(error)")) }
+                switch item.state {
                 case .queued:
                     if let behavior { item.downloadBehavior = behavior }
-                    guard !item.userInitiated else { return .success(false) }
+                    guard !item.userInitiated else { return .success(item.files.map(\.partialLength) != before) }
                     item.userInitiated = true
                     return .success(true)
-                case .discovered, .idle, .paused, .failed, .partiallyCached:
+                case .partiallyCached where item.files.allSatisfy({ file in
+                    file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
+                }):
+                    // That much is already on disk.
+                    return .success(false)
+                default:
                     if let behavior { item.downloadBehavior = behavior }
                     item.state = .queued
                     item.userInitiated = true
@@ -69,6 +84,24 @@ extension PrefetchEngine {
         }
         try pump()
         return answers
+    }
+
+    /// Sets (or, for a full download, clears) the partial target of each `main` file of `item`.
+    static func setPartialLength(_ item: inout PrefetchItem, _ partial: PrefetchPartialLength?) -> Result<Void, PrefetchError> {
+        guard let partial else {
+            for index in item.files.indices { item.files[index].partialLength = nil }
+            return .success(())
+        }
+        guard item.files.contains(where: { $0.role == "main" }) else {
+            return .failure(.invalid("a partial download needs a main file (an HLS item downloads whole)"))
+        }
+        for index in item.files.indices where item.files[index].role == "main" {
+            switch partial.bytes(of: item.files[index]) {
+            case .success(let bytes): item.files[index].partialLength = bytes
+            case .failure(let error): return .failure(error)
+            }
+        }
+        return .success(())
     }
 
     /// pauseItems (seed 4.9): Queued, Downloading or Idle -> Paused; the bytes on disk stay for a

@@ -101,7 +101,7 @@ extension PrefetchEngine {
                     PrefetchFile(role: file.role, index: index, url: file.url, size: file.size, sha256: file.sha256?.lowercased(),
                                  autoDownload: file.autoDownload ?? CatalogProtocol.mainRoles.contains(file.role),
                                  localPath: localPath(item: entry.uniqueId, index: index, role: file.role, url: file.url),
-                                 bytesDownloaded: 0, done: false, validator: nil)
+                                 bytesDownloaded: 0, done: false, validator: nil, duration: file.duration)
                 }
                 let size = files.filter { $0.isMain || $0.autoDownload }.reduce(Int64(0)) { $0 + ($1.size ?? 0) }
                 if var item = try PrefetchStore.item(db, entry.uniqueId) {

@@ -65,6 +65,11 @@ public struct PrefetchFile: Sendable, Codable, Equatable {
     public var done: Bool
     /// The validator (ETag, else Last-Modified) of the first answer, sent back as If-Range on resume.
     public var validator: String?
+    /// The play length in seconds the catalog gives (main video files), nil when unknown.
+    public var duration: Double?
+    /// A partial download's target (videoPartialDownloadLength): the first this many bytes of a
+    /// main file are enough for the item to be `partially_cached`. nil: the whole file.
+    public var partialLength: Int64?
 
     /// main and hls_main_index files decide the item's state; thumbnails and subtitles do not.
     public var isMain: Bool { CatalogProtocol.mainRoles.contains(role) }

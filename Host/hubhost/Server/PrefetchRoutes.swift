@@ -14,7 +14,7 @@ import Hummingbird
 ///                                      &saved=true &not_viewed=true &sort=FIELD[:desc] (repeatable) &limit=N
 ///   GET  /v1/prefetch/items/watch      the live set of the same filter, as server-sent events
 ///   GET  /v1/prefetch/items/{id}       one item (404 when unknown)
-///   POST /v1/prefetch/download         {"ids": [...], "behavior": "full_auto"?}
+///   POST /v1/prefetch/download         {"ids": [...], "behavior": "full_auto"?, "partial_bytes"|"partial_seconds": N?}
 ///   POST /v1/prefetch/pause|resume     {"ids": [...]}
 ///   POST /v1/prefetch/cancel           cancel every download in progress
 ///   POST /v1/prefetch/fill             force fill: {"queued": [...]}
@@ -27,7 +27,7 @@ import Hummingbird
 ///   GET  /v1/prefetch/policy           the policy in force
 ///   PUT  /v1/prefetch/policy           {"network_selection": "wifi"|"cellular"|"both"|null}
 enum PrefetchRoutes {
-    struct IDs: Decodable { var ids: [String]; var behavior: String? }
+    struct IDs: Decodable { var ids: [String]; var behavior: String?; var partial_bytes: Int64?; var partial_seconds: Double? }
     struct DeleteBody: Decodable { var ids: [String]; var files_only: Bool?; var keep_thumbnail: Bool? }
     struct PolicyBody: Decodable { var network_selection: String? }
     struct ConsumeBody: Decodable { var id: String; var start: Double; var end: Double; var at_ms: Int64? }
@@ -137,7 +137,15 @@ enum PrefetchRoutes {
                 behavior = parsed
             }
             let chosen = behavior
-            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids, behavior: chosen) }))
+            let partial: PrefetchPartialLength?
+            switch (body.partial_bytes, body.partial_seconds) {
+            case (nil, nil): partial = nil
+            case (let bytes?, nil): partial = .bytes(bytes)
+            case (nil, let seconds?): partial = .seconds(seconds)
+            default: throw APIError(.badRequest, "give partial_bytes or partial_seconds, not both")
+            }
+            do { _ = try partial?.validated() } catch { throw APIError(.badRequest, "\(error)") }
+            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids, behavior: chosen, partial: partial) }))
         }
         router.post("/v1/prefetch/resume") { request, _ in
             let engine = try engine(host)
