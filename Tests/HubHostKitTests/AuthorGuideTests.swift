@@ -20,18 +20,11 @@ final class AuthorGuideTests: XCTestCase {
 
     func testTheGuidesCPluginBuildsLoadsAndWorks() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(try guideBlock("contains.c"), to: folder + "/contains/contains.c")
-        try TestSupport.write(try guideBlock("plugin.yaml"), to: folder + "/contains/plugin.yaml")
-        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                                       "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", folder + "/contains/libcontains.so", folder + "/contains/contains.c"])
-        XCTAssertEqual(cc.status, 0, cc.stderr)
-
+        let validation = try buildAndValidate(source: try guideBlock("contains.c"), manifest: try guideBlock("plugin.yaml"),
+                                              in: folder + "/contains", library: "contains")
         let inspection = PluginInspection.inspect(path: folder + "/contains/plugin.yaml")
         XCTAssertTrue(inspection.isConsistent, "\(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")
-        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/contains/plugin.yaml"])
-        XCTAssertEqual(validation.status, 0, validation.stdout)
-        XCTAssertTrue(validation.stdout.contains("8 passed, 0 failed"), validation.stdout)
+        XCTAssertTrue(validation.contains("8 passed, 0 failed"), validation)
 
         try TestSupport.write("""
         plugins:
@@ -57,8 +50,7 @@ final class AuthorGuideTests: XCTestCase {
     /// test` and makes mobile user ids.
     func testTheReadmesUserIDGeneratorBuildsAndPassesTheValidator() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(try guideBlock("counter_ids.c"), to: folder + "/ids/counter_ids.c")
-        try TestSupport.write("""
+        let validation = try buildAndValidate(source: try guideBlock("counter_ids.c"), manifest: """
             abi: "1.1"
             id: counter-ids
             name: Counter ids
@@ -66,14 +58,8 @@ final class AuthorGuideTests: XCTestCase {
             library: libcounter-ids.so
             exports:
               - {id: counter-ids, kind: user_id_generator}
-            """, to: folder + "/ids/plugin.yaml")
-        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                                       "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", folder + "/ids/libcounter-ids.so", folder + "/ids/counter_ids.c"])
-        XCTAssertEqual(cc.status, 0, cc.stderr)
-        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/ids/plugin.yaml"])
-        XCTAssertEqual(validation.status, 0, validation.stdout)
-        XCTAssertTrue(validation.stdout.contains("generate-unique"), validation.stdout)
+            """, in: folder + "/ids", library: "counter-ids")
+        XCTAssertTrue(validation.contains("generate-unique"), validation)
         try TestSupport.write("data_dir: data\nplugins:\n  - id: ids\n    use: ids/plugin.yaml\n", to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
@@ -82,20 +68,29 @@ final class AuthorGuideTests: XCTestCase {
         XCTAssertEqual(try generator.generate(), "user-2")
     }
 
-    /// Builds a guide block's C plugin and manifest into `folder`/`name`/, runs `hubhost plugins
-    /// test` on it, and returns the plugin.yaml's path.
-    private func buildGuidePlugin(_ name: String, in folder: String) throws -> String {
-        let dir = folder + "/" + name
-        try TestSupport.write(try guideBlock(name + ".c"), to: dir + "/\(name).c")
-        try TestSupport.write(try guideBlock(name + ".yaml"), to: dir + "/plugin.yaml")
+    /// Writes a C plugin and its plugin.yaml into `dir`, compiles the source with the strict flags
+    /// into `lib<library>.so` beside them, runs `hubhost plugins test` on it (which must pass) and
+    /// returns what the validator printed.
+    @discardableResult
+    private func buildAndValidate(source: String, manifest: String, in dir: String, library: String) throws -> String {
+        try TestSupport.write(source, to: dir + "/\(library).c")
+        try TestSupport.write(manifest, to: dir + "/plugin.yaml")
         let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
                                                        "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", dir + "/lib\(name).so", dir + "/\(name).c"])
+                                                       "-o", dir + "/lib\(library).so", dir + "/\(library).c"])
         XCTAssertEqual(cc.status, 0, cc.stderr)
         let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", dir + "/plugin.yaml"])
         XCTAssertEqual(validation.status, 0, validation.stdout)
-        XCTAssertTrue(validation.stdout.contains("9 passed, 0 failed"), validation.stdout)
-        return dir + "/plugin.yaml"
+        return validation.stdout
+    }
+
+    /// Builds a guide block's C plugin and manifest (`name`.c, `name`.yaml) into `folder`/`name`/,
+    /// checks that `hubhost plugins test` passes all of it, and returns the plugin.yaml's path.
+    private func buildGuidePlugin(_ name: String, in folder: String) throws -> String {
+        let validation = try buildAndValidate(source: try guideBlock(name + ".c"), manifest: try guideBlock(name + ".yaml"),
+                                              in: folder + "/" + name, library: name)
+        XCTAssertTrue(validation.contains("9 passed, 0 failed"), validation)
+        return folder + "/" + name + "/plugin.yaml"
     }
 
     func testTheGuidesABI11PluginsBuildLoadAndWork() throws {
@@ -127,14 +122,7 @@ final class AuthorGuideTests: XCTestCase {
 
     func testTheGuidesEventSinkBuildsPassesThePluginTestAndDelivers() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(try guideBlock("file-sink.c"), to: folder + "/sink/file_sink.c")
-        try TestSupport.write(try guideBlock("file-sink.yaml"), to: folder + "/sink/plugin.yaml")
-        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                                       "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", folder + "/sink/libfile-sink.so", folder + "/sink/file_sink.c"])
-        XCTAssertEqual(cc.status, 0, cc.stderr)
-        let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", folder + "/sink/plugin.yaml"])
-        XCTAssertEqual(validation.status, 0, validation.stdout)
+        try buildAndValidate(source: try guideBlock("file-sink.c"), manifest: try guideBlock("file-sink.yaml"), in: folder + "/sink", library: "file-sink")
 
         try TestSupport.write("""
         data_dir: data
