@@ -15,7 +15,7 @@ struct PrefetchCommand: ParsableCommand {
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
                       Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Import.self, Lookup.self, Policy.self, Watch.self])
+                      Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {

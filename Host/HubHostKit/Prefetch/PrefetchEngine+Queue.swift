@@ -149,6 +149,11 @@ extension PrefetchEngine {
         let id = claimed.uniqueId
         for file in claimed.files where !file.done && (file.isMain || file.autoDownload) {
             do {
+                if file.role == "hls_main_index" {
+                    // The playlists and every segment they name (PrefetchEngine+HLS).
+                    try await fetchHLS(id, file)
+                    continue
+                }
                 try await fetchFile(id, file, stopAt: file.isMain ? file.partialLength : nil) { [self] onDisk in
                     // Persist progress and learn whether the item is still ours to download
                     // (a pause, cancel or delete from another process shows here).
