@@ -172,6 +172,15 @@ final class PrefetchPlaybackTests: XCTestCase {
             XCTAssertGreaterThan(partRequests[name] ?? 0, name == "seg3.ts" ? 1 : 0, "\(name) came from the origin")
         }
         XCTAssertEqual(item(server, "part")["state"] as? String, "idle", "playback does not change the item")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/part/hls/m-4.ts"), "a relayed segment is not kept")
+        // Downloading it again fetches only the missing segments, then it is cached.
+        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["part"]}"#).0, 200)
+        wait(server, "part", "cached") { $0["state"] as? String == "cached" }
+        let resumed = requests("c")
+        for (name, count) in partRequests {
+            XCTAssertEqual(resumed[name], ["seg0.ts", "seg1.ts", "seg2.ts"].contains(name) ? count : count + 1, name)
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data + "/part/hls/m-5.ts")), hls.segments["seg5.ts"])
 
         // Not cached at all (discovered), through a master playlist: everything from the origin.
         let none = try playURL(server, "none")
