@@ -11,8 +11,9 @@ extension PrefetchCommand {
             discussion: """
             An HLS item plays from http://SERVER/v1/prefetch/hls/ID/index.m3u8 while hubhost serve runs there (cached \
             segments from disk, the others from the origin); SERVER is --url, else server: in plugins.yaml. A cached \
-            non-HLS item prints its local path (and http://SERVER/v1/prefetch/items/ID/file, with Range support); one not \
-            cached prints its origin URL. Exits 1 with the reason when the item cannot play (deleted, unknown, or HLS \
+            non-HLS item prints its local path (and http://SERVER/v1/prefetch/items/ID/file, with Range support); one partly \
+            on disk prints that URL (its start from disk, the rest from the origin); one with nothing on disk prints its \
+            origin URL. Exits 1 with the reason when the item cannot play (deleted, unknown, or HLS \
             without a server address).
             """)
         @OptionGroup var common: Common

@@ -221,13 +221,16 @@ final class PrefetchPlaybackTests: XCTestCase {
                                                            "-c:v", "libx264", "-g", "10", folder + "/clip.mp4"])
         XCTAssertEqual(made.status, 0, made.stderr)
         let clip = try Data(contentsOf: URL(fileURLWithPath: folder + "/clip.mp4"))
-        service.lock.withLock { service.files["clip.mp4"] = clip; service.files["other.mp4"] = clip }
+        service.lock.withLock { service.files["clip.mp4"] = clip; service.files["other.mp4"] = clip; service.files["half.mp4"] = clip }
         service.pages[""] = catalogPage(["""
             {"unique_id": "clip", "content_id": "1", "source": "acme", "categories": ["news"], "title": "Clip",
              "files": [{"role": "main", "url": "\(service.fileURL("clip.mp4"))", "size": \(clip.count), "sha256": "\(SHA256.hex(of: clip))"}]}
             """, """
             {"unique_id": "other", "content_id": "2", "source": "acme", "categories": ["news"], "title": "Other",
              "files": [{"role": "main", "url": "\(service.fileURL("other.mp4"))", "size": \(clip.count)}]}
+            """, """
+            {"unique_id": "half", "content_id": "3", "source": "acme", "categories": ["news"], "title": "Half",
+             "files": [{"role": "main", "url": "\(service.fileURL("half.mp4"))", "size": \(clip.count), "sha256": "\(SHA256.hex(of: clip))"}]}
             """])
         try writeManifest()
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
@@ -282,6 +285,40 @@ final class PrefetchPlaybackTests: XCTestCase {
         XCTAssertEqual(service.requestRanges("clip.mp4").count, before, "played from disk")
         // An HLS route for a non-HLS item is refused.
         XCTAssertEqual(try server.call("GET", "/v1/prefetch/hls/clip/index.m3u8").0, 409)
+
+        // Partially cached (its first half on disk): the start from disk, the rest from the origin.
+        let half = size / 2
+        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["half"], "partial_bytes": \#(half)}"#).0, 200)
+        wait(server, "half", "partially cached") { $0["state"] as? String == "partially_cached" }
+        let halfPlay = try playURL(server, "half")
+        XCTAssertEqual(halfPlay["url"] as? String, server.base + "/v1/prefetch/items/half/file")
+        XCTAssertEqual(halfPlay["local"] as? Bool, false)
+        XCTAssertNil(halfPlay["localPath"])
+        let halfURL = server.base + "/v1/prefetch/items/half/file"
+        XCTAssertEqual(service.requestRanges("half.mp4"), ["bytes=0-\(half - 1)"])
+        response = try rawGetWithHeaders(halfURL, range: "bytes=0-99")
+        XCTAssertEqual(response.status, 206)
+        XCTAssertEqual(response.body, clip.subdata(in: 0..<100))
+        XCTAssertEqual(service.requestRanges("half.mp4").count, 1, "the start comes from disk")
+        response = try rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
+        XCTAssertEqual(response.status, 206)
+        XCTAssertEqual(response.body, clip.suffix(10))
+        XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(size - 10)-\(size - 1)", "only the bytes not on disk")
+        XCTAssertNotNil(service.lock.withLock { service.fileHeaders["half.mp4"]?.last?["if-range"] }, "guarded by the validator")
+        response = try rawGetWithHeaders(halfURL, range: nil)
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.body, clip, "the start from disk and the rest from the origin make the file")
+        XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(half)-\(size - 1)")
+        XCTAssertEqual(try videoPackets(halfURL), 60)
+        XCTAssertTrue(service.requestRanges("half.mp4").dropFirst().allSatisfy { range in
+            guard let range, let from = Int(range.dropFirst(6).split(separator: "-").first ?? "") else { return false }
+            return from >= half
+        }, "the origin is never asked for bytes on disk: \(service.requestRanges("half.mp4"))")
+        // The file changed at the origin: its end is not spliced onto the old start.
+        service.lock.withLock { service.files["half.mp4"] = Data(clip.map { $0 ^ 0x5a }) }
+        response = try rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
+        XCTAssertEqual(response.status, 502)
+        XCTAssertEqual(item(server, "half")["state"] as? String, "partially_cached")
     }
 
     // MARK: hostile playlists

@@ -5,8 +5,9 @@ import NIOCore
 /// How an item plays (seed 4.4-4.5): an HLS item through the local HLS endpoint of `hubhost serve`
 /// (`<server>/v1/prefetch/hls/<id>/index.m3u8`: cached segments from disk, the others relayed
 /// from the origin), any other item from its local file when cached (path, and the server's
-/// `/v1/prefetch/items/<id>/file` with Range support), else from its origin URL (the seed's
-/// "not yet cached: play the file's URL").
+/// `/v1/prefetch/items/<id>/file` with Range support), through that route when its start is on
+/// disk (the rest relayed from the origin), else from its origin URL (the seed's "not yet
+/// cached: play the file's URL").
 public struct PrefetchPlayback: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable { case hls, file }
 
@@ -69,14 +70,13 @@ public struct PrefetchOriginStream: Sendable {
     public let contentRange: String?
     let body: HTTPClientResponse.Body
 
-    /// Calls `write` with each chunk of the body; fails past HLSPlaylist.Limits.maxResourceBytes.
-    public func forEachChunk(_ write: (ByteBuffer) async throws -> Void) async throws {
+    /// Calls `write` with each chunk of the body; fails past `limit` bytes (by default
+    /// HLSPlaylist.Limits.maxResourceBytes, an HLS resource's bound).
+    public func forEachChunk(limit: Int64 = HLSPlaylist.Limits.maxResourceBytes, _ write: (ByteBuffer) async throws -> Void) async throws {
         var count: Int64 = 0
         for try await chunk in body {
             count += Int64(chunk.readableBytes)
-            guard count <= HLSPlaylist.Limits.maxResourceBytes else {
-                throw FileDownloader.Failure.sizeMismatch(expected: HLSPlaylist.Limits.maxResourceBytes, got: count)
-            }
+            guard count <= limit else { throw FileDownloader.Failure.sizeMismatch(expected: limit, got: count) }
             try await write(chunk)
         }
     }
@@ -123,20 +123,51 @@ extension PrefetchEngine {
             return PrefetchPlayback(id: id, state: item.state, kind: .file, url: server.map { $0 + "/v1/prefetch/items/\(id)/file" },
                                     relativePath: nil, localPath: main.localPath, originURL: main.url, local: true)
         }
+        if let server, let size = main.size, size > 0, FileDownloader.partialLength(main.localPath) > 0 {
+            // Its start is on disk (partially cached, or a download stopped midway): the file route
+            // serves that from disk and asks the origin only for the rest.
+            return PrefetchPlayback(id: id, state: item.state, kind: .file, url: server + "/v1/prefetch/items/\(id)/file", relativePath: nil,
+                                    localPath: nil, originURL: main.url, local: false)
+        }
         return PrefetchPlayback(id: id, state: item.state, kind: .file, url: main.url, relativePath: nil, localPath: nil,
                                 originURL: main.url, local: false)
     }
 
-    /// The verified local main file of a cached non-HLS item (the file endpoint), else refused.
-    public func playbackFile(_ id: String) throws -> (path: String, contentType: String) {
+    /// A non-HLS item's main file as the file endpoint serves it: whole from disk when cached;
+    /// else (partially cached, or a download stopped midway) the start on disk (`path` is the
+    /// `.part` file, `onDisk` bytes of it) and the rest from `originURL`, asked with Range and the
+    /// first answer's validator as If-Range, so the two halves are the same file.
+    public struct PlaybackFile: Sendable, Equatable {
+        public var path: String
+        public var contentType: String
+        /// The file's length (the catalog's size when not cached).
+        public var size: Int64
+        /// The bytes at the start of `path` to serve from disk; `size` when cached.
+        public var onDisk: Int64
+        public var originURL: String
+        public var validator: String?
+        public var complete: Bool { onDisk >= size }
+    }
+
+    /// The main file of a non-HLS item for the file endpoint: cached, or partly on disk with the
+    /// catalog's size known; refused otherwise (nothing on disk: play its origin URL).
+    public func playbackFile(_ id: String) throws -> PlaybackFile {
         guard let item = try store.item(id) else { throw PrefetchError.unknownItem(id) }
+        guard item.state != .deleted else { throw PrefetchError.refused(id: id, reason: "not playable: the item is deleted") }
         guard let main = item.files.first(where: { $0.role == "main" }) else {
             throw PrefetchError.refused(id: id, reason: "not playable as a file: the item has no main file (an HLS item plays through /v1/prefetch/hls/\(id)/\(HLSLayout.indexName))")
         }
-        guard item.state == .cached, main.done, FileManager.default.fileExists(atPath: main.localPath) else {
-            throw PrefetchError.refused(id: id, reason: "not cached (state \(item.state.rawValue)): play its origin URL, or download it first")
+        let type = Self.contentType(main.localPath)
+        if main.done, let length = try? FileManager.default.attributesOfItem(atPath: main.localPath)[.size] as? NSNumber {
+            return PlaybackFile(path: main.localPath, contentType: type, size: length.int64Value, onDisk: length.int64Value, originURL: main.url,
+                                validator: main.validator)
         }
-        return (main.localPath, Self.contentType(main.localPath))
+        let onDisk = FileDownloader.partialLength(main.localPath)
+        guard let size = main.size, size > 0, onDisk > 0 else {
+            throw PrefetchError.refused(id: id, reason: "nothing of it is on disk (state \(item.state.rawValue)): play its origin URL, or download it first")
+        }
+        return PlaybackFile(path: main.localPath + ".part", contentType: type, size: size, onDisk: min(onDisk, size), originURL: main.url,
+                            validator: main.validator)
     }
 
     static func contentType(_ path: String) -> String {
@@ -184,12 +215,13 @@ extension PrefetchEngine {
     /// Asks the origin for a resource of item `id` (through the download_request hook), passing a
     /// player's Range header on. The answer's body is relayed by the caller, not kept: the item's
     /// files belong to the download queue.
-    public func openOrigin(_ id: String, url: String, range: String?) async throws -> PrefetchOriginStream {
+    public func openOrigin(_ id: String, url: String, range: String?, ifRange: String? = nil) async throws -> PrefetchOriginStream {
         let convert = convertRequest
         let (target, headers) = try await BlockingPool.run { try convert(url, [:], id, "hls_main_index") }
         var request = HTTPClientRequest(url: target)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let range { request.headers.replaceOrAdd(name: "Range", value: range) }
+        if let ifRange { request.headers.replaceOrAdd(name: "If-Range", value: ifRange) }
         let response: HTTPClientResponse
         do { response = try await downloader.client.execute(request, timeout: .seconds(60)) } catch {
             throw PrefetchError.service("\(id): the origin: \(HTTPFetcher.describe(error))")
@@ -199,5 +231,18 @@ extension PrefetchEngine {
         let length = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap { (0...HLSPlaylist.Limits.maxResourceBytes).contains($0) ? $0 : nil }
         return PrefetchOriginStream(status: code, contentLength: length,
                                     contentRange: code == 206 ? response.headers.first(name: "content-range") : nil, body: response.body)
+    }
+
+    /// Bytes `from...to` of a partly downloaded file (PlaybackFile) from its origin: asked with
+    /// Range and If-Range (the validator of the bytes on disk); only a 206 for exactly that range
+    /// is accepted, so a file that changed at the origin is never spliced onto the bytes on disk.
+    public func openOriginRange(_ id: String, _ file: PlaybackFile, from: Int64, to: Int64) async throws -> PrefetchOriginStream {
+        guard from >= 0, to >= from, to < file.size else { throw PrefetchError.invalid("bad range \(from)-\(to)") }
+        let origin = try await openOrigin(id, url: file.originURL, range: "bytes=\(from)-\(to)", ifRange: file.validator)
+        guard origin.status == 206, let range = origin.contentRange.flatMap(FileDownloader.contentRange), range.start == from, range.end == to,
+              range.total.map({ $0 == file.size }) ?? true else {
+            throw PrefetchError.service("\(id): the origin did not answer bytes \(from)-\(to) of the same file (HTTP \(origin.status)): the file may have changed")
+        }
+        return origin
     }
 }

@@ -44,6 +44,10 @@ enum FileRangeResponse {
         }
     }
 
+    /// The rest of a partly downloaded file: bytes `from...to` from the origin (exactly those).
+    typealias Rest = @Sendable (_ from: Int64, _ to: Int64) async throws -> PrefetchOriginStream
+
+    /// A whole file on disk.
     static func response(path: String, contentType: String, range: String?) async throws -> Response {
         let size = try await HTTPAPI.blocking { () -> Int64 in
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = (attributes[.size] as? NSNumber)?.int64Value else {
@@ -51,6 +55,13 @@ enum FileRangeResponse {
             }
             return size
         }
+        return try await response(path: path, contentType: contentType, size: size, onDisk: size, range: range, rest: nil)
+    }
+
+    /// A file of `size` bytes whose first `onDisk` are in `path`; the bytes after them come from
+    /// `rest` (a partly downloaded file), so one answer may be the start from disk and the end
+    /// from the origin.
+    static func response(path: String, contentType: String, size: Int64, onDisk: Int64, range: String?, rest: Rest?) async throws -> Response {
         var headers: HTTPFields = [.contentType: contentType, .acceptRanges: "bytes"]
         let start: Int64
         let end: Int64
@@ -63,38 +74,63 @@ enum FileRangeResponse {
             status = .partialContent
             headers[.contentRange] = "bytes \(from)-\(to)/\(size)"
         case .unsatisfiable:
-            headers[.contentRange] = "bytes */\(size)"
             var error = APIError(.rangeNotSatisfiable, "the range '\(range?.prefix(80) ?? "")' is not satisfiable for a file of \(size) bytes", code: "range_not_satisfiable")
             error.headers = [.contentRange: "bytes */\(size)"]
             throw error
         }
+        // The origin's part is opened before the head is sent, so its failure is a clear 502.
+        let fromOrigin: PrefetchOriginStream?
+        if end >= onDisk {
+            guard let rest else { throw APIError(.internalServerError, "the file is shorter than its size") }
+            fromOrigin = try await rest(max(start, onDisk), end)
+        } else {
+            fromOrigin = nil
+        }
+        let diskEnd = min(end, onDisk - 1)
         let length = max(0, end - start + 1)
         let body = ResponseBody(contentLength: Int(length)) { writer in
-            let fd = try await HTTPAPI.blocking { () -> Int32 in
-                let fd = open(path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { throw APIError(.notFound, "the file is no longer on disk") }
-                return fd
+            if start <= diskEnd {
+                try await writeFromDisk(path, from: start, to: diskEnd, into: &writer)
             }
-            defer { close(fd) }
-            var offset = start
-            var left = length
-            while left > 0 {
-                let want = Int(min(Int64(chunkSize), left))
-                let at = offset
-                let chunk = try await HTTPAPI.blocking { () -> ByteBuffer in
-                    var buffer = ByteBufferAllocator().buffer(capacity: want)
-                    let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
-                        max(0, pread(fd, raw.baseAddress, want, off_t(at)))
-                    }
-                    guard read > 0 else { throw APIError(.internalServerError, "the file got shorter while it was sent") }
-                    return buffer
+            if let fromOrigin {
+                let expected = end - max(start, onDisk) + 1
+                var count: Int64 = 0
+                try await fromOrigin.forEachChunk(limit: expected) { chunk in
+                    count += Int64(chunk.readableBytes)
+                    try await writer.write(chunk)
                 }
-                offset += Int64(chunk.readableBytes)
-                left -= Int64(chunk.readableBytes)
-                try await writer.write(chunk)
+                guard count == expected else { throw APIError(.badGateway, "the origin sent \(count) of \(expected) bytes") }
             }
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Writes bytes `from...to` of the file at `path`, read in chunks on the BlockingPool.
+    static func writeFromDisk(_ path: String, from start: Int64, to end: Int64, into writer: inout any ResponseBodyWriter) async throws {
+        let length = end - start + 1
+        let fd = try await HTTPAPI.blocking { () -> Int32 in
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw APIError(.notFound, "the file is no longer on disk") }
+            return fd
+        }
+        defer { close(fd) }
+        var offset = start
+        var left = length
+        while left > 0 {
+            let want = Int(min(Int64(chunkSize), left))
+            let at = offset
+            let chunk = try await HTTPAPI.blocking { () -> ByteBuffer in
+                var buffer = ByteBufferAllocator().buffer(capacity: want)
+                let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
+                    max(0, pread(fd, raw.baseAddress, want, off_t(at)))
+                }
+                guard read > 0 else { throw APIError(.internalServerError, "the file got shorter while it was sent") }
+                return buffer
+            }
+            offset += Int64(chunk.readableBytes)
+            left -= Int64(chunk.readableBytes)
+            try await writer.write(chunk)
+        }
     }
 }

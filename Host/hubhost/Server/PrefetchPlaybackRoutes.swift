@@ -7,7 +7,8 @@ import NIOCore
 /// Local playback of prefetched items (seed 4.4-4.5) in `hubhost serve`:
 ///
 ///   GET /v1/prefetch/items/{id}/play-url   how the item plays (PrefetchPlayback); 409 not_playable with the reason
-///   GET /v1/prefetch/items/{id}/file       a cached non-HLS item's file, with Range (206, 416)
+///   GET /v1/prefetch/items/{id}/file       a non-HLS item's file, with Range (206, 416): cached from disk;
+///                                          partly downloaded: its start from disk, the rest from the origin
 ///   GET /v1/prefetch/hls/{id}/{name}       the local HLS endpoint: `index.m3u8` and the playlists and
 ///                                          segments it names (HLSLayout's names); cached ones from
 ///                                          disk (with Range), the others relayed from the origin
@@ -22,7 +23,11 @@ enum PrefetchPlaybackRoutes {
             let engine = try PrefetchRoutes.engine(host)
             let id = try context.parameters.require("id")
             let file = try await notPlayable { try await HTTPAPI.blocking { try engine.playbackFile(id) } }
-            return try await FileRangeResponse.response(path: file.path, contentType: file.contentType, range: request.headers[.range])
+            // A partly downloaded file: its start from disk, the rest from the origin (same file, If-Range).
+            return try await FileRangeResponse.response(path: file.path, contentType: file.contentType, size: file.size, onDisk: file.onDisk,
+                                                        range: request.headers[.range]) { from, to in
+                try await engine.openOriginRange(id, file, from: from, to: to)
+            }
         }
         router.get("/v1/prefetch/hls/{id}/{name}") { request, context in
             let engine = try PrefetchRoutes.engine(host)
