@@ -204,6 +204,43 @@ final class PrefetchPlaybackTests: XCTestCase {
         XCTAssertTrue(unknown.stderr.contains("no item 'nope'"), unknown.stderr)
     }
 
+    func testHLSPartialDownloadBySecondsIsPartiallyCachedAndPlaysThrough() throws {
+        let hls = try makeHLS()
+        serveHLS(hls, prefix: "p")
+        service.pages[""] = catalogPage([hlsItem("p", url: service.fileURL("p/index.m3u8"))])
+        try writeManifest()
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        wait(server, "p", "discovered") { $0["state"] as? String == "discovered" }
+        let (bytesStatus, bytesAnswer) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_bytes": 1000}"#)
+        XCTAssertEqual(bytesStatus, 200)
+        let refusal = ((bytesAnswer as? [String: Any])?["answers"] as? [[String: Any]])?.first
+        XCTAssertEqual(refusal?["accepted"] as? Bool, false)
+        XCTAssertTrue((refusal?["reason"] as? String ?? "").contains("in seconds"), "\(String(describing: refusal))")
+
+        // The first 2 seconds: segments 0 and 1 (each one second by #EXTINF), then partially cached.
+        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 2}"#).0, 200)
+        wait(server, "p", "partially cached") { $0["state"] as? String == "partially_cached" }
+        XCTAssertEqual(requests("p"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 0, "seg3.ts": 0, "seg4.ts": 0, "seg5.ts": 0])
+        let partial = item(server, "p")
+        XCTAssertEqual((partial["files"] as? [[String: Any]])?.first?["partialSeconds"] as? Double, 2)
+        XCTAssertEqual(partial["bytesDownloaded"] as? Int, (hls.segments["seg0.ts"]?.count ?? 0) + (hls.segments["seg1.ts"]?.count ?? 0))
+
+        // It plays through: the first two segments from disk, the rest from the origin.
+        let play = try playURL(server, "p")
+        XCTAssertEqual(play["state"] as? String, "partially_cached")
+        XCTAssertEqual(try videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
+        let played = requests("p")
+        XCTAssertEqual(played["seg0.ts"], 1)
+        XCTAssertEqual(played["seg1.ts"], 1)
+        for name in ["seg2.ts", "seg3.ts", "seg4.ts", "seg5.ts"] { XCTAssertGreaterThanOrEqual(played[name] ?? 0, 1, name) }
+
+        // A download without a length completes it from there.
+        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"]}"#).0, 200)
+        wait(server, "p", "cached") { $0["state"] as? String == "cached" }
+        let done = requests("p")
+        for (name, count) in played { XCTAssertEqual(done[name], ["seg0.ts", "seg1.ts"].contains(name) ? count : count + 1, name) }
+    }
+
     private func rawGet(_ url: String, headers: [String: String] = [:]) throws -> (Int, Data) {
         let response = try HTTPFetcher().fetch("GET", url, headers: headers, timeoutSeconds: 20).get()
         return (response.status, response.body)
@@ -383,6 +420,9 @@ final class PrefetchPlaybackTests: XCTestCase {
             """
         let layout = try await HLSLayout.build(indexURL: base, indexText: text) { _ in XCTFail("a media playlist fetches nothing"); return "" }
         XCTAssertEqual(layout.order, ["m-0.key", "m-1.mp4", "m-2.bin", "m-3.ts", "m-4.ts"], "one name per URL, made by hubhost")
+        XCTAssertEqual(layout.starts, ["m-0.key": 0, "m-1.mp4": 0, "m-2.bin": 0, "m-3.ts": 1, "m-4.ts": 2], "seconds before each, by #EXTINF")
+        XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n#EXTINF:nan,\ns.ts\n", url: base, origin: base))
+        XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n#EXTINF:1e300,\ns.ts\n", url: base, origin: base))
         XCTAssertEqual(layout.resources["m-2.bin"], "http://cdn.test:8080/etc/passwd", "a traversal only moves on the origin")
         XCTAssertEqual(layout.resources["m-3.ts"], "http://cdn.test:8080/abs/seg.ts")
         XCTAssertEqual(layout.resources["m-4.ts"], "http://cdn.test:8080/v/1/seg.ts?token=a,b")

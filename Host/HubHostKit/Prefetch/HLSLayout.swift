@@ -16,6 +16,9 @@ public struct HLSLayout: Codable, Sendable, Equatable {
     public var resources: [String: String]
     /// Resource names in playlist order: the order a download fetches them.
     public var order: [String]
+    /// Resource name → seconds of play before it in its playlist (the earliest when named twice):
+    /// a partial download by seconds fetches the resources that start before N.
+    public var starts: [String: Double]? = nil
 
     /// The local name of the main index.
     public static let indexName = "index.m3u8"
@@ -25,10 +28,17 @@ public struct HLSLayout: Codable, Sendable, Equatable {
     /// HLSPlaylist.Invalid for a playlist that breaks the rules or limits.
     public static func build(indexURL: String, indexText: String, fetch: (String) async throws -> String) async throws -> HLSLayout {
         let main = try HLSPlaylist(text: indexText, url: indexURL, origin: indexURL)
-        var layout = HLSLayout(indexURL: indexURL, playlists: [:], resources: [:], order: [])
+        var layout = HLSLayout(indexURL: indexURL, playlists: [:], resources: [:], order: [], starts: [:])
         var nameOf: [String: String] = [:]
         func addResources(_ playlist: HLSPlaylist, prefix: String) -> String {
             var count = 0
+            defer {
+                for reference in playlist.references {
+                    guard let name = nameOf[reference.url] else { continue }
+                    let earliest = min(layout.starts?[name] ?? reference.start, reference.start)
+                    layout.starts?[name] = earliest
+                }
+            }
             return playlist.rewritten { url in
                 if let name = nameOf[url] { return name }
                 let name = "\(prefix)-\(count).\(extensionOf(url))"

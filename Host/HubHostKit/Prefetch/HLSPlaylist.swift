@@ -34,6 +34,8 @@ public struct HLSPlaylist: Sendable, Equatable {
         var line: Int
         var place: Place
         var url: String
+        /// Seconds of play before it (the #EXTINF durations of the segments above); 0 in a master.
+        var start: Double
     }
 
     /// A master playlist names playlists (variants, renditions); a media playlist names segments.
@@ -54,15 +56,26 @@ public struct HLSPlaylist: Sendable, Equatable {
         guard let base = URL(string: url), let home = URL(string: origin) else { throw Invalid(description: "bad playlist URL \(url.prefix(200))") }
         let isMaster = lines.contains { $0.hasPrefix("#EXT-X-STREAM-INF") || $0.hasPrefix("#EXT-X-MEDIA:") || $0.hasPrefix("#EXT-X-I-FRAME-STREAM-INF") }
         var references: [Reference] = []
+        var clock = 0.0
+        var segmentDuration: Double?
         func add(_ uri: String, line: Int, place: Place) throws {
             guard references.count < (isMaster ? Limits.maxVariants : Limits.maxURIsPerPlaylist) else {
                 throw Invalid(description: "playlist \(url.prefix(200)) names more than \(isMaster ? Limits.maxVariants : Limits.maxURIsPerPlaylist) URIs")
             }
-            references.append(Reference(line: line, place: place, url: try Self.resolve(uri, against: base, origin: home)))
+            references.append(Reference(line: line, place: place, url: try Self.resolve(uri, against: base, origin: home), start: clock))
         }
         for (index, raw) in lines.enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty { continue }
+            if line.hasPrefix("#EXTINF:") {
+                // "#EXTINF:<seconds>,<title>": the next segment's duration, range-checked.
+                let number = line.dropFirst(8).prefix { $0 != "," }.trimmingCharacters(in: .whitespaces)
+                guard let seconds = Double(number), seconds.isFinite, (0...86_400).contains(seconds) else {
+                    throw Invalid(description: "playlist \(url.prefix(200)): bad #EXTINF duration '\(number.prefix(40))'")
+                }
+                segmentDuration = seconds
+                continue
+            }
             if line.hasPrefix("#") {
                 // Tags whose URI attribute names a resource: renditions and I-frame playlists (master),
                 // initialisation sections and keys (media). Other tags carry no URI to follow.
@@ -74,6 +87,10 @@ public struct HLSPlaylist: Sendable, Equatable {
                 continue
             }
             try add(line, line: index, place: .line)
+            if !isMaster {
+                clock += segmentDuration ?? 0
+                segmentDuration = nil
+            }
         }
         self.isMaster = isMaster
         self.lines = lines

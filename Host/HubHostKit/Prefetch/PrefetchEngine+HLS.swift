@@ -1,6 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// HLS items (an `hls_main_index` file): the download fetches the main index, the playlists it
 /// names and every segment, key and initialisation section they name, into `<item>/hls/`
@@ -93,14 +96,18 @@ extension PrefetchEngine {
     /// Downloads an HLS item's main index, playlists and every resource they name, skipping those
     /// already on disk; marks the main index file done when all are. Progress (the bytes of the
     /// item's segments on disk) is stored about twice a second, which also tells whether the item
-    /// is still ours to download (a pause or delete stops it, segments kept).
-    func fetchHLS(_ id: String, _ file: PrefetchFile) async throws {
+    /// is still ours to download (a pause or delete stops it, segments kept). With `partialSeconds`
+    /// only the resources that start before that many seconds are fetched (and fsynced): answers
+    /// false when that is not all of them (the item is then partially cached), true when complete.
+    @discardableResult
+    func fetchHLS(_ id: String, _ file: PrefetchFile) async throws -> Bool {
         let layout = try await hlsLayout(id, file, keep: true)
         let folder = hlsFolder(id)
         let convert = convertRequest
         var total: Int64 = 0
         var lastRecordNs: UInt64 = 0
-        for name in layout.order {
+        let wanted = file.partialSeconds.map { seconds in layout.order.filter { (layout.starts?[$0] ?? 0) < seconds } } ?? layout.order
+        for name in wanted {
             if Task.isCancelled { throw FileDownloader.Failure.stopped }
             guard let url = layout.resources[name] else { continue }
             let path = (folder as NSString).appendingPathComponent(name)
@@ -130,6 +137,26 @@ extension PrefetchEngine {
             guard still else { throw FileDownloader.Failure.stopped }
         }
         let (sum, index) = (total, file.index)
+        if wanted.count < layout.order.count {
+            // Durable before the item is announced partially cached, as a partial file is.
+            let paths = wanted.map { (folder as NSString).appendingPathComponent($0) }
+            try await BlockingPool.run { [self] in
+                for path in paths {
+                    let fd = open(path, O_RDONLY | O_CLOEXEC)
+                    guard fd >= 0 else { throw FileDownloader.Failure.disk("cannot open \(path): errno \(errno)") }
+                    defer { Glibc.close(fd) }
+                    guard fsync(fd) == 0 else { throw FileDownloader.Failure.disk("fsync \(path) failed: errno \(errno)") }
+                }
+                _ = try store.update(id) { item in
+                    guard item.files.indices.contains(index) else { return false }
+                    item.files[index].bytesDownloaded = sum
+                    item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.index == index ? sum : ($1.done ? $1.bytesDownloaded : 0)) }
+                    return true
+                }
+            }
+            logger.debug("prefetch: \(id) HLS partial: \(wanted.count) of \(layout.order.count) resources, \(sum) bytes on disk")
+            return false
+        }
         try await BlockingPool.run { [self] in
             _ = try store.update(id) { item in
                 guard item.files.indices.contains(index) else { return false }
@@ -140,5 +167,6 @@ extension PrefetchEngine {
             }
         }
         logger.debug("prefetch: \(id) HLS: \(layout.order.count) resources, \(sum) bytes on disk")
+        return true
     }
 }
