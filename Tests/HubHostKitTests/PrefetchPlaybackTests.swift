@@ -224,6 +224,12 @@ final class PrefetchPlaybackTests: XCTestCase {
         let partial = item(server, "p")
         XCTAssertEqual((partial["files"] as? [[String: Any]])?.first?["partialSeconds"] as? Double, 2)
         XCTAssertEqual(partial["bytesDownloaded"] as? Int, (hls.segments["seg0.ts"]?.count ?? 0) + (hls.segments["seg1.ts"]?.count ?? 0))
+        // Asking again for no more than is on disk changes nothing.
+        let (againStatus, again) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 1.5}"#)
+        XCTAssertEqual(againStatus, 200)
+        let answer = ((again as? [String: Any])?["answers"] as? [[String: Any]])?.first
+        XCTAssertEqual(answer?["state"] as? String, "partially_cached")
+        XCTAssertTrue((answer?["reason"] as? String ?? "").contains("nothing to change"), "\(String(describing: answer))")
 
         // It plays through: the first two segments from disk, the rest from the origin.
         let play = try playURL(server, "p")

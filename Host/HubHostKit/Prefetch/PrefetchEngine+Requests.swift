@@ -58,6 +58,7 @@ extension PrefetchEngine {
                 default: break
                 }
                 let before = item.files.map(\.partialLength)
+                let secondsBefore = item.files.map(\.partialSeconds)
                 if case .failure(let error) = Self.setPartialLength(&item, partial) { return .failure(.refused(id: id, reason: "\(error)")) }
                 switch item.state {
                 case .queued:
@@ -67,8 +68,11 @@ extension PrefetchEngine {
                     return .success(true)
                 case .partiallyCached where item.files.allSatisfy({ file in
                     file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
+                        || file.partialSeconds.map { wanted in
+                            secondsBefore.indices.contains(file.index) && (secondsBefore[file.index].map { $0 >= wanted } ?? false)
+                        } == true
                 }):
-                    // That much is already on disk.
+                    // That much is already on disk (an HLS item: the segments of at least that many seconds).
                     return .success(false)
                 default:
                     if let behavior { item.downloadBehavior = behavior }
