@@ -247,6 +247,40 @@ final class PrefetchPlaybackTests: XCTestCase {
         for (name, count) in played { XCTAssertEqual(done[name], ["seg0.ts", "seg1.ts"].contains(name) ? count : count + 1, name) }
     }
 
+    func testHLSDownloadKilledMidSegmentResumesWithOnlyTheMissingSegments() throws {
+        let hls = try makeHLS()
+        serveHLS(hls, prefix: "k")
+        // Segment 3 comes slowly (500 bytes every 200 ms), so serve can be killed while it arrives.
+        service.lock.withLock { service.steadyFaults["k/seg3.ts"] = .slow(chunk: 500, delayMs: 200) }
+        service.pages[""] = catalogPage([hlsItem("k", url: service.fileURL("k/index.m3u8"))])
+        try writeManifest()
+        var server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        wait(server, "k", "discovered") { $0["state"] as? String == "discovered" }
+        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["k"]}"#).0, 200)
+        let deadline = Date().addingTimeInterval(30)
+        while service.sent("k/seg3.ts") == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        XCTAssertGreaterThan(service.sent("k/seg3.ts"), 0, "segment 3 started")
+        kill(server.process.processIdentifier, SIGKILL)
+        server.process.waitUntilExit()
+        let cut = folder + "/data/prefetch/items/k/hls"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: cut + "/m-3.ts"), "segment 3 was not complete")
+        XCTAssertLessThan(service.sent("k/seg3.ts"), hls.segments["seg3.ts"]?.count ?? 0)
+
+        // The next process finds the dead download and resumes it: only segment 3 (from its start) and after.
+        service.lock.withLock { service.steadyFaults["k/seg3.ts"] = nil }
+        server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        wait(server, "k", "cached after the restart") { $0["state"] as? String == "cached" }
+        XCTAssertEqual(requests("k"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 2, "seg4.ts": 1, "seg5.ts": 1])
+        XCTAssertEqual(service.requestRanges("k/seg3.ts").last ?? "none", nil, "a cut segment starts again whole")
+        for index in 0..<6 {
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: cut + "/m-\(index).ts")), hls.segments["seg\(index).ts"], "segment \(index)")
+        }
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: cut).contains { $0.hasSuffix(".part") })
+        let play = try playURL(server, "k")
+        XCTAssertEqual(try videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
+        XCTAssertEqual(service.requestRanges("k/seg5.ts").count, 1, "played from disk")
+    }
+
     private func rawGet(_ url: String, headers: [String: String] = [:]) throws -> (Int, Data) {
         let response = try HTTPFetcher().fetch("GET", url, headers: headers, timeoutSeconds: 20).get()
         return (response.status, response.body)
