@@ -223,7 +223,9 @@ extension PrefetchEngine {
         if let range { request.headers.replaceOrAdd(name: "Range", value: range) }
         if let ifRange { request.headers.replaceOrAdd(name: "If-Range", value: ifRange) }
         let response: HTTPClientResponse
-        do { response = try await downloader.client.execute(request, timeout: .seconds(60)) } catch {
+        // The deadline covers the whole relayed body (the rest of a large file may take long); a
+        // hanging origin is caught by the client's read timeout (prefetch.read_timeout), as downloads are.
+        do { response = try await downloader.client.execute(request, timeout: .hours(24)) } catch {
             throw PrefetchError.service("\(id): the origin: \(HTTPFetcher.describe(error))")
         }
         let code = Int(response.status.code)
