@@ -15,7 +15,7 @@ struct PrefetchCommand: ParsableCommand {
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
                       Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Import.self, Lookup.self, Policy.self, Watch.self])
+                      Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -202,7 +202,7 @@ struct PrefetchCommand: ParsableCommand {
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         @Option(help: "Set the items' downloadBehavior: full_auto, thumbnail_only or none.") var behavior: String?
-        @Option(help: "Download only the first N seconds of each item's main file (videoPartialDownloadLength; needs the catalog's duration and size): the item ends partially_cached.")
+        @Option(help: "Download only the first N seconds of each item's main file (videoPartialDownloadLength; needs the catalog's duration and size), or of an HLS item's segments (by #EXTINF): the item ends partially_cached.")
         var partialSeconds: Double?
         @Option(help: "Download only the first N bytes of each item's main file: the item ends partially_cached.")
         var partialBytes: Int64?

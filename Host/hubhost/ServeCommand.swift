@@ -17,6 +17,9 @@ struct ServeCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Listen on this port instead of server.port (0: any free port).")
     var port: Int?
 
+    @Option(help: ArgumentHelp("The content prefetch licence key; wins over prefetch.license and HUBHOST_PREFETCH_CONFIG.", valueName: "key"))
+    var license: String?
+
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535 (0: any free port), not \(port)") }
     }
@@ -33,8 +36,11 @@ struct ServeCommand: ParsableCommand {
             do {
                 let host = try command.manifestOption.startHost()
                 ProcessLogging.route(to: host.pipeline)  // libraries' swift-log records too
+                // The licence counts on the call that opens the engine: open it before the runtime does.
+                if let license = command.license { _ = try host.prefetch(license: license) }
                 let runtime = try HubHostRuntime(host: host)
-                try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port)])
+                try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port),
+                                             PrefetchHLSAnnouncement(host: host)])
             } catch { outcome.error = error }
             done.signal()
         }

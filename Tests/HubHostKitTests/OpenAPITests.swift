@@ -69,10 +69,15 @@ final class OpenAPITests: XCTestCase {
         let catalog = try PrefetchTestService()
         defer { catalog.stop() }
         catalog.files["v1.mp4"] = Data(repeating: 7, count: 10_000)
+        // An HLS item for the local HLS endpoint: a playlist and one segment (relayed from the origin).
+        catalog.files["h1/index.m3u8"] = Data("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nseg0.ts\n#EXT-X-ENDLIST\n".utf8)
+        catalog.files["h1/seg0.ts"] = Data(repeating: 0x47, count: 188)
         catalog.pages[""] = """
             {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
              "items": [{"unique_id": "v1", "content_id": "354", "source": "acme", "categories": ["news"], "title": "One",
-                        "files": [{"role": "main", "url": "\(catalog.fileURL("v1.mp4"))", "size": 10000}]}]}
+                        "files": [{"role": "main", "url": "\(catalog.fileURL("v1.mp4"))", "size": 10000}]},
+                       {"unique_id": "h1", "content_id": "355", "source": "acme", "categories": ["news"], "title": "HLS",
+                        "files": [{"role": "hls_main_index", "url": "\(catalog.fileURL("h1/index.m3u8"))"}]}]}
             """
 
         try TestSupport.write(Self.campaigns, to: folder + "/campaigns.json")
@@ -244,6 +249,16 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=bogus", expect: 400)
         api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/v1", expect: 200)
         api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/nope", expect: 404)
+        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/v1/play-url", expect: 200)
+        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/h1/play-url", expect: 200)
+        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/nope/play-url", expect: 404)
+        api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/v1/file", headers: ["Range": "bytes=0-9"], expect: 409)
+        api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/nope/file", expect: 404)
+        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/index.m3u8", expect: 200)
+        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", expect: 200)
+        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", headers: ["Range": "bytes=0-9"], expect: 206)
+        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/layout.json", expect: 404)
+        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/v1/index.m3u8", expect: 409)
         api.call("POST", "/v1/prefetch/download", json: #"{"ids":["v1","nope"]}"#, expect: 200)
         api.call("POST", "/v1/prefetch/download", json: #"{"ids":[]}"#, expect: 400)
         api.call("POST", "/v1/prefetch/pause", json: #"{"ids":["v1"]}"#, expect: 200)

@@ -69,7 +69,7 @@ final class FileDownloader: Sendable {
     /// keeps the `.part` file, fsyncs it and answers `complete: false`; a later call without it
     /// resumes from there.
     func download(url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
-                  validator: String?, stopAt requestedStop: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,
+                  validator: String?, stopAt requestedStop: Int64? = nil, maxSize: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,
                   progress: @escaping @Sendable (Int64) async -> Bool) async throws -> Outcome {
         let part = localPath + ".part"
         // A stop at or past the whole file is a full download.
@@ -91,6 +91,9 @@ final class FileDownloader: Sendable {
         }
         var fetched: Int64 = 0
         var keptValidator = validator
+        // The length the answer announced (Content-Length, or Content-Range's total), checked at
+        // the end when the catalog gives no size (HLS segments): a cut body is never complete.
+        var announced: Int64?
         let complete = expectedSize.map { offset == $0 && $0 > 0 } ?? false
         if let stopAt, offset >= stopAt {
             return Outcome(fetched: 0, validator: validator, complete: false, onDisk: offset)
@@ -135,10 +138,12 @@ final class FileDownloader: Sendable {
             if let expectedSize, let total, total != expectedSize {
                 throw Failure.sizeMismatch(expected: expectedSize, got: total)
             }
+            if let maxSize, let total, total > maxSize { throw Failure.sizeMismatch(expected: maxSize, got: total) }
+            announced = total
             let fd = open(part, O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { throw Failure.disk("cannot open \(part): errno \(errno)") }
             defer { close(fd) }
-            let limit = expectedSize ?? total ?? CatalogProtocol.maxFileSize
+            let limit = expectedSize ?? total ?? maxSize ?? CatalogProtocol.maxFileSize
             do {
                 for try await received in response.body {
                     if Task.isCancelled { throw Failure.stopped }
@@ -173,9 +178,13 @@ final class FileDownloader: Sendable {
             }
         }
         let onDisk = offset
+        let announcedLength = announced
         try await BlockingPool.run {
             if let expectedSize, onDisk != expectedSize {
                 throw Failure.sizeMismatch(expected: expectedSize, got: onDisk)
+            }
+            if expectedSize == nil, let announcedLength, onDisk != announcedLength {
+                throw Failure.sizeMismatch(expected: announcedLength, got: onDisk)
             }
             if let sha256, SHA256.hex(ofFile: part)?.lowercased() != sha256.lowercased() {
                 try? FileManager.default.removeItem(atPath: part)

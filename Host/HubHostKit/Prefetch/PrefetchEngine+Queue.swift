@@ -147,8 +147,15 @@ extension PrefetchEngine {
     /// partial length on disk (fsynced), the item is `partially_cached` instead of `cached`.
     func download(_ claimed: PrefetchItem) async {
         let id = claimed.uniqueId
+        // An HLS item downloaded in part (its partialSeconds) has those segments on disk.
+        var hlsPartialDone = false
         for file in claimed.files where !file.done && (file.isMain || file.autoDownload) {
             do {
+                if file.role == "hls_main_index" {
+                    // The playlists and every segment they name (PrefetchEngine+HLS).
+                    if try await !fetchHLS(id, file) { hlsPartialDone = true }
+                    continue
+                }
                 try await fetchFile(id, file, stopAt: file.isMain ? file.partialLength : nil) { [self] onDisk in
                     // Persist progress and learn whether the item is still ours to download
                     // (a pause, cancel or delete from another process shows here).
@@ -165,6 +172,7 @@ extension PrefetchEngine {
                 logger.warning("prefetch: \(id): \(file.role) file failed (the item's state does not depend on it): \(error)")
             }
         }
+        let hlsPartial = hlsPartialDone
         _ = try? await BlockingPool.run { [self] in
             var finalState: PrefetchItemState?
             let done = try transition(id) { item in
@@ -173,6 +181,7 @@ extension PrefetchEngine {
                     item.state = .cached
                 } else if item.files.allSatisfy({ file in
                     file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
+                        || (hlsPartial && file.role == "hls_main_index" && file.partialSeconds != nil)
                 }) {
                     item.state = .partiallyCached
                 } else {

@@ -58,6 +58,7 @@ extension PrefetchEngine {
                 default: break
                 }
                 let before = item.files.map(\.partialLength)
+                let secondsBefore = item.files.map(\.partialSeconds)
                 if case .failure(let error) = Self.setPartialLength(&item, partial) { return .failure(.refused(id: id, reason: "\(error)")) }
                 switch item.state {
                 case .queued:
@@ -67,8 +68,11 @@ extension PrefetchEngine {
                     return .success(true)
                 case .partiallyCached where item.files.allSatisfy({ file in
                     file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
+                        || file.partialSeconds.map { wanted in
+                            secondsBefore.indices.contains(file.index) && (secondsBefore[file.index].map { $0 >= wanted } ?? false)
+                        } == true
                 }):
-                    // That much is already on disk.
+                    // That much is already on disk (an HLS item: the segments of at least that many seconds).
                     return .success(false)
                 default:
                     if let behavior { item.downloadBehavior = behavior }
@@ -89,11 +93,19 @@ extension PrefetchEngine {
     /// Sets (or, for a full download, clears) the partial target of each `main` file of `item`.
     static func setPartialLength(_ item: inout PrefetchItem, _ partial: PrefetchPartialLength?) -> Result<Void, PrefetchError> {
         guard let partial else {
-            for index in item.files.indices { item.files[index].partialLength = nil }
+            for index in item.files.indices { item.files[index].partialLength = nil; item.files[index].partialSeconds = nil }
+            return .success(())
+        }
+        if !item.files.contains(where: { $0.role == "main" }), let hls = item.files.firstIndex(where: { $0.role == "hls_main_index" }) {
+            // An HLS item: the segments of the first N seconds (PrefetchEngine+HLS), by their #EXTINF durations.
+            guard case .seconds(let seconds) = partial else {
+                return .failure(.invalid("an HLS item's partial download is given in seconds (partial_seconds, --partial-seconds), not bytes"))
+            }
+            item.files[hls].partialSeconds = seconds
             return .success(())
         }
         guard item.files.contains(where: { $0.role == "main" }) else {
-            return .failure(.invalid("a partial download needs a main file (an HLS item downloads whole)"))
+            return .failure(.invalid("a partial download needs a main file or an HLS main index"))
         }
         for index in item.files.indices where item.files[index].role == "main" {
             switch partial.bytes(of: item.files[index]) {

@@ -44,6 +44,8 @@ public final class PrefetchEngine: @unchecked Sendable {
     var running: [String: Task<Void, Never>] = [:]
     var closed = false
     var userInfos: [String: [String: JSONValue]] = [:]
+    /// Local playback: the HLS endpoint's address and the layouts it serves (PrefetchPlayback.swift).
+    let playbackState = PrefetchPlaybackState()
 
     /// Retries after the first failed attempt of a main file before the item is Failed (seed 4.6).
     public static let maxRetries = 3
@@ -291,6 +293,9 @@ public final class PrefetchEngine: @unchecked Sendable {
             item.files[index].bytesDownloaded = 0
             item.files[index].validator = nil
         }
+        // An HLS item's segments and layout (PrefetchEngine+HLS) go with its main index.
+        try? FileManager.default.removeItem(atPath: hlsFolder(item.uniqueId))
+        playbackState.forget(item.uniqueId)
         if !keepThumbnails { try? FileManager.default.removeItem(atPath: folder(item.uniqueId)) }
         item.bytesDownloaded = item.files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded }
     }

@@ -70,6 +70,9 @@ public struct PrefetchFile: Sendable, Codable, Equatable {
     /// A partial download's target (videoPartialDownloadLength): the first this many bytes of a
     /// main file are enough for the item to be `partially_cached`. nil: the whole file.
     public var partialLength: Int64?
+    /// An HLS item's partial download (its `hls_main_index` file): the segments that start before
+    /// this many seconds of play are enough for the item to be `partially_cached`. nil: every segment.
+    public var partialSeconds: Double? = nil
 
     /// main and hls_main_index files decide the item's state; thumbnails and subtitles do not.
     public var isMain: Bool { CatalogProtocol.mainRoles.contains(role) }

@@ -30,6 +30,8 @@ enum HTTPServer {
                 print("hubhost serving on \(scheme)://\(settings.host):\(bound)")
                 fflush(stdout)
                 host.logger.info("serving on \(scheme)://\(settings.host):\(bound)")
+                // The local HLS endpoint is up with the server (PrefetchHLSAnnouncement).
+                if let engine = try? host.prefetch() { engine.hlsServerStarted(serverURL: PrefetchHLSAnnouncement.serverURL(scheme, settings.host, bound)) }
             },
             logger: logger)
     }
