@@ -1,0 +1,22 @@
+import Foundation
+
+/// One deliver call running on the sink's queue while the caller goes on with the store's part of
+/// the pipeline (EventDelivery.flush); `wait` blocks until the sink has answered.
+final class PendingSinkDelivery: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: SinkBatchResult?  // written once on the queue, read after `done`
+
+    init(sink: EventSink, events: [SinkEvent], timeoutMs: UInt32, on queue: DispatchQueue) {
+        queue.async {
+            self.result = sink.deliver(events, timeoutMs: timeoutMs)
+            self.done.signal()
+        }
+    }
+
+    /// The sink's answer (waits for it; the sink bounds its own time by `timeoutMs`).
+    func wait() -> SinkBatchResult {
+        done.wait()
+        done.signal()  // a second wait returns at once
+        return result!
+    }
+}
