@@ -41,6 +41,19 @@ public final class EventDelivery: @unchecked Sendable {
     /// Events per batch (at most EventSinkPlugin.maxBatch).
     public var batchSize = 100
 
+    /// Where the flushes' time went, added up since the delivery was made: what `hubhost bench
+    /// sinks` reports beside each sink's rate, to tell a slow sink from a slow store.
+    public struct Times: Sendable, Equatable {
+        /// In the sink's deliver calls.
+        public var sinkSeconds = 0.0
+        /// In the store's transactions (claims and statuses).
+        public var storeSeconds = 0.0
+        /// The flush's thread waiting for the sink with its own part done: the pipeline was sink-bound then.
+        public var waitingForSinkSeconds = 0.0
+    }
+    public var times: Times { lock.withLock { flushTimes } }
+    private var flushTimes = Times()
+
     public init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
         self.settings = settings
         self.store = store
@@ -80,13 +93,16 @@ public final class EventDelivery: @unchecked Sendable {
             let timeoutMs = UInt32(clamping: SafeTime.durationMs(settings.postTimeout))
             let limit = min(max(1, batchSize), EventSinkPlugin.maxBatch)
             // A claimed batch may wait for the previous batch's delivery before its own: its lease
-            // covers both (and starts no earlier than `nowMs`, which decides what is due).
+            // covers both with the margin one delivery had before the pipeline (and starts no earlier
+            // than `nowMs`, which decides what is due).
             func claim() -> (limit: Int, nowMs: Int64, leaseUntilMs: Int64) {
-                (limit, nowMs, max(nowMs, Clock.wallMs()).saturatingAdding(SafeTime.durationMs(2 * settings.postTimeout + 10)))
+                (limit, nowMs, max(nowMs, Clock.wallMs()).saturatingAdding(SafeTime.durationMs(3 * settings.postTimeout + 10)))
             }
             var current: [Event]
+            let firstClaimStart = Clock.monotonicNs()
             do {
                 current = try store.commit(.init(claim: claim()))
+                flushTimes.storeSeconds += Double(Clock.monotonicNs() - firstClaimStart) / 1e9
             } catch {
                 report.lastError = "cannot read the event store: \(error)"
                 logger.error("\(report.lastError!)")
@@ -101,8 +117,10 @@ public final class EventDelivery: @unchecked Sendable {
                 let delivery = PendingSinkDelivery(sink: sink, events: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
                 step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
                 var next: [Event] = []
+                let storeStart = Clock.monotonicNs()
                 do {
                     next = try store.commit(step)
+                    flushTimes.storeSeconds += Double(Clock.monotonicNs() - storeStart) / 1e9
                     report.add(stepReport)
                 } catch {
                     // Nothing of the step was written. Once the sink has answered, one more try records the
@@ -112,7 +130,7 @@ public final class EventDelivery: @unchecked Sendable {
                     let message = recording ? "delivered but could not record it: \(error)" : "cannot read the event store: \(error)"
                     logger.error("\(message)")
                     step.claim = nil
-                    if case .answered(let outcomes) = delivery.wait(), outcomes.count == current.count {
+                    if case .answered(let outcomes) = delivery.wait().result, outcomes.count == current.count {
                         _ = stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport)
                     }
                     if (try? store.commit(step)) != nil { report.add(stepReport) }
@@ -123,7 +141,11 @@ public final class EventDelivery: @unchecked Sendable {
                 stepReport = DeliveryReport()
                 let nextMessages = next.map { Self.sinkEvent($0, nameField: settings.eventNameField) }
                 let outcomes: [SinkOutcome]
-                switch delivery.wait() {
+                let waitStart = Clock.monotonicNs()
+                let answer = delivery.wait()
+                flushTimes.waitingForSinkSeconds += Double(Clock.monotonicNs() - waitStart) / 1e9
+                flushTimes.sinkSeconds += Double(answer.elapsedNs) / 1e9
+                switch answer.result {
                 case .notAttempted(let reason):
                     // Not an attempt (no token yet, no sink): the events wait, none is dropped.
                     report.lastError = reason
@@ -145,8 +167,10 @@ public final class EventDelivery: @unchecked Sendable {
                 currentMessages = nextMessages
             }
             // The last batch's statuses (and the release of a batch claimed but not sent).
+            let lastStart = Clock.monotonicNs()
             do {
                 _ = try store.commit(step)
+                flushTimes.storeSeconds += Double(Clock.monotonicNs() - lastStart) / 1e9
                 report.add(stepReport)
             } catch {
                 report.lastError = "delivered but could not record it: \(error)"

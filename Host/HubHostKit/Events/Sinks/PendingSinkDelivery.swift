@@ -5,18 +5,22 @@ import Foundation
 final class PendingSinkDelivery: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var result: SinkBatchResult?  // written once on the queue, read after `done`
+    private var elapsedNs: UInt64 = 0  // likewise
 
     init(sink: EventSink, events: [SinkEvent], timeoutMs: UInt32, on queue: DispatchQueue) {
         queue.async {
+            let start = Clock.monotonicNs()
             self.result = sink.deliver(events, timeoutMs: timeoutMs)
+            self.elapsedNs = Clock.monotonicNs() - start
             self.done.signal()
         }
     }
 
-    /// The sink's answer (waits for it; the sink bounds its own time by `timeoutMs`).
-    func wait() -> SinkBatchResult {
+    /// The sink's answer (waits for it; the sink bounds its own time by `timeoutMs`), and how long
+    /// its deliver call took.
+    func wait() -> (result: SinkBatchResult, elapsedNs: UInt64) {
         done.wait()
         done.signal()  // a second wait returns at once
-        return result!
+        return (result!, elapsedNs)
     }
 }
