@@ -51,6 +51,10 @@ extension BenchCommand {
                  String(format: "%.2f", row.ratio)]
             })
             for row in result.rows { print("  raw client for \(row.sink): \(row.rawClient)") }
+            for row in result.rows {
+                print("  \(row.sink): " + String(format: "%.2f s; in the sink's deliver calls %.2f s, in the store %.2f s (overlapping), waiting for the sink %.2f s",
+                                                 row.seconds, row.sinkSeconds, row.storeSeconds, row.waitingForSinkSeconds))
+            }
             for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) { print("  \(sink) not measured: \(why)") }
         }
     }

@@ -37,5 +37,16 @@ final class EventStoreMigrationTests: XCTestCase {
         let seqs = try store.pool.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM events ORDER BY seq") }
         XCTAssertEqual(Array(seqs.prefix(2)), [7, 9], "old events keep their seq")
         XCTAssertGreaterThan(seqs[2], 9)
+        // v5: the status index is in seq order, so a claim reads each status in order and stops after its batch.
+        let indexes = try store.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL")
+        }
+        XCTAssertEqual(indexes, ["CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms)"])
+        let plan = try store.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(EventStore.dueSeqsSQL)", arguments: EventStore.dueArguments(nowMs: 0, limit: 10))
+                .map { $0["detail"] as String }
+        }
+        XCTAssertEqual(plan.filter { $0.contains("events_by_status_seq (status=?)") }.count, 2, "\(plan)")
+        XCTAssertFalse(plan.contains { $0.contains("next_attempt_ms<") }, "not the old index's range: \(plan)")
     }
 }

@@ -14,6 +14,12 @@ final class SinkBenchmarkTests: XCTestCase {
         for row in rows {
             XCTAssertGreaterThan(row["eventsPerSecond"] as? Double ?? 0, 0, "\(row)")
             XCTAssertGreaterThan(row["rawPerSecond"] as? Double ?? 0, 0, "\(row)")
+            // Where the time went: the sink's calls happened within the run, and the store had its part.
+            let seconds = row["seconds"] as? Double ?? 0
+            XCTAssertGreaterThan(row["sinkSeconds"] as? Double ?? 0, 0, "\(row)")
+            XCTAssertLessThanOrEqual(row["sinkSeconds"] as? Double ?? .infinity, seconds, "\(row)")
+            XCTAssertGreaterThan(row["storeSeconds"] as? Double ?? 0, 0, "\(row)")
+            XCTAssertLessThanOrEqual(row["waitingForSinkSeconds"] as? Double ?? .infinity, seconds, "\(row)")
         }
         XCTAssertEqual(result["count"] as? Int, 300)
     }

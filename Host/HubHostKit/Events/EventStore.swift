@@ -97,6 +97,16 @@ public final class EventStore: @unchecked Sendable {
         migrator.registerMigration("v4 hold holder") { db in
             try db.execute(sql: "ALTER TABLE events ADD COLUMN holder TEXT")
         }
+        // Delivery takes the oldest due events. Ordered by (status, next_attempt_ms, seq), the index
+        // made every claim read ALL the waiting events and sort them by seq (a backlog of N events
+        // cost O(N) per batch); ordered by (status, seq, next_attempt_ms), each status is read in seq
+        // order and the read stops after the batch (see dueSeqsSQL). An index only: no event changes.
+        migrator.registerMigration("v5 status index in seq order") { db in
+            try db.execute(sql: """
+                DROP INDEX IF EXISTS events_by_status;
+                CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -156,30 +166,13 @@ public final class EventStore: @unchecked Sendable {
     /// Marks events posted.
     public func markPosted(_ ids: [String]) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in
-            let now = Clock.wallMs()
-            // One prepared statement for the batch: parsing the SQL per row was most of a delivery's store time.
-            let update = try db.cachedStatement(sql: "UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL WHERE id = ?")
-            for id in ids {
-                try update.execute(arguments: [EventStatus.successfullyPosted.rawValue, now, id])
-            }
-        }
+        try pool.write { db in try Self.markPosted(db, ids, nowMs: Clock.wallMs()) }
     }
 
     /// Records a failed attempt: retried at `retryAtMs`, or FAILED_POST once `maxAttempts` is reached.
     public func markAttemptFailed(_ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in
-            let now = Clock.wallMs()
-            let update = try db.cachedStatement(sql: """
-                UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
-                    status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
-                WHERE id = ?
-                """)
-            for id in ids {
-                try update.execute(arguments: [error, now, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, id])
-            }
-        }
+        try pool.write { db in try Self.markAttemptFailed(db, ids, error: error, retryAtMs: retryAtMs, maxAttempts: maxAttempts, nowMs: Clock.wallMs()) }
     }
 
     /// Events left in HOLD by a process that died mid-augmentation become EXPIRED: sent as they were.
@@ -212,24 +205,13 @@ public final class EventStore: @unchecked Sendable {
     /// markAttemptFailed or release; a process that dies mid-post leaves them to be claimed again
     /// once the lease ends (the idempotency key lets the collector drop the repeat).
     public func claimDeliverable(limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
-        try pool.write { db in
-            let batch = try Self.events(db, sql: "SELECT * FROM events WHERE status IN (?, ?) AND next_attempt_ms <= ? ORDER BY seq LIMIT ?",
-                                        arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, nowMs, limit])
-            let lease = try db.cachedStatement(sql: "UPDATE events SET next_attempt_ms = ? WHERE id = ?")
-            for event in batch {
-                try lease.execute(arguments: [leaseUntilMs, event.id])
-            }
-            return batch
-        }
+        try pool.write { db in try Self.claim(db, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs) }
     }
 
     /// Ends a claim without an attempt (nothing was sent): the events are deliverable at once.
     public func release(_ ids: [String]) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in
-            let release = try db.cachedStatement(sql: "UPDATE events SET next_attempt_ms = 0 WHERE id = ?")
-            for id in ids { try release.execute(arguments: [id]) }
-        }
+        try pool.write { db in try Self.release(db, ids) }
     }
 
     /// Deletes SUCCESSFULLY_POSTED events posted before `olderThanMs`.
@@ -247,9 +229,22 @@ public final class EventStore: @unchecked Sendable {
     /// Events ready to send now (NOT_POSTED or EXPIRED, due for an attempt), oldest first.
     public func deliverable(limit: Int, nowMs: Int64 = Clock.wallMs()) throws -> [Event] {
         try pool.read { db in
-            try Self.events(db, sql: "SELECT * FROM events WHERE status IN (?, ?) AND next_attempt_ms <= ? ORDER BY seq LIMIT ?",
-                            arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, nowMs, limit])
+            try Self.events(db, sql: "SELECT * FROM events WHERE seq IN (\(Self.dueSeqsSQL)) ORDER BY seq", arguments: Self.dueArguments(nowMs: nowMs, limit: limit))
         }
+    }
+
+    /// The seqs of the oldest `limit` events due for delivery (NOT_POSTED or EXPIRED, next attempt
+    /// reached), with `dueArguments`. One status at a time in the index's seq order, each read
+    /// stopping after `limit` rows, then merged: `status IN (...) ORDER BY seq` read and sorted them all.
+    static let dueSeqsSQL = """
+        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
+        UNION ALL
+        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
+        ORDER BY seq LIMIT ?
+        """
+
+    static func dueArguments(nowMs: Int64, limit: Int) -> StatementArguments {
+        [EventStatus.notPosted.rawValue, nowMs, limit, EventStatus.expired.rawValue, nowMs, limit, limit]
     }
 
     public func count(status: EventStatus) throws -> Int {
@@ -293,6 +288,60 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
+    // MARK: Delivery statements (inside a write transaction)
+    //
+    // Each is ONE statement over the whole batch: the ids go in as one JSON array read by
+    // json_each, so SQLite loops over the rows in C where a statement per row cost a Swift
+    // argument array, its binding and a step for each event.
+
+    static func markPosted(_ db: Database, _ ids: [String], nowMs: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL
+            WHERE id IN (SELECT value FROM json_each(?))
+            """).execute(arguments: [EventStatus.successfullyPosted.rawValue, nowMs, jsonArray(ids)])
+    }
+
+    static func markAttemptFailed(_ db: Database, _ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int, nowMs: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
+                status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
+            WHERE id IN (SELECT value FROM json_each(?))
+            """).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, jsonArray(ids)])
+    }
+
+    /// The oldest `limit` deliverable events, their next attempt moved to `leaseUntilMs` by the same
+    /// statement; in tracked (seq) order.
+    static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            UPDATE events SET next_attempt_ms = ? WHERE seq IN (\(dueSeqsSQL))
+            RETURNING seq, id, type, name, timestamp_ms, attributes, status, attempts
+            """), arguments: [leaseUntilMs] + dueArguments(nowMs: nowMs, limit: limit))
+        // RETURNING gives the rows in no promised order. The columns are read by position: by name,
+        // GRDB looks each one up (lowercasing it) per row.
+        return try rows.sorted { ($0[0] as Int64) < ($1[0] as Int64) }.map { row in
+            Event(id: row[1], type: EventType(rawValue: row[2]) ?? .namedEvent, name: row[3], timestampMs: row[4],
+                  attributes: try AttributeJSONReader.decodeOrThrow(row[5]), status: EventStatus(rawValue: row[6]) ?? .notPosted, attempts: row[7])
+        }
+    }
+
+    static func release(_ db: Database, _ ids: [String]) throws {
+        try db.cachedStatement(sql: "UPDATE events SET next_attempt_ms = 0 WHERE id IN (SELECT value FROM json_each(?))")
+            .execute(arguments: [jsonArray(ids)])
+    }
+
+    /// `["id1","id2",...]`, each id a JSON string (ids given by callers may hold any character).
+    static func jsonArray(_ ids: [String]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(2 + ids.count * 40)
+        out.append(UInt8(ascii: "["))
+        for (index, id) in ids.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            CollectorJSON.string(id, into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
     // MARK: Encoding
 
     static func events(_ db: Database, sql: String, arguments: StatementArguments) throws -> [Event] {
@@ -300,7 +349,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     static func stored(_ row: Row) throws -> StoredEvent {
-        let attributes = try JSONDecoder().decode([Event.Attribute].self, from: Data((row["attributes"] as String).utf8))
+        let attributes = try AttributeJSONReader.decodeOrThrow(row["attributes"])
         let event = Event(id: row["id"], type: EventType(rawValue: row["type"]) ?? .namedEvent, name: row["name"],
                           timestampMs: row["timestamp_ms"], attributes: attributes,
                           status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"])

@@ -19,6 +19,13 @@ public struct SinkBenchmark {
         /// eventsPerSecond / rawPerSecond.
         public var ratio: Double
         public var rawClient: String
+        /// Where the timed delivery went (EventDelivery.Times): the run's wall time, the time in the
+        /// sink's deliver calls, in the store's transactions, and the flush waiting on the sink with
+        /// its own part done (the pipeline then ran at the sink's pace).
+        public var seconds: Double
+        public var sinkSeconds: Double
+        public var storeSeconds: Double
+        public var waitingForSinkSeconds: Double
     }
 
     public struct Result: Encodable, Sendable {
@@ -141,6 +148,7 @@ public struct SinkBenchmark {
             if try engine.store.count(status: .notPosted) == 0 { break }
         }
         let seconds = Double(Clock.monotonicNs() - start) / 1e9
+        let times = engine.delivery.times  // a fresh host: only the timed flushes
         let posted = try engine.store.count(status: .successfullyPosted)
         guard posted == stored.count else {
             throw Failure(description: "\(name): \(posted) of \(stored.count) events delivered (\(report?.lastError ?? "no error"))")
@@ -149,7 +157,8 @@ public struct SinkBenchmark {
         let sinkRate = Double(posted) / max(seconds, 1e-9)
         let rawRate = Double(messages.count) / max(rawSeconds, 1e-9)
         return Row(sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
-                   rawClient: rawClient)
+                   rawClient: rawClient, seconds: seconds, sinkSeconds: times.sinkSeconds, storeSeconds: times.storeSeconds,
+                   waitingForSinkSeconds: times.waitingForSinkSeconds)
     }
 
     /// Lays the messages out as C structs over one block of bytes the call borrows, runs a raw client.

@@ -38,6 +38,19 @@ enum CollectorJSON {
     /// A JSON string literal, escaped as JSONSerialization escapes it.
     static func string(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        var text = text
+        // Most texts (ids, names, numbers) need no escape: one copy of their bytes.
+        let plain = text.withUTF8 { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "/") }) else {
+                return false
+            }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         let hex = Array("0123456789abcdef".utf8)
         for byte in text.utf8 {
             switch byte {
@@ -74,11 +87,21 @@ enum CollectorJSON {
         var time = time_t(wholeSeconds)
         var parts = tm()
         guard gmtime_r(&time, &parts) != nil else { return "1970-01-01T00:00:00.000Z" }
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        // Digits written into one buffer: String(value) and padding per field allocated 7 strings per time.
+        var out = [UInt8]()
+        out.reserveCapacity(32)
+        func pad(_ value: Int32, _ width: Int) {
+            let digits = Array(String(value).utf8)
+            if digits.count < width { out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits.count)) }
+            out.append(contentsOf: digits)
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(fraction), 3))Z"
+        pad(parts.tm_year + 1900, 4); out.append(UInt8(ascii: "-"))
+        pad(parts.tm_mon + 1, 2); out.append(UInt8(ascii: "-"))
+        pad(parts.tm_mday, 2); out.append(UInt8(ascii: "T"))
+        pad(parts.tm_hour, 2); out.append(UInt8(ascii: ":"))
+        pad(parts.tm_min, 2); out.append(UInt8(ascii: ":"))
+        pad(parts.tm_sec, 2); out.append(UInt8(ascii: "."))
+        pad(Int32(fraction), 3); out.append(UInt8(ascii: "Z"))
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -14,6 +14,14 @@ public struct DeliveryReport: Codable, Equatable, Sendable {
     /// True when there was nowhere to post (no collector_url, or `events.sink` names no loaded
     /// event_sink: then lastError says why): events stay NOT_POSTED on disk.
     public var noCollector = false
+
+    /// Adds the counts of a part of the flush (and its last error, if it has one).
+    mutating func add(_ part: DeliveryReport) {
+        posted += part.posted
+        retrying += part.retrying
+        failed += part.failed
+        if let error = part.lastError { lastError = error }
+    }
 }
 
 /// Batched delivery through one sink (`events.sink`; the built-in HTTP collector by default): the
@@ -28,8 +36,23 @@ public final class EventDelivery: @unchecked Sendable {
     public let sink: EventSink
     let logger: Logger
     private let lock = NSLock()  // one flush at a time
+    /// Where the sink's deliver calls run, one at a time, while the flush's thread does the store's part.
+    private let sinkQueue = DispatchQueue(label: "hubhost.events.sink")
     /// Events per batch (at most EventSinkPlugin.maxBatch).
     public var batchSize = 100
+
+    /// Where the flushes' time went, added up since the delivery was made: what `hubhost bench
+    /// sinks` reports beside each sink's rate, to tell a slow sink from a slow store.
+    public struct Times: Sendable, Equatable {
+        /// In the sink's deliver calls.
+        public var sinkSeconds = 0.0
+        /// In the store's transactions (claims and statuses).
+        public var storeSeconds = 0.0
+        /// The flush's thread waiting for the sink with its own part done: the pipeline was sink-bound then.
+        public var waitingForSinkSeconds = 0.0
+    }
+    public var times: Times { lock.withLock { flushTimes } }
+    private var flushTimes = Times()
 
     public init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
         self.settings = settings
@@ -53,6 +76,12 @@ public final class EventDelivery: @unchecked Sendable {
         return report
     }
 
+    /// The pipeline: while the sink delivers batch k (on `sinkQueue`), this thread commits, in one
+    /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, and builds k+1's
+    /// sink events. So the store's work overlaps the sink's instead of adding to it, and each batch
+    /// costs one fsync instead of two. The sink still sees the batches one after the other in
+    /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
+    /// batch that is not sent is released in the transaction that records the last one.
     private func flushLocked(nowMs: Int64) -> DeliveryReport {
         lock.withLock {
             var report = DeliveryReport()
@@ -62,42 +91,99 @@ public final class EventDelivery: @unchecked Sendable {
                 return report
             }
             let timeoutMs = UInt32(clamping: SafeTime.durationMs(settings.postTimeout))
+            let limit = min(max(1, batchSize), EventSinkPlugin.maxBatch)
+            // A claimed batch may wait for the previous batch's delivery before its own: its lease
+            // covers both with the margin one delivery had before the pipeline (and starts no earlier
+            // than `nowMs`, which decides what is due).
+            func claim() -> (limit: Int, nowMs: Int64, leaseUntilMs: Int64) {
+                (limit, nowMs, max(nowMs, Clock.wallMs()).saturatingAdding(SafeTime.durationMs(3 * settings.postTimeout + 10)))
+            }
+            var current: [Event]
+            let firstClaimStart = Clock.monotonicNs()
+            do {
+                current = try store.commit(.init(claim: claim()))
+                flushTimes.storeSeconds += Double(Clock.monotonicNs() - firstClaimStart) / 1e9
+            } catch {
+                report.lastError = "cannot read the event store: \(error)"
+                logger.error("\(report.lastError!)")
+                return report
+            }
+            var currentMessages = current.map { Self.sinkEvent($0, nameField: settings.eventNameField) }
+            var step = EventStore.DeliveryStep()  // the previous batch's statuses, not yet written
+            var stepReport = DeliveryReport()
             for _ in 0..<10_000 {  // bounded: each round delivers or stops
-                let batch: [Event]
-                let lease = nowMs.saturatingAdding(SafeTime.durationMs(2 * settings.postTimeout + 10))
+                guard !current.isEmpty else { break }
+                report.batches += 1
+                let delivery = PendingSinkDelivery(sink: sink, events: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
+                step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
+                var next: [Event] = []
+                let storeStart = Clock.monotonicNs()
                 do {
-                    batch = try store.claimDeliverable(limit: min(max(1, batchSize), EventSinkPlugin.maxBatch), nowMs: nowMs, leaseUntilMs: lease)
+                    next = try store.commit(step)
+                    flushTimes.storeSeconds += Double(Clock.monotonicNs() - storeStart) / 1e9
+                    report.add(stepReport)
                 } catch {
-                    report.lastError = "cannot read the event store: \(error)"
-                    logger.error("\(report.lastError!)")
+                    // Nothing of the step was written. Once the sink has answered, one more try records the
+                    // statuses without a claim; events whose status is not recorded keep their lease and are
+                    // sent again once it ends (the idempotency key lets the destination drop them).
+                    let recording = !step.posted.isEmpty || !step.failed.isEmpty
+                    let message = recording ? "delivered but could not record it: \(error)" : "cannot read the event store: \(error)"
+                    logger.error("\(message)")
+                    step.claim = nil
+                    if case .answered(let outcomes) = delivery.wait().result, outcomes.count == current.count {
+                        _ = stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport)
+                    }
+                    if (try? store.commit(step)) != nil { report.add(stepReport) }
+                    report.lastError = message
                     return report
                 }
-                if batch.isEmpty { break }
-                report.batches += 1
+                step = EventStore.DeliveryStep()
+                stepReport = DeliveryReport()
+                let nextMessages = next.map { Self.sinkEvent($0, nameField: settings.eventNameField) }
                 let outcomes: [SinkOutcome]
-                switch sink.deliver(batch.map { Self.sinkEvent($0, nameField: settings.eventNameField) }, timeoutMs: timeoutMs) {
+                let waitStart = Clock.monotonicNs()
+                let answer = delivery.wait()
+                flushTimes.waitingForSinkSeconds += Double(Clock.monotonicNs() - waitStart) / 1e9
+                flushTimes.sinkSeconds += Double(answer.elapsedNs) / 1e9
+                switch answer.result {
                 case .notAttempted(let reason):
                     // Not an attempt (no token yet, no sink): the events wait, none is dropped.
                     report.lastError = reason
                     logger.warning("events not posted yet: \(reason)")
-                    try? store.release(batch.map(\.id))
+                    _ = try? store.commit(.init(released: current.map(\.id) + next.map(\.id)))
                     return report
-                case .answered(let answered) where answered.count == batch.count:
+                case .answered(let answered) where answered.count == current.count:
                     outcomes = answered
                 case .answered(let answered):
-                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(batch.count) events"),
-                                     count: batch.count)
+                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(current.count) events"),
+                                     count: current.count)
                 }
                 // Some to retry: the destination is struggling, the rest waits for the next flush.
-                if record(batch, outcomes, nowMs: nowMs, into: &report) { return report }
+                if stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport) {
+                    step.released = next.map(\.id)
+                    next = []
+                }
+                current = next
+                currentMessages = nextMessages
+            }
+            // The last batch's statuses (and the release of a batch claimed but not sent).
+            let lastStart = Clock.monotonicNs()
+            do {
+                _ = try store.commit(step)
+                flushTimes.storeSeconds += Double(Clock.monotonicNs() - lastStart) / 1e9
+                report.add(stepReport)
+            } catch {
+                report.lastError = "delivered but could not record it: \(error)"
+                logger.error("\(report.lastError!)")
             }
             return report
         }
     }
 
-    /// Marks each event of `batch` by its outcome; true when some are to be retried (or the store
-    /// could not record it, when the flush stops too).
-    private func record(_ batch: [Event], _ outcomes: [SinkOutcome], nowMs: Int64, into report: inout DeliveryReport) -> Bool {
+    /// Puts each event of `batch`'s status by its outcome into `step` (and the counts into
+    /// `stepReport`); true when some are to be retried.
+    private func stage(_ batch: [Event], _ outcomes: [SinkOutcome], nowMs: Int64, into step: inout EventStore.DeliveryStep,
+                       _ stepReport: inout DeliveryReport) -> Bool {
         var delivered: [String] = []
         var rejected: [String: [String]] = [:]
         var retry: [String: [Event]] = [:]
@@ -108,30 +194,24 @@ public final class EventDelivery: @unchecked Sendable {
             case .retry(let reason): retry[reason, default: []].append(event)
             }
         }
-        do {
-            try store.markPosted(delivered)
-            report.posted += delivered.count
-        } catch {
-            report.lastError = "delivered but could not record it: \(error)"
-            logger.error("\(report.lastError!)")
-            return true
-        }
+        step.posted += delivered
+        stepReport.posted += delivered.count
         for (reason, ids) in rejected.sorted(by: { $0.key < $1.key }) {
             // A rejection is final: FAILED_POST now, whatever attempts are left.
-            try? store.markAttemptFailed(ids, error: reason, retryAtMs: nowMs, maxAttempts: 0)
-            report.failed += ids.count
-            report.lastError = reason
+            step.failed.append((ids, reason, nowMs, 0))
+            stepReport.failed += ids.count
+            stepReport.lastError = reason
             logger.warning("\(sink.name) rejected \(ids.count) event\(ids.count == 1 ? "" : "s") (\(reason)); now FAILED_POST")
         }
         for (reason, events) in retry.sorted(by: { $0.key < $1.key }) {
             let attempts = events.map(\.attempts).max() ?? 0
             let delay = settings.retryBaseDelay * pow(2, Double(attempts)) * Double.random(in: 0.8...1.2)
             let retryAt = nowMs.saturatingAdding(SafeTime.durationMs(delay))  // 2^attempts may be inf
-            try? store.markAttemptFailed(events.map(\.id), error: reason, retryAtMs: retryAt, maxAttempts: settings.maxNumRetries)
+            step.failed.append((events.map(\.id), reason, retryAt, settings.maxNumRetries))
             let failedNow = events.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
-            report.failed += failedNow
-            report.retrying += events.count - failedNow
-            report.lastError = reason
+            stepReport.failed += failedNow
+            stepReport.retrying += events.count - failedNow
+            stepReport.lastError = reason
             logger.warning("posting \(events.count) event\(events.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s")
         }
         return !retry.isEmpty
