@@ -29,6 +29,7 @@ enum HTTPAPI {
         HubDeliveryRoutes.add(to: router, host: host)
         IdentityRoutes.add(to: router, host: host)
         PrefetchRoutes.add(to: router, host: host)
+        PrefetchCatalogRoutes.add(to: router, host: host)
         return router
     }
 
