@@ -10,6 +10,7 @@ struct PrefetchItemFilterOptions: ParsableArguments {
     @Option(help: "Only items of this source (with --categories: categories of this source's items).") var source: String?
     @Flag(help: "Only saved items.") var saved = false
     @Flag(name: .customLong("not-viewed"), help: "Only items not viewed.") var notViewed = false
+    @Option(name: .customLong("type"), help: "Only items of this type, e.g. video (repeatable; the seed's video filters).") var types: [String] = []
     @Option(help: "Sort by FIELD or FIELD:desc (repeatable).") var sort: [String] = []
     @Option(help: "At most this many objects.") var limit: Int?
 
@@ -28,7 +29,7 @@ struct PrefetchItemFilterOptions: ParsableArguments {
         }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
         return PrefetchItemFilter(states: parsedStates, category: category, contentIds: contentIds, source: source,
-                                  saved: saved ? true : nil, notViewed: notViewed, sort: sorts, limit: limit)
+                                  saved: saved ? true : nil, notViewed: notViewed, types: types, sort: sorts, limit: limit)
     }
 }
 
@@ -207,6 +208,7 @@ struct PrefetchSetWatchOptions: ParsableArguments {
         add("source", filter.source)
         if filter.saved == true { add("saved", "true") }
         if filter.notViewed { add("not_viewed", "true") }
+        filter.types.forEach { add("type", $0) }
         filter.sort.forEach { add("sort", $0.field.rawValue + ($0.descending ? ":desc" : "")) }
         add("limit", filter.limit.map(String.init))
         return ("/v1/prefetch/items/watch", query)

@@ -238,7 +238,7 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/v1/prefetch/status", expect: 200)
         api.call("POST", "/v1/prefetch/register", expect: 200)
         api.call("POST", "/v1/prefetch/sync", expect: 200)
-        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=discovered&category=news&sort=title:desc&limit=5", expect: 200)
+        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=discovered&category=news&type=video&sort=title:desc&limit=5", expect: 200)
         api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=bogus", expect: 400)
         api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=discovered", expect: 200, stream: true)
         api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=bogus", expect: 400)

@@ -38,12 +38,12 @@ final class PrefetchSetsTests: XCTestCase {
     }
 
     private func item(_ id: String, content: String, source: String, categories: [String], title: String, file: String = "x.mp4",
-                      size: Int = 1000, sha: String? = nil, thumbnail: Bool = false) -> String {
+                      size: Int = 1000, sha: String? = nil, thumbnail: Bool = false, type: String = "video") -> String {
         let digest = sha.map { #", "sha256": "\#($0)""# } ?? ""
         let thumb = thumbnail ? #", {"role": "thumbnail", "url": "\#(service.fileURL("t.jpg"))"}"# : ""
         return """
             {"unique_id": "\(id)", "content_id": "\(content)", "source": "\(source)", "categories": [\(categories.map { "\"\($0)\"" }.joined(separator: ","))],
-             "title": "\(title)", "files": [{"role": "main", "url": "\(service.fileURL(file))", "size": \(size)\(digest)}\(thumb)]}
+             "title": "\(title)", "type": "\(type)", "files": [{"role": "main", "url": "\(service.fileURL(file))", "size": \(size)\(digest)}\(thumb)]}
             """
     }
 
@@ -57,7 +57,7 @@ final class PrefetchSetsTests: XCTestCase {
                  "categories": [{"id": "news", "name": "News"}, {"id": "sport", "name": "Sport"},
                                 {"id": "football", "name": "Football", "parent": "sport"}, {"id": "weather", "name": "Weather", "selected": false}],
                  "items": [\(item("a", content: "1", source: "acme", categories: ["news"], title: "Alpha")),
-                           \(item("b", content: "2", source: "zed", categories: ["football", "sport"], title: "Beta"))]}
+                           \(item("b", content: "2", source: "zed", categories: ["football", "sport"], title: "Beta", type: "audio"))]}
                 """
         }
     }
@@ -82,6 +82,10 @@ final class PrefetchSetsTests: XCTestCase {
         XCTAssertEqual(try ids(PrefetchCategoryFilter(sort: [.init(field: .name)], limit: 2)), ["football", "news"])
         XCTAssertNil(PrefetchCategoryFilter.Sort("size"), "not a category field")
         XCTAssertEqual(PrefetchCategoryFilter.Sort("name:desc"), .init(field: .name, descending: true))
+        // The seed's video filters: items of type video (videosInStates:withCategory: and the like).
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(types: ["video"])).map(\.uniqueId), ["a"])
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(states: [.discovered], category: "sport", types: ["audio", "video"])).map(\.uniqueId), ["b"])
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(category: "news", types: ["audio"])).map(\.uniqueId), [])
 
         // The user's toggles: answers per id, an unknown id refused; the next sync does not undo them.
         let answers = try engine.setSelected(["news", "nope"], false)
