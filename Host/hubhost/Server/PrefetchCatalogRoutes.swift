@@ -41,9 +41,16 @@ enum PrefetchCatalogRoutes {
         }
     }
 
+    /// The repeatable values of `name`, at most PrefetchRoutes.maxIDs (one SQL variable each).
+    static func list(_ query: Parameters, _ name: String) throws -> [String] {
+        let values = query.getAll(name).map { String($0) }
+        guard values.count <= PrefetchRoutes.maxIDs else { throw APIError(.badRequest, "at most \(PrefetchRoutes.maxIDs) '\(name)' values") }
+        return values
+    }
+
     static func categoryFilter(_ request: Request) throws -> PrefetchCategoryFilter {
         let query = request.uri.queryParameters
-        return PrefetchCategoryFilter(ids: query.getAll("id").map { String($0) }, selected: try flag(query, "selected"),
+        return PrefetchCategoryFilter(ids: try list(query, "id"), selected: try flag(query, "selected"),
                                       parent: query.get("parent").map { String($0) }, search: query.get("search").map { String($0) },
                                       source: query.get("source").map { String($0) }, withContent: try flag(query, "with_content") ?? false,
                                       sort: try sorts(query), limit: try limit(query))
@@ -51,7 +58,7 @@ enum PrefetchCatalogRoutes {
 
     static func sourceFilter(_ request: Request) throws -> PrefetchSourceFilter {
         let query = request.uri.queryParameters
-        return PrefetchSourceFilter(names: query.getAll("name").map { String($0) }, subscribed: try flag(query, "subscribed"),
+        return PrefetchSourceFilter(names: try list(query, "name"), subscribed: try flag(query, "subscribed"),
                                     search: query.get("search").map { String($0) }, category: query.get("category").map { String($0) },
                                     withContent: try flag(query, "with_content") ?? false, sort: try sorts(query), limit: try limit(query))
     }
