@@ -181,31 +181,59 @@ struct BenchCommand: ParsableCommand {
     struct Prefetch: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "prefetch",
-            abstract: "Content prefetch: the download queue fetching files from nginx on 127.0.0.1, beside aria2c with the same concurrency.",
+            abstract: "Content prefetch: downloads beside aria2c, catalog queries beside plain SQLite, live-set listener latency.",
             discussion: """
             Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads \
             them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one \
             connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio. \
-            Needs nginx and aria2 (apt-get install nginx-light aria2). The catalog query and live-set figures of issue 11 \
-            are not measured yet.
+            Needs nginx and aria2 (apt-get install nginx-light aria2). \
+            Then a catalog of --catalog-items items (100 categories, 20 sources, mixed states) built offline through the \
+            engine: five filter-and-sort queries through the engine, --query-runs times each, p50/p99 beside the same SQL \
+            through GRDB alone; and --listeners live sets (one category sorted by title) hearing --changes state changes \
+            (download, pause): p50/p99 from the change to each listener's didChange, beside --listeners plain re-reads of \
+            that set. --catalog-items 0 skips this part.
             """)
 
         @Option(parsing: .unconditional, help: "Files downloaded.") var files: Int = 200
         @Option(parsing: .unconditional, help: "Bytes per file.") var size: Int = 5 << 20
         @Option(parsing: .unconditional, help: "Downloads at once (max_concurrent_downloads, aria2c -j).") var concurrency: Int = 4
         @Option(parsing: .unconditional, help: "Rounds; the best is reported.") var rounds: Int = 3
+        @Option(name: .customLong("catalog-items"), parsing: .unconditional, help: "Items in the query catalog (0: skip the catalog figures).")
+        var catalogItems: Int = 100_000
+        @Option(name: .customLong("query-runs"), parsing: .unconditional, help: "Runs of each catalog query.") var queryRuns: Int = 200
+        @Option(parsing: .unconditional, help: "Live-set listeners.") var listeners: Int = 100
+        @Option(parsing: .unconditional, help: "State changes the listeners hear.") var changes: Int = 20
         @OptionGroup var output: JSONFlag
+
+        /// The download figures with the catalog figures beside them under "catalog".
+        struct Report: Encodable {
+            var downloads: PrefetchDownloadBenchmark.Result
+            var catalog: PrefetchCatalogBenchmark.Result?
+            enum Key: String, CodingKey { case catalog }
+            func encode(to encoder: Encoder) throws {
+                try downloads.encode(to: encoder)
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encodeIfPresent(catalog, forKey: .catalog)
+            }
+        }
 
         func validate() throws {
             guard (1...10_000).contains(files), (1...(1 << 30)).contains(size), (1...64).contains(concurrency), (1...20).contains(rounds) else {
                 throw ValidationError("--files 1...10000, --size 1...1073741824, --concurrency 1...64, --rounds 1...20")
             }
+            guard (0...10_000_000).contains(catalogItems), (1...100_000).contains(queryRuns), (1...10_000).contains(listeners),
+                  (1...10_000).contains(changes) else {
+                throw ValidationError("--catalog-items 0...10000000, --query-runs 1...100000, --listeners 1...10000, --changes 1...10000")
+            }
+            if catalogItems > 0 && catalogItems < 1_000 { throw ValidationError("--catalog-items: 0 (skip) or at least 1000 (every category needs items)") }
         }
 
         func run() throws {
             let say: (String) -> Void = { step in if !output.json { Output.error("bench prefetch: \(step)") } }
             let result = try PrefetchDownloadBenchmark(files: files, size: size, concurrency: concurrency, rounds: rounds).run(progress: say)
-            if output.json { Output.json(result); return }
+            let catalog = catalogItems == 0 ? nil
+                : try PrefetchCatalogBenchmark(items: catalogItems, listeners: listeners, runs: queryRuns, changes: changes).run(progress: say)
+            if output.json { Output.json(Report(downloads: result, catalog: catalog)); return }
             print("\(result.files) files of \(result.size) bytes, \(result.concurrency) at once (best of \(rounds)):")
             Output.table(["", "seconds", "MiB/s", "CPU s/GiB"], [
                 ["hubhost prefetch", String(format: "%.2f", result.hubhost.seconds), String(format: "%.0f", result.hubhost.mebibytesPerSecond),
@@ -214,6 +242,15 @@ struct BenchCommand: ParsableCommand {
                  String(format: "%.2f", result.aria2c.cpuSecondsPerGiB)],
             ])
             print(String(format: "hubhost / aria2c throughput: %.2fx", result.ratio))
+            guard let catalog else { return }
+            print("")
+            print("catalog of \(catalog.items) items (built in \(String(format: "%.1f", catalog.seedSeconds)) s), \(queryRuns) runs per query (ms):")
+            Output.table(["query", "rows", "hubhost p50", "p99", "GRDB alone p50", "p99"], catalog.queries.map { query in
+                [query.name, "\(query.rows)", String(format: "%.2f", query.hubhostP50Ms), String(format: "%.2f", query.hubhostP99Ms),
+                 String(format: "%.2f", query.sqliteP50Ms), String(format: "%.2f", query.sqliteP99Ms)]
+            })
+            print(String(format: "state change to %d live-set listeners (a set of %d items, %d changes): p50 %.1f ms, p99 %.1f ms; %d plain re-reads of the set: %.1f ms",
+                         catalog.listeners, catalog.setSize, catalog.changes, catalog.listenerP50Ms, catalog.listenerP99Ms, catalog.listeners, catalog.rereadsMs))
         }
     }
 

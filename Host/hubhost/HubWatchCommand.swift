@@ -83,16 +83,19 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
     private let names: Set<String>
     private let limit: Int?
     private let json: Bool
+    /// How an event prints as text (event name, data); nil: as a HostNotification.
+    private let format: ((String, String) -> String)?
     private let lock = NSLock()
     private var buffer = Data()
     private var finished: Outcome?
     private let done = DispatchSemaphore(value: 0)
     private(set) var printed = 0
 
-    init(names: Set<String>, limit: Int?, json: Bool) {
+    init(names: Set<String>, limit: Int?, json: Bool, format: ((String, String) -> String)? = nil) {
         self.names = names
         self.limit = limit
         self.json = json
+        self.format = format
     }
 
     func run(_ url: URL, timeout: Double?) -> Outcome {
@@ -162,6 +165,8 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
             printed += 1
             if json {
                 print(data)
+            } else if let format {
+                print(format(event, data))
             } else {
                 let notification = try? JSONDecoder().decode(HostNotification.self, from: Data(data.utf8))
                 let time = notification.map { ServerSentEventReader.time($0.timestampMs) } ?? ""

@@ -15,7 +15,8 @@ struct PrefetchCommand: ParsableCommand {
         """,
         subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
                       Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self])
+                      Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self,
+                      Categories.self, Sources.self])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -126,32 +127,9 @@ struct PrefetchCommand: ParsableCommand {
             abstract: "List items, filtered and sorted (deleted items only with --state deleted).",
             discussion: "Sort fields: \(PrefetchItemFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse.")
         @OptionGroup var common: Common
-        @Option(name: .customLong("state"), help: "Only items in this state (repeatable).") var states: [String] = []
-        @Option(help: "Only items of this category.") var category: String?
-        @Option(name: .customLong("content-id"), help: "Only items with this contentId (repeatable; with --source).") var contentIds: [String] = []
-        @Option(help: "Only items of this source.") var source: String?
-        @Flag(help: "Only saved items.") var saved = false
-        @Flag(name: .customLong("not-viewed"), help: "Only items not viewed.") var notViewed = false
-        @Option(help: "Sort by FIELD or FIELD:desc (repeatable).") var sort: [String] = []
-        @Option(help: "At most this many items.") var limit: Int?
+        @OptionGroup var filterOptions: PrefetchItemFilterOptions
 
-        func filter() throws -> PrefetchItemFilter {
-            let parsedStates = try states.map { text -> PrefetchItemState in
-                guard let state = PrefetchItemState(rawValue: text) else {
-                    throw ValidationError("unknown state '\(text)'; expected one of: \(PrefetchItemState.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                return state
-            }
-            let sorts = try sort.map { text -> PrefetchItemFilter.Sort in
-                guard let parsed = PrefetchItemFilter.Sort(text) else {
-                    throw ValidationError("bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of: \(PrefetchItemFilter.Field.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                return parsed
-            }
-            if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-            return PrefetchItemFilter(states: parsedStates, category: category, contentIds: contentIds, source: source,
-                                      saved: saved ? true : nil, notViewed: notViewed, sort: sorts, limit: limit)
-        }
+        func filter() throws -> PrefetchItemFilter { try filterOptions.filter() }
 
         func validate() throws { _ = try filter() }
 
@@ -499,15 +477,29 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the prefetch notifications of a running hubhost serve (registration, discovered, downloading, downloaded, state changes).",
-            discussion: "hub watch restricted to the Prefetch* names: GET /v1/notifications of the server at --url.")
+            abstract: "Print the prefetch notifications of a running hubhost serve, or with --items, --categories or --sources the changes of a live set.",
+            discussion: """
+            Without a set: hub watch restricted to the Prefetch* names (GET /v1/notifications of the server at --url). \
+            With --items (and the filters of prefetch items), --categories or --sources (and their filters): the live set \
+            of the server (GET /v1/prefetch/items/watch, categories/watch, sources/watch): one line per change, `initial` \
+            first, then willChange and didChange with the ids added, updated and removed and the size of the set after the \
+            change (--json: each change as the server sends it, the objects after the change included). --count counts \
+            these lines; with --count, running out of --timeout first is an error (exit status 1).
+            """)
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
         @Option(help: "The server, e.g. http://127.0.0.1:8420 (default: server: in plugins.yaml).") var url: String?
         @Option(parsing: .unconditional, help: "Stop after this many notifications.") var count: Int?
         @Option(parsing: .unconditional, help: "Stop after this many seconds.") var timeout: Double?
+        @OptionGroup var sets: PrefetchSetWatchOptions
+
+        func validate() throws { try sets.validate(count: count, timeout: timeout) }
 
         func run() throws {
+            if sets.chosen {
+                try sets.run(url: url, manifest: manifestOption.manifest, json: output.json, count: count, timeout: timeout)
+                return
+            }
             var arguments = ["--manifest", manifestOption.manifest]
             if output.json { arguments.append("--json") }
             if let url { arguments += ["--url", url] }

@@ -117,7 +117,9 @@ final class PrefetchCLITests: XCTestCase {
     }
 
     func testBenchPrefetchRunsSmallBesideAria2c() throws {
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1", "--json"],
+        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1",
+                                                                                   "--catalog-items", "2000", "--query-runs", "3", "--listeners", "5",
+                                                                                   "--changes", "2", "--json"],
                                          timeout: 300)
         XCTAssertEqual(result.status, 0, result.stderr)
         let report = try XCTUnwrap(try json(result.stdout) as? [String: Any])
@@ -128,5 +130,16 @@ final class PrefetchCLITests: XCTestCase {
             XCTAssertGreaterThan(figures["seconds"] as? Double ?? 0, 0, side)
         }
         XCTAssertGreaterThan(report["ratio"] as? Double ?? 0, 0)
+        // The catalog figures: every query found the same rows through the engine and GRDB alone
+        // (the bench fails otherwise), and every listener heard every change.
+        let catalog = try XCTUnwrap(report["catalog"] as? [String: Any])
+        XCTAssertEqual(catalog["items"] as? Int, 2000)
+        let queries = try XCTUnwrap(catalog["queries"] as? [[String: Any]])
+        XCTAssertEqual(queries.count, 5)
+        XCTAssertEqual(queries.first?["rows"] as? Int, 20, "category c7 of 2000 items")
+        for query in queries { XCTAssertGreaterThan(query["hubhostP50Ms"] as? Double ?? 0, 0, "\(query)") }
+        XCTAssertEqual(catalog["setSize"] as? Int, 20)
+        XCTAssertGreaterThan(catalog["listenerP50Ms"] as? Double ?? 0, 0)
+        XCTAssertGreaterThanOrEqual(catalog["listenerP99Ms"] as? Double ?? 0, catalog["listenerP50Ms"] as? Double ?? 0)
     }
 }

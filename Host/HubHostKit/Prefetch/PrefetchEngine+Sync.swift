@@ -10,6 +10,8 @@ extension PrefetchEngine {
         public var updated: [String]
         public var evicted: [String]
         public var cursor: String
+        /// Imported items that became the catalog's entry for the same content: imported id -> catalog id.
+        public var merged: [String: String] = [:]
     }
 
     /// Fetches the catalog now. Throws when not registered or when the service fails (the
@@ -20,6 +22,7 @@ extension PrefetchEngine {
             throw PrefetchError.notRegistered(lock.withLock { lastFailure } ?? "register first (hubhost prefetch register)")
         }
         let device = try deviceID()
+        var catalogObjects: (categories: [String], sources: [String]) = ([], [])
         var report = SyncReport(pages: 0, discovered: [], updated: [], evicted: [], cursor: try store.meta("cursor") ?? "")
         for _ in 0..<Self.maxPages {
             let delta: CatalogProtocol.CatalogDelta
@@ -46,6 +49,9 @@ extension PrefetchEngine {
             report.updated += changes.updated
             report.evicted += changes.evicted
             report.cursor = cursor
+            for merge in changes.merges { report.merged[merge.imported.uniqueId] = merge.item.uniqueId }
+            catalogObjects.categories += changes.categories
+            catalogObjects.sources += changes.sources
             for (item, previous) in changes.transitions { announceState(item, previous: previous) }
             if delta.more != true { break }
         }
@@ -55,6 +61,10 @@ extension PrefetchEngine {
         setSynced(now)
         if !report.discovered.isEmpty { notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(report.discovered.map(JSONValue.string))]) }
         if !report.evicted.isEmpty { notifications.post(PrefetchNotificationName.itemsEvicted, ["ids": .array(report.evicted.map(JSONValue.string))]) }
+        if !catalogObjects.categories.isEmpty || !catalogObjects.sources.isEmpty {
+            notifications.post(PrefetchNotificationName.catalogChanged, ["categories": .array(catalogObjects.categories.map(JSONValue.string)),
+                                                                         "sources": .array(catalogObjects.sources.map(JSONValue.string))])
+        }
         if first { notifications.post(PrefetchNotificationName.didInitialize, ["items": .number(Double(report.discovered.count))]) }
         return report
     }
@@ -75,12 +85,18 @@ extension PrefetchEngine {
         var updated: [String] = []
         var evicted: [String] = []
         var transitions: [(PrefetchItem, PrefetchItemState)] = []
+        /// Imported items merged with their catalog entry (announced by finishMerges).
+        var merges: [Merge] = []
+        /// Categories and sources the page added, changed or removed.
+        var categories: [String] = []
+        var sources: [String] = []
     }
 
     /// Applies a page of changes in one transaction; `cursor` nil leaves the stored cursor (a look-up).
     func apply(_ delta: CatalogProtocol.CatalogDelta, cursor: String?) throws -> AppliedChanges {
         var changes = AppliedChanges()
         var doomedFolders: [String] = []
+        let digests = importDigests(delta.items ?? [])
         try store.pool.write { db in
             for source in delta.sources ?? [] where !source.name.isEmpty {
                 // Subscription is the user's: the server's value only seeds a new source.
@@ -88,12 +104,14 @@ extension PrefetchEngine {
                     INSERT INTO source(name, display_name, subscribed) VALUES (?, ?, ?)
                     ON CONFLICT(name) DO UPDATE SET display_name = excluded.display_name
                     """, arguments: [source.name, source.displayName ?? source.name, source.subscribed ?? true])
+                changes.sources.append(source.name)
             }
             for category in delta.categories ?? [] where !category.id.isEmpty {
                 try db.execute(sql: """
                     INSERT INTO category(id, name, parent, selected) VALUES (?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent = excluded.parent
                     """, arguments: [category.id, category.name ?? category.id, category.parent, category.selected ?? true])
+                changes.categories.append(category.id)
             }
             let now = Clock.wallMs()
             for entry in delta.items ?? [] {
@@ -128,6 +146,9 @@ extension PrefetchEngine {
                     try PrefetchStore.write(db, item)
                     changes.updated.append(item.uniqueId)
                     if item.state != previous { changes.transitions.append((item, previous)) }
+                } else if let merge = try mergeImport(db, entry: entry, files: files, size: size, now: now, digests: digests) {
+                    changes.merges.append(merge)
+                    changes.updated.append(merge.item.uniqueId)
                 } else {
                     let item = PrefetchItem(uniqueId: entry.uniqueId, contentId: entry.contentId, sourceName: entry.source, categories: entry.categories,
                                             title: entry.title ?? "", summary: entry.summary ?? "", shareURL: entry.shareUrl, type: entry.type,
@@ -155,15 +176,18 @@ extension PrefetchEngine {
             }
             for id in delta.deleted?.categories ?? [] {
                 try db.execute(sql: "DELETE FROM category WHERE id = ?", arguments: [id])
+                changes.categories.append(id)
             }
             for name in delta.deleted?.sources ?? [] {
                 try db.execute(sql: "DELETE FROM source WHERE name = ?", arguments: [name])
+                changes.sources.append(name)
             }
             if let cursor { try PrefetchStore.setMeta(db, ["cursor": cursor]) }
         }
         // Files go after the commit: a crash in between leaves files of a Deleted item (removed
         // at the next deletion or purge), never a Cached item without files.
         for path in doomedFolders { try? FileManager.default.removeItem(atPath: path) }
+        finishMerges(changes.merges)
         return changes
     }
 }

@@ -3,8 +3,10 @@ import GRDB
 
 /// A filter with sort descriptors over items (seed 4.14, VocItemFilter): the seed's named filters
 /// are combinations of these fields (itemsDownloaded = states [cached]; itemsDownloadedNotViewed =
-/// states [cached] + notViewed; itemsWithContentIds:sourceName: = contentIds + source; ...).
-/// Deleted items are listed only when `states` names `deleted`.
+/// states [cached] + notViewed; itemsWithContentIds:sourceName: = contentIds + source; ...). The
+/// seed's video filters (VocItemVideoFilter, "a subset of Item") are the same with types
+/// ["video"]: videosDownloadedOrDownloadingWithCategory = types [video] + states [cached,
+/// downloading] + category. Deleted items are listed only when `states` names `deleted`.
 public struct PrefetchItemFilter: Sendable, Equatable, Codable {
     public var states: [PrefetchItemState] = []
     public var category: String?
@@ -12,6 +14,8 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
     public var source: String?
     public var saved: Bool?
     public var notViewed = false
+    /// Only items of these types (the catalog's `type`, e.g. "video"); empty: any.
+    public var types: [String] = []
     public var sort: [Sort] = []
     public var limit: Int?
 
@@ -47,13 +51,14 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
     }
 
     public init(states: [PrefetchItemState] = [], category: String? = nil, contentIds: [String] = [], source: String? = nil,
-                saved: Bool? = nil, notViewed: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+                saved: Bool? = nil, notViewed: Bool = false, types: [String] = [], sort: [Sort] = [], limit: Int? = nil) {
         self.states = states
         self.category = category
         self.contentIds = contentIds
         self.source = source
         self.saved = saved
         self.notViewed = notViewed
+        self.types = types
         self.sort = sort
         self.limit = limit
     }
@@ -79,6 +84,10 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
         if let source { parts.append("source_name = ?"); arguments.append(source) }
         if let saved { parts.append("saved = ?"); arguments.append(saved) }
         if notViewed { parts.append("viewed = 0") }
+        if !types.isEmpty {
+            parts.append("type IN (\(types.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += types
+        }
         return (parts.joined(separator: " AND "), StatementArguments(arguments))
     }
 

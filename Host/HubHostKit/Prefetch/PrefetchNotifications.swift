@@ -18,7 +18,14 @@ public enum PrefetchNotificationName {
     public static let itemStateChanged = "PrefetchItemStateChanged"
     /// Not a seed callback: {id, bytesDownloaded, size}, at most about twice a second per item.
     public static let downloadProgress = "PrefetchDownloadProgress"
+    /// Not a seed callback: categories or sources changed (a toggle, or a sync that brought or
+    /// removed some): {"categories"?: [ids], "sources"?: [names], "selected"?/"subscribed"?}. Their
+    /// live sets re-read on it.
+    public static let catalogChanged = "PrefetchCatalogChanged"
+    /// Not a seed callback: an imported item became the catalog's entry for the same content
+    /// {"id", "imported", "state", "keptFile"} (PrefetchImportMerge).
+    public static let importMerged = "PrefetchImportMerged"
 
     public static let all = [didRegister, didFailToRegister, didBecomeNotRegistered, didInitialize, itemsDiscovered, itemsStartDownloading,
-                             itemsDownloaded, itemsEvicted, hlsServerStarted, hlsServerStopped, itemStateChanged, downloadProgress]
+                             itemsDownloaded, itemsEvicted, hlsServerStarted, hlsServerStopped, itemStateChanged, downloadProgress, catalogChanged, importMerged]
 }

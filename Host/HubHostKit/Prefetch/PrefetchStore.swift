@@ -96,11 +96,13 @@ final class PrefetchStore: @unchecked Sendable {
             if let limit { sql += " LIMIT \(max(0, limit))" }
             let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
             var links: [String: [String]] = [:]
-            if !rows.isEmpty {
-                // The links of the items asked for only (the same clause, bound twice).
-                var linkSQL = "SELECT item_id, category_id FROM item_category"
-                if let clause { linkSQL += " WHERE item_id IN (SELECT unique_id FROM item WHERE \(clause))" }
-                for row in try Row.fetchAll(db, sql: linkSQL + " ORDER BY category_id", arguments: arguments) {
+            // The links of the rows found only, by their ids in chunks (the primary key's index):
+            // running the clause again would scan every match when a limit kept only a few.
+            let ids: [String] = rows.map { $0["unique_id"] }
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = Array(ids[start..<min(ids.count, start + 500)])
+                let sql = "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
+                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(chunk)) {
                     links[row["item_id"], default: []].append(row["category_id"])
                 }
             }

@@ -30,6 +30,7 @@ enum HTTPAPI {
         IdentityRoutes.add(to: router, host: host)
         PrefetchRoutes.add(to: router, host: host)
         PrefetchPlaybackRoutes.add(to: router, host: host)
+        PrefetchCatalogRoutes.add(to: router, host: host)
         return router
     }
 

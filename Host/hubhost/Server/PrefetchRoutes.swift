@@ -64,6 +64,7 @@ enum PrefetchRoutes {
         filter.contentIds = query.getAll("content_id").map { String($0) }
         if let saved = query.get("saved") { filter.saved = saved == "true" }
         filter.notViewed = query.get("not_viewed") == "true"
+        filter.types = query.getAll("type").map { String($0) }
         if let text = query.get("limit") {
             guard let limit = Int(text), limit >= 0 else { throw APIError(.badRequest, "'limit' must be a whole number, 0 or more") }
             filter.limit = limit

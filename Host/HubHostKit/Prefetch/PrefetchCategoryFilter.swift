@@ -1,0 +1,121 @@
+import Foundation
+import GRDB
+
+/// A filter with sort descriptors over categories (seed 4.14, VocItemCategoryFilter). The seed's
+/// named filters are combinations of these fields: allWithSort = no field; categoriesSelected =
+/// selected true; categoriesSelectedWithContent = selected true + withContent; subCategories =
+/// parent; SearchField = search. Beyond the seed: `source` (the categories the items of one
+/// source are in) and `ids`.
+public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
+    public var ids: [String] = []
+    public var selected: Bool?
+    /// Only categories whose parent is this id (subCategories).
+    public var parent: String?
+    /// Only categories whose name or id contains this text, ignoring ASCII case.
+    public var search: String?
+    /// Only categories with at least one item (not deleted) of this source.
+    public var source: String?
+    /// Only categories with at least one item that is not deleted.
+    public var withContent = false
+    public var sort: [Sort] = []
+    public var limit: Int?
+
+    public typealias Sort = PrefetchSortDescriptor<Field>
+
+    public enum Field: String, Sendable, Codable, CaseIterable, PrefetchSortField {
+        case id, name, parent, selected
+        public var column: String {
+            switch self {
+            case .id: return "id"
+            case .name: return "name COLLATE NOCASE"
+            case .parent: return "parent"
+            case .selected: return "selected"
+            }
+        }
+    }
+
+    public init(ids: [String] = [], selected: Bool? = nil, parent: String? = nil, search: String? = nil, source: String? = nil,
+                withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+        self.ids = ids
+        self.selected = selected
+        self.parent = parent
+        self.search = search
+        self.source = source
+        self.withContent = withContent
+        self.sort = sort
+        self.limit = limit
+    }
+
+    /// The seed's categoriesSelected.
+    public static func selected(sort: [Sort] = []) -> Self { Self(selected: true, sort: sort) }
+    /// The seed's categoriesSelectedWithContent.
+    public static func selectedWithContent(sort: [Sort] = []) -> Self { Self(selected: true, withContent: true, sort: sort) }
+    /// The seed's subCategories.
+    public static func subCategories(of parent: String, sort: [Sort] = []) -> Self { Self(parent: parent, sort: sort) }
+
+    /// The WHERE clause over `category` and its arguments (values are always bound, never spliced).
+    var clause: (String, StatementArguments) {
+        var parts: [String] = ["1"]
+        var arguments: [any DatabaseValueConvertible] = []
+        if !ids.isEmpty {
+            parts.append("id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += ids
+        }
+        if let selected { parts.append("selected = ?"); arguments.append(selected) }
+        if let parent { parts.append("parent = ?"); arguments.append(parent) }
+        if let search, !search.isEmpty {
+            parts.append("(instr(lower(name), lower(?)) > 0 OR instr(lower(id), lower(?)) > 0)")
+            arguments += [search, search]
+        }
+        let hasItem = "EXISTS (SELECT 1 FROM item_category l JOIN item i ON i.unique_id = l.item_id WHERE l.category_id = category.id AND i.state <> 'deleted'"
+        if let source { parts.append(hasItem + " AND i.source_name = ?)"); arguments.append(source) }
+        if withContent { parts.append(hasItem + ")") }
+        return (parts.joined(separator: " AND "), StatementArguments(arguments))
+    }
+
+    var orderBy: String { (sort.map(\.sql) + ["id"]).joined(separator: ", ") }
+}
+
+/// A sortable field of a filter: the column (or expression) it orders by.
+public protocol PrefetchSortField: RawRepresentable, CaseIterable, Sendable, Codable, Equatable where RawValue == String {
+    var column: String { get }
+}
+
+/// One sort descriptor (the seed's NSSortDescriptor): a field, ascending unless `descending`.
+/// Written "name" or "name:desc" on the command line and in query strings.
+public struct PrefetchSortDescriptor<Field: PrefetchSortField>: Sendable, Equatable, Codable {
+    public var field: Field
+    public var descending: Bool
+    public init(field: Field, descending: Bool = false) { self.field = field; self.descending = descending }
+
+    /// "name", "name:desc"...; nil when the field is not one of Field.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+        guard let first = parts.first, let field = Field(rawValue: first) else { return nil }
+        if parts.count == 2 && !["asc", "desc"].contains(parts[1]) { return nil }
+        self.init(field: field, descending: parts.count == 2 && parts[1] == "desc")
+    }
+
+    public var text: String { field.rawValue + (descending ? ":desc" : "") }
+    var sql: String { "\(field.column) \(descending ? "DESC" : "ASC")" }
+}
+
+extension PrefetchStore {
+    func categories(where clause: String, arguments: StatementArguments, orderBy: String, limit: Int?) throws -> [PrefetchCategory] {
+        try pool.read { db in
+            var sql = "SELECT * FROM category WHERE \(clause) ORDER BY \(orderBy)"
+            if let limit { sql += " LIMIT \(max(0, limit))" }
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map {
+                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"])
+            }
+        }
+    }
+}
+
+extension PrefetchEngine {
+    /// The categories matching `filter`, in its order (seed getCategoriesWithFilter).
+    public func categories(_ filter: PrefetchCategoryFilter) throws -> [PrefetchCategory] {
+        let (clause, arguments) = filter.clause
+        return try store.categories(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit)
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+
+/// A filter with sort descriptors over sources (seed 4.14, VocSourceFilter: the seed has only
+/// allWithSort; hubhost adds the fields a source list needs): `subscribed`, `names`, `search`
+/// (name or display name), `category` (the sources of the items of one category) and
+/// `withContent` (at least one item that is not deleted).
+public struct PrefetchSourceFilter: Sendable, Equatable, Codable {
+    public var names: [String] = []
+    public var subscribed: Bool?
+    public var search: String?
+    public var category: String?
+    public var withContent = false
+    public var sort: [Sort] = []
+    public var limit: Int?
+
+    public typealias Sort = PrefetchSortDescriptor<Field>
+
+    public enum Field: String, Sendable, Codable, CaseIterable, PrefetchSortField {
+        case name, subscribed
+        case displayName = "display_name"
+        public var column: String {
+            switch self {
+            case .name: return "name"
+            case .displayName: return "display_name COLLATE NOCASE"
+            case .subscribed: return "subscribed"
+            }
+        }
+    }
+
+    public init(names: [String] = [], subscribed: Bool? = nil, search: String? = nil, category: String? = nil,
+                withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+        self.names = names
+        self.subscribed = subscribed
+        self.search = search
+        self.category = category
+        self.withContent = withContent
+        self.sort = sort
+        self.limit = limit
+    }
+
+    /// The subscribed sources (the set an app shows as "my channels").
+    public static func subscribed(sort: [Sort] = []) -> Self { Self(subscribed: true, sort: sort) }
+
+    var clause: (String, StatementArguments) {
+        var parts: [String] = ["1"]
+        var arguments: [any DatabaseValueConvertible] = []
+        if !names.isEmpty {
+            parts.append("name IN (\(names.map { _ in "?" }.joined(separator: ", ")))")
+            arguments += names
+        }
+        if let subscribed { parts.append("subscribed = ?"); arguments.append(subscribed) }
+        if let search, !search.isEmpty {
+            parts.append("(instr(lower(name), lower(?)) > 0 OR instr(lower(display_name), lower(?)) > 0)")
+            arguments += [search, search]
+        }
+        if let category {
+            parts.append("""
+                EXISTS (SELECT 1 FROM item i JOIN item_category l ON l.item_id = i.unique_id
+                        WHERE i.source_name = source.name AND l.category_id = ? AND i.state <> 'deleted')
+                """)
+            arguments.append(category)
+        }
+        if withContent { parts.append("EXISTS (SELECT 1 FROM item i WHERE i.source_name = source.name AND i.state <> 'deleted')") }
+        return (parts.joined(separator: " AND "), StatementArguments(arguments))
+    }
+
+    var orderBy: String { (sort.map(\.sql) + ["name"]).joined(separator: ", ") }
+}
+
+extension PrefetchStore {
+    func sources(where clause: String, arguments: StatementArguments, orderBy: String, limit: Int?) throws -> [PrefetchSource] {
+        try pool.read { db in
+            var sql = "SELECT * FROM source WHERE \(clause) ORDER BY \(orderBy)"
+            if let limit { sql += " LIMIT \(max(0, limit))" }
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map {
+                PrefetchSource(name: $0["name"], displayName: $0["display_name"], subscribed: $0["subscribed"])
+            }
+        }
+    }
+}
+
+extension PrefetchEngine {
+    /// The sources matching `filter`, in its order (seed getSourcesWithFilter).
+    public func sources(_ filter: PrefetchSourceFilter) throws -> [PrefetchSource] {
+        let (clause, arguments) = filter.clause
+        return try store.sources(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit)
+    }
+}

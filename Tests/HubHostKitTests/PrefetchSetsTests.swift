@@ -1,0 +1,288 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// Category and source filters and their live sets (seed 4.11-4.14), and the merge of an imported
+/// item with the catalog's entry for the same content: the engine on a real SQLite catalog, synced
+/// from PrefetchTestService on 127.0.0.1 through the bundled http-content-provider.
+final class PrefetchSetsTests: XCTestCase {
+    private var folder = ""
+    private var service: PrefetchTestService!
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+        service = try PrefetchTestService()
+        addTeardownBlock { [service] in service?.stop() }
+    }
+
+    private final class Recorded: @unchecked Sendable {
+        private let lock = NSLock()
+        private var notes: [HostNotification] = []
+        func add(_ note: HostNotification) { lock.withLock { notes.append(note) } }
+        var all: [HostNotification] { lock.withLock { notes } }
+    }
+
+    private func engine(_ prefetch: String = "") throws -> (HubHost, PrefetchEngine) {
+        try TestSupport.write("""
+            data_dir: data
+            prefetch: {enabled: true, license: good-licence, retry_delay: 0.05, read_timeout: 1\(prefetch)}
+            plugins:
+              - id: catalog
+                use: \(TestSupport.plugin("HTTPContentProvider"))
+                config: {db_service_url: "\(service.serviceURL)"}
+                http_allow: [127.0.0.1]
+            """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        return (host, try XCTUnwrap(host.prefetch()))
+    }
+
+    private func item(_ id: String, content: String, source: String, categories: [String], title: String, file: String = "x.mp4",
+                      size: Int = 1000, sha: String? = nil, thumbnail: Bool = false, type: String = "video") -> String {
+        let digest = sha.map { #", "sha256": "\#($0)""# } ?? ""
+        let thumb = thumbnail ? #", {"role": "thumbnail", "url": "\#(service.fileURL("t.jpg"))"}"# : ""
+        return """
+            {"unique_id": "\(id)", "content_id": "\(content)", "source": "\(source)", "categories": [\(categories.map { "\"\($0)\"" }.joined(separator: ","))],
+             "title": "\(title)", "type": "\(type)", "files": [{"role": "main", "url": "\(service.fileURL(file))", "size": \(size)\(digest)}\(thumb)]}
+            """
+    }
+
+    /// Four categories (sport > football, news, an empty weather), three sources (beta has no items).
+    private func catalog() {
+        service.lock.withLock {
+            service.pages[""] = """
+                {"cursor": "c1",
+                 "sources": [{"name": "acme", "display_name": "Acme TV"}, {"name": "zed", "display_name": "Zed Radio"},
+                             {"name": "beta", "display_name": "Beta", "subscribed": false}],
+                 "categories": [{"id": "news", "name": "News"}, {"id": "sport", "name": "Sport"},
+                                {"id": "football", "name": "Football", "parent": "sport"}, {"id": "weather", "name": "Weather", "selected": false}],
+                 "items": [\(item("a", content: "1", source: "acme", categories: ["news"], title: "Alpha")),
+                           \(item("b", content: "2", source: "zed", categories: ["football", "sport"], title: "Beta", type: "audio"))]}
+                """
+        }
+    }
+
+    func testCategoryFiltersSelectedWithContentSubcategoriesSearchSourceAndSort() throws {
+        catalog()
+        let (_, engine) = try engine(", item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        func ids(_ filter: PrefetchCategoryFilter) throws -> [String] { try engine.categories(filter).map(\.id) }
+        XCTAssertEqual(try ids(PrefetchCategoryFilter()), ["football", "news", "sport", "weather"], "all, by id")
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(sort: [.init(field: .name, descending: true)])), ["weather", "sport", "news", "football"])
+        XCTAssertEqual(try ids(.selected()), ["football", "news", "sport"], "the server's selected: false seeds weather")
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(selected: false)), ["weather"])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(withContent: true)), ["football", "news", "sport"])
+        XCTAssertEqual(try ids(.subCategories(of: "sport")), ["football"])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(search: "FOOT")), ["football"], "search ignores case")
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(search: "e")), ["news", "weather"])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(source: "zed")), ["football", "sport"], "the categories of a source's items")
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(source: "beta")), [])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(ids: ["news", "weather", "none"])), ["news", "weather"])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(sort: [.init(field: .name)], limit: 2)), ["football", "news"])
+        XCTAssertNil(PrefetchCategoryFilter.Sort("size"), "not a category field")
+        XCTAssertEqual(PrefetchCategoryFilter.Sort("name:desc"), .init(field: .name, descending: true))
+        // The seed's video filters: items of type video (videosInStates:withCategory: and the like).
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(types: ["video"])).map(\.uniqueId), ["a"])
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(states: [.discovered], category: "sport", types: ["audio", "video"])).map(\.uniqueId), ["b"])
+        XCTAssertEqual(try engine.items(PrefetchItemFilter(category: "news", types: ["audio"])).map(\.uniqueId), [])
+
+        // The user's toggles: answers per id, an unknown id refused; the next sync does not undo them.
+        let answers = try engine.setSelected(["news", "nope"], false)
+        XCTAssertEqual(answers.map(\.accepted), [true, false])
+        XCTAssertTrue(answers[1].reason?.contains("no category 'nope'") ?? false, "\(answers)")
+        XCTAssertEqual(try ids(.selectedWithContent()), ["football", "sport"])
+        service.lock.withLock { service.pages["c1"] = #"{"cursor": "c2", "categories": [{"id": "news", "name": "News!", "selected": true}]}"# }
+        try engine.sync()
+        XCTAssertEqual(try engine.categories(PrefetchCategoryFilter(ids: ["news"])).first?.selected, false, "the user's choice stays")
+        XCTAssertEqual(try engine.categories(PrefetchCategoryFilter(ids: ["news"])).first?.name, "News!")
+        // A deleted item no longer gives its categories content.
+        _ = try engine.delete(["a"])
+        XCTAssertEqual(try ids(PrefetchCategoryFilter(withContent: true)), ["football", "sport"])
+    }
+
+    func testSourceFiltersSubscribedSearchCategoryWithContentAndSort() throws {
+        catalog()
+        let (_, engine) = try engine(", item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        func names(_ filter: PrefetchSourceFilter) throws -> [String] { try engine.sources(filter).map(\.name) }
+        XCTAssertEqual(try names(PrefetchSourceFilter()), ["acme", "beta", "zed"])
+        XCTAssertEqual(try names(PrefetchSourceFilter(sort: [.init(field: .displayName, descending: true)])), ["zed", "beta", "acme"])
+        XCTAssertEqual(try names(.subscribed()), ["acme", "zed"])
+        XCTAssertEqual(try names(PrefetchSourceFilter(subscribed: false)), ["beta"])
+        XCTAssertEqual(try names(PrefetchSourceFilter(search: "radio")), ["zed"], "display names are searched")
+        XCTAssertEqual(try names(PrefetchSourceFilter(category: "football")), ["zed"])
+        XCTAssertEqual(try names(PrefetchSourceFilter(withContent: true)), ["acme", "zed"])
+        XCTAssertEqual(try names(PrefetchSourceFilter(names: ["beta", "acme"], limit: 1)), ["acme"])
+        let answers = try engine.setSubscribed(["beta", "acme", "ghost"], true)
+        XCTAssertEqual(answers.map(\.accepted), [true, true, false])
+        XCTAssertEqual(answers[1].reason, "nothing to change", "acme was subscribed already")
+        XCTAssertEqual(try names(.subscribed()), ["acme", "beta", "zed"])
+        _ = try engine.setSubscribed(["zed"], false)
+        XCTAssertEqual(try names(PrefetchSourceFilter(subscribed: true, sort: [.init(field: .name, descending: true)])), ["beta", "acme"])
+    }
+
+    func testCategoryAndSourceLiveSetsAnnounceTogglesAndSyncedChanges() async throws {
+        catalog()
+        let (host, engine) = try engine(", item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        let recorded = Recorded()
+        let token = host.notifications.subscribe { note in recorded.add(note) }
+        defer { host.notifications.unsubscribe(token) }
+        // A long poll: only the engine's own announcements wake these sets.
+        var categories = engine.watchCategories(.selected(sort: [.init(field: .name)]), pollInterval: 3600).makeAsyncIterator()
+        var sources = engine.watchSources(.subscribed(), pollInterval: 3600).makeAsyncIterator()
+        let initial = await categories.next()
+        XCTAssertEqual(initial?.phase, .initial)
+        XCTAssertEqual(initial?.added, ["football", "news", "sport"])
+        XCTAssertEqual(initial?.categories.map(\.name), ["Football", "News", "Sport"])
+        let firstSources = await sources.next()
+        XCTAssertEqual(firstSources?.sources.map(\.name), ["acme", "zed"])
+
+        _ = try await BlockingPool.run { try engine.setSelected(["news"], false) }
+        let will = await categories.next()
+        let did = await categories.next()
+        XCTAssertEqual(will?.phase, .willChange)
+        XCTAssertEqual(did?.phase, .didChange)
+        XCTAssertEqual(did?.removed, ["news"])
+        XCTAssertEqual(did?.categories.map(\.id), ["football", "sport"])
+        XCTAssertTrue(recorded.all.contains { $0.name == PrefetchNotificationName.catalogChanged })
+
+        // A sync adds a category, renames one and removes one: added, updated, removed in one change.
+        service.lock.withLock {
+            service.pages["c1"] = """
+                {"cursor": "c2", "categories": [{"id": "culture", "name": "Culture"}, {"id": "sport", "name": "Sports"}],
+                 "deleted": {"categories": ["football"]}}
+                """
+        }
+        _ = try await BlockingPool.run { try engine.sync() }
+        var synced: PrefetchCategorySetChange?
+        for _ in 0..<10 {
+            guard let change = await categories.next() else { break }
+            if change.phase == .didChange { synced = change; break }
+        }
+        XCTAssertEqual(synced?.added, ["culture"])
+        XCTAssertEqual(synced?.updated, ["sport"])
+        XCTAssertEqual(synced?.removed, ["football"])
+        XCTAssertEqual(synced?.categories.map(\.name), ["Culture", "Sports"])
+
+        _ = try await BlockingPool.run { try engine.setSubscribed(["beta"], true) }
+        var subscribed: PrefetchSourceSetChange?
+        for _ in 0..<10 {
+            guard let change = await sources.next() else { break }
+            if change.phase == .didChange { subscribed = change; break }
+        }
+        XCTAssertEqual(subscribed?.added, ["beta"])
+        XCTAssertEqual(subscribed?.sources.map(\.name), ["acme", "beta", "zed"])
+    }
+
+    // MARK: import merge
+
+    func testImportMergesWithTheCatalogEntryKeepingItsVerifiedFileAndFlags() throws {
+        let data = Data((0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 11) })
+        let thumb = Data("thumb".utf8)
+        service.lock.withLock {
+            service.files["x.mp4"] = data
+            service.files["t.jpg"] = Data("server thumb".utf8)
+        }
+        let (host, engine) = try engine(", item_download_behavior: full_auto")
+        let recorded = Recorded()
+        let token = host.notifications.subscribe { note in recorded.add(note) }
+        defer { host.notifications.unsubscribe(token) }
+        try data.write(to: URL(fileURLWithPath: folder + "/app.mp4"))
+        try thumb.write(to: URL(fileURLWithPath: folder + "/app.jpg"))
+        let imported = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "354", provider: "acme", downloadStatus: .fullyDownloaded,
+                                                                           filePath: folder + "/app.mp4", size: 30_000, title: "Old title",
+                                                                           thumbFile: folder + "/app.jpg"))
+        XCTAssertEqual(imported.uniqueId, "acme:354")
+        _ = engine.set(.saved, true, on: ["acme:354"])
+        _ = engine.set(.locked, true, on: ["acme:354"])
+        _ = try engine.recordConsumption("acme:354", date: Date(), start: 0, end: 5)
+        try engine.setPersistentUserInfo("acme:354", ["shelf": .string("favourites")])
+
+        service.lock.withLock {
+            service.pages[""] = """
+                {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
+                 "items": [\(item("srv-354", content: "354", source: "acme", categories: ["news"], title: "Server title", size: 30_000,
+                                  sha: SHA256.hex(of: data), thumbnail: true))]}
+                """
+        }
+        try engine.register()
+        let report = try engine.sync()
+        XCTAssertEqual(report.merged, ["acme:354": "srv-354"])
+        XCTAssertNil(try engine.item("acme:354"), "the imported item became the catalog's")
+        let merged = try XCTUnwrap(try engine.item("srv-354"))
+        XCTAssertEqual(merged.state, .cached)
+        XCTAssertEqual(merged.title, "Server title")
+        XCTAssertEqual(merged.categories, ["news"])
+        XCTAssertTrue(merged.saved && merged.locked && merged.viewed)
+        XCTAssertEqual(merged.persistentUserInfo["shelf"], .string("favourites"))
+        XCTAssertEqual(merged.bytesDownloaded, 30_000 + Int64(thumb.count))
+        let main = try XCTUnwrap(merged.files.first { $0.role == "main" })
+        XCTAssertTrue(main.done)
+        XCTAssertTrue(main.localPath.hasPrefix(folder + "/data/prefetch/items/srv-354/"), main.localPath)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: main.localPath)), data)
+        let thumbnail = try XCTUnwrap(merged.files.first { $0.role == "thumbnail" })
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: thumbnail.localPath)), thumb, "the app's thumbnail takes the catalog's place")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/data/prefetch/items/acme:354"), "the import's folder is gone")
+        // Nothing was downloaded, now or by the next rounds.
+        try engine.round()
+        XCTAssertEqual(service.sent("x.mp4"), 0)
+        XCTAssertEqual(try engine.item("srv-354")?.state, .cached)
+        let mergedNote = recorded.all.first { $0.name == PrefetchNotificationName.importMerged }
+        XCTAssertEqual(mergedNote?.payload["imported"], .string("acme:354"))
+        XCTAssertEqual(mergedNote?.payload["keptFile"], .bool(true))
+        // The consumption record follows the item.
+        let records = try engine.store.pool.read { db in try String.fetchAll(db, sql: "SELECT item_id FROM consumption") }
+        XCTAssertEqual(records, ["srv-354"])
+    }
+
+    func testImportMergeWithAMismatchDiscardsTheFileAndDownloadsTheCatalogs() throws {
+        let server = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 3) })
+        let appCopy = Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })  // same size, other bytes
+        service.lock.withLock {
+            service.files["x.mp4"] = server
+            service.files["y.mp4"] = server
+        }
+        let (_, engine) = try engine(", item_download_behavior: full_auto")
+        try appCopy.write(to: URL(fileURLWithPath: folder + "/app.mp4"))
+        try appCopy.prefix(19_000).write(to: URL(fileURLWithPath: folder + "/short.mp4"))
+        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "1", provider: "acme", downloadStatus: .fullyDownloaded,
+                                                                filePath: folder + "/app.mp4", size: 20_000))
+        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "2", provider: "acme", downloadStatus: .fullyDownloaded,
+                                                                filePath: folder + "/short.mp4"))
+        _ = engine.set(.saved, true, on: ["acme:1", "acme:2"])
+        service.lock.withLock {
+            service.pages[""] = """
+                {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
+                 "items": [\(item("s1", content: "1", source: "acme", categories: ["news"], title: "One", file: "x.mp4", size: 20_000,
+                                  sha: SHA256.hex(of: server))),
+                           \(item("s2", content: "2", source: "acme", categories: ["news"], title: "Two", file: "y.mp4", size: 20_000))]}
+                """
+        }
+        try engine.register()
+        let report = try engine.sync()
+        XCTAssertEqual(report.merged, ["acme:1": "s1", "acme:2": "s2"])
+        for id in ["s1", "s2"] {
+            let item = try XCTUnwrap(try engine.item(id))
+            XCTAssertEqual(item.state, .discovered, "\(id): a sha256 (s1) or size (s2) mismatch keeps no file")
+            XCTAssertTrue(item.saved, id)
+            XCTAssertFalse(item.files.contains { $0.done }, id)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/data/prefetch/items/acme:1"))
+        // Policy downloads the catalog's file, verified as any download.
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, try engine.items(PrefetchItemFilter(states: [.cached])).count < 2 {
+            try engine.round()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        for id in ["s1", "s2"] {
+            let item = try XCTUnwrap(try engine.item(id))
+            XCTAssertEqual(item.state, .cached, id)
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), server, id)
+        }
+        XCTAssertEqual(service.sent("x.mp4") + service.sent("y.mp4"), 40_000)
+    }
+}
