@@ -85,9 +85,8 @@ extension CampaignEngine {
                 }
             } }
             guard !progress.touched.isEmpty else { return }
-            // Only a real change costs a commit: try it on a copy of the state as last read.
-            var probe = cache, probeQueued = queuedIDs
-            guard apply(progress, to: &probe, queued: &probeQueued, now: Clock.wallMs()) else { return }
+            // Only a real change costs a commit: asked of the state as last read, without copying it.
+            guard changes(progress, cache, queued: queuedIDs, now: Clock.wallMs()) else { return }
             let listVersion = seenListVersion
             do {
                 try update { _, _ in
@@ -198,6 +197,16 @@ extension CampaignEngine {
 
     private func failed(_ compiled: CompiledTriggers, _ condition: CompiledTriggers.Condition, _ reason: String) {
         logger.info("trigger attribute '\(compiled.names[condition.name])' \(compiled.operators[condition.op].operatorName) answered false: \(reason)")
+    }
+
+    /// Whether `apply` would change `cache`: a trigger not satisfied yet, or else (the satisfied
+    /// triggers being the same) a touched campaign that is ready and would be queued.
+    func changes(_ progress: Progress, _ cache: UserCache, queued: Set<String>, now: Int64) -> Bool {
+        for (c, trigger) in progress.satisfied where !(cache.satisfied[loaded[c].id]?.contains(trigger) ?? false) { return true }
+        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
+            if let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) { return true }
+        }
+        return false
     }
 
     /// Adds `progress` to `cache`; returns whether anything changed.
