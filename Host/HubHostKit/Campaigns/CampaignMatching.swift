@@ -1,4 +1,5 @@
 import Foundation
+import HubHostABI
 
 /// Matching tracked events against the campaigns' triggers, through an index by event type and name;
 /// a campaign whose triggers are all satisfied joins the current user's queue.
@@ -47,6 +48,7 @@ extension CampaignEngine {
             let compiled = self.compiled
             var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
+            var attributes = EventAttributes(names: compiled.names.count)
             compiled.triggers.withUnsafeBufferPointer { triggers in compiled.conditions.withUnsafeBufferPointer { conditions in
                 for event in events {
                     var byType: Int?
@@ -63,20 +65,28 @@ extension CampaignEngine {
                     default: break
                     }
                     touched.removeAll(keepingCapacity: true)
-                    if let byType, let range = compiled.byType[byType] { match(triggers[range], conditions, event, &progress, &touched) }
-                    if !event.name.isEmpty, let range = compiled.byName[event.name] { match(triggers[range], conditions, event, &progress, &touched) }
+                    attributes.forget()
+                    var ranges = 0
+                    if let byType, let range = compiled.byType[byType] {
+                        ranges += 1
+                        match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                    }
+                    if !event.name.isEmpty, let range = compiled.byName[event.name] {
+                        ranges += 1
+                        match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                    }
                     if appStart {
                         for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
+                        ranges += 1
                     }
-                    // One event's campaigns in list order, as before.
-                    if touched.count > 1 { touched.sort() }
+                    // One event's campaigns in list order, as before (one range is in list order already).
+                    if ranges > 1 { touched.sort() }
                     for c in touched { progress.touch(c) }
                 }
             } }
             guard !progress.touched.isEmpty else { return }
-            // Only a real change costs a commit: try it on a copy of the state as last read.
-            var probe = cache, probeQueued = queuedIDs
-            guard apply(progress, to: &probe, queued: &probeQueued, now: Clock.wallMs()) else { return }
+            // Only a real change costs a commit: asked of the state as last read, without copying it.
+            guard changes(progress, cache, queued: queuedIDs, now: Clock.wallMs()) else { return }
             let listVersion = seenListVersion
             do {
                 try update { _, _ in
@@ -93,14 +103,110 @@ extension CampaignEngine {
         }
     }
 
-    /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
-    /// campaigns in `touched` (each once).
-    private func match(_ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
-                       _ event: Event, _ progress: inout Progress, _ touched: inout [Int]) {
-        for trigger in triggers where matches(conditions[trigger.conditions], event) {
-            if trigger.recorded { progress.satisfy(trigger) }
-            if !touched.contains(trigger.campaign) { touched.append(trigger.campaign) }
+    /// The attributes of one event that the candidates' conditions read, each looked up once per
+    /// event: by name number (CompiledTriggers.names), the attribute's position in the event and
+    /// its value as operators read it.
+    struct EventAttributes {
+        /// By name number: -2 not looked up yet, -1 the event has no such attribute, else its position.
+        private var position: [Int]
+        /// By name number, once found: the value as an hh_value_t, except a string (its bytes are
+        /// borrowed per call, type `borrowPerCall`).
+        private var raw: [hh_value_t]
+        /// The names looked up for the current event, to forget them before the next.
+        private var looked: [Int] = []
+        static let borrowPerCall: hh_value_type_t = -1
+
+        init(names: Int) {
+            position = Array(repeating: -2, count: names)
+            raw = Array(repeating: hh_value_t(), count: names)
         }
+
+        mutating func forget() {
+            for name in looked { position[name] = -2 }
+            looked.removeAll(keepingCapacity: true)
+        }
+
+        /// The position of the attribute named `name` in `event` (-1: absent), and its value.
+        @inline(__always)
+        mutating func find(_ name: Int, in event: Event, names: [String]) -> (position: Int, raw: hh_value_t) {
+            let known = position[name]
+            if known != -2 { return (known, raw[name]) }
+            looked.append(name)
+            let found = event.attributes.firstIndex { $0.name == names[name] } ?? -1
+            position[name] = found
+            guard found >= 0 else { return (-1, hh_value_t()) }
+            var value = hh_value_t()
+            switch event.attributes[found].value {
+            case .null: value.type = HH_VALUE_NULL
+            case .string: value.type = Self.borrowPerCall
+            case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
+            case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
+            case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
+            case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
+            }
+            raw[name] = value
+            return (found, value)
+        }
+    }
+
+    /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
+    /// campaigns in `touched` (each once: a range is in list order, so a campaign's triggers in it
+    /// are next to each other).
+    private func match(_ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
+                       _ compiled: CompiledTriggers, _ event: Event, _ attributes: inout EventAttributes,
+                       _ progress: inout Progress, _ touched: inout [Int]) {
+        let first = touched.count
+        for trigger in triggers {
+            var all = true
+            for k in trigger.conditions where !holds(conditions[k], k, compiled, event, &attributes) {
+                all = false
+                break
+            }
+            guard all else { continue }
+            if trigger.recorded { progress.satisfy(trigger) }
+            if touched.count == first || touched[touched.count - 1] != trigger.campaign { touched.append(trigger.campaign) }
+        }
+    }
+
+    /// Whether `event` meets `condition` (at `k` in `compiled.conditions`): one C call for an
+    /// in-process operator, with both values made before.
+    @inline(__always)
+    private func holds(_ condition: CompiledTriggers.Condition, _ k: Int, _ compiled: CompiledTriggers, _ event: Event,
+                       _ attributes: inout EventAttributes) -> Bool {
+        guard condition.op >= 0 else { return false }
+        let (position, raw) = attributes.find(condition.name, in: event, names: compiled.names)
+        guard position >= 0 else { return false }
+        guard let compare = condition.compare else {  // isolated: through the worker
+            let answer = compiled.operators[condition.op].compare(event: event.attributes[position].value, trigger: compiled.values[k])
+            if answer.status != 0 { failed(compiled, condition, answer.reason) }
+            return answer.status == 0 && answer.result
+        }
+        var result = false, trigger = condition.value, status: hh_status_t
+        if raw.type == EventAttributes.borrowPerCall {
+            status = event.attributes[position].value.withRawValue { compare(condition.instance, $0, &trigger, &result) }
+        } else {
+            var value = raw
+            status = compare(condition.instance, &value, &trigger, &result)
+        }
+        if status != HH_OK {
+            failed(compiled, condition, compiled.operators[condition.op].handle.instance?.takeError() ?? "")
+            return false
+        }
+        return result
+    }
+
+    private func failed(_ compiled: CompiledTriggers, _ condition: CompiledTriggers.Condition, _ reason: String) {
+        logger.info("trigger attribute '\(compiled.names[condition.name])' \(compiled.operators[condition.op].operatorName) answered false: \(reason)")
+    }
+
+    /// Whether `apply` would change `cache`: a trigger not satisfied yet, or else (the satisfied
+    /// triggers being the same) a touched campaign that is ready and would be queued.
+    func changes(_ progress: Progress, _ cache: UserCache, queued: Set<String>, now: Int64) -> Bool {
+        for (c, trigger) in progress.satisfied where !(cache.satisfied[loaded[c].id]?.contains(trigger) ?? false) { return true }
+        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
+            if let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) { return true }
+        }
+        return false
     }
 
     /// Adds `progress` to `cache`; returns whether anything changed.
@@ -137,19 +243,6 @@ extension CampaignEngine {
         }
         cache.queue = cache.queue.filter { id in positions[id].map { eligible(loaded[$0], in: cache, now: now) } ?? false }
         queuedIDs = Set(cache.queue)
-    }
-
-    func matches(_ conditions: Slice<UnsafeBufferPointer<CompiledTriggers.Condition>>, _ event: Event) -> Bool {
-        for condition in conditions {
-            guard let value = event[attribute: condition.name], let op = condition.op else { return false }
-            let answer = op.compare(event: value, trigger: condition.value)
-            if answer.status != 0 {
-                logger.info("trigger attribute '\(condition.name)' \(op.operatorName) answered false: \(answer.reason)")
-                return false
-            }
-            if !answer.result { return false }
-        }
-        return true
     }
 
     func isReady(_ campaign: Campaign, in cache: UserCache) -> Bool {

@@ -59,7 +59,7 @@ struct CampaignSharedState {
     func setEnabled(_ db: Database, _ enabled: Bool) throws { try KeyValueState.set(db, Self.enabledKey, enabled) }
     func setUser(_ db: Database, _ user: CampaignEngine.User) throws { try KeyValueState.set(db, Self.userKey, user) }
     func setCache(_ db: Database, _ cache: UserCache, for user: CampaignEngine.User) throws {
-        try KeyValueState.set(db, Self.cacheKey(user), cache)
+        try KeyValueState.write(db, key: Self.cacheKey(user), json: cache.json)  // by hand: see UserCache+JSON.swift
     }
 
     /// Bumps the version (inside the write transaction that changed the state); returns the new one.

@@ -19,7 +19,8 @@ enum EventRoutes {
             // Committed with the events of concurrent requests (group commit); answered once on
             // disk. Never flushes here: the delivery service is woken when cache_size events wait.
             let tracked = try await engine.trackGrouped(events)
-            return HTTPAPI.json(tracked.map { EventView($0) }, status: .created)
+            // Encoded by hand: JSONEncoder was a large part of a one-event request's time.
+            return HTTPAPI.json(bytes: EventView.json(tracked.map { EventView($0) }), status: .created)
         }
         router.get("/v1/events") { request, _ in
             var status: EventStatus?

@@ -66,8 +66,12 @@ enum HTTPAPI {
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return json(bytes: (try? encoder.encode(value)) ?? Data("null".utf8), status: status)
+    }
+
+    /// An answer of JSON already encoded (e.g. by `EventView.json`, written by hand for the event routes).
+    static func json(bytes data: Data, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// openapi.yaml from the repository the binary was built in, or next to the executable.

@@ -30,6 +30,14 @@ public final class TriggerOperatorPlugin: @unchecked Sendable {
         }
     }
 
+    /// In-process: the compare function and the instance's handle, for a caller that calls it in a
+    /// loop and keeps this plugin alive meanwhile (the campaign engine's compiled triggers); nil
+    /// when the plugin is isolated.
+    var inProcessCompare: (compare: CompiledTriggers.Compare, instance: UnsafeMutableRawPointer?)? {
+        guard let api, let compare = api.pointee.compare else { return nil }
+        return (compare, instanceHandle)
+    }
+
     /// The operator's answer; a type mismatch or a failure answers false (and says why in `reason`).
     /// Isolated: a failed worker answers false.
     public func compare(event: PluginValue, trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
