@@ -21,6 +21,92 @@ final class WebHubTests: XCTestCase {
         XCTAssertFalse(session.canGoForward)
         XCTAssertNil(session.forward())
         XCTAssertEqual(session.historySnapshot.pages, [.hub, .channel("news/sports"), .article("news/tech/d")])
+        // visit answers where back and forward lead after it, in the same step.
+        XCTAssertEqual(session.visit(.hub), HubSession.Navigation(canGoBack: true, canGoForward: false))
+        XCTAssertEqual(session.back(), .article("news/tech/d"))
+        XCTAssertEqual(session.visit(.article("news/tech/d")), HubSession.Navigation(canGoBack: true, canGoForward: true))
+    }
+
+    func testSessionHistoryIsBounded() {
+        let session = HubSession(presentation: nil, bundle: nil, embed: false)
+        for number in 0..<(HubSession.historyLimit + 10) { session.visit(.article("a/b/\(number)")) }
+        let snapshot = session.historySnapshot
+        XCTAssertEqual(snapshot.pages.count, HubSession.historyLimit)
+        XCTAssertEqual(snapshot.pages.first, .article("a/b/10"), "the oldest pages were dropped")
+        XCTAssertEqual(snapshot.index, HubSession.historyLimit - 1)
+        XCTAssertEqual(session.back(), .article("a/b/\(HubSession.historyLimit + 8)"))
+    }
+
+    /// Each page is rendered once per (bundle, page, tailoring, embed) and served from memory to
+    /// every session after that, with that session's id and chrome spliced in.
+    func testPagesAreRenderedOncePerKeyAndCarryEachSessionsOwnBits() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
+            .init("news", title: "News", tags: ["news"], channels: [
+                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
+                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>")]),
+            ]),
+        ])
+        try TestSupport.write("data_dir: data\nplugins: []\nhub: {preloaded_bundle: bundle.sqlite3}\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try XCTUnwrap(try host.hub())
+        let web = WebContentHub(engine: engine, events: try host.events())
+        func page(_ response: HubWebResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+        let hub = page(web.present())
+        let first = try XCTUnwrap(web.currentSession)
+        XCTAssertTrue(hub.contains(#"data-session="\#(first.id)""#), hub)
+        XCTAssertTrue(hub.contains(#"<span id="hubhost-back" class="hubhost-button hubhost-disabled">"#), "nothing to go back to: \(hub)")
+        let channel = page(web.show(.channel("news/sports")))
+        XCTAssertTrue(channel.contains(#"<a id="hubhost-back" class="hubhost-button" href="/hub/back">"#), channel)
+        XCTAssertEqual(page(web.show(.article("news/sports/b"))).components(separatedBy: "Beta body").count, 2)
+        XCTAssertEqual(web.pageCache.counts.renders, 3)
+
+        // The same pages again, in this session and in a new one with the same tailoring: no rendering.
+        XCTAssertEqual(page(web.show(.channel("news/sports"))), channel)
+        let again = page(web.present())
+        let second = try XCTUnwrap(web.currentSession)
+        XCTAssertNotEqual(first.id, second.id)
+        XCTAssertTrue(again.contains(#"data-session="\#(second.id)""#) && !again.contains(first.id), again)
+        XCTAssertEqual(again, hub.replacingOccurrences(of: first.id, with: second.id))
+        XCTAssertEqual(web.pageCache.counts.renders, 3)
+        XCTAssertEqual(web.pageCache.counts.hits, 2)
+
+        // Another tailoring renders its own hub and channel pages (football first); article pages are shared.
+        let football = page(web.present(tags: ["football"]))
+        XCTAssertLessThan(try XCTUnwrap(football.range(of: ">Beta<")).lowerBound, try XCTUnwrap(football.range(of: ">Alpha<")).lowerBound)
+        XCTAssertEqual(web.pageCache.counts.renders, 4)
+        _ = web.show(.article("news/sports/b"))
+        XCTAssertEqual(web.pageCache.counts.renders, 4)
+        // Embed sessions have their own pages, without the chrome.
+        let embedded = page(web.present(embed: true))
+        XCTAssertFalse(embedded.contains("hubhost-chrome"), embedded)
+        XCTAssertTrue(embedded.contains(#"data-embed="1""#), embedded)
+        XCTAssertEqual(web.pageCache.counts.renders, 5)
+        // A page the bundle does not have is not kept.
+        XCTAssertEqual(web.show(.article("news/sports/nope")).status, 404)
+        XCTAssertEqual(web.pageCache.counts.pages, 5)
+    }
+
+    func testPageCacheEvictsTheLeastRecentlyUsedBeyondItsBytes() {
+        let cache = HubPageCache(byteLimit: 1_000)
+        func page(_ size: Int) -> RenderedHubPage {
+            RenderedHubPage(head: Array(repeating: 65, count: size), middle: [], main: [], title: "")
+        }
+        func key(_ number: Int) -> HubPageCache.Key { .init(bundle: 1, location: .article("a/b/\(number)"), tailoring: nil, embed: false) }
+        for number in 0..<4 { XCTAssertNotNil(cache.page(key(number)) { page(200) }) }
+        XCTAssertNotNil(cache.cached(key(0)))  // used: 1 is now the least recently used
+        XCTAssertNotNil(cache.page(key(4)) { page(300) })  // 1,100 bytes: down to 750
+        XCTAssertNil(cache.cached(key(1)))
+        XCTAssertNil(cache.cached(key(2)))
+        XCTAssertNotNil(cache.cached(key(0)))
+        XCTAssertNotNil(cache.cached(key(4)))
+        XCTAssertLessThanOrEqual(cache.counts.bytes, 1_000)
+        // Another bundle's page under the same page key is another entry.
+        var other = key(4)
+        other.bundle = 2
+        XCTAssertNil(cache.cached(other))
     }
 
     func testIDsFromPathsRejectTraversal() {

@@ -93,6 +93,10 @@ public final class ContentBundle: @unchecked Sendable {
     }
 
     public let path: String
+    /// A number no other bundle opened by this process carries: what is derived from this bundle
+    /// and kept in memory (the web hub's rendered pages) is keyed on it, so a newly activated
+    /// bundle never meets pages of the one before, even when both have the same path or version.
+    public let serial: Int = ContentBundle.nextSerial()
     public let metadata: Metadata
     /// Hubs in bundle order, each with its channels and their articles in bundle order.
     public let hubs: [Hub]
@@ -137,6 +141,16 @@ public final class ContentBundle: @unchecked Sendable {
         self.hubIndex = hubIndex
         self.channelIndex = channelIndex
         self.articleIndex = articleIndex
+    }
+
+    private static let serialLock = NSLock()
+    nonisolated(unsafe) private static var lastSerial = 0
+
+    private static func nextSerial() -> Int {
+        serialLock.withLock {
+            lastSerial += 1
+            return lastSerial
+        }
     }
 
     public func hub(_ id: String) -> Hub? { hubIndex[id].map { hubs[$0] } }

@@ -61,6 +61,12 @@ extension HubEngine {
     public func recordArticleRead(_ articleID: String) throws -> [String: Int] {
         guard let bundle = activeBundle else { throw PresentError.noContent }
         guard let article = bundle.article(articleID) else { throw PresentError.notFound("article '\(articleID)'") }
+        return try recordArticleRead(article)
+    }
+
+    /// The same for an article already looked up (the web hub has it from the session's bundle).
+    @discardableResult
+    func recordArticleRead(_ article: ContentBundle.Article) throws -> [String: Int] {
         guard users.activeUser() != nil else { return [:] }
         let deltas = Tailoring.counts(forOverride: article.tags)
         if !deltas.isEmpty { try users.updateTagCounts(deltas) }

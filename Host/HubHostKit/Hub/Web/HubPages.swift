@@ -5,6 +5,10 @@ import Foundation
 /// bundle, inserted as HTML: that is the content, verified and signed). Every other text (titles,
 /// ids, messages) is escaped. hubhost's chrome (close, back, forward) is left out for `?embed=1`
 /// sessions. Pages carry `data-` attributes (kind, ids) so tests and apps can read them.
+///
+/// A page is rendered without its session (RenderedHubPage): what differs between sessions (the
+/// session id, the chrome's back and forward) is spliced in per request, so that the web hub
+/// renders each page once (HubPageCache).
 public struct HubPages: Sendable {
     public let settings: HubSettings
     public let templatesDirectory: String
@@ -16,10 +20,10 @@ public struct HubPages: Sendable {
         rewriter = HubLinkRewriter(settings: settings)
     }
 
-    /// The page at `location` in `session`, with its title; nil when the session's bundle has no
-    /// such item (the route answers 404).
-    public func render(_ location: HubPageLocation, in session: HubSession) -> (html: String, title: String)? {
-        guard let presentation = session.presentation, let bundle = session.bundle else { return nil }
+    /// The page at `location` of a session presented as `presentation` from `bundle` (`embed`:
+    /// the app brings its own chrome); nil when the bundle has no such item (the route answers 404).
+    /// Hub and channel pages depend on the presentation's tailoring, article pages do not.
+    public func render(_ location: HubPageLocation, presentation: Presentation, bundle: ContentBundle, embed: Bool) -> RenderedHubPage? {
         let e = HubPageTemplates.escape
         switch location {
         case .hub:
@@ -29,14 +33,14 @@ public struct HubPages: Sendable {
                 body += "<h2><a href=\"\(e(HubPageLocation.channel(channel.id).path))\">\(e(channel.title))</a></h2>\n"
                 body += articleList(channel.articles) + "</section>\n"
             }
-            return (page(presentation.hubTitle, kind: .hub, id: presentation.hubID, body: body, session: session), presentation.hubTitle)
+            return page(presentation.hubTitle, kind: .hub, id: presentation.hubID, body: body, embed: embed)
         case .channel(let id):
             guard let channel = bundle.channel(id) else { return nil }
             let articles = Tailoring.order(channel.articles, counts: presentation.counts)
             var body = breadcrumb(hubID: channel.hubID, bundle: bundle)
             body += "<h1 id=\"channel-title\" data-channel-id=\"\(e(channel.id))\">\(e(channel.title))</h1>\n"
             body += articleList(articles)
-            return (page(channel.title, kind: .channel, id: channel.id, body: body, session: session), channel.title)
+            return page(channel.title, kind: .channel, id: channel.id, body: body, embed: embed)
         case .article(let id):
             guard let article = bundle.article(id), let html = bundle.body(ofArticle: id) else { return nil }
             var body = breadcrumb(hubID: bundle.channel(article.channelID)?.hubID, bundle: bundle, channelID: article.channelID)
@@ -44,7 +48,7 @@ public struct HubPages: Sendable {
             let ownHeading = html.drop(while: { $0.isWhitespace }).hasPrefix("<h1")
             body += "<h1 id=\"article-title\" data-article-id=\"\(e(article.id))\"\(ownHeading ? " hidden" : "")>\(e(article.title))</h1>\n"
             body += "<article class=\"hubhost-article-body\">\n" + rewriter.rewrite(html) + "\n</article>\n"
-            return (page(article.title, kind: .article, id: article.id, body: body, session: session), article.title)
+            return page(article.title, kind: .article, id: article.id, body: body, embed: embed)
         }
     }
 
@@ -61,7 +65,8 @@ public struct HubPages: Sendable {
     /// A status view (the hub has nothing to present yet, or cannot present).
     public func status(_ status: HubPageTemplates.Status, message: String, percent: Int?, session: HubSession?) -> String {
         HubPageTemplates.statusView(status, message: message, percent: percent, templatesDirectory: templatesDirectory,
-                                    colorScheme: settings.colorScheme, chrome: session.map { chrome($0, statusView: true) } ?? "")
+                                    colorScheme: settings.colorScheme,
+                                    chrome: session.map { chrome(embed: $0.embed, HubSession.Navigation(canGoBack: false, canGoForward: false)) } ?? "")
     }
 
     /// The page after closing the hub.
@@ -93,32 +98,40 @@ public struct HubPages: Sendable {
         return parts.isEmpty ? "" : "<p class=\"hubhost-breadcrumb\">" + parts.joined(separator: " › ") + "</p>\n"
     }
 
-    /// Close, back and forward; none in embed sessions.
-    func chrome(_ session: HubSession, statusView: Bool = false) -> String {
-        guard !session.embed else { return "" }
+    /// Close, back and forward (disabled where they lead nowhere); none in embed sessions. Status
+    /// views show back and forward disabled.
+    public func chrome(embed: Bool, _ navigation: HubSession.Navigation) -> String {
+        guard !embed else { return "" }
+        return Self.chromes[(navigation.canGoBack ? 1 : 0) + (navigation.canGoForward ? 2 : 0)]
+    }
+
+    /// The four chromes (back x forward enabled), built once.
+    private static let chromes: [String] = (0..<4).map { bits in
         func button(_ id: String, _ label: String, _ href: String, enabled: Bool) -> String {
             enabled ? "<a id=\"\(id)\" class=\"hubhost-button\" href=\"\(href)\">\(label)</a>"
                 : "<span id=\"\(id)\" class=\"hubhost-button hubhost-disabled\">\(label)</span>"
         }
-        let back = button("hubhost-back", "‹ Back", "/hub/back", enabled: !statusView && session.canGoBack)
-        let forward = button("hubhost-forward", "Forward ›", "/hub/forward", enabled: !statusView && session.canGoForward)
+        let back = button("hubhost-back", "‹ Back", "/hub/back", enabled: bits & 1 != 0)
+        let forward = button("hubhost-forward", "Forward ›", "/hub/forward", enabled: bits & 2 != 0)
         return "<nav class=\"hubhost-chrome\" id=\"hubhost-chrome\">\(back)\(forward)<span class=\"hubhost-spacer\"></span>"
             + "<a id=\"hubhost-close\" class=\"hubhost-button\" href=\"/hub/close\">✕ Close</a></nav>\n"
     }
 
-    private func page(_ title: String, kind: ContentURI.Kind, id: String, body: String, session: HubSession) -> String {
+    private func page(_ title: String, kind: ContentURI.Kind, id: String, body: String, embed: Bool) -> RenderedHubPage {
         let e = HubPageTemplates.escape
         let schemes = settings.customURLSchemes.map { $0.lowercased() }.joined(separator: " ")
         // <base href="/hub/">: relative references in article bodies (`resources/site.css`) resolve to
         // /hub/resources/..., which serves the bundle's resources table.
-        return """
+        let head = """
             <!DOCTYPE html>
             <html lang="en" class="scheme-\(settings.colorScheme.rawValue)"><head><meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1"><base href="/hub/">
             <title>\(e(title))</title><link rel="stylesheet" href="/hub/hubhost.css"><script src="/hub/hubhost.js" defer></script></head>
-            <body data-hub-kind="\(kind.rawValue)" data-id="\(e(id))" data-session="\(e(session.id))" data-embed="\(session.embed ? "1" : "0")" data-app-schemes="\(e(schemes))">
-            \(chrome(session))<main>
-            \(body)</main></body></html>
+            <body data-hub-kind="\(kind.rawValue)" data-id="\(e(id))" data-session="
             """
+        // The session id goes between head and middle, the chrome between middle and main.
+        let middle = "\" data-embed=\"\(embed ? "1" : "0")\" data-app-schemes=\"\(e(schemes))\">\n"
+        let main = "<main>\n\(body)</main></body></html>"
+        return RenderedHubPage(head: Array(head.utf8), middle: Array(middle.utf8), main: Array(main.utf8), title: title)
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A page of the web Content Hub: the session's hub, a channel or an article (ids are bundle paths).
-public enum HubPageLocation: Equatable, Sendable {
+public enum HubPageLocation: Hashable, Sendable {
     case hub
     case channel(String)
     case article(String)
@@ -50,6 +50,9 @@ public enum HubPageLocation: Equatable, Sendable {
 /// it was presented from (kept even when a newer bundle is activated meanwhile, so a session never
 /// mixes two bundles), whether the app brings its own chrome, and the session's history for back
 /// and forward. Visiting a page after going back drops the forward entries, like a browser.
+///
+/// Every call is O(1) under the session's own small lock (never held across rendering): the
+/// history keeps the latest `historyLimit` pages, so a long session cannot grow it without bound.
 public final class HubSession: @unchecked Sendable {
     public let id = UUID().uuidString.lowercased()
     /// nil while the session shows a status view (no content yet, downloading, an error).
@@ -59,6 +62,18 @@ public final class HubSession: @unchecked Sendable {
     public let embed: Bool
     /// The entry point id set before presenting (used by this session only), if any.
     public let entryPoint: String?
+    /// What the tailored pages (hub, channels) of this session depend on besides the bundle: the
+    /// rendered-page cache shares them between sessions with the same tailoring.
+    let tailoring: HubPageCache.Tailoring?
+
+    /// The most pages the history keeps (the oldest are dropped first).
+    public static let historyLimit = 1_000
+
+    /// Whether back and forward lead anywhere (the chrome shows them enabled or not).
+    public struct Navigation: Equatable, Sendable {
+        public var canGoBack: Bool
+        public var canGoForward: Bool
+    }
 
     private let lock = NSLock()
     private var history: [HubPageLocation] = []
@@ -69,16 +84,23 @@ public final class HubSession: @unchecked Sendable {
         self.bundle = bundle
         self.embed = embed
         self.entryPoint = entryPoint
+        tailoring = presentation.map { HubPageCache.Tailoring(hubID: $0.hubID, counts: $0.counts) }
     }
 
-    /// Records a page view. Showing the page the history already points at (reloading it, or the
-    /// page a back/forward redirect leads to) does not add an entry; a new page drops the forward entries.
-    public func visit(_ location: HubPageLocation) {
+    /// Records a page view and returns where back and forward lead afterwards (one step under the
+    /// lock, so the chrome matches this very view even with concurrent requests). Showing the page
+    /// the history already points at (reloading it, or the page a back/forward redirect leads to)
+    /// does not add an entry; a new page drops the forward entries.
+    @discardableResult
+    public func visit(_ location: HubPageLocation) -> Navigation {
         lock.withLock {
-            if index >= 0, history[index] == location { return }
-            history.removeSubrange((index + 1)...)
-            history.append(location)
-            index = history.count - 1
+            if index < 0 || history[index] != location {
+                if index + 1 < history.count { history.removeSubrange((index + 1)...) }
+                history.append(location)
+                if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
+                index = history.count - 1
+            }
+            return Navigation(canGoBack: index > 0, canGoForward: index >= 0 && index < history.count - 1)
         }
     }
 

@@ -43,6 +43,11 @@ public final class WebContentHub: @unchecked Sendable {
     public let engine: HubEngine
     public let pages: HubPages
     public let policy: ContentSecurityPolicy
+    /// The pages rendered so far (see HubPageCache), shared by every session of this hub.
+    public let pageCache = HubPageCache()
+    /// The headers of every page: the security policy, and no-store (a page shows the session's
+    /// chrome, and each view counts).
+    private let pageHeaders: [String: String]
     let events: EventEngine?
     let logger: Logger
 
@@ -52,8 +57,8 @@ public final class WebContentHub: @unchecked Sendable {
     private var lastError: String?
     private var violations: [Data] = []
     private var subscription: UUID?
-    /// The article on screen and when it was shown (for its time spent).
-    private var openArticle: (id: String, shownAtMs: Int64)?
+    /// The article on screen, when it was shown (for its time spent) and the bundle it is from.
+    private var openArticle: (id: String, shownAtMs: Int64, bundle: ContentBundle)?
     /// The most violation reports kept for `GET /v1/hub/csp-reports`.
     public static let violationLimit = 200
 
@@ -63,6 +68,7 @@ public final class WebContentHub: @unchecked Sendable {
         logger = Logger(label: "hubhost.hub.web", pipeline: engine.pipeline)
         pages = HubPages(settings: engine.settings, templatesDirectory: (engine.directory as NSString).appendingPathComponent("templates"))
         policy = ContentSecurityPolicy(settings: engine.settings)
+        pageHeaders = policy.pageHeaders.merging(["Cache-Control": "no-store"]) { a, _ in a }
         // The status views show the latest download percent and error.
         subscription = engine.notifications.subscribe(replay: true) { [weak self] notification in
             guard let self else { return }
@@ -161,46 +167,65 @@ public final class WebContentHub: @unchecked Sendable {
     /// nothing presented yet), a channel or article page opens a session at that item, as
     /// `/hub?uri=zbimdb://...` does, so that a bookmarked page still shows that page; the hub page
     /// redirects to `/hub`.
+    ///
+    /// The page comes from the rendered-page cache (rendered on its first view); the request's own
+    /// work is O(1): the session's history (its own small lock), the session id and chrome
+    /// spliced into the cached bytes, the ContentTypeChanged notification, and the view's metrics
+    /// event handed to the event engine's background writer (no commit is waited for).
     public func show(_ location: HubPageLocation) -> HubWebResponse {
-        guard let session = currentSession, session.presentation != nil else {
+        guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle else {
             switch location {
             case .hub: return .redirect("/hub")
             case .channel(let id): return present(uri: ContentURI(.channel, id).description)
             case .article(let id): return present(uri: ContentURI(.article, id).description)
             }
         }
-        guard pages.contains(location, in: session) else {
-            return .notFound("\(ContentURI(location.kind, locationID(location)).description) is not in the hub's content bundle")
+        let key: HubPageCache.Key
+        switch location {
+        case .hub, .channel: key = .init(bundle: bundle.serial, location: location, tailoring: session.tailoring, embed: session.embed)
+        case .article: key = .init(bundle: bundle.serial, location: location, tailoring: nil, embed: session.embed)
+        }
+        guard let page = pageCache.page(key, render: { pages.render(location, presentation: presentation, bundle: bundle, embed: session.embed) }) else {
+            let id: String
+            switch location {
+            case .hub: id = presentation.hubID
+            case .channel(let channel), .article(let channel): id = channel
+            }
+            return .notFound("\(ContentURI(location.kind, id).description) is not in the hub's content bundle")
         }
         if case .article(let id) = location, lock.withLock({ openArticle?.id == id }) {
             // The same article again (a reload): its reading time goes on.
         } else {
             leaveArticle()
         }
-        session.visit(location)  // first, so that the back/forward buttons show the new history
-        guard let (html, title) = pages.render(location, in: session) else { return .notFound("\(location.path) is not in the hub's content bundle") }
-        let uri = ContentURI(location.kind, location == .hub ? session.presentation!.hubID : locationID(location))
+        let navigation = session.visit(location)  // with the view, so that back/forward match the new history
+        let uri = ContentURI(location.kind, location == .hub ? presentation.hubID : locationID(location))
         engine.notifications.post(HostNotification.Name.contentTypeChanged,
-                                  ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path), "title": .string(title)])
-        recordView(location)
-        return .html(html, policy: policy)
+                                  ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path),
+                                   "title": .string(page.title)])
+        recordView(location, bundle: bundle)
+        return HubWebResponse(status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
+                              headers: pageHeaders)
     }
 
     /// Metrics and the reader's profile: a channel view is tracked at once; an article's tags are
     /// added to the active user's counts when it is shown, and "Article Viewed" (with the time
     /// spent) is tracked when the reader leaves it (another page, back/forward, close, a new /hub).
-    private func recordView(_ location: HubPageLocation) {
+    /// Items are the session's bundle's (already looked up for the page), and the events go to the
+    /// event engine's background writer.
+    private func recordView(_ location: HubPageLocation, bundle: ContentBundle) {
         do {
             switch location {
             case .hub: break
-            case .channel(let id): try engine.trackChannelViewed(id)
+            case .channel(let id):
+                if let channel = bundle.channel(id) { engine.metrics.channelViewed(channel) }
             case .article(let id):
                 let isNew: Bool = lock.withLock {
                     guard openArticle?.id != id else { return false }
-                    openArticle = (id, Clock.wallMs())
+                    openArticle = (id, Clock.wallMs(), bundle)
                     return true
                 }
-                if isNew { try engine.recordArticleRead(id) }
+                if isNew, let article = bundle.article(id) { try engine.recordArticleRead(article) }
             }
         } catch {
             logger.error("hub metrics for \(location.path): \(error)")
@@ -209,13 +234,13 @@ public final class WebContentHub: @unchecked Sendable {
 
     /// Tracks "Article Viewed" for the article the reader is leaving, if any.
     private func leaveArticle() {
-        guard let article = lock.withLock({ () -> (id: String, shownAtMs: Int64)? in
+        guard let open = lock.withLock({ () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
             defer { openArticle = nil }
             return openArticle
         }) else { return }
-        do { try engine.trackArticleViewed(article.id, timeSpentMs: max(0, Clock.wallMs() - article.shownAtMs)) } catch {
-            logger.error("hub metrics for article \(article.id): \(error)")
-        }
+        guard let article = open.bundle.article(open.id) else { return }
+        engine.metrics.articleViewed(article, hubID: open.bundle.channel(article.channelID)?.hubID,
+                                     timeSpentMs: max(0, Clock.wallMs() - open.shownAtMs))
     }
 
     private func locationID(_ location: HubPageLocation) -> String {

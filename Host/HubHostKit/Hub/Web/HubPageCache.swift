@@ -1,0 +1,129 @@
+import Foundation
+
+/// A hub page rendered once and kept as immutable bytes, with the few per-session bits left out:
+/// the session id (`<body data-session="...">`) and hubhost's chrome (back and forward enabled or
+/// not) are spliced in per request, in constant time, so that one rendering serves every session
+/// that shows the same page.
+public struct RenderedHubPage: Sendable {
+    /// From `<!DOCTYPE html>` to `data-session="`.
+    let head: [UInt8]
+    /// From the end of the session id to the end of the `<body>` line.
+    let middle: [UInt8]
+    /// From `<main>` to the end.
+    let main: [UInt8]
+    /// The page's title (for the ContentTypeChanged notification).
+    public let title: String
+
+    var byteCount: Int { head.count + middle.count + main.count + title.utf8.count }
+
+    /// The page for one request: the cached bytes around the session id and the chrome.
+    public func html(sessionID: String, chrome: String) -> Data {
+        let session = HubPageTemplates.escape(sessionID)
+        var data = Data(capacity: byteCount + session.utf8.count + chrome.utf8.count)
+        data.append(contentsOf: head)
+        data.append(contentsOf: session.utf8)
+        data.append(contentsOf: middle)
+        data.append(contentsOf: chrome.utf8)
+        data.append(contentsOf: main)
+        return data
+    }
+}
+
+/// The web hub's rendered pages, in memory: pages of a verified bundle never change, so each is
+/// rendered once per key (the bundle opened, the page, the tailoring for hub and channel pages,
+/// embed; the color scheme is the hub's setting and so the same for every page of one cache) and
+/// then served from here. A newly activated bundle has a new serial, so its pages never meet the
+/// old ones; those age out. Bounded by bytes: beyond `byteLimit` the least recently used pages go.
+/// Lookups hold the lock for a dictionary access only, never while rendering.
+public final class HubPageCache: @unchecked Sendable {
+    /// What a tailored page (the hub, a channel) depends on besides the bundle: the hub presented
+    /// and the tag counts that ordered its articles. Its hash is computed once per session.
+    public struct Tailoring: Hashable, Sendable {
+        public let hubID: String
+        public let counts: [String: Int]
+        private let hash: Int
+
+        public init(hubID: String, counts: [String: Int]) {
+            self.hubID = hubID
+            self.counts = counts
+            var hasher = Hasher()
+            hasher.combine(hubID)
+            hasher.combine(counts)
+            hash = hasher.finalize()
+        }
+
+        public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+        public static func == (a: Tailoring, b: Tailoring) -> Bool {
+            a.hash == b.hash && a.hubID == b.hubID && a.counts == b.counts
+        }
+    }
+
+    public struct Key: Hashable, Sendable {
+        public var bundle: Int
+        public var location: HubPageLocation
+        /// nil for article pages: they are the same for every reader.
+        public var tailoring: Tailoring?
+        public var embed: Bool
+    }
+
+    /// 64 MiB: thousands of pages (a page is a few KiB plus its article body).
+    public static let defaultByteLimit = 64 << 20
+
+    public let byteLimit: Int
+    private let lock = NSLock()
+    private var entries: [Key: (page: RenderedHubPage, lastUse: UInt64)] = [:]
+    private var uses: UInt64 = 0
+    private var bytes = 0
+    private var hitCount = 0
+    private var renderCount = 0
+
+    public init(byteLimit: Int = HubPageCache.defaultByteLimit) {
+        self.byteLimit = max(1, byteLimit)
+    }
+
+    /// The page for `key`: cached, or rendered by `render` (outside the lock; two requests missing
+    /// the same page at once may both render it, with the same bytes) and kept. nil when `render`
+    /// finds no such page (nothing is kept then).
+    public func page(_ key: Key, render: () -> RenderedHubPage?) -> RenderedHubPage? {
+        if let cached = cached(key) { return cached }
+        guard let page = render() else { return nil }
+        insert(page, for: key)
+        return page
+    }
+
+    /// The cached page for `key`, nil when it was not rendered yet (or was evicted).
+    public func cached(_ key: Key) -> RenderedHubPage? {
+        lock.withLock {
+            uses &+= 1
+            guard let index = entries.index(forKey: key) else { return nil }
+            entries.values[index].lastUse = uses
+            hitCount += 1
+            return entries.values[index].page
+        }
+    }
+
+    /// Pages served from memory and pages rendered, since the cache was made (for tests and tools).
+    public var counts: (hits: Int, renders: Int, pages: Int, bytes: Int) {
+        lock.withLock { (hitCount, renderCount, entries.count, bytes) }
+    }
+
+    private func insert(_ page: RenderedHubPage, for key: Key) {
+        lock.withLock {
+            uses &+= 1
+            renderCount += 1
+            if let old = entries.updateValue((page, uses), forKey: key) { bytes -= old.page.byteCount }
+            bytes += page.byteCount
+            guard bytes > byteLimit else { return }
+            // Evict the least recently used down to 3/4 of the limit: one sort per many inserts,
+            // so an insert costs O(1) amortized.
+            var target = byteLimit / 4 * 3
+            if page.byteCount > target { target = page.byteCount }
+            for (oldKey, entry) in entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where bytes > target {
+                guard oldKey != key else { continue }
+                entries.removeValue(forKey: oldKey)
+                bytes -= entry.page.byteCount
+            }
+        }
+    }
+}
