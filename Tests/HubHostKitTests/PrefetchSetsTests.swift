@@ -178,6 +178,110 @@ final class PrefetchSetsTests: XCTestCase {
         XCTAssertEqual(subscribed?.sources.map(\.name), ["acme", "beta", "zed"])
     }
 
+    // MARK: shared live sets
+
+    /// What one listener heard: each change as "phase +added ~updated -removed =items".
+    private final class Heard: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+        func add(_ change: PrefetchSetChange) {
+            let line = "\(change.phase.rawValue) +\(change.added.joined(separator: ",")) ~\(change.updated.joined(separator: ","))"
+                + " -\(change.removed.joined(separator: ",")) =\(change.items.map(\.uniqueId).joined(separator: ","))"
+            lock.withLock { lines.append(line) }
+        }
+        var all: [String] { lock.withLock { lines } }
+    }
+
+    func testManyListenersOfOneAndOfDifferentFiltersEachHearExactlyTheirChanges() async throws {
+        service.lock.withLock {
+            service.pages[""] = """
+                {"cursor": "c1", "sources": [{"name": "acme", "display_name": "Acme TV"}],
+                 "categories": [{"id": "news", "name": "News"}, {"id": "sport", "name": "Sport"}],
+                 "items": [\(item("a", content: "1", source: "acme", categories: ["news"], title: "Alpha")),
+                           \(item("b", content: "2", source: "acme", categories: ["news"], title: "Bravo")),
+                           \(item("c", content: "3", source: "acme", categories: ["sport"], title: "Charlie")),
+                           \(item("d", content: "4", source: "acme", categories: ["sport"], title: "Delta"))]}
+                """
+        }
+        let (_, engine) = try engine(", item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        // Three sets, three listeners each; the third is sorted and limited: its window is the
+        // first two not-viewed items by title.
+        let filters = [PrefetchItemFilter(saved: true, sort: [.init(field: .title)]),
+                       PrefetchItemFilter(category: "news", sort: [.init(field: .title)]),
+                       PrefetchItemFilter(notViewed: true, sort: [.init(field: .title)], limit: 2)]
+        var heard: [[Heard]] = []
+        var tasks: [Task<Void, Never>] = []
+        for filter in filters {
+            var group: [Heard] = []
+            for _ in 0..<3 {
+                let listener = Heard()
+                let stream = engine.watch(filter, pollInterval: 0.05)
+                tasks.append(Task { for await change in stream { listener.add(change) } })
+                group.append(listener)
+            }
+            heard.append(group)
+        }
+        defer { tasks.forEach { $0.cancel() } }
+        XCTAssertEqual(engine.liveSets.count, 3, "one set per distinct filter, shared by its listeners")
+        try await heardAll(heard, count: [1, 1, 1])
+        XCTAssertEqual(heard[0][0].all, ["initial + ~ - ="])
+        XCTAssertEqual(heard[1][0].all, ["initial +a,b ~ - =a,b"])
+        XCTAssertEqual(heard[2][0].all, ["initial +a,b ~ - =a,b"])
+
+        // Each step: one change, then how many changes (will + did) each set has heard in all.
+        let steps: [(PrefetchEngine.Flag, Bool, [String], [Int])] = [
+            (.saved, true, ["a"], [3, 3, 3]),    // saved: into set 0; a changed in 1 and 2
+            (.viewed, true, ["a"], [5, 5, 5]),   // a leaves the window of 2, c comes in
+            (.saved, false, ["a"], [7, 7, 5]),   // out of 0; not in 2's window any more: nothing there
+            (.saved, true, ["d"], [9, 7, 5]),    // into 0 only
+            (.viewed, false, ["a"], [9, 9, 7]),  // a back in 2's window, c out; not in 0
+            (.locked, true, ["a", "d"], [11, 11, 9]),
+        ]
+        for (flag, value, ids, counts) in steps {
+            let answers = try await BlockingPool.run { engine.set(flag, value, on: ids) }
+            XCTAssertEqual(answers.map(\.accepted), ids.map { _ in true })
+            try await heardAll(heard, count: counts)
+        }
+        let expected = [
+            ["initial + ~ - =",
+             "willChange +a ~ - =a", "didChange +a ~ - =a",
+             "willChange + ~a - =a", "didChange + ~a - =a",
+             "willChange + ~ -a =", "didChange + ~ -a =",
+             "willChange +d ~ - =d", "didChange +d ~ - =d",
+             "willChange + ~d - =d", "didChange + ~d - =d"],
+            ["initial +a,b ~ - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b"],
+            ["initial +a,b ~ - =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+             "willChange +c ~ -a =b,c", "didChange +c ~ -a =b,c",
+             "willChange +a ~ -c =a,b", "didChange +a ~ -c =a,b",
+             "willChange + ~a - =a,b", "didChange + ~a - =a,b"],
+        ]
+        for (set, group) in heard.enumerated() {
+            for listener in group { XCTAssertEqual(listener.all, expected[set], "set \(set)") }
+        }
+        tasks.forEach { $0.cancel() }
+        for _ in 0..<200 where engine.liveSets.count > 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        XCTAssertEqual(engine.liveSets.count, 0, "a set stops with its last listener")
+    }
+
+    /// Waits (bounded) until every listener of set i has heard count[i] changes, and not more.
+    private func heardAll(_ heard: [[Heard]], count: [Int]) async throws {
+        for _ in 0..<1000 {
+            if heard.enumerated().allSatisfy({ set, group in group.allSatisfy { $0.all.count >= count[set] } }) { break }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        for (set, group) in heard.enumerated() {
+            for listener in group { XCTAssertEqual(listener.all.count, count[set], "set \(set): \(listener.all)") }
+        }
+    }
+
     // MARK: import merge
 
     func testImportMergesWithTheCatalogEntryKeepingItsVerifiedFileAndFlags() throws {

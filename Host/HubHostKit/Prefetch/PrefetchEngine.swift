@@ -46,6 +46,8 @@ public final class PrefetchEngine: @unchecked Sendable {
     var userInfos: [String: [String: JSONValue]] = [:]
     /// Local playback: the HLS endpoint's address and the layouts it serves (PrefetchPlayback.swift).
     let playbackState = PrefetchPlaybackState()
+    /// The live sets being listened to, one per distinct filter (PrefetchLiveSet).
+    let liveSets = PrefetchLiveSets()
 
     /// Retries after the first failed attempt of a main file before the item is Failed (seed 4.6).
     public static let maxRetries = 3
