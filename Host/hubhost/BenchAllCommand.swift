@@ -198,6 +198,12 @@ extension BenchCommand {
                 Row(figure: "events through \(row.sink), store to SUCCESSFULLY_POSTED (events/s)", hubhost: number(row.eventsPerSecond),
                     yardstick: "raw client: \(number(row.rawPerSecond))", ratio: row.ratio, goal: "≥ 0.5x", met: row.ratio >= 0.5)
             }
+            // The same sinks beside the store ceiling measured in the run (plain SQLite doing only the store's part).
+            rows += result.rows.map { row in
+                Row(figure: "events through \(row.sink) beside the store ceiling (events/s)", hubhost: number(row.eventsPerSecond),
+                    yardstick: "store ceiling (plain SQLite claim+status): \(number(result.storeCeilingPerSecond))", ratio: row.ceilingRatio,
+                    goal: "-", met: nil)
+            }
             for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) {
                 rows.append(Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: "≥ 0.5x", met: nil))
             }

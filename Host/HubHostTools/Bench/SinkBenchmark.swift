@@ -7,7 +7,9 @@ import SinkBenchClients
 /// JetStream on a local nats-server), and in the same run the raw client's rate for the same
 /// messages (one POST per batch of the same bodies; librdkafka producing directly; libnats
 /// publishing directly). The store keeps its durability (WAL, synchronous = FULL): every status
-/// change the delivery makes is committed as in production.
+/// change the delivery makes is committed as in production. Also in the same run, the store
+/// ceiling (SinkStoreCeiling): plain SQLite doing only the store's part of the delivery, the rate
+/// no sink can pass with this durability on this machine.
 public struct SinkBenchmark {
     public struct Row: Encodable, Sendable {
         public var sink: String
@@ -18,6 +20,8 @@ public struct SinkBenchmark {
         public var rawPerSecond: Double
         /// eventsPerSecond / rawPerSecond.
         public var ratio: Double
+        /// eventsPerSecond / Result.storeCeilingPerSecond.
+        public var ceilingRatio: Double
         public var rawClient: String
         /// Where the timed delivery went (EventDelivery.Times): the run's wall time, the time in the
         /// sink's deliver calls, in the store's transactions, and the flush waiting on the sink with
@@ -31,6 +35,8 @@ public struct SinkBenchmark {
     public struct Result: Encodable, Sendable {
         public var count: Int
         public var batchSize: Int
+        /// Plain SQLite's claim + status update per batch on the store's schema (SinkStoreCeiling), events/s.
+        public var storeCeilingPerSecond: Double
         public var rows: [Row]
         /// Sinks not measured, and why (e.g. no nats-server on this machine).
         public var notMeasured: [String: String]
@@ -60,8 +66,8 @@ public struct SinkBenchmark {
         progress("http-collector: a collector on 127.0.0.1")
         let collector = try LoopbackCollector()
         defer { collector.stop() }
-        rows.append(try measure(name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
-                                events: "  collector_url: \(collector.url)\n", plugins: "", rawClient: "one POST per batch, same bodies") { messages in
+        let http = try measure(name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
+                               events: "  collector_url: \(collector.url)\n", plugins: "", rawClient: "one POST per batch, same bodies") { messages in
             let fetcher = HTTPFetcher()
             let start = Clock.monotonicNs()
             for batch in stride(from: 0, to: messages.count, by: batchSize) {
@@ -72,7 +78,13 @@ public struct SinkBenchmark {
                 }
             }
             return Double(Clock.monotonicNs() - start) / 1e9
-        })
+        }
+        rows.append(http.row)
+
+        // The events as the first sink's store held them: the ceiling's rows are the sinks' rows.
+        let ceilingEvents = http.stored
+        progress("store ceiling: plain SQLite claim + status update per batch, \(ceilingEvents.count) events")
+        let ceiling = try SinkStoreCeiling(batchSize: batchSize).run(events: ceilingEvents, path: folder + "/ceiling.sqlite")
 
         progress("kafka-sink: a mock cluster of 3 brokers")
         guard let bootstrapPointer = sink_bench_kafka_mock_start(3, "bench-events", 8) else { throw Failure(description: "the mock cluster did not start") }
@@ -87,7 +99,7 @@ public struct SinkBenchmark {
             try Self.raw(messages) { pointer, count, error in
                 sink_bench_kafka_produce(bootstrap, "bench-events", pointer, count, 120_000, error, 512)
             }
-        })
+        }.row)
 
         if FileManager.default.isExecutableFile(atPath: natsServer) {
             progress("nats-sink: nats-server -js on 127.0.0.1")
@@ -102,18 +114,19 @@ public struct SinkBenchmark {
                 try Self.raw(messages) { pointer, count, error in
                     sink_bench_nats_publish(server.url, "bench.17", pointer, count, 120_000, error, 512)
                 }
-            })
+            }.row)
         } else {
             notMeasured["nats-sink"] = "no nats-server at \(natsServer) (Debian: apt-get install nats-server)"
         }
-        return Result(count: count, batchSize: batchSize, rows: rows, notMeasured: notMeasured)
+        for index in rows.indices { rows[index].ceilingRatio = rows[index].eventsPerSecond / ceiling }
+        return Result(count: count, batchSize: batchSize, storeCeilingPerSecond: ceiling, rows: rows, notMeasured: notMeasured)
     }
 
     /// Tracks `count` events into a host delivering through the sink, then times the delivery of all
     /// of them; then times `raw` on the same messages (their idempotency keys suffixed, so a
-    /// deduplicating destination takes them as new).
+    /// deduplicating destination takes them as new). Returns the row and the events as stored.
     private func measure(name: String, destination: String, folder: String, events: String, plugins: String, rawClient: String,
-                         raw: ([SinkEvent]) throws -> Double) throws -> Row {
+                         raw: ([SinkEvent]) throws -> Double) throws -> (row: Row, stored: [Event]) {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try """
         data_dir: data
@@ -156,9 +169,10 @@ public struct SinkBenchmark {
         let rawSeconds = try raw(messages)
         let sinkRate = Double(posted) / max(seconds, 1e-9)
         let rawRate = Double(messages.count) / max(rawSeconds, 1e-9)
-        return Row(sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
-                   rawClient: rawClient, seconds: seconds, sinkSeconds: times.sinkSeconds, storeSeconds: times.storeSeconds,
-                   waitingForSinkSeconds: times.waitingForSinkSeconds)
+        let row = Row(sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
+                      ceilingRatio: 0, rawClient: rawClient, seconds: seconds, sinkSeconds: times.sinkSeconds, storeSeconds: times.storeSeconds,
+                      waitingForSinkSeconds: times.waitingForSinkSeconds)  // ceilingRatio: set by run once the ceiling is measured
+        return (row, stored)
     }
 
     /// Lays the messages out as C structs over one block of bytes the call borrows, runs a raw client.
