@@ -243,6 +243,13 @@ public final class EventStore: @unchecked Sendable {
         ORDER BY seq LIMIT ?
         """
 
+    /// claim's statement; arguments: the lease's end, then `dueArguments`. `package` for `bench
+    /// sinks`' store ceiling, as markPostedSQL.
+    package static let claimSQL = """
+        UPDATE events SET next_attempt_ms = ? WHERE seq IN (\(dueSeqsSQL))
+        RETURNING seq, id, type, name, timestamp_ms, attributes, status, attempts
+        """
+
     static func dueArguments(nowMs: Int64, limit: Int) -> StatementArguments {
         [EventStatus.notPosted.rawValue, nowMs, limit, EventStatus.expired.rawValue, nowMs, limit, limit]
     }
@@ -294,11 +301,15 @@ public final class EventStore: @unchecked Sendable {
     // json_each, so SQLite loops over the rows in C where a statement per row cost a Swift
     // argument array, its binding and a step for each event.
 
+    /// markPosted's statement; arguments: status, now, the ids as one JSON array. `package` so
+    /// that `bench sinks`' store ceiling runs the very statement delivery runs.
+    package static let markPostedSQL = """
+        UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL
+        WHERE id IN (SELECT value FROM json_each(?))
+        """
+
     static func markPosted(_ db: Database, _ ids: [String], nowMs: Int64) throws {
-        try db.cachedStatement(sql: """
-            UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL
-            WHERE id IN (SELECT value FROM json_each(?))
-            """).execute(arguments: [EventStatus.successfullyPosted.rawValue, nowMs, jsonArray(ids)])
+        try db.cachedStatement(sql: markPostedSQL).execute(arguments: [EventStatus.successfullyPosted.rawValue, nowMs, jsonArray(ids)])
     }
 
     static func markAttemptFailed(_ db: Database, _ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int, nowMs: Int64) throws {
@@ -312,10 +323,7 @@ public final class EventStore: @unchecked Sendable {
     /// The oldest `limit` deliverable events, their next attempt moved to `leaseUntilMs` by the same
     /// statement; in tracked (seq) order.
     static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            UPDATE events SET next_attempt_ms = ? WHERE seq IN (\(dueSeqsSQL))
-            RETURNING seq, id, type, name, timestamp_ms, attributes, status, attempts
-            """), arguments: [leaseUntilMs] + dueArguments(nowMs: nowMs, limit: limit))
+        let rows = try Row.fetchAll(db.cachedStatement(sql: claimSQL), arguments: [leaseUntilMs] + dueArguments(nowMs: nowMs, limit: limit))
         // RETURNING gives the rows in no promised order. The columns are read by position: by name,
         // GRDB looks each one up (lowercasing it) per row.
         return try rows.sorted { ($0[0] as Int64) < ($1[0] as Int64) }.map { row in

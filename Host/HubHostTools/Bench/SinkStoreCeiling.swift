@@ -16,22 +16,9 @@ struct SinkStoreCeiling {
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
-    /// EventStore.claim's statement (its `dueSeqsSQL` inlined): the oldest due NOT_POSTED and
-    /// EXPIRED events, their next attempt moved to the lease's end, their columns returned.
-    static let claimSQL = """
-        UPDATE events SET next_attempt_ms = ? WHERE seq IN (
-            SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
-            UNION ALL
-            SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
-            ORDER BY seq LIMIT ?)
-        RETURNING seq, id, type, name, timestamp_ms, attributes, status, attempts
-        """
-
-    /// EventStore.markPosted's statement: the whole batch's ids as one JSON array.
-    static let postedSQL = """
-        UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL
-        WHERE id IN (SELECT value FROM json_each(?))
-        """
+    /// The store's own delivery statements, so that the ceiling runs exactly what delivery runs.
+    static let claimSQL = EventStore.claimSQL
+    static let postedSQL = EventStore.markPostedSQL
 
     /// Inserts `events` (untimed) into a store at `path`, then times their delivery's store work;
     /// returns events per second. Throws when an event is left unposted.
