@@ -154,12 +154,12 @@ final class BundleTests: XCTestCase {
     // MARK: Verification and install
 
     /// A signed bundle of the sample folder with its metadata, and the key pair.
-    private func signedSample(in folder: String, algorithm: String = "RSA", version: String? = nil, name: String = "sample")
+    private func signedSample(in folder: String, algorithm: String = "RSA", version: String? = nil, name: String = "sample", now: Date = Date())
         throws -> (bundle: String, metadata: BundleMetadata, publicKey: String, privateKey: String) {
         let keys = FileManager.default.fileExists(atPath: "\(folder)/\(algorithm).pem")
             ? ("\(folder)/\(algorithm).pem", "\(folder)/\(algorithm).der") : try TestKeys.make(algorithm, name: algorithm, in: folder)
         let path = "\(folder)/\(name).sqlite3"
-        let (_, metadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: path, privateKeyPath: keys.0, version: version)
+        let (_, metadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: path, privateKeyPath: keys.0, version: version, now: now)
         XCTAssertEqual(try BundleMetadata.read(path: path + ".json"), metadata, "FILE.json beside FILE")
         return (path, metadata, keys.1, keys.0)
     }
@@ -363,7 +363,10 @@ final class BundleTests: XCTestCase {
 
     func testConcurrentInstallsLeaveTheEngineOnTheBundleThePointerNames() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let samples = try (1...4).map { try signedSample(in: folder, version: "v\($0)", name: "s\($0)") }
+        // One creation time for all four: built a second apart, a later-built one installed first
+        // would make the earlier ones "older" and rightly rejected, which is not what this tests.
+        let created = Date()
+        let samples = try (1...4).map { try signedSample(in: folder, version: "v\($0)", name: "s\($0)", now: created) }
         let hub = try engine(dataDirectory: folder + "/data", publicKey: samples[0].publicKey)
         let failures = LogCapture()  // a thread-safe list; install errors are collected here
         DispatchQueue.concurrentPerform(iterations: samples.count) { i in
