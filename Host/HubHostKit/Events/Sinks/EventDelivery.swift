@@ -38,6 +38,8 @@ public final class EventDelivery: @unchecked Sendable {
     private let lock = NSLock()  // one flush at a time
     /// Where the sink's deliver calls run, one at a time, while the flush's thread does the store's part.
     private let sinkQueue = DispatchQueue(label: "hubhost.events.sink")
+    /// Where each claimed batch's sink messages are built (PreparedSinkMessages).
+    private let prepareQueue = DispatchQueue(label: "hubhost.events.sink-messages")
     /// Events per batch (at most EventSinkPlugin.maxBatch).
     public var batchSize = 100
 
@@ -76,10 +78,11 @@ public final class EventDelivery: @unchecked Sendable {
         return report
     }
 
-    /// The pipeline: while the sink delivers batch k (on `sinkQueue`, which also builds each
-    /// batch's sink events just before its call), this thread commits, in one durable transaction,
-    /// the statuses of batch k-1 and the claim of batch k+1. So the store's work overlaps the
-    /// sink's instead of adding to it, and each batch costs one fsync instead of two. The sink still sees the batches one after the other in
+    /// The pipeline: while the sink delivers batch k (on `sinkQueue`), this thread commits, in one
+    /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, whose sink
+    /// messages are then built on `prepareQueue` while the sink is still at batch k. So the
+    /// store's work and the messages' overlap the sink's instead of adding to it, and each batch
+    /// costs one fsync instead of two. The sink still sees the batches one after the other in
     /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
     /// batch that is not sent is released (its lease ended) in the transaction that records the last one.
     private func flushLocked(nowMs: Int64) -> DeliveryReport {
@@ -99,6 +102,9 @@ public final class EventDelivery: @unchecked Sendable {
                 (limit, nowMs, max(nowMs, Clock.wallMs()).saturatingAdding(SafeTime.durationMs(3 * settings.postTimeout + 10)))
             }
             var current: EventStore.ClaimedBatch
+            func prepare(_ batch: EventStore.ClaimedBatch) -> PreparedSinkMessages {
+                PreparedSinkMessages(batch.events, nameField: settings.eventNameField, on: prepareQueue)
+            }
             let firstClaimStart = Clock.monotonicNs()
             do {
                 current = try store.commit(.init(claim: claim()))
@@ -108,13 +114,13 @@ public final class EventDelivery: @unchecked Sendable {
                 logger.error("\(report.lastError!)")
                 return report
             }
+            var currentMessages = prepare(current)
             var step = EventStore.DeliveryStep()  // the previous batch's statuses, not yet written
             var stepReport = DeliveryReport()
             for _ in 0..<10_000 {  // bounded: each round delivers or stops
                 guard !current.events.isEmpty else { break }
                 report.batches += 1
-                let delivery = PendingSinkDelivery(sink: sink, events: current.events, nameField: settings.eventNameField, timeoutMs: timeoutMs,
-                                                   on: sinkQueue)
+                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
                 step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
                 var next = EventStore.ClaimedBatch()
                 let storeStart = Clock.monotonicNs()
@@ -139,6 +145,7 @@ public final class EventDelivery: @unchecked Sendable {
                 }
                 step = EventStore.DeliveryStep()
                 stepReport = DeliveryReport()
+                let nextMessages = prepare(next)  // built while the sink delivers `current`
                 let outcomes: [SinkOutcome]
                 let waitStart = Clock.monotonicNs()
                 let answer = delivery.wait()
@@ -163,6 +170,7 @@ public final class EventDelivery: @unchecked Sendable {
                     next = EventStore.ClaimedBatch()
                 }
                 current = next
+                currentMessages = nextMessages
             }
             // The last batch's statuses (and the release of a batch claimed but not sent).
             let lastStart = Clock.monotonicNs()

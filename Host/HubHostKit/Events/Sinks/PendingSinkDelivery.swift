@@ -7,11 +7,10 @@ final class PendingSinkDelivery: @unchecked Sendable {
     private var result: SinkBatchResult?  // written once on the queue, read after `done`
     private var elapsedNs: UInt64 = 0  // likewise
 
-    /// `events` become the sink's messages (their collector JSON) on `queue` too, before the call:
-    /// that work overlaps the store's transaction on the flush's thread instead of following it.
-    init(sink: EventSink, events: [Event], nameField: String, timeoutMs: UInt32, on queue: DispatchQueue) {
+    /// The call starts once `messages` are built (PreparedSinkMessages, usually done by then).
+    init(sink: EventSink, messages prepared: PreparedSinkMessages, timeoutMs: UInt32, on queue: DispatchQueue) {
         queue.async {
-            let messages = events.map { EventDelivery.sinkEvent($0, nameField: nameField) }
+            let messages = prepared.wait()
             let start = Clock.monotonicNs()
             self.result = sink.deliver(messages, timeoutMs: timeoutMs)
             self.elapsedNs = Clock.monotonicNs() - start
