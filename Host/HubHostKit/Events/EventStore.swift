@@ -286,6 +286,9 @@ public final class EventStore: @unchecked Sendable {
     package static let insertLeaseSQL = "INSERT INTO delivery_leases (first_seq, last_seq, until_ms) VALUES (?, ?, ?)"
     /// Ends one lease; argument: its id.
     package static let endLeaseSQL = "DELETE FROM delivery_leases WHERE id = ?"
+    /// Deletes the leases ended by a time (argument); a claim runs it first, which also takes the
+    /// write lock before the claim reads anything.
+    package static let expireLeasesSQL = "DELETE FROM delivery_leases WHERE until_ms <= ?"
 
     package static func dueArguments(nowMs: Int64, limit: Int, in range: ClosedRange<Int64> = Int64.min...Int64.max) -> StatementArguments {
         [EventStatus.notPosted.rawValue, range.lowerBound, range.upperBound, nowMs, limit,
@@ -419,7 +422,7 @@ public final class EventStore: @unchecked Sendable {
     /// (a retry waiting for its backoff, a HOLD) waits for the lease's end too, a short delay and
     /// never a loss. Leases ended more than a moment ago are deleted on the way.
     static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> ClaimedBatch {
-        try db.cachedStatement(sql: "DELETE FROM delivery_leases WHERE until_ms <= ?").execute(arguments: [min(nowMs, Clock.wallMs())])
+        try db.cachedStatement(sql: expireLeasesSQL).execute(arguments: [min(nowMs, Clock.wallMs())])
         var batch = ClaimedBatch()
         batch.events.reserveCapacity(limit)
         batch.seqs.reserveCapacity(limit)

@@ -61,7 +61,7 @@ struct SinkStoreCeiling {
     /// attributes' text, what the sink is given; the other columns stay in SQLite), one lease row
     /// written. Returns the seqs and the lease.
     static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> (seqs: [Int64], lease: Int64?) {
-        try db.cachedStatement(sql: "DELETE FROM delivery_leases WHERE until_ms <= ?").execute(arguments: [nowMs])
+        try db.cachedStatement(sql: EventStore.expireLeasesSQL).execute(arguments: [nowMs])
         let leases = try Row.fetchAll(db.cachedStatement(sql: EventStore.activeLeasesSQL), arguments: [nowMs]).map { (first: $0[0] as Int64, last: $0[1] as Int64) }
         let handle = try db.cachedStatement(sql: claimRowsSQL).sqliteStatement
         var seqs: [Int64] = []
