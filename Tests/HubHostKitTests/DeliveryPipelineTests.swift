@@ -73,6 +73,8 @@ final class DeliveryPipelineTests: XCTestCase {
         XCTAssertFalse(sink.overlapped, "one deliver call at a time")
         XCTAssertEqual(try store.count(status: .successfullyPosted), 95)
         XCTAssertEqual(try store.deliverable(limit: 1000, nowMs: Clock.wallMs() + 3_600_000).count, 0, "no lease left behind")
+        XCTAssertEqual(try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0,
+                       "each batch's lease row ended with its statuses")
     }
 
     func testDueEventsAreTheOldestOfBothStatusesInSeqOrder() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The local event store (Engage "Local Event Storage"): one SQLite file in the data directory,
 /// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
@@ -107,6 +108,21 @@ public final class EventStore: @unchecked Sendable {
                 CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
                 """)
         }
+        // A claim wrote every claimed row (its next_attempt_ms moved to the lease's end): one page
+        // write per few events, and the status index rewritten for each, on top of the statuses'
+        // own writes. A lease is now one row per claimed batch (its seq range and end, see claim);
+        // the statuses stay per event. A v5 store's leased rows keep their next_attempt_ms in the
+        // future, so they stay held until that lease ends, as before.
+        migrator.registerMigration("v6 delivery leases") { db in
+            try db.execute(sql: """
+                CREATE TABLE delivery_leases (
+                    id INTEGER PRIMARY KEY,
+                    first_seq INTEGER NOT NULL,
+                    last_seq INTEGER NOT NULL,
+                    until_ms INTEGER NOT NULL
+                )
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -163,16 +179,23 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
-    /// Marks events posted.
+    /// Marks events posted (and ends the leases that held them).
     public func markPosted(_ ids: [String]) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in try Self.markPosted(db, ids, nowMs: Clock.wallMs()) }
+        try pool.write { db in
+            try Self.endLeases(db, holding: ids)
+            try Self.markPosted(db, .ids(ids), nowMs: Clock.wallMs())
+        }
     }
 
-    /// Records a failed attempt: retried at `retryAtMs`, or FAILED_POST once `maxAttempts` is reached.
+    /// Records a failed attempt: retried at `retryAtMs`, or FAILED_POST once `maxAttempts` is
+    /// reached (and ends the leases that held them).
     public func markAttemptFailed(_ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int) throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in try Self.markAttemptFailed(db, ids, error: error, retryAtMs: retryAtMs, maxAttempts: maxAttempts, nowMs: Clock.wallMs()) }
+        try pool.write { db in
+            try Self.endLeases(db, holding: ids)
+            try Self.markAttemptFailed(db, .ids(ids), error: error, retryAtMs: retryAtMs, maxAttempts: maxAttempts, nowMs: Clock.wallMs())
+        }
     }
 
     /// Events left in HOLD by a process that died mid-augmentation become EXPIRED: sent as they were.
@@ -200,12 +223,12 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// Claims up to `limit` deliverable events for one delivery attempt: in one write transaction
-    /// they are read and their next attempt moved to `leaseUntilMs`, so no other process (or flush)
-    /// on the same store claims them meanwhile. The attempt ends with markPosted,
-    /// markAttemptFailed or release; a process that dies mid-post leaves them to be claimed again
-    /// once the lease ends (the idempotency key lets the collector drop the repeat).
+    /// they are read and a lease until `leaseUntilMs` is taken on them (see claim), so no other
+    /// process (or flush) on the same store claims them meanwhile. The attempt ends with
+    /// markPosted, markAttemptFailed or release; a process that dies mid-post leaves them to be
+    /// claimed again once the lease ends (the idempotency key lets the collector drop the repeat).
     public func claimDeliverable(limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
-        try pool.write { db in try Self.claim(db, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs) }
+        try pool.write { db in try Self.claim(db, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs).events }
     }
 
     /// Ends a claim without an attempt (nothing was sent): the events are deliverable at once.
@@ -227,31 +250,67 @@ public final class EventStore: @unchecked Sendable {
     // MARK: Reading
 
     /// Events ready to send now (NOT_POSTED or EXPIRED, due for an attempt), oldest first.
+    /// Events ready to send now (NOT_POSTED or EXPIRED, due for an attempt, held by no lease), oldest first.
     public func deliverable(limit: Int, nowMs: Int64 = Clock.wallMs()) throws -> [Event] {
         try pool.read { db in
-            try Self.events(db, sql: "SELECT * FROM events WHERE seq IN (\(Self.dueSeqsSQL)) ORDER BY seq", arguments: Self.dueArguments(nowMs: nowMs, limit: limit))
+            var events: [Event] = []
+            for range in Self.unleasedRanges(try Self.activeLeases(db, nowMs: nowMs)) where events.count < limit {
+                events += try Self.events(db, sql: "SELECT * FROM events WHERE seq IN (\(Self.dueSeqsSQL)) ORDER BY seq",
+                                          arguments: Self.dueArguments(nowMs: nowMs, limit: limit - events.count, in: range))
+            }
+            return events
         }
     }
 
     /// The seqs of the oldest `limit` events due for delivery (NOT_POSTED or EXPIRED, next attempt
-    /// reached), with `dueArguments`. One status at a time in the index's seq order, each read
-    /// stopping after `limit` rows, then merged: `status IN (...) ORDER BY seq` read and sorted them all.
+    /// reached) inside one seq range, with `dueArguments`. One status at a time in the index's seq
+    /// order, each read stopping after `limit` rows, then merged: `status IN (...) ORDER BY seq`
+    /// read and sorted them all.
     static let dueSeqsSQL = """
-        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
+        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND seq BETWEEN ? AND ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
         UNION ALL
-        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
+        SELECT seq FROM (SELECT seq FROM events WHERE status = ? AND seq BETWEEN ? AND ? AND next_attempt_ms <= ? ORDER BY seq LIMIT ?)
         ORDER BY seq LIMIT ?
         """
 
-    /// claim's statement; arguments: the lease's end, then `dueArguments`. `package` for `bench
-    /// sinks`' store ceiling, as markPostedSQL.
-    package static let claimSQL = """
-        UPDATE events SET next_attempt_ms = ? WHERE seq IN (\(dueSeqsSQL))
-        RETURNING seq, id, type, name, timestamp_ms, attributes, status, attempts
+    /// claim's read of one unleased seq range, in seq order (the IN list is walked sorted: no sort
+    /// step); arguments: `dueArguments`. `package` for `bench sinks`' store ceiling, as the other
+    /// delivery statements.
+    package static let claimRowsSQL = """
+        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts FROM events WHERE seq IN (\(dueSeqsSQL)) ORDER BY seq
         """
 
-    static func dueArguments(nowMs: Int64, limit: Int) -> StatementArguments {
-        [EventStatus.notPosted.rawValue, nowMs, limit, EventStatus.expired.rawValue, nowMs, limit, limit]
+    /// The leases still running at a time (argument: now), by their first seq.
+    package static let activeLeasesSQL = "SELECT first_seq, last_seq FROM delivery_leases WHERE until_ms > ? ORDER BY first_seq"
+    /// A claimed batch's lease; arguments: its first and last seq, its end.
+    package static let insertLeaseSQL = "INSERT INTO delivery_leases (first_seq, last_seq, until_ms) VALUES (?, ?, ?)"
+    /// Ends one lease; argument: its id.
+    package static let endLeaseSQL = "DELETE FROM delivery_leases WHERE id = ?"
+    /// Deletes the leases ended by a time (argument); a claim runs it first, which also takes the
+    /// write lock before the claim reads anything.
+    package static let expireLeasesSQL = "DELETE FROM delivery_leases WHERE until_ms <= ?"
+
+    package static func dueArguments(nowMs: Int64, limit: Int, in range: ClosedRange<Int64> = Int64.min...Int64.max) -> StatementArguments {
+        [EventStatus.notPosted.rawValue, range.lowerBound, range.upperBound, nowMs, limit,
+         EventStatus.expired.rawValue, range.lowerBound, range.upperBound, nowMs, limit, limit]
+    }
+
+    /// The seq ranges no lease holds, in order, given the running leases' ranges (any order, maybe
+    /// overlapping): what a claim may take from.
+    package static func unleasedRanges(_ leases: [(first: Int64, last: Int64)]) -> [ClosedRange<Int64>] {
+        var ranges: [ClosedRange<Int64>] = []
+        var start: Int64? = Int64.min  // nil once a lease reaches Int64.max
+        for lease in leases.sorted(by: { $0.first < $1.first }) where lease.first <= lease.last {
+            guard let from = start else { break }
+            if lease.first > from { ranges.append(from...(lease.first - 1)) }
+            if lease.last == Int64.max { start = nil } else { start = max(from, lease.last + 1) }
+        }
+        if let from = start { ranges.append(from...Int64.max) }
+        return ranges
+    }
+
+    static func activeLeases(_ db: Database, nowMs: Int64) throws -> [(first: Int64, last: Int64)] {
+        try Row.fetchAll(db.cachedStatement(sql: activeLeasesSQL), arguments: [nowMs]).map { ($0[0], $0[1]) }
     }
 
     public func count(status: EventStatus) throws -> Int {
@@ -297,42 +356,125 @@ public final class EventStore: @unchecked Sendable {
 
     // MARK: Delivery statements (inside a write transaction)
     //
-    // Each is ONE statement over the whole batch: the ids go in as one JSON array read by
+    // Each is ONE statement over the whole batch: the seqs (or ids) go in as one JSON array read by
     // json_each, so SQLite loops over the rows in C where a statement per row cost a Swift
     // argument array, its binding and a step for each event.
 
-    /// markPosted's statement; arguments: status, now, the ids as one JSON array. `package` so
-    /// that `bench sinks`' store ceiling runs the very statement delivery runs.
-    package static let markPostedSQL = """
-        UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL
-        WHERE id IN (SELECT value FROM json_each(?))
-        """
+    /// Which events a delivery statement updates: by seq (what a claim returned: the primary key,
+    /// no lookup through the id index) or by id (the public API's callers).
+    enum Selection {
+        case seqs([Int64])
+        case ids([String])
 
-    static func markPosted(_ db: Database, _ ids: [String], nowMs: Int64) throws {
-        try db.cachedStatement(sql: markPostedSQL).execute(arguments: [EventStatus.successfullyPosted.rawValue, nowMs, jsonArray(ids)])
-    }
-
-    static func markAttemptFailed(_ db: Database, _ ids: [String], error: String, retryAtMs: Int64, maxAttempts: Int, nowMs: Int64) throws {
-        try db.cachedStatement(sql: """
-            UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
-                status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
-            WHERE id IN (SELECT value FROM json_each(?))
-            """).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, jsonArray(ids)])
-    }
-
-    /// The oldest `limit` deliverable events, their next attempt moved to `leaseUntilMs` by the same
-    /// statement; in tracked (seq) order.
-    static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: claimSQL), arguments: [leaseUntilMs] + dueArguments(nowMs: nowMs, limit: limit))
-        // RETURNING gives the rows in no promised order. The columns are read by position: by name,
-        // GRDB looks each one up (lowercasing it) per row.
-        return try rows.sorted { ($0[0] as Int64) < ($1[0] as Int64) }.map { row in
-            Event(id: row[1], type: EventType(rawValue: row[2]) ?? .namedEvent, name: row[3], timestampMs: row[4],
-                  attributes: try AttributeJSONReader.decodeOrThrow(row[5]), status: EventStatus(rawValue: row[6]) ?? .notPosted, attempts: row[7])
+        var isEmpty: Bool {
+            switch self {
+            case .seqs(let seqs): return seqs.isEmpty
+            case .ids(let ids): return ids.isEmpty
+            }
+        }
+        /// The WHERE clause, its one argument the JSON array `json`.
+        var clause: String {
+            switch self {
+            case .seqs: return "seq IN (SELECT value FROM json_each(?))"
+            case .ids: return "id IN (SELECT value FROM json_each(?))"
+            }
+        }
+        var json: String {
+            switch self {
+            case .seqs(let seqs): return "[" + seqs.map(String.init).joined(separator: ",") + "]"
+            case .ids(let ids): return jsonArray(ids)
+            }
         }
     }
 
+    /// markPosted's statement by seq; arguments: status, now, the seqs as one JSON array. `package`
+    /// so that `bench sinks`' store ceiling runs the very statement delivery runs.
+    package static let markPostedSQL = markPostedSQL(Selection.seqs([]).clause)
+
+    static func markPostedSQL(_ clause: String) -> String {
+        "UPDATE events SET status = ?, attempts = attempts + 1, updated_ms = ?, last_error = NULL WHERE \(clause)"
+    }
+
+    static func markPosted(_ db: Database, _ selection: Selection, nowMs: Int64) throws {
+        try db.cachedStatement(sql: markPostedSQL(selection.clause))
+            .execute(arguments: [EventStatus.successfullyPosted.rawValue, nowMs, selection.json])
+    }
+
+    static func markAttemptFailed(_ db: Database, _ selection: Selection, error: String, retryAtMs: Int64, maxAttempts: Int, nowMs: Int64) throws {
+        try db.cachedStatement(sql: """
+            UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
+                status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
+            WHERE \(selection.clause)
+            """).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, selection.json])
+    }
+
+    /// A claimed batch: its events in tracked (seq) order, their seqs, and the lease holding them
+    /// (nil when nothing was claimed).
+    struct ClaimedBatch {
+        var events: [Event] = []
+        var seqs: [Int64] = []
+        var lease: Int64?
+    }
+
+    /// The oldest `limit` deliverable events that no running lease holds, and ONE lease row over
+    /// their seq range until `leaseUntilMs`: the claim writes one row, not one per event. The
+    /// lease holds the whole range [first, last]: an event inside it that was not due at the claim
+    /// (a retry waiting for its backoff, a HOLD) waits for the lease's end too, a short delay and
+    /// never a loss. Leases ended more than a moment ago are deleted on the way.
+    static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> ClaimedBatch {
+        try db.cachedStatement(sql: expireLeasesSQL).execute(arguments: [min(nowMs, Clock.wallMs())])
+        var batch = ClaimedBatch()
+        batch.events.reserveCapacity(limit)
+        batch.seqs.reserveCapacity(limit)
+        let statement = try db.cachedStatement(sql: claimRowsSQL)
+        for range in unleasedRanges(try activeLeases(db, nowMs: nowMs)) where batch.events.count < limit {
+            // Stepped through SQLite's C API, each column read by position straight into the Event:
+            // GRDB's Row copied every value first (and looked names up, lowercasing them, per row).
+            try statement.setArguments(dueArguments(nowMs: nowMs, limit: limit - batch.events.count, in: range))  // resets, binds
+            let handle = statement.sqliteStatement
+            func text(_ column: Int32) -> String {
+                guard let bytes = sqlite3_column_text(handle, column) else { return "" }
+                return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
+            }
+            var code = sqlite3_step(handle)
+            while code == SQLITE_ROW {
+                batch.seqs.append(sqlite3_column_int64(handle, 0))
+                batch.events.append(Event(id: text(1), type: EventType(rawValue: text(2)) ?? .namedEvent, name: text(3),
+                                          timestampMs: sqlite3_column_int64(handle, 4), attributes: try AttributeJSONReader.decodeOrThrow(text(5)),
+                                          status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7))))
+                code = sqlite3_step(handle)
+            }
+            guard code == SQLITE_DONE else {
+                let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+                sqlite3_reset(handle)
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: claimRowsSQL)
+            }
+            sqlite3_reset(handle)
+        }
+        guard let first = batch.seqs.first, let last = batch.seqs.last else { return batch }
+        try db.cachedStatement(sql: insertLeaseSQL).execute(arguments: [first, last, leaseUntilMs])
+        batch.lease = db.lastInsertedRowID
+        return batch
+    }
+
+    static func endLease(_ db: Database, _ lease: Int64) throws {
+        try db.cachedStatement(sql: endLeaseSQL).execute(arguments: [lease])
+    }
+
+    /// Ends every lease holding one of `ids` (the public API's callers know ids, not leases).
+    static func endLeases(_ db: Database, holding ids: [String]) throws {
+        try db.cachedStatement(sql: """
+            DELETE FROM delivery_leases WHERE id IN (
+                SELECT delivery_leases.id FROM delivery_leases JOIN events
+                ON events.seq BETWEEN delivery_leases.first_seq AND delivery_leases.last_seq
+                WHERE events.id IN (SELECT value FROM json_each(?)))
+            """).execute(arguments: [jsonArray(ids)])
+    }
+
+    /// Ends the claims of `ids` without an attempt: their leases end, and a v5 store's lease on
+    /// the row itself (next_attempt_ms in the future) too, as release always did.
     static func release(_ db: Database, _ ids: [String]) throws {
+        try endLeases(db, holding: ids)
         try db.cachedStatement(sql: "UPDATE events SET next_attempt_ms = 0 WHERE id IN (SELECT value FROM json_each(?))")
             .execute(arguments: [jsonArray(ids)])
     }

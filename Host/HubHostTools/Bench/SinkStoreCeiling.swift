@@ -9,15 +9,17 @@ import HubHostKit
 /// opened on it: WAL, synchronous = FULL), driven by raw SQL on prepared statements through
 /// SQLite's C API, as `bench events`' baseline inserts through EventRowWriter. Per batch, ONE
 /// transaction as in the delivery pipeline (EventDelivery): the status update of the batch the
-/// sink answered (claimed two transactions before: one batch is always in flight) and the claim
-/// of the next batch with its lease. No sink can deliver faster than this through a durable store.
+/// sink answered (claimed two transactions before: one batch is always in flight) and the end of
+/// its lease, then the claim of the next batch (the running leases read, the due rows read from
+/// the ranges they leave, one lease row written). No sink can deliver faster than this through a
+/// durable store.
 struct SinkStoreCeiling {
     var batchSize: Int
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     /// The store's own delivery statements, so that the ceiling runs exactly what delivery runs.
-    static let claimSQL = EventStore.claimSQL
+    static let claimRowsSQL = EventStore.claimRowsSQL
     static let postedSQL = EventStore.markPostedSQL
 
     /// Inserts `events` (untimed) into a store at `path`, then times their delivery's store work;
@@ -33,19 +35,20 @@ struct SinkStoreCeiling {
         }
 
         let start = Clock.monotonicNs()
-        var inFlight: [String] = [], answered: [String] = []
+        var inFlight: (seqs: [Int64], lease: Int64?) = ([], nil), answered: (seqs: [Int64], lease: Int64?) = ([], nil)
         var drained = false
         for _ in 0..<(events.count / max(1, batchSize) + 4) {  // bounded: one batch per round, two rounds to drain
             let now = Clock.wallMs()
             let leaseUntil = now + 190_000  // the delivery's lease (3 post timeouts + 10 s) at the bench's post_timeout of 60 s
-            let claimed = try store.pool.write { db -> [String] in
-                if !answered.isEmpty { try Self.markPosted(db, answered, nowMs: now) }
-                return try drained ? [] : Self.claim(db, limit: batchSize, nowMs: now, leaseUntilMs: leaseUntil)
+            let claimed = try store.pool.write { db -> (seqs: [Int64], lease: Int64?) in
+                if !answered.seqs.isEmpty { try Self.markPosted(db, answered.seqs, nowMs: now) }
+                if let lease = answered.lease { try db.cachedStatement(sql: EventStore.endLeaseSQL).execute(arguments: [lease]) }
+                return try drained ? ([], nil) : Self.claim(db, limit: batchSize, nowMs: now, leaseUntilMs: leaseUntil)
             }
-            drained = drained || claimed.isEmpty
+            drained = drained || claimed.seqs.isEmpty
             answered = inFlight
             inFlight = claimed
-            if answered.isEmpty && inFlight.isEmpty && drained { break }
+            if answered.seqs.isEmpty && inFlight.seqs.isEmpty && drained { break }
         }
         let seconds = Double(Clock.monotonicNs() - start) / 1e9
         let posted = try store.count(status: .successfullyPosted)
@@ -53,38 +56,47 @@ struct SinkStoreCeiling {
         return Double(posted) / max(seconds, 1e-9)
     }
 
-    /// Steps the claim, reading each row's id (the status update needs it) and the attributes' text
-    /// (what the sink is given); the other columns stay in SQLite.
-    static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [String] {
-        let handle = try db.cachedStatement(sql: claimSQL).sqliteStatement
-        sqlite3_reset(handle)
-        sqlite3_bind_int64(handle, 1, leaseUntilMs)
-        for (offset, status) in [EventStatus.notPosted, .expired].enumerated() {
-            let first = Int32(2 + 3 * offset)
-            sqlite3_bind_text(handle, first, status.rawValue, -1, transient)
-            sqlite3_bind_int64(handle, first + 1, nowMs)
-            sqlite3_bind_int64(handle, first + 2, Int64(limit))
+    /// The store's claim (EventStore.claim): leases ended a while ago deleted, the running ones
+    /// read, the due rows stepped from the ranges they leave (reading each row's seq, id and the
+    /// attributes' text, what the sink is given; the other columns stay in SQLite), one lease row
+    /// written. Returns the seqs and the lease.
+    static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> (seqs: [Int64], lease: Int64?) {
+        try db.cachedStatement(sql: EventStore.expireLeasesSQL).execute(arguments: [nowMs])
+        let leases = try Row.fetchAll(db.cachedStatement(sql: EventStore.activeLeasesSQL), arguments: [nowMs]).map { (first: $0[0] as Int64, last: $0[1] as Int64) }
+        let handle = try db.cachedStatement(sql: claimRowsSQL).sqliteStatement
+        var seqs: [Int64] = []
+        seqs.reserveCapacity(limit)
+        for range in EventStore.unleasedRanges(leases) where seqs.count < limit {
+            sqlite3_reset(handle)
+            for (offset, status) in [EventStatus.notPosted, .expired].enumerated() {
+                let first = Int32(1 + 5 * offset)
+                sqlite3_bind_text(handle, first, status.rawValue, -1, transient)
+                sqlite3_bind_int64(handle, first + 1, range.lowerBound)
+                sqlite3_bind_int64(handle, first + 2, range.upperBound)
+                sqlite3_bind_int64(handle, first + 3, nowMs)
+                sqlite3_bind_int64(handle, first + 4, Int64(limit - seqs.count))
+            }
+            sqlite3_bind_int64(handle, 11, Int64(limit - seqs.count))
+            var code = sqlite3_step(handle)
+            while code == SQLITE_ROW {
+                seqs.append(sqlite3_column_int64(handle, 0))
+                _ = String(cString: sqlite3_column_text(handle, 1))
+                _ = sqlite3_column_bytes(handle, 5)
+                code = sqlite3_step(handle)
+            }
+            try check(code, handle, claimRowsSQL)
         }
-        sqlite3_bind_int64(handle, 8, Int64(limit))
-        var ids: [String] = []
-        ids.reserveCapacity(limit)
-        var code = sqlite3_step(handle)
-        while code == SQLITE_ROW {
-            ids.append(String(cString: sqlite3_column_text(handle, 1)))
-            _ = sqlite3_column_bytes(handle, 5)
-            code = sqlite3_step(handle)
-        }
-        try check(code, handle, claimSQL)
-        return ids
+        guard let first = seqs.first, let last = seqs.last else { return ([], nil) }
+        try db.cachedStatement(sql: EventStore.insertLeaseSQL).execute(arguments: [first, last, leaseUntilMs])
+        return (seqs, db.lastInsertedRowID)
     }
 
-    static func markPosted(_ db: Database, _ ids: [String], nowMs: Int64) throws {
+    static func markPosted(_ db: Database, _ seqs: [Int64], nowMs: Int64) throws {
         let handle = try db.cachedStatement(sql: postedSQL).sqliteStatement
         sqlite3_reset(handle)
         sqlite3_bind_text(handle, 1, EventStatus.successfullyPosted.rawValue, -1, transient)
         sqlite3_bind_int64(handle, 2, nowMs)
-        // Event ids are UUIDs: no character needs escaping inside a JSON string.
-        sqlite3_bind_text(handle, 3, "[\"" + ids.joined(separator: "\",\"") + "\"]", -1, transient)
+        sqlite3_bind_text(handle, 3, "[" + seqs.map(String.init).joined(separator: ",") + "]", -1, transient)
         try check(sqlite3_step(handle), handle, postedSQL)
     }
 

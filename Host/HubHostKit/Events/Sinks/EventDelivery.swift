@@ -38,6 +38,8 @@ public final class EventDelivery: @unchecked Sendable {
     private let lock = NSLock()  // one flush at a time
     /// Where the sink's deliver calls run, one at a time, while the flush's thread does the store's part.
     private let sinkQueue = DispatchQueue(label: "hubhost.events.sink")
+    /// Where each claimed batch's sink messages are built (PreparedSinkMessages).
+    private let prepareQueue = DispatchQueue(label: "hubhost.events.sink-messages")
     /// Events per batch (at most EventSinkPlugin.maxBatch).
     public var batchSize = 100
 
@@ -77,11 +79,12 @@ public final class EventDelivery: @unchecked Sendable {
     }
 
     /// The pipeline: while the sink delivers batch k (on `sinkQueue`), this thread commits, in one
-    /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, and builds k+1's
-    /// sink events. So the store's work overlaps the sink's instead of adding to it, and each batch
+    /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, whose sink
+    /// messages are then built on `prepareQueue` while the sink is still at batch k. So the
+    /// store's work and the messages' overlap the sink's instead of adding to it, and each batch
     /// costs one fsync instead of two. The sink still sees the batches one after the other in
     /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
-    /// batch that is not sent is released in the transaction that records the last one.
+    /// batch that is not sent is released (its lease ended) in the transaction that records the last one.
     private func flushLocked(nowMs: Int64) -> DeliveryReport {
         lock.withLock {
             var report = DeliveryReport()
@@ -98,7 +101,10 @@ public final class EventDelivery: @unchecked Sendable {
             func claim() -> (limit: Int, nowMs: Int64, leaseUntilMs: Int64) {
                 (limit, nowMs, max(nowMs, Clock.wallMs()).saturatingAdding(SafeTime.durationMs(3 * settings.postTimeout + 10)))
             }
-            var current: [Event]
+            var current: EventStore.ClaimedBatch
+            func prepare(_ batch: EventStore.ClaimedBatch) -> PreparedSinkMessages {
+                PreparedSinkMessages(batch.events, nameField: settings.eventNameField, on: prepareQueue)
+            }
             let firstClaimStart = Clock.monotonicNs()
             do {
                 current = try store.commit(.init(claim: claim()))
@@ -108,15 +114,15 @@ public final class EventDelivery: @unchecked Sendable {
                 logger.error("\(report.lastError!)")
                 return report
             }
-            var currentMessages = current.map { Self.sinkEvent($0, nameField: settings.eventNameField) }
+            var currentMessages = prepare(current)
             var step = EventStore.DeliveryStep()  // the previous batch's statuses, not yet written
             var stepReport = DeliveryReport()
             for _ in 0..<10_000 {  // bounded: each round delivers or stops
-                guard !current.isEmpty else { break }
+                guard !current.events.isEmpty else { break }
                 report.batches += 1
-                let delivery = PendingSinkDelivery(sink: sink, events: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
+                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
                 step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
-                var next: [Event] = []
+                var next = EventStore.ClaimedBatch()
                 let storeStart = Clock.monotonicNs()
                 do {
                     next = try store.commit(step)
@@ -130,7 +136,7 @@ public final class EventDelivery: @unchecked Sendable {
                     let message = recording ? "delivered but could not record it: \(error)" : "cannot read the event store: \(error)"
                     logger.error("\(message)")
                     step.claim = nil
-                    if case .answered(let outcomes) = delivery.wait().result, outcomes.count == current.count {
+                    if case .answered(let outcomes) = delivery.wait().result, outcomes.count == current.events.count {
                         _ = stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport)
                     }
                     if (try? store.commit(step)) != nil { report.add(stepReport) }
@@ -139,7 +145,7 @@ public final class EventDelivery: @unchecked Sendable {
                 }
                 step = EventStore.DeliveryStep()
                 stepReport = DeliveryReport()
-                let nextMessages = next.map { Self.sinkEvent($0, nameField: settings.eventNameField) }
+                let nextMessages = prepare(next)  // built while the sink delivers `current`
                 let outcomes: [SinkOutcome]
                 let waitStart = Clock.monotonicNs()
                 let answer = delivery.wait()
@@ -150,18 +156,18 @@ public final class EventDelivery: @unchecked Sendable {
                     // Not an attempt (no token yet, no sink): the events wait, none is dropped.
                     report.lastError = reason
                     logger.warning("events not posted yet: \(reason)")
-                    _ = try? store.commit(.init(released: current.map(\.id) + next.map(\.id)))
+                    _ = try? store.commit(.init(endedLeases: [current.lease, next.lease].compactMap { $0 }))
                     return report
-                case .answered(let answered) where answered.count == current.count:
+                case .answered(let answered) where answered.count == current.events.count:
                     outcomes = answered
                 case .answered(let answered):
-                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(current.count) events"),
-                                     count: current.count)
+                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(current.events.count) events"),
+                                     count: current.events.count)
                 }
                 // Some to retry: the destination is struggling, the rest waits for the next flush.
                 if stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport) {
-                    step.released = next.map(\.id)
-                    next = []
+                    if let lease = next.lease { step.endedLeases.append(lease) }
+                    next = EventStore.ClaimedBatch()
                 }
                 current = next
                 currentMessages = nextMessages
@@ -180,20 +186,21 @@ public final class EventDelivery: @unchecked Sendable {
         }
     }
 
-    /// Puts each event of `batch`'s status by its outcome into `step` (and the counts into
-    /// `stepReport`); true when some are to be retried.
-    private func stage(_ batch: [Event], _ outcomes: [SinkOutcome], nowMs: Int64, into step: inout EventStore.DeliveryStep,
+    /// Puts each event of `batch`'s status by its outcome into `step`, with the end of its lease
+    /// (and the counts into `stepReport`); true when some are to be retried.
+    private func stage(_ batch: EventStore.ClaimedBatch, _ outcomes: [SinkOutcome], nowMs: Int64, into step: inout EventStore.DeliveryStep,
                        _ stepReport: inout DeliveryReport) -> Bool {
-        var delivered: [String] = []
-        var rejected: [String: [String]] = [:]
-        var retry: [String: [Event]] = [:]
-        for (event, outcome) in zip(batch, outcomes) {
+        var delivered: [Int64] = []
+        var rejected: [String: [Int64]] = [:]
+        var retry: [String: [(seq: Int64, event: Event)]] = [:]
+        for ((event, seq), outcome) in zip(zip(batch.events, batch.seqs), outcomes) {
             switch outcome {
-            case .delivered: delivered.append(event.id)
-            case .rejected(let reason): rejected[reason, default: []].append(event.id)
-            case .retry(let reason): retry[reason, default: []].append(event)
+            case .delivered: delivered.append(seq)
+            case .rejected(let reason): rejected[reason, default: []].append(seq)
+            case .retry(let reason): retry[reason, default: []].append((seq, event))
             }
         }
+        if let lease = batch.lease { step.endedLeases.append(lease) }
         step.posted += delivered
         stepReport.posted += delivered.count
         for (reason, ids) in rejected.sorted(by: { $0.key < $1.key }) {
@@ -203,11 +210,12 @@ public final class EventDelivery: @unchecked Sendable {
             stepReport.lastError = reason
             logger.warning("\(sink.name) rejected \(ids.count) event\(ids.count == 1 ? "" : "s") (\(reason)); now FAILED_POST")
         }
-        for (reason, events) in retry.sorted(by: { $0.key < $1.key }) {
+        for (reason, retried) in retry.sorted(by: { $0.key < $1.key }) {
+            let events = retried.map(\.event)
             let attempts = events.map(\.attempts).max() ?? 0
             let delay = settings.retryBaseDelay * pow(2, Double(attempts)) * Double.random(in: 0.8...1.2)
             let retryAt = nowMs.saturatingAdding(SafeTime.durationMs(delay))  // 2^attempts may be inf
-            step.failed.append((events.map(\.id), reason, retryAt, settings.maxNumRetries))
+            step.failed.append((retried.map(\.seq), reason, retryAt, settings.maxNumRetries))
             let failedNow = events.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
             stepReport.failed += failedNow
             stepReport.retrying += events.count - failedNow

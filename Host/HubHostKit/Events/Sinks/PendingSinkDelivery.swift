@@ -7,10 +7,12 @@ final class PendingSinkDelivery: @unchecked Sendable {
     private var result: SinkBatchResult?  // written once on the queue, read after `done`
     private var elapsedNs: UInt64 = 0  // likewise
 
-    init(sink: EventSink, events: [SinkEvent], timeoutMs: UInt32, on queue: DispatchQueue) {
+    /// The call starts once `messages` are built (PreparedSinkMessages, usually done by then).
+    init(sink: EventSink, messages prepared: PreparedSinkMessages, timeoutMs: UInt32, on queue: DispatchQueue) {
         queue.async {
+            let messages = prepared.wait()
             let start = Clock.monotonicNs()
-            self.result = sink.deliver(events, timeoutMs: timeoutMs)
+            self.result = sink.deliver(messages, timeoutMs: timeoutMs)
             self.elapsedNs = Clock.monotonicNs() - start
             self.done.signal()
         }

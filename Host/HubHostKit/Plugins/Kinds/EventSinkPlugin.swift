@@ -83,18 +83,26 @@ public final class EventSinkPlugin: @unchecked Sendable {
     func deliverRaw(_ events: [SinkEvent], timeoutMs: UInt32) -> (status: Int32, message: String, answers: [(Int32, String)]) {
         guard let instance = handle.instance else { preconditionFailure("deliverRaw runs where the plugin is loaded") }
         let api = instance.api(hh_event_sink_v1_t.self)
-        // Every string of the batch in one host-owned block, valid for the call.
-        var block = Data()
+        // Every string of the batch in one host-owned block, valid for the call, sized once: a Data
+        // per string and a growing block were most of the sink thread's time in `bench sinks`.
+        var size = 0
+        for event in events {
+            size += event.idempotencyKey.utf8.count + event.json.count + event.mobileUserID.utf8.count + event.anonymousID.utf8.count
+        }
+        var block = [UInt8]()
+        block.reserveCapacity(size)
         var spans: [(key: Range<Int>, json: Range<Int>, user: Range<Int>, anonymous: Range<Int>)] = []
         spans.reserveCapacity(events.count)
-        func append(_ bytes: Data) -> Range<Int> {
+        func append(_ text: String) -> Range<Int> {
             let start = block.count
-            block.append(bytes)
+            block.append(contentsOf: text.utf8)
             return start..<block.count
         }
         for event in events {
-            spans.append((append(Data(event.idempotencyKey.utf8)), append(event.json), append(Data(event.mobileUserID.utf8)),
-                          append(Data(event.anonymousID.utf8))))
+            let key = append(event.idempotencyKey)
+            let jsonStart = block.count
+            block.append(contentsOf: event.json)
+            spans.append((key, jsonStart..<block.count, append(event.mobileUserID), append(event.anonymousID)))
         }
         var answers = [hh_sink_answer_t](repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)),
                                          count: events.count)
