@@ -56,6 +56,11 @@ public final class HubViewRecorder: @unchecked Sendable {
     private var inFlight = 0
     /// The recording thread runs (or is starting).
     private var running = false
+    /// The recording thread waits for views: only then does a new view wake it (a signal per
+    /// view to a busy thread was a futex call and a context switch per page request).
+    private var recorderIdle = false
+    /// Callers blocked in `reserve` or `waitUntilDrained`: only then do the others broadcast.
+    private var waiters = 0
     private var recordedCount = 0
 
     /// `record` records a batch of views in order (on the recorder's thread, one batch at a time).
@@ -92,25 +97,30 @@ public final class HubViewRecorder: @unchecked Sendable {
         defer { condition.unlock() }
         while queue.count + reserved >= capacity {
             guard wait else { return false }
+            waiters += 1
             condition.wait()
+            waiters -= 1
         }
         reserved += 1
         return true
     }
 
-    /// Hands over a reserved view (never waits); a drain on the blocking pool records it.
+    /// Hands over a reserved view (never waits); the recording thread records it.
     public func submit(_ view: View) {
         condition.lock()
         reserved -= 1
         guard !view.isEmpty else {
-            condition.broadcast()
+            if waiters > 0 { condition.broadcast() }  // a place was given back
             condition.unlock()
             return
         }
         queue.append(view)
         let start = !running
         running = true
-        condition.broadcast()
+        if recorderIdle {
+            recorderIdle = false
+            condition.broadcast()
+        }
         condition.unlock()
         if start {
             let thread = Thread { [self] in recordUntilIdle() }
@@ -133,23 +143,37 @@ public final class HubViewRecorder: @unchecked Sendable {
     private func recordUntilIdle() {
         while true {
             condition.lock()
-            if queue.isEmpty { _ = condition.wait(until: Date(timeIntervalSinceNow: 1)) }
+            let idleUntil = Date(timeIntervalSinceNow: 1)
+            var wokenFromIdle = false
+            while queue.isEmpty && Date() < idleUntil {
+                recorderIdle = true
+                _ = condition.wait(until: idleUntil)
+                wokenFromIdle = true
+            }
+            recorderIdle = false
             guard !queue.isEmpty else {
                 running = false
-                condition.broadcast()
+                if waiters > 0 { condition.broadcast() }
                 condition.unlock()
                 return
+            }
+            if wokenFromIdle && queue.count < 64 && waiters == 0 {
+                // Woken by a single view: a millisecond lets the views of concurrent requests join
+                // its batch (fewer wake-ups under load; recording waits at most that long more).
+                condition.unlock()
+                usleep(1_000)
+                condition.lock()
             }
             let batch = queue
             queue = []
             inFlight = batch.count
-            condition.broadcast()  // room again for requests waiting in `reserve`
+            if waiters > 0 { condition.broadcast() }  // room again for requests waiting in `reserve`
             condition.unlock()
             record(batch)
             condition.lock()
             inFlight = 0
             recordedCount += batch.count
-            condition.broadcast()
+            if waiters > 0 { condition.broadcast() }
             condition.unlock()
         }
     }
@@ -162,7 +186,10 @@ public final class HubViewRecorder: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !queue.isEmpty || inFlight > 0 {
-            guard condition.wait(until: deadline) else { return queue.isEmpty && inFlight == 0 }
+            waiters += 1
+            let inTime = condition.wait(until: deadline)
+            waiters -= 1
+            guard inTime else { return queue.isEmpty && inFlight == 0 }
         }
         return true
     }

@@ -54,14 +54,15 @@ enum HubWebRoutes {
             let embed = query.get("embed") == "1" || query.get("embed") == "true"
             return try respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
         }
-        router.get("/hub/home") { _, _ in try await page(.hub, web) }
+        let pageFields = fields(contentType: "text/html; charset=utf-8", web.pageHeaders)
+        router.get("/hub/home") { _, _ in try await page(.hub, web, pageFields) }
         router.get("/hub/channel/**") { request, _ in
             guard let id = pathID(request, after: "/hub/channel/") else { return try respond(.init(status: 404)) }
-            return try await page(.channel(id), web)
+            return try await page(.channel(id), web, pageFields)
         }
         router.get("/hub/article/**") { request, _ in
             guard let id = pathID(request, after: "/hub/article/") else { return try respond(.init(status: 404)) }
-            return try await page(.article(id), web)
+            return try await page(.article(id), web, pageFields)
         }
         router.post("/v1/hub/views/drain") { _, _ in
             let drained = try await HTTPAPI.blocking { hubEngine.viewRecorder.waitUntilDrained(timeoutSeconds: 60) }
@@ -100,9 +101,23 @@ enum HubWebRoutes {
     /// A page of the open session: from memory on this thread when it is rendered already
     /// (WebContentHub.showFromMemory never blocks), else rendered on the blocking pool. The hop to
     /// the pool and back was most of a cached page's cost (two thread switches per request).
-    static func page(_ location: HubPageLocation, _ web: WebContentHub) async throws -> Response {
-        if let answer = web.showFromMemory(location) { return try respond(answer) }
+    /// A page from memory is always a 200 HTML page with `web.pageHeaders`: `pageFields` are those
+    /// headers converted once, not per request.
+    static func page(_ location: HubPageLocation, _ web: WebContentHub, _ pageFields: HTTPFields) async throws -> Response {
+        if let answer = web.showFromMemory(location) {
+            return Response(status: .ok, headers: pageFields, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
         return try respond(try await HTTPAPI.blocking { web.show(location) })
+    }
+
+    /// `headers` and the content type as HTTP fields (names that are not valid field names are left out).
+    static func fields(contentType: String, _ headers: [String: String]) -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.contentType] = contentType
+        for (name, value) in headers {
+            if let field = HTTPField.Name(name) { fields[field] = value }
+        }
+        return fields
     }
 
     /// `POST /v1/hub/views/drain`'s answer.
@@ -129,12 +144,8 @@ enum HubWebRoutes {
             let text = String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw APIError(.init(code: answer.status), text.isEmpty ? "not found" : text)
         }
-        var headers = HTTPFields()
-        headers[.contentType] = answer.contentType
-        for (name, value) in answer.headers {
-            if let field = HTTPField.Name(name) { headers[field] = value }
-        }
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(status: .init(code: answer.status), headers: fields(contentType: answer.contentType, answer.headers),
+                        body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     /// `GET /v1/notifications`: each notification as a server-sent event until the client goes

@@ -46,8 +46,9 @@ public final class WebContentHub: @unchecked Sendable {
     /// The pages rendered so far (see HubPageCache), shared by every session of this hub.
     public let pageCache = HubPageCache()
     /// The headers of every page: the security policy, and no-store (a page shows the session's
-    /// chrome, and each view counts).
-    private let pageHeaders: [String: String]
+    /// chrome, and each view counts). `showFromMemory`'s answers always carry exactly these (and
+    /// the HTML content type), so a server may convert them once.
+    public let pageHeaders: [String: String]
     let events: EventEngine?
     let logger: Logger
 
