@@ -108,6 +108,7 @@ final class WebHubBrowserTests: XCTestCase {
         // The entry point was used once: the next presentation has none, and the new counts
         // {x: 1, football: 1} put Gamma (2) first.
         try assertOrder(["Gamma", "Alpha", "Beta"], in: try browse(server.base + "/hub"))
+        XCTAssertEqual(try server.drainViews(), true)  // "Hub Presented" is recorded in order with the views
         let presented = (try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? [])
             .filter { $0["name"] as? String == "Hub Presented" }.compactMap { $0["attributes"] as? [String: Any] }
         XCTAssertEqual(presented.count, 2)

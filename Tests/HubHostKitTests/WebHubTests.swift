@@ -133,7 +133,8 @@ final class WebHubTests: XCTestCase {
         XCTAssertTrue(engine.viewRecorder.waitUntilDrained())
         XCTAssertEqual(try engine.users.tagCounts(of: "ann"), ["football": 2], "both readings of Beta taught the profile")
         XCTAssertEqual(engine.viewRecorder.counts.pending, 0)
-        XCTAssertEqual(engine.viewRecorder.counts.recorded, 6, "channel twice, Beta, the hub (leaving Beta), Beta, the channel (leaving Beta)")
+        XCTAssertEqual(engine.viewRecorder.counts.recorded, 7,
+                       "Hub Presented, the channel twice, Beta, the hub (leaving Beta), Beta, the channel (leaving Beta)")
         XCTAssertEqual(web.pageCache.counts.renders, 3)
     }
 

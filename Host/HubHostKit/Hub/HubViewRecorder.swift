@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 
-/// What a hub page view teaches and reports, recorded OFF the request path: the metrics ("Channel
-/// Viewed", "Article Viewed" with its time spent) and the profile learning (an article's tags added
+/// What a hub page view teaches and reports, recorded OFF the request path: the metrics ("Hub
+/// Presented" of the web hub, "Channel Viewed", "Article Viewed" with its time spent) and the profile learning (an article's tags added
 /// to the active user's counts). A page answered from memory must not wait for SQLite, a plugin
 /// (the advertiser-ID delegates) or the event pipeline, so the web hub hands each view here and
 /// answers at once.
@@ -10,7 +10,7 @@ import Logging
 /// - In order: one recording thread of its own takes every view queued so far and records them
 ///   in the order they were handed over (metrics one by one, then the batch's reads in ONE users
 ///   transaction). Its own thread, not a task on the shared BlockingPool: requests on the pool
-///   wait for the recorder (a full queue, a drain before presenting), so a recorder that needed a
+///   wait for the recorder (a full queue, a drain), so a recorder that needed a
 ///   pool thread could wait behind them forever. The thread ends after a second without views and
 ///   starts again with the next one.
 /// - Bounded: at most `capacity` views wait. A request reserves its place before it changes any
@@ -31,6 +31,9 @@ public final class HubViewRecorder: @unchecked Sendable {
         public var channel: ContentBundle.Channel?
         /// An article shown (not a reload of the one on screen): its tags teach the profile.
         public var read: ContentBundle.Article?
+        /// A presentation (`/hub`), with the entry point set for it: "Hub Presented", tracked in
+        /// order with the views (so the views before keep their session's entry point).
+        public var presented: (presentation: Presentation, entryPoint: String?)?
 
         public init() {}
 
@@ -39,7 +42,7 @@ public final class HubViewRecorder: @unchecked Sendable {
             self.left = left
         }
 
-        var isEmpty: Bool { left == nil && channel == nil && read == nil }
+        var isEmpty: Bool { left == nil && channel == nil && read == nil && presented == nil }
     }
 
     /// Views that may wait at most: a few seconds of page views at tens of thousands per second,
@@ -75,6 +78,7 @@ public final class HubViewRecorder: @unchecked Sendable {
             var reads: [[String: Int]] = []
             for view in views {
                 if let left = view.left { metrics.articleViewed(left.article, hubID: left.hubID, timeSpentMs: left.timeSpentMs) }
+                if let presented = view.presented { metrics.hubPresented(presented.presentation, entryPoint: presented.entryPoint) }
                 if let channel = view.channel { metrics.channelViewed(channel) }
                 if let read = view.read { reads.append(Tailoring.counts(forOverride: read.tags)) }
             }

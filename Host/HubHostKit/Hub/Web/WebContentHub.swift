@@ -104,20 +104,23 @@ public final class WebContentHub: @unchecked Sendable {
     /// point, when given, is set just before and so used by this presentation only. Without
     /// content it shows a status view (checking, downloading with its percent, or the error).
     public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
-        engine.viewRecorder.add(HubViewRecorder.View(leaving: takeOpenArticle()))
-        // The views before this presentation are recorded first: "Hub Presented" (tracked now)
-        // follows them in the event store, and their metrics keep the entry point of their session.
-        engine.viewRecorder.waitUntilDrained()
+        var leaving = HubViewRecorder.View(leaving: takeOpenArticle())
         let presentation: Presentation, bundle: ContentBundle
         do {
             if let entryPoint { engine.setEntryPoint(entryPoint) }
             // Without content a download starts in the background and the status view shows its progress.
-            (presentation, bundle) = try engine.presentFromBundle(tags: tags, uri: uri, waitForContent: false)
+            // "Hub Presented" goes to the page-view recorder, after the views before it (which keep
+            // their session's entry point): in order, without waiting for them.
+            (presentation, bundle) = try engine.presentFromBundle(tags: tags, uri: uri, waitForContent: false, track: false)
+            leaving.presented = (presentation, engine.metrics.takePendingEntryPoint())
+            engine.viewRecorder.add(leaving)
         } catch let error as HubEngine.PresentError {
+            engine.viewRecorder.add(leaving)
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
             return statusView(for: error, session: newSession)
         } catch {
+            engine.viewRecorder.add(leaving)
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
             return .html(pages.status(.error, message: "\(error)", percent: nil, session: newSession), status: 500, policy: policy)
