@@ -156,6 +156,37 @@ final class WebHubBrowserTests: XCTestCase {
         try assertOrder(["Alpha", "Gamma", "Beta"], in: try hub())
     }
 
+    /// serve's graceful shutdown (SIGTERM) records the page views still queued, with no drain
+    /// asked for: their metrics are in the event store and their readings in the user's counts.
+    func testGracefulShutdownRecordsThePageViewsStillQueued() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        XCTAssertEqual(try server.call("POST", "/v1/users", #"{"id": "reader", "tags": ["x"]}"#).status, 201)
+        XCTAssertEqual(try server.call("POST", "/v1/users/reader/activate").status, 200)
+        for path in ["/hub?entry_point=banner", "/hub/article/news/sports/b", "/hub/channel/news/sports", "/hub/article/news/sports/c"] {
+            XCTAssertEqual(try HTTPFetcher().fetch("GET", server.base + path, timeoutSeconds: 10).get().status, 200, path)
+        }
+        server.stop()
+        XCTAssertFalse(server.process.isRunning)
+        XCTAssertNotEqual(server.process.terminationReason, .uncaughtSignal, "ended by its own graceful shutdown, not killed")
+
+        func cli(_ arguments: [String]) throws -> Any? {
+            let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--json", "--manifest", folder + "/plugins.yaml"], timeout: 60)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        }
+        let events = try XCTUnwrap(try cli(["events", "list", "--limit", "100"]) as? [[String: Any]])
+        func named(_ name: String) -> [[String: Any]] {
+            events.filter { $0["name"] as? String == name }.compactMap { $0["attributes"] as? [String: Any] }
+        }
+        XCTAssertEqual(named("Hub Presented").count, 1, "\(events)")
+        XCTAssertEqual(named("Channel Viewed").first?["Entry Point"] as? String, "banner")
+        XCTAssertEqual(named("Article Viewed").map { $0["Article"] as? String }, ["news/sports/b"], "Gamma is still on screen")
+        // Beta (football) and Gamma (football, x) were read.
+        XCTAssertEqual(try cli(["users", "tag-counts", "reader"]) as? [String: Int], ["x": 2, "football": 2])
+    }
+
     // MARK: Paths
 
     func testOnlyBundleItemsAndResourcesAreServed() throws {
