@@ -311,6 +311,10 @@ public final class HubHost: @unchecked Sendable {
         }
         engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
         engineLock.withLock { prefetchEngine }?.close()  // nor a download
+        // Page views not recorded yet (their metrics go to the event engine, so first).
+        if let hubEngine = engineLock.withLock({ hubEngine }), !hubEngine.viewRecorder.waitUntilDrained() {
+            logger.error("hub: page views still unrecorded after 60 s at shutdown: \(hubEngine.viewRecorder.counts.pending)")
+        }
         engineLock.withLock { eventEngine }?.waitForBackgroundWrites()  // metrics still in memory
         pipeline.flush()
         pipeline.attach([])

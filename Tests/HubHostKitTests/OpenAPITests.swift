@@ -208,6 +208,7 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/hub", "/hub?tags=football&entry_point=web", expect: 200)
         api.call("GET", "/hub/home", expect: 200)
         api.call("GET", "/hub/channel/{id}", "/hub/channel/news/sports", expect: 200)
+        api.call("POST", "/v1/hub/views/drain", expect: 200)
         api.call("GET", "/hub/channel/{id}", "/hub/channel/news/%2e%2e/sports", expect: 404)
         api.call("GET", "/hub/article/{id}", "/hub/article/news%2Fsports%2Ffinal-score", expect: 200)
         api.call("GET", "/hub/article/{id}", "/hub/article/news/sports/no-such-article", expect: 404)

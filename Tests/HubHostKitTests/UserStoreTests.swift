@@ -30,6 +30,33 @@ final class UserStoreTests: XCTestCase {
         XCTAssertEqual(try users.updateTagCounts(["sports": -10]), ["golf": 1], "below zero removes the tag too")
     }
 
+    /// activeUser() is cached (checked with PRAGMA data_version): a second store on the same file,
+    /// as another process would have, switches users and the first one answers the new user at once.
+    func testTheCachedActiveUserFollowsASwitchMadeThroughAnotherConnection() throws {
+        let serve = try open()
+        let cli = try open()
+        try cli.createUser(id: "ann", tags: ["a"])
+        try cli.createUser(id: "bob", tags: ["b"])
+        XCTAssertNil(serve.activeUser())
+        XCTAssertNil(serve.activeUser(), "cached: still none")
+        try cli.activate("ann")
+        XCTAssertEqual(serve.activeUser(), "ann")
+        XCTAssertEqual(serve.activeUser(), "ann")
+        try cli.activate("bob")
+        XCTAssertEqual(serve.activeUser(), "bob")
+        try serve.activate("ann")  // its own pool's writer is another connection too
+        XCTAssertEqual(serve.activeUser(), "ann")
+        XCTAssertEqual(cli.activeUser(), "ann")
+
+        // learn() adds a batch of reads to the user active when it writes.
+        XCTAssertEqual(try cli.learn([["x": 1], [:], ["x": 1, "y": 1]]), "ann")
+        XCTAssertEqual(try serve.tagCounts(of: "ann"), ["a": 1, "x": 2, "y": 1])
+        try cli.activate("bob")
+        XCTAssertEqual(try serve.learn([["x": 1]]), "bob")
+        XCTAssertEqual(try serve.tagCounts(of: "bob"), ["b": 1, "x": 1])
+        XCTAssertEqual(try serve.tagCounts(of: "ann"), ["a": 1, "x": 2, "y": 1])
+    }
+
     func testGeneratedIDsAndValidation() throws {
         let users = try open()
         let first = users.generateID(), second = users.generateID()

@@ -87,6 +87,8 @@ final class WebHubBrowserTests: XCTestCase {
         try assertOrder(["Alpha", "Gamma", "Beta"], in: try browse(server.base + "/hub?entry_point=banner"))
         XCTAssertTrue(try browse(server.base + "/hub/article/news/sports/b").contains("Beta body"))
         XCTAssertTrue(try browse(server.base + "/hub/channel/news/sports").contains(#"data-hub-kind="channel""#))
+        // Page views are recorded off the request path (HubViewRecorder): wait until they are.
+        XCTAssertEqual(try server.drainViews(), true)
         // Reading Beta taught the profile its tag.
         let counts = try server.call("GET", "/v1/users/reader/tag-counts").json as? [String: Int]
         XCTAssertEqual(counts, ["x": 1, "football": 1])
@@ -106,6 +108,7 @@ final class WebHubBrowserTests: XCTestCase {
         // The entry point was used once: the next presentation has none, and the new counts
         // {x: 1, football: 1} put Gamma (2) first.
         try assertOrder(["Gamma", "Alpha", "Beta"], in: try browse(server.base + "/hub"))
+        XCTAssertEqual(try server.drainViews(), true)  // "Hub Presented" is recorded in order with the views
         let presented = (try server.call("GET", "/v1/events?limit=100").json as? [[String: Any]] ?? [])
             .filter { $0["name"] as? String == "Hub Presented" }.compactMap { $0["attributes"] as? [String: Any] }
         XCTAssertEqual(presented.count, 2)
@@ -113,6 +116,75 @@ final class WebHubBrowserTests: XCTestCase {
         // A URI opens that item; one that is not in the bundle shows the error view.
         XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/tech/d")).contains(#"data-id="news/tech/d""#))
         XCTAssertTrue(try browse(server.base + "/hub?uri=" + query("zbimdb://article/news/nope")).contains(#"data-status="error""#))
+    }
+
+    /// The active user is cached in serve's memory, yet a switch made by the CLI (another
+    /// process) is what the next page view uses: its tailoring, and whose profile it teaches.
+    func testAnActiveUserSwitchedByTheCLIIsUsedByTheNextPageView() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        func cli(_ arguments: [String]) throws {
+            let result = try TestSupport.run(TestSupport.hubhostExecutable, ["users"] + arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
+            XCTAssertEqual(result.status, 0, "users \(arguments): \(result.stderr)")
+        }
+        try cli(["create", "--id", "reader", "--tags", "x"])
+        try cli(["create", "--id", "fan", "--tags", "football"])
+        try cli(["activate", "reader"])
+        func hub() throws -> String { String(decoding: try HTTPFetcher().fetch("GET", server.base + "/hub", timeoutSeconds: 10).get().body, as: UTF8.self) }
+        func view(_ path: String) throws { XCTAssertEqual(try HTTPFetcher().fetch("GET", server.base + path, timeoutSeconds: 10).get().status, 200, path) }
+
+        try assertOrder(["Alpha", "Gamma", "Beta"], in: try hub())  // reader {x: 1}
+        try view("/hub/article/news/sports/a")  // rendered now
+        try view("/hub/channel/news/sports")
+        try view("/hub/article/news/sports/a")  // from memory: the reading counts again
+        XCTAssertEqual(try server.drainViews(), true)
+        XCTAssertEqual(try server.call("GET", "/v1/users/reader/tag-counts").json as? [String: Int], ["x": 3])
+
+        // Another process switches to fan {football: 1}: the next hub is fan's, and fan learns.
+        try cli(["activate", "fan"])
+        try assertOrder(["Beta", "Gamma", "Alpha"], in: try hub())
+        try view("/hub/article/news/sports/a")  // cached since the first session: answered from memory
+        XCTAssertEqual(try server.drainViews(), true)
+        XCTAssertEqual(try server.call("GET", "/v1/users/fan/tag-counts").json as? [String: Int], ["football": 1, "x": 1])
+        XCTAssertEqual(try server.call("GET", "/v1/users/reader/tag-counts").json as? [String: Int], ["x": 3], "the previous user learns no more")
+        XCTAssertEqual((try server.call("GET", "/v1/users/active").json as? [String: String])?["active"], "fan")
+
+        // And back, with no page view in between: serve's cached answer is not stale either.
+        try cli(["activate", "reader"])
+        XCTAssertEqual((try server.call("GET", "/v1/users/active").json as? [String: String])?["active"], "reader")
+        try assertOrder(["Alpha", "Gamma", "Beta"], in: try hub())
+    }
+
+    /// serve's graceful shutdown (SIGTERM) records the page views still queued, with no drain
+    /// asked for: their metrics are in the event store and their readings in the user's counts.
+    func testGracefulShutdownRecordsThePageViewsStillQueued() throws {
+        try writeBundle(techBody: "<p>d</p>")
+        let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
+        defer { server.stop() }
+        XCTAssertEqual(try server.call("POST", "/v1/users", #"{"id": "reader", "tags": ["x"]}"#).status, 201)
+        XCTAssertEqual(try server.call("POST", "/v1/users/reader/activate").status, 200)
+        for path in ["/hub?entry_point=banner", "/hub/article/news/sports/b", "/hub/channel/news/sports", "/hub/article/news/sports/c"] {
+            XCTAssertEqual(try HTTPFetcher().fetch("GET", server.base + path, timeoutSeconds: 10).get().status, 200, path)
+        }
+        server.stop()
+        XCTAssertFalse(server.process.isRunning)
+        XCTAssertNotEqual(server.process.terminationReason, .uncaughtSignal, "ended by its own graceful shutdown, not killed")
+
+        func cli(_ arguments: [String]) throws -> Any? {
+            let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--json", "--manifest", folder + "/plugins.yaml"], timeout: 60)
+            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+            return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+        }
+        let events = try XCTUnwrap(try cli(["events", "list", "--limit", "100"]) as? [[String: Any]])
+        func named(_ name: String) -> [[String: Any]] {
+            events.filter { $0["name"] as? String == name }.compactMap { $0["attributes"] as? [String: Any] }
+        }
+        XCTAssertEqual(named("Hub Presented").count, 1, "\(events)")
+        XCTAssertEqual(named("Channel Viewed").first?["Entry Point"] as? String, "banner")
+        XCTAssertEqual(named("Article Viewed").map { $0["Article"] as? String }, ["news/sports/b"], "Gamma is still on screen")
+        // Beta (football) and Gamma (football, x) were read.
+        XCTAssertEqual(try cli(["users", "tag-counts", "reader"]) as? [String: Int], ["x": 2, "football": 2])
     }
 
     // MARK: Paths
@@ -394,6 +466,13 @@ private final class HubServer {
     }
 
     func state() throws -> [String: Bool] { try get("/v1/hub/state") as? [String: Bool] ?? [:] }
+
+    /// `POST /v1/hub/views/drain`: true once every page view answered so far is recorded.
+    func drainViews() throws -> Bool? {
+        let answer = try call("POST", "/v1/hub/views/drain")
+        XCTAssertEqual(answer.status, 200)
+        return (answer.json as? [String: Any])?["drained"] as? Bool
+    }
 
     /// SIGTERM (which also ends open notification streams), then SIGKILL after 10 s.
     func stop() {

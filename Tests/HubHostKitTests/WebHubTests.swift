@@ -89,6 +89,55 @@ final class WebHubTests: XCTestCase {
         XCTAssertEqual(web.pageCache.counts.pages, 5)
     }
 
+    /// The memory-only path (what the server runs on the event loop) answers a rendered page with
+    /// the same status, headers and bytes as `show`, does the same bookkeeping (history, the
+    /// view's records), and declines, changing nothing, what it cannot answer from memory.
+    func testAPageFromMemoryIsTheSameAnswerAsShow() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
+            .init("news", title: "News", tags: ["news"], channels: [
+                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
+                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>")]),
+            ]),
+        ])
+        try TestSupport.write("data_dir: data\nplugins: []\nhub: {preloaded_bundle: bundle.sqlite3}\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try XCTUnwrap(try host.hub())
+        try engine.users.createUser(id: "ann")
+        try engine.users.activate("ann")
+        let web = WebContentHub(engine: engine, events: try host.events())
+        XCTAssertNil(web.showFromMemory(.hub), "no session yet: nothing to answer from memory")
+        XCTAssertNil(web.currentSession)
+
+        _ = web.present()
+        let session = try XCTUnwrap(web.currentSession)
+        XCTAssertNil(web.showFromMemory(.channel("news/sports")), "not rendered yet")
+        XCTAssertEqual(session.historySnapshot.pages, [.hub], "a declined page is not visited")
+        let shown = web.show(.channel("news/sports"))
+        let fromMemory = try XCTUnwrap(web.showFromMemory(.channel("news/sports")))
+        XCTAssertEqual(fromMemory.status, 200)
+        XCTAssertEqual(fromMemory.body, shown.body, "the same bytes")
+        XCTAssertEqual(fromMemory.headers, shown.headers)
+        XCTAssertEqual(fromMemory.contentType, shown.contentType)
+        XCTAssertTrue(String(decoding: fromMemory.body, as: UTF8.self).contains(#"data-session="\#(session.id)""#))
+
+        // An article from memory is read like one shown: history, learning, "Article Viewed" on leaving.
+        let article = web.show(.article("news/sports/b"))
+        _ = web.show(.hub)
+        let again = try XCTUnwrap(web.showFromMemory(.article("news/sports/b")))
+        XCTAssertEqual(article.status, 200)
+        XCTAssertEqual(String(decoding: again.body, as: UTF8.self).components(separatedBy: "Beta body").count, 2)
+        XCTAssertEqual(session.historySnapshot.pages, [.hub, .channel("news/sports"), .article("news/sports/b"), .hub, .article("news/sports/b")])
+        XCTAssertNotNil(web.showFromMemory(.channel("news/sports")))
+        XCTAssertTrue(engine.viewRecorder.waitUntilDrained())
+        XCTAssertEqual(try engine.users.tagCounts(of: "ann"), ["football": 2], "both readings of Beta taught the profile")
+        XCTAssertEqual(engine.viewRecorder.counts.pending, 0)
+        XCTAssertEqual(engine.viewRecorder.counts.recorded, 7,
+                       "Hub Presented, the channel twice, Beta, the hub (leaving Beta), Beta, the channel (leaving Beta)")
+        XCTAssertEqual(web.pageCache.counts.renders, 3)
+    }
+
     func testPageCacheEvictsTheLeastRecentlyUsedBeyondItsBytes() {
         let cache = HubPageCache(byteLimit: 1_000)
         func page(_ size: Int) -> RenderedHubPage {

@@ -16,13 +16,15 @@ extension HubEngine {
 
     /// `present`, with the bundle the presentation was made from: the active bundle is read once, so
     /// a bundle another process activates meanwhile cannot split a hub session between two bundles.
-    public func presentFromBundle(tags: [String]? = nil, uri: String? = nil,
-                                  waitForContent: Bool = true) throws -> (presentation: Presentation, bundle: ContentBundle) {
+    /// With `track` false, "Hub Presented" is left to the caller (the web hub hands it to its
+    /// page-view recorder, in order with the page views).
+    public func presentFromBundle(tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true,
+                                  track: Bool = true) throws -> (presentation: Presentation, bundle: ContentBundle) {
         try beforePresent?(waitForContent)
         let bundle = activeBundle
         let target = try uri.map { try contentURI(for: $0, in: bundle) }
         let presentation = try presentation(counts: users.activeTagCounts(), tags: tags, uri: target, from: bundle)
-        metrics.hubPresented(presentation)
+        if track { metrics.hubPresented(presentation) }
         return (presentation, bundle!)  // presentation(...) threw when there is none
     }
 

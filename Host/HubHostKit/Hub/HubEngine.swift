@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The Content Hub engine (the ZBiM SDK rebuilt): the active verified bundle, the hub's state and
 /// its notifications, tailoring and presenting. Bundles reach it through a content_provider plugin
@@ -15,6 +16,9 @@ public final class HubEngine: @unchecked Sendable {
     public let users: UserStore
     /// Where hub metrics go (HubHost.hub() connects it to the event pipeline) and the entry point.
     public let metrics: HubMetrics
+    /// Page views' metrics and profile learning, recorded in order off the request path (the web
+    /// hub hands views to it; the host's shutdown waits for it before the event pipeline's last write).
+    public let viewRecorder: HubViewRecorder
 
     /// Called first by `present`: content delivery's rule for presenting (download on demand, wait
     /// for fresh content when stale content may not show). HubHost sets it, since the engine knows
@@ -42,6 +46,7 @@ public final class HubEngine: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         users = try UserStore(path: (directory as NSString).appendingPathComponent("users.sqlite"))
         bundleStore = try BundleStore(directory: (directory as NSString).appendingPathComponent("bundles"))
+        viewRecorder = HubViewRecorder(metrics: metrics, users: users, logger: Logger(label: "hubhost.hub.views", pipeline: pipeline))
         activateStoredOrPreloadedBundle()
     }
 

@@ -74,12 +74,24 @@ public final class HubMetrics: @unchecked Sendable {
 
     @discardableResult
     func hubPresented(_ presentation: Presentation) -> Event? {
-        RuntimeMetrics.hubPageView("hub")
-        let entryPoint: String? = lock.withLock {
-            sessionEntryPoint = pendingEntryPoint
-            pendingEntryPoint = nil
-            return sessionEntryPoint
+        hubPresented(presentation, entryPoint: takePendingEntryPoint())
+    }
+
+    /// Takes the entry point waiting for the next presentation (it is reset): for a presentation
+    /// whose "Hub Presented" is tracked later, in order with its page views (HubViewRecorder).
+    func takePendingEntryPoint() -> String? {
+        lock.withLock {
+            defer { pendingEntryPoint = nil }
+            return pendingEntryPoint
         }
+    }
+
+    /// "Hub Presented" with the entry point taken when it was presented, which from now on is the
+    /// session's (its channel and article views carry it).
+    @discardableResult
+    func hubPresented(_ presentation: Presentation, entryPoint: String?) -> Event? {
+        RuntimeMetrics.hubPageView("hub")
+        lock.withLock { sessionEntryPoint = entryPoint }
         var event = Event(type: .namedEvent, name: Name.hubPresented)
         event.set(Attribute.hub, .string(presentation.hubID))
         event.set(Attribute.title, .string(presentation.hubTitle))

@@ -3,6 +3,8 @@
 /// single-quoted attribute values.
 public enum HTMLEscape {
     public static func escape(_ text: String) -> String {
+        // Most text (ids, plain titles) has nothing to escape: returned as is, without a copy.
+        guard text.utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for character in text { append(character, to: &out) }

@@ -68,7 +68,9 @@ public struct PageServingBenchmark {
             try response.body.write(to: URL(fileURLWithPath: target))
         }
 
-        let nginxServer = try LocalNginx.start(nginx, folder: folder, httpDirectives: "default_type text/html;",
+        // The same conditions as hubhost's: wrk's connections stay open for the whole run (nginx
+        // would close each after 1,000 requests by default; hubhost never does).
+        let nginxServer = try LocalNginx.start(nginx, folder: folder, httpDirectives: "default_type text/html;\n    keepalive_requests 1000000;",
                                                serverDirectives: "root \(root);\n        location / { try_files $uri/index.html =404; }")
         defer { nginxServer.stop() }
         let server = nginxServer.process

@@ -18,6 +18,7 @@ import NIOCore
 ///   GET  /hub/app-action?url=myapp://...          a custom-scheme link was followed: the app action (204)
 ///   GET  /hub/whitelisted?url=...                 a whitelisted URL with a query, fetched after a verbatim check
 ///   GET  /v1/hub/state                            HubState JSON
+///   POST /v1/hub/views/drain                      waits until every page view answered so far is recorded (metrics, learning)
 ///   GET  /v1/hub/csp-reports                      the violation reports received (latest 200)
 ///   GET  /v1/notifications?replay=1               server-sent events: `event: <name>` / `data: <HostNotification JSON>`
 enum HubWebRoutes {
@@ -35,6 +36,7 @@ enum HubWebRoutes {
             for path in ["/hub", "/hub/**", "/v1/hub/state", "/v1/hub/csp-reports"] {
                 router.get(RouterPath(path)) { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
             }
+            router.post("/v1/hub/views/drain") { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
             return
         }
         let web = WebContentHub(engine: hubEngine, events: events)
@@ -52,14 +54,20 @@ enum HubWebRoutes {
             let embed = query.get("embed") == "1" || query.get("embed") == "true"
             return try respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
         }
-        router.get("/hub/home") { _, _ in try respond(try await HTTPAPI.blocking { web.show(.hub) }) }
+        let pageFields = fields(contentType: "text/html; charset=utf-8", web.pageHeaders)
+        router.get("/hub/home") { _, _ in try await page(.hub, web, pageFields) }
         router.get("/hub/channel/**") { request, _ in
             guard let id = pathID(request, after: "/hub/channel/") else { return try respond(.init(status: 404)) }
-            return try respond(try await HTTPAPI.blocking { web.show(.channel(id)) })
+            return try await page(.channel(id), web, pageFields)
         }
         router.get("/hub/article/**") { request, _ in
             guard let id = pathID(request, after: "/hub/article/") else { return try respond(.init(status: 404)) }
-            return try respond(try await HTTPAPI.blocking { web.show(.article(id)) })
+            return try await page(.article(id), web, pageFields)
+        }
+        router.post("/v1/hub/views/drain") { _, _ in
+            let drained = try await HTTPAPI.blocking { hubEngine.viewRecorder.waitUntilDrained(timeoutSeconds: 60) }
+            let counts = hubEngine.viewRecorder.counts
+            return HTTPAPI.json(ViewsDrained(drained: drained, pending: counts.pending, recorded: counts.recorded))
         }
         router.get("/hub/back") { _, _ in try respond(web.back()) }
         router.get("/hub/forward") { _, _ in try respond(web.forward()) }
@@ -90,6 +98,36 @@ enum HubWebRoutes {
         }
     }
 
+    /// A page of the open session: from memory on this thread when it is rendered already
+    /// (WebContentHub.showFromMemory never blocks), else rendered on the blocking pool. The hop to
+    /// the pool and back was most of a cached page's cost (two thread switches per request).
+    /// A page from memory is always a 200 HTML page with `web.pageHeaders`: `pageFields` are those
+    /// headers converted once, not per request.
+    static func page(_ location: HubPageLocation, _ web: WebContentHub, _ pageFields: HTTPFields) async throws -> Response {
+        if let answer = web.showFromMemory(location) {
+            return Response(status: .ok, headers: pageFields, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+        return try respond(try await HTTPAPI.blocking { web.show(location) })
+    }
+
+    /// `headers` and the content type as HTTP fields (names that are not valid field names are left out).
+    static func fields(contentType: String, _ headers: [String: String]) -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.contentType] = contentType
+        for (name, value) in headers {
+            if let field = HTTPField.Name(name) { fields[field] = value }
+        }
+        return fields
+    }
+
+    /// `POST /v1/hub/views/drain`'s answer.
+    struct ViewsDrained: Encodable {
+        /// Every page view answered before the call is recorded (false: 60 s were not enough).
+        var drained: Bool
+        var pending: Int
+        var recorded: Int
+    }
+
     /// The id after `prefix` in the raw (still percent-encoded) request path; nil when it cannot be
     /// an id (`..`, `%2e%2e`, empty segments, an absolute path...).
     static func pathID(_ request: Request, after prefix: String) -> String? {
@@ -106,12 +144,8 @@ enum HubWebRoutes {
             let text = String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw APIError(.init(code: answer.status), text.isEmpty ? "not found" : text)
         }
-        var headers = HTTPFields()
-        headers[.contentType] = answer.contentType
-        for (name, value) in answer.headers {
-            if let field = HTTPField.Name(name) { headers[field] = value }
-        }
-        return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(status: .init(code: answer.status), headers: fields(contentType: answer.contentType, answer.headers),
+                        body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     /// `GET /v1/notifications`: each notification as a server-sent event until the client goes

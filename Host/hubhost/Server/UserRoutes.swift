@@ -50,6 +50,9 @@ enum UserRoutes {
         router.post("/v1/users/:id/activate") { _, context in
             let id = context.parameters.get("id") ?? ""
             return try await withHub(host) { hub in
+                // Page views answered before the switch are recorded first: they teach the user
+                // who read them (the recorder resolves the active user when it records).
+                hub.viewRecorder.waitUntilDrained()
                 try hub.users.activate(id)
                 return HTTPAPI.json(["active": id])
             }

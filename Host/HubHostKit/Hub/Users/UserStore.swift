@@ -9,6 +9,13 @@ public final class UserStore: @unchecked Sendable {
     public let path: String
     /// Shared with the local-notification log, which keeps its small table in the same file.
     let pool: DatabasePool
+    /// One connection of its own for the active-user cache (see `activeUser()`): SQLite's
+    /// `PRAGMA data_version` compares commits against what ONE connection saw before, so it must
+    /// always be asked on the same connection (the pool's readers take turns).
+    private let versionReader: DatabaseQueue
+    private let activeLock = NSLock()
+    /// The active user as last read, with the file's data_version on `versionReader` then.
+    private var cachedActive: (user: String?, dataVersion: Int64)?
 
     public enum UserError: Error, Equatable, CustomStringConvertible {
         case invalidID(String)
@@ -50,6 +57,7 @@ public final class UserStore: @unchecked Sendable {
                 """)
         }
         try migrator.migrate(pool)
+        versionReader = try DatabaseQueue(path: path, configuration: SharedSQLite.configuration(label: "hub-users-version"))
     }
 
     /// A new user id, as the SDK's generateDefaultUserId: random and anonymous (a lowercase UUID).
@@ -82,8 +90,34 @@ public final class UserStore: @unchecked Sendable {
     }
 
     /// The active user, nil before one was activated.
+    ///
+    /// Cached in memory, and correct across processes: `hubhost users activate` (or `POST
+    /// /v1/users/{id}/activate`) in another process commits its change to this SQLite file, and
+    /// SQLite's `PRAGMA data_version` on one connection changes whenever any OTHER connection (of
+    /// this process or another) committed to the file since that connection last asked. Each call
+    /// asks it inside one read transaction on `versionReader`: unchanged, the cached user is
+    /// still the stored one; changed, the user is read again in that same transaction, so the
+    /// user and the version kept belong to the same snapshot (a commit after it changes the
+    /// version again and is read next time). Any commit invalidates (tag counts too), so the cache
+    /// saves the read only while nothing is written: the common case of page views without
+    /// learning, and every view of a batch of the page-view recorder (HubViewRecorder). The check
+    /// itself is SQLite work and so runs on the blocking pool like any other; the request path
+    /// never calls this.
     public func activeUser() -> String? {
-        (try? pool.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") }) ?? nil
+        activeLock.withLock {
+            do {
+                return try versionReader.read { db -> String? in
+                    let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? -1
+                    if let cached = cachedActive, cached.dataVersion == version { return cached.user }
+                    let user = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1")
+                    cachedActive = (user, version)
+                    return user
+                }
+            } catch {
+                cachedActive = nil
+                return (try? pool.read { db in try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") }) ?? nil
+            }
+        }
     }
 
     /// Every user, oldest first.
@@ -124,17 +158,40 @@ public final class UserStore: @unchecked Sendable {
         for tag in deltas.keys { try UserStore.validate(tag: tag) }
         return try pool.write { db in
             guard let id = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") else { throw UserError.noActiveUser }
-            for (tag, delta) in deltas.sorted(by: { $0.key < $1.key }) where delta != 0 {
-                let current = try Int.fetchOne(db, sql: "SELECT count FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag]) ?? 0
-                let updated = current + delta
-                if updated <= 0 {
-                    try db.execute(sql: "DELETE FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag])
-                } else {
-                    try db.execute(sql: "INSERT OR REPLACE INTO tag_counts (user_id, tag, count) VALUES (?, ?, ?)", arguments: [id, tag, updated])
-                }
-            }
+            try UserStore.add(deltas, to: id, db)
             let rows = try Row.fetchAll(db, sql: "SELECT tag, count FROM tag_counts WHERE user_id = ?", arguments: [id])
             return Dictionary(rows.map { ($0["tag"] as String, $0["count"] as Int) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    /// Adds each article read's tags (one delta map per read, in reading order) to the ACTIVE
+    /// user's counts in ONE transaction: the page-view recorder (HubViewRecorder) hands over a
+    /// batch of reads at a time. The active user is read inside the write transaction, so a user
+    /// another process activated before it is the one that learns. Returns that user; nil when
+    /// no user is active (nothing is learned then).
+    @discardableResult
+    func learn(_ reads: [[String: Int]]) throws -> String? {
+        let deltas = reads.filter { !$0.isEmpty }
+        guard !deltas.isEmpty else { return nil }
+        for read in deltas { for tag in read.keys { try UserStore.validate(tag: tag) } }
+        return try pool.write { db -> String? in
+            guard let id = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") else { return nil }
+            for read in deltas { try UserStore.add(read, to: id, db) }
+            return id
+        }
+    }
+
+    /// Adds `deltas` to `id`'s counts inside the caller's write transaction; a count that drops to
+    /// zero or below removes the tag.
+    private static func add(_ deltas: [String: Int], to id: String, _ db: Database) throws {
+        for (tag, delta) in deltas.sorted(by: { $0.key < $1.key }) where delta != 0 {
+            let current = try Int.fetchOne(db, sql: "SELECT count FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag]) ?? 0
+            let updated = current + delta
+            if updated <= 0 {
+                try db.execute(sql: "DELETE FROM tag_counts WHERE user_id = ? AND tag = ?", arguments: [id, tag])
+            } else {
+                try db.execute(sql: "INSERT OR REPLACE INTO tag_counts (user_id, tag, count) VALUES (?, ?, ?)", arguments: [id, tag, updated])
+            }
         }
     }
 

@@ -13,6 +13,10 @@ public struct RenderedHubPage: Sendable {
     let main: [UInt8]
     /// The page's title (for the ContentTypeChanged notification).
     public let title: String
+    /// The ContentTypeChanged notification's payload for a view of this page (type, url, path,
+    /// title), made once when the page is rendered: percent-encoding the path per view was a
+    /// few percent of a cached page's cost.
+    var contentTypeChanged: [String: JSONValue] = [:]
 
     var byteCount: Int { head.count + middle.count + main.count + title.utf8.count }
 

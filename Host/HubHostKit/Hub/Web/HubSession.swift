@@ -37,8 +37,12 @@ public enum HubPageLocation: Hashable, Sendable {
     /// segments (also when encoded as `%2e%2e`), a leading `/`, backslashes or NUL. Ids are only
     /// ever looked up in the bundle's tables, so this is defence in depth, not the only guard.
     public static func decodeID(_ raw: Substring) -> String? {
-        guard !raw.isEmpty, let decoded = String(raw).removingPercentEncoding, !decoded.isEmpty else { return nil }
-        if decoded.contains("\0") || decoded.contains("\\") || decoded.hasPrefix("/") { return nil }
+        guard !raw.isEmpty else { return nil }
+        // Percent-decoding (Foundation) only when there is a `%`: most paths have none, and this
+        // runs for every page request.
+        let decoded = raw.utf8.contains(UInt8(ascii: "%")) ? String(raw).removingPercentEncoding : String(raw)
+        guard let decoded, !decoded.isEmpty else { return nil }
+        if decoded.utf8.contains(0) || decoded.utf8.contains(UInt8(ascii: "\\")) || decoded.utf8.first == UInt8(ascii: "/") { return nil }
         for segment in decoded.split(separator: "/", omittingEmptySubsequences: false) where segment.isEmpty || segment == "." || segment == ".." {
             return nil
         }

@@ -46,8 +46,9 @@ public final class WebContentHub: @unchecked Sendable {
     /// The pages rendered so far (see HubPageCache), shared by every session of this hub.
     public let pageCache = HubPageCache()
     /// The headers of every page: the security policy, and no-store (a page shows the session's
-    /// chrome, and each view counts).
-    private let pageHeaders: [String: String]
+    /// chrome, and each view counts). `showFromMemory`'s answers always carry exactly these (and
+    /// the HTML content type), so a server may convert them once.
+    public let pageHeaders: [String: String]
     let events: EventEngine?
     let logger: Logger
 
@@ -103,17 +104,23 @@ public final class WebContentHub: @unchecked Sendable {
     /// point, when given, is set just before and so used by this presentation only. Without
     /// content it shows a status view (checking, downloading with its percent, or the error).
     public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
-        leaveArticle()
+        var leaving = HubViewRecorder.View(leaving: takeOpenArticle())
         let presentation: Presentation, bundle: ContentBundle
         do {
             if let entryPoint { engine.setEntryPoint(entryPoint) }
             // Without content a download starts in the background and the status view shows its progress.
-            (presentation, bundle) = try engine.presentFromBundle(tags: tags, uri: uri, waitForContent: false)
+            // "Hub Presented" goes to the page-view recorder, after the views before it (which keep
+            // their session's entry point): in order, without waiting for them.
+            (presentation, bundle) = try engine.presentFromBundle(tags: tags, uri: uri, waitForContent: false, track: false)
+            leaving.presented = (presentation, engine.metrics.takePendingEntryPoint())
+            engine.viewRecorder.add(leaving)
         } catch let error as HubEngine.PresentError {
+            engine.viewRecorder.add(leaving)
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
             return statusView(for: error, session: newSession)
         } catch {
+            engine.viewRecorder.add(leaving)
             let newSession = HubSession(presentation: nil, bundle: nil, embed: embed)
             open(newSession)
             return .html(pages.status(.error, message: "\(error)", percent: nil, session: newSession), status: 500, policy: policy)
@@ -131,7 +138,7 @@ public final class WebContentHub: @unchecked Sendable {
 
     /// Closes the session (the hub's close button, or the app): isDisplayingContentHub becomes false.
     public func close() -> HubWebResponse {
-        leaveArticle()
+        engine.viewRecorder.add(HubViewRecorder.View(leaving: takeOpenArticle()))
         lock.withLock { session = nil }
         engine.setState(\.isDisplayingContentHub, false)
         return .html(pages.closed(), policy: policy)
@@ -170,8 +177,10 @@ public final class WebContentHub: @unchecked Sendable {
     ///
     /// The page comes from the rendered-page cache (rendered on its first view); the request's own
     /// work is O(1): the session's history (its own small lock), the session id and chrome
-    /// spliced into the cached bytes, the ContentTypeChanged notification, and the view's metrics
-    /// event handed to the event engine's background writer (no commit is waited for).
+    /// spliced into the cached bytes, the ContentTypeChanged notification, and the view handed to
+    /// the page-view recorder (HubViewRecorder: metrics and profile learning, off the request
+    /// path; this call waits only when its queue is full). Blocks (rendering reads the bundle):
+    /// call it on the blocking pool; `showFromMemory` is the call for the event loop.
     public func show(_ location: HubPageLocation) -> HubWebResponse {
         guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle else {
             switch location {
@@ -180,12 +189,13 @@ public final class WebContentHub: @unchecked Sendable {
             case .article(let id): return present(uri: ContentURI(.article, id).description)
             }
         }
-        let key: HubPageCache.Key
-        switch location {
-        case .hub, .channel: key = .init(bundle: bundle.serial, location: location, tailoring: session.tailoring, embed: session.embed)
-        case .article: key = .init(bundle: bundle.serial, location: location, tailoring: nil, embed: session.embed)
-        }
-        guard let page = pageCache.page(key, render: { pages.render(location, presentation: presentation, bundle: bundle, embed: session.embed) }) else {
+        guard let page = pageCache.page(pageKey(location, session: session, bundle: bundle), render: {
+            guard var page = pages.render(location, presentation: presentation, bundle: bundle, embed: session.embed) else { return nil }
+            let uri = ContentURI(location.kind, location == .hub ? presentation.hubID : locationID(location))
+            page.contentTypeChanged = ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path),
+                                       "title": .string(page.title)]
+            return page
+        }) else {
             let id: String
             switch location {
             case .hub: id = presentation.hubID
@@ -193,54 +203,73 @@ public final class WebContentHub: @unchecked Sendable {
             }
             return .notFound("\(ContentURI(location.kind, id).description) is not in the hub's content bundle")
         }
-        if case .article(let id) = location, lock.withLock({ openArticle?.id == id }) {
-            // The same article again (a reload): its reading time goes on.
-        } else {
-            leaveArticle()
+        _ = engine.viewRecorder.reserve(wait: true)
+        return answer(location, page: page, session: session, presentation: presentation, bundle: bundle)
+    }
+
+    /// `show`, answered from memory alone, or nil: the page is not rendered yet, there is no
+    /// session to show it in, or the page-view recorder's queue is full (then `show` on the
+    /// blocking pool waits for room). Never blocks: no SQLite, file or plugin call, only locks
+    /// held for a dictionary access or a few assignments, so the server answers a cached page on
+    /// the thread that read the request, without the round trip to the blocking pool. The bytes
+    /// are the same as `show`'s for the same view.
+    public func showFromMemory(_ location: HubPageLocation) -> HubWebResponse? {
+        guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle,
+              let page = pageCache.cached(pageKey(location, session: session, bundle: bundle)),
+              engine.viewRecorder.reserve(wait: false) else { return nil }
+        return answer(location, page: page, session: session, presentation: presentation, bundle: bundle)
+    }
+
+    private func pageKey(_ location: HubPageLocation, session: HubSession, bundle: ContentBundle) -> HubPageCache.Key {
+        switch location {
+        case .hub, .channel: return .init(bundle: bundle.serial, location: location, tailoring: session.tailoring, embed: session.embed)
+        case .article: return .init(bundle: bundle.serial, location: location, tailoring: nil, embed: session.embed)
         }
+    }
+
+    /// The view of a page found (or rendered): history, notification, the view's records handed
+    /// to the recorder (its place `reserve`d by the caller), and the page with the session's bits.
+    /// Memory only.
+    private func answer(_ location: HubPageLocation, page: RenderedHubPage, session: HubSession, presentation: Presentation,
+                        bundle: ContentBundle) -> HubWebResponse {
+        var view = HubViewRecorder.View()
+        // An article's reading starts when it is shown; the same article again (a reload) goes on.
+        let now = Clock.wallMs()
+        let left = lock.withLock { () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
+            let previous = openArticle
+            switch location {
+            case .article(let id):
+                guard previous?.id != id else { return nil }
+                openArticle = (id, now, bundle)
+                if let article = bundle.article(id) { view.read = article }
+            case .hub, .channel:
+                openArticle = nil
+            }
+            return previous
+        }
+        view.left = left.flatMap { Self.leaving($0, now: now) }
+        if case .channel(let id) = location { view.channel = bundle.channel(id) }
         let navigation = session.visit(location)  // with the view, so that back/forward match the new history
-        let uri = ContentURI(location.kind, location == .hub ? presentation.hubID : locationID(location))
-        engine.notifications.post(HostNotification.Name.contentTypeChanged,
-                                  ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path),
-                                   "title": .string(page.title)])
-        recordView(location, bundle: bundle)
+        engine.notifications.post(HostNotification.Name.contentTypeChanged, page.contentTypeChanged)
+        engine.viewRecorder.submit(view)
         return HubWebResponse(status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
                               headers: pageHeaders)
     }
 
-    /// Metrics and the reader's profile: a channel view is tracked at once; an article's tags are
-    /// added to the active user's counts when it is shown, and "Article Viewed" (with the time
-    /// spent) is tracked when the reader leaves it (another page, back/forward, close, a new /hub).
-    /// Items are the session's bundle's (already looked up for the page), and the events go to the
-    /// event engine's background writer.
-    private func recordView(_ location: HubPageLocation, bundle: ContentBundle) {
-        do {
-            switch location {
-            case .hub: break
-            case .channel(let id):
-                if let channel = bundle.channel(id) { engine.metrics.channelViewed(channel) }
-            case .article(let id):
-                let isNew: Bool = lock.withLock {
-                    guard openArticle?.id != id else { return false }
-                    openArticle = (id, Clock.wallMs(), bundle)
-                    return true
-                }
-                if isNew, let article = bundle.article(id) { try engine.recordArticleRead(article) }
-            }
-        } catch {
-            logger.error("hub metrics for \(location.path): \(error)")
-        }
-    }
-
-    /// Tracks "Article Viewed" for the article the reader is leaving, if any.
-    private func leaveArticle() {
-        guard let open = lock.withLock({ () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
+    /// The article on screen, which the reader is leaving now (nil when none).
+    private func takeOpenArticle() -> (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)? {
+        let open = lock.withLock { () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
             defer { openArticle = nil }
             return openArticle
-        }) else { return }
-        guard let article = open.bundle.article(open.id) else { return }
-        engine.metrics.articleViewed(article, hubID: open.bundle.channel(article.channelID)?.hubID,
-                                     timeSpentMs: max(0, Clock.wallMs() - open.shownAtMs))
+        }
+        return open.flatMap { Self.leaving($0, now: Clock.wallMs()) }
+    }
+
+    /// "Article Viewed" for the article left: the time spent on it (never negative).
+    private static func leaving(_ open: (id: String, shownAtMs: Int64, bundle: ContentBundle),
+                                now: Int64) -> (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)? {
+        guard let article = open.bundle.article(open.id) else { return nil }
+        return (article, open.bundle.channel(article.channelID)?.hubID, max(0, now - open.shownAtMs))
     }
 
     private func locationID(_ location: HubPageLocation) -> String {
