@@ -19,18 +19,27 @@ public final class EventEngine: @unchecked Sendable {
     private let trackLock = NSLock()  // session and campaign state change one event at a time
     private let observerLock = NSLock()
     private var observers: [@Sendable (Event) -> Void] = []
+    private var batchObservers: [@Sendable ([Event]) -> Void] = []
 
-    /// Calls `observer` with every event after it is tracked (stored and augmented): how the
-    /// campaign engine hears of events.
+    /// Calls `observer` with every event after it is tracked (stored and augmented).
     public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
         observerLock.withLock { observers.append(observer) }
     }
 
+    /// Calls `observer` once per commit with the events it stored (in tracked order, never empty):
+    /// how the campaign engine hears of events. An observer with a cost per call (the campaign
+    /// engine re-reads its shared state's version, one SQLite read) pays it once per batch, not
+    /// once per event: per event, that read was 86% of `bench events`' instructions.
+    public func observeBatches(_ observer: @escaping @Sendable ([Event]) -> Void) {
+        observerLock.withLock { batchObservers.append(observer) }
+    }
+
     private func notify(_ events: [Event]) {
         RuntimeMetrics.eventsTracked(events.count)
-        let current = observerLock.withLock { observers }
-        guard !current.isEmpty else { return }
-        for event in events { for observer in current { observer(event) } }
+        guard !events.isEmpty else { return }
+        let (each, batches) = observerLock.withLock { (observers, batchObservers) }
+        for event in events { for observer in each { observer(event) } }
+        for observer in batches { observer(events) }
     }
 
     public let deepLinks: DeepLinkRouter
