@@ -231,6 +231,28 @@ final class EventEngineTests: XCTestCase {
         XCTAssertEqual(events.count, 6, "E continues the session the other writer stored (30 s later): no session events, \(events)")
     }
 
+    /// After a commit the delivery service is woken when cache_size events wait and there is
+    /// somewhere to deliver them; with no collector_url a wake would only run a round that sends
+    /// nothing (and competes for the writer), so none is asked for.
+    func testDeliveryIsWokenAtCacheSizeOnlyWhenItCanDeliver() async throws {
+        final class Wakes: @unchecked Sendable {
+            let lock = NSLock()
+            var count = 0
+        }
+        for (collectorURL, expected) in [(collector.url, 1), ("", 0)] {
+            folder = try TestSupport.temporaryFolder(self)
+            let (host, _) = try host(events: "  collector_url: \"\(collectorURL)\"\n  cache_size: 3")
+            let engine = try host.events()
+            let wakes = Wakes()
+            engine.onDeliveryDue = { wakes.lock.withLock { wakes.count += 1 } }
+            _ = try await engine.trackGrouped([named("ONE")])  // + session started: 2 waiting, under cache_size
+            XCTAssertEqual(wakes.lock.withLock { wakes.count }, 0, "collector '\(collectorURL)': 2 events wait")
+            _ = try await engine.trackGrouped([named("TWO")])
+            XCTAssertEqual(wakes.lock.withLock { wakes.count }, expected, "collector '\(collectorURL)': 3 events wait")
+            engine.onDeliveryDue = nil
+        }
+    }
+
     func testCurrentCampaignFromAURLUntilItsEndAndLastCampaign() throws {
         let (host, _) = try host(events: "  cache_size: 100")
         let engine = try host.events()
