@@ -7,7 +7,9 @@ import HubHostABI
 /// ("valid until the augment call returns").
 final class EventEditSession {
     private(set) var working: AugmentableEvent
-    private let copies = HostStringCopies()
+    /// Made at the first string value a plugin reads: most calls (plugins that only write, or read
+    /// numbers) need none.
+    private var copies: HostStringCopies?
     private var cAttributes: [(name: hh_string_t, value: hh_value_t)] = []
     private let lock = NSLock()  // the view and editor are [any-thread] during the call
 
@@ -30,10 +32,13 @@ final class EventEditSession {
     }
 
     func release() {
-        copies.release()
+        copies?.release()
     }
 
-    private func copy(_ text: String) -> hh_string_t { copies.copy(text) }
+    private func copy(_ text: String) -> hh_string_t {
+        if copies == nil { copies = HostStringCopies() }
+        return copies!.copy(text)
+    }
 
     private func rebuild() {
         cAttributes = working.attributes.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
