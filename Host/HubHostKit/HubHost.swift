@@ -78,9 +78,11 @@ public final class HubHost: @unchecked Sendable {
             if let file = manifest.campaigns.file {
                 do { try campaigns.loadFile(file) } catch { logger.error("campaigns: \(error)") }
             }
-            engine.observe { [weak campaigns] event in
-                RuntimeMetrics.campaignEvaluations(1)
-                campaigns?.logEvent(event)
+            // A batch at a time: one re-read of the shared state and at most one commit per
+            // batch, with the same matches as event by event (logEvents evaluates in order).
+            engine.observeBatches { [weak campaigns] events in
+                RuntimeMetrics.campaignEvaluations(events.count)
+                campaigns?.logEvents(events)
             }
             campaignEngine = campaigns
         }

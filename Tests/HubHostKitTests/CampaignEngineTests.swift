@@ -93,6 +93,33 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(status["old"]?.expired, true)
     }
 
+    /// The campaign engine hears a tracked batch once (one re-read of its shared state per batch,
+    /// not per event) with the same outcome as event by event: triggers satisfied by different
+    /// events of one batch add up, in order, and so do those of concurrent grouped callers.
+    func testABatchAndGroupedCallersSatisfyTriggersAsEventByEventDoes() async throws {
+        try writeCampaigns()
+        let (_, campaigns, events) = try host()
+        _ = try events.trackBatch([Event(type: .loginSuccessful),
+                                   Event(type: .custom, name: "level_up", attributes: [.init("level", .int(3))])])
+        XCTAssertEqual(campaigns.ready().map(\.id), [], "3 is not GREATER_THAN 5: one trigger of two")
+        _ = try events.trackBatch([Event(type: .custom, name: "level_up", attributes: [.init("level", .int(9))]),
+                                   Event(type: .namedEvent, name: "OTHER")])
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level"], "the second trigger, in a later batch, completes it")
+        XCTAssertEqual(campaigns.statuses().first { $0.id == "level" }?.triggersSatisfied, 2)
+
+        // Grouped callers (POST /v1/events): a purchase among eight concurrent callers queues vip once.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for k in 0..<8 {
+                group.addTask {
+                    _ = try await events.trackGrouped([k == 5 ? Event(type: .purchaseSuccessful, attributes: [.init("tier", .string("gold"))])
+                                                              : Event(type: .namedEvent, name: "TAP \(k)")])
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(campaigns.ready().map(\.id), ["level", "vip"])
+    }
+
     func testEachUserHasItsOwnCacheAndMaxImpressionChangesAddTheDifference() throws {
         try writeCampaigns(welcomeMax: 1)
         let (_, campaigns, events) = try host()

@@ -203,6 +203,56 @@ final class EventEngineTests: XCTestCase {
         XCTAssertEqual(ended.timestampMs, t0 + 50_000)
     }
 
+    /// The session state lives in memory between tracks while no other connection writes the store
+    /// (EventStore.committedByAnotherConnection); a batch that is rolled back must not leave its
+    /// session change there: the next event sees the session as stored, and the one that another
+    /// process (another store on the same file) moves on is seen too.
+    func testARolledBackBatchLeavesTheStoredSessionAndAnotherWriterIsSeen() throws {
+        let (host, _) = try host(events: "  cache_size: 100\n  session_timeout: 60")
+        let engine = try host.events()
+        let t0: Int64 = 1_700_000_000_000
+        _ = try engine.track(Event(id: "first", type: .namedEvent, name: "A", timestampMs: t0))
+        // An hour later: this batch would end the session and start one, but its id is taken.
+        XCTAssertThrowsError(try engine.trackBatch([Event(type: .namedEvent, name: "B", timestampMs: t0 + 3_600_000),
+                                                    Event(id: "first", type: .namedEvent, name: "C", timestampMs: t0 + 3_600_000)]))
+        _ = try engine.track(Event(type: .namedEvent, name: "D", timestampMs: t0 + 3_600_000))
+        var events = try engine.store.list(limit: 100).map(\.event).reversed().map { $0.type == .namedEvent ? $0.name : $0.type.rawValue }
+        XCTAssertEqual(events, [EventType.sessionStarted.rawValue, "A", EventType.sessionEnded.rawValue, EventType.sessionStarted.rawValue, "D"],
+                       "the rolled-back session change was not kept in memory")
+
+        // Another writer on the same file stores a session that started later: the engine follows it.
+        let other = try EventStore.open(path: folder + "/data/events.sqlite").store
+        try other.pool.write { db in
+            try KeyValueState.write(db, key: SessionTracker.key, json: #"{"startedMs":\#(t0 + 7_200_000),"lastActivityMs":\#(t0 + 7_200_000)}"#)
+        }
+        _ = try engine.track(Event(type: .namedEvent, name: "E", timestampMs: t0 + 7_230_000))
+        events = try engine.store.list(limit: 100).map(\.event).reversed().map { $0.type == .namedEvent ? $0.name : $0.type.rawValue }
+        XCTAssertEqual(events.last, "E")
+        XCTAssertEqual(events.count, 6, "E continues the session the other writer stored (30 s later): no session events, \(events)")
+    }
+
+    /// After a commit the delivery service is woken when cache_size events wait and there is
+    /// somewhere to deliver them; with no collector_url a wake would only run a round that sends
+    /// nothing (and competes for the writer), so none is asked for.
+    func testDeliveryIsWokenAtCacheSizeOnlyWhenItCanDeliver() async throws {
+        final class Wakes: @unchecked Sendable {
+            let lock = NSLock()
+            var count = 0
+        }
+        for (collectorURL, expected) in [(collector.url, 1), ("", 0)] {
+            folder = try TestSupport.temporaryFolder(self)
+            let (host, _) = try host(events: "  collector_url: \"\(collectorURL)\"\n  cache_size: 3")
+            let engine = try host.events()
+            let wakes = Wakes()
+            engine.onDeliveryDue = { wakes.lock.withLock { wakes.count += 1 } }
+            _ = try await engine.trackGrouped([named("ONE")])  // + session started: 2 waiting, under cache_size
+            XCTAssertEqual(wakes.lock.withLock { wakes.count }, 0, "collector '\(collectorURL)': 2 events wait")
+            _ = try await engine.trackGrouped([named("TWO")])
+            XCTAssertEqual(wakes.lock.withLock { wakes.count }, expected, "collector '\(collectorURL)': 3 events wait")
+            engine.onDeliveryDue = nil
+        }
+    }
+
     func testCurrentCampaignFromAURLUntilItsEndAndLastCampaign() throws {
         let (host, _) = try host(events: "  cache_size: 100")
         let engine = try host.events()

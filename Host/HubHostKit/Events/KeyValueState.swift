@@ -19,8 +19,8 @@ package final class KeyValueState {
 
     /// Writes inside an open transaction (with the events whose tracking changed the state).
     static func write(_ db: Database, key: String, json: String) throws {
-        try db.execute(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       arguments: [key, json])
+        try db.cachedStatement(sql: "INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
+            .execute(arguments: [key, json])
     }
 
     func set<T: Encodable>(_ key: String, _ value: T) throws {
@@ -29,7 +29,8 @@ package final class KeyValueState {
 
     /// Reads inside an open transaction.
     static func get<T: Decodable>(_ db: Database, _ key: String) throws -> T? {
-        guard let text = try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = ?", arguments: [key]) else { return nil }
+        // Cached: the campaign engine asks for its version once per tracked batch.
+        guard let text = try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM state WHERE key = ?"), arguments: [key]) else { return nil }
         return try JSONDecoder().decode(T.self, from: Data(text.utf8))
     }
 

@@ -5,4 +5,21 @@ public struct AugmentationOutcome: Equatable, Sendable {
     public var message: String
     /// The event with the plugin's edits when status is HH_OK; the event as it was otherwise.
     public var event: AugmentableEvent
+    /// True when `event` was edited by this process's `EventEditSession`, whose set never appends a
+    /// name the event already has: then, when the event's first attributes are the input's, every
+    /// attribute after them is a name new to the input and to each other, and applying the edits
+    /// needs no search by name. False for an answer read from an isolated worker (not trusted with
+    /// that). Not part of the outcome's value (==).
+    var appendsOnlyNewNames = false
+
+    init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false) {
+        self.status = status
+        self.message = message
+        self.event = event
+        self.appendsOnlyNewNames = appendsOnlyNewNames
+    }
+
+    public static func == (a: AugmentationOutcome, b: AugmentationOutcome) -> Bool {
+        a.status == b.status && a.message == b.message && a.event == b.event
+    }
 }

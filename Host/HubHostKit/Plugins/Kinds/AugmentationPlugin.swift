@@ -39,7 +39,7 @@ public final class AugmentationPlugin: @unchecked Sendable {
         let session = EventEditSession(event)
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
-        if status == HH_OK { return AugmentationOutcome(status: status, message: "", event: session.working) }
+        if status == HH_OK { return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true) }
         return AugmentationOutcome(status: status, message: instance.takeError(), event: event)
     }
 }

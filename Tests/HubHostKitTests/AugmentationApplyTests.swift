@@ -1,0 +1,87 @@
+import XCTest
+import HubHostABI
+@testable import HubHostKit
+
+/// `AugmentationTimeline.apply`: the shortcut for an edit session's output (appended attributes
+/// appended directly when the working event still holds the input's attributes) gives the same
+/// event as setting each attribute by name, in every case the shortcut can meet.
+final class AugmentationApplyTests: XCTestCase {
+    private func event(_ attributes: [Event.Attribute]) -> Event {
+        Event(id: "e", type: .namedEvent, name: "N", timestampMs: 1_700_000_000_000, attributes: attributes)
+    }
+
+    private func output(_ input: Event, _ attributes: [(String, PluginValue)]) -> AugmentableEvent {
+        var output = input.augmentable
+        output.attributes = attributes.map { (name: $0.0, value: $0.1) }
+        return output
+    }
+
+    /// Applies `edited` over `input` to `working` both ways and checks they agree; returns the result.
+    private func applyBothWays(_ edited: AugmentableEvent, over input: Event, to working: Event,
+                               file: StaticString = #filePath, line: UInt = #line) -> Event {
+        var bySet = working, byShortcut = working
+        AugmentationTimeline.apply(AugmentationOutcome(status: 0, message: "", event: edited), over: input, to: &bySet)
+        AugmentationTimeline.apply(AugmentationOutcome(status: 0, message: "", event: edited, appendsOnlyNewNames: true), over: input, to: &byShortcut)
+        XCTAssertEqual(byShortcut, bySet, file: file, line: line)
+        return byShortcut
+    }
+
+    func testAppendedAttributesLandAfterTheInputsInOrder() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        let edited = output(input, [("Level", .int(1)), ("Mode", .string("arcade")), ("Latitude", .double(47.6)), ("Longitude", .double(-122.3))])
+        let done = applyBothWays(edited, over: input, to: input)
+        XCTAssertEqual(done.attributes.map(\.name), ["Level", "Mode", "Latitude", "Longitude"])
+        XCTAssertEqual(done[attribute: "Longitude"], .double(-122.3))
+        XCTAssertEqual(input.attributes.count, 2, "the input is not changed")
+    }
+
+    func testAnEmptyInputAndNoEdits() {
+        let input = event([])
+        XCTAssertEqual(applyBothWays(output(input, [("A", .bool(true))]), over: input, to: input).attributes.map(\.name), ["A"])
+        XCTAssertEqual(applyBothWays(output(input, []), over: input, to: input).attributes, [])
+    }
+
+    /// A working event already changed by an earlier plugin of the stage (not the input's storage):
+    /// the appended name it has already is replaced in place, not added twice.
+    func testAWorkingEventChangedSinceTheInputIsSetByName() {
+        let input = event([.init("Level", .int(1))])
+        var working = input
+        working.set("Latitude", .double(1))
+        let done = applyBothWays(output(input, [("Level", .int(1)), ("Latitude", .double(2)), ("Weather", .string("rain"))]), over: input, to: working)
+        XCTAssertEqual(done.attributes.map(\.name), ["Level", "Latitude", "Weather"])
+        XCTAssertEqual(done[attribute: "Latitude"], .double(2))
+    }
+
+    /// Changed or removed input attributes take the general path, whatever the session vouches.
+    func testChangedAndRemovedAttributesTakeTheGeneralPath() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        let changed = applyBothWays(output(input, [("Level", .int(2)), ("Mode", .string("arcade")), ("New", .null)]), over: input, to: input)
+        XCTAssertEqual(changed.attributes.map(\.name), ["Level", "Mode", "New"])
+        XCTAssertEqual(changed[attribute: "Level"], .int(2))
+        let removed = applyBothWays(output(input, [("Mode", .string("arcade"))]), over: input, to: input)
+        XCTAssertEqual(removed.attributes.map(\.name), ["Mode"])
+    }
+
+    /// Through a real edit session: the edits of a plugin that sets, replaces and removes come out
+    /// the same both ways (the session's output is what the shortcut trusts).
+    func testAnEditSessionsOutputAppliesTheSameBothWays() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        let session = EventEditSession(input.augmentable)
+        defer { session.release() }
+        func text(_ s: StaticString) -> hh_string_t {
+            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
+        }
+        var value = hh_value_t()
+        value.type = HH_VALUE_INT64
+        value.of.int64 = 7
+        XCTAssertEqual(session.set(text("Added"), &value), HH_OK)
+        XCTAssertEqual(session.set(text("Other"), &value), HH_OK)
+        XCTAssertEqual(session.remove(text("Added")), HH_OK)
+        value.of.int64 = 8
+        XCTAssertEqual(session.set(text("Added"), &value), HH_OK)
+        XCTAssertEqual(session.set(text("Other"), &value), HH_OK, "replaced in place")
+        let done = applyBothWays(session.working, over: input, to: input)
+        XCTAssertEqual(done.attributes.map(\.name), ["Level", "Mode", "Other", "Added"])
+        XCTAssertEqual(done[attribute: "Other"], .int(8))
+    }
+}
