@@ -37,9 +37,9 @@ final class WebHubTests: XCTestCase {
         XCTAssertEqual(session.back(), .article("a/b/\(HubSession.historyLimit + 8)"))
     }
 
-    /// Each page is rendered once per (bundle, page, tailoring, embed) and served from memory to
-    /// every session after that, with that session's id and chrome spliced in.
-    func testPagesAreRenderedOncePerKeyAndCarryEachSessionsOwnBits() throws {
+    /// A host on a scratch folder whose preloaded bundle has one hub "news", channel "sports", with
+    /// articles "a" (Alpha, tag x) and "b" (Beta, tag football).
+    private func newsHost() throws -> HubHost {
         let folder = try TestSupport.temporaryFolder(self)
         try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
             .init("news", title: "News", tags: ["news"], channels: [
@@ -48,7 +48,13 @@ final class WebHubTests: XCTestCase {
             ]),
         ])
         try TestSupport.write("data_dir: data\nplugins: []\nhub: {preloaded_bundle: bundle.sqlite3}\n", to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        return try HubHost(manifestPath: folder + "/plugins.yaml")
+    }
+
+    /// Each page is rendered once per (bundle, page, tailoring, embed) and served from memory to
+    /// every session after that, with that session's id and chrome spliced in.
+    func testPagesAreRenderedOncePerKeyAndCarryEachSessionsOwnBits() throws {
+        let host = try newsHost()
         defer { host.shutdown() }
         let engine = try XCTUnwrap(try host.hub())
         let web = WebContentHub(engine: engine, events: try host.events())
@@ -93,15 +99,7 @@ final class WebHubTests: XCTestCase {
     /// the same status, headers and bytes as `show`, does the same bookkeeping (history, the
     /// view's records), and declines, changing nothing, what it cannot answer from memory.
     func testAPageFromMemoryIsTheSameAnswerAsShow() throws {
-        let folder = try TestSupport.temporaryFolder(self)
-        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
-            .init("news", title: "News", tags: ["news"], channels: [
-                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
-                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>")]),
-            ]),
-        ])
-        try TestSupport.write("data_dir: data\nplugins: []\nhub: {preloaded_bundle: bundle.sqlite3}\n", to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let host = try newsHost()
         defer { host.shutdown() }
         let engine = try XCTUnwrap(try host.hub())
         try engine.users.createUser(id: "ann")
