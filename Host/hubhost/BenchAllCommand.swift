@@ -134,8 +134,12 @@ extension BenchCommand {
                     goal = "≥ 20,000/s, p99 < 10 ms"
                     met = run.eventsPerSecond >= 20_000 && run.p99Ms < 10 && run.non2xx + run.socketErrors == 0
                 }
+                // The yardstick: the HTTP framework alone under the same load (no goal of its own).
+                let floor = report.floor.first { $0.connections == run.connections }
                 rows.append(Row(figure: "POST /v1/events, 1 event/request, \(run.connections) connection\(run.connections == 1 ? "" : "s") (events/s)",
-                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms", yardstick: "-", ratio: nil, goal: goal, met: met))
+                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
+                                yardstick: floor.map { "Hummingbird alone: \(number($0.eventsPerSecond))" } ?? "-",
+                                ratio: floor.map { run.eventsPerSecond / max($0.eventsPerSecond, 1e-9) }, goal: goal, met: met))
             }
             if let first = single.first, let last = single.last, single.count > 1 {
                 rows.append(Row(figure: "the same, \(last.connections) vs \(first.connections) connection\(first.connections == 1 ? "" : "s")",
@@ -174,6 +178,12 @@ extension BenchCommand {
                                 hubhost: "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms",
                                 yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
                                 goal: "≥ 0.5x, p99 < 2 ms", met: pages.ratio >= 0.5 && pages.hubhost.p99Ms < 2))
+                if let floor = pages.floor, let floorToNginx = pages.floorToNginx {
+                    rows.append(Row(figure: "hub pages: the HTTP framework alone, same pages from memory (requests/s)",
+                                    hubhost: "Hummingbird alone: \(number(floor.requestsPerSecond)), p99 \(number(floor.p99Ms, 2)) ms",
+                                    yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: floorToNginx,
+                                    goal: "-", met: nil))
+                }
             }
             return rows
         }

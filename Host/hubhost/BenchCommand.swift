@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self])
+        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self, FloorServer.self])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -263,7 +263,8 @@ struct BenchCommand: ParsableCommand {
             different user (best hub, every channel's articles in order), beside the same choice made by one SQL \
             query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the \
             presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load \
-            against both. Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
+            against both, and against the HTTP framework alone serving the same pages from memory (`bench \
+            floor-server`: the most any route of serve could reach). Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
             """)
 
         @Option(parsing: .unconditional, help: "Hubs in the generated bundle.")
@@ -325,6 +326,10 @@ struct BenchCommand: ParsableCommand {
                 var benchmark = PageServingBenchmark(baseURL: server.baseURL, paths: paths)
                 benchmark.seconds = seconds
                 benchmark.connections = connections
+                benchmark.startFloor = { root in
+                    let floor = try BenchServe.startFloor(pages: root, folder: folder)
+                    return .init(baseURL: floor.baseURL, stop: floor.stop)
+                }
                 pages = try benchmark.run(progress: say)
             }
             return Report(selection: selection, pages: pages)
@@ -345,10 +350,18 @@ struct BenchCommand: ParsableCommand {
                 Output.table(["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"], [
                     ["hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond), String(format: "%.2f", pages.hubhost.p50Ms),
                      String(format: "%.2f", pages.hubhost.p99Ms), String(pages.hubhost.non2xx)],
+                ] + (pages.floor.map { floor in
+                    [["Hummingbird alone, the same pages from memory (floor)", String(format: "%.0f", floor.requestsPerSecond),
+                      String(format: "%.2f", floor.p50Ms), String(format: "%.2f", floor.p99Ms), String(floor.non2xx)]]
+                } ?? []) + [
                     ["nginx, the same pages as static files (baseline)", String(format: "%.0f", pages.nginx.requestsPerSecond),
                      String(format: "%.2f", pages.nginx.p50Ms), String(format: "%.2f", pages.nginx.p99Ms), String(pages.nginx.non2xx)],
                 ])
                 print(String(format: "hubhost / nginx: %.2f", pages.ratio))
+                if let floorToNginx = pages.floorToNginx, let hubhostToFloor = pages.hubhostToFloor {
+                    print(String(format: "Hummingbird alone / nginx: %.2f (the most hubhost / nginx could reach); hubhost / Hummingbird alone: %.2f",
+                                 floorToNginx, hubhostToFloor))
+                }
             }
         }
     }
@@ -375,13 +388,25 @@ struct BenchServe {
 
     /// On `manifest`, on any free loopback port; waits (30 s at most) for the address it prints.
     static func start(manifest: String, folder: String) throws -> BenchServe {
-        let outputPath = folder + "/serve-output.txt"
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        try start(["serve", "--manifest", manifest, "--port", "0"], folder: folder, output: "serve-output.txt")
+    }
+
+    /// `bench floor-server` (the HTTP framework alone) on any free loopback port, serving the pages
+    /// exported to `pages` when given.
+    static func startFloor(pages: String?, folder: String) throws -> BenchServe {
+        try start(["bench", "floor-server", "--port", "0"] + (pages.map { ["--pages", $0] } ?? []), folder: folder, output: "floor-output.txt")
+    }
+
+    /// This executable with `arguments`, its output in `folder/output`; waits (30 s at most) for
+    /// the "serving on URL" line that serve and floor-server print once they listen.
+    private static func start(_ arguments: [String], folder: String, output name: String) throws -> BenchServe {
+        let outputPath = folder + "/" + name
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         defer { try? output.close() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["serve", "--manifest", manifest, "--port", "0"]
+        process.arguments = arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -396,11 +421,12 @@ struct BenchServe {
         }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        throw ValidationError("hubhost serve did not start: \(text)")
+        throw ValidationError("hubhost \(arguments.prefix(2).joined(separator: " ")) did not start: \(text)")
     }
 
+    /// Ends the server (SIGTERM) and waits for it; a second call does nothing more.
     func stop() {
-        process.terminate()
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
     }
 }

@@ -63,6 +63,10 @@ extension BenchCommand {
             var runs: [IngestBenchmark.Run]
             /// The best batched run's events/s over the in-process rate.
             var batchedToInProcess: Double?
+            /// The HTTP framework alone (`bench floor-server`: reads each body and answers 201 with
+            /// it, nothing parsed or stored) under the same one-event load at each connection count:
+            /// the rate no route of serve can pass on this machine.
+            var floor: [IngestBenchmark.Run]
         }
 
         /// Measures and returns the report (also what `bench all` uses).
@@ -91,9 +95,18 @@ extension BenchCommand {
             benchmark.batchConnections = Self.counts(batchConnections) ?? []
             benchmark.eventsPerBatch = batchSize
             let runs = try benchmark.run(progress: say)
+            server.stop()
+
+            say("starting the HTTP framework alone (bench floor-server)")
+            let floorServer = try BenchServe.startFloor(pages: nil, folder: folder)
+            defer { floorServer.stop() }
+            var floor = benchmark
+            floor.baseURL = floorServer.baseURL
+            floor.batchConnections = []
+            let floorRuns = try floor.run(progress: { say("floor: " + $0) })
             let bestBatched = runs.filter { $0.eventsPerRequest > 1 }.map(\.eventsPerSecond).max()
             return Report(manifest: manifestPath, inProcessEventsPerSecond: inProcess.eventsPerSecond, runs: runs,
-                          batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond })
+                          batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond }, floor: floorRuns)
         }
 
         func run() throws {
@@ -108,6 +121,13 @@ extension BenchCommand {
                  String(format: "%.0f", run.eventsPerSecond), String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms),
                  String(run.non2xx + run.socketErrors)]
             } + [["in-process bench events (yardstick)", "1000", "-", String(format: "%.0f", report.inProcessEventsPerSecond), "-", "-", "-"]])
+            print("\nThe HTTP framework alone (Hummingbird answering 201 with the body, nothing parsed or stored), the same load:")
+            Output.table(["connections", "events/request", "requests/s", "hubhost / framework alone", "p50 ms", "p99 ms", "errors"], report.floor.map { run in
+                let hubhost = report.runs.first { $0.connections == run.connections && $0.eventsPerRequest == run.eventsPerRequest }
+                return [String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
+                        hubhost.map { String(format: "%.2f", $0.requestsPerSecond / max(run.requestsPerSecond, 1e-9)) } ?? "-",
+                        String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors)]
+            })
             if let ratio = report.batchedToInProcess {
                 print(String(format: "batched requests / in-process: %.2f", ratio))
             }

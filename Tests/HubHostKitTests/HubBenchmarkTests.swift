@@ -20,6 +20,34 @@ final class HubBenchmarkTests: XCTestCase {
         XCTAssertNotNil(bundle.body(ofArticle: ids[0]))
     }
 
+    /// `bench floor-server`, the HTTP framework alone that bench hub and bench ingest measure beside
+    /// serve: every exported page by its path, byte for byte; 404 for any other; POST /v1/events
+    /// answers 201 with the body it was sent.
+    func testFloorServerAnswersFromMemory() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let pages = ["/hub": "<html>hub</html>", "/hub/article/a1": "<html>article \u{00e9}</html>", "/hub/channel/c1": String(repeating: "x", count: 70_000)]
+        for (path, body) in pages {
+            try FileManager.default.createDirectory(atPath: folder + "/pages" + path, withIntermediateDirectories: true)
+            try TestSupport.write(body, to: folder + "/pages" + path + "/index.html")
+        }
+        let server = try ServeProcess(command: ["bench", "floor-server", "--pages", folder + "/pages", "--port", "0"])
+        for (path, body) in pages {
+            let response = try server.http.fetch("GET", server.base + path, timeoutSeconds: 10).get()
+            XCTAssertEqual(response.status, 200, path)
+            XCTAssertEqual(response.body, Data(body.utf8), path)
+        }
+        XCTAssertEqual(try server.http.fetch("GET", server.base + "/hub/nothing", timeoutSeconds: 10).get().status, 404)
+        let event = #"{"type":"named_event","name":"E"}"#
+        let posted = try server.http.fetch("POST", server.base + "/v1/events", headers: ["Content-Type": "application/json"],
+                                           body: Data(event.utf8), timeoutSeconds: 10).get()
+        XCTAssertEqual(posted.status, 201)
+        XCTAssertEqual(posted.body, Data(event.utf8))
+        // A port out of range is refused before anything listens.
+        let refused = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--port", "70000"])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("--port must be 0 to 65535"), refused.stderr)
+    }
+
     func testWrkOutputIsRead() throws {
         let output = """
         Running 5s test @ http://127.0.0.1:8080

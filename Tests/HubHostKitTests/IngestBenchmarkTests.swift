@@ -47,5 +47,12 @@ final class IngestBenchmarkTests: XCTestCase {
             XCTAssertEqual(run["non2xx"] as? Int, 0, "\(run)")
         }
         XCTAssertGreaterThan(report["inProcessEventsPerSecond"] as? Double ?? 0, 0)
+        // The HTTP framework alone under the same one-event loads (no batched run).
+        let floor = try XCTUnwrap(report["floor"] as? [[String: Any]])
+        XCTAssertEqual(floor.map { $0["connections"] as? Int }, [1, 4])
+        for run in floor {
+            XCTAssertGreaterThan(run["requestsPerSecond"] as? Double ?? 0, 0, "\(run)")
+            XCTAssertEqual(run["non2xx"] as? Int, 0, "\(run)")
+        }
     }
 }

@@ -16,9 +16,14 @@ final class ServeProcess {
         var description: String { "hubhost serve did not start: \(output)" }
     }
 
-    init(manifest: String, arguments: [String] = [], scheme: String = "http") throws {
+    convenience init(manifest: String, arguments: [String] = [], scheme: String = "http") throws {
+        try self.init(command: ["serve", "--manifest", manifest] + arguments, scheme: scheme)
+    }
+
+    /// Any hubhost command that prints "... serving on URL" once it listens (serve, bench floor-server).
+    init(command: [String], scheme: String = "http") throws {
         process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["serve", "--manifest", manifest] + arguments
+        process.arguments = command
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice

@@ -24,6 +24,23 @@ public struct PageServingBenchmark {
         public var nginx: Figures
         /// hubhost / nginx requests per second.
         public var ratio: Double
+        /// The HTTP framework alone serving the same pages from memory (`bench floor-server`), when
+        /// the caller started it: the rate no page of `serve` can pass on this machine.
+        public var floor: Figures?
+        /// floor / nginx requests per second: the most the goal's ratio could reach.
+        public var floorToNginx: Double?
+        /// hubhost / floor requests per second.
+        public var hubhostToFloor: Double?
+    }
+
+    /// A server started on the exported pages' folder: its base URL and how to stop it.
+    public struct StartedServer {
+        public var baseURL: String
+        public var stop: () -> Void
+        public init(baseURL: String, stop: @escaping () -> Void) {
+            self.baseURL = baseURL
+            self.stop = stop
+        }
     }
 
     public enum Failure: Error, CustomStringConvertible {
@@ -43,6 +60,9 @@ public struct PageServingBenchmark {
     public var connections = 16
     public var threads = 2
     public var seconds = 5
+    /// Starts the HTTP framework alone on the folder of exported pages (`hubhost bench
+    /// floor-server --pages`); nil: no floor row.
+    public var startFloor: ((String) throws -> StartedServer)?
 
     public init(baseURL: String, paths: [String]) {
         self.baseURL = baseURL
@@ -90,10 +110,20 @@ public struct PageServingBenchmark {
 
         progress("wrk: hubhost, \(seconds) s, \(connections) connections")
         let hubhost = try runWrk(wrk, url: baseURL, script: script)
+        var floor: Figures?
+        if let startFloor {
+            progress("wrk: the HTTP framework alone (the same pages from memory), \(seconds) s, \(connections) connections")
+            let floorServer = try startFloor(root)
+            defer { floorServer.stop() }
+            floor = try runWrk(wrk, url: floorServer.baseURL, script: script)
+        }
         progress("wrk: nginx (static export of the same pages), \(seconds) s, \(connections) connections")
         let nginxFigures = try runWrk(wrk, url: nginxURL, script: script)
+        let nginxRate = max(nginxFigures.requestsPerSecond, 1e-9)
         return Result(pages: paths.count, connections: connections, threads: threads, seconds: seconds, hubhost: hubhost,
-                      nginx: nginxFigures, ratio: hubhost.requestsPerSecond / max(nginxFigures.requestsPerSecond, 1e-9))
+                      nginx: nginxFigures, ratio: hubhost.requestsPerSecond / nginxRate, floor: floor,
+                      floorToNginx: floor.map { $0.requestsPerSecond / nginxRate },
+                      hubhostToFloor: floor.map { hubhost.requestsPerSecond / max($0.requestsPerSecond, 1e-9) })
     }
 
     private func runWrk(_ wrk: String, url: String, script: String) throws -> Figures {

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+import Hummingbird
+import HummingbirdCore
+
+extension BenchCommand {
+    /// `hubhost bench floor-server` (hidden; started by `bench hub` and `bench ingest`): the HTTP
+    /// framework alone, as `serve` runs it (Hummingbird's HTTP/1.1 server on Swift concurrency's
+    /// pool, no middleware, no engine), answering from memory. What it measures is the floor
+    /// under hubhost's own figures on the same machine in the same run: the rate no route of
+    /// `serve` can pass, whatever hubhost does.
+    ///
+    /// - `GET <path>`: the page exported to `--pages/<path>/index.html` (read once at start), 404
+    ///   for any other path.
+    /// - `POST /v1/events`: reads the body (at most 16 MiB) and answers 201 with the same bytes,
+    ///   about the size of serve's answer (the stored events), without parsing or storing them.
+    struct FloorServer: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "floor-server",
+            abstract: "(bench) The HTTP framework alone, answering from memory: the floor under bench hub's and bench ingest's figures.",
+            shouldDisplay: false)
+
+        @Option(help: ArgumentHelp("A folder of exported pages (<path>/index.html), served by path.", valueName: "folder"))
+        var pages: String?
+
+        @Option(help: "Port on 127.0.0.1 (0: any free port).")
+        var port: Int = 0
+
+        func validate() throws {
+            guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535 (0: any free port), not \(port)") }
+        }
+
+        func run() throws {
+            let bodies = try pages.map(Self.readPages) ?? [:]
+            let router = Router()
+            router.get("**") { request, _ -> Response in
+                guard let body = bodies[request.uri.path] else { return Response(status: .notFound) }
+                return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: body))
+            }
+            router.post("/v1/events") { request, _ -> Response in
+                var request = request
+                let body = try await request.collectBody(upTo: 16 << 20)
+                return Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
+            }
+            let app = Application(
+                router: router, server: .http1(),
+                configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "hubhost-floor"),
+                onServerRunning: { channel in
+                    // The line BenchServe waits for, as serve prints it.
+                    print("hubhost floor-server serving on http://127.0.0.1:\(channel.localAddress?.port ?? 0)")
+                    fflush(stdout)
+                })
+            final class Outcome: @unchecked Sendable { var error: Error? }
+            let outcome = Outcome()
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                do { try await app.runService() } catch { outcome.error = error }
+                done.signal()
+            }
+            done.wait()
+            if let error = outcome.error { throw error }
+        }
+
+        /// Every `<path>/index.html` under `folder`, by `/<path>`.
+        static func readPages(_ folder: String) throws -> [String: ByteBuffer] {
+            var bodies: [String: ByteBuffer] = [:]
+            guard let walker = FileManager.default.enumerator(atPath: folder) else { throw ValidationError("--pages \(folder): cannot be read") }
+            for case let relative as String in walker where relative == "index.html" || relative.hasSuffix("/index.html") {
+                let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + relative))
+                bodies["/" + relative.dropLast("index.html".count).trimmingCharacters(in: CharacterSet(charactersIn: "/"))] = ByteBuffer(bytes: data)
+            }
+            return bodies
+        }
+    }
+}
