@@ -17,6 +17,14 @@ public enum EventInput {
     }
 
     public static func parse(_ data: Data) throws -> [Event] {
+        // Most bodies have one plain shape, read straight from the bytes (EventInput+CommonShape);
+        // anything else, and every problem, goes to the general reader.
+        if let events = parseCommonShape(data) { return events }
+        return try parseGeneral(data)
+    }
+
+    /// The general reader: any input JSONSerialization reads, every problem named.
+    static func parseGeneral(_ data: Data) throws -> [Event] {
         let json: Any
         do {
             json = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])

@@ -32,6 +32,10 @@ public enum EventType: String, Codable, CaseIterable, Sendable {
 
     /// Accepts the name (`named_event`), a dashed form (`named-event`) or a Universal Behavior code (`17`).
     public init?(text: String) {
+        if let exact = EventType(rawValue: text) {  // the usual spelling, without the copies below
+            self = exact
+            return
+        }
         let key = text.lowercased().replacingOccurrences(of: "-", with: "_")
         if let match = EventType(rawValue: key) {
             self = match
