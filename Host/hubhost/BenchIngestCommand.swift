@@ -13,7 +13,9 @@ extension BenchCommand {
             scratch copy of --manifest (the same plugins and settings, a new data directory, any free port) and runs \
             wrk with keep-alive connections: one event per request at each of --connections, then --batch-size events \
             per request at each of --batch-connections. Every request is acknowledged only once its events are on \
-            disk. Run from the repository root with a release build; needs wrk (apt-get install wrk).
+            disk. Then the same one-event loads run against the HTTP framework alone (`bench floor-server`: \
+            Hummingbird answering 201 with the body, nothing parsed or stored), the rate no route of serve can pass. \
+            Run from the repository root with a release build; needs wrk (apt-get install wrk).
             """)
 
         @OptionGroup var manifestOption: ManifestOption
