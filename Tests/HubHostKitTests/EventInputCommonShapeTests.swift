@@ -1,5 +1,6 @@
 import XCTest
 @testable import HubHostKit
+@testable import HubHostTools
 
 /// `EventInput.parseCommonShape` (the bytes read directly) against `EventInput.parseGeneral`
 /// (JSONSerialization): whatever the common-shape reader reads, the general reader reads to the
@@ -67,7 +68,7 @@ final class EventInputCommonShapeTests: XCTestCase {
     /// keys, good and bad values, numbers in every form, escapes, non-ASCII), whitespace between
     /// tokens, lists, trailing bytes. Both readers must agree on each.
     func testGeneratedInputsAgree() {
-        var random = Generator(seed: 0x5EED_C0DE)
+        var random = SplitMix(seed: 0x5EED_C0DE)
         let typeValues = [#""named_event""#, #""app-start""#, #""APP_START""#, "17", #""nope""#, "null", #""purchase_successful""#, #""custom""#]
         let textValues = [#""PLAYER LOADED""#, #""""#, #""caf\u00e9""#, "\"é\"", "null", "3", #""tab\there""#, "\"\(String(repeating: "n", count: 300))\""]
         let idValues = [#""abc""#, #""""#, "\"\(String(repeating: "i", count: 129))\"", "\"\(String(repeating: "i", count: 128))\"", #""x\"y""#, "5"]
@@ -120,24 +121,15 @@ final class EventInputCommonShapeTests: XCTestCase {
         XCTAssertGreaterThan(read, 150, "the common-shape reader read too few of the generated inputs")
         XCTAssertLessThan(read, 2_850, "the common-shape reader gave up on too few of the generated inputs")
     }
+}
 
-    /// A small seeded generator (SplitMix64), so that a failure can be reproduced.
-    private struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-        /// Half the time one of the first `good` entries (values the common-shape reader reads), so
-        /// that both readers' branches are taken often.
-        mutating func pick(_ list: [String], good: Int? = nil) -> String {
-            if let good, below(2) == 0 { return list[below(good)] }
-            return list[below(list.count)]
-        }
+/// The draws the generated inputs need, over HubHostTools' seeded SplitMix (a failure reproduces).
+private extension SplitMix {
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    /// Half the time one of the first `good` entries (values the common-shape reader reads), so
+    /// that both readers' branches are taken often.
+    mutating func pick(_ list: [String], good: Int? = nil) -> String {
+        if let good, below(2) == 0 { return list[below(good)] }
+        return list[below(list.count)]
     }
 }
