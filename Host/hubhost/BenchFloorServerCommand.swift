@@ -51,25 +51,23 @@ extension BenchCommand {
                     print("hubhost floor-server serving on http://127.0.0.1:\(channel.localAddress?.port ?? 0)")
                     fflush(stdout)
                 })
-            final class Outcome: @unchecked Sendable { var error: Error? }
-            let outcome = Outcome()
-            let done = DispatchSemaphore(value: 0)
-            Task.detached {
-                do { try await app.runService() } catch { outcome.error = error }
-                done.signal()
-            }
-            done.wait()
-            if let error = outcome.error { throw error }
+            try runAsync { try await app.runService() }
         }
 
-        /// Every `<path>/index.html` under `folder`, by `/<path>`.
+        /// Every `<path>/index.html` under `folder`, by `/<path>`; a folder that is missing or holds
+        /// no page is refused (a server answering 404 to everything would measure nothing).
         static func readPages(_ folder: String) throws -> [String: ByteBuffer] {
             var bodies: [String: ByteBuffer] = [:]
-            guard let walker = FileManager.default.enumerator(atPath: folder) else { throw ValidationError("--pages \(folder): cannot be read") }
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue,
+                  let walker = FileManager.default.enumerator(atPath: folder) else {
+                throw ValidationError("--pages \(folder): not a folder that can be read")
+            }
             for case let relative as String in walker where relative == "index.html" || relative.hasSuffix("/index.html") {
                 let data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + relative))
                 bodies["/" + relative.dropLast("index.html".count).trimmingCharacters(in: CharacterSet(charactersIn: "/"))] = ByteBuffer(bytes: data)
             }
+            guard !bodies.isEmpty else { throw ValidationError("--pages \(folder): no <path>/index.html in it") }
             return bodies
         }
     }

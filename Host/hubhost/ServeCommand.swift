@@ -24,27 +24,18 @@ struct ServeCommand: ParsableCommand {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0 to 65535 (0: any free port), not \(port)") }
     }
 
-    /// The command stays synchronous (so the root command is not async: the validator's child
-    /// processes run under valgrind, which does not survive an async main); the runtime runs on
-    /// Swift concurrency's threads while this one waits.
+    /// The runtime runs on Swift concurrency's threads while this one waits (runAsync: the command
+    /// stays synchronous).
     func run() throws {
-        final class Outcome: @unchecked Sendable { var error: Error? }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
         let command = self
-        Task.detached {
-            do {
-                let host = try command.manifestOption.startHost()
-                ProcessLogging.route(to: host.pipeline)  // libraries' swift-log records too
-                // The licence counts on the call that opens the engine: open it before the runtime does.
-                if let license = command.license { _ = try host.prefetch(license: license) }
-                let runtime = try HubHostRuntime(host: host)
-                try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port),
-                                             PrefetchHLSAnnouncement(host: host)])
-            } catch { outcome.error = error }
-            done.signal()
+        try runAsync {
+            let host = try command.manifestOption.startHost()
+            ProcessLogging.route(to: host.pipeline)  // libraries' swift-log records too
+            // The licence counts on the call that opens the engine: open it before the runtime does.
+            if let license = command.license { _ = try host.prefetch(license: license) }
+            let runtime = try HubHostRuntime(host: host)
+            try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port),
+                                         PrefetchHLSAnnouncement(host: host)])
         }
-        done.wait()
-        if let error = outcome.error { throw error }
     }
 }

@@ -46,6 +46,14 @@ final class HubBenchmarkTests: XCTestCase {
         let refused = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--port", "70000"])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("--port must be 0 to 65535"), refused.stderr)
+        // A --pages folder that is missing, or holds no page, is refused before anything listens.
+        let missing = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--pages", folder + "/none"], timeout: 20)
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssertTrue(missing.stderr.contains("not a folder that can be read"), missing.stderr)
+        try FileManager.default.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
+        let empty = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--pages", folder + "/empty"], timeout: 20)
+        XCTAssertNotEqual(empty.status, 0)
+        XCTAssertTrue(empty.stderr.contains("no <path>/index.html"), empty.stderr)
     }
 
     func testWrkOutputIsRead() throws {

@@ -109,8 +109,7 @@ private struct CommonShapeReader {
             guard let ms = try? EventInput.time(NSNumber(value: timestamp), what: "'timestamp'") else { return nil }
             event.timestampMs = ms
         }
-        if let attributes {
-            guard attributes.count <= EventLimits.maxAttributes else { return nil }
+        if let attributes {  // at most EventLimits.maxAttributes (attributeObject)
             // The general reader appends them in the order of their sorted names.
             event.attributes = attributes.sorted { $0.name < $1.name }
         }
