@@ -3,11 +3,36 @@ import Foundation
 import HubHostKit
 
 struct ConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "config", abstract: "Show the effective configuration.",
-                                                    subcommands: [Show.self])
+    static let configuration = CommandConfiguration(commandName: "config", abstract: "Show the effective configuration, or document every key.",
+                                                    subcommands: [Show.self, Reference.self])
+
+    struct Reference: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Every key plugins.yaml accepts: type, default, accepted values and meaning.",
+            discussion: "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys.")
+
+        @Flag(name: .long, help: "Print the Markdown page docs/configuration.md.")
+        var markdown = false
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            if markdown && output.json { throw ValidationError("--markdown and --json are alternatives: choose one") }
+        }
+
+        func run() throws {
+            if markdown {
+                print(ConfigReference.markdown(), terminator: "")
+            } else if output.json {
+                Output.json(ConfigReference.sections)
+            } else {
+                let rows = ConfigReference.sections.flatMap { $0.entries }.map { [$0.key, $0.type, $0.defaultValue, $0.accepted] }
+                Output.table(["KEY", "TYPE", "DEFAULT", "ACCEPTED"], rows)
+            }
+        }
+    }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Every section's settings (server, events, deep_links, campaigns, hub): effective value and where it came from.",
+        static let configuration = CommandConfiguration(abstract: "Every section's settings (server, events, deep_links, campaigns, hub, identity, prefetch): effective value and where it came from.",
             discussion: "The same values as `hubhost manifest check --resolved`; SOURCE is the plugins.yaml line or 'default'.")
 
         @OptionGroup var manifestOption: ManifestOption

@@ -362,12 +362,9 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertTrue(wrong.stderr.contains("config endpoint: data.enabled must be true or false; got \"no\" (a string)"), wrong.stderr)
     }
 
-    /// The README's campaign file: every field, valid, loaded as written.
-    func testTheREADMEsCampaignFileLoadsWithEveryField() throws {
-        let readme = try String(contentsOfFile: TestSupport.repository + "/README.md", encoding: .utf8)
-        let marker = try XCTUnwrap(readme.range(of: "<!-- campaign-file -->\n```json\n"), "the README marks its campaign file")
-        let end = try XCTUnwrap(readme.range(of: "\n```", range: marker.upperBound..<readme.endIndex))
-        let text = String(readme[marker.upperBound..<end.lowerBound])
+    /// The campaign file in docs/campaigns.md: every field, valid, loaded as written.
+    func testTheDocumentedCampaignFileLoadsWithEveryField() throws {
+        let text = try DocumentationText.block(after: "<!-- campaign-file -->")
         let parsed = try CampaignParser.parse(Data(text.utf8))
         XCTAssertEqual(parsed.skipped, [])
         XCTAssertEqual(parsed.nextPingMillis, 3_600_000)

@@ -137,7 +137,7 @@ final class PrefetchTests: XCTestCase {
         XCTAssertEqual(settings.syncInterval, 60)
         let messages = manifest.diagnostics.map(\.message).joined(separator: "\n")
         XCTAssertTrue(messages.contains("between 1 and 64"), messages)
-        XCTAssertTrue(messages.contains("unknown behavior 'sometimes'"), messages)
+        XCTAssertTrue(messages.contains("unknown value 'sometimes'"), messages)
         XCTAssertTrue(manifest.effectiveSettings["prefetch"]?.contains { $0.key == "prefetch.license" } ?? false)
     }
 

@@ -3,6 +3,7 @@ import Yams
 /// `campaigns:` in plugins.yaml, parsed by the campaign engine's own settings type.
 extension CampaignSettings: ManifestSection {
     public static let sectionName = "campaigns"
+    public static let summary = "The campaign engine (Rakuten In-App Messaging): where the campaign list comes from and when a message with contexts may show."
 
     public init(section node: Node, context: ManifestSectionContext) {
         self.init()
@@ -11,14 +12,8 @@ extension CampaignSettings: ManifestSection {
         if case .bool(let enabled)? = values["enabled"] { self.enabled = enabled }
         if case .string(let url)? = values["config_url"], !url.isEmpty { configURL = url }
         if case .string(let url)? = values["ping_url"], !url.isEmpty { pingURL = url }
-        if case .string(let rule)? = values["context_rule"] {
-            if let parsed = CampaignEngine.ContextRule(rawValue: rule) {
-                contextRule = parsed
-            } else {
-                context.report(node.mapping?["context_rule"], key: "campaigns.context_rule",
-                               "unknown context rule '\(rule)'; expected one of: \(CampaignEngine.ContextRule.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
+        // Allowed values were checked against the schema: a refused value arrives as the default.
+        if case .string(let rule)? = values["context_rule"], let parsed = CampaignEngine.ContextRule(rawValue: rule) { contextRule = parsed }
     }
 
     public var effectiveValues: [EffectiveSetting] {

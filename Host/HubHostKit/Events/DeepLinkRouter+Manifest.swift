@@ -4,6 +4,21 @@ import Yams
 /// `deep_links:` in plugins.yaml, parsed by the router itself.
 extension DeepLinkRouter: ManifestSection {
     public static let sectionName = "deep_links"
+    public static let summary = "Deep link routes (the Engage SDK's MobileDeepLinkingConfig): which parts of an opened URL are parameters, such as the current campaign. Query items are parameters too; a URL that matches no route still produces its event."
+    /// deep_links has no scalar keys: its routes are described by `structuredKeys`.
+    public static let schema = ConfigSchema(keys: [])
+    public static var structuredKeys: [ConfigReferenceEntry] {
+        [
+            ConfigReferenceEntry(key: "deep_links.routes", type: "list of maps", defaultValue: "[]",
+                                 doc: "The routes, tried in order; the first that matches an opened URL's path names its parameters."),
+            ConfigReferenceEntry(key: "deep_links.routes[].route", type: "string, required",
+                                 doc: "A pattern matched against the URL's host and path segment by segment, :name capturing a parameter, e.g. campaign/:CurrentCampaign."),
+            ConfigReferenceEntry(key: "deep_links.routes[].parameters.NAME.required", type: "bool", defaultValue: "false",
+                                 doc: "true: a URL without this parameter does not match the route."),
+            ConfigReferenceEntry(key: "deep_links.routes[].parameters.NAME.regex", type: "string",
+                                 doc: "A regular expression the whole value must match."),
+        ]
+    }
 
     /// `deep_links: {routes: [{route: "campaign/:CurrentCampaign", parameters: {CurrentCampaign: {required: true, regex: ...}}}]}`
     public init(section node: Node, context: ManifestSectionContext) {

@@ -7,27 +7,27 @@ public struct EventSettings: Sendable {
     /// Every key of `events:`, its type, default and meaning.
     public static let schema = ConfigSchema(keys: [
         ConfigKey(key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
-                  doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout)."),
+                  doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange),
         ConfigKey(key: "cache_size", type: .int, defaultValue: .int(3),
-                  doc: "Events to collect before a batch is posted (General->ubfEventCacheSize)."),
+                  doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000)),
         ConfigKey(key: "flush_interval", type: .duration, defaultValue: .double(60),
-                  doc: "hubhost serve posts what is waiting at least this often."),
+                  doc: "hubhost serve posts what is waiting at least this often.", range: durationRange),
         ConfigKey(key: "sink", type: .string, defaultValue: .string(""),
                   doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url)."),
         ConfigKey(key: "collector_url", type: .string, defaultValue: .string(""),
                   doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk."),
         ConfigKey(key: "max_num_retries", type: .int, defaultValue: .int(3),
-                  doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries)."),
+                  doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries).", range: .between(1, 100)),
         ConfigKey(key: "retry_base_delay", type: .duration, defaultValue: .double(1),
-                  doc: "First retry delay; doubled each attempt, with jitter."),
+                  doc: "First retry delay; doubled each attempt, with jitter.", range: .between(0, SafeTime.maxDurationSeconds)),
         ConfigKey(key: "post_timeout", type: .duration, defaultValue: .double(30),
-                  doc: "Deadline of one POST to the collector."),
+                  doc: "Deadline of one POST to the collector.", range: durationRange),
         ConfigKey(key: "expire_local_events_after", type: .duration, defaultValue: .double(30 * 86_400),
-                  doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays)."),
+                  doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays).", range: durationRange),
         ConfigKey(key: "session_timeout", type: .duration, defaultValue: .double(30 * 60),
-                  doc: "Inactivity that ends a session (Session->sessionLifecycleExpiration)."),
+                  doc: "Inactivity that ends a session (Session->sessionLifecycleExpiration).", range: durationRange),
         ConfigKey(key: "default_current_campaign_expiration", type: .duration, defaultValue: .double(86_400),
-                  doc: "How long a current campaign lasts without an end time (General->defaultCurrentCampaignExpiration)."),
+                  doc: "How long a current campaign lasts without an end time (General->defaultCurrentCampaignExpiration).", range: durationRange),
         ConfigKey(key: "param_current_campaign", type: .string, defaultValue: .string("CurrentCampaign"),
                   doc: "URL or notification parameter naming the current campaign (ParamFieldNames->ParamCurrentCampaign)."),
         ConfigKey(key: "param_campaign_end_time", type: .string, defaultValue: .string("CampaignEndTimeStamp"),
@@ -53,6 +53,9 @@ public struct EventSettings: Sendable {
         ConfigKey(key: "auth_client_secret", type: .string, defaultValue: .string(""), doc: "OAuth 2 client secret."),
         ConfigKey(key: "auth_refresh_token", type: .string, defaultValue: .string(""), doc: "OAuth 2 refresh token."),
     ])
+
+    /// The accepted durations: positive, and small enough for the clock arithmetic they feed.
+    static let durationRange = ConfigRange.positive(atMost: SafeTime.maxDurationSeconds)
 
     public var values: [String: PluginValue]
     /// The plugins.yaml line each value came from; absent: the built-in default.

@@ -4,6 +4,17 @@ import Yams
 /// `hub:` in plugins.yaml, parsed by the hub's own settings type.
 extension HubSettings: ManifestSection {
     public static let sectionName = "hub"
+    public static let summary = "The Content Hub (the ZBiM SDK): where signed bundles come from, the key they must be signed with, and the web hub's security policy."
+    public static var structuredKeys: [ConfigReferenceEntry] {
+        [
+            ConfigReferenceEntry(key: "hub.whitelist_urls", type: "list of strings", defaultValue: "[]",
+                                 doc: "URLs a local_only hub may still load, compared verbatim (query and fragment included)."),
+            ConfigReferenceEntry(key: "hub.whitelist_domains", type: "list of strings", defaultValue: "[]",
+                                 doc: "Domains a local_only hub may still load from."),
+            ConfigReferenceEntry(key: "hub.custom_url_schemes", type: "list of strings", defaultValue: "[]",
+                                 doc: "Schemes whose links are app actions for the integrating app, e.g. myapp (a trailing :// is dropped)."),
+        ]
+    }
 
     /// `hub:`: scalar keys through HubSettings.schema, the whitelists and schemes as lists of strings.
     public init(section node: Node, context: ManifestSectionContext) {
@@ -34,16 +45,9 @@ extension HubSettings: ManifestSection {
                 reader.report(node, key: "hub.frame_ancestors", "expected CSP sources such as 'self', 'none' or https://app.example, not '\(ancestors)'")
             }
         }
-        if let source = text("content_source") {
-            if let parsed = HubSettings.ContentSource(rawValue: source) { settings.contentSource = parsed } else if let node = known["content_source"]?.keyNode {
-                reader.report(node, key: "hub.content_source", "unknown content source '\(source)'; expected one of: external_allowed, local_only")
-            }
-        }
-        if let scheme = text("color_scheme") {
-            if let parsed = HubSettings.ColorScheme(rawValue: scheme) { settings.colorScheme = parsed } else if let node = known["color_scheme"]?.keyNode {
-                reader.report(node, key: "hub.color_scheme", "unknown color scheme '\(scheme)'; expected one of: dark, light")
-            }
-        }
+        // Allowed values were checked against the schema: a refused value arrives as the default.
+        if let source = text("content_source"), let parsed = HubSettings.ContentSource(rawValue: source) { settings.contentSource = parsed }
+        if let scheme = text("color_scheme"), let parsed = HubSettings.ColorScheme(rawValue: scheme) { settings.colorScheme = parsed }
         func list(_ key: String) -> [String] {
             guard let node = known[key]?.value, let items = reader.sequence(node, key: "hub.\(key)") else { return [] }
             return items.enumerated().compactMap { reader.string($0.element, key: "hub.\(key)[\($0.offset)]") }

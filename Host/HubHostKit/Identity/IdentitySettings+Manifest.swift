@@ -5,6 +5,7 @@ import Yams
 /// mapped to hubhost's key names.
 extension IdentitySettings: ManifestSection {
     public static let sectionName = "identity"
+    public static let summary = "The mobile identity manager and its XMLAPI client (the Engage SDK): the recipient list, the mobile user id, merges and their audit records. Keys are also accepted with the Engage SDK's group prefixes (Recipient->, AuditRecord->, General->)."
 
     public init() { self.init(values: [:], lines: [:]) }
 

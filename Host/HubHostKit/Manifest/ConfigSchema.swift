@@ -9,22 +9,93 @@ public enum ConfigType: String, Codable, CaseIterable, Sendable {
     case time
 }
 
-/// One key of a plugin's configuration schema.
+/// The numbers a numeric configuration key accepts (int, double, duration in seconds, time).
+public struct ConfigRange: Equatable, Sendable {
+    public var minimum: Double?
+    /// True when the minimum itself is refused ("more than 0").
+    public var excludesMinimum: Bool
+    public var maximum: Double?
+
+    public init(minimum: Double?, excludesMinimum: Bool = false, maximum: Double?) {
+        self.minimum = minimum
+        self.excludesMinimum = excludesMinimum
+        self.maximum = maximum
+    }
+
+    /// `lower` to `upper`, both accepted.
+    public static func between(_ lower: Double, _ upper: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: upper) }
+    public static func atLeast(_ lower: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: nil) }
+    /// More than 0, and at most `upper` when given.
+    public static func positive(atMost upper: Double? = nil) -> ConfigRange { ConfigRange(minimum: 0, excludesMinimum: true, maximum: upper) }
+
+    public func contains(_ value: Double) -> Bool {
+        guard value.isFinite else { return false }
+        if let minimum, excludesMinimum ? value <= minimum : value < minimum { return false }
+        if let maximum, value > maximum { return false }
+        return true
+    }
+
+    /// "between 1 and 64", "at least 0.1", "more than 0", "more than 0, at most 3600".
+    public var text: String {
+        func number(_ value: Double) -> String {
+            value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        }
+        switch (minimum, maximum) {
+        case (let low?, let high?) where !excludesMinimum: return "between \(number(low)) and \(number(high))"
+        case (let low?, let high?): return "more than \(number(low)), at most \(number(high))"
+        case (let low?, nil): return excludesMinimum ? "more than \(number(low))" : "at least \(number(low))"
+        case (nil, let high?): return "at most \(number(high))"
+        case (nil, nil): return "any"
+        }
+    }
+}
+
+/// One key of a configuration schema: a plugin's `config:` (declared in its plugin.yaml) or a
+/// section of plugins.yaml (declared by the engine's settings type). The schema is the one place a
+/// key's type, default, accepted values and meaning are written: the parser checks them, `config
+/// show` prints them and `hubhost config reference` documents them.
 public struct ConfigKey: Encodable, Equatable, Sendable {
     public var key: String
     public var type: ConfigType
     public var defaultValue: PluginValue?
     public var required: Bool
     public var doc: String
+    /// The numbers accepted (numeric types); nil: any the type can hold.
+    public var range: ConfigRange?
+    /// The strings accepted (string type); nil: any. An empty string always means "not set".
+    public var allowedValues: [String]?
 
     enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", required, doc }
 
-    public init(key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "") {
+    public init(key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
+                range: ConfigRange? = nil, allowedValues: [String]? = nil) {
         self.key = key
         self.type = type
         self.defaultValue = defaultValue
         self.required = required
         self.doc = doc
+        self.range = range
+        self.allowedValues = allowedValues
+    }
+
+    /// Why `value` is refused by the key's range or allowed values; nil when it is accepted.
+    public func refusal(of value: PluginValue) -> String? {
+        if let range {
+            let number: Double?
+            switch value {
+            case .int(let i), .timeMs(let i): number = Double(i)
+            case .double(let d): number = d
+            default: number = nil
+            }
+            if let number, !range.contains(number) {
+                let unit = type == .duration ? " s" : ""
+                return "must be \(range.text)\(unit), not \(value)\(unit)"
+            }
+        }
+        if let allowedValues, case .string(let text) = value, !text.isEmpty, !allowedValues.contains(text) {
+            return "unknown value '\(text)'; expected one of: \(allowedValues.joined(separator: ", "))"
+        }
+        return nil
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -84,8 +155,14 @@ public struct ConfigSchema: Equatable, Sendable {
         for key in keys {
             if let entry = given[key.key], !reader.isNull(entry.value) {
                 if let value = value(of: entry.value, as: key.type, key: "\(path).\(key.key)", reader: reader) {
-                    resolved[key.key] = value
-                    lines[key.key] = entry.keyNode.mark?.line
+                    if let refusal = key.refusal(of: value) {
+                        // Refused: reported, and the key keeps its default.
+                        reader.report(entry.value, key: "\(path).\(key.key)", refusal)
+                        if let fallback = key.defaultValue { resolved[key.key] = fallback }
+                    } else {
+                        resolved[key.key] = value
+                        lines[key.key] = entry.keyNode.mark?.line
+                    }
                 }
             } else if let fallback = key.defaultValue {
                 resolved[key.key] = fallback
@@ -127,6 +204,10 @@ extension ConfigSchema {
                 }
             default:
                 problems.append("'\(key.key)' expects \(key.type.rawValue), got \(value.typeName) \(value)")
+            }
+            if let accepted = resolved[key.key], let refusal = key.refusal(of: accepted) {
+                problems.append("'\(key.key)' \(refusal)")
+                resolved[key.key] = key.defaultValue
             }
         }
         guard problems.isEmpty else {

@@ -27,10 +27,15 @@ public struct HostManifest: Sendable {
         public var line: Int
         /// Where the plugin runs: in this process (default) or in a worker child process.
         public var isolation: Isolation = .inProcess
-        /// Deadline of one call to an isolated plugin (`call_timeout`, default 5 s).
-        public var callTimeoutSeconds: Double = 5
-        /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`, default 4096).
-        public var memoryLimitMB: Int = 4096
+        /// Deadline of one call to an isolated plugin (`call_timeout`).
+        public var callTimeoutSeconds: Double = Instance.defaultCallTimeoutSeconds
+        /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`).
+        public var memoryLimitMB: Int = Instance.defaultMemoryLimitMB
+
+        public static let defaultCallTimeoutSeconds: Double = 5
+        public static let defaultMemoryLimitMB = 4096
+        /// Below this a worker cannot even start the Swift runtime.
+        public static let minimumMemoryLimitMB = 64
         /// What the instance may reach through the host's HTTP service (`http_allow`, `http_timeout`).
         public var http = HostEnvironment.HTTPPolicy()
     }
@@ -76,9 +81,13 @@ public struct HostManifest: Sendable {
             (type.sectionName, (sections[type.sectionName] ?? type.init()).effectiveValues)
         })
     }
-    static let loggingKeys = ["severity", "verbosity"]
-    static let instanceKeys = ["id", "use", "enabled", "config", "sha256", "isolation", "call_timeout", "memory_limit",
-                               "http_allow", "http_timeout"]
+    /// The keys of `logging:` and of a `plugins:` entry: the ones the configuration reference documents.
+    static let loggingKeys = hostKeys(of: "logging", prefix: "logging.")
+    static let instanceKeys = hostKeys(of: "plugins", prefix: "plugins[].")
+
+    private static func hostKeys(of section: String, prefix: String) -> [String] {
+        hostReference.first { $0.name == section }!.entries.map { String($0.key.dropFirst(prefix.count)) }
+    }
 
     /// The manifest with no file: data in `./.hubhost`, default logging, no plugins.
     public static func empty(folder: String = FileManager.default.currentDirectoryPath) -> HostManifest {
@@ -184,17 +193,21 @@ public struct HostManifest: Sendable {
             }
         }
         if let node = fields["memory_limit"]?.value, let megabytes = reader.int(node, key: "\(path).memory_limit") {
-            if megabytes >= 64 {
+            if megabytes >= Instance.minimumMemoryLimitMB && megabytes <= Int64(Int32.max) {
                 instance.memoryLimitMB = Int(megabytes)
             } else {
-                reader.report(node, key: "\(path).memory_limit", "the worker's memory limit must be at least 64 (MiB)")
+                reader.report(node, key: "\(path).memory_limit", "the worker's memory limit must be at least \(Instance.minimumMemoryLimitMB) (MiB), not \(megabytes)")
             }
         }
         if let node = fields["http_allow"]?.value, let items = reader.sequence(node, key: "\(path).http_allow") {
             instance.http.allowedHosts = items.compactMap { reader.string($0, key: "\(path).http_allow") }.map { $0.lowercased() }
         }
         if let node = fields["http_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).http_timeout") {
-            instance.http.timeoutSeconds = seconds
+            if seconds > 0 && seconds <= SafeTime.maxDurationSeconds {
+                instance.http.timeoutSeconds = seconds
+            } else {
+                reader.report(node, key: "\(path).http_timeout", "the HTTP timeout must be longer than 0 seconds, not \(seconds)")
+            }
         }
         var pluginDiagnostics: [ManifestDiagnostic] = []
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {

@@ -9,6 +9,13 @@ import Yams
 public protocol ManifestSection: Sendable {
     /// The section's key in plugins.yaml.
     static var sectionName: String { get }
+    /// One sentence on what the section configures (the configuration reference's lead).
+    static var summary: String { get }
+    /// The section's scalar keys: type, default, accepted values and meaning, written once. The
+    /// parser checks values against it, `config show` documents them, `config reference` lists them.
+    static var schema: ConfigSchema { get }
+    /// Keys the schema cannot describe (lists, nested maps), for the configuration reference.
+    static var structuredKeys: [ConfigReferenceEntry] { get }
     /// The settings when the section is absent: every default.
     init()
     /// Parses the section (`node`, the value under the key), reporting each problem through
@@ -24,6 +31,7 @@ public protocol ManifestSection: Sendable {
 
 extension ManifestSection {
     public static func finish(_ manifest: inout HostManifest) {}
+    public static var structuredKeys: [ConfigReferenceEntry] { [] }
 }
 
 /// One effective setting of a section.

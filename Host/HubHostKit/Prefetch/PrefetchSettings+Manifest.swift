@@ -4,18 +4,15 @@ import Yams
 /// `prefetch:` in plugins.yaml, parsed by the prefetch engine's own settings type.
 extension PrefetchSettings: ManifestSection {
     public static let sectionName = "prefetch"
+    public static let summary = "Content prefetch (the PCD SDK): the catalog service, what downloads by itself, and the device conditions downloads wait for. Off unless enabled."
 
     public init(section node: Node, context: ManifestSectionContext) {
         self.init()
         let values = context.resolve(node, schema: Self.schema, lines: &lines)
         func text(_ key: String) -> String? { if case .string(let value)? = values[key], !value.isEmpty { return value }; return nil }
+        // Ranges and allowed values were checked against the schema: a refused value arrives as the default.
         func seconds(_ key: String, into target: inout Double) {
-            guard case .double(let value)? = values[key] else { return }
-            guard value > 0, value <= SafeTime.maxDurationSeconds else {
-                context.report(node.mapping?[key], key: "prefetch.\(key)", "must be a positive duration, not \(value) s")
-                return
-            }
-            target = value
+            if case .double(let value)? = values[key] { target = value }
         }
         if case .bool(let on)? = values["enabled"] { enabled = on }
         license = text("license")
@@ -23,41 +20,14 @@ extension PrefetchSettings: ManifestSection {
         deviceID = text("device_id")
         deviceConditions = text("device_conditions")
         downloadRequest = text("download_request")
-        if case .int(let count)? = values["max_concurrent_downloads"] {
-            if count >= Int64(Self.concurrencyRange.lowerBound) && count <= Int64(Self.concurrencyRange.upperBound) { maxConcurrentDownloads = Int(count) } else {
-                context.report(node.mapping?["max_concurrent_downloads"], key: "prefetch.max_concurrent_downloads",
-                               "must be between \(Self.concurrencyRange.lowerBound) and \(Self.concurrencyRange.upperBound), not \(count)")
-            }
-        }
-        if let behavior = text("item_download_behavior") {
-            if let parsed = DownloadBehavior(rawValue: behavior) { itemDownloadBehavior = parsed } else {
-                context.report(node.mapping?["item_download_behavior"], key: "prefetch.item_download_behavior",
-                               "unknown behavior '\(behavior)'; expected one of: \(DownloadBehavior.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
-        if let network = text("network_selection") {
-            if let parsed = NetworkSelection(rawValue: network) { networkSelection = parsed } else {
-                context.report(node.mapping?["network_selection"], key: "prefetch.network_selection",
-                               "unknown network selection '\(network)'; expected one of: \(NetworkSelection.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
+        if case .int(let count)? = values["max_concurrent_downloads"] { maxConcurrentDownloads = Int(count) }
+        if let behavior = text("item_download_behavior"), let parsed = DownloadBehavior(rawValue: behavior) { itemDownloadBehavior = parsed }
+        if let network = text("network_selection"), let parsed = NetworkSelection(rawValue: network) { networkSelection = parsed }
         if case .bool(let purge)? = values["enable_auto_purge"] { enableAutoPurge = purge }
-        if case .int(let bytes)? = values["cache_size_limit"] {
-            if bytes >= 0 && bytes <= CatalogProtocol.maxFileSize { cacheSizeLimit = Int(bytes) } else {
-                context.report(node.mapping?["cache_size_limit"], key: "prefetch.cache_size_limit", "must be between 0 and \(CatalogProtocol.maxFileSize) bytes, not \(bytes)")
-            }
-        }
+        if case .int(let bytes)? = values["cache_size_limit"] { cacheSizeLimit = Int(bytes) }
         if case .bool(let charging)? = values["requires_charging"] { requiresCharging = charging }
-        if case .double(let level)? = values["battery_low"] {
-            if (0...1).contains(level) { batteryLow = level } else {
-                context.report(node.mapping?["battery_low"], key: "prefetch.battery_low", "must be between 0 and 1, not \(level)")
-            }
-        }
-        if case .int(let bytes)? = values["storage_low"] {
-            if bytes >= 0 && bytes <= CatalogProtocol.maxFileSize { storageLow = Int(bytes) } else {
-                context.report(node.mapping?["storage_low"], key: "prefetch.storage_low", "must be between 0 and \(CatalogProtocol.maxFileSize) bytes, not \(bytes)")
-            }
-        }
+        if case .double(let level)? = values["battery_low"] { batteryLow = level }
+        if case .int(let bytes)? = values["storage_low"] { storageLow = Int(bytes) }
         seconds("sync_interval", into: &syncInterval)
         seconds("read_timeout", into: &readTimeout)
         seconds("retry_delay", into: &retryDelay)

@@ -5,10 +5,10 @@ import Yams
 /// default; any other address needs a bearer token (auth_token_env or auth_token_file), or serve
 /// refuses to start.
 public struct ServerSettings: Codable, Equatable, Sendable {
-    static let schema = ConfigSchema(keys: [
+    public static let schema = ConfigSchema(keys: [
         ConfigKey(key: "host", type: .string, defaultValue: .string("127.0.0.1"),
                   doc: "The address to listen on. Not a loopback address: a bearer token is required."),
-        ConfigKey(key: "port", type: .int, defaultValue: .int(8420), doc: "The port, 0 to 65535 (0: any free port)."),
+        ConfigKey(key: "port", type: .int, defaultValue: .int(8420), doc: "The port (0: any free port).", range: .between(0, 65535)),
         ConfigKey(key: "allowed_hosts", type: .string, defaultValue: .string(""),
                   doc: "Host header names accepted besides localhost, 127.0.0.1, [::1] and `host` (comma-separated): others get 421 (DNS rebinding)."),
         ConfigKey(key: "allowed_origins", type: .string, defaultValue: .string(""),
@@ -22,11 +22,12 @@ public struct ServerSettings: Codable, Equatable, Sendable {
         ConfigKey(key: "tls_key", type: .string, defaultValue: .string(""),
                   doc: "The PEM private key of tls_certificate."),
         ConfigKey(key: "idle_timeout", type: .duration, defaultValue: .double(30),
-                  doc: "A connection that sends nothing for this long (also while sending a request's head) is closed."),
+                  doc: "A connection that sends nothing for this long (also while sending a request's head) is closed.",
+                  range: .atLeast(0.1)),
         ConfigKey(key: "max_connections", type: .int, defaultValue: .int(512),
-                  doc: "Open connections at most; a connection beyond it waits until another closes."),
+                  doc: "Open connections at most; a connection beyond it waits until another closes.", range: .between(1, 1_000_000)),
         ConfigKey(key: "max_body_size", type: .int, defaultValue: .int(16 << 20),
-                  doc: "The largest request body in bytes; a larger one is answered 413."),
+                  doc: "The largest request body in bytes; a larger one is answered 413.", range: .between(1_024, Double(1 << 30))),
     ])
 
     public var host = "127.0.0.1"
@@ -58,9 +59,8 @@ public struct ServerSettings: Codable, Equatable, Sendable {
             return text
         }
         if let host = text("host") { self.host = host }
-        if case .int(let port)? = values["port"] {
-            if (0...65535).contains(port) { self.port = Int(port) } else { report("server.port", "a port is 0 to 65535 (0: any free port), not \(port)") }
-        }
+        // Ranges were checked against the schema: a refused value arrives here as the default.
+        if case .int(let port)? = values["port"] { self.port = Int(port) }
         allowedHosts = list("allowed_hosts")
         allowedOrigins = list("allowed_origins")
         authTokenEnv = text("auth_token_env")
@@ -73,15 +73,9 @@ public struct ServerSettings: Codable, Equatable, Sendable {
             tlsCertificate = nil
             tlsKey = nil
         }
-        if case .double(let seconds)? = values["idle_timeout"] {
-            if seconds >= 0.1 { idleTimeout = seconds } else { report("server.idle_timeout", "at least 0.1 s, not \(seconds)") }
-        }
-        if case .int(let count)? = values["max_connections"] {
-            if (1...1_000_000).contains(count) { maxConnections = Int(count) } else { report("server.max_connections", "1 to 1000000, not \(count)") }
-        }
-        if case .int(let size)? = values["max_body_size"] {
-            if (1_024...(1 << 30)).contains(size) { maxBodySize = Int(size) } else { report("server.max_body_size", "1024 to 1073741824 bytes, not \(size)") }
-        }
+        if case .double(let seconds)? = values["idle_timeout"] { idleTimeout = seconds }
+        if case .int(let count)? = values["max_connections"] { maxConnections = Int(count) }
+        if case .int(let size)? = values["max_body_size"] { maxBodySize = Int(size) }
     }
 
     /// True when serve speaks HTTPS (both TLS paths are set).
@@ -125,6 +119,7 @@ public struct ServerSettings: Codable, Equatable, Sendable {
 
 extension ServerSettings: ManifestSection {
     public static let sectionName = "server"
+    public static let summary = "Where `hubhost serve` listens and who may talk to it: loopback by default; any other address needs a bearer token."
 
     public init(section node: Node, context: ManifestSectionContext) {
         var lines: [String: Int] = [:]
