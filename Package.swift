@@ -5,6 +5,7 @@
 //   Protocols/        the C-ABI protocol module (headers only; the contract between host and plugins)
 //   Host/HubHostKit   the embeddable Swift library (manifest, loader, registry, logging, engines)
 //   Host/HubHostTools the tools over it: benchmarks, the plugin validator, plugins inspect
+//   Host/HubHostServer the HTTP API of `hubhost serve` (routes, middlewares, the server service)
 //   Host/hubhost      the command-line front end
 //   Plugins/<Name>/   one folder per bundled plugin, each its own dynamic library product
 import PackageDescription
@@ -105,15 +106,27 @@ let package = Package(
             path: "Host/HubHostTools",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The HTTP API as a library: `hubhost serve` runs it, and the tests drive its routes in process.
+        .target(
+            name: "HubHostServer",
+            dependencies: [
+                "HubHostKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            path: "Host/HubHostServer",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "hubhost",
             dependencies: [
-                "HubHostKit", "HubHostTools",
+                "HubHostKit", "HubHostTools", "HubHostServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
             ],
             path: "Host/hubhost",
             swiftSettings: [.swiftLanguageMode(.v5)]
@@ -126,7 +139,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubHostKitTests",
-            dependencies: ["HubHostKit", "HubHostTools", "PluginTestKit"],
+            dependencies: [
+                "HubHostKit", "HubHostTools", "HubHostServer", "PluginTestKit",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             path: "Tests/HubHostKitTests",
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostServer
 
 extension PrefetchCommand {
     /// `hubhost prefetch play-url ID`: how an item plays (seed 4.4-4.5, PrefetchEngine.playback).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import HubHostServer
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -19,7 +19,7 @@ final class OpenAPITests: XCTestCase {
 
     private static let document = TestSupport.repository + "/openapi.yaml"
     private static let validator = TestSupport.repository + "/Tests/openapi/validate.py"
-    private static let serverSources = TestSupport.repository + "/Host/hubhost/Server"
+    private static let serverSources = TestSupport.repository + "/Host/HubHostServer"
 
     /// Runs validate.py; fails the test with its messages when it reports problems.
     private func validate(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws {

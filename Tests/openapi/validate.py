@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks hubhost's openapi.yaml, and live answers of `hubhost serve` against it.
 
-    validate.py --spec openapi.yaml [--server-sources Host/hubhost/Server] [--exchanges FILE]
+    validate.py --spec openapi.yaml [--server-sources Host/HubHostServer] [--exchanges FILE]
 
 --spec             the document: a valid OpenAPI 3.1 document (openapi_spec_validator when it
                    imports, else a structural check), every schema a valid JSON Schema 2020-12

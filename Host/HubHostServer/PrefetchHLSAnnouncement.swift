@@ -2,17 +2,19 @@ import Foundation
 import HubHostKit
 import ServiceLifecycle
 
-/// The seed's hlsServerStarted / hlsServerStopped for `hubhost serve`: hubhost's HLS endpoint is
+/// The PCD SDK's hlsServerStarted / hlsServerStopped for `hubhost serve`: hubhost's HLS endpoint is
 /// part of serve's HTTP server, so it is announced started (`PrefetchHLSServerStarted` `{"url"}`)
 /// when the server listens (HTTPServer's onServerRunning) and stopped (`PrefetchHLSServerStopped`)
 /// when serve begins its graceful shutdown. This service only waits for that shutdown; it runs
 /// after the HTTP server in the service group, so it is shut down (and announces) first, while
 /// the server still answers.
-struct PrefetchHLSAnnouncement: Service {
+public struct PrefetchHLSAnnouncement: Service {
     let host: HubHost
 
+    public init(host: HubHost) { self.host = host }
+
     /// The address a local player uses: a wildcard listening address becomes the loopback one.
-    static func serverURL(_ scheme: String, _ address: String, _ port: Int) -> String {
+    public static func serverURL(_ scheme: String, _ address: String, _ port: Int) -> String {
         let shown: String
         switch address {
         case "0.0.0.0", "": shown = "127.0.0.1"
@@ -22,7 +24,7 @@ struct PrefetchHLSAnnouncement: Service {
         return "\(scheme)://\(shown):\(port)"
     }
 
-    func run() async throws {
+    public func run() async throws {
         try? await gracefulShutdown()
         let host = self.host
         try? await BlockingPool.run { try host.prefetch()?.hlsServerStopped() }

@@ -9,10 +9,10 @@ import ServiceLifecycle
 
 /// `hubhost serve`'s HTTP server: the API's router behind its middlewares, with the limits of
 /// `server:` (idle timeout, connection cap, body size), as one more service of the runtime.
-enum HTTPServer {
+public enum HTTPServer {
     /// The server for `runtime`, listening on server.host and `port` (else server.port). Throws,
     /// before anything listens, when serving would be unsafe (a non-loopback address without a token).
-    static func application(runtime: HubHostRuntime, port: Int?) throws -> any Service {
+    public static func application(runtime: HubHostRuntime, port: Int?) throws -> any Service {
         let host = runtime.host
         let settings = host.manifest.server
         try settings.checkSafeToServe()

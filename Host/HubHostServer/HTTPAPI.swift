@@ -4,9 +4,9 @@ import Hummingbird
 
 /// The HTTP API of `hubhost serve`: a thin front end over HubHostKit, like the CLI. Every route
 /// answers JSON (the web hub's pages excepted); every error is `{"error": {"code", "message"}}`
-/// (APIError). The whole API is described in openapi.yaml, served at GET /openapi.yaml. One route
-/// file per engine: EventRoutes, CampaignRoutes, UserRoutes (hub users, present, local
-/// notifications), HubWebRoutes (the web Content Hub), HubDeliveryRoutes (content sync).
+/// (APIError). The whole API is described in openapi.yaml, served at GET /openapi.yaml. Each
+/// engine's routes are in their own `*Routes.swift` file of this folder, added in `router(...)`
+/// below; the tests drive this router in process (Tests/HubHostKitTests/InProcessAPI.swift).
 enum HTTPAPI {
     /// The body limit of the request being handled (server.max_body_size), set by RequestGuardMiddleware.
     @TaskLocal static var maxBodySize = 16 << 20
@@ -78,7 +78,7 @@ enum HTTPAPI {
     static func openAPIDocument() throws -> Response {
         let candidates: [String?] = [LibraryLocator.runningExecutableFolder().map { $0 + "/openapi.yaml" },
                           URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                              .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("openapi.yaml").path]
+                              .deletingLastPathComponent().appendingPathComponent("openapi.yaml").path]
         for path in candidates.compactMap({ $0 }) {
             if let data = FileManager.default.contents(atPath: path) {
                 return Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

@@ -1,0 +1,122 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import XCTest
+@testable import HubHostKit
+
+/// The HTTP API's routes and its request guard, in process (InProcessAPI): the same router and
+/// middlewares as `hubhost serve`, hostile and out-of-range requests included.
+final class HTTPAPIRouteTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    private func manifest(server: String = "{port: 0}") -> String {
+        "data_dir: data\nserver: \(server)\nevents: {cache_size: 1000}\nplugins: []\n"
+    }
+
+    private static func storedCount(_ client: any TestClientProtocol) async throws -> Int {
+        let stats = try await client.send(.get, "/v1/events/stats")
+        XCTAssertEqual(stats.status, .ok, stats.text)
+        return ((stats.json as? [String: Int]) ?? [:]).values.reduce(0, +)
+    }
+
+    func testRefusedListsStoreNothingAndRepeatedIDsAnswer409() async throws {
+        try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
+            var answer = try await client.send(.post, "/v1/events", json: #"[{"id":"a1","name":"x"},{"id":"a1","name":"y"}]"#)
+            XCTAssertEqual(answer.status, .conflict, answer.text)
+            XCTAssertEqual(answer.errorCode, "duplicate_id")
+            let storedAfterDuplicates = try await Self.storedCount(client)
+            XCTAssertEqual(storedAfterDuplicates, 0, "none of the refused list is stored")
+            answer = try await client.send(.post, "/v1/events", json: #"[{"id":"b1","name":"x"},{"name":"y","timestamp":-9223372036854775808}]"#)
+            XCTAssertEqual(answer.status, .badRequest, answer.text)
+            let storedAfterBadTimestamp = try await Self.storedCount(client)
+            XCTAssertEqual(storedAfterBadTimestamp, 0)
+            let firstStatus = try await client.send(.post, "/v1/events", json: #"{"id":"c1","name":"x"}"#).status
+            XCTAssertEqual(firstStatus, .created)
+            let stored = try await Self.storedCount(client)
+            answer = try await client.send(.post, "/v1/events", json: #"[{"id":"c2","name":"x"},{"id":"c1","name":"again"}]"#)
+            XCTAssertEqual(answer.status, .conflict, answer.text)
+            let storedAfterRepeat = try await Self.storedCount(client)
+            XCTAssertEqual(storedAfterRepeat, stored, "c2 is not stored beside the repeated c1")
+            // The timestamp that once crash-looped serve: refused, and the API still answers.
+            let hugeTimestampStatus = try await client.send(.post, "/v1/events", json: #"{"name":"x","timestamp":1e300}"#).status
+            XCTAssertEqual(hugeTimestampStatus, .badRequest)
+            let laterStatus = try await client.send(.post, "/v1/events", json: #"{"name":"after"}"#).status
+            XCTAssertEqual(laterStatus, .created)
+        }
+    }
+
+    func testBodiesAndAttributesOverTheLimitsAnswer413() async throws {
+        let big = String(repeating: "a", count: 5000)
+        try await InProcessAPI.test(manifest: manifest(server: "{port: 0, max_body_size: 4096}"), in: folder) { client, _ in
+            let answer = try await client.send(.post, "/v1/events", json: #"{"name":"x","attributes":{"s":"\#(big)"}}"#)
+            XCTAssertEqual(answer.status, .contentTooLarge, answer.text)
+            XCTAssertTrue(answer.text.contains("4096"), "the limit is in the message: \(answer.text)")
+            let storedAfterTooLarge = try await Self.storedCount(client)
+            XCTAssertEqual(storedAfterTooLarge, 0)
+        }
+        let many = (0...EventLimits.maxAttributes).map { "\"a\($0)\":1" }.joined(separator: ",")
+        try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
+            let answer = try await client.send(.post, "/v1/events", json: #"{"name":"x","attributes":{\#(many)}}"#)
+            XCTAssertEqual(answer.status, .contentTooLarge, answer.text)
+            XCTAssertTrue(answer.text.contains("\(EventLimits.maxAttributes)"), answer.text)
+        }
+    }
+
+    /// The guard's refusals that need no socket: foreign origins (403), bodies that are not JSON
+    /// (415), a missing or wrong bearer token (401, with WWW-Authenticate); each in the one error shape.
+    func testForeignOriginsForeignContentTypesAndMissingTokensAreRefusedInTheOneErrorShape() async throws {
+        try TestSupport.write("s3cret\n", to: folder + "/token")
+        try await InProcessAPI.test(manifest: manifest(server: "{port: 0, auth_token_file: token}"), in: folder) { client, _ in
+            let bearer: HTTPFields = [.authorization: "Bearer s3cret"]
+            var answer = try await client.send(.post, "/v1/events", json: #"{"name":"x"}"#,
+                                               headers: [.origin: "http://evil.example", .authorization: "Bearer s3cret"])
+            XCTAssertEqual(answer.status, .forbidden, answer.text)
+            XCTAssertEqual(answer.errorCode, "foreign_origin")
+            answer = try await client.execute(uri: "/v1/events", method: .post, headers: [.contentType: "text/plain", .authorization: "Bearer s3cret"],
+                                              body: ByteBuffer(string: #"{"name":"x"}"#))
+            XCTAssertEqual(answer.status, .unsupportedMediaType, answer.text)
+            XCTAssertNotNil(answer.errorCode, answer.text)
+            answer = try await client.send(.get, "/v1/events")
+            XCTAssertEqual(answer.status, .unauthorized, answer.text)
+            XCTAssertEqual(answer.headers[.wwwAuthenticate], "Bearer")
+            XCTAssertNotNil(answer.errorCode, answer.text)
+            answer = try await client.send(.get, "/v1/events", headers: [.authorization: "Bearer s3cre"])
+            XCTAssertEqual(answer.status, .unauthorized, "a token one character short is refused")
+            let healthStatus = try await client.send(.get, "/v1/health").status
+            XCTAssertEqual(healthStatus, .ok, "health needs no token")
+            let metricsStatus = try await client.send(.get, "/metrics").status
+            XCTAssertEqual(metricsStatus, .unauthorized)
+            let authenticatedStatus = try await client.send(.post, "/v1/events", json: #"{"name":"ok"}"#, headers: bearer).status
+            XCTAssertEqual(authenticatedStatus, .created)
+            answer = try await client.send(.get, "/v1/events?limit=50", headers: bearer)
+            XCTAssertEqual(answer.status, .ok, answer.text)
+            let names = ((answer.json as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
+            XCTAssertTrue(names.contains("ok"), answer.text)
+            XCTAssertFalse(names.contains("x"), "none of the refused requests stored its event: \(names)")
+        }
+    }
+
+    /// Unknown routes and malformed JSON answer in the one error shape; the document is served.
+    func testUnknownRoutesAndMalformedBodiesAnswerInTheOneErrorShape() async throws {
+        try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
+            var answer = try await client.send(.get, "/v1/no-such-route")
+            XCTAssertEqual(answer.status, .notFound, answer.text)
+            XCTAssertNotNil(answer.errorCode, answer.text)
+            for body in [#"{"name":"#, "[", #"{"name":"x","attributes":[1,2]}"#, "\u{0}", #"{"type":"no_such_type","name":"x"}"#] {
+                answer = try await client.send(.post, "/v1/events", json: body)
+                XCTAssertEqual(answer.status, .badRequest, "\(body): \(answer.text)")
+                let message = ((answer.json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String
+                XCTAssertFalse(message?.isEmpty ?? true, "\(body): a message says what is wrong: \(answer.text)")
+            }
+            let storedAfterMalformed = try await Self.storedCount(client)
+            XCTAssertEqual(storedAfterMalformed, 0, "nothing malformed was stored")
+            answer = try await client.send(.get, "/openapi.yaml")
+            XCTAssertEqual(answer.status, .ok)
+            XCTAssertTrue(answer.text.hasPrefix("openapi:"), String(answer.text.prefix(80)))
+        }
+    }
+}
