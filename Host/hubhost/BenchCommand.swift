@@ -61,7 +61,7 @@ struct BenchCommand: ParsableCommand {
         case .success(let found): return found
         case .failure(let error):
             Output.error("\(error)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
     }
 

@@ -57,10 +57,10 @@ struct BundleCommand: ParsableCommand {
                 result = try BundleBuilder.buildSigned(from: directory, to: output, privateKeyPath: key, version: version)
             } catch let error as BundleBuilder.BuildError where outputFormat.json {
                 Output.json(["problems": error.problems])
-                throw ExitCode(1)
+                throw ExitCode.failed
             } catch {
                 Output.error("\(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             let report = Report(file: output, metadataFile: BundleMetadata.path(besideBundle: output), summary: result.summary,
                                 size: result.metadata.size, sha256: result.metadata.sha256)
@@ -125,7 +125,7 @@ struct BundleCommand: ParsableCommand {
                 } else {
                     Output.error("invalid (\(rejection.kind.rawValue)): \(rejection.reason)")
                 }
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         }
     }
@@ -152,7 +152,7 @@ struct BundleCommand: ParsableCommand {
             let bundle: ContentBundle
             do { bundle = try ContentBundle(path: file) } catch {
                 Output.error("\(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             let resources = bundle.resourcePaths().compactMap { bundle.resource($0) }.map { ResourceRow(path: $0.path, mimeType: $0.mimeType, size: $0.data.count) }
             if output.json {

@@ -12,7 +12,7 @@ struct CampaignsCommand: ParsableCommand {
     static func impression(_ id: String, _ manifestOption: ManifestOption) throws {
         let (host, engine) = try engine(manifestOption)
         defer { host.shutdown() }
-        do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
+        do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode.failed }
     }
 
     /// Starts the host and returns its campaign engine, or exits when campaigns are disabled.
@@ -21,7 +21,7 @@ struct CampaignsCommand: ParsableCommand {
         guard let engine = try host.campaigns() else {
             host.shutdown()
             Output.error("campaigns are disabled in \(host.manifest.file) (campaigns: enabled: false)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
         return (host, engine)
     }
@@ -56,7 +56,7 @@ struct CampaignsCommand: ParsableCommand {
                 throw error
             } catch {
                 Output.error("\(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if output.json {
                 Output.json(["loaded": JSONValue.number(Double(engine.campaigns.count)), "skipped": .array(engine.skipped.map(JSONValue.string))])
@@ -128,7 +128,7 @@ struct CampaignsCommand: ParsableCommand {
         func run() throws {
             let (host, engine) = try CampaignsCommand.engine(manifestOption)
             defer { host.shutdown() }
-            do { try engine.optOut(id) } catch { Output.error("\(error)"); throw ExitCode(1) }
+            do { try engine.optOut(id) } catch { Output.error("\(error)"); throw ExitCode.failed }
         }
     }
 
@@ -159,7 +159,7 @@ struct CampaignsCommand: ParsableCommand {
                 if settings.configURL != nil || settings.pingURL != nil {
                     do { _ = try engine.sync(configURL: settings.configURL, pingURL: settings.pingURL, http: HTTPFetcher()) } catch {
                         Output.error("user set; the ping failed: \(error)")
-                        throw ExitCode(1)
+                        throw ExitCode.failed
                     }
                 }
             }

@@ -49,7 +49,7 @@ struct ConfigCommand: ParsableCommand {
             let manifest: HostManifest
             do { manifest = try HostManifest.load(path: manifestOption.manifest) } catch let error as ManifestError {
                 Output.error(error.description)
-                throw ExitCode(2)
+                throw ExitCode.unusableInput
             }
             // One source of effective values for this command and `manifest check --resolved`.
             let rows = HostManifest.sectionNames.flatMap { manifest.effectiveSettings[$0] ?? [] }.map { setting in

@@ -48,7 +48,7 @@ struct LocationCommand: ParsableCommand {
         } else {
             print("no location: no location delegate answered")
         }
-        if answer == nil { throw ExitCode(1) }
+        if answer == nil { throw ExitCode.failed }
     }
 
     static func describe(_ location: Location) -> String {

@@ -78,7 +78,7 @@ struct EventsCommand: ParsableCommand {
             } else {
                 print("posted \(report.posted) in \(report.batches) batch\(report.batches == 1 ? "" : "es"); \(report.retrying) to retry, \(report.failed) now FAILED_POST\(report.lastError.map { "; last error: \($0)" } ?? "")")
             }
-            if report.lastError != nil { throw ExitCode(1) }
+            if report.lastError != nil { throw ExitCode.failed }
         }
     }
 

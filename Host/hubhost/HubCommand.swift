@@ -16,7 +16,7 @@ struct HubCommand: ParsableCommand {
         guard let delivery = try host.delivery() else {
             host.shutdown()
             Output.error("the Content Hub is off (hub: enabled: false in \(host.manifest.file))")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
         return (host, delivery)
     }
@@ -43,7 +43,7 @@ struct HubCommand: ParsableCommand {
             let report: ContentDelivery.SyncReport
             do { report = try delivery.sync() } catch {
                 Output.error("\(line.open ? "\n" : "")hub sync failed: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if output.json { Output.json(report) } else { print("\(report.result): \(report.message)") }
         }

@@ -11,18 +11,18 @@ enum HubEngineAccess {
         do { hub = try host.hub() } catch {
             host.shutdown()
             Output.error("cannot open the Content Hub: \(error)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
         guard let hub else {
             host.shutdown()
             Output.error("the Content Hub is disabled in \(host.manifest.file) (hub: enabled: false)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
         if let path = preview?.bundle {
             do { hub.activate(try ContentBundle(path: path)) } catch {
                 host.shutdown()
                 Output.error("\(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         }
         return (host, hub)

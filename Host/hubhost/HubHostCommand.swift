@@ -53,7 +53,7 @@ struct ManifestOption: ParsableArguments {
             return try HubHost(manifestPath: manifest)
         } catch let error as ManifestError {
             Output.error(error.description)
-            throw ExitCode(2)
+            throw ExitCode.unusableInput
         }
     }
 }

@@ -44,7 +44,7 @@ struct HubPresentCommand: ParsableCommand {
             presentation = try hub.present(tags: tags.map { UsersCommand.splitTags($0) }, uri: uri)
         } catch let error as HubEngine.PresentError {
             Output.error("cannot present: \(error)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
         if output.json { Output.json(presentation); return }
         print("hub: \(presentation.hubID)  \"\(presentation.hubTitle)\"\(HubPresentCommand.tagList(presentation.hubTags))")

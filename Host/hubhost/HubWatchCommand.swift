@@ -54,11 +54,11 @@ struct HubWatchCommand: ParsableCommand {
         case .timedOut:
             if let count {
                 Output.error("hub watch: \(reader.printed) of \(count) notifications within \(timeout ?? 0) s")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         case .failed(let message):
             Output.error("hub watch: \(streamURL.absoluteString): \(message) (is hubhost serve running there?)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
     }
 
@@ -67,7 +67,7 @@ struct HubWatchCommand: ParsableCommand {
         let manifest: HostManifest
         do { manifest = try HostManifest.load(path: manifestOption.manifest) } catch {
             Output.error("\(error)")
-            throw ExitCode(2)
+            throw ExitCode.unusableInput
         }
         guard manifest.server.port != 0 else {
             throw ValidationError("server.port in \(manifestOption.manifest) is 0 (any free port): give the server's address with --url")

@@ -23,13 +23,13 @@ struct IdentityCommand: ParsableCommand {
             return try work(try host.identity())
         } catch let error as MobileIdentityManager.Failure {
             Output.error(error.description)
-            throw ExitCode(1)
+            throw ExitCode.failed
         } catch let error as XMLAPIError {
             Output.error(error.description)
-            throw ExitCode(1)
+            throw ExitCode.failed
         } catch let error as IdentityStore.Refused {
             Output.error(error.description)
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
     }
 
@@ -192,7 +192,7 @@ struct XMLAPICommand: ParsableCommand {
                     Output.table(["COLUMN", "VALUE"], columnValues.sorted { $0.key < $1.key }.map { [$0.key, $0.value] })
                 }
             }
-            if !report.isSuccess { throw ExitCode(3) }
+            if !report.isSuccess { throw ExitCode.declined }
         }
     }
 }

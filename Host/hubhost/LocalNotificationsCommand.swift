@@ -84,7 +84,7 @@ struct LocalNotificationsCommand: ParsableCommand {
                     print("not ours: '\(id)' was not scheduled by hubhost; the app handles it")
                 }
             }
-            if case .notOurs = outcome { throw ExitCode(3) }
+            if case .notOurs = outcome { throw ExitCode.declined }
         }
     }
 }

@@ -42,7 +42,7 @@ struct ManifestCommand: ParsableCommand {
                 } else {
                     Output.error(error.description)
                 }
-                throw ExitCode(2)
+                throw ExitCode.unusableInput
             }
             let effective = resolved ? ResolvedManifest(manifest) : nil
             let diagnostics = manifest.diagnostics + Self.missingLibraries(manifest)
@@ -57,7 +57,7 @@ struct ManifestCommand: ParsableCommand {
                     Output.error("\(manifest.file): \(diagnostics.count) problem\(diagnostics.count == 1 ? "" : "s")")
                 }
             }
-            if !diagnostics.isEmpty { throw ExitCode(1) }
+            if !diagnostics.isEmpty { throw ExitCode.failed }
         }
 
         /// A problem for each enabled instance (whose entry is otherwise valid) whose library cannot

@@ -23,7 +23,7 @@ struct MessagesCommand: ParsableCommand {
             defer { host.shutdown() }
             guard let message = engine.next(allowedContexts: contexts) else {
                 if output.json { print("null") } else { print("no message is ready") }
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if output.json { Output.json(message) } else {
                 print("\(message.id)  \(message.title)")

@@ -99,7 +99,7 @@ struct OperatorsCommand: ParsableCommand {
             guard let op = set.find(self.operator) else {
                 let names = set.operators.map(\.operatorName)
                 Output.error("no operator '\(self.operator)'; loaded: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
-                throw ExitCode(2)
+                throw ExitCode.unusableInput
             }
             let answer = op.compare(event: eventValue, trigger: triggerValue)
             let reason = answer.status == 0 ? nil : "\(StatusCode.name(answer.status))\(answer.reason.isEmpty ? "" : ": \(answer.reason)")"

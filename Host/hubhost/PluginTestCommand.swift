@@ -112,7 +112,7 @@ struct PluginCommand: ParsableCommand {
             }
             if tests.isEmpty {
                 Output.error("no tests match\(filter.isEmpty ? "" : " --filter \(filter.joined(separator: ", "))")")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             var index = 0
             let results = runner.run(tests) { result in
@@ -133,12 +133,12 @@ struct PluginCommand: ParsableCommand {
                 })
                 print("\(results.count - failed) passed, \(failed) failed")
             }
-            if failed > 0 { throw ExitCode(1) }
+            if failed > 0 { throw ExitCode.failed }
         }
 
         /// Child: print what the library exports.
         func runProbe() throws {
-            guard let path = target.libraryPath else { throw ExitCode(1) }
+            guard let path = target.libraryPath else { throw ExitCode.failed }
             let library = try PluginLibrary.open(path: path)
             let exports = library.descriptors.map { ["id": $0.id, "kind": $0.kind.rawValue] }
             let data = try JSONEncoder().encode(exports)
@@ -154,7 +154,7 @@ struct PluginCommand: ParsableCommand {
                 ?? target.manifest?.exports.map { (id: $0.id, kind: $0.kind) } ?? []
             guard let test = ConformanceSuite.tests(for: target, exports: exports).first(where: { $0.name == name }) else {
                 Output.error("no test named \(name)")
-                throw ExitCode(2)
+                throw ExitCode.unusableInput
             }
             let result = ValidationRunner.runInProcess(test, target: target, options: options) { overrun in
                 // The call cannot be stopped: report and end this process.

@@ -22,7 +22,7 @@ struct PluginsCommand: ParsableCommand {
             defer { host.shutdown() }
             let rows = PluginRow.rows(host.registry)
             if output.json { Output.json(rows) } else { PluginRow.printTable(rows) }
-            if rows.contains(where: { $0.state == "failed" }) { throw ExitCode(1) }
+            if rows.contains(where: { $0.state == "failed" }) { throw ExitCode.failed }
         }
     }
 
@@ -47,7 +47,7 @@ struct PluginsCommand: ParsableCommand {
             } else {
                 printText(report)
             }
-            if !report.isConsistent { throw ExitCode(1) }
+            if !report.isConsistent { throw ExitCode.failed }
         }
 
         func printText(_ report: PluginInspection) {

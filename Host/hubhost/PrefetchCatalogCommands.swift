@@ -146,7 +146,7 @@ extension PrefetchCommand {
         let refused = answers.filter { !$0.accepted }
         guard !refused.isEmpty else { return }
         for answer in refused { Output.error("\(answer.id): \(answer.reason ?? "refused")") }
-        throw ExitCode(1)
+        throw ExitCode.failed
     }
 }
 
@@ -228,11 +228,11 @@ struct PrefetchSetWatchOptions: ParsableArguments {
         case .timedOut:
             if let count {
                 Output.error("prefetch watch: \(reader.printed) of \(count) changes within \(timeout ?? 0) s")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         case .failed(let message):
             Output.error("prefetch watch: \(streamURL.absoluteString): \(message) (is hubhost serve running there with prefetch enabled?)")
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
     }
 
@@ -241,7 +241,7 @@ struct PrefetchSetWatchOptions: ParsableArguments {
         let manifest: HostManifest
         do { manifest = try HostManifest.load(path: path) } catch {
             Output.error("\(error)")
-            throw ExitCode(2)
+            throw ExitCode.unusableInput
         }
         guard manifest.server.port != 0 else {
             throw ValidationError("server.port in \(path) is 0 (any free port): give the server's address with --url")

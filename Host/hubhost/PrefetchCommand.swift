@@ -32,12 +32,12 @@ struct PrefetchCommand: ParsableCommand {
             do { engine = try host.prefetch(license: license) } catch {
                 host.shutdown()
                 Output.error("cannot open the prefetch engine: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             guard let engine else {
                 host.shutdown()
                 Output.error("content prefetch is off (prefetch: enabled: false in \(host.manifest.file))")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             return (host, engine)
         }
@@ -50,7 +50,7 @@ struct PrefetchCommand: ParsableCommand {
                 [$0.id, $0.accepted ? "ok" : "refused", $0.state?.rawValue ?? "-", $0.reason ?? ""]
             })
         }
-        if answers.contains(where: { !$0.accepted }) { throw ExitCode(1) }
+        if answers.contains(where: { !$0.accepted }) { throw ExitCode.failed }
     }
 
     static func date(_ ms: Int64?) -> String {
@@ -69,7 +69,7 @@ struct PrefetchCommand: ParsableCommand {
             defer { host.shutdown() }
             do { try engine.register() } catch {
                 Output.error("prefetch register failed: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if common.output.json { Output.json(try engine.status()) } else { print(engine.serviceState.rawValue) }
         }
@@ -117,7 +117,7 @@ struct PrefetchCommand: ParsableCommand {
                 }
             } catch {
                 Output.error("prefetch sync failed: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         }
     }
@@ -154,7 +154,7 @@ struct PrefetchCommand: ParsableCommand {
             defer { host.shutdown() }
             guard let item = try engine.item(id) else {
                 Output.error("no item '\(id)' in the catalog")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if common.output.json { Output.json(item); return }
             print("\(item.uniqueId): \(item.title)")
@@ -235,7 +235,7 @@ struct PrefetchCommand: ParsableCommand {
             let items: [PrefetchItem]
             do { items = try box.result.get() } catch {
                 Output.error("prefetch download failed: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if json { Output.json(items) } else {
                 Output.table(["id", "state", "bytes", "reason"], items.map {
@@ -243,7 +243,7 @@ struct PrefetchCommand: ParsableCommand {
                 })
             }
             let wanted: Set<PrefetchItemState> = partial == nil ? [.cached] : [.cached, .partiallyCached]
-            if answers.contains(where: { !$0.accepted }) || items.contains(where: { !wanted.contains($0.state) }) { throw ExitCode(1) }
+            if answers.contains(where: { !$0.accepted }) || items.contains(where: { !wanted.contains($0.state) }) { throw ExitCode.failed }
         }
     }
 
@@ -357,7 +357,7 @@ struct PrefetchCommand: ParsableCommand {
                 if common.output.json { Output.json(record) } else { print("recorded \(id): \(start)-\(end) s") }
             } catch let error as PrefetchError {
                 Output.error("prefetch consume: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         }
     }
@@ -373,7 +373,7 @@ struct PrefetchCommand: ParsableCommand {
             let data: Data
             do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
                 Output.error("cannot read \(file): \(error.localizedDescription)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             let list: [PrefetchImportMetadata]
             do {
@@ -382,7 +382,7 @@ struct PrefetchCommand: ParsableCommand {
                 }
             } catch {
                 Output.error("\(file): not import metadata: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             let (host, engine) = try common.open()
             defer { host.shutdown() }
@@ -412,14 +412,14 @@ struct PrefetchCommand: ParsableCommand {
             let result: PrefetchEngine.LookupResult
             do { result = try engine.lookup(contentIds: contentIds, source: source) } catch {
                 Output.error("prefetch lookup: \(error)")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if common.output.json { Output.json(result) } else {
                 Output.table(["id", "contentId", "state", "title"], result.items.map { [$0.uniqueId, $0.contentId, $0.state.rawValue, $0.title] })
             }
             if !result.missing.isEmpty {
                 Output.error("not found: \(result.missing.joined(separator: ", "))")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
         }
     }

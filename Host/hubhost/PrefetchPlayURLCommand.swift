@@ -41,7 +41,7 @@ extension PrefetchCommand {
             let playback: PrefetchPlayback
             do { playback = try engine.playback(id, serverURL: server) } catch {
                 Output.error("prefetch play-url: \(error)\(server == nil ? " (server.port is 0: give the server's address with --url)" : "")")
-                throw ExitCode(1)
+                throw ExitCode.failed
             }
             if common.output.json { Output.json(playback); return }
             print(playback.localPath ?? playback.url ?? playback.originURL)

@@ -42,6 +42,6 @@ struct StatusCommand: ParsableCommand {
             for diagnostic in report.diagnostics { Output.error("\(diagnostic)") }
         }
         let failed = report.plugins.contains { $0.state == "failed" }
-        if failed || !report.diagnostics.isEmpty { throw ExitCode(1) }
+        if failed || !report.diagnostics.isEmpty { throw ExitCode.failed }
     }
 }

@@ -23,7 +23,7 @@ struct UsersCommand: ParsableCommand {
             return try work(hub.users)
         } catch let error as UserStore.UserError {
             Output.error(error.description)
-            throw ExitCode(1)
+            throw ExitCode.failed
         }
     }
 
@@ -94,7 +94,7 @@ struct UsersCommand: ParsableCommand {
         func run() throws {
             let active = try UsersCommand.withUsers(manifestOption) { $0.activeUser() }
             if output.json { Output.json(["active": active]) } else { print(active ?? "no user is active") }
-            if active == nil { throw ExitCode(1) }
+            if active == nil { throw ExitCode.failed }
         }
     }
 
