@@ -9,7 +9,7 @@ import Hummingbird
 /// below; the tests drive this router in process (Tests/HubHostKitTests/InProcessAPI.swift).
 enum HTTPAPI {
     /// The body limit of the request being handled (server.max_body_size), set by RequestGuardMiddleware.
-    @TaskLocal static var maxBodySize = 16 << 20
+    @TaskLocal static var maxBodySize = ServerSettings.defaultMaxBodySize
 
     static func router(runtime: HubHostRuntime, settings: ServerSettings, token: String?) throws -> Router<BasicRequestContext> {
         let host = runtime.host

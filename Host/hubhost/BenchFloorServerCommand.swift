@@ -40,7 +40,7 @@ extension BenchCommand {
             }
             router.post("/v1/events") { request, _ -> Response in
                 var request = request
-                let body = try await request.collectBody(upTo: 16 << 20)
+                let body = try await request.collectBody(upTo: ServerSettings.defaultMaxBodySize)
                 return Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: body))
             }
             let app = Application(

@@ -26,7 +26,7 @@ public struct ServerSettings: Codable, Equatable, Sendable {
                   range: .atLeast(0.1)),
         ConfigKey(key: "max_connections", type: .int, defaultValue: .int(512),
                   doc: "Open connections at most; a connection beyond it waits until another closes.", range: .between(1, 1_000_000)),
-        ConfigKey(key: "max_body_size", type: .int, defaultValue: .int(16 << 20),
+        ConfigKey(key: "max_body_size", type: .int, defaultValue: .int(Int64(defaultMaxBodySize)),
                   doc: "The largest request body in bytes; a larger one is answered 413.", range: .between(1_024, Double(1 << 30))),
     ])
 
@@ -41,7 +41,9 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     public var tlsKey: String?
     public var idleTimeout: Double = 30
     public var maxConnections = 512
-    public var maxBodySize = 16 << 20
+    public var maxBodySize = ServerSettings.defaultMaxBodySize
+    /// The default largest request body: 16 MiB.
+    public static let defaultMaxBodySize = 16 << 20
 
     public init() {}
 
