@@ -30,50 +30,25 @@ public final class HubHostRuntime: Sendable {
         self.host = host
         let logger = host.logger
         let onError: @Sendable (String, Error) -> Void = { name, error in logger.error("\(name): \(error)") }
-        let events = try host.events()
-        let delivery = PeriodicService(name: "event delivery", every: events.settings.flushInterval,
-                                        final: { _ = events.flush() }, onError: onError) {
-            _ = try events.expireStaleHolds()
-            _ = events.flush()
-            _ = try events.purge()
-        }
-        events.onDeliveryDue = { delivery.wake() }
+        // Each engine provides its own services, with its own cadence; the runtime only collects them.
+        let delivery = try host.events().deliveryService(onError: onError)
         eventDelivery = delivery
         var services: [any Service] = [delivery]
-        let source = host.manifest.campaigns
-        if let campaigns = try host.campaigns(), source.configURL != nil || source.pingURL != nil {
-            let http = HTTPFetcher()
-            // The tick is 5 s; the service's nextPingMillis decides when a ping is due.
-            services.append(PeriodicService(name: "campaign pings", every: 5, first: {
-                _ = try campaigns.sync(configURL: source.configURL, pingURL: source.pingURL, http: http)
-            }, onError: onError) {
-                guard campaigns.isPingDue() else { return }
-                _ = try campaigns.sync(configURL: source.configURL, pingURL: source.pingURL, http: http)
-            })
+        if let campaigns = try host.campaigns(), let pings = campaigns.pingService(settings: host.manifest.campaigns, onError: onError) {
+            services.append(pings)
         }
         if let hub = try host.hub() {
-            services.append(PeriodicService(name: "local notifications", every: 1, onError: onError) {
-                try hub.localNotifications.announceDue()
-            })
-            if let delivery = try host.delivery() {
-                services.append(PeriodicService(name: "content delivery", every: 1, first: { delivery.serveStartUp() }, onError: onError) {
-                    if delivery.isRecurringSyncDue { _ = try delivery.sync() }
-                })
-            }
+            services += hub.services(delivery: try host.delivery(), onError: onError)
         }
         if !host.manifest.identity.host.isEmpty {
-            // A merge a crash or a failure left in the journal is finished at start, then retried every minute.
             do {
-                let identity = try host.identity()
-                services.append(PeriodicService(name: "identity journal", every: 60, first: { _ = try identity.resumePendingMerge() },
-                                                onError: onError) { _ = try identity.resumePendingMerge() })
+                services.append(try host.identity().journalService(onError: onError))
             } catch {
                 logger.error("identity: \(error); identity requests will fail the same way")
             }
         }
         if let prefetch = try host.prefetch() {
-            // Registration with backoff, catalog syncs, policy and the download queue.
-            services.append(PeriodicService(name: "prefetch", every: 1, onError: onError) { try prefetch.round() })
+            services.append(prefetch.roundService(onError: onError))
         }
         self.services = services
     }
