@@ -34,9 +34,6 @@ extension CampaignEngine {
         }
     }
 
-    /// Called by the event pipeline for every tracked event.
-    public func logEvent(_ event: Event) { logEvents([event]) }
-
     /// Evaluates events in order; what they change (satisfied triggers, campaigns queued) is written
     /// at once, in one transaction for all of them, onto the state as stored then (another process
     /// may have satisfied other triggers of the same campaign meanwhile). Events that change nothing

@@ -66,9 +66,6 @@ public final class HubMetrics: @unchecked Sendable {
         lock.withLock { pendingEntryPoint = entryPoint.flatMap { $0.isEmpty ? nil : $0 } }
     }
 
-    /// The entry point waiting for the next presentation.
-    public var pendingEntryPointValue: String? { lock.withLock { pendingEntryPoint } }
-
     /// The entry point of the current hub session (the last presentation), nil when it had none.
     public var currentEntryPoint: String? { lock.withLock { sessionEntryPoint } }
 

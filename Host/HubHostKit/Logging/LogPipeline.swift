@@ -18,11 +18,6 @@ public final class LogPipeline: @unchecked Sendable {
 
     public init(filter: LogFilter = LogFilter()) { self.filter = filter }
 
-    public var currentFilter: LogFilter {
-        get { lock.withLock { filter } }
-        set { lock.withLock { filter = newValue } }
-    }
-
     /// True when a record of these levels would reach the destinations; callers may skip building it.
     public func allows(severity: LogSeverity, verbosity: LogVerbosity) -> Bool {
         lock.withLock { filter.allows(severity: severity, verbosity: verbosity) }

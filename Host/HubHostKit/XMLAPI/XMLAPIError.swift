@@ -17,9 +17,6 @@ public enum XMLAPIError: Error, CustomStringConvertible, Sendable {
     /// identity.host is not set: nowhere to post.
     case notConfigured(String)
 
-    /// True for an API fault (the seed's "specific XMLAPI failure, status 2xx").
-    public var isFault: Bool { if case .fault = self { return true } else { return false } }
-
     public var errorID: Int? { if case .fault(_, let id, _) = self { return id } else { return nil } }
 
     public var description: String {

@@ -78,11 +78,6 @@ public final class BundleStore: @unchecked Sendable {
         var stamp: FileStamp
     }
 
-    /// Opens the active bundle, nil when none was installed. Its bytes are checked against the
-    /// SHA-256 it was stored under (the signature was checked at install time); a file changed on
-    /// disk since throws LoadError. The bundle holds a lease on its file while it is open.
-    public func loadActive() throws -> ContentBundle? { try openActive()?.bundle }
-
     func openActive() throws -> Opened? {
         // Bounded: another process may install (and prune the bundle just named) between reading
         // the pointer and locking the file; then the pointer names a newer bundle.
