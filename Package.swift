@@ -72,7 +72,7 @@ let package = Package(
         .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"]),
         // Helpers for plugins written in Swift (static tables, typed config); depends only on the ABI.
         .target(name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
-                swiftSettings: [.swiftLanguageMode(.v5)]),
+                swiftSettings: [.swiftLanguageMode(.v6)]),
         .systemLibrary(name: "COpenSSL", path: "Host/COpenSSL"),
         // cmark-gfm (libcmark-gfm-dev, libcmark-gfm-extensions-dev): Markdown articles in content bundles.
         .systemLibrary(name: "CCmarkGFM", path: "Host/CCmarkGFM"),
@@ -90,7 +90,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Host/HubHostKit",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The raw clients `hubhost bench sinks` measures the sinks against (librdkafka-dev, libnats-dev).
         .target(name: "SinkBenchClients", path: "Host/SinkBenchClients",
@@ -104,7 +104,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Host/HubHostTools",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The HTTP API as a library: `hubhost serve` runs it, and the tests drive its routes in process.
         .target(
@@ -118,7 +118,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
             path: "Host/HubHostServer",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
             name: "hubhost",
@@ -129,13 +129,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Host/hubhost",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "PluginTestKit",
             dependencies: ["HubHostKit"],
             path: "Host/PluginTestKit",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "HubHostKitTests",
@@ -153,7 +153,7 @@ let package = Package(
                       linkerSettings: plugin.linkedLibraries.map { .linkedLibrary($0) })
             : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
                       path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
-                      swiftSettings: [.swiftLanguageMode(.v5)])
+                      swiftSettings: [.swiftLanguageMode(.v6)])
     },
     cLanguageStandard: .c11
 )

@@ -28,7 +28,7 @@ public enum HTTPServer {
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? 0
                 print("hubhost serving on \(scheme)://\(settings.host):\(bound)")
-                fflush(stdout)
+                fflush(nil)  // every stream: the banner reaches a pipe at once (and no global is named)
                 host.logger.info("serving on \(scheme)://\(settings.host):\(bound)")
                 // The local HLS endpoint is up with the server (PrefetchHLSAnnouncement).
                 if let engine = try? host.prefetch() { engine.hlsServerStarted(serverURL: PrefetchHLSAnnouncement.serverURL(scheme, settings.host, bound)) }

@@ -37,9 +37,9 @@ extension BenchCommand {
 
         /// A benchmark of the table: its name (in progress lines and the failure row) and how it
         /// measures (quick or not) into rows.
-        struct Benchmark {
+        struct Benchmark: Sendable {
             var name: String
-            var measure: (_ quick: Bool, _ say: @escaping (String) -> Void) throws -> [Row]
+            var measure: @Sendable (_ quick: Bool, _ say: @escaping (String) -> Void) throws -> [Row]
         }
 
         /// Every benchmark, in the table's order. A new benchmark adds its entry here.

@@ -49,7 +49,7 @@ extension BenchCommand {
                 onServerRunning: { channel in
                     // The line BenchServe waits for, as serve prints it.
                     print("hubhost floor-server serving on http://127.0.0.1:\(channel.localAddress?.port ?? 0)")
-                    fflush(stdout)
+                    fflush(nil)
                 })
             try runAsync { try await app.runService() }
         }

@@ -173,7 +173,7 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
                 let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.plainText)" }.joined(separator: " ")
                 print([time, event, values].filter { !$0.isEmpty }.joined(separator: " "))
             }
-            fflush(stdout)
+            fflush(nil)
             return limit.map { printed >= $0 } ?? false
         }
         if reached { finish(.done) }

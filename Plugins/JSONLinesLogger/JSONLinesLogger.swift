@@ -163,7 +163,8 @@ private let logRecord: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<h
     logger.write(line)
 }
 
-private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
+// The library table is made once, on first use, and never changed; the host only reads it.
+nonisolated(unsafe) private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
     id: "jsonl-logger", name: "JSON-lines file logger",
     description: "Appends one JSON object per log record to a file, rotating by size.",
     version: "1.0.0", kind: HH_KIND_LOGGING,

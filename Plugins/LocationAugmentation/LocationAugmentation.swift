@@ -99,7 +99,8 @@ private let augment: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<hh_
     return result
 }
 
-private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
+// The library table is made once, on first use, and never changed; the host only reads it.
+nonisolated(unsafe) private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
     id: "location-augmentation", name: "Location augmentation",
     description: "Adds Latitude, Longitude, Location Name and Location Address from the location delegates.",
     version: "1.0.0", kind: HH_KIND_AUGMENTATION,

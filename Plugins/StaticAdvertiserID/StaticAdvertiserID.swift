@@ -77,7 +77,8 @@ private let answer: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
     return HH_OK
 }
 
-private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
+// The library table is made once, on first use, and never changed; the host only reads it.
+nonisolated(unsafe) private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
     id: "static-advertiser-id", name: "Static advertiser ID",
     description: "Answers with the advertiser ID and limit-ad-tracking flag from its config or environment.",
     version: "1.0.0", kind: HH_KIND_ADVERTISER_ID,

@@ -23,7 +23,8 @@ package struct EventRowWriter {
     }
 
     private let statement: Statement
-    private static let empty: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
+    // Safe to share: one byte allocated once and never written; SQLite only reads it.
+    nonisolated(unsafe) private static let empty: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
 
     package init(_ db: Database) throws {
         statement = try db.cachedStatement(sql: Self.insertSQL)

@@ -15,7 +15,8 @@ public struct HubState: Codable, Equatable, Sendable {
     public init() {}
 
     /// Each flag with the notification that announces its changes.
-    public static let flags: [(keyPath: WritableKeyPath<HubState, Bool>, key: String, notification: String)] = [
+    // Safe to share: a constant table (key paths to stored properties, and strings), never changed.
+    nonisolated(unsafe) public static let flags: [(keyPath: WritableKeyPath<HubState, Bool>, key: String, notification: String)] = [
         (\.isDownloadingContent, "isDownloadingContent", HostNotification.Name.downloadingContentStateChanged),
         (\.isDisplayingContentHub, "isDisplayingContentHub", HostNotification.Name.displayingContentHubStateChanged),
         (\.isReady, "isReady", HostNotification.Name.readyStateChanged),

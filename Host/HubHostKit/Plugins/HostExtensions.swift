@@ -2,22 +2,24 @@ import Foundation
 import HubHostABI
 
 /// The host extensions' C tables ("hubhost.http.v1", "hubhost.location.v1"), allocated once.
+/// Each table is initialised once and never written again, so plugins on any thread may read it:
+/// that is why the pointers are `nonisolated(unsafe)`.
 enum HostExtensions {
     static let fetcher = HTTPFetcher()
 
-    static let http: UnsafeMutablePointer<hh_host_http_v1_t> = {
+    nonisolated(unsafe) static let http: UnsafeMutablePointer<hh_host_http_v1_t> = {
         let table = UnsafeMutablePointer<hh_host_http_v1_t>.allocate(capacity: 1)
         table.initialize(to: hh_host_http_v1_t(fetch: httpFetch, release: httpRelease))
         return table
     }()
 
-    static let location: UnsafeMutablePointer<hh_host_location_v1_t> = {
+    nonisolated(unsafe) static let location: UnsafeMutablePointer<hh_host_location_v1_t> = {
         let table = UnsafeMutablePointer<hh_host_location_v1_t>.allocate(capacity: 1)
         table.initialize(to: hh_host_location_v1_t(get_location: locationGet, release_location: locationRelease))
         return table
     }()
 
-    static let eventAuth: UnsafeMutablePointer<hh_host_event_auth_v1_t> = {
+    nonisolated(unsafe) static let eventAuth: UnsafeMutablePointer<hh_host_event_auth_v1_t> = {
         let table = UnsafeMutablePointer<hh_host_event_auth_v1_t>.allocate(capacity: 1)
         table.initialize(to: hh_host_event_auth_v1_t(get_token: eventAuthGetToken))
         return table

@@ -82,7 +82,7 @@ final class EventEditSession {
 
     /// One byte that is never written: what an empty lent string points at, so that `data` is
     /// never NULL (as with the copies, which allocate at least one byte).
-    private static let emptyBytes: UnsafeMutablePointer<CChar> = {
+    nonisolated(unsafe) private static let emptyBytes: UnsafeMutablePointer<CChar> = {
         let byte = UnsafeMutablePointer<CChar>.allocate(capacity: 1)
         byte.initialize(to: 0)
         return byte
