@@ -74,7 +74,12 @@ struct EventsCommand: ParsableCommand {
             if output.json {
                 Output.json(report)
             } else if report.noCollector {
-                print("no collector_url in events: nothing posted; events stay NOT_POSTED on disk")
+                // No sink to post through: either none is configured (a choice) or the chosen one is not loaded (lastError says why).
+                if let reason = report.lastError {
+                    print("nothing posted: \(reason); events stay NOT_POSTED on disk")
+                } else {
+                    print("no collector_url in events: nothing posted; events stay NOT_POSTED on disk")
+                }
             } else {
                 print("posted \(report.posted) in \(report.batches) batch\(report.batches == 1 ? "" : "es"); \(report.retrying) to retry, \(report.failed) now FAILED_POST\(report.lastError.map { "; last error: \($0)" } ?? "")")
             }

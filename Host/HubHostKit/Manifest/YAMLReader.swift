@@ -11,8 +11,15 @@ final class YAMLReader {
 
     /// Parses the file; nil (with a diagnostic) when it cannot be read or is not YAML.
     func load() -> Node? {
+        var isFolder: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: file, isDirectory: &isFolder)
+        if exists, isFolder.boolValue {
+            let manifest = (file as NSString).appendingPathComponent("plugin.yaml")
+            let hint = FileManager.default.fileExists(atPath: manifest) ? ": name its plugin.yaml, \(manifest)" : ": a YAML file was expected"
+            report(line: 1, column: 1, key: "", "this is a folder, not a manifest file\(hint)")
+            return nil
+        }
         guard let data = FileManager.default.contents(atPath: file) else {
-            let exists = FileManager.default.fileExists(atPath: file)
             report(line: 1, column: 1, key: "", exists ? "cannot read the file (check its permissions)" : "no such file")
             return nil
         }
