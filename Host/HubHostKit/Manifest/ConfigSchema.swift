@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// The type of one configuration key, as a plugin.yaml `config:` entry declares it.
@@ -64,11 +65,15 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
     public var range: ConfigRange?
     /// The strings accepted (string type); nil: any. An empty string always means "not set".
     public var allowedValues: [String]?
+    /// True when an empty string is refused (a string the plugin cannot do without).
+    public var nonEmpty: Bool
+    /// A regular expression the whole string must match (string type); nil: any.
+    public var pattern: String?
 
-    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", required, doc }
+    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", required, doc, minimum, maximum, allowed, nonEmpty = "non_empty", pattern }
 
     public init(key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
-                range: ConfigRange? = nil, allowedValues: [String]? = nil) {
+                range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil) {
         self.key = key
         self.type = type
         self.defaultValue = defaultValue
@@ -76,9 +81,17 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
         self.doc = doc
         self.range = range
         self.allowedValues = allowedValues
+        self.nonEmpty = nonEmpty
+        self.pattern = pattern
     }
 
-    /// Why `value` is refused by the key's range or allowed values; nil when it is accepted.
+    /// True when `pattern` compiles and matches all of `text`.
+    static func matchesWhole(_ text: String, _ pattern: String) -> Bool {
+        guard let expression = try? NSRegularExpression(pattern: "^(?:" + pattern + ")$", options: [.dotMatchesLineSeparators]) else { return false }
+        return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    }
+
+    /// Why `value` is refused by the key's range, allowed values, non-emptiness or pattern; nil when it is accepted.
     public func refusal(of value: PluginValue) -> String? {
         if let range {
             let number: Double?
@@ -92,8 +105,15 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
                 return "must be \(range.text)\(unit), not \(value)\(unit)"
             }
         }
-        if let allowedValues, case .string(let text) = value, !text.isEmpty, !allowedValues.contains(text) {
+        guard case .string(let text) = value else { return nil }
+        if nonEmpty, text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            return "must not be empty"
+        }
+        if let allowedValues, !text.isEmpty, !allowedValues.contains(text) {
             return "unknown value '\(text)'; expected one of: \(allowedValues.joined(separator: ", "))"
+        }
+        if let pattern, !Self.matchesWhole(text, pattern) {
+            return "'\(text)' does not match \(pattern)" + (doc.isEmpty ? "" : " (\(doc))")
         }
         return nil
     }
@@ -105,6 +125,11 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
         try container.encode(defaultValue?.json ?? .null, forKey: .defaultValue)
         try container.encode(required, forKey: .required)
         try container.encode(doc, forKey: .doc)
+        try container.encodeIfPresent(range?.minimum, forKey: .minimum)
+        try container.encodeIfPresent(range?.maximum, forKey: .maximum)
+        try container.encodeIfPresent(allowedValues, forKey: .allowed)
+        if nonEmpty { try container.encode(true, forKey: .nonEmpty) }
+        try container.encodeIfPresent(pattern, forKey: .pattern)
     }
 }
 

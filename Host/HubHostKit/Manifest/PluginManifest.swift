@@ -81,7 +81,7 @@ public struct PluginManifest: Sendable {
 
     static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config", "test_config"]
     static let exportKeys = ["id", "kind"]
-    static let configKeys = ["key", "type", "default", "required", "doc"]
+    static let configKeys = ["key", "type", "default", "required", "doc", "minimum", "maximum", "allowed", "non_empty", "pattern"]
 
     /// Reads and checks a plugin.yaml. Returns the manifest (nil when it is unusable) and every problem found.
     public static func load(path: String) -> (manifest: PluginManifest?, diagnostics: [ManifestDiagnostic]) {
@@ -191,7 +191,9 @@ public struct PluginManifest: Sendable {
                 }
                 let isRequired = fields["required"].flatMap { reader.bool($0.value, key: "\(path).required") } ?? false
                 let doc = fields["doc"].flatMap { reader.string($0.value, key: "\(path).doc") } ?? ""
-                keys.append(ConfigKey(key: key, type: type, defaultValue: defaultValue, required: isRequired, doc: doc))
+                var declared = ConfigKey(key: key, type: type, defaultValue: defaultValue, required: isRequired, doc: doc)
+                Self.parseConstraints(fields, of: &declared, path: path, reader: reader)
+                keys.append(declared)
             }
         }
 
@@ -213,5 +215,51 @@ public struct PluginManifest: Sendable {
         let core = version.split(separator: "-", maxSplits: 1).first.map(String.init) ?? version
         let parts = core.split(separator: "+", maxSplits: 1).first?.split(separator: ".", omittingEmptySubsequences: false) ?? []
         return parts.count == 3 && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isNumber) }
+    }
+}
+
+extension PluginManifest {
+    /// A config key's constraints (`minimum`, `maximum`, `allowed`, `non_empty`, `pattern`), each
+    /// checked for the key's type; its default must satisfy them. `manifest check` and loading then
+    /// refuse an instance's value the plugin would refuse, with the reason, before any plugin code runs.
+    static func parseConstraints(_ fields: [String: (keyNode: Node, value: Node)], of key: inout ConfigKey, path: String, reader: YAMLReader) {
+        let numeric: Set<ConfigType> = [.int, .double, .duration, .time]
+        func bound(_ name: String) -> Double? {
+            guard let field = fields[name] else { return nil }
+            guard numeric.contains(key.type) else {
+                reader.report(field.keyNode, key: "\(path).\(name)", "\(name) applies to numbers and durations, not to a \(key.type.rawValue)")
+                return nil
+            }
+            return key.type == .duration ? reader.duration(field.value, key: "\(path).\(name)") : reader.double(field.value, key: "\(path).\(name)")
+        }
+        let minimum = bound("minimum"), maximum = bound("maximum")
+        if minimum != nil || maximum != nil {
+            if let minimum, let maximum, minimum > maximum, let node = fields["maximum"]?.keyNode {
+                reader.report(node, key: "\(path).maximum", "maximum \(maximum) is below minimum \(minimum)")
+            }
+            key.range = ConfigRange(minimum: minimum, maximum: maximum)
+        }
+        func stringsOnly(_ name: String) -> Node? {
+            guard let field = fields[name] else { return nil }
+            guard key.type == .string else {
+                reader.report(field.keyNode, key: "\(path).\(name)", "\(name) applies to strings, not to a \(key.type.rawValue)")
+                return nil
+            }
+            return field.value
+        }
+        if let node = stringsOnly("allowed"), let items = reader.sequence(node, key: "\(path).allowed") {
+            key.allowedValues = items.enumerated().compactMap { reader.string($0.element, key: "\(path).allowed[\($0.offset)]") }
+        }
+        if let node = stringsOnly("non_empty") { key.nonEmpty = reader.bool(node, key: "\(path).non_empty") ?? false }
+        if let node = stringsOnly("pattern"), let pattern = reader.string(node, key: "\(path).pattern") {
+            if (try? NSRegularExpression(pattern: pattern)) == nil {
+                reader.report(node, key: "\(path).pattern", "'\(pattern)' is not a regular expression")
+            } else {
+                key.pattern = pattern
+            }
+        }
+        if let fallback = key.defaultValue, let refusal = key.refusal(of: fallback), let node = fields["default"]?.value {
+            reader.report(node, key: "\(path).default", "the default \(refusal)")
+        }
     }
 }
