@@ -28,14 +28,6 @@ typedef struct download_request_header {
     char *roles_text;
 } download_request_header_t;
 
-static hh_string_t config_string(const hh_host_t *host, const char *key) {
-    hh_value_t value;
-    if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING) {
-        return value.of.string;
-    }
-    return hh_string_from_cstr(NULL);
-}
-
 static bool is_token_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
 }
@@ -83,7 +75,7 @@ static hh_string_t trimmed(char *start, char *end) {
 
 /* "Name: value" lines into self->headers; a failure is reported and returned. */
 static hh_status_t parse_headers(const hh_host_t *host, download_request_header_t *self) {
-    hh_string_t config = config_string(host, "headers");
+    hh_string_t config = hh_config_string(host, "headers");
     char *line;
     int line_number = 0;
     if (memchr(config.data ? config.data : "", '\0', config.length)) {
@@ -140,7 +132,7 @@ static hh_status_t parse_headers(const hh_host_t *host, download_request_header_
 
 /* "main, thumbnail" into self->roles; none: every role. */
 static hh_status_t parse_roles(const hh_host_t *host, download_request_header_t *self) {
-    hh_string_t config = config_string(host, "roles");
+    hh_string_t config = hh_config_string(host, "roles");
     char *item;
     self->roles_text = copy_of(config);
     if (!self->roles_text) {
@@ -169,8 +161,8 @@ static hh_status_t header_create(const hh_host_t *host, void **out_instance) {
         return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     self->host = host;
-    self->prefix_from = config_string(host, "url_prefix_from");
-    self->prefix_to = config_string(host, "url_prefix_to");
+    self->prefix_from = hh_config_string(host, "url_prefix_from");
+    self->prefix_to = hh_config_string(host, "url_prefix_to");
     if ((self->prefix_from.length == 0) != (self->prefix_to.length == 0)) {
         release(self);
         return hh_report(host, HH_ERR_CONFIG, "set both 'url_prefix_from' and 'url_prefix_to', or neither");

@@ -1,5 +1,5 @@
 /*
- * extra-operators: trigger operators the In-App Messaging seed lacks, named by string in
+ * extra-operators: trigger operators the In-App Messaging SDK lacks, named by string in
  * campaigns and plugins.yaml (no wire code), proving a new operator needs no host change:
  *
  *   STARTS_WITH  the event's string starts with the trigger's string

@@ -29,14 +29,6 @@ static bool config_double(const hh_host_t *host, const char *key, double *out) {
     return false;
 }
 
-static hh_string_t config_string(const hh_host_t *host, const char *key) {
-    hh_value_t value;
-    if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING) {
-        return value.of.string;
-    }
-    return hh_string_from_cstr(NULL);
-}
-
 static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     hh_location_t answer;
     memset(&answer, 0, sizeof answer);
@@ -52,9 +44,9 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     }
     answer.has_coordinates = has_latitude;
     config_double(host, "accuracy_m", &answer.accuracy_m);
-    answer.location_id = config_string(host, "location_id");
-    answer.name = config_string(host, "name");
-    answer.address = config_string(host, "address");
+    answer.location_id = hh_config_string(host, "location_id");
+    answer.name = hh_config_string(host, "name");
+    answer.address = hh_config_string(host, "address");
     if (!answer.has_coordinates && answer.location_id.length == 0) {
         return hh_report(host, HH_ERR_CONFIG, "configure 'latitude' and 'longitude', or 'location_id'");
     }

@@ -137,23 +137,6 @@ static bool parse_content_range(const char *text, uint64_t *start, uint64_t *end
     return true;
 }
 
-/* Finds "key": <number> in a NUL-terminated JSON text; false when absent. */
-static bool json_number(const char *text, const char *key, double *out) {
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *at = strstr(text, quoted);
-    if (!at) return false;
-    at += strlen(quoted);
-    while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r') at++;
-    if (*at != ':') return false;
-    at++;
-    char *end = NULL;
-    double value = strtod(at, &end);
-    if (end == at) return false;
-    *out = value;
-    return true;
-}
-
 /* One request; on HH_OK *response is filled and must be released (after a failure there is nothing
  * to release). Transport failures are reported. */
 static hh_status_t request(http_provider_t *self, const char *url, const char *range, hh_http_response_t *response) {
@@ -199,7 +182,7 @@ static uint64_t metadata_size(http_provider_t *self, const char *query) {
             memcpy(text, response.body, response.body_length);
             text[response.body_length] = '\0';
             double value = 0;
-            if (json_number(text, "size", &value) && value > 0) size = (uint64_t)value;
+            if (hh_json_number(text, "size", &value) && value > 0) size = (uint64_t)value;
             free(text);
         }
     }

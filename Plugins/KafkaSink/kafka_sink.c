@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The most events one call may carry (hubhost_event_sink.h), and so the size of the slot table. */
-#define KAFKA_SINK_MAX_BATCH 1000
 #define KAFKA_SINK_REASON_MAX 256
 
 typedef struct kafka_slot {
@@ -51,7 +49,7 @@ typedef struct kafka_sink {
     /* The call in progress: reports of another generation are ignored. */
     uint32_t generation;
     size_t pending;
-    kafka_slot_t slots[KAFKA_SINK_MAX_BATCH];
+    kafka_slot_t slots[HH_SINK_MAX_BATCH];
 } kafka_sink_t;
 
 /* The message opaque: the generation in the high 32 bits, the slot index in the low 16. */
@@ -78,7 +76,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
     uint32_t generation = (uint32_t)(opaque >> 32);
     size_t index = (size_t)(opaque & 0xFFFF);
     (void)rk;
-    if (generation != sink->generation || index >= KAFKA_SINK_MAX_BATCH || sink->slots[index].reported) {
+    if (generation != sink->generation || index >= HH_SINK_MAX_BATCH || sink->slots[index].reported) {
         return; /* a late report of an earlier call: that event was answered "retry" already */
     }
     kafka_slot_t *slot = &sink->slots[index];
@@ -112,19 +110,6 @@ static bool set(const hh_host_t *host, rd_kafka_conf_t *conf, const char *name, 
         hh_report(host, HH_ERR_CONFIG, "kafka setting %s=%s: %s", name, value, error);
         return false;
     }
-    return true;
-}
-
-/* A string config value into `out` (NUL-terminated); false when missing, not a string or too long. */
-static bool config_string(const hh_host_t *host, const char *key, char *out, size_t capacity) {
-    hh_value_t value;
-    if (host->config_get(host, key, &value) != HH_OK || value.type != HH_VALUE_STRING || value.of.string.length >= capacity) {
-        return false;
-    }
-    if (value.of.string.length > 0) {
-        memcpy(out, value.of.string.data, value.of.string.length);
-    }
-    out[value.of.string.length] = '\0';
     return true;
 }
 
@@ -176,7 +161,7 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
     kafka_sink_t *sink;
     rd_kafka_conf_t *conf;
 
-    if (!config_string(host, "bootstrap_servers", servers, sizeof servers) || servers[0] == '\0') {
+    if (!hh_config_string_copy(host, "bootstrap_servers", servers, sizeof servers) || servers[0] == '\0') {
         return hh_report(host, HH_ERR_CONFIG, "bootstrap_servers (host:port[,host:port...]) is required");
     }
     sink = calloc(1, sizeof *sink);
@@ -184,15 +169,15 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     sink->host = host;
-    if (!config_string(host, "topic", sink->topic, sizeof sink->topic) || sink->topic[0] == '\0') {
+    if (!hh_config_string_copy(host, "topic", sink->topic, sizeof sink->topic) || sink->topic[0] == '\0') {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "topic is required");
     }
-    if (host->config_get(host, "compression", &timeout) == HH_OK && !config_string(host, "compression", compression, sizeof compression)) {
+    if (host->config_get(host, "compression", &timeout) == HH_OK && !hh_config_string_copy(host, "compression", compression, sizeof compression)) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "compression must be one of none, gzip, snappy, lz4, zstd");
     }
-    if (host->config_get(host, "client_settings", &timeout) == HH_OK && !config_string(host, "client_settings", settings, sizeof settings)) {
+    if (host->config_get(host, "client_settings", &timeout) == HH_OK && !hh_config_string_copy(host, "client_settings", settings, sizeof settings)) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "client_settings must be a string of name=value pairs under 8 KiB");
     }
@@ -279,7 +264,7 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
     kafka_sink_t *sink = instance;
     uint64_t deadline;
     size_t produced = 0;
-    if (!sink || !events || !answers || count == 0 || count > KAFKA_SINK_MAX_BATCH) {
+    if (!sink || !events || !answers || count == 0 || count > HH_SINK_MAX_BATCH) {
         return HH_ERR_INVALID_ARGUMENT;
     }
     deadline = now_ms(sink) + (timeout_ms ? timeout_ms : 1);

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NATS_SINK_MAX_BATCH 1000
 #define NATS_SINK_REASON_MAX 256
 
 typedef struct nats_slot {
@@ -50,8 +49,8 @@ typedef struct nats_sink {
     bool published;
     pthread_mutex_t lock;
     /* The batch in progress, sorted by key for the ack handler's lookup. */
-    nats_slot_t slots[NATS_SINK_MAX_BATCH];
-    nats_slot_t *by_key[NATS_SINK_MAX_BATCH];
+    nats_slot_t slots[HH_SINK_MAX_BATCH];
+    nats_slot_t *by_key[HH_SINK_MAX_BATCH];
     size_t count;
     size_t waiting;
     char check_error[640];
@@ -99,18 +98,6 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *ack, jsPubAckErr *error, v
 static void on_connected(natsConnection *connection, void *closure) {
     (void)connection;
     (void)closure;
-}
-
-static bool config_string(const hh_host_t *host, const char *key, char *out, size_t capacity) {
-    hh_value_t value;
-    if (host->config_get(host, key, &value) != HH_OK || value.type != HH_VALUE_STRING || value.of.string.length >= capacity) {
-        return false;
-    }
-    if (value.of.string.length > 0) {
-        memcpy(out, value.of.string.data, value.of.string.length);
-    }
-    out[value.of.string.length] = '\0';
-    return true;
 }
 
 /* The subject of an event of `type_code`: the pattern with each "{type}" replaced. */
@@ -205,9 +192,9 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
     sink->host = host;
     strcpy(sink->subject, "hubhost.events.{type}");
     strcpy(sink->stream, "HUBHOST_EVENTS");
-    if ((host->config_get(host, "url", &value) == HH_OK && !config_string(host, "url", url, sizeof url)) ||
-        (host->config_get(host, "subject", &value) == HH_OK && !config_string(host, "subject", sink->subject, sizeof sink->subject)) ||
-        (host->config_get(host, "stream", &value) == HH_OK && !config_string(host, "stream", sink->stream, sizeof sink->stream))) {
+    if ((host->config_get(host, "url", &value) == HH_OK && !hh_config_string_copy(host, "url", url, sizeof url)) ||
+        (host->config_get(host, "subject", &value) == HH_OK && !hh_config_string_copy(host, "subject", sink->subject, sizeof sink->subject)) ||
+        (host->config_get(host, "stream", &value) == HH_OK && !hh_config_string_copy(host, "stream", sink->stream, sizeof sink->stream))) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "url, subject and stream must be strings (under 1 KiB, 512 and 256 bytes)");
     }
@@ -246,7 +233,7 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
     jsOptions_Init(&js_options);
     js_options.PublishAsync.AckHandler = on_ack;
     js_options.PublishAsync.AckHandlerClosure = sink;
-    js_options.PublishAsync.MaxPending = 4 * NATS_SINK_MAX_BATCH;
+    js_options.PublishAsync.MaxPending = 4 * HH_SINK_MAX_BATCH;
     if ((status = natsConnection_JetStream(&sink->js, sink->connection, &js_options)) != NATS_OK) {
         natsConnection_Destroy(sink->connection);
         pthread_mutex_destroy(&sink->lock);
@@ -306,7 +293,7 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
     int64_t deadline;
     jsPubOptions options;
     hh_status_t checked;
-    if (!sink || !events || !answers || count == 0 || count > NATS_SINK_MAX_BATCH) {
+    if (!sink || !events || !answers || count == 0 || count > HH_SINK_MAX_BATCH) {
         return HH_ERR_INVALID_ARGUMENT;
     }
     deadline = nats_Now() + (timeout_ms ? (int64_t)timeout_ms : 1);

@@ -1,6 +1,6 @@
 /*
  * standard-operators: the eight campaign trigger operators of Rakuten In-App Messaging, one
- * library, eight trigger_operator plugins (wire codes 1..8), with the seed's type rules:
+ * library, eight trigger_operator plugins (wire codes 1..8), with the In-App Messaging SDK's type rules:
  *
  *   EQUALS, IS_NOT_EQUAL      any type, both values of the same type (int and double compare as
  *                             numbers); time in ms with a tolerance of 1000 ms

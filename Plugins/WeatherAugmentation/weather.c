@@ -125,23 +125,6 @@ static const char *conditions(int code) {
     }
 }
 
-/* Finds "key": <number> after `from` in a NUL-terminated JSON text; false when absent. */
-static bool json_number(const char *from, const char *key, double *out) {
-    char quoted[64];
-    snprintf(quoted, sizeof quoted, "\"%s\"", key);
-    const char *at = strstr(from, quoted);
-    if (!at) return false;
-    at += strlen(quoted);
-    while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r') at++;
-    if (*at != ':') return false;
-    at++;
-    char *end = NULL;
-    double value = strtod(at, &end);
-    if (end == at) return false;
-    *out = value;
-    return true;
-}
-
 static bool read_double(const hh_event_view_t *event, const char *field, double *out) {
     hh_value_t value;
     if (event->get_attribute(event, hh_string_from_cstr(field), &value) != HH_OK) return false;
@@ -182,7 +165,7 @@ static hh_status_t fetch_weather(weather_t *self, double latitude, double longit
     double code_value = 0;
     if (response.status_code != 200) {
         result = hh_report(self->host, HH_ERR_IO, "the weather endpoint answered HTTP %d", (int)response.status_code);
-    } else if (!current || !json_number(current, "temperature_2m", celsius) || !json_number(current, "weather_code", &code_value)) {
+    } else if (!current || !hh_json_number(current, "temperature_2m", celsius) || !hh_json_number(current, "weather_code", &code_value)) {
         result = hh_report(self->host, HH_ERR_IO, "the weather answer has no current.temperature_2m and current.weather_code");
     } else {
         *code = (int)code_value;

@@ -1,8 +1,8 @@
 /*
  * hubhost plugin ABI v1.1: the `download_request` kind (HH_KIND_DOWNLOAD_REQUEST, added in 1.1).
  *
- * The prefetch engine's convertDownloadRequest hook (seed 004, 4.17): before a file of a content
- * item is queued for download, the host shows its request (URL and headers) to each
+ * The prefetch engine's convertDownloadRequest hook (named after the PCD SDK's): before a file of
+ * a content item is queued for download, the host shows its request (URL and headers) to each
  * download_request instance in plugins.yaml order, each seeing the previous one's result. A plugin
  * may rewrite the URL (e.g. sign it for a CDN, move it to another origin) and add, replace or
  * remove headers (e.g. an Authorization header, a cookie). It cannot change which item or file the

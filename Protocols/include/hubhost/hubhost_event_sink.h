@@ -50,6 +50,9 @@ typedef int32_t hh_sink_outcome_t;
  * A batch
  * ------------------------------------------------------------------------------------------- */
 
+/* The most events the host passes to one deliver call (its `count` is 1 to HH_SINK_MAX_BATCH). */
+#define HH_SINK_MAX_BATCH 1000
+
 /* One event as the host hands it to a sink. Every member is host-owned and borrowed: valid only
  * until `deliver` returns. Copy what you keep (a producer that sends asynchronously copies the
  * bytes into its own queue, as librdkafka's RD_KAFKA_MSG_F_COPY does). Strings are UTF-8 with an
@@ -59,7 +62,7 @@ typedef struct hh_sink_event {
      * restarts. Never empty. */
     hh_string_t idempotency_key;
 
-    /* The event type code (the seed's eventTypeCode, e.g. 17 for a custom event). */
+    /* The event type code (the Engage SDK's eventTypeCode, e.g. 17 for a custom event). */
     int32_t type_code;
 
     /* When the event happened, ms since 1970-01-01T00:00:00Z. */
@@ -84,7 +87,7 @@ typedef struct hh_sink_event {
  * host sets every outcome to HH_SINK_RETRY and every reason to length 0 before the call. */
 typedef struct hh_sink_answer {
     /* One of HH_SINK_*. Any other value is a bug in the sink: the host treats it as
-     * HH_SINK_RETRY and logs it (and `hubhost plugin test` fails the sink for it). */
+     * HH_SINK_RETRY and logs it (and `hubhost plugins test` fails the sink for it). */
     hh_sink_outcome_t outcome;
 
     /* Why, for HH_SINK_RETRY and HH_SINK_REJECTED (kept as the event's last error); ignored for
@@ -95,7 +98,7 @@ typedef struct hh_sink_answer {
 } hh_sink_answer_t;
 
 typedef struct hh_event_sink_v1 {
-    /* Deliver `count` events (1 <= count <= 1000) and fill answers[i] for events[i].
+    /* Deliver `count` events (1 <= count <= HH_SINK_MAX_BATCH) and fill answers[i] for events[i].
      *
      * `events` and `answers` are host-owned, borrowed for the call; the sink writes only into
      * `answers` (and only within [0, count)). The call may block while the sink waits for its

@@ -258,7 +258,7 @@ struct hh_plugin_descriptor {
 
     /* Optional (may be NULL): look up an extension of this plugin by id, for functions added
      * after v1.0. Returns a static table or NULL when the extension is not supported.
-     * `extension_id` is NUL-terminated, borrowed. [thread-safe] */
+     * `extension_id` is NUL-terminated, borrowed. This host does not call it yet. [thread-safe] */
     const void *(*get_extension)(const hh_plugin_descriptor_t *descriptor, const char *extension_id);
 };
 
@@ -273,16 +273,20 @@ struct hh_library {
      * Set it to HH_ABI_VERSION_INIT. */
     hh_version_t abi_version;
 
-    /* Optional (may be NULL): called once after dlopen, before any other call, with the absolute
-     * path of the library (NUL-terminated, borrowed). A failure refuses the whole library;
-     * deinit is then not called. [main-thread] */
+    /* Optional (may be NULL): called after dlopen and the ABI version check, before get_plugin or
+     * any plugin call, with the library's path as the host opened it, symlinks resolved
+     * (NUL-terminated, borrowed). A failure refuses the whole library. The host calls init once
+     * per process for a library that loads; when loading fails (init fails, or a descriptor is
+     * invalid) the library stays mapped and a later instance naming the same file calls init
+     * again. A worker process (isolation: process) loads the library, and calls init, in its
+     * own process. [main-thread] */
     hh_status_t (*init)(const char *library_path);
 
-    /* Optional (may be NULL): called once before dlclose, after every instance was destroyed.
-     * [main-thread] */
+    /* Never called: the host never calls deinit and never dlcloses a library; a loaded library
+     * stays mapped until the process exits. Kept for ABI compatibility; set it to NULL. */
     void (*deinit)(void);
 
-    /* The number of plugins this library exports (at least 1). */
+    /* The number of plugins this library exports: 1 to 4096; the host refuses any other count. */
     uint32_t plugin_count;
 
     /* The descriptor at `index` (0 <= index < plugin_count): static, never NULL for a valid index;

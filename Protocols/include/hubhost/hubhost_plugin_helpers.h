@@ -13,8 +13,12 @@
  *   HH_PLUGIN_DESCRIPTOR(...)         one descriptor, for such an array.
  *   hh_report(host, status, fmt, ...) format a failure message, hand it to host->report_error and
  *                                     return the status: `return hh_report(host, HH_ERR_CONFIG, ...);`
+ *   hh_config_string(host, key)       a string config value, borrowed (empty when absent).
+ *   hh_config_string_copy(host, key, out, capacity)
+ *                                     a string config value copied into a buffer, NUL-terminated.
+ *   hh_json_number(text, key, out)    the number after "key": in a JSON text (a plain text search).
  *
- * A library that needs init/deinit, or a plugin that answers get_extension, writes its tables by
+ * A library that needs init, or a plugin that answers get_extension, writes its tables by
  * hand (see hubhost_plugin.h); hh_report is useful to every plugin.
  *
  *     #include <hubhost/hubhost.h>
@@ -45,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef __cplusplus
@@ -187,6 +192,106 @@ static inline hh_status_t hh_report(const hh_host_t *host, hh_status_t status, c
         host->report_error(host, status, text);
     }
     return status;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Configuration
+ * ------------------------------------------------------------------------------------------- */
+
+/* The string value of config key `key` (host->config_get), or an empty string (data NULL, length
+ * 0) when the key has no value, its value is not a string (HH_VALUE_STRING), or host or key is
+ * NULL. A value that is present but empty also answers length 0: use config_get to tell them apart.
+ *
+ * Ownership: `key` is NUL-terminated, borrowed for the call. The answer is borrowed from the host:
+ * its bytes stay valid until the instance is destroyed (as config_get promises); they are NOT
+ * NUL-terminated. Threads: [thread-safe], like config_get. Failure: none; every failure is the
+ * empty answer. */
+static inline hh_string_t hh_config_string(const hh_host_t *host, const char *key) {
+    hh_value_t value;
+    if (host && host->config_get && host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING) {
+        return value.of.string;
+    }
+    return hh_string_from_cstr(NULL);
+}
+
+/* Copies the string value of config key `key` into `out` (`capacity` bytes), NUL-terminated, and
+ * returns true. Returns false, leaving `out` unchanged, when the key has no value, its value is
+ * not a string, the value does not fit (length >= capacity: a value is never cut), or host, key or
+ * out is NULL. An empty value is copied as "" and returns true.
+ *
+ * Ownership: `key` is borrowed; `out` is the caller's buffer, written only on success. Nothing to
+ * free. Threads: [thread-safe], like config_get (the caller owns `out`). Failure: false, as above;
+ * nothing is reported: the caller reports what the missing value means. */
+static inline bool hh_config_string_copy(const hh_host_t *host, const char *key, char *out, size_t capacity) {
+    hh_string_t text;
+    hh_value_t value;
+    if (!host || !host->config_get || !out || host->config_get(host, key, &value) != HH_OK ||
+        value.type != HH_VALUE_STRING) {
+        return false;
+    }
+    text = value.of.string;
+    if (text.length >= capacity) {
+        return false;
+    }
+    if (text.length > 0) {
+        memcpy(out, text.data, text.length);
+    }
+    out[text.length] = '\0';
+    return true;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * JSON
+ * ------------------------------------------------------------------------------------------- */
+
+/* Finds the number of `"key": <number>` in the NUL-terminated text `text` and stores it in *out.
+ * A plain text search, not a JSON parser: it takes the FIRST occurrence of `key` between double
+ * quotes anywhere in `text` (at any depth, or a string value that equals the key), skips spaces,
+ * tabs and line breaks, requires ':', and reads the number after it with strtod. It returns false,
+ * leaving *out unchanged, when that first occurrence is absent or not followed by ':' (a later
+ * occurrence is not tried), when no number follows (strtod read nothing), or when text, key or out
+ * is NULL. To search one object only, pass a pointer into the text where that object starts.
+ *
+ * The number is what strtod reads: leading white space and a sign are accepted, and so are forms
+ * JSON does not have (hexadecimal, "inf", "nan"); reading stops at the first character that is not
+ * part of the number (so 12abc reads 12); an out-of-range value is what strtod makes of it
+ * (+-HUGE_VAL on overflow, errno ERANGE); the decimal point is the C locale's unless the process
+ * changed LC_NUMERIC.
+ *
+ * Ownership: `text` and `key` are borrowed for the call (`key` NUL-terminated, without quotes,
+ * compared byte for byte: no escapes are decoded). No allocation. Threads: [thread-safe] (it
+ * reads only its arguments and the locale). Failure: false, as above; nothing is reported. */
+static inline bool hh_json_number(const char *text, const char *key, double *out) {
+    const char *at;
+    char *end = NULL;
+    size_t key_length;
+    double value;
+    if (!text || !key || !out) {
+        return false;
+    }
+    key_length = strlen(key);
+    for (at = strchr(text, '"');; at = strchr(at + 1, '"')) {
+        if (!at) {
+            return false;
+        }
+        if (strncmp(at + 1, key, key_length) == 0 && at[1 + key_length] == '"') {
+            break;
+        }
+    }
+    at += key_length + 2;
+    while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r') {
+        at++;
+    }
+    if (*at != ':') {
+        return false;
+    }
+    at++;
+    value = strtod(at, &end);
+    if (end == at) {
+        return false;
+    }
+    *out = value;
+    return true;
 }
 
 #endif /* HUBHOST_PLUGIN_HELPERS_H */

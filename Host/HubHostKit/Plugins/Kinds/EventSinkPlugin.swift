@@ -53,15 +53,18 @@ public struct SinkAnswer: Equatable, Sendable {
 
 /// An `event_sink` plugin (hubhost_event_sink.h): delivers batches of events and answers per event.
 public final class EventSinkPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
     private let lock = NSLock()  // deliver is [host-serialized]
     /// The most events the header lets one call carry.
-    public static let maxBatch = 1000
+    public static let maxBatch = Int(HH_SINK_MAX_BATCH)
     /// A reason longer than this is cut: the plugin's length is a number from outside.
     static let maxReasonBytes = 4096
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .eventSink, "EventSinkPlugin needs an event_sink plugin")
         self.handle = handle
