@@ -8,9 +8,13 @@ import Logging
 ///     defer { host.shutdown() }
 ///     print(host.advertiserID())
 public final class HubHost: @unchecked Sendable {
+    /// The manifest the host was started from, with its defaults and diagnostics.
     public let manifest: HostManifest
+    /// The logging pipeline: applies the `logging:` filter and hands records to the logging plugins.
     public let pipeline: LogPipeline
+    /// The plugin instances of plugins.yaml, loaded at start-up; destroyed by `shutdown()`.
     public let registry: PluginRegistry
+    /// The host's logger (label `hubhost`), writing through `pipeline`.
     public let logger: Logger
     /// Notifications for the integrating app (hub state, progress, app actions, errors).
     public let notifications = HostNotifications()
@@ -63,7 +67,7 @@ public final class HubHost: @unchecked Sendable {
         // Once an identity exists (identity.sqlite), its ids go on every event.
         if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
         if manifest.prefetch.enabled {
-            // A push payload addressed to prefetch refreshes the catalog (seed 8.2).
+            // A push payload addressed to prefetch refreshes the catalog (PrefetchEngine.notificationKey).
             engine.observe { [weak self] event in
                 guard event.type == .notificationReceived,
                       event.attributes.contains(where: { $0.name == PrefetchEngine.notificationKey && $0.value == .string("refresh") }) else { return }
@@ -330,6 +334,8 @@ public final class HubHost: @unchecked Sendable {
 /// (0700): it holds the event store, user data, logs and bundles. An existing one is tightened to
 /// 0700 too; files hubhost creates in it are 0600 (`restrict`).
 public enum DataDirectory {
+    /// Creates the data directory at `path` with mode 0700, or sets an existing one to 0700. Throws
+    /// ManifestError (key `data_dir`) when it cannot be created.
     public static func prepare(_ path: String) throws {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,

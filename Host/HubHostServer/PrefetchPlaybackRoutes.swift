@@ -4,7 +4,7 @@ import HubHostKit
 import Hummingbird
 import NIOCore
 
-/// Local playback of prefetched items (seed 4.4-4.5) in `hubhost serve`:
+/// Local playback of prefetched items in `hubhost serve`:
 ///
 ///   GET /v1/prefetch/items/{id}/play-url   how the item plays (PrefetchPlayback); 409 not_playable with the reason
 ///   GET /v1/prefetch/items/{id}/file       a non-HLS item's file, with Range (206, 416): cached from disk;

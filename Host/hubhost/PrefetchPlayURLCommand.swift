@@ -4,7 +4,7 @@ import HubHostKit
 import HubHostServer
 
 extension PrefetchCommand {
-    /// `hubhost prefetch play-url ID`: how an item plays (seed 4.4-4.5, PrefetchEngine.playback).
+    /// `hubhost prefetch play-url ID`: how an item plays (PrefetchEngine.playback).
     struct PlayURL: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "play-url",

@@ -2,7 +2,9 @@ import Foundation
 
 /// One in-app messaging campaign, as the ping response (RInAppMessaging's format) describes it.
 public struct Campaign: Codable, Equatable, Sendable {
+    /// One condition of a trigger: an event attribute compared with a value by an operator.
     public struct Attribute: Codable, Equatable, Sendable {
+        /// The event attribute's name.
         public var name: String
         /// The trigger value, typed by the wire attribute type (1 string .. 5 time in ms).
         public var value: PluginValue
@@ -10,31 +12,51 @@ public struct Campaign: Codable, Equatable, Sendable {
         public var op: String
     }
 
+    /// One event the campaign waits for; all of a campaign's triggers must be satisfied.
     public struct Trigger: Codable, Equatable, Sendable {
         /// Wire event type: 1 app start, 2 login successful, 3 purchase successful, 4 custom.
         public var eventType: Int
+        /// The custom event's name (custom triggers).
         public var eventName: String
+        /// Conditions on the event's attributes; all must hold.
         public var attributes: [Attribute]
     }
 
+    /// A button of the message.
     public struct Button: Codable, Equatable, Sendable {
+        /// The button's label.
         public var text: String
+        /// 1 redirect, 2 deep link, 3 close (`CampaignParser.buttonActions`); 0 when none was given.
         public var action: Int
+        /// The URI a redirect or deep link opens.
         public var uri: String?
     }
 
+    /// The campaign id (`campaignId`), never empty.
     public var id: String
+    /// How many times the message may show to a user (1 when not given).
     public var maxImpressions: Int
+    /// The display type: 1 modal, 2 full screen, 3 slide-up, 4 HTML (`CampaignParser.campaignTypes`).
     public var type: Int
+    /// Whether the service marked this a test campaign.
     public var isTest: Bool
+    /// The message title; texts in [brackets] are its `contexts`.
     public var title: String
+    /// The message header.
     public var header: String?
+    /// The message body.
     public var body: String?
+    /// The message image's URL.
     public var imageURL: String?
+    /// When the campaign ends (ms since 1970); past it the message never shows.
     public var endTimeMillis: Int64?
+    /// Whether the message offers an opt-out (`CampaignEngine.optOut`).
     public var optOut: Bool
+    /// The display delay in ms (0 or more).
     public var delay: Int
+    /// The message's buttons, in order.
     public var buttons: [Button]
+    /// The triggers, never empty.
     public var triggers: [Trigger]
 
     /// The contexts of the title: the texts in [brackets], e.g. "[ctx1] Summer" -> ["ctx1"].
@@ -48,6 +70,7 @@ public struct Campaign: Codable, Equatable, Sendable {
         return found
     }
 
+    /// Whether `endTimeMillis` is at or before `nowMs`.
     public func isExpired(nowMs: Int64) -> Bool { endTimeMillis.map { $0 <= nowMs } ?? false }
 }
 
@@ -58,14 +81,19 @@ public struct Campaign: Codable, Equatable, Sendable {
 /// (`maxImpressions must be an integer from 1 to 2147483647; got "three" (a string)`): nothing is
 /// converted silently (no string taken for a number, no 2.5 cut to 2, no default for a wrong type).
 public enum CampaignParser {
+    /// A parsed ping response.
     public struct Parsed: Sendable {
+        /// The valid campaigns, in the list's order.
         public var campaigns: [Campaign]
         /// "campaign <id or index>: <reason>" for each skipped campaign.
         public var skipped: [String]
+        /// When to ping next, in ms from now; nil when absent or invalid.
         public var nextPingMillis: Int64?
     }
 
+    /// Why a list, a campaign or a configuration answer was refused.
     public struct Problem: Error, CustomStringConvertible {
+        /// The reason, naming the field and the value sent.
         public var description: String
     }
 
@@ -82,6 +110,8 @@ public enum CampaignParser {
     /// Attribute `type`.
     public static let attributeTypes: [Int64: String] = [1: "string", 2: "integer", 3: "double", 4: "boolean", 5: "time in ms"]
 
+    /// Parses a ping response; invalid campaigns go to `skipped`. Throws Problem only when the
+    /// whole response is unusable (not a JSON object, no `data` array).
     public static func parse(_ data: Data) throws -> Parsed {
         guard case .object(let root)? = try? JSONDecoder().decode(JSONValue.self, from: data) else {
             throw Problem(description: "the campaign list is not a JSON object")

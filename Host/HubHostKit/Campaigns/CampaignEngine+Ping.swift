@@ -4,10 +4,15 @@ import Foundation
 /// endpoint whether messaging is enabled and where to ping), or a local file in its format. The
 /// list is stored in the shared state, so every process on the data directory uses it.
 extension CampaignEngine {
+    /// What a `sync` did.
     public struct SyncReport: Codable, Equatable, Sendable {
+        /// False when the configuration endpoint disabled messaging (nothing was pinged).
         public var enabled: Bool
+        /// How many campaigns are loaded now.
         public var loaded: Int
+        /// The campaigns skipped, with why.
         public var skipped: [String]
+        /// When the next ping is due (ms since 1970); 0 when disabled.
         public var nextPingAtMs: Int64
     }
 
@@ -68,6 +73,8 @@ extension CampaignEngine {
     /// Whether `nextPingMillis` has passed since this process's last ping.
     public func isPingDue(nowMs: Int64 = Clock.wallMs()) -> Bool { lock.withLock { nowMs >= nextPingAtMs } }
 
+    /// Loads the campaign list from a file in the ping format (as `load`). Throws Problem when the
+    /// file cannot be read or the list is unusable.
     public func loadFile(_ path: String) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CampaignParser.Problem(description: "cannot read the campaign file \(path)")

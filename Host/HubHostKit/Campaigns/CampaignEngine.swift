@@ -19,10 +19,14 @@ public final class CampaignEngine: @unchecked Sendable {
     /// A user: each combination of user id and tracking identifier has its own cache; both empty
     /// is the anonymous user.
     public struct User: Codable, Equatable, Sendable {
+        /// The app's user id; empty for none.
         public var userID: String
+        /// The user's tracking identifier; empty for none.
         public var idTrackingIdentifier: String
+        /// The user's access token, kept with the user; not part of the cache key.
         public var accessToken: String?
 
+        /// A user; the defaults are the anonymous user.
         public init(userID: String = "", idTrackingIdentifier: String = "", accessToken: String? = nil) {
             self.userID = userID
             self.idTrackingIdentifier = idTrackingIdentifier
@@ -32,7 +36,7 @@ public final class CampaignEngine: @unchecked Sendable {
         var cacheKey: String { userID.isEmpty && idTrackingIdentifier.isEmpty ? "anonymous" : "\(userID)|\(idTrackingIdentifier)" }
     }
 
-    /// How a message with contexts may show (the seed's shouldShowCampaignWithContexts), from
+    /// How a message with contexts may show (the In-App Messaging SDK's shouldShowCampaignWithContexts), from
     /// plugins.yaml `campaigns.context_rule`, against the contexts the caller allows now.
     public enum ContextRule: String, Codable, CaseIterable, Sendable {
         /// Every context of the campaign must be allowed (the default).
@@ -43,24 +47,39 @@ public final class CampaignEngine: @unchecked Sendable {
         case none
     }
 
+    /// One loaded campaign as it stands for the current user (`statuses()`).
     public struct Status: Codable, Equatable, Sendable {
+        /// The campaign id.
         public var id: String
+        /// The message title.
         public var title: String
+        /// The title's contexts.
         public var contexts: [String]
+        /// The impressions the campaign allows.
         public var maxImpressions: Int
+        /// The impressions left for this user (never below 0).
         public var impressionsLeft: Int
+        /// Whether this user opted out of it.
         public var optedOut: Bool
+        /// Whether its end time has passed.
         public var expired: Bool
+        /// Whether it is queued and may show now.
         public var ready: Bool
+        /// How many of its triggers this user's events have satisfied.
         public var triggersSatisfied: Int
+        /// How many triggers it has.
         public var triggers: Int
     }
 
+    /// No loaded campaign has the id given.
     public struct NotFound: Error, CustomStringConvertible {
+        /// The reason, naming the campaign.
         public var description: String
     }
 
+    /// The campaign does not allow the request (e.g. an opt-out it does not offer).
     public struct NotAllowed: Error, CustomStringConvertible {
+        /// The reason, naming the campaign.
         public var description: String
     }
 
@@ -69,6 +88,7 @@ public final class CampaignEngine: @unchecked Sendable {
     let shared: CampaignSharedState
     let operators: OperatorSet
     let logger: Logger
+    /// How messages with contexts may show; set from `campaigns.context_rule`.
     public var contextRule: ContextRule = .all
 
     // The shared state as this process last read or wrote it (CampaignSharedState.swift keeps it
@@ -129,6 +149,8 @@ public final class CampaignEngine: @unchecked Sendable {
         }
     }
 
+    /// Every loaded campaign's status for the current user, in list order (re-reads the shared
+    /// state first when another process changed it).
     public func statuses() -> [Status] {
         lock.withLock {
             refreshQuietly()

@@ -4,10 +4,14 @@ import Foundation
 /// (device, OS, app) that hubhost fills in from its configuration. Values the caller gives take
 /// precedence over the values hubhost fills in.
 public struct Event: Codable, Equatable, Sendable {
+    /// One named, typed attribute of an event.
     public struct Attribute: Codable, Equatable, Sendable {
+        /// The attribute's name, e.g. "Event Name".
         public var name: String
+        /// The attribute's typed value (string, int, double, bool, time or null).
         public var value: PluginValue
 
+        /// An attribute named `name` with `value`.
         public init(_ name: String, _ value: PluginValue) {
             self.name = name
             self.value = value
@@ -16,15 +20,20 @@ public struct Event: Codable, Equatable, Sendable {
 
     /// hubhost's id for the event, also its idempotency key at the collector.
     public var id: String
+    /// The event's type; its wire code is `type.code`.
     public var type: EventType
     /// The event's name ("PLAYER LOADED"); sent as the "Event Name" attribute.
     public var name: String
+    /// When the event happened, in ms since 1970 (UTC).
     public var timestampMs: Int64
+    /// The attributes in order; names are unique when set through `set` and `fill`.
     public var attributes: [Attribute]
+    /// The delivery status (NOT_POSTED for a new event).
     public var status: EventStatus
     /// Delivery attempts so far.
     public var attempts: Int
 
+    /// An event to track; `id` defaults to a new unique id and `timestampMs` to now.
     public init(id: String = EventID.make(), type: EventType, name: String = "",
                 timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0) {
         self.id = id
@@ -36,6 +45,7 @@ public struct Event: Codable, Equatable, Sendable {
         self.attempts = attempts
     }
 
+    /// The value of the first attribute named `name`, or nil.
     public subscript(attribute name: String) -> PluginValue? {
         attributes.first { $0.name == name }?.value
     }
@@ -63,6 +73,8 @@ public struct Event: Codable, Equatable, Sendable {
 extension PluginValue: Codable {
     enum CodingKeys: String, CodingKey { case type, value }
 
+    /// Decodes `{"type": "string"|"int"|"double"|"bool"|"time"|"null", "value": ...}`; throws
+    /// DecodingError for an unknown type.
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         switch try container.decode(String.self, forKey: .type) {
@@ -78,6 +90,7 @@ extension PluginValue: Codable {
         }
     }
 
+    /// Encodes as `{"type": ..., "value": ...}` (no `value` for null).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(typeName, forKey: .type)

@@ -6,9 +6,13 @@ import Logging
 /// core values -> session events -> campaign attribution -> durable store (HOLD while augmented) ->
 /// augmentation timeline -> NOT_POSTED (or EXPIRED) -> batched delivery.
 public final class EventEngine: @unchecked Sendable {
+    /// The `events:` settings the engine was opened with.
     public let settings: EventSettings
+    /// The durable event store (`events.sqlite` in the data directory).
     public let store: EventStore
+    /// Runs the augmentation plugins on each tracked event, within `augmentation_timeout`.
     public let timeline: AugmentationTimeline
+    /// Posts waiting events in batches to the sink (the HTTP collector unless one is given).
     public let delivery: EventDelivery
     private(set) var sessions: SessionTracker
     private(set) var campaigns: CampaignAttribution
@@ -42,8 +46,12 @@ public final class EventEngine: @unchecked Sendable {
         for observer in batches { observer(events) }
     }
 
+    /// The `deep_links:` routes `openURL` matches URLs against.
     public let deepLinks: DeepLinkRouter
 
+    /// Opens (creating) `events.sqlite` in `dataDirectory`: a corrupt file is moved aside and logged,
+    /// and events a dead process left in HOLD become EXPIRED. Throws when the store cannot be opened.
+    /// `HubHost.events()` opens the host's engine; call this only to run an engine of your own.
     public init(settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
                 deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil) throws {
         self.settings = settings
@@ -233,8 +241,11 @@ public final class EventEngine: @unchecked Sendable {
 
     /// An event id that is already stored, or given twice in one input: nothing was stored.
     public struct DuplicateEventID: Error, CustomStringConvertible {
+        /// The refused id; nil when the input itself held no usable id.
         public var id: String?
+        /// Why the id was refused (already stored, or given twice).
         public var reason: String
+        /// The refusal as one line for logs and HTTP answers.
         public var description: String { "event id \(id.map { "'\($0)' " } ?? "")refused: \(reason); nothing was stored" }
     }
 
@@ -322,6 +333,8 @@ public final class EventEngine: @unchecked Sendable {
         return flush()
     }
 
+    /// Waits for background writes, then posts every waiting event now, in batches; blocks (call it
+    /// off the concurrency pool, e.g. on the BlockingPool). Returns what was sent and what failed.
     public func flush() -> DeliveryReport {
         waitForBackgroundWrites()
         return delivery.flush()

@@ -6,10 +6,13 @@ import GRDBSQLite
 /// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
 /// and power loss. Events keep one of the five statuses of EventStatus.
 public final class EventStore: @unchecked Sendable {
+    /// The SQLite file's path.
     public let path: String
     package let pool: DatabasePool
 
+    /// The store could not be opened, or a corrupt file could not be moved aside.
     public struct OpenError: Error, CustomStringConvertible {
+        /// What failed, naming the file.
         public var description: String
     }
 
@@ -326,6 +329,7 @@ public final class EventStore: @unchecked Sendable {
         try Row.fetchAll(db.cachedStatement(sql: activeLeasesSQL), arguments: [nowMs]).map { ($0[0], $0[1]) }
     }
 
+    /// How many stored events have `status`. Throws on a database error.
     public func count(status: EventStatus) throws -> Int {
         try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events WHERE status = ?", arguments: [status.rawValue]) ?? 0 }
     }
@@ -341,6 +345,8 @@ public final class EventStore: @unchecked Sendable {
         } >= count
     }
 
+    /// The newest stored events first, at most `limit`, only those with `status` when given.
+    /// Throws on a database error or an unreadable attributes column.
     public func list(status: EventStatus? = nil, limit: Int = 100) throws -> [StoredEvent] {
         try pool.read { db in
             let rows: [Row]
@@ -353,6 +359,7 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
+    /// The stored event with `id`, or nil. Throws on a database error.
     public func event(id: String) throws -> StoredEvent? {
         try pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]).map(Self.stored) }
     }
@@ -523,8 +530,12 @@ public final class EventStore: @unchecked Sendable {
 
 /// An event as stored, with its bookkeeping.
 public struct StoredEvent: Codable, Equatable, Sendable {
+    /// The event with its current status and attempts.
     public var event: Event
+    /// When it was stored, in ms since 1970.
     public var createdMs: Int64
+    /// When its row last changed (status, attempts), in ms since 1970.
     public var updatedMs: Int64
+    /// The last delivery error, if any.
     public var lastError: String?
 }

@@ -5,7 +5,9 @@ import Logging
 /// its notifications, tailoring and presenting. Bundles reach it through a content_provider plugin
 /// and are verified and stored by the host before they are activated.
 public final class HubEngine: @unchecked Sendable {
+    /// The `hub:` settings the engine was opened with.
     public let settings: HubSettings
+    /// Where the engine posts state changes and progress (the host's bus).
     public let notifications: HostNotifications
     /// `<data_dir>/hub`: stored bundles, the users database, status view templates.
     public let directory: String
@@ -36,6 +38,9 @@ public final class HubEngine: @unchecked Sendable {
     /// engine then stays on it instead of following the store, until the next install.
     private var followsStore = true
 
+    /// Opens (creating) `<dataDirectory>/hub` and its stores, and activates the stored bundle or the
+    /// preloaded one. Throws when a directory or database cannot be opened. `HubHost.hub()` opens the
+    /// host's engine.
     public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
                 metrics: HubMetrics = HubMetrics()) throws {
         self.settings = settings
@@ -52,6 +57,7 @@ public final class HubEngine: @unchecked Sendable {
 
     // MARK: State
 
+    /// The hub's state flags now; any thread.
     public var state: HubState { lock.withLock { currentState } }
 
     /// Changes one state flag; a change (and only a change) is announced by its notification.
@@ -189,12 +195,14 @@ public final class HubEngine: @unchecked Sendable {
 
     // MARK: Presenting
 
+    /// Why the hub cannot be presented.
     public enum PresentError: Error, Equatable, CustomStringConvertible {
         case disabled
         case notPartOfPilotProgram
         case noContent
         case notFound(String)
 
+        /// What the user or integrator is told.
         public var description: String {
             switch self {
             case .disabled: return "the Content Hub was disabled by the content service"

@@ -12,6 +12,7 @@ public struct HubState: Codable, Equatable, Sendable {
     /// The content service refused this instance a place in its pilot program.
     public var notPartOfPilotProgram = false
 
+    /// Every flag false.
     public init() {}
 
     /// Each flag with the notification that announces its changes.

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Makes mobile user ids and audit record keys (the seed's mobileUserIdGeneratorClassName and
+/// Makes mobile user ids and audit record keys (the Engage SDK's mobileUserIdGeneratorClassName and
 /// auditRecordPrimaryKeyGeneratorClassName): a `user_id_generator` plugin instance, or the built-in
-/// random UUID (the seed's EngageDefaultUUIDGenerator) when none is configured.
+/// random UUID (the Engage SDK's EngageDefaultUUIDGenerator) when none is configured.
 public protocol IdentifierGenerator: Sendable {
     /// Who generates, for messages (an instance id or "built-in UUID").
     var name: String { get }

@@ -4,7 +4,7 @@ import GRDB
 /// The mobile identity and the merge journal, in `<data_dir>/identity.sqlite` (opened with
 /// SharedSQLite: WAL, synchronous FULL, shared by the processes on one data directory).
 ///
-/// The seed warns that its merge "is not currently transactional". hubhost journals it: the whole
+/// The Engage SDK warns that its merge "is not currently transactional". hubhost journals it: the whole
 /// plan (every XMLAPI request, with the values fixed at planning: the merged date, the audit row's
 /// key) is written in one transaction before the first request is sent; a step is marked done only
 /// after the service confirmed it; the local switch to the new ids commits in the same transaction

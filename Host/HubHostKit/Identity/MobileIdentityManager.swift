@@ -1,15 +1,18 @@
 import Foundation
 import Logging
 
-/// The seed's MobileIdentityManager: sets up the recipient of this installation (a mobile user id
+/// The Engage SDK's MobileIdentityManager: sets up the recipient of this installation (a mobile user id
 /// and an Engage recipient holding it) and checks an identity (columns such as facebook_id) against
 /// the database, merging the current recipient into one that already has it. Merges are journaled
 /// in IdentityStore and resumed after a failure or crash; see there.
 ///
 /// Blocking (SQLite and XMLAPI calls): call it from the BlockingPool or another thread that may wait.
 public final class MobileIdentityManager: @unchecked Sendable {
+    /// The `identity:` settings (list ids, column names, generators).
     public let settings: IdentitySettings
+    /// The XMLAPI client the setup, check and merge calls go through.
     public let client: XMLAPIClient
+    /// The identity and its merge journal (`identity.sqlite`), shared by processes on the data directory.
     public let store: IdentityStore
     let mobileUserIDs: any IdentifierGenerator
     let auditKeys: any IdentifierGenerator
@@ -26,6 +29,8 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// is journaled, before any step is sent). The crash tests use it; nothing else may set it.
     static let killAfterStepVariable = "HUBHOST_TEST_KILL_AFTER_MERGE_STEP"
 
+    /// A manager over `store`; nothing is sent until a call. `onChange` hears every identity change.
+    /// `HubHost.identity()` builds the host's manager from plugins.yaml.
     public init(settings: IdentitySettings, client: XMLAPIClient, store: IdentityStore, mobileUserIDs: any IdentifierGenerator,
                 auditKeys: any IdentifierGenerator, logger: Logger, onChange: @escaping @Sendable (IdentityChange) -> Void = { _ in }) {
         self.settings = settings
@@ -37,25 +42,33 @@ public final class MobileIdentityManager: @unchecked Sendable {
         self.onChange = onChange
     }
 
+    /// A refused call or a failed XMLAPI step, with what to do.
     public struct Failure: Error, CustomStringConvertible {
+        /// The reason, as one line.
         public var description: String
     }
 
     /// What `identity show` prints.
     public struct Status: Encodable, Sendable {
+        /// The Engage recipient id, once set up.
         public var recipientId: String?
+        /// The mobile user id, once made or set.
         public var mobileUserId: String?
+        /// Whether both ids are present.
         public var isSetUp: Bool
+        /// A journaled merge not finished yet, if any.
         public var pendingMerge: IdentityStore.Merge?
     }
 
+    /// The stored identity and any pending merge; reads SQLite only, sends nothing. Throws on a
+    /// database error.
     public func status() throws -> Status {
         let identity = try store.identity()
         return Status(recipientId: identity.recipientId, mobileUserId: identity.mobileUserId, isSetUp: identity.isSetUp,
                       pendingMerge: try store.pendingMerge())
     }
 
-    /// The seed's `EngageConfig storeMobileUserId`: sets the mobile user id by hand (what an app
+    /// The Engage SDK's `EngageConfig storeMobileUserId`: sets the mobile user id by hand (what an app
     /// does when enableAutoAnonymousTracking is off). Refused once a recipient holds another one.
     public func setMobileUserID(_ id: String) throws {
         guard !id.isEmpty, id.count <= 1024 else { throw Failure(description: "a mobile user id must be 1 to 1024 characters") }
@@ -68,8 +81,11 @@ public final class MobileIdentityManager: @unchecked Sendable {
         }
     }
 
+    /// What `setupRecipient` left in place.
     public struct SetupResult: Encodable, Sendable {
+        /// The recipient id.
         public var recipientId: String
+        /// The mobile user id.
         public var mobileUserId: String
         /// False when both ids were already present ("already set up").
         public var created: Bool
@@ -132,9 +148,13 @@ public final class MobileIdentityManager: @unchecked Sendable {
         case alreadyCurrent = "already_current"
     }
 
+    /// What `checkIdentity` did, and the identity after it.
     public struct CheckResult: Encodable, Sendable {
+        /// Which of the four outcomes happened.
         public var outcome: Outcome
+        /// The current recipient id after the check.
         public var recipientId: String
+        /// The mobile user id after the check.
         public var mobileUserId: String
         /// The recipient merged away (the old current one), for the merge outcomes.
         public var mergedRecipientId: String?
@@ -256,9 +276,9 @@ public final class MobileIdentityManager: @unchecked Sendable {
         onChange(IdentityChange(kind: .merged, recipientId: merge.newRecipientId, mobileUserId: merge.newMobileUserId, mergedRecipientId: merge.oldRecipientId))
     }
 
-    // MARK: The seed's deprecated anonymous-user calls
+    // MARK: The Engage SDK's deprecated anonymous-user calls
 
-    /// The seed's deprecated `createAnonymousUserToList:`: what setupRecipient does (AddRecipient
+    /// The Engage SDK's deprecated `createAnonymousUserToList:`: what setupRecipient does (AddRecipient
     /// and storing the id), so it is that, for the configured list only.
     public func createAnonymousUser(list: String) throws -> SetupResult {
         guard list == settings.listID else {
@@ -267,7 +287,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
         return try setupRecipient()
     }
 
-    /// The seed's deprecated `updateAnonymousToPrimaryUser:list:primaryUserColumn:mergeColumn:` is
+    /// The Engage SDK's deprecated `updateAnonymousToPrimaryUser:list:primaryUserColumn:mergeColumn:` is
     /// refused: it linked two recipients through a merge column with no record of a half-done link;
     /// checkIdentity with the primary user's columns does that merge, journaled.
     public func updateAnonymousToPrimaryUser(_ primaryUserId: String, list: String, primaryUserColumn: String, mergeColumn: String) throws -> Never {
@@ -301,6 +321,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
 /// An identity change, tracked as a named event ("Identity Set Up", "Identity Updated", "Identity
 /// Merged", "Identity Reset") with the ids as attributes.
 public struct IdentityChange: Sendable, Equatable {
+    /// What changed; the raw value is the tracked event's name.
     public enum Kind: String, Sendable {
         case setUp = "Identity Set Up"
         case updated = "Identity Updated"
@@ -308,9 +329,13 @@ public struct IdentityChange: Sendable, Equatable {
         case reset = "Identity Reset"
     }
 
+    /// What changed.
     public var kind: Kind
+    /// The recipient id after the change.
     public var recipientId: String?
+    /// The mobile user id after the change.
     public var mobileUserId: String?
+    /// The recipient merged away, for a merge.
     public var mergedRecipientId: String?
 
     /// The event tracked for it.

@@ -49,7 +49,7 @@ public enum LogVerbosity: Int32, CaseIterable, Comparable, Sendable {
 
 /// The host's log filter (plugins.yaml `logging:`), applied before any logging delegate is called.
 ///
-/// The seed's stacking rule: a record is logged when neither its severity nor its verbosity is past
+/// The ZBiM SDK's stacking rule: a record is logged when neither its severity nor its verbosity is past
 /// the configured level in the ordered lists above, and nothing is logged when either setting is
 /// None. Defaults: severity Error, verbosity Debug.
 public struct LogFilter: Codable, Equatable, Sendable {

@@ -10,8 +10,10 @@ public struct HostNotification: Codable, Equatable, Sendable {
     /// The notification's values with their JSON types: a state's new value (a boolean), a
     /// percent (a number), a URL (a string)...
     public var payload: [String: JSONValue]
+    /// When it was posted, in ms since 1970.
     public var timestampMs: Int64
 
+    /// A notification named `name`, stamped now unless `timestampMs` is given.
     public init(name: String, payload: [String: JSONValue] = [:], timestampMs: Int64 = Clock.wallMs()) {
         self.name = name
         self.payload = payload
@@ -20,15 +22,25 @@ public struct HostNotification: Codable, Equatable, Sendable {
 
     /// The names this hubhost posts.
     public enum Name {
+        /// HubState.isDownloadingContent changed; payload: the new value.
         public static let downloadingContentStateChanged = "DownloadingContentStateChanged"
+        /// HubState.isDisplayingContentHub changed; payload: the new value.
         public static let displayingContentHubStateChanged = "DisplayingContentHubStateChanged"
+        /// HubState.isReady changed; payload: the new value.
         public static let readyStateChanged = "ReadyStateChanged"
+        /// HubState.isDisabled changed; payload: the new value.
         public static let disabledStateChanged = "DisabledStateChanged"
+        /// HubState.notPartOfPilotProgram changed; payload: the new value.
         public static let notPartOfPilotProgramStateChanged = "NotPartOfPilotProgramStateChanged"
+        /// Content download progress.
         public static let downloadProgressChanged = "DownloadProgressChanged"
+        /// The content a hub session shows changed.
         public static let contentTypeChanged = "ContentTypeChanged"
+        /// The content asked the app to act (an app action link).
         public static let appAction = "AppAction"
+        /// A local notification of the content bundle came due.
         public static let localNotificationDue = "LocalNotificationDue"
+        /// An engine logged an error.
         public static let error = "Error"
     }
 }
@@ -38,6 +50,7 @@ public struct HostNotification: Codable, Equatable, Sendable {
 /// its own async stream). Each subscriber also gets the most recent notifications on subscribing
 /// (`replay`), so that a client that connects just after a change still sees it.
 public final class HostNotifications: @unchecked Sendable {
+    /// Hears each notification on the poster's thread; must not block.
     public typealias Subscriber = @Sendable (HostNotification) -> Void
 
     private let lock = NSLock()
@@ -45,8 +58,10 @@ public final class HostNotifications: @unchecked Sendable {
     private var recent: [HostNotification] = []
     private let recentLimit: Int
 
+    /// A bus that keeps the last `recentLimit` notifications for `replay`.
     public init(recentLimit: Int = 64) { self.recentLimit = recentLimit }
 
+    /// Keeps `notification` among the recent ones and calls every subscriber with it, on this thread.
     public func post(_ notification: HostNotification) {
         let targets: [Subscriber] = lock.withLock {
             recent.append(notification)
@@ -56,6 +71,7 @@ public final class HostNotifications: @unchecked Sendable {
         for target in targets { target(notification) }
     }
 
+    /// Posts a notification named `name` with `payload`, stamped now.
     public func post(_ name: String, _ payload: [String: JSONValue] = [:]) {
         post(HostNotification(name: name, payload: payload))
     }
@@ -73,6 +89,7 @@ public final class HostNotifications: @unchecked Sendable {
         return token
     }
 
+    /// Removes the subscriber `subscribe` returned `token` for; an unknown token does nothing.
     public func unsubscribe(_ token: UUID) {
         _ = lock.withLock { subscribers.removeValue(forKey: token) }
     }

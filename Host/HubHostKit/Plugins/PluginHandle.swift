@@ -2,6 +2,7 @@
 /// the default) or in a worker child process (`isolation: process`). The kind adapters
 /// (LoggingPlugin, AugmentationPlugin, ...) take a handle and hide the difference.
 public final class PluginHandle: @unchecked Sendable {
+    /// Where the plugin runs.
     public enum Backend {
         case inProcess(PluginInstance)
         /// The worker and the plugin's index among the plugins it created.
@@ -12,9 +13,12 @@ public final class PluginHandle: @unchecked Sendable {
     public let instanceID: String
     /// The plugin's id (its descriptor id).
     public let pluginID: String
+    /// The plugin's kind.
     public let kind: PluginKind
+    /// Where the plugin runs: an instance in this process, or a worker process.
     public let backend: Backend
 
+    /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {
         instanceID = instance.instanceID
         pluginID = instance.descriptor.id

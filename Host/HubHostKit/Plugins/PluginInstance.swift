@@ -6,7 +6,9 @@ import HubHostABI
 public final class PluginInstance: @unchecked Sendable {
     /// The instance id from plugins.yaml.
     public let instanceID: String
+    /// The plugin's descriptor in its library (id, kind, ABI).
     public let descriptor: PluginDescriptor
+    /// The loaded library; kept open while the instance lives.
     public let library: PluginLibrary
     let services: HostServices
     package let handle: UnsafeMutableRawPointer?
@@ -37,6 +39,7 @@ public final class PluginInstance: @unchecked Sendable {
         return PluginInstance(instanceID: instanceID, descriptor: descriptor, library: library, services: services, handle: handle)
     }
 
+    /// The plugin's kind, from its descriptor.
     public var kind: PluginKind { descriptor.kind }
 
     /// The kind's function table, typed. Callers check `kind` first.

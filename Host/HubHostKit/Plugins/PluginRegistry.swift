@@ -5,11 +5,13 @@ import Logging
 /// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
 /// reason and skipped; the others load regardless.
 public final class PluginRegistry: @unchecked Sendable {
+    /// What became of a configured instance.
     public enum State: Equatable, Sendable {
         case loaded
         case failed(PluginLoadError)
         case disabled
 
+        /// "loaded", "failed" or "disabled", as `hubhost plugins list` shows it.
         public var name: String {
             switch self {
             case .loaded: return "loaded"
@@ -21,7 +23,9 @@ public final class PluginRegistry: @unchecked Sendable {
 
     /// One configured instance and what became of it.
     public struct Entry: @unchecked Sendable {
+        /// The instance as plugins.yaml declares it.
         public let configuration: HostManifest.Instance
+        /// Loaded, failed (with why) or disabled (`enabled: false`).
         public var state: State
         /// The library file it resolved to, when it got that far.
         public var libraryPath: String?
@@ -32,9 +36,11 @@ public final class PluginRegistry: @unchecked Sendable {
         /// The worker process, for an instance with `isolation: process`.
         public var worker: PluginWorker?
 
+        /// The instance id from plugins.yaml.
         public var id: String { configuration.id }
     }
 
+    /// Every configured instance in plugins.yaml order, whatever became of it (after `loadAll`).
     public private(set) var entries: [Entry] = []
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
@@ -151,6 +157,7 @@ public final class PluginRegistry: @unchecked Sendable {
         entries.flatMap { $0.state == .loaded ? $0.plugins.filter { $0.kind == kind } : [] }
     }
 
+    /// The entry of instance `id`, or nil.
     public func entry(id: String) -> Entry? { entries.first { $0.id == id } }
 
     /// Destroys every instance and stops every worker, last loaded first.

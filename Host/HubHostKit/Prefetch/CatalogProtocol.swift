@@ -23,7 +23,7 @@ public enum CatalogProtocol {
         }
     }
 
-    /// The server-side policy defaults (seed 5: "default values ... set at the global level").
+    /// The server-side policy defaults (the PCD SDK's "default values ... set at the global level").
     public struct ServerPolicy: Codable, Sendable, Equatable {
         /// wifi, cellular or both: the network selection when plugins.yaml and the API set none.
         public var networkSelection: String?
@@ -114,7 +114,7 @@ public enum CatalogProtocol {
         public var deleted: Tombstones?
     }
 
-    /// The answer to a look-up by contentIds (seed 4.3.2.2): the items the service knows.
+    /// The answer to a look-up by contentIds: the items the service knows.
     public struct LookupAnswer: Codable, Sendable, Equatable {
         public var items: [ItemEntry]
     }

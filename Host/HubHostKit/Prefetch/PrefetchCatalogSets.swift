@@ -1,24 +1,35 @@
 import Foundation
 import GRDB
 
-/// Live sets of categories and sources (seed 4.11-4.13: getCategoriesWithFilter /
+/// Live sets of categories and sources (the PCD SDK's getCategoriesWithFilter /
 /// getSourcesWithFilter with a VocObjSetChangeListener), kept up to date as item sets are
 /// (PrefetchLiveSet), and the user's toggles that change them: a category is selected or not, a
-/// source subscribed or not (the seed: "the SDK allows sources to be toggled on or off"). The
+/// source subscribed or not (the PCD SDK: "the SDK allows sources to be toggled on or off"). The
 /// catalog service's values only seed new rows (see sync): after that they are the user's.
 public struct PrefetchCategorySetChange: Codable, Sendable, Equatable {
+    /// `initial` for the first element, then `willChange` and `didChange` for each change.
     public var phase: PrefetchSetPhase
+    /// The ids that joined the set (every id for `initial`).
     public var added: [String]
+    /// The ids still in the set whose objects changed.
     public var updated: [String]
+    /// The ids that left the set.
     public var removed: [String]
+    /// The categories in the set after the change, in the filter's order.
     public var categories: [PrefetchCategory]
 }
 
+/// One element of a live set of sources: the set as it is, or one change to it.
 public struct PrefetchSourceSetChange: Codable, Sendable, Equatable {
+    /// `initial` for the first element, then `willChange` and `didChange` for each change.
     public var phase: PrefetchSetPhase
+    /// The names that joined the set (every name for `initial`).
     public var added: [String]
+    /// The names still in the set whose sources changed.
     public var updated: [String]
+    /// The names that left the set.
     public var removed: [String]
+    /// The sources in the set after the change, in the filter's order.
     public var sources: [PrefetchSource]
 }
 

@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
 
-/// A filter with sort descriptors over categories (seed 4.14, VocItemCategoryFilter). The seed's
+/// A filter with sort descriptors over categories (the PCD SDK's VocItemCategoryFilter). Its
 /// named filters are combinations of these fields: allWithSort = no field; categoriesSelected =
 /// selected true; categoriesSelectedWithContent = selected true + withContent; subCategories =
-/// parent; SearchField = search. Beyond the seed: `source` (the categories the items of one
+/// parent; SearchField = search. Beyond the PCD SDK: `source` (the categories the items of one
 /// source are in) and `ids`.
 public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
     public var ids: [String] = []
@@ -46,11 +46,11 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
         self.limit = limit
     }
 
-    /// The seed's categoriesSelected.
+    /// The PCD SDK's categoriesSelected.
     public static func selected(sort: [Sort] = []) -> Self { Self(selected: true, sort: sort) }
-    /// The seed's categoriesSelectedWithContent.
+    /// The PCD SDK's categoriesSelectedWithContent.
     public static func selectedWithContent(sort: [Sort] = []) -> Self { Self(selected: true, withContent: true, sort: sort) }
-    /// The seed's subCategories.
+    /// The PCD SDK's subCategories.
     public static func subCategories(of parent: String, sort: [Sort] = []) -> Self { Self(parent: parent, sort: sort) }
 
     /// The WHERE clause over `category` and its arguments (values are always bound, never spliced).
@@ -81,7 +81,7 @@ public protocol PrefetchSortField: RawRepresentable, CaseIterable, Sendable, Cod
     var column: String { get }
 }
 
-/// One sort descriptor (the seed's NSSortDescriptor): a field, ascending unless `descending`.
+/// One sort descriptor (the PCD SDK's NSSortDescriptor): a field, ascending unless `descending`.
 /// Written "name" or "name:desc" on the command line and in query strings.
 public struct PrefetchSortDescriptor<Field: PrefetchSortField>: Sendable, Equatable, Codable {
     public var field: Field
@@ -113,7 +113,7 @@ extension PrefetchStore {
 }
 
 extension PrefetchEngine {
-    /// The categories matching `filter`, in its order (seed getCategoriesWithFilter).
+    /// The categories matching `filter`, in its order (the PCD SDK's getCategoriesWithFilter).
     public func categories(_ filter: PrefetchCategoryFilter) throws -> [PrefetchCategory] {
         let (clause, arguments) = filter.clause
         return try store.categories(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit)

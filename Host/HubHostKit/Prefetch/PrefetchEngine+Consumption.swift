@@ -1,15 +1,20 @@
 import Foundation
 import GRDB
 
-/// recordConsumption (seed 4.16): the business contract requires every viewing to be reported.
+/// The PCD SDK's recordConsumption: the business contract requires every viewing to be reported.
 /// Each record is stored in the catalog (table consumption), marks the item viewed, and becomes a
 /// `Prefetch Consumption` event in the event pipeline (attributes: Item ID, Content ID, Source,
 /// Start, End, Consumed At), delivered like every other event.
 extension PrefetchEngine {
+    /// One recorded viewing of an item.
     public struct Consumption: Codable, Sendable, Equatable {
+        /// The item's uniqueId.
         public var itemId: String
+        /// When it was viewed, in ms since 1970.
         public var atMs: Int64
+        /// Where the viewing started, in seconds of play.
         public var start: Double
+        /// Where it ended, in seconds of play (not before `start`).
         public var end: Double
     }
 

@@ -1,11 +1,13 @@
 import Foundation
 
-/// getItemWithContentIds:sourceName: (seed 4.3.2.2): the items of a source by their contentIds;
+/// getItemWithContentIds:sourceName: (as in the PCD SDK): the items of a source by their contentIds;
 /// those not in the local catalog are asked of the catalog service (`prefetch/items`), at most
-/// 3 attempts `lookup_retry_delay` apart (10 s, the seed's) when the service cannot be reached,
-/// and join the catalog as Discovered. The answer lists what was not found (the seed's error).
+/// 3 attempts `lookup_retry_delay` apart (10 s, the PCD SDK's) when the service cannot be reached,
+/// and join the catalog as Discovered. The answer lists what was not found (the PCD SDK's error).
 extension PrefetchEngine {
+    /// What `lookup` found.
     public struct LookupResult: Codable, Sendable, Equatable {
+        /// The source's items with the contentIds asked for, from the catalog or newly discovered.
         public var items: [PrefetchItem]
         /// contentIds neither in the catalog nor known to the service.
         public var missing: [String]
@@ -13,9 +15,12 @@ extension PrefetchEngine {
 
     /// The most contentIds one look-up may name.
     static let maxLookup = 500
-    /// The seed's attempts for a metadata look-up.
+    /// The PCD SDK's attempts for a metadata look-up.
     static let lookupAttempts = 3
 
+    /// The items of `source` with `contentIds`, asking the catalog service for those not stored.
+    /// Blocks (it may sleep between attempts): call it off the concurrency pool. Throws
+    /// PrefetchError.invalid for 0 or more than 500 ids, or the last error when every attempt failed.
     public func lookup(contentIds: [String], source: String) throws -> LookupResult {
         let wanted = Array(Set(contentIds)).sorted()
         guard !wanted.isEmpty, wanted.count <= Self.maxLookup else { throw PrefetchError.invalid("name 1 to \(Self.maxLookup) contentIds") }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// Auto purge (seed 5.3, enableAutoPurge), with rules the seed leaves to the SDK:
+/// Auto purge (the PCD SDK's enableAutoPurge), with rules that SDK leaves to each implementation:
 /// - expired items (expiry in the past) are evicted whenever purge runs;
 /// - under storage pressure (free bytes below prefetch.storage_low) or above the cache size limit
 ///   (prefetch.cache_size_limit), items with files are evicted one by one until the pressure is
@@ -11,8 +11,11 @@ import GRDB
 /// An evicted item's files are removed and it becomes Deleted (like a catalog tombstone, so policy
 /// does not download it again at once), announced with PrefetchItemsEvicted.
 extension PrefetchEngine {
+    /// What a purge did.
     public struct PurgeReport: Codable, Sendable, Equatable {
+        /// The ids of the items evicted (now Deleted).
         public var evicted: [String]
+        /// The bytes of item files removed.
         public var freedBytes: Int64
         /// Why purge ran beyond expired items: "storage_low", "cache_size_limit", or nil.
         public var pressure: String?

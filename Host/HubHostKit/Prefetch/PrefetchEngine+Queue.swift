@@ -270,7 +270,7 @@ extension PrefetchEngine {
     }
 
     /// A main file's attempt failed: Idle to retry later (with backoff), or, after 3 retries,
-    /// Failed with downloadError and the files removed (seed 4.6); no automatic retry then.
+    /// Failed with downloadError and the files removed; no automatic retry then.
     func failAttempt(_ id: String, error: String) throws {
         try transition(id) { item in
             guard item.state == .downloading else { return false }

@@ -3,13 +3,18 @@ import Foundation
 /// What an app (or a user through the CLI and HTTP API) asks of items: download, pause, cancel,
 /// fill, delete, save, lock. Each answer says per item whether it was done and, if not, why.
 extension PrefetchEngine {
+    /// The answer for one item of a request.
     public struct Answer: Codable, Sendable, Equatable {
+        /// The item's uniqueId.
         public var id: String
+        /// Whether the request was taken (also true when nothing needed doing).
         public var accepted: Bool
         /// Why it was refused, or a note when nothing needed doing ("already queued").
         public var reason: String?
+        /// The item's state after the request; nil for an unknown item.
         public var state: PrefetchItemState?
 
+        /// An answer with each field given.
         public init(id: String, accepted: Bool, reason: String?, state: PrefetchItemState?) {
             self.id = id
             self.accepted = accepted
@@ -39,10 +44,10 @@ extension PrefetchEngine {
         }
     }
 
-    /// downloadItems (seed 4.8): queues each item ahead of policy-driven ones. Refused for Cached,
+    /// The PCD SDK's downloadItems: queues each item ahead of policy-driven ones. Refused for Cached,
     /// Deleted and Downloading items, with the reason; an item already queued stays queued once
     /// (asking twice never downloads twice). A Paused or Failed item leaves that state only this
-    /// way. `behavior` sets the items' downloadBehavior override as the seed's option does.
+    /// way. `behavior` sets the items' downloadBehavior override as the PCD SDK's option does.
     /// `partial` (videoPartialDownloadLength) asks for only the start of the item's `main` file:
     /// the item ends `partially_cached` once that much is on disk; a later download without it
     /// resumes from there to `cached` (the bytes on disk are not fetched again).
@@ -116,7 +121,7 @@ extension PrefetchEngine {
         return .success(())
     }
 
-    /// pauseItems (seed 4.9): Queued, Downloading or Idle -> Paused; the bytes on disk stay for a
+    /// The PCD SDK's pauseItems: Queued, Downloading or Idle -> Paused; the bytes on disk stay for a
     /// later download. A download running in another process stops at its next progress write.
     public func pause(_ ids: [String]) throws -> [Answer] {
         let answers = ids.map { id in
@@ -134,7 +139,7 @@ extension PrefetchEngine {
         return answers
     }
 
-    /// cancelCurrentDownload (seed 4.7): every download in progress (in any process sharing the
+    /// The PCD SDK's cancelCurrentDownload: every download in progress (in any process sharing the
     /// data directory) -> Idle with reason `cancelled`; they are queued again after one
     /// sync_interval, or at once by `download` or `fill`.
     public func cancelCurrentDownloads() throws -> [Answer] {
@@ -153,7 +158,7 @@ extension PrefetchEngine {
         return answers
     }
 
-    /// startDownloadUserInitiated ("force fill", seed 4.7 and 8.4): syncs when registered, then
+    /// startDownloadUserInitiated (the PCD SDK's "force fill"): syncs when registered, then
     /// queues every Discovered and Idle item whose own downloadBehavior is not `none`, whatever
     /// item_download_behavior says, as user-initiated. Returns the ids queued.
     public func fill() throws -> [String] {
@@ -179,7 +184,7 @@ extension PrefetchEngine {
     /// deleteItem (files and metadata -> Deleted) or, with `filesOnly`, deleteFiles: the files
     /// go (the thumbnails stay with `keepThumbnail`), the item returns to Discovered with its
     /// downloadBehavior set to `none`, so it downloads again only when asked. Locked items are
-    /// refused (seed 4.15: lock around consumption).
+    /// refused (an app locks an item while it is consumed).
     public func delete(_ ids: [String], filesOnly: Bool = false, keepThumbnail: Bool = false) throws -> [Answer] {
         stopLocal(ids)
         let answers = ids.map { id in
@@ -207,6 +212,8 @@ extension PrefetchEngine {
         return answers
     }
 
+    /// An item flag `set(_:_:on:)` changes: saved and locked protect it from purge (locked also from
+    /// deletion); viewed marks it consumed.
     public enum Flag: String, Sendable, CaseIterable { case saved, locked, viewed }
 
     /// save/unsave, lock/unlock (and viewed): flags that protect items from purge and deletion.
@@ -224,7 +231,8 @@ extension PrefetchEngine {
         }
     }
 
-    /// The persisted persistentUserInfo (seed 4.19).
+    /// Sets an item's persistentUserInfo, which is kept in the catalog (unlike `userInfo`).
+    /// Throws PrefetchError.unknownItem for an id not in the catalog.
     public func setPersistentUserInfo(_ id: String, _ info: [String: JSONValue]) throws {
         guard try store.update(id, { item in item.persistentUserInfo = info; return true }) != nil else { throw PrefetchError.unknownItem(id) }
     }

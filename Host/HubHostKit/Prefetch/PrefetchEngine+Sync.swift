@@ -4,11 +4,17 @@ import GRDB
 /// Catalog sync: fetch the pages of changes since the stored cursor, apply each in one
 /// transaction (sources, categories, items, tombstones), then announce what changed.
 extension PrefetchEngine {
+    /// What a `sync` changed.
     public struct SyncReport: Codable, Sendable, Equatable {
+        /// The catalog pages fetched and applied.
         public var pages: Int
+        /// The ids of new items.
         public var discovered: [String]
+        /// The ids of changed items.
         public var updated: [String]
+        /// The ids of items the catalog deleted.
         public var evicted: [String]
+        /// The cursor the next sync asks from.
         public var cursor: String
         /// Imported items that became the catalog's entry for the same content: imported id -> catalog id.
         public var merged: [String: String] = [:]
@@ -69,7 +75,7 @@ extension PrefetchEngine {
         return report
     }
 
-    /// The payload key that addresses a push notification to prefetch (the seed's
+    /// The payload key that addresses a push notification to prefetch (the PCD SDK's
     /// didReceiveRemoteNotification hook): `{"hubhost_prefetch": "refresh"}` asks for a catalog refresh.
     public static let notificationKey = "hubhost_prefetch"
 

@@ -4,7 +4,7 @@ import GRDB
 /// Thumbnail-only downloads (item download behavior `thumbnail_only`, from the settings or the
 /// item's own override): policy fetches the item's thumbnail files and never its main file. The
 /// item stays `discovered` (waitReason `thumbnail_only`): thumbnails never change an item's state
-/// (seed 4.6). They share `max_concurrent_downloads` with item downloads, obey the same policy
+/// (as in the PCD SDK). They share `max_concurrent_downloads` with item downloads, obey the same policy
 /// (network, battery, time window, ...), and a failed thumbnail is tried again after `retry_delay`.
 extension PrefetchEngine {
     /// Starts the thumbnail downloads policy allows now (called each round after applyPolicy).

@@ -2,19 +2,21 @@ import Foundation
 import GRDB
 import Logging
 
-/// The content prefetch engine (the seed's VocService): registration with the catalog service,
+/// The content prefetch engine (the PCD SDK's VocService): registration with the catalog service,
 /// the catalog in SQLite, the nine item states, the download queue and its policy. Blocking
 /// methods (register, sync, download requests, round) are called from the BlockingPool or a CLI
 /// thread; downloads themselves run as async tasks (FileDownloader). Several processes may share
 /// one data directory: every transition is a compare-and-set in the catalog, downloads are
 /// claimed by one process (its ProcessIdentity), and a download whose process died is resumed.
 public final class PrefetchEngine: @unchecked Sendable {
-    /// The seed's VOCServiceState values.
+    /// The PCD SDK's VOCServiceState values.
     public enum ServiceState: String, Sendable, Codable {
         case notRegistered = "NotRegistered", registering = "Registering", registered = "Registered", initialized = "Initialized"
     }
 
+    /// The `prefetch:` settings the engine was opened with.
     public let settings: PrefetchSettings
+    /// The licence key registration uses, and where it came from.
     public let license: PrefetchLicense
     let store: PrefetchStore
     let itemsRoot: String
@@ -49,7 +51,7 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// The live sets being listened to, one per distinct filter (PrefetchLiveSet).
     let liveSets = PrefetchLiveSets()
 
-    /// Retries after the first failed attempt of a main file before the item is Failed (seed 4.6).
+    /// Retries after the first failed attempt of a main file before the item is Failed.
     public static let maxRetries = 3
     /// The most catalog pages fetched in one sync.
     static let maxPages = 1000
@@ -88,6 +90,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         return id
     }
 
+    /// The registration state now, as this process last saw it; any thread.
     public var serviceState: ServiceState { lock.withLock { state } }
 
     func setState(_ new: ServiceState, failure: String?? = nil) {
@@ -97,7 +100,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
     }
 
-    /// Registers with the catalog service now (seed 3.3). A refused licence is not retried by
+    /// Registers with the catalog service now. A refused licence is not retried by
     /// itself; a transport or server failure is, with backoff (`round`). Returns the new state.
     @discardableResult
     public func register() throws -> ServiceState {
@@ -149,7 +152,7 @@ public final class PrefetchEngine: @unchecked Sendable {
     func recordFailure(_ why: String) { lock.withLock { lastFailure = why } }
     func setSynced(_ ms: Int64) { lock.withLock { lastSyncMs = ms; lastFailure = nil; if state == .registered { state = .initialized } } }
 
-    /// The service no longer knows this device (seed: didBecomeNotRegistered): back to
+    /// The service no longer knows this device (the PCD SDK's didBecomeNotRegistered): back to
     /// NotRegistered; `round` registers again with backoff.
     func markNotRegistered(_ why: String) {
         setState(.notRegistered, failure: .some(why))
@@ -158,27 +161,46 @@ public final class PrefetchEngine: @unchecked Sendable {
 
     // MARK: status
 
+    /// The engine at a glance (`prefetch status`).
     public struct Status: Codable, Sendable, Equatable {
+        /// The registration state.
         public var serviceState: ServiceState
+        /// The last registration or sync failure, if any.
         public var lastFailure: String?
+        /// Where the licence key came from.
         public var licenseSource: PrefetchLicense.Source
+        /// Why the licence key cannot be used, if so.
         public var licenseProblem: String?
+        /// This installation's device id, made once and stored in the catalog.
         public var deviceId: String
+        /// The content_provider instance serving the catalog, if any.
         public var provider: String?
+        /// Why there is no usable provider, if so.
         public var providerProblem: String?
+        /// When this process last synced, in ms since 1970.
         public var lastSyncMs: Int64?
+        /// Item count per state (every state present).
         public var items: [String: Int]
+        /// The `item_download_behavior` setting.
         public var itemDownloadBehavior: PrefetchSettings.DownloadBehavior
+        /// The network selection in force.
         public var networkSelection: PrefetchSettings.NetworkSelection
+        /// The API override, if set.
         public var networkSelectionOverride: PrefetchSettings.NetworkSelection?
+        /// The `max_concurrent_downloads` setting.
         public var maxConcurrentDownloads: Int
+        /// The server's policy defaults, once registered.
         public var serverPolicy: CatalogProtocol.ServerPolicy?
+        /// Whether policy-driven downloads may start now.
         public var downloadAllowed: Bool
         /// "InPolicy" or the reason (PrefetchWaitReason) policy-driven downloads wait now.
         public var downloadPolicyStatus: String
+        /// The ids this process is downloading now.
         public var downloadingHere: [String]
     }
 
+    /// Reads the engine's status (SQLite reads and the device conditions; blocking). Throws on a
+    /// database error.
     public func status() throws -> Status {
         var counts: [String: Int] = [:]
         for state in PrefetchItemState.allCases { counts[state.rawValue] = 0 }
@@ -203,11 +225,12 @@ public final class PrefetchEngine: @unchecked Sendable {
         return try? JSONDecoder().decode(CatalogProtocol.ServerPolicy.self, from: Data(text.utf8))
     }
 
+    /// The stored network selection override, or nil. Throws on a database error.
     public func networkSelectionOverride() throws -> PrefetchSettings.NetworkSelection? {
         try store.meta("network_selection_override").flatMap(PrefetchSettings.NetworkSelection.init(rawValue:))
     }
 
-    /// The seed's networkSelectionOverride: applies to downloads not yet started; nil clears it.
+    /// The PCD SDK's networkSelectionOverride: applies to downloads not yet started; nil clears it.
     public func setNetworkSelectionOverride(_ selection: PrefetchSettings.NetworkSelection?) throws {
         try store.setMeta(["network_selection_override": selection?.rawValue])
     }
@@ -249,13 +272,17 @@ public final class PrefetchEngine: @unchecked Sendable {
 
     // MARK: item access
 
+    /// The stored item `id`, or nil. Throws on a database error.
     public func item(_ id: String) throws -> PrefetchItem? { try store.item(id) }
 
+    /// Every stored category. Throws on a database error.
     public func categories() throws -> [PrefetchCategory] { try store.categories() }
+    /// Every stored source. Throws on a database error.
     public func sources() throws -> [PrefetchSource] { try store.sources() }
 
-    /// The memory-only userInfo of an item (seed 4.19): never written to disk.
+    /// The memory-only userInfo of an item: never written to disk.
     public func userInfo(_ id: String) -> [String: JSONValue] { lock.withLock { userInfos[id] ?? [:] } }
+    /// Replaces the memory-only userInfo of item `id` (lost when the engine closes); any thread.
     public func setUserInfo(_ id: String, _ info: [String: JSONValue]) { lock.withLock { userInfos[id] = info } }
 
     /// Changes item `id` when `change` says so, then announces a state change (after the commit).
@@ -302,6 +329,8 @@ public final class PrefetchEngine: @unchecked Sendable {
         item.bytesDownloaded = item.files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded }
     }
 
+    /// Cancels this process's downloads (their items go back to Idle, to resume at the next start)
+    /// and stops the HTTP client. `HubHost.shutdown()` calls it; blocks until the client stops.
     public func close() {
         let tasks: [Task<Void, Never>] = lock.withLock {
             closed = true

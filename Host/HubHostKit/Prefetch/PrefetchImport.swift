@@ -1,14 +1,14 @@
 import Foundation
 
-/// addDownloadedItem (seed 7 and 8.5): content the app already has, or wants at once, joins the
-/// catalog. The document is a JSON object with the seed's VocImportFileMetadata keys without the
+/// The PCD SDK's addDownloadedItem: content the app already has, or wants at once, joins the
+/// catalog. The document is a JSON object with the PCD SDK's VocImportFileMetadata keys without the
 /// prefix: ContentId, Provider, DownloadStatus, FilePath, Duration, Size, ContentType, ContentUrl,
 /// Title, Summary, ThumbFile, ExpiryDate, TimeStamp, DownloadFinishedTime, SDKPassthroughInfo.
 /// DownloadStatus (VocImportFileDownloadStatus):
 /// - `FullyDownloaded`: FilePath (one file) is copied into the item's folder, its size checked
 ///   against Size, and the item is Cached;
-/// - `NewlyAdding`: the item is queued at once, user-initiated, from ContentUrl (seed 8.5);
-/// - `PartiallyDownloaded`: only the metadata is imported (seed 7): the item is Discovered.
+/// - `NewlyAdding`: the item is queued at once, user-initiated, from ContentUrl;
+/// - `PartiallyDownloaded`: only the metadata is imported: the item is Discovered.
 /// The item's uniqueId is `Provider:ContentId` (the service's id is not known yet); an item of the
 /// same source and contentId already in the catalog is refused. Works before and after registration.
 public struct PrefetchImportMetadata: Codable, Sendable, Equatable {

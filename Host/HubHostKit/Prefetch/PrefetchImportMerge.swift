@@ -3,7 +3,7 @@ import GRDB
 
 /// Merging an imported item (addDownloadedItem, uniqueId `Provider:ContentId`) with the catalog's
 /// entry for the same content (same source and contentId, a different uniqueId), when a sync or a
-/// look-up brings it (seed 8.5: "this call will internally update the item with the server
+/// look-up brings it (the PCD SDK on addDownloadedItem: "this call will internally update the item with the server
 /// information"). The imported item becomes the catalog's: the server's uniqueId, metadata,
 /// categories and files; it keeps saved, locked, viewed, persistentUserInfo, its downloadBehavior
 /// override and its discovery time, and its consumption records follow it.

@@ -1,25 +1,34 @@
 import Foundation
 
-/// The nine item states (seed 4.6, VOCItemState).
+/// The nine item states (the PCD SDK's VOCItemState).
 public enum PrefetchItemState: String, Sendable, Codable, CaseIterable {
     case discovered, queued, downloading, idle, paused, cached
     case partiallyCached = "partially_cached"
     case failed, deleted
 }
 
-/// One content item (seed 4.1 and 4.3, VocItem), as stored. `userInfo` (memory only) lives in the
+/// One content item (the PCD SDK's VocItem), as stored. `userInfo` (memory only) lives in the
 /// engine, not here.
 public struct PrefetchItem: Sendable, Codable, Equatable {
+    /// The catalog's id for the item (`Provider:ContentId` for an imported item until merged).
     public var uniqueId: String
+    /// The content's id within its source.
     public var contentId: String
+    /// The source the item belongs to.
     public var sourceName: String
+    /// The ids of its categories.
     public var categories: [String]
+    /// The title.
     public var title: String
+    /// The summary.
     public var summary: String
+    /// A URL to share the content by.
     public var shareURL: String?
+    /// The content type the catalog gives, e.g. "video".
     public var type: String?
+    /// The item's state.
     public var state: PrefetchItemState
-    /// Why the last download failed or stopped (seed: downloadError).
+    /// Why the last download failed or stopped (the PCD SDK's downloadError).
     public var downloadError: String?
     /// Why a waiting item (discovered, queued, idle, paused) is not downloading now: a
     /// machine-readable code (PrefetchWaitReason), nil when nothing holds it back.
@@ -32,34 +41,50 @@ public struct PrefetchItem: Sendable, Codable, Equatable {
     public var downloadBehavior: PrefetchSettings.DownloadBehavior?
     /// Asked for by a user (download, fill): goes ahead of policy-driven downloads.
     public var userInitiated: Bool
+    /// Bytes of its files on disk (done and partial).
     public var bytesDownloaded: Int64
     /// The item's size: its auto-downloaded files' sizes as the catalog gives them (0 when unknown).
     public var size: Int64
+    /// Its files, in catalog order.
     public var files: [PrefetchFile]
+    /// App data kept with the item in the catalog (`setPersistentUserInfo`).
     public var persistentUserInfo: [String: JSONValue]
+    /// Opaque metadata the catalog passes through to the app.
     public var sdkMetadataPassthrough: String?
+    /// When the item expires (ms since 1970); purge evicts it after that.
     public var expiryMs: Int64?
+    /// Saved: never purged.
     public var saved: Bool
+    /// Locked (e.g. while consumed): never purged or deleted.
     public var locked: Bool
+    /// Consumed at least once.
     public var viewed: Bool
+    /// When it joined the catalog, in ms since 1970.
     public var discoveredMs: Int64
+    /// When it last changed, in ms since 1970 (purge evicts the oldest first).
     public var updatedMs: Int64
 
-    /// The seed's read-only `paused`.
+    /// The PCD SDK's read-only `paused`: true when the item is Paused.
     public var paused: Bool { state == .paused }
 }
 
 /// One file of an item (VocFile): its role, origin URL, where it is (or will be) on disk.
 public struct PrefetchFile: Sendable, Codable, Equatable {
+    /// main, hls_main_index, thumbnail or subtitle.
     public var role: String
     /// The file's index among the item's files (its order in the catalog).
     public var index: Int
+    /// The origin URL.
     public var url: String
+    /// The size the catalog gives, if any.
     public var size: Int64?
+    /// The SHA-256 the download is checked against, if the catalog gives one.
     public var sha256: String?
+    /// Whether policy-driven downloads fetch it.
     public var autoDownload: Bool
     /// The absolute path of the verified file; the partial download is this + ".part".
     public var localPath: String
+    /// Bytes of it on disk.
     public var bytesDownloaded: Int64
     /// Verified and in place.
     public var done: Bool
@@ -78,16 +103,25 @@ public struct PrefetchFile: Sendable, Codable, Equatable {
     public var isMain: Bool { CatalogProtocol.mainRoles.contains(role) }
 }
 
+/// One catalog category.
 public struct PrefetchCategory: Sendable, Codable, Equatable {
+    /// The category id.
     public var id: String
+    /// The display name.
     public var name: String
+    /// The parent category's id, for a subcategory.
     public var parent: String?
+    /// Whether the user selected it (the user's choice once the row exists).
     public var selected: Bool
 }
 
+/// One content source.
 public struct PrefetchSource: Sendable, Codable, Equatable {
+    /// The source name items refer to.
     public var name: String
+    /// The name to show.
     public var displayName: String
+    /// Whether the user subscribed to it (the user's choice once the row exists).
     public var subscribed: Bool
 }
 

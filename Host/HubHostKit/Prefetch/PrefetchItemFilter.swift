@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
 
-/// A filter with sort descriptors over items (seed 4.14, VocItemFilter): the seed's named filters
+/// A filter with sort descriptors over items (the PCD SDK's VocItemFilter): its named filters
 /// are combinations of these fields (itemsDownloaded = states [cached]; itemsDownloadedNotViewed =
 /// states [cached] + notViewed; itemsWithContentIds:sourceName: = contentIds + source; ...). The
-/// seed's video filters (VocItemVideoFilter, "a subset of Item") are the same with types
+/// SDK's video filters (VocItemVideoFilter, "a subset of Item") are the same with types
 /// ["video"]: videosDownloadedOrDownloadingWithCategory = types [video] + states [cached,
 /// downloading] + category. Deleted items are listed only when `states` names `deleted`.
 public struct PrefetchItemFilter: Sendable, Equatable, Codable {
@@ -97,7 +97,7 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
 }
 
 extension PrefetchEngine {
-    /// The items matching `filter`, in its order (seed getItemsWithFilter).
+    /// The items matching `filter`, in its order (the PCD SDK's getItemsWithFilter).
     public func items(_ filter: PrefetchItemFilter = PrefetchItemFilter()) throws -> [PrefetchItem] {
         let (clause, arguments) = filter.clause
         return try store.items(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit.map { max(0, $0) })

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-/// Which licence key registration uses, and where it came from (seed 3.2: the options dictionary,
+/// Which licence key registration uses, and where it came from (the PCD SDK: the options dictionary,
 /// then Info.plist, then a config file). hubhost's order: the Swift API option or `--license`,
 /// then `prefetch.license` in plugins.yaml, then the `license` key of the YAML or JSON file the
 /// environment variable HUBHOST_PREFETCH_CONFIG names. `prefetch status` prints `source`.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The machinery every live set shares (items, categories, sources; seed 4.2 and 4.13): a set is
+/// The machinery every live set shares (items, categories, sources): a set is
 /// re-read after every Prefetch* notification of this process (coalesced: a burst of changes is
 /// one re-read) and every `pollInterval` seconds, so changes another process makes to the shared
 /// catalog (a CLI command beside serve) show too. The first element is the set as it is (every

@@ -1,6 +1,6 @@
 import Foundation
 
-/// How much of an item's main file a partial download asks for (the seed's
+/// How much of an item's main file a partial download asks for (the PCD SDK's
 /// videoPartialDownloadLength): the first N bytes, or the first N seconds of play. Seconds become
 /// bytes in proportion to the file's catalog duration and size (`ceil(size * seconds / duration)`):
 /// a constant-bitrate approximation, which is what a byte-range prefetch can know without parsing

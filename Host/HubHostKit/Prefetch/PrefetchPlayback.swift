@@ -2,11 +2,11 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 
-/// How an item plays (seed 4.4-4.5): an HLS item through the local HLS endpoint of `hubhost serve`
+/// How an item plays (as in the PCD SDK): an HLS item through the local HLS endpoint of `hubhost serve`
 /// (`<server>/v1/prefetch/hls/<id>/index.m3u8`: cached segments from disk, the others relayed
 /// from the origin), any other item from its local file when cached (path, and the server's
 /// `/v1/prefetch/items/<id>/file` with Range support), through that route when its start is on
-/// disk (the rest relayed from the origin), else from its origin URL (the seed's "not yet
+/// disk (the rest relayed from the origin), else from its origin URL (the PCD SDK's "not yet
 /// cached: play the file's URL").
 public struct PrefetchPlayback: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable { case hls, file }
@@ -17,7 +17,7 @@ public struct PrefetchPlayback: Codable, Sendable, Equatable {
     /// What a player opens: the HLS endpoint's URL, the local file's URL on the server, or (a file
     /// not cached) the origin URL; nil when no server address is known and the file is not cached.
     public var url: String?
-    /// The seed's hlsServerRelativePath: `<id>/index.m3u8` under the HLS endpoint (HLS items).
+    /// The PCD SDK's hlsServerRelativePath: `<id>/index.m3u8` under the HLS endpoint (HLS items).
     public var relativePath: String?
     /// The verified local file (non-HLS items, cached only).
     public var localPath: String?
@@ -84,7 +84,7 @@ public struct PrefetchOriginStream: Sendable {
 
 extension PrefetchEngine {
     /// The HLS endpoint's base URL (`<server>/v1/prefetch/hls/`) while `serve` offers it (the
-    /// seed's hlsServerUrl), nil otherwise.
+    /// PCD SDK's hlsServerUrl), nil otherwise.
     public var hlsServerURL: String? { playbackState.server.map { $0 + "/v1/prefetch/hls/" } }
 
     /// Called by `hubhost serve` when its HTTP server listens at `serverURL` (`http://HOST:PORT`):

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Whether a policy-driven download may start now, and if not, the reason (seed 6,
+/// Whether a policy-driven download may start now, and if not, the reason (the PCD SDK's
 /// downloadAllowed / downloadPolicyStatus). The inputs: the settings in force (network selection
 /// from the API override, plugins.yaml or the server), the server's defaults, the device's network
 /// as far as it is known, the clock and what was downloaded today. User-initiated downloads skip

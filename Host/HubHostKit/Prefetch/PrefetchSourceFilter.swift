@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// A filter with sort descriptors over sources (seed 4.14, VocSourceFilter: the seed has only
+/// A filter with sort descriptors over sources (the PCD SDK's VocSourceFilter, which has only
 /// allWithSort; hubhost adds the fields a source list needs): `subscribed`, `names`, `search`
 /// (name or display name), `category` (the sources of the items of one category) and
 /// `withContent` (at least one item that is not deleted).
@@ -81,7 +81,7 @@ extension PrefetchStore {
 }
 
 extension PrefetchEngine {
-    /// The sources matching `filter`, in its order (seed getSourcesWithFilter).
+    /// The sources matching `filter`, in its order (the PCD SDK's getSourcesWithFilter).
     public func sources(_ filter: PrefetchSourceFilter) throws -> [PrefetchSource] {
         let (clause, arguments) = filter.clause
         return try store.sources(where: clause, arguments: arguments, orderBy: filter.orderBy, limit: filter.limit)

@@ -20,12 +20,15 @@ import UnixSignals
 /// first, then the engines' services, then the host (syncs cancelled and awaited, plugins and
 /// isolation workers stopped).
 public final class HubHostRuntime: Sendable {
+    /// The host whose engines the services run; `run` shuts it down before it returns.
     public let host: HubHost
     /// The engines' services, in start order (shut down in reverse).
     public let services: [any Service]
     /// Event delivery, woken when cache_size events wait.
     public let eventDelivery: PeriodicService
 
+    /// Opens the engines `host`'s manifest enables and collects their services; nothing runs until
+    /// `run`. Throws when an engine cannot be opened (an identity error is logged instead).
     public init(host: HubHost) throws {
         self.host = host
         let logger = host.logger

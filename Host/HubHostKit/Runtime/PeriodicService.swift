@@ -7,6 +7,7 @@ import ServiceLifecycle
 /// The engines' background work (event delivery, campaign pings, announcements, content syncs)
 /// are instances of it, so an embedding app runs the same loops `hubhost serve` runs.
 public final class PeriodicService: Service, @unchecked Sendable {
+    /// The service's name, passed to `onError` with each failed round's error.
     public let name: String
     let interval: Double
     private let round: @Sendable () throws -> Void
@@ -35,6 +36,8 @@ public final class PeriodicService: Service, @unchecked Sendable {
     /// Asks for a round now (coalesced with one already asked for). Returns at once; any thread.
     public func wake() { signal.yield() }
 
+    /// Runs `first`, then rounds until graceful shutdown, then `final`. The ServiceGroup calls it;
+    /// it does not throw a round's error (`onError` hears it).
     public func run() async throws {
         if let first { await attempt(first) }
         let interval = self.interval

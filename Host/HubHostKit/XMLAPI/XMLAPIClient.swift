@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 
-/// Posts XMLAPI resources to Engage (the seed's `XMLAPIManager.postXMLAPI`): the form field `xml=`
+/// Posts XMLAPI resources to Engage (the Engage SDK's `XMLAPIManager.postXMLAPI`): the form field `xml=`
 /// to `{host}/XMLAPI`, with the Bearer token of the OAuth 2 refresh-token grant from the cache the
 /// event engine uses too; a 401 refreshes the token once. Network failures and 5xx answers are
 /// retried with exponential backoff and jitter (`maxRetries` more attempts); API faults and other

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Why an XMLAPI call did not succeed, in the seed's two classes: an API fault (SUCCESS=false in a
+/// Why an XMLAPI call did not succeed, in the Engage SDK's two classes: an API fault (SUCCESS=false in a
 /// 2xx answer: the request was understood and refused; never retried) and a service failure (HTTP
 /// 400 or more, no answer, an answer that is not XMLAPI, no access token).
 public enum XMLAPIError: Error, CustomStringConvertible, Sendable {

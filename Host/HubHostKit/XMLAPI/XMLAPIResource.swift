@@ -1,6 +1,6 @@
 import Foundation
 
-/// One Engage XMLAPI request (the seed's `XMLAPI` resource): an operation name, parameters in the
+/// One Engage XMLAPI request (the Engage SDK's `XMLAPI` resource): an operation name, parameters in the
 /// order they were added, COLUMN name/value pairs, and relational-table rows, serialised as
 /// `<Envelope><Body><Operation>...</Operation></Body></Envelope>`. Every name and value is
 /// XML-escaped, COLUMN values too (the reference SDK writes those raw, so a value such as
@@ -38,7 +38,7 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
         self.operation = operation
     }
 
-    /// `resourceNamed:params:`; a "COLUMNS" entry of the seed's dictionary form is `columns`.
+    /// `resourceNamed:params:`; a "COLUMNS" entry of the Engage SDK's dictionary form is `columns`.
     public init(_ operation: String, params: [(String, String)], columns: [(String, String)] = []) throws {
         try self.init(operation)
         try addParams(params)
@@ -118,7 +118,7 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
     }
 }
 
-/// The operation names hubhost uses (the seed's `XMLAPIOperation` constants).
+/// The operation names hubhost uses (the Engage SDK's `XMLAPIOperation` constants).
 public enum XMLAPIOperation {
     public static let addRecipient = "AddRecipient"
     public static let selectRecipientData = "SelectRecipientData"

@@ -3,7 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 
-/// One parsed XMLAPI answer (the seed's `ResultDictionary`), read with a real XML parser
+/// One parsed XMLAPI answer (the Engage SDK's `ResultDictionary`), read with a real XML parser
 /// (FoundationXML's XMLParser, no external entities): `<Envelope><Body><RESULT><SUCCESS>TRUE</SUCCESS>
 /// <RecipientId>..</RecipientId>...</RESULT><Fault><FaultString>..</FaultString><detail><error>
 /// <errorid>128</errorid>...</error></detail></Fault></Body></Envelope>`.

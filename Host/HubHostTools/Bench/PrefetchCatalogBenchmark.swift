@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import HubHostKit
 
-/// `hubhost bench prefetch`'s catalog figures (issue 11): a catalog of `items` items (100
+/// `hubhost bench prefetch`'s catalog figures: a catalog of `items` items (100
 /// categories, 20 sources, a mix of states and flags) built offline through the engine
 /// (applyCatalogPage), then
 /// - filter-and-sort queries through the engine (`PrefetchEngine.items(filter)`: SQL, items decoded

@@ -16,10 +16,13 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
 }
 
 public final class AdvertiserIDPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .advertiserID, "AdvertiserIDPlugin needs an advertiser_id plugin")
         self.handle = handle

@@ -4,10 +4,13 @@ import HubHostABI
 /// An `augmentation` plugin. The event is exposed through hh_event_view_t and changed only through
 /// hh_event_editor_t; edits are kept only when the plugin answers HH_OK.
 public final class AugmentationPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .augmentation, "AugmentationPlugin needs an augmentation plugin")
         self.handle = handle

@@ -3,11 +3,14 @@ import HubHostABI
 
 /// A `content_provider` plugin: fetches a named resource into host memory.
 public final class ContentProviderPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
     private let lock = NSLock()  // fetch is [host-serialized]
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .contentProvider, "ContentProviderPlugin needs a content_provider plugin")
         self.handle = handle

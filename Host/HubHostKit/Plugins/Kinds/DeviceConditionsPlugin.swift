@@ -81,10 +81,13 @@ struct DeviceConditionsProblem: Error {
 
 /// A loaded `device_conditions` plugin (hubhost_device_conditions.h), in process or isolated.
 public final class DeviceConditionsPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .deviceConditions, "DeviceConditionsPlugin needs a device_conditions plugin")
         self.handle = handle

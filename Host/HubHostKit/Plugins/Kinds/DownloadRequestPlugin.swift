@@ -2,7 +2,7 @@ import Foundation
 import HubHostABI
 
 /// A file download request as the prefetch engine would send it, before and after a
-/// `download_request` plugin converts it (the seed's convertDownloadRequest).
+/// `download_request` plugin converts it (the PCD SDK's convertDownloadRequest).
 public struct DownloadRequest: Sendable, Equatable {
     public var url: String
     public var headers: [String: String]
@@ -21,10 +21,13 @@ public struct DownloadRequest: Sendable, Equatable {
 
 /// A loaded `download_request` plugin (hubhost_download_request.h), in process or isolated.
 public final class DownloadRequestPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .downloadRequest, "DownloadRequestPlugin needs a download_request plugin")
         self.handle = handle

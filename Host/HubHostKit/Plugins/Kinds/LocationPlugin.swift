@@ -30,10 +30,13 @@ public enum LocationAnswer: Equatable, Sendable {
 }
 
 public final class LocationPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .location, "LocationPlugin needs a location plugin")
         self.handle = handle

@@ -4,11 +4,14 @@ import HubHostABI
 /// A `logging` plugin as a destination of the log pipeline. Calls are serialized per instance, as
 /// the header promises ([host-serialized]).
 public final class LoggingPlugin: LogDestination, @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
     private let lock = NSLock()
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .logging, "LoggingPlugin needs a logging plugin")
         self.handle = handle

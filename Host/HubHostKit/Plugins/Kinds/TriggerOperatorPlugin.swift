@@ -3,6 +3,7 @@ import HubHostABI
 
 /// A `trigger_operator` plugin: compares an event value with a trigger value.
 public final class TriggerOperatorPlugin: @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
     /// The operator's name and wire code, read once (from the worker when isolated).
     public let operatorName: String
@@ -12,8 +13,10 @@ public final class TriggerOperatorPlugin: @unchecked Sendable {
     private let api: UnsafePointer<hh_trigger_operator_v1_t>?
     private let instanceHandle: UnsafeMutableRawPointer?
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .triggerOperator, "TriggerOperatorPlugin needs a trigger_operator plugin")
         self.handle = handle

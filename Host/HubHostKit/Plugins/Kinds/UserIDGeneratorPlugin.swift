@@ -4,10 +4,13 @@ import HubHostABI
 /// A `user_id_generator` plugin (ABI 1.1): makes mobile user ids and audit record keys for the
 /// mobile identity manager.
 public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendable {
+    /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
+    /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
+    /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .userIDGenerator, "UserIDGeneratorPlugin needs a user_id_generator plugin")
         self.handle = handle
