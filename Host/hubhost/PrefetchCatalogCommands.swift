@@ -10,7 +10,7 @@ struct PrefetchItemFilterOptions: ParsableArguments {
     @Option(help: "Only items of this source (with --categories: categories of this source's items).") var source: String?
     @Flag(help: "Only saved items.") var saved = false
     @Flag(name: .customLong("not-viewed"), help: "Only items not viewed.") var notViewed = false
-    @Option(name: .customLong("type"), help: "Only items of this type, e.g. video (repeatable; the seed's video filters).") var types: [String] = []
+    @Option(name: .customLong("type"), help: "Only items of this type, e.g. video (repeatable; the PCD SDK's video filters).") var types: [String] = []
     @Option(help: "Sort by FIELD or FIELD:desc (repeatable).") var sort: [String] = []
     @Option(help: "At most this many objects.") var limit: Int?
 
@@ -61,7 +61,7 @@ extension PrefetchCommand {
         static let configuration = CommandConfiguration(
             abstract: "List categories, filtered and sorted; --select/--deselect change which are selected first.",
             discussion: """
-            The seed's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
+            The PCD SDK's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
             (--selected --with-content), subCategories (--parent ID), search (--search TEXT: in the name or id, ignoring \
             case); and --source S (the categories of that source's items), --id ID. Sort fields: \
             \(PrefetchCategoryFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse. \
@@ -104,7 +104,7 @@ extension PrefetchCommand {
         static let configuration = CommandConfiguration(
             abstract: "List sources, filtered and sorted; --subscribe/--unsubscribe toggle sources first.",
             discussion: """
-            The seed's source filter is allWithSort (no option); hubhost adds --subscribed / --not-subscribed, --name N, \
+            The PCD SDK's source filter is allWithSort (no option); hubhost adds --subscribed / --not-subscribed, --name N, \
             --search TEXT (in the name or display name, ignoring case), --category C (the sources of that category's items) \
             and --with-content. Sort fields: \(PrefetchSourceFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); \
             add :desc to reverse. Exit 1 when --subscribe or --unsubscribe names an unknown source.

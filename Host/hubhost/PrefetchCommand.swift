@@ -364,7 +364,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import items (addDownloadedItem) from a JSON file: one object or an array, with the seed's VocImportFileMetadata keys.",
+            abstract: "Import items (addDownloadedItem) from a JSON file: one object or an array, with the PCD SDK's VocImportFileMetadata keys.",
             discussion: "DownloadStatus FullyDownloaded copies FilePath in (Cached), NewlyAdding queues a download of ContentUrl, PartiallyDownloaded imports the metadata only. Exit 1 when one was refused.")
         @OptionGroup var common: Common
         @Argument(help: "The JSON file.") var file: String

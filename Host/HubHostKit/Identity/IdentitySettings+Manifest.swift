@@ -1,6 +1,6 @@
 import Yams
 
-/// `identity:` in plugins.yaml: every key through IdentitySettings.schema, after the seed's
+/// `identity:` in plugins.yaml: every key through IdentitySettings.schema, after the Engage SDK's
 /// spellings ("Recipient->mobileUserIdColumn", "AuditRecord>newRecipientIdColumnName") are
 /// mapped to hubhost's key names.
 extension IdentitySettings: ManifestSection {
@@ -19,7 +19,7 @@ extension IdentitySettings: ManifestSection {
         }
     }
 
-    /// The section with each key written the seed's way renamed to hubhost's (positions kept).
+    /// The section with each key written the Engage SDK's way renamed to hubhost's (positions kept).
     static func seedKeysMapped(_ node: Node) -> Node {
         guard let mapping = node.mapping else { return node }
         let pairs: [(Node, Node)] = mapping.map { pair in

@@ -1,9 +1,9 @@
 import Foundation
 
 /// The mobile identity manager's settings: the Engage SDK's Recipient-> and AuditRecord->
-/// configuration values under their seed names, with the seed's defaults, plus what the seed keeps
-/// elsewhere (General->databaseListId, the Engage host, the OAuth values) and what the reference
-/// SDK needs that the seed omits (the audit table's id). `identity:` in plugins.yaml.
+/// configuration values under the SDK's names, with its defaults, plus what the SDK keeps elsewhere
+/// (General->databaseListId, the Engage host, the OAuth values) and the audit table's id, which its
+/// configuration documentation omits. `identity:` in plugins.yaml.
 public struct IdentitySettings: Sendable {
     public static let schema = ConfigSchema(keys: [
         ConfigKey(key: "host", type: .string, defaultValue: .string(""),
@@ -25,7 +25,7 @@ public struct IdentitySettings: Sendable {
         ConfigKey(key: "mergeHistoryInAuditRecordTable", type: .bool, defaultValue: .bool(false),
                   doc: "Write one audit row per merge through InsertUpdateRelationalTable (AuditRecord->mergeHistoryInAuditRecordTable)."),
         ConfigKey(key: "auditRecordListId", type: .string, defaultValue: .string(""),
-                  doc: "The audit record relational table's id; required with mergeHistoryInAuditRecordTable (the reference SDK's AuditRecord->auditRecordListId; not in the seed)."),
+                  doc: "The audit record relational table's id; required with mergeHistoryInAuditRecordTable (the Engage SDK's AuditRecord->auditRecordListId)."),
         ConfigKey(key: "auditRecordPrimaryKeyColumnName", type: .string, defaultValue: .string("Audit Record Id"),
                   doc: "The audit table's primary-key column (AuditRecord->auditRecordPrimaryKeyColumnName)."),
         ConfigKey(key: "auditRecordPrimaryKeyGenerator", type: .string, defaultValue: .string(""),
@@ -33,7 +33,7 @@ public struct IdentitySettings: Sendable {
         ConfigKey(key: "oldRecipientIdColumnName", type: .string, defaultValue: .string("Old Recipient Id"),
                   doc: "The audit table's column for the merged-away recipient (AuditRecord->oldRecipientIdColumnName)."),
         ConfigKey(key: "newRecipientIdColumnName", type: .string, defaultValue: .string("New Recipient Id"),
-                  doc: "The audit table's column for the recipient merged into (the seed's AuditRecord>newRecipientIdColumnName, accepted as written there too)."),
+                  doc: "The audit table's column for the recipient merged into (also accepted with the Engage SDK documentation's spelling AuditRecord>newRecipientIdColumnName)."),
         ConfigKey(key: "createDateColumnName", type: .string, defaultValue: .string("Create Date"),
                   doc: "The audit table's column for the merge's time (AuditRecord->createDateColumnName)."),
         ConfigKey(key: "createdFrom", type: .int, defaultValue: .int(1),
@@ -49,7 +49,7 @@ public struct IdentitySettings: Sendable {
         ConfigKey(key: "authRefreshToken", type: .string, defaultValue: .string(""), doc: "OAuth 2 refresh token; empty: events.auth_refresh_token."),
     ])
 
-    /// Keys accepted as the seed writes them, mapped to hubhost's: the seed's group prefixes
+    /// Keys accepted as the Engage SDK's documentation writes them, mapped to hubhost's: its group prefixes
     /// ("Recipient->", "AuditRecord->", "General->") and its misspelt "AuditRecord>newRecipientIdColumnName".
     public static let seedPrefixes = ["Recipient->", "AuditRecord->", "AuditRecord>", "General->"]
 
