@@ -20,7 +20,11 @@ enum HTTPAPI {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         MetricsRoutes.add(to: router, engine: try host.events())
-        router.get("/v1/health") { _, _ in json(["status": "ok"]) }
+        // Answers at once whatever the plugins do: a plugin stuck in a call makes it "degraded".
+        router.get("/v1/health") { _, _ in
+            let stuck = host.registry.stuckPlugins
+            return json(Health(status: stuck.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck))
+        }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         EventRoutes.add(to: router, engine: try host.events())
         CampaignRoutes.add(to: router, campaigns: try host.campaigns(), source: host.manifest.campaigns)
@@ -86,4 +90,10 @@ enum HTTPAPI {
         }
         throw APIError(.notFound, "openapi.yaml was not found beside the executable or in the source tree")
     }
+}
+
+/// `GET /v1/health`: "ok", or "degraded" with the plugins stuck in a call past its deadline.
+struct Health: Encodable {
+    var status: String
+    var instances: [StuckPlugin]?
 }

@@ -3,19 +3,42 @@ import XCTest
 @testable import HubHostKit
 import HubHostTools
 
-/// The README's plugin author's guide must work as written: its C plugin and plugin.yaml are
-/// taken from README.md, compiled with strict flags, inspected and loaded through the real loader.
+/// The plugin author's guide must work as written: its C plugins and plugin.yaml files are
+/// taken from the documentation, compiled with strict flags, inspected and loaded through the real loader.
 final class AuthorGuideTests: XCTestCase {
-    /// The fenced block that follows `<!-- guide: NAME -->` in README.md.
+    /// The fenced block that follows `<!-- guide: NAME -->` in README.md or a page of docs/.
     private func guideBlock(_ name: String) throws -> String {
-        let readme = try String(contentsOfFile: TestSupport.repository + "/README.md", encoding: .utf8)
-        let marker = try XCTUnwrap(readme.range(of: "<!-- guide: \(name) -->"), "README has no guide block \(name)")
-        let afterMarker = readme[marker.upperBound...]
-        let fenceStart = try XCTUnwrap(afterMarker.range(of: "```"))
-        let bodyStart = try XCTUnwrap(afterMarker[fenceStart.upperBound...].firstIndex(of: "\n"))
-        let body = afterMarker[afterMarker.index(after: bodyStart)...]
-        let fenceEnd = try XCTUnwrap(body.range(of: "```"))
-        return String(body[..<fenceEnd.lowerBound])
+        try DocumentationText.block(after: "<!-- guide: \(name) -->")
+    }
+
+    /// README's tour: the smallest C plugin, built as the README says, passes the conformance suite,
+    /// and the instance lines appended to the repository's own plugins.yaml (every default plugin
+    /// beside it) make `hubhost operators test` answer with it.
+    func testTheReadmesTourPluginBuildsLoadsAndAnswers() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let validation = try buildAndValidate(source: try guideBlock("ends-with.c"), manifest: try guideBlock("ends-with.yaml"),
+                                              in: folder + "/ends-with", library: "ends-with")
+        XCTAssertTrue(validation.contains(" passed, 0 failed"), validation)
+        // The default plugins.yaml as it is, its paths made absolute, with the README's lines appended.
+        let defaults = try String(contentsOfFile: TestSupport.repository + "/plugins.yaml", encoding: .utf8)
+            .replacingOccurrences(of: " Plugins/", with: " \(TestSupport.repository)/Plugins/")
+            .replacingOccurrences(of: " Examples/", with: " \(TestSupport.repository)/Examples/")
+        try TestSupport.write(defaults + (defaults.hasSuffix("\n") ? "" : "\n") + (try guideBlock("ends-with-instance.yaml")),
+                              to: folder + "/plugins.yaml")
+        let check = try TestSupport.run(TestSupport.hubhostExecutable, ["manifest", "check", folder + "/plugins.yaml"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        func answer(_ trigger: String, _ event: String) throws -> String {
+            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "test", "ENDS_WITH", "--type", "string", "--trigger", trigger,
+                                                                          "--event", event, "--manifest", folder + "/plugins.yaml"])
+            XCTAssertEqual(run.status, 0, run.stderr)
+            return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        XCTAssertEqual(try answer("sale", "Summer sale"), "true")
+        XCTAssertEqual(try answer("Sum", "Summer sale"), "false")
+        XCTAssertEqual(try answer("", "x"), "true")
+        XCTAssertEqual(try answer("a Summer sale", "Summer sale"), "false")
+        let operators = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "list", "--json", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertTrue(operators.stdout.contains("ends-with"), "the operator comes from the tour's plugin: \(operators.stdout)")
     }
 
     func testTheGuidesCPluginBuildsLoadsAndWorks() throws {

@@ -90,7 +90,7 @@ final class BundledPluginTests: XCTestCase {
             use: \(TestSupport.plugin("FixedLocation"))
             config: {latitude: 1}
         """, to: folder + "/plugins.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--manifest", folder + "/plugins.yaml"])
+        let result = try TestSupport.hubhost(["plugins", "list", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 1, "a failed instance makes plugins list exit 1")
         let lines = result.stderr.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines.contains("INFO     [hubhost.loader] instance 'console' loaded: console-logger (logging)"), result.stderr)
@@ -104,7 +104,7 @@ final class BundledPluginTests: XCTestCase {
           - id: console
             use: \(TestSupport.plugin("ConsoleLogger"))
         """, to: folder + "/plugins.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--manifest", folder + "/plugins.yaml"])
+        let result = try TestSupport.hubhost(["plugins", "list", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 0)
         XCTAssertEqual(result.stderr, "", "info records are filtered at severity error")
     }

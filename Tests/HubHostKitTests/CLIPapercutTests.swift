@@ -5,14 +5,6 @@ import XCTest
 /// The papercuts a new user hit in the CLI (issue 15): each is run as a user runs it, with the
 /// built hubhost executable.
 final class CLIPapercutTests: XCTestCase {
-    private func hubhost(_ arguments: [String], in folder: String? = nil, environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        try TestSupport.run(TestSupport.hubhostExecutable, arguments, environment: environment, currentDirectory: folder ?? TestSupport.repository)
-    }
-
-    private func json(_ text: String) throws -> Any {
-        try JSONSerialization.jsonObject(with: Data(text.utf8))
-    }
-
     /// A folder with a plugins.yaml of the given plugin entries (and its data directory inside).
     private func folder(plugins: String = "plugins: []") throws -> String {
         let folder = try TestSupport.temporaryFolder(self)
@@ -32,23 +24,23 @@ final class CLIPapercutTests: XCTestCase {
 
     func testNegativeNumbersAreAcceptedAsOptionValues() throws {
         let folder = try operatorsFolder()
-        let integers = try hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "-2", "--event", "-2"], in: folder)
+        let integers = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "-2", "--event", "-2"], in: folder)
         XCTAssertEqual(integers.status, 0, integers.stderr)
         XCTAssertEqual(integers.stdout, "true\n")
-        let doubles = try hubhost(["operators", "test", "LESS_THAN", "--type", "double", "--trigger", "-1.5", "--event", "-2.5"], in: folder)
+        let doubles = try TestSupport.hubhost(["operators", "test", "LESS_THAN", "--type", "double", "--trigger", "-1.5", "--event", "-2.5"], in: folder)
         XCTAssertEqual(doubles.stdout, "true\n", doubles.stderr)
-        let strings = try hubhost(["operators", "test", "EQUALS", "--type", "string", "--trigger", "-x", "--event", "-x"], in: folder)
+        let strings = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "string", "--trigger", "-x", "--event", "-x"], in: folder)
         XCTAssertEqual(strings.stdout, "true\n", strings.stderr)
 
         // A negative value where it makes no sense reaches the command's own check, with its reason.
-        let purchase = try hubhost(["track", "purchase_successful", "--purchase-amount", "-5", "--currency-code", "USD"], in: folder)
+        let purchase = try TestSupport.hubhost(["track", "purchase_successful", "--purchase-amount", "-5", "--currency-code", "USD"], in: folder)
         XCTAssertEqual(purchase.status, 64)
         XCTAssertTrue(purchase.stderr.contains("purchase amount -5 is negative"), purchase.stderr)
         for (arguments, message) in [(["events", "list", "--limit", "-1"], "--limit must be at least 1 (got -1)"),
                                      (["hub", "watch", "--count", "-1"], "--count must be at least 1"),
                                      (["bench", "abi", "--iterations", "-10"], "--iterations and --rounds must be positive"),
                                      (["plugins", "test", "x.yaml", "--call-budget", "-1"], "must be positive")] {
-            let result = try hubhost(arguments, in: folder)
+            let result = try TestSupport.hubhost(arguments, in: folder)
             XCTAssertEqual(result.status, 64, "\(arguments)")
             XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
             XCTAssertFalse(result.stderr.contains("Missing value"), "\(arguments): \(result.stderr)")
@@ -59,29 +51,29 @@ final class CLIPapercutTests: XCTestCase {
 
     func testTrackWithOneArgumentThatIsNotATypeTracksANamedEvent() throws {
         let folder = try folder()
-        let named = try hubhost(["track", "PLAYER LOADED", "--int", "Level=-3", "--json"], in: folder)
+        let named = try TestSupport.hubhost(["track", "PLAYER LOADED", "--int", "Level=-3", "--json"], in: folder)
         XCTAssertEqual(named.status, 0, named.stderr)
-        let event = try XCTUnwrap(try json(named.stdout) as? [String: Any])
+        let event = try named.json(as: [String: Any].self)
         XCTAssertEqual(event["type"] as? String, "named_event")
         XCTAssertEqual(event["name"] as? String, "PLAYER LOADED")
         XCTAssertEqual((event["attributes"] as? [String: Any])?["Level"] as? Int, -3)
 
         // One argument that is a type is still the type.
-        let typed = try XCTUnwrap(try json(try hubhost(["track", "login_successful", "--json"], in: folder).stdout) as? [String: Any])
+        let typed = try TestSupport.hubhost(["track", "login_successful", "--json"], in: folder).json(as: [String: Any].self)
         XCTAssertEqual(typed["type"] as? String, "login_successful")
         XCTAssertEqual(typed["name"] as? String, "")
     }
 
     func testAnErrorFromACommandShowsThatCommandsUsage() throws {
         let folder = try folder()
-        let result = try hubhost(["track", "no_such_type", "NAME"], in: folder)
+        let result = try TestSupport.hubhost(["track", "no_such_type", "NAME"], in: folder)
         XCTAssertEqual(result.status, 64)
         XCTAssertTrue(result.stderr.contains("Error: unknown event type 'no_such_type'"), result.stderr)
         XCTAssertTrue(result.stderr.contains("Usage: hubhost track [<options>] [<type>] [<name>]"), result.stderr)
         XCTAssertTrue(result.stderr.contains("See 'hubhost track --help'"), result.stderr)
         XCTAssertFalse(result.stderr.contains("hubhost <subcommand>"), result.stderr)
 
-        let nested = try hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "two", "--event", "2"], in: try operatorsFolder())
+        let nested = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "two", "--event", "2"], in: try operatorsFolder())
         XCTAssertEqual(nested.status, 64)
         XCTAssertTrue(nested.stderr.contains("Error: 'two' is not an integer"), nested.stderr)
         XCTAssertTrue(nested.stderr.contains("Usage: hubhost operators test <operator>"), nested.stderr)
@@ -94,9 +86,9 @@ final class CLIPapercutTests: XCTestCase {
     /// parser holds them, before it wraps them to the terminal), a line that does not end a
     /// sentence (or introduce an indented list, or give one example) is never followed by more text.
     func testHelpTextHasNoLineBreakInsideASentence() throws {
-        let dump = try hubhost(["--experimental-dump-help"])
+        let dump = try TestSupport.hubhost(["--experimental-dump-help"])
         XCTAssertEqual(dump.status, 0, dump.stderr)
-        let root = try XCTUnwrap((try json(dump.stdout) as? [String: Any])?["command"] as? [String: Any])
+        let root = try XCTUnwrap((try dump.json as? [String: Any])?["command"] as? [String: Any])
         var checked = 0
         var broken: [String] = []
         func walk(_ command: [String: Any], _ path: [String]) {
@@ -124,35 +116,35 @@ final class CLIPapercutTests: XCTestCase {
         XCTAssertGreaterThan(checked, 10)
         XCTAssertEqual(broken, [], "help lines broken mid-sentence")
         // The case a user hit: `track --help` reads "as JSON on stdin" on one line.
-        let track = try hubhost(["track", "--help"], environment: ["COLUMNS": "400"])
+        let track = try TestSupport.hubhost(["track", "--help"], environment: ["COLUMNS": "400"])
         XCTAssertTrue(track.stdout.contains("as JSON on stdin with --stdin"), track.stdout)
     }
 
     // MARK: One name per command; the old names stay as hidden aliases
 
     func testOneNamePerCommandAndTheOldNamesStillWork() throws {
-        let help = try hubhost(["--help"], environment: ["COLUMNS": "400"])
+        let help = try TestSupport.hubhost(["--help"], environment: ["COLUMNS": "400"])
         let commands = help.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         XCTAssertTrue(commands.contains { $0.hasPrefix("plugins ") }, help.stdout)
         XCTAssertTrue(commands.contains { $0.hasPrefix("notifications ") }, help.stdout)
         XCTAssertFalse(commands.contains { $0.hasPrefix("plugin ") }, "plugin is hidden: \(help.stdout)")
         XCTAssertFalse(commands.contains { $0.hasPrefix("notification ") }, "notification is hidden: \(help.stdout)")
-        XCTAssertTrue(try hubhost(["plugins", "--help"]).stdout.contains("test"))
-        let notifications = try hubhost(["notifications", "--help"]).stdout
+        XCTAssertTrue(try TestSupport.hubhost(["plugins", "--help"]).stdout.contains("test"))
+        let notifications = try TestSupport.hubhost(["notifications", "--help"]).stdout
         for subcommand in ["received", "opened", "due", "handle"] { XCTAssertTrue(notifications.contains(subcommand), notifications) }
-        XCTAssertFalse(try hubhost(["campaigns", "--help"]).stdout.contains("displayed"))
+        XCTAssertFalse(try TestSupport.hubhost(["campaigns", "--help"]).stdout.contains("displayed"))
 
         // The new names and the old ones do the same.
         let folder = try folder()
         for arguments in [["plugins", "test"], ["plugin", "test"]] {
-            let list = try hubhost(arguments + [TestSupport.plugin("Noop"), "--list", "--json"], in: folder)
+            let list = try TestSupport.hubhost(arguments + [TestSupport.plugin("Noop"), "--list", "--json"], in: folder)
             XCTAssertEqual(list.status, 0, "\(arguments): \(list.stderr)")
             XCTAssertTrue(list.stdout.contains("library/load"), list.stdout)
         }
         for (arguments, campaign) in [(["notifications", "received"], "new-name"), (["notification", "received"], "old-name")] {
-            let result = try hubhost(arguments + ["CurrentCampaign=\(campaign)", "--json"], in: folder)
+            let result = try TestSupport.hubhost(arguments + ["CurrentCampaign=\(campaign)", "--json"], in: folder)
             XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
-            let event = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+            let event = try result.json(as: [String: Any].self)
             XCTAssertEqual(event["type"] as? String, "notification_received")
             XCTAssertEqual((event["attributes"] as? [String: Any])?["Campaign Name"] as? String, campaign)
         }
@@ -164,10 +156,10 @@ final class CLIPapercutTests: XCTestCase {
           "messagePayload": {"title": "Hello"}}}]}
         """
         try TestSupport.write(campaigns, to: folder + "/campaigns.json")
-        XCTAssertEqual(try hubhost(["campaigns", "sync", "--file", "campaigns.json"], in: folder).status, 0)
-        XCTAssertEqual(try hubhost(["messages", "impression", "c1"], in: folder).status, 0)
-        XCTAssertEqual(try hubhost(["campaigns", "displayed", "c1"], in: folder).status, 0)
-        let statuses = try XCTUnwrap(try json(try hubhost(["campaigns", "list", "--json"], in: folder).stdout) as? [[String: Any]])
+        XCTAssertEqual(try TestSupport.hubhost(["campaigns", "sync", "--file", "campaigns.json"], in: folder).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["messages", "impression", "c1"], in: folder).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["campaigns", "displayed", "c1"], in: folder).status, 0)
+        let statuses = try TestSupport.hubhost(["campaigns", "list", "--json"], in: folder).json(as: [[String: Any]].self)
         XCTAssertEqual(statuses.first?["impressionsLeft"] as? Int, 1)
     }
 
@@ -183,7 +175,7 @@ final class CLIPapercutTests: XCTestCase {
             enabled: false
         """)
         try TestSupport.write(TestSupport.fixtureManifest(library: "libmine.so", id: "mine"), to: folder + "/mine/plugin.yaml")
-        let missing = try hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/elsewhere"])
+        let missing = try TestSupport.hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/elsewhere"])
         XCTAssertEqual(missing.status, 1, missing.stdout)
         XCTAssertFalse(missing.stdout.contains("valid"), missing.stdout)
         XCTAssertTrue(missing.stderr.contains("\(folder)/plugins.yaml:2:5: plugins[0]: instance 'mine': library libmine.so not found"), missing.stderr)
@@ -192,16 +184,16 @@ final class CLIPapercutTests: XCTestCase {
         XCTAssertTrue(missing.stderr.contains("`library:`"), missing.stderr)
         XCTAssertFalse(missing.stderr.contains("swift build"), "not a bundled plugin: \(missing.stderr)")
         XCTAssertTrue(missing.stderr.contains("1 problem"), "the disabled instance is not a problem: \(missing.stderr)")
-        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json"], in: folder).stdout) as? [String: Any])
+        let report = try TestSupport.hubhost(["manifest", "check", "--json"], in: folder).json(as: [String: Any].self)
         XCTAssertEqual(report["valid"] as? Bool, false)
 
         // Either way of pointing hubhost at it makes the manifest valid.
         try TestSupport.write("not loaded by manifest check", to: folder + "/lib/libmine.so")
-        let withPath = try hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/lib"])
+        let withPath = try TestSupport.hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/lib"])
         XCTAssertEqual(withPath.status, 0, withPath.stderr)
         XCTAssertTrue(withPath.stdout.contains("valid (2 plugin instances)"), withPath.stdout)
         try TestSupport.write(TestSupport.fixtureManifest(library: "../lib/libmine.so", id: "mine"), to: folder + "/mine/plugin.yaml")
-        XCTAssertEqual(try hubhost(["manifest", "check"], in: folder).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["manifest", "check"], in: folder).status, 0)
     }
 
     func testABundledPluginThatIsNotBuiltIsToldToBuild() throws {
@@ -210,7 +202,7 @@ final class CLIPapercutTests: XCTestCase {
         try TestSupport.write("// swift-tools-version:6.0\n", to: package + "/Package.swift")
         try TestSupport.write(TestSupport.fixtureManifest(library: "libhubhost-not-built.so", id: "unbuilt"), to: package + "/Plugins/Unbuilt/plugin.yaml")
         try TestSupport.write("plugins:\n  - id: unbuilt\n    use: Plugins/Unbuilt/plugin.yaml\n", to: package + "/plugins.yaml")
-        let result = try hubhost(["manifest", "check"], in: package)
+        let result = try TestSupport.hubhost(["manifest", "check"], in: package)
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("It is a plugin bundled with hubhost: build it with `swift build` in \(package)"), result.stderr)
     }
@@ -221,13 +213,13 @@ final class CLIPapercutTests: XCTestCase {
         let folder = try folder(plugins: "plugins:\n  - id: abi2\n    use: fixture/plugin.yaml\n")
         _ = try TestSupport.compileFixture(defines: ["FAULT_ABI_MAJOR=2"], into: folder + "/fixture", name: "libabi2.so")
         try TestSupport.write(TestSupport.fixtureManifest(library: "libabi2.so", abi: "1.0"), to: folder + "/fixture/plugin.yaml")
-        let result = try hubhost(["plugins", "list", "--json"], in: folder)
+        let result = try TestSupport.hubhost(["plugins", "list", "--json"], in: folder)
         XCTAssertEqual(result.status, 1, "an enabled instance failed")
-        let row = try XCTUnwrap((try json(result.stdout) as? [[String: Any]])?.first)
+        let row = try XCTUnwrap((try result.json as? [[String: Any]])?.first)
         XCTAssertEqual(row["state"] as? String, "failed")
         XCTAssertTrue((row["reason"] as? String)?.contains("was built for plugin ABI 2.0.0") ?? false, "\(row)")
         XCTAssertEqual(row["abi"] as? String, "2.0.0", "the binary's version, not plugin.yaml's 1.0")
-        let table = try hubhost(["plugins", "list"], in: folder)
+        let table = try TestSupport.hubhost(["plugins", "list"], in: folder)
         XCTAssertTrue(table.stdout.contains("2.0.0"), table.stdout)
     }
 
@@ -240,7 +232,7 @@ final class CLIPapercutTests: XCTestCase {
             use: \(TestSupport.plugin("ExtraOperators"))
             config: {ignore_case: true}
         """)
-        let result = try hubhost(["manifest", "check"], in: folder)
+        let result = try TestSupport.hubhost(["manifest", "check"], in: folder)
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("plugins[0].config.ignore_case: unknown config key 'ignore_case': the plugin takes no config keys"), result.stderr)
         XCTAssertFalse(result.stderr.contains("expected one of"), result.stderr)
@@ -286,11 +278,11 @@ final class CLIPapercutTests: XCTestCase {
     func testNotificationValuesAreJSONNumbersAndBooleans() throws {
         let server = try serveDemoContent()
         XCTAssertEqual(try page(server, "/hub").status, 200)
-        let watched = try hubhost(["hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
-                                   "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"])
+        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
+                                              "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"])
         XCTAssertEqual(watched.status, 0, watched.stderr)
         let payloads = try watched.stdout.split(separator: "\n").map { line in
-            try XCTUnwrap((try json(String(line)) as? [String: Any])?["payload"] as? [String: Any])
+            try XCTUnwrap((try TestSupport.json(String(line)) as? [String: Any])?["payload"] as? [String: Any])
         }
         XCTAssertEqual(payloads.count, 2)
         for payload in payloads {
@@ -299,7 +291,7 @@ final class CLIPapercutTests: XCTestCase {
         }
         XCTAssertTrue(watched.stdout.contains(#""isDisplayingContentHub":true"#), watched.stdout)
         XCTAssertFalse(watched.stdout.contains(#""true""#), watched.stdout)
-        let text = try hubhost(["hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"])
+        let text = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"])
         XCTAssertTrue(text.stdout.contains("isDisplayingContentHub=true"), text.stdout)
 
         // Numbers: a progress percent and a local notification's time, as the engines post them.
@@ -322,7 +314,7 @@ final class CLIPapercutTests: XCTestCase {
         for link in ["Plugins", "Examples"] {
             try FileManager.default.createSymbolicLink(atPath: folder + "/" + link, withDestinationPath: TestSupport.repository + "/" + link)
         }
-        let present = try hubhost(["hub", "present", "--json"], in: folder)
+        let present = try TestSupport.hubhost(["hub", "present", "--json"], in: folder)
         XCTAssertEqual(present.status, 0, present.stderr)
         XCTAssertTrue(present.stdout.contains("news/sports/final-score"), present.stdout)
     }

@@ -4,16 +4,8 @@ import XCTest
 
 /// The hubhost executable, run as a user runs it.
 final class CLITests: XCTestCase {
-    private func hubhost(_ arguments: [String], in folder: String? = nil, environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        try TestSupport.run(TestSupport.hubhostExecutable, arguments, environment: environment, currentDirectory: folder ?? TestSupport.repository)
-    }
-
-    private func json(_ text: String) throws -> Any {
-        try JSONSerialization.jsonObject(with: Data(text.utf8))
-    }
-
     func testHelpListsEveryCommand() throws {
-        let result = try hubhost(["--help"])
+        let result = try TestSupport.hubhost(["--help"])
         XCTAssertEqual(result.status, 0)
         for command in ["status", "manifest", "plugins", "advertiser-id", "location", "bench"] {
             XCTAssertTrue(result.stdout.contains(command), "--help lacks \(command)")
@@ -21,10 +13,10 @@ final class CLITests: XCTestCase {
     }
 
     func testManifestCheckValidDefault() throws {
-        let result = try hubhost(["manifest", "check"])
+        let result = try TestSupport.hubhost(["manifest", "check"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("plugins.yaml: valid (9 plugin instances)"), result.stdout)
-        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json", "--resolved"]).stdout) as? [String: Any])
+        let report = try TestSupport.hubhost(["manifest", "check", "--json", "--resolved"]).json(as: [String: Any].self)
         XCTAssertEqual(report["valid"] as? Bool, true)
         let resolved = try XCTUnwrap(report["resolved"] as? [String: Any])
         let logging = try XCTUnwrap(resolved["logging"] as? [String: String])
@@ -41,19 +33,19 @@ final class CLITests: XCTestCase {
           - id: geo
             use: \(TestSupport.plugin("FixedLocation"))
         """, to: folder + "/bad.yaml")
-        let result = try hubhost(["manifest", "check", folder + "/bad.yaml"])
+        let result = try TestSupport.hubhost(["manifest", "check", folder + "/bad.yaml"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("bad.yaml:4:14: plugins[0].config.latitud: unknown config key 'latitud' (did you mean 'latitude'?)"), result.stderr)
         XCTAssertTrue(result.stderr.contains("bad.yaml:5:9: plugins[1].id: duplicate instance id 'geo'"), result.stderr)
         XCTAssertTrue(result.stderr.contains("2 problems"), result.stderr)
 
-        let report = try XCTUnwrap(try json(try hubhost(["manifest", "check", "--json", folder + "/bad.yaml"]).stdout) as? [String: Any])
+        let report = try TestSupport.hubhost(["manifest", "check", "--json", folder + "/bad.yaml"]).json(as: [String: Any].self)
         XCTAssertEqual(report["valid"] as? Bool, false)
         XCTAssertEqual((report["diagnostics"] as? [[String: Any]])?.compactMap { $0["line"] as? Int }, [4, 5])
     }
 
     func testManifestCheckOfAMissingFileExits2() throws {
-        let result = try hubhost(["manifest", "check", "/nonexistent/plugins.yaml"])
+        let result = try TestSupport.hubhost(["manifest", "check", "/nonexistent/plugins.yaml"])
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("/nonexistent/plugins.yaml:1:1: no such file"), result.stderr)
     }
@@ -62,9 +54,9 @@ final class CLITests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         try FileManager.default.copyItem(atPath: TestSupport.repository + "/plugins.yaml", toPath: folder + "/plugins.yaml")
         try FileManager.default.createSymbolicLink(atPath: folder + "/Plugins", withDestinationPath: TestSupport.repository + "/Plugins")
-        let result = try hubhost(["plugins", "list", "--json"], in: folder)
+        let result = try TestSupport.hubhost(["plugins", "list", "--json"], in: folder)
         XCTAssertEqual(result.status, 0, result.stderr)
-        let rows = try XCTUnwrap(try json(result.stdout) as? [[String: Any]])
+        let rows = try result.json(as: [[String: Any]].self)
         XCTAssertEqual(rows.compactMap { $0["id"] as? String }, ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
                                                                  "content", "location-augmentation", "weather"])
         XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, false, true, false], "content and weather are disabled in the default manifest")
@@ -75,11 +67,11 @@ final class CLITests: XCTestCase {
     }
 
     func testPluginsInspectManifestAndBinary() throws {
-        let result = try hubhost(["plugins", "inspect", "Plugins/ConsoleLogger/plugin.yaml"])
+        let result = try TestSupport.hubhost(["plugins", "inspect", "Plugins/ConsoleLogger/plugin.yaml"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("manifest and binary agree"), result.stdout)
         let library = TestSupport.buildFolder + "/libhubhost-fixed-location.so"
-        let report = try XCTUnwrap(try json(try hubhost(["plugins", "inspect", "--json", library]).stdout) as? [String: Any])
+        let report = try TestSupport.hubhost(["plugins", "inspect", "--json", library]).json(as: [String: Any].self)
         let binary = try XCTUnwrap(report["binary"] as? [String: Any])
         XCTAssertEqual(binary["abi"] as? String, ABIVersion.host.description)
         XCTAssertEqual((binary["plugins"] as? [[String: Any]])?.first?["kind"] as? String, "location")
@@ -89,7 +81,7 @@ final class CLITests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write(TestSupport.fixtureManifest(library: "libbroken.so"), to: folder + "/plugin.yaml")
         try TestSupport.write("not an ELF file", to: folder + "/libbroken.so")
-        let result = try hubhost(["plugins", "inspect", folder + "/plugin.yaml"])
+        let result = try TestSupport.hubhost(["plugins", "inspect", folder + "/plugin.yaml"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stdout.contains("id:           fault-fixture"), result.stdout)
         XCTAssertTrue(result.stderr.contains("binary not loaded: \(folder)/libbroken.so is not a loadable shared object"), result.stderr)
@@ -103,12 +95,12 @@ final class CLITests: XCTestCase {
             use: \(TestSupport.plugin("StaticAdvertiserID"))
             config: {advertiser_id_env: HUBHOST_TEST_ADVERTISER_ID, limit_ad_tracking_env: HUBHOST_TEST_LIMIT}
         """, to: folder + "/plugins.yaml")
-        let id = try hubhost(["advertiser-id", "--json"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "38400000-8cf0-11bd-b23e-10b96e40000d"])
-        let decision = try XCTUnwrap(try json(id.stdout) as? [String: Any])
+        let id = try TestSupport.hubhost(["advertiser-id", "--json"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "38400000-8cf0-11bd-b23e-10b96e40000d"])
+        let decision = try id.json(as: [String: Any].self)
         XCTAssertEqual(decision["advertiserID"] as? String, "38400000-8cf0-11bd-b23e-10b96e40000d")
-        let limited = try hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "x", "HUBHOST_TEST_LIMIT": "1"])
+        let limited = try TestSupport.hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "x", "HUBHOST_TEST_LIMIT": "1"])
         XCTAssertTrue(limited.stdout.hasPrefix("none: limit ad tracking is on: no advertiser ID is used"), limited.stdout)
-        let bad = try hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_LIMIT": "perhaps"])
+        let bad = try TestSupport.hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_LIMIT": "perhaps"])
         // A flag that is not a boolean fails the delegate's create, so no delegate is loaded.
         XCTAssertTrue(bad.stdout.hasPrefix("none: no advertiser_id delegate is loaded"), bad.stdout)
     }
@@ -117,44 +109,44 @@ final class CLITests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         try FileManager.default.copyItem(atPath: TestSupport.repository + "/plugins.yaml", toPath: folder + "/plugins.yaml")
         try FileManager.default.createSymbolicLink(atPath: folder + "/Plugins", withDestinationPath: TestSupport.repository + "/Plugins")
-        let result = try hubhost([], in: folder)
+        let result = try TestSupport.hubhost([], in: folder)
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("location:       47.6097, -122.3422; Pike Place Market"), result.stdout)
-        let report = try XCTUnwrap(try json(try hubhost(["status", "--json"], in: folder).stdout) as? [String: Any])
+        let report = try TestSupport.hubhost(["status", "--json"], in: folder).json(as: [String: Any].self)
         XCTAssertEqual((report["plugins"] as? [[String: Any]])?.count, 9)
     }
 
     func testBenchABIPrintsBothFigures() throws {
-        let result = try hubhost(["bench", "abi", "--iterations", "20000", "--rounds", "2", "--json"])
+        let result = try TestSupport.hubhost(["bench", "abi", "--iterations", "20000", "--rounds", "2", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        let figures = try result.json(as: [String: Any].self)
         XCTAssertGreaterThan(figures["abiNsPerCall"] as? Double ?? 0, 0)
         XCTAssertGreaterThan(figures["swiftNsPerCall"] as? Double ?? 0, 0)
         XCTAssertEqual(figures["iterations"] as? Int, 20000)
     }
 
     func testBenchIsolationPrintsBothFigures() throws {
-        let result = try hubhost(["bench", "isolation", "--iterations", "2000", "--rounds", "1", "--json"])
+        let result = try TestSupport.hubhost(["bench", "isolation", "--iterations", "2000", "--rounds", "1", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        let figures = try result.json(as: [String: Any].self)
         XCTAssertGreaterThan(figures["inProcessNsPerCall"] as? Double ?? 0, 0)
         XCTAssertGreaterThan(figures["isolatedNsPerCall"] as? Double ?? 0, 0)
         XCTAssertEqual(figures["iterations"] as? Int, 2000)
     }
 
     func testBenchEventsPrintsThePipelineBesideTheBaseline() throws {
-        let result = try hubhost(["bench", "events", "--count", "500", "--batch-size", "100", "--json"])
+        let result = try TestSupport.hubhost(["bench", "events", "--count", "500", "--batch-size", "100", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        let figures = try result.json(as: [String: Any].self)
         XCTAssertGreaterThan(figures["eventsPerSecond"] as? Double ?? 0, 0)
         XCTAssertGreaterThan(figures["baselineRowsPerSecond"] as? Double ?? 0, 0)
         XCTAssertGreaterThanOrEqual(figures["p99Ms"] as? Double ?? -1, figures["p50Ms"] as? Double ?? 0)
     }
 
     func testBenchCampaignsAgreesWithTheNaiveEvaluation() throws {
-        let result = try hubhost(["bench", "campaigns", "--campaigns", "200", "--events", "2000", "--json"])
+        let result = try TestSupport.hubhost(["bench", "campaigns", "--campaigns", "200", "--events", "2000", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let figures = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        let figures = try result.json(as: [String: Any].self)
         XCTAssertEqual(figures["engineMatches"] as? Int, figures["naiveMatches"] as? Int, "both evaluations find the same matches")
         XCTAssertGreaterThan(figures["engineMatches"] as? Int ?? 0, 0)
         XCTAssertGreaterThan(figures["engineEventsPerSecond"] as? Double ?? 0, 0)

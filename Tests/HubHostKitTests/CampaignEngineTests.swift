@@ -147,11 +147,11 @@ final class CampaignEngineTests: XCTestCase {
             XCTAssertEqual(campaigns.ready().map(\.id), ["vip"])
             host.shutdown()
         }
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "ready", "--json", "--manifest", folder + "/plugins.yaml"])
+        let result = try TestSupport.hubhost(["campaigns", "ready", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let ready = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let ready = try result.json(as: [[String: Any]].self)
         XCTAssertEqual(ready.compactMap { $0["id"] as? String }, ["vip"])
-        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "list", "--manifest", folder + "/plugins.yaml"])
+        let list = try TestSupport.hubhost(["campaigns", "list", "--manifest", folder + "/plugins.yaml"])
         XCTAssertTrue(list.stdout.contains("vip"), list.stdout)
         XCTAssertTrue(list.stdout.contains("expired"), list.stdout)
     }
@@ -192,23 +192,23 @@ final class CampaignEngineTests: XCTestCase {
           - id: operators
             use: \(TestSupport.plugin("StandardOperators"))
         """, to: folder + "/plugins.yaml")
-        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
-        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])
+        let report = try sync.json(as: [String: Any].self)
         XCTAssertEqual(report["loaded"] as? Int, 1)
         XCTAssertEqual((report["skipped"] as? [String])?.first, "campaign broken: no triggers")
         XCTAssertEqual(server.hits("/config"), 1)
         XCTAssertEqual(server.hits("/ping"), 1)
-        _ = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "login_successful", "--manifest", folder + "/plugins.yaml"])
-        let next = try TestSupport.run(TestSupport.hubhostExecutable, ["messages", "next", "--json", "--manifest", folder + "/plugins.yaml"])
+        _ = try TestSupport.hubhost(["track", "login_successful", "--manifest", folder + "/plugins.yaml"])
+        let next = try TestSupport.hubhost(["messages", "next", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(next.status, 0, next.stderr)
         XCTAssertTrue(next.stdout.contains("\"id\" : \"net\""), next.stdout)
 
         // The config endpoint turns messaging off: calls do nothing.
         server.routes["/config"] = (200, "{\"enabled\": false}")
-        let off = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        let off = try TestSupport.hubhost(["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
         XCTAssertTrue(off.stdout.contains("disabled by the configuration endpoint"), off.stdout)
-        let none = try TestSupport.run(TestSupport.hubhostExecutable, ["messages", "next", "--manifest", folder + "/plugins.yaml"])
+        let none = try TestSupport.hubhost(["messages", "next", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stdout.contains("no message is ready"), none.stdout)
     }
@@ -344,20 +344,20 @@ final class CampaignEngineTests: XCTestCase {
           - id: operators
             use: \(TestSupport.plugin("StandardOperators"))
         """, to: folder + "/plugins.yaml")
-        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
-        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(sync.stdout.utf8)) as? [String: Any])?["loaded"] as? Int, 1, sync.stdout)
+        XCTAssertEqual((try sync.json as? [String: Any])?["loaded"] as? Int, 1, sync.stdout)
         XCTAssertEqual(server.hits("/ping"), 1)
 
         // Disabled in the service's shape turns messaging off.
         server.routes["/config"] = (200, #"{"data": {"enabled": false, "endpoints": {}}}"#)
-        let off = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        let off = try TestSupport.hubhost(["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
         XCTAssertTrue(off.stdout.contains("disabled by the configuration endpoint"), off.stdout + off.stderr)
         XCTAssertEqual(server.hits("/ping"), 1, "no ping while disabled")
 
         // A wrong type is refused with the value sent, not taken for "enabled".
         server.routes["/config"] = (200, #"{"data": {"enabled": "no"}}"#)
-        let wrong = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
+        let wrong = try TestSupport.hubhost(["campaigns", "sync", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(wrong.status, 1)
         XCTAssertTrue(wrong.stderr.contains("config endpoint: data.enabled must be true or false; got \"no\" (a string)"), wrong.stderr)
     }
@@ -396,7 +396,7 @@ final class CampaignEngineTests: XCTestCase {
           - id: extra
             use: \(TestSupport.plugin("ExtraOperators"))
         """, to: folder + "/plugins.yaml")
-        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["campaigns", "sync", "--file", folder + "/campaigns.json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try TestSupport.hubhost(["campaigns", "sync", "--file", folder + "/campaigns.json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         XCTAssertEqual(sync.stdout, "loaded 1 campaign\n")
     }

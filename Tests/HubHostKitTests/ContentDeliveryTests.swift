@@ -459,13 +459,13 @@ final class ContentDeliveryTests: XCTestCase {
         serve(try signedBundle(version: "9"))
         service.settings = { _ in (200, #"{"refreshMode": "recurring", "refreshInterval": 600, "pilotProgram": {"id": "p", "enrolled": true}}"#) }
         try TestSupport.write(manifest(), to: folder + "/plugins.yaml")
-        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try TestSupport.hubhost(["hub", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         XCTAssertTrue(sync.stderr.contains("downloading: 100%"), sync.stderr)
         let report = try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: Data(sync.stdout.utf8))
         XCTAssertEqual(report.result, "updated")
         service.stop()
-        let status = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "status", "--json", "--manifest", folder + "/plugins.yaml"])
+        let status = try TestSupport.hubhost(["hub", "status", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(status.status, 0, status.stderr)
         let shown = try JSONDecoder().decode(DeliveryStatus.self, from: Data(status.stdout.utf8))
         XCTAssertEqual(shown.activeBundle?.version, "9")
@@ -474,9 +474,9 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(shown.settings.pilotProgram, .init(id: "p", enrolled: true))
         XCTAssertEqual(shown.provider, "content")
         XCTAssertTrue(shown.state.isReady)
-        let text = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "status", "--manifest", folder + "/plugins.yaml"])
+        let text = try TestSupport.hubhost(["hub", "status", "--manifest", folder + "/plugins.yaml"])
         XCTAssertTrue(text.stdout.contains("refreshMode         recurring every 600.0 s"), text.stdout)
-        let failed = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "sync", "--manifest", folder + "/plugins.yaml"])
+        let failed = try TestSupport.hubhost(["hub", "sync", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(failed.status, 1)
         XCTAssertTrue(failed.stderr.contains("hub sync failed: fetching 'settings' failed"), failed.stderr)
     }
@@ -511,9 +511,9 @@ final class ContentDeliveryTests: XCTestCase {
 
     func testBothProvidersPassThePluginTestSuite() throws {
         for name in ["HTTPContentProvider", "LocalContentProvider"] {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
+            let run = try TestSupport.hubhost(["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
             XCTAssertEqual(run.status, 0, "\(name): \(run.stdout) \(run.stderr)")
-            let report = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let report = try run.json(as: [String: Any].self)
             XCTAssertEqual(report["failed"] as? Int, 0, name)
             XCTAssertGreaterThanOrEqual(report["passed"] as? Int ?? 0, 7, name)
         }

@@ -16,7 +16,7 @@ final class EventSinkValidatorTests: XCTestCase {
     private func validate(mode: String, _ extra: [String] = []) throws -> (status: Int32, report: Report) {
         let folder = try TestSupport.temporaryFolder(self)
         let manifest = try EventSinkTests.sinkFixture(in: folder, mode: mode)
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", manifest, "--json"] + extra, timeout: 300)
+        let run = try TestSupport.hubhost(["plugins", "test", manifest, "--json"] + extra, timeout: 300)
         return (run.status, try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8)))
     }
 
@@ -47,7 +47,7 @@ final class EventSinkValidatorTests: XCTestCase {
     /// answer is a retry, within the call budget).
     func testTheBundledSinksPassThePluginTest() throws {
         for name in ["KafkaSink", "NatsSink"] {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
+            let run = try TestSupport.hubhost(["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
             let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
             XCTAssertEqual(run.status, 0, name)
             XCTAssertEqual(report.failed, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")

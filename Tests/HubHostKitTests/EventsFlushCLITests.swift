@@ -4,12 +4,12 @@ import XCTest
 /// `hubhost events flush` says why nothing was posted: no collector configured is a choice (exit
 /// 0), a chosen sink that is not loaded is a failure that names its reason (exit 1).
 final class EventsFlushCLITests: XCTestCase {
-    private func flush(events: String, plugins: String = "[]") throws -> (status: Int32, stdout: String, stderr: String) {
+    private func flush(events: String, plugins: String = "[]") throws -> CommandResult {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write("data_dir: data\nevents: \(events)\nplugins: \(plugins)\n", to: folder + "/plugins.yaml")
-        let tracked = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "FLUSH", "--manifest", folder + "/plugins.yaml"])
+        let tracked = try TestSupport.hubhost(["track", "FLUSH", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(tracked.status, 0, tracked.stderr)
-        return try TestSupport.run(TestSupport.hubhostExecutable, ["events", "flush", "--manifest", folder + "/plugins.yaml"])
+        return try TestSupport.hubhost(["events", "flush", "--manifest", folder + "/plugins.yaml"])
     }
 
     func testNoCollectorIsAChoiceAndAnUnloadedSinkNamesItsReason() throws {

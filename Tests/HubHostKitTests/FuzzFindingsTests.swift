@@ -13,25 +13,10 @@ final class FuzzFindingsTests: XCTestCase {
         folder = try TestSupport.temporaryFolder(self)
     }
 
-    /// Runs hubhost; how it ended (a trap is `.uncaughtSignal`), its status and output. 120 s at most.
-    private func hubhost(_ arguments: [String]) throws -> (reason: Process.TerminationReason, status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
-        // A trap still shows its message; the backtrace (seconds per crash) is left out.
-        process.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { _, new in new }
-        let err = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = err
-        try process.run()
-        final class Collected: @unchecked Sendable { var err = Data() }
-        let collected = Collected()
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); done.signal() }
-        if done.wait(timeout: .now() + 120) == .timedOut { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return (process.terminationReason, process.terminationStatus, String(decoding: collected.err, as: UTF8.self))
+    /// Runs hubhost in the test's folder; `reason` says how it ended (a trap is `.uncaughtSignal`).
+    /// A trap still shows its message; the backtrace (seconds per crash) is left out. 120 s at most.
+    private func hubhost(_ arguments: [String]) throws -> CommandResult {
+        try TestSupport.hubhost(arguments, in: folder, environment: ["SWIFT_BACKTRACE": "enable=no"])
     }
 
     /// A valid bundle whose `table` is rebuilt without its constraints, then changed by `damage`.

@@ -43,15 +43,15 @@ final class HubBenchmarkTests: XCTestCase {
         XCTAssertEqual(posted.status, 201)
         XCTAssertEqual(posted.body, Data(event.utf8))
         // A port out of range is refused before anything listens.
-        let refused = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--port", "70000"])
+        let refused = try TestSupport.hubhost(["bench", "floor-server", "--port", "70000"])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("--port must be 0 to 65535"), refused.stderr)
         // A --pages folder that is missing, or holds no page, is refused before anything listens.
-        let missing = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--pages", folder + "/none"], timeout: 20)
+        let missing = try TestSupport.hubhost(["bench", "floor-server", "--pages", folder + "/none"], timeout: 20)
         XCTAssertNotEqual(missing.status, 0)
         XCTAssertTrue(missing.stderr.contains("not a folder that can be read"), missing.stderr)
         try FileManager.default.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
-        let empty = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "floor-server", "--pages", folder + "/empty"], timeout: 20)
+        let empty = try TestSupport.hubhost(["bench", "floor-server", "--pages", folder + "/empty"], timeout: 20)
         XCTAssertNotEqual(empty.status, 0)
         XCTAssertTrue(empty.stderr.contains("no <path>/index.html"), empty.stderr)
     }

@@ -26,75 +26,69 @@ final class HubUsersCLITests: XCTestCase {
         ])
     }
 
-    private func hubhost(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try TestSupport.run(TestSupport.hubhostExecutable, arguments, currentDirectory: folder)
-    }
-
-    private func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) }
-
     func testUsersCommands() throws {
-        let created = try hubhost(["users", "create", "--id", "ann", "--tags", "golf, news", "--json"])
+        let created = try TestSupport.hubhost(["users", "create", "--id", "ann", "--tags", "golf, news", "--json"], in: folder)
         XCTAssertEqual(created.status, 0, created.stderr)
-        XCTAssertEqual((try json(created.stdout) as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1, "news": 1])
-        let duplicate = try hubhost(["users", "create", "--id", "ann"])
+        XCTAssertEqual((try created.json as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1, "news": 1])
+        let duplicate = try TestSupport.hubhost(["users", "create", "--id", "ann"], in: folder)
         XCTAssertEqual(duplicate.status, 1)
         XCTAssertTrue(duplicate.stderr.contains("user 'ann' already exists"), duplicate.stderr)
-        let generated = try hubhost(["users", "create"])
+        let generated = try TestSupport.hubhost(["users", "create"], in: folder)
         XCTAssertEqual(generated.status, 0, generated.stderr)
         XCTAssertNotNil(UUID(uuidString: generated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), generated.stdout)
-        XCTAssertNotNil(UUID(uuidString: try hubhost(["users", "generate-id"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertNotNil(UUID(uuidString: try TestSupport.hubhost(["users", "generate-id"], in: folder).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
 
-        let none = try hubhost(["users", "active"])
+        let none = try TestSupport.hubhost(["users", "active"], in: folder)
         XCTAssertEqual(none.status, 1)
         XCTAssertTrue(none.stdout.contains("no user is active"), none.stdout)
-        let noActive = try hubhost(["users", "update-tag-counts", "golf=+1"])
+        let noActive = try TestSupport.hubhost(["users", "update-tag-counts", "golf=+1"], in: folder)
         XCTAssertEqual(noActive.status, 1)
         XCTAssertTrue(noActive.stderr.contains("no user is active"), noActive.stderr)
-        XCTAssertEqual(try hubhost(["users", "activate", "nobody"]).status, 1)
-        XCTAssertEqual(try hubhost(["users", "activate", "ann"]).status, 0)
-        XCTAssertEqual(try hubhost(["users", "active"]).stdout, "ann\n")
+        XCTAssertEqual(try TestSupport.hubhost(["users", "activate", "nobody"], in: folder).status, 1)
+        XCTAssertEqual(try TestSupport.hubhost(["users", "activate", "ann"], in: folder).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["users", "active"], in: folder).stdout, "ann\n")
 
-        let updated = try hubhost(["users", "update-tag-counts", "golf=+2", "news=-1", "cooking=3", "--json"])
+        let updated = try TestSupport.hubhost(["users", "update-tag-counts", "golf=+2", "news=-1", "cooking=3", "--json"], in: folder)
         XCTAssertEqual(updated.status, 0, updated.stderr)
-        XCTAssertEqual(try json(updated.stdout) as? [String: Int], ["golf": 3, "cooking": 3], "news dropped to zero and was removed")
-        XCTAssertEqual(try json(try hubhost(["users", "tags", "ann", "--json"]).stdout) as? [String], ["cooking", "golf"])
-        let counts = try hubhost(["users", "tag-counts", "ann"])
+        XCTAssertEqual(try updated.json as? [String: Int], ["golf": 3, "cooking": 3], "news dropped to zero and was removed")
+        XCTAssertEqual(try TestSupport.hubhost(["users", "tags", "ann", "--json"], in: folder).json as? [String], ["cooking", "golf"])
+        let counts = try TestSupport.hubhost(["users", "tag-counts", "ann"], in: folder)
         XCTAssertTrue(counts.stdout.contains("cooking  3"), counts.stdout)
-        let bad = try hubhost(["users", "update-tag-counts", "golf=lots"])
+        let bad = try TestSupport.hubhost(["users", "update-tag-counts", "golf=lots"], in: folder)
         XCTAssertNotEqual(bad.status, 0)
         XCTAssertTrue(bad.stderr.contains("'lots' is not a whole number"), bad.stderr)
 
-        let list = try XCTUnwrap(try json(try hubhost(["users", "list", "--json"]).stdout) as? [[String: Any]])
+        let list = try TestSupport.hubhost(["users", "list", "--json"], in: folder).json(as: [[String: Any]].self)
         XCTAssertEqual(list.count, 2)
         XCTAssertEqual(list.filter { $0["isActive"] as? Bool == true }.compactMap { $0["id"] as? String }, ["ann"])
     }
 
     func testHubPresentCommand() throws {
-        XCTAssertEqual(try hubhost(["users", "create", "--id", "ann", "--tags", "cooking"]).status, 0)
-        XCTAssertEqual(try hubhost(["users", "activate", "ann"]).status, 0)
-        let tailored = try hubhost(["hub", "present", "--bundle", "bundle.sqlite3"])
+        XCTAssertEqual(try TestSupport.hubhost(["users", "create", "--id", "ann", "--tags", "cooking"], in: folder).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["users", "activate", "ann"], in: folder).status, 0)
+        let tailored = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3"], in: folder)
         XCTAssertEqual(tailored.status, 0, tailored.stderr)
         XCTAssertTrue(tailored.stdout.hasPrefix("hub: food  \"Food\"  [cooking]"), tailored.stdout)
-        let override = try XCTUnwrap(try json(try hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--tags", "football,news", "--json"]).stdout)
+        let override = try XCTUnwrap(try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--tags", "football,news", "--json"], in: folder).json
                                      as? [String: Any])
         XCTAssertEqual(override["hubID"] as? String, "news")
         let articles = ((override["channels"] as? [[String: Any]])?.first?["articles"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
         XCTAssertEqual(articles, ["news/sports/b", "news/sports/a"], "football first")
-        let deepLink = try hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "myapp://article/news/sports/a"])
+        let deepLink = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "myapp://article/news/sports/a"], in: folder)
         XCTAssertTrue(deepLink.stdout.contains("opens: zbimdb://article/news/sports/a"), deepLink.stdout)
-        let indexed = try hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/a", "--entry-point", "search"])
+        let indexed = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/a", "--entry-point", "search"], in: folder)
         XCTAssertTrue(indexed.stdout.contains("opens: zbimdb://article/news/sports/a"), indexed.stdout)
-        let missing = try hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/nope"])
+        let missing = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/nope"], in: folder)
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.stderr.contains("an article whose source URL is https://example.com/nope is not in the active content bundle"), missing.stderr)
-        let both = try hubhost(["hub", "present", "--tags", "a", "--uri", "zbimdb://hub/news"])
+        let both = try TestSupport.hubhost(["hub", "present", "--tags", "a", "--uri", "zbimdb://hub/news"], in: folder)
         XCTAssertNotEqual(both.status, 0)
         XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
-        let noBundle = try hubhost(["hub", "present"])
+        let noBundle = try TestSupport.hubhost(["hub", "present"], in: folder)
         XCTAssertEqual(noBundle.status, 1)
         XCTAssertTrue(noBundle.stderr.contains("no verified content bundle is active yet"), noBundle.stderr)
 
-        let events = try XCTUnwrap(try json(try hubhost(["events", "list", "--json", "--manifest", "plugins.yaml"]).stdout) as? [[String: Any]])
+        let events = try TestSupport.hubhost(["events", "list", "--json", "--manifest", "plugins.yaml"], in: folder).json(as: [[String: Any]].self)
         let presented = events.filter { $0["name"] as? String == "Hub Presented" }
         XCTAssertEqual(presented.count, 4, "each successful present tracked once")
         let entryPoints = presented.compactMap { ($0["attributes"] as? [String: Any])?["Entry Point"] as? String }
@@ -102,23 +96,23 @@ final class HubUsersCLITests: XCTestCase {
     }
 
     func testLocalNotificationsCommands() throws {
-        let due = try hubhost(["notifications", "due", "--bundle", "bundle.sqlite3", "--json"])
+        let due = try TestSupport.hubhost(["notifications", "due", "--bundle", "bundle.sqlite3", "--json"], in: folder)
         XCTAssertEqual(due.status, 0, due.stderr)
-        XCTAssertEqual((try json(due.stdout) as? [[String: Any]])?.compactMap { $0["id"] as? String }, ["past"])
-        let handled = try hubhost(["notifications", "handle", "past", "--bundle", "bundle.sqlite3"])
+        XCTAssertEqual((try due.json as? [[String: Any]])?.compactMap { $0["id"] as? String }, ["past"])
+        let handled = try TestSupport.hubhost(["notifications", "handle", "past", "--bundle", "bundle.sqlite3"], in: folder)
         XCTAssertEqual(handled.status, 0, handled.stderr)
         XCTAssertEqual(handled.stdout, "alert: Read the final\npresent: zbimdb://article/news/sports/b\n")
-        let noAlert = try XCTUnwrap(try json(try hubhost(["notifications", "handle", "future", "--no-alert", "--bundle", "bundle.sqlite3", "--json"]).stdout)
+        let noAlert = try XCTUnwrap(try TestSupport.hubhost(["notifications", "handle", "future", "--no-alert", "--bundle", "bundle.sqlite3", "--json"], in: folder).json
                                     as? [String: Any])
         XCTAssertEqual(noAlert["ours"] as? Bool, true)
         XCTAssertEqual(noAlert["showAlert"] as? Bool, false)
         XCTAssertEqual(noAlert["uri"] as? String, "zbimdb://hub/food")
-        let notOurs = try hubhost(["notifications", "handle", "someone-elses", "--bundle", "bundle.sqlite3", "--json"])
+        let notOurs = try TestSupport.hubhost(["notifications", "handle", "someone-elses", "--bundle", "bundle.sqlite3", "--json"], in: folder)
         XCTAssertEqual(notOurs.status, 3)
-        XCTAssertEqual((try json(notOurs.stdout) as? [String: Any])?["ours"] as? Bool, false)
-        XCTAssertEqual(try hubhost(["notifications", "due", "--bundle", "bundle.sqlite3"]).stdout, "no local notification is due\n",
+        XCTAssertEqual((try notOurs.json as? [String: Any])?["ours"] as? Bool, false)
+        XCTAssertEqual(try TestSupport.hubhost(["notifications", "due", "--bundle", "bundle.sqlite3"], in: folder).stdout, "no local notification is due\n",
                        "handled notifications are no longer due")
-        XCTAssertTrue(try hubhost(["notifications", "--help"]).stdout.contains("handle"))
+        XCTAssertTrue(try TestSupport.hubhost(["notifications", "--help"], in: folder).stdout.contains("handle"))
     }
 
     func testUserRoutesInServe() throws {
@@ -168,6 +162,6 @@ final class HubUsersCLITests: XCTestCase {
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0)
         // What the server wrote is what the CLI reads.
-        XCTAssertEqual(try hubhost(["users", "active"]).stdout, "ann\n")
+        XCTAssertEqual(try TestSupport.hubhost(["users", "active"], in: folder).stdout, "ann\n")
     }
 }

@@ -191,22 +191,21 @@ final class IdentityTests: XCTestCase {
             service = try TestXMLAPIService()
             folder = try TestSupport.temporaryFolder(self)
             try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
-            let setup = try json(try cli(["identity", "setup", "--json"]))
+            let setup = try cliJSON(["identity", "setup", "--json"])
             let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
             let found = service.addRecipient(["facebook_id": "fb-\(killAfter)"])
-            let killed = try TestSupport.run(TestSupport.hubhostExecutable,
-                                              ["identity", "check", "--column", "facebook_id=fb-\(killAfter)", "--manifest", folder + "/plugins.yaml"],
-                                              environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
+            let killed = try TestSupport.hubhost(["identity", "check", "--column", "facebook_id=fb-\(killAfter)"], manifest: folder + "/plugins.yaml",
+                                                 environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
             XCTAssertEqual(killed.status, SIGKILL, "step \(killAfter): the child killed itself: \(killed.stderr)")
-            let shown = try json(try cli(["identity", "show", "--json"]))
+            let shown = try cliJSON(["identity", "show", "--json"])
             let pending = try XCTUnwrap(shown["pendingMerge"] as? [String: Any], "step \(killAfter): the journal knows the merge")
             XCTAssertEqual((pending["steps"] as? [[String: Any]])?.count, 3)
             XCTAssertEqual(shown["recipientId"] as? String, old, "not switched yet")
-            let resumed = try json(try cli(["identity", "check", "--column", "facebook_id=fb-\(killAfter)", "--json"]))
+            let resumed = try cliJSON(["identity", "check", "--column", "facebook_id=fb-\(killAfter)", "--json"])
             XCTAssertEqual(resumed["recipientId"] as? String, found, "step \(killAfter)")
             XCTAssertEqual(resumed["outcome"] as? String, "already_current", "step \(killAfter)")
             assertMergedWithoutMobileUserId(old: old, found: found, mobile: mobile, auditTable: true)
-            let after = try json(try cli(["identity", "show", "--json"]))
+            let after = try cliJSON(["identity", "show", "--json"])
             XCTAssertNil(after["pendingMerge"], "step \(killAfter)")
             XCTAssertEqual(after["mobileUserId"] as? String, mobile)
         }
@@ -215,11 +214,11 @@ final class IdentityTests: XCTestCase {
     /// A merge killed halfway is finished by `hubhost serve` at start, with no check or setup.
     func testServeFinishesAPendingMergeAtStart() throws {
         try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
-        let setup = try json(try cli(["identity", "setup", "--json"]))
+        let setup = try cliJSON(["identity", "setup", "--json"])
         let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
         let found = service.addRecipient(["facebook_id": "fb"])
-        let killed = try TestSupport.run(TestSupport.hubhostExecutable, ["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
-                                          environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
+        let killed = try TestSupport.hubhost(["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
+                                             environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
         XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
         let manifest = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
         try TestSupport.write("server: {port: 0}\n" + manifest, to: folder + "/plugins.yaml")
@@ -235,14 +234,10 @@ final class IdentityTests: XCTestCase {
         assertMergedWithoutMobileUserId(old: old, found: found, mobile: mobile, auditTable: true)
     }
 
-    func cli(_ arguments: [String]) throws -> String {
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
-        guard result.status == 0 else { throw NSError(domain: "cli", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: "\(arguments): \(result.stderr)"]) }
-        return result.stdout
-    }
-
-    func json(_ text: String) throws -> [String: Any] {
-        try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
+    /// `hubhost ARGS --manifest plugins.yaml`, which must exit 0 and print a JSON object.
+    func cliJSON(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        try TestSupport.hubhost(arguments, manifest: folder + "/plugins.yaml", timeout: 60).expect(file: file, line: line)
+            .json(as: [String: Any].self, file: file, line: line)
     }
 
     func testAnInjectionInAColumnValueStaysAValue() throws {
@@ -353,8 +348,8 @@ final class UserIDGeneratorKindTests: XCTestCase {
     }
 
     func pluginsTest(_ path: String) throws -> (status: Int32, results: [String: [String: Any]]) {
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--json"], timeout: 300)
-        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout + run.stderr)
+        let run = try TestSupport.hubhost(["plugins", "test", path, "--json"], timeout: 300)
+        let report = try XCTUnwrap(try run.json as? [String: Any], run.stdout + run.stderr)
         let results = try XCTUnwrap(report["results"] as? [[String: Any]], "\(report)")
         return (run.status, Dictionary(uniqueKeysWithValues: results.compactMap { result in (result["name"] as? String).map { ($0, result) } }))
     }
@@ -393,38 +388,36 @@ final class IdentityCLITests: XCTestCase {
         defer { service.stop() }
         try TestSupport.write("data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
                               to: folder + "/plugins.yaml")
-        func hubhost(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-            try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
-        }
-        let missing = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"])
+        let manifest = folder + "/plugins.yaml"
+        let missing = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest, timeout: 60)
         XCTAssertEqual(missing.status, 3, missing.stderr)
-        let fault = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(missing.stdout.utf8)) as? [String: Any])
+        let fault = try missing.json(as: [String: Any].self)
         XCTAssertEqual(fault["isSuccess"] as? Bool, false)
         XCTAssertEqual(fault["errorId"] as? Int, 128)
         let id = service.addRecipient(["email_id": "a@b", "Name": "Ann <admin>"])
-        let found = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"])
+        let found = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest, timeout: 60)
         XCTAssertEqual(found.status, 0, found.stderr)
-        let answer = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(found.stdout.utf8)) as? [String: Any])
+        let answer = try found.json(as: [String: Any].self)
         XCTAssertEqual((answer["values"] as? [String: String])?["RESULT.RecipientId"], id)
         XCTAssertEqual((answer["columns"] as? [String: String])?["Name"], "Ann <admin>")
-        let text = try hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b"])
+        let text = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b"], manifest: manifest, timeout: 60)
         XCTAssertTrue(text.stdout.contains("isSuccess: true"), text.stdout)
-        let badName = try hubhost(["xmlapi", "call", "Select Recipient"])
+        let badName = try TestSupport.hubhost(["xmlapi", "call", "Select Recipient"], manifest: manifest, timeout: 60)
         XCTAssertEqual(badName.status, 64, badName.stderr)
         XCTAssertTrue(badName.stderr.contains("not a valid XMLAPI element name"), badName.stderr)
-        let noColumns = try hubhost(["identity", "check"])
+        let noColumns = try TestSupport.hubhost(["identity", "check"], manifest: manifest, timeout: 60)
         XCTAssertEqual(noColumns.status, 64, noColumns.stderr)
         try TestSupport.write("data_dir: data2\n", to: folder + "/plugins.yaml")
-        let unconfigured = try hubhost(["identity", "setup"])
+        let unconfigured = try TestSupport.hubhost(["identity", "setup"], manifest: manifest, timeout: 60)
         XCTAssertEqual(unconfigured.status, 1)
         XCTAssertTrue(unconfigured.stderr.contains("identity.host"), unconfigured.stderr)
-        let shown = try hubhost(["identity", "show", "--json"])
+        let shown = try TestSupport.hubhost(["identity", "show", "--json"], manifest: manifest, timeout: 60)
         XCTAssertEqual(shown.status, 0, shown.stderr)
         XCTAssertFalse(shown.stdout.contains("mobileUserId"), "a setup that cannot be sent makes no id: \(shown.stdout)")
         try TestSupport.write("data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
                               to: folder + "/plugins.yaml")
         service.stop()
-        let down = try hubhost(["identity", "setup"])
+        let down = try TestSupport.hubhost(["identity", "setup"], manifest: manifest, timeout: 60)
         XCTAssertEqual(down.status, 1)
         XCTAssertTrue(down.stderr.contains("did not answer"), down.stderr)
     }

@@ -33,12 +33,12 @@ final class IngestBenchmarkTests: XCTestCase {
     }
 
     func testAShortRunMeasuresEveryConnectionCount() throws {
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, [
+        let result = try TestSupport.hubhost([
             "bench", "ingest", "--manifest", TestSupport.repository + "/plugins.yaml", "--plugins", TestSupport.repository + "/Plugins",
             "--seconds", "1", "--connections", "1,4", "--batch-connections", "2", "--batch-size", "10", "--count", "2000", "--json",
-        ], currentDirectory: TestSupport.repository, timeout: 120)
+        ], timeout: 120)
         XCTAssertEqual(result.status, 0, result.stderr)
-        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let report = try result.json(as: [String: Any].self)
         let runs = try XCTUnwrap(report["runs"] as? [[String: Any]])
         XCTAssertEqual(runs.map { $0["connections"] as? Int }, [1, 4, 2])
         XCTAssertEqual(runs.map { $0["eventsPerRequest"] as? Int }, [1, 1, 10])

@@ -162,9 +162,9 @@ final class IsolationTests: XCTestCase {
 
     func testPluginsListShowsIsolationAndWorkerState() throws {
         _ = try host(nil)
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--json", "--manifest", folder + "/plugins.yaml"])
+        let result = try TestSupport.hubhost(["plugins", "list", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let rows = try result.json(as: [[String: Any]].self)
         XCTAssertEqual(rows.compactMap { $0["isolation"] as? String }, ["in_process", "process", "process"])
         XCTAssertTrue((rows[1]["worker"] as? String)?.hasPrefix("running (pid ") ?? false, "\(rows[1])")
         XCTAssertNil(rows[0]["worker"] as? String)

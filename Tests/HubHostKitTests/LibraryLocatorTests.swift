@@ -29,11 +29,11 @@ final class LibraryLocatorTests: XCTestCase {
         _ = try TestSupport.compileFixture(into: root + "/lib", name: "libelsewhere.so")
         try TestSupport.write(TestSupport.fixtureManifest(library: "libelsewhere.so"), to: root + "/manifest/plugin.yaml")
         try TestSupport.write("plugins:\n  - id: op\n    use: manifest/plugin.yaml\n", to: root + "/plugins.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--json", "--manifest", root + "/plugins.yaml"],
-                                         environment: ["HUBHOST_PLUGIN_PATH": root + "/lib"])
+        let result = try TestSupport.hubhost(["plugins", "list", "--json", "--manifest", root + "/plugins.yaml"],
+                                             environment: ["HUBHOST_PLUGIN_PATH": root + "/lib"])
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains("\"library\" : \"\(root)/lib/libelsewhere.so\""), result.stdout)
-        let without = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "list", "--manifest", root + "/plugins.yaml"])
+        let without = try TestSupport.hubhost(["plugins", "list", "--manifest", root + "/plugins.yaml"])
         XCTAssertEqual(without.status, 1)
         XCTAssertTrue(without.stdout.contains("library libelsewhere.so not found"), without.stdout)
     }

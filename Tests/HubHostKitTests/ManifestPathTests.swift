@@ -20,7 +20,7 @@ final class ManifestPathTests: XCTestCase {
         XCTAssertTrue(messages.contains("this is a folder, not a manifest file: a YAML file was expected"), "\(messages)")
         XCTAssertFalse(messages.contains { $0.contains("permissions") }, "\(messages)")
         // The host manifest itself given as a folder: the same words, exit 2 (unusable).
-        let check = try TestSupport.run(TestSupport.hubhostExecutable, ["manifest", "check", folder])
+        let check = try TestSupport.hubhost(["manifest", "check", folder])
         XCTAssertEqual(check.status, 2)
         XCTAssertTrue((check.stdout + check.stderr).contains("this is a folder, not a manifest file"), check.stdout + check.stderr)
     }

@@ -15,9 +15,9 @@ final class ManifestSectionsTests: XCTestCase {
         hub: {frame_ancestors: "'none'"}
         plugins: []
         """, to: folder + "/plugins.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["manifest", "check", folder + "/plugins.yaml", "--resolved", "--json"])
+        let result = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml", "--resolved", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let report = try result.json(as: [String: Any].self)
         let resolved = try XCTUnwrap(report["resolved"] as? [String: Any])
         let events = try XCTUnwrap(resolved["events"] as? [String: Any])
         XCTAssertEqual(events["augmentation_timeout"] as? Double, 90)
@@ -32,9 +32,9 @@ final class ManifestSectionsTests: XCTestCase {
     func testConfigShowReportsTheSameValuesWithTheirSource() throws {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write("data_dir: data\nevents: {augmentation_timeout: 2m}\nhub: {color_scheme: light}\nplugins: []\n", to: folder + "/plugins.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["config", "show", "--json", "--manifest", folder + "/plugins.yaml"])
+        let result = try TestSupport.hubhost(["config", "show", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+        let rows = try result.json(as: [[String: Any]].self)
         func row(_ key: String) -> [String: Any]? { rows.first { $0["key"] as? String == key } }
         XCTAssertEqual(row("events.augmentation_timeout")?["value"] as? Double, 120)
         XCTAssertEqual(row("events.augmentation_timeout")?["source"] as? String, folder + "/plugins.yaml:2")

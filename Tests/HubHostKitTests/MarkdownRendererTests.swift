@@ -137,10 +137,10 @@ final class MarkdownRendererTests: XCTestCase {
             XCTAssertTrue(problems.contains { $0.path.hasSuffix("/cut.md") && $0.line == 1 }, "\(problems)")
         }
         let keys = try TestKeys.make("EC", name: "key", in: folder)
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["bundle", "build", "c", "-o", "out.sqlite3", "--key", keys.privateKey, "--json"],
-                                         currentDirectory: folder)
+        let result = try TestSupport.hubhost(["bundle", "build", "c", "-o", "out.sqlite3", "--key", keys.privateKey, "--json"],
+                                             in: folder)
         XCTAssertEqual(result.status, 1, result.stderr)
-        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], result.stdout)
+        let json = try XCTUnwrap(try result.json as? [String: Any], result.stdout)
         let problems = try XCTUnwrap(json["problems"] as? [[String: Any]])
         XCTAssertEqual(Set(problems.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }), ["latin1.md", "cut.md", "notes.txt"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/out.sqlite3"))

@@ -52,7 +52,7 @@ final class OpenAPITests: XCTestCase {
         let exported = try TestSupport.run("/usr/bin/openssl", ["pkey", "-in", key, "-pubout", "-outform", "DER", "-out", folder + "/pubkey.der"])
         XCTAssertEqual(exported.status, 0, exported.stderr)
         let bundle = folder + "/content.sqlite3"
-        let built = try TestSupport.run(TestSupport.hubhostExecutable, ["bundle", "build", content, "-o", bundle, "--key", key])
+        let built = try TestSupport.hubhost(["bundle", "build", content, "-o", bundle, "--key", key])
         XCTAssertEqual(built.status, 0, built.stderr)
 
         // The content service serves the same bundle, so a sync succeeds (until it answers 503).

@@ -288,14 +288,14 @@ final class OperatorTests: XCTestCase {
     }
 
     func testOperatorsCommand() throws {
-        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "list", "--json"], currentDirectory: TestSupport.repository)
+        let list = try TestSupport.hubhost(["operators", "list", "--json"])
         XCTAssertEqual(list.status, 0, list.stderr)
-        let rows = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        let rows = try list.json(as: [[String: Any]].self)
         XCTAssertEqual(rows.compactMap { $0["name"] as? String },
                        ["EQUALS", "IS_NOT_EQUAL", "GREATER_THAN", "LESS_THAN", "IS_BLANK", "IS_NOT_BLANK", "MATCHES_REGEX",
                         "DOES_NOT_MATCH_REGEX", "STARTS_WITH", "IN_LIST"])
         func test(_ arguments: [String]) throws -> (String, String) {
-            let result = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "test"] + arguments, currentDirectory: TestSupport.repository)
+            let result = try TestSupport.hubhost(["operators", "test"] + arguments)
             return (result.stdout.trimmingCharacters(in: .whitespacesAndNewlines), result.stderr)
         }
         XCTAssertEqual(try test(["GREATER_THAN", "--type", "int", "--trigger", "5", "--event", "10"]).0, "true")
@@ -304,8 +304,7 @@ final class OperatorTests: XCTestCase {
         XCTAssertEqual(mismatch.0, "false")
         XCTAssertTrue(mismatch.1.contains("HH_ERR_TYPE_MISMATCH"), mismatch.1)
         XCTAssertEqual(try test(["starts_with", "--type", "string", "--trigger", "ab", "--event", "abc"]).0, "true")
-        let unknown = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "test", "NOPE", "--type", "int", "--trigger", "1", "--event", "1"],
-                                          currentDirectory: TestSupport.repository)
+        let unknown = try TestSupport.hubhost(["operators", "test", "NOPE", "--type", "int", "--trigger", "1", "--event", "1"])
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.stderr.contains("no operator 'NOPE'"), unknown.stderr)
     }

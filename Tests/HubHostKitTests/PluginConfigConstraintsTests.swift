@@ -39,7 +39,7 @@ final class PluginConfigConstraintsTests: XCTestCase {
         XCTAssertEqual(byKey["plugins[2].config.url"], ["must not be empty"])
         XCTAssertFalse(byKey.keys.contains { $0.hasPrefix("plugins[1]") }, "the good instance has no problem: \(byKey)")
         XCTAssertEqual(manifest.diagnostics.count, 6, "\(manifest.diagnostics)")
-        let check = try TestSupport.run(TestSupport.hubhostExecutable, ["manifest", "check", folder + "/plugins.yaml"])
+        let check = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml"])
         XCTAssertEqual(check.status, 1)
         XCTAssertTrue((check.stdout + check.stderr).contains("plugins.yaml:5:26: plugins[0].config.bootstrap_servers: must not be empty"),
                       check.stdout + check.stderr)

@@ -5,14 +5,9 @@ import XCTest
 /// `hubhost prefetch ...` as a user runs it: the licence source status reports, sync, items with
 /// filters, a download with --wait (percent lines when stderr is not a terminal), refusals with
 /// exit status 1 and bad arguments with 64.
-final class PrefetchCLITests: XCTestCase {
-    private var folder = ""
-    private var service: PrefetchTestService!
-
+final class PrefetchCLITests: PrefetchTestCase {
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-        service = try PrefetchTestService()
-        addTeardownBlock { [service] in service?.stop() }
+        try super.setUpWithError()
         service.files["a.mp4"] = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         service.files["b.mp4"] = Data((0..<1_000).map { UInt8(truncatingIfNeeded: $0) })
         service.pages[""] = """
@@ -25,104 +20,96 @@ final class PrefetchCLITests: XCTestCase {
     }
 
     private func write(license: String?) throws {
-        try TestSupport.write("""
-            data_dir: data
-            prefetch: {enabled: true, item_download_behavior: none\(license.map { ", license: \($0)" } ?? "")}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-            """, to: folder + "/plugins.yaml")
+        try writeManifest(prefetchManifest(", item_download_behavior: none\(license.map { ", license: \($0)" } ?? "")"))
     }
 
-    private func hubhost(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch"] + arguments + ["--manifest", folder + "/plugins.yaml"],
-                            environment: environment.merging([PrefetchLicense.environmentVariable: ""]) { given, _ in given })
+    /// `hubhost prefetch ARGS --manifest plugins.yaml`, with no licence from the environment
+    /// unless `environment` gives one.
+    private func prefetch(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+        try TestSupport.hubhost(["prefetch"] + arguments, manifest: manifestPath,
+                                environment: environment.merging([PrefetchLicense.environmentVariable: ""]) { given, _ in given })
     }
-
-    private func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
 
     func testStatusSaysWhichLicenceSourceWon() throws {
         let file = folder + "/licence.json"
         try TestSupport.write(#"{"license": "good-licence"}"#, to: file)
         try write(license: nil)
-        var result = try hubhost(["status", "--json"])
+        var result = try prefetch(["status", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["licenseSource"] as? String, "none")
-        result = try hubhost(["status", "--json"], environment: [PrefetchLicense.environmentVariable: file])
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["licenseSource"] as? String, "config_file")
+        XCTAssertEqual((try result.json as? [String: Any])?["licenseSource"] as? String, "none")
+        result = try prefetch(["status", "--json"], environment: [PrefetchLicense.environmentVariable: file])
+        XCTAssertEqual((try result.json as? [String: Any])?["licenseSource"] as? String, "config_file")
         try write(license: "good-licence")
-        result = try hubhost(["status"], environment: [PrefetchLicense.environmentVariable: file])
+        result = try prefetch(["status"], environment: [PrefetchLicense.environmentVariable: file])
         XCTAssertTrue(result.stdout.contains("licence: manifest"), result.stdout)
-        result = try hubhost(["status", "--json", "--license", "other"], environment: [PrefetchLicense.environmentVariable: file])
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["licenseSource"] as? String, "option")
+        result = try prefetch(["status", "--json", "--license", "other"], environment: [PrefetchLicense.environmentVariable: file])
+        XCTAssertEqual((try result.json as? [String: Any])?["licenseSource"] as? String, "option")
         // A refused licence: exit 1 with the service's reason.
-        result = try hubhost(["register", "--license", "other"])
+        result = try prefetch(["register", "--license", "other"])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.stderr.contains("refused: unknown licence"), result.stderr)
     }
 
     func testSyncItemsDownloadWaitAndRefusals() throws {
         try write(license: "good-licence")
-        var result = try hubhost(["sync", "--json"])
+        var result = try prefetch(["sync", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["discovered"] as? [String], ["a", "b"])
-        result = try hubhost(["items", "--category", "sport", "--json"])
-        XCTAssertEqual(((try json(result.stdout) as? [[String: Any]]) ?? []).map { $0["uniqueId"] as? String }, ["b"])
-        result = try hubhost(["items", "--sort", "title:desc"])
+        XCTAssertEqual((try result.json as? [String: Any])?["discovered"] as? [String], ["a", "b"])
+        result = try prefetch(["items", "--category", "sport", "--json"])
+        XCTAssertEqual(((try result.json as? [[String: Any]]) ?? []).map { $0["uniqueId"] as? String }, ["b"])
+        result = try prefetch(["items", "--sort", "title:desc"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertLessThan(try XCTUnwrap(result.stdout.range(of: "Beta")).lowerBound, try XCTUnwrap(result.stdout.range(of: "Alpha")).lowerBound)
-        result = try hubhost(["items", "--state", "sleeping"])
+        result = try prefetch(["items", "--state", "sleeping"])
         XCTAssertEqual(result.status, 64, result.stderr)
         XCTAssertTrue(result.stderr.contains("unknown state 'sleeping'"), result.stderr)
 
-        result = try hubhost(["download", "a", "--wait"])
+        result = try prefetch(["download", "a", "--wait"])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stderr.contains("a 100%"), "percent lines when stderr is not a terminal: \(result.stderr)")
         XCTAssertTrue(result.stdout.contains("cached"), result.stdout)
-        result = try hubhost(["item", "a", "--json"])
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["state"] as? String, "cached")
+        result = try prefetch(["item", "a", "--json"])
+        XCTAssertEqual((try result.json as? [String: Any])?["state"] as? String, "cached")
 
-        result = try hubhost(["download", "a", "--json"])
+        result = try prefetch(["download", "a", "--json"])
         XCTAssertEqual(result.status, 1, "a refused request exits 1")
-        let answers = try XCTUnwrap(try json(result.stdout) as? [[String: Any]])
+        let answers = try result.json(as: [[String: Any]].self)
         XCTAssertEqual(answers.first?["reason"] as? String, "already cached")
         XCTAssertEqual(service.sent("a.mp4"), 300_000, "asked twice, downloaded once")
 
         // A partial download: only the first 400 bytes, then the rest by Range.
-        result = try hubhost(["download", "b", "--partial-bytes", "0"])
+        result = try prefetch(["download", "b", "--partial-bytes", "0"])
         XCTAssertEqual(result.status, 64, result.stderr)
-        result = try hubhost(["download", "b", "--partial-bytes", "10", "--partial-seconds", "2"])
+        result = try prefetch(["download", "b", "--partial-bytes", "10", "--partial-seconds", "2"])
         XCTAssertEqual(result.status, 64, result.stderr)
-        result = try hubhost(["download", "b", "--partial-seconds", "2", "--json"])
+        result = try prefetch(["download", "b", "--partial-seconds", "2", "--json"])
         XCTAssertEqual(result.status, 1, "refused: the catalog gives no duration")
-        XCTAssertTrue(((try json(result.stdout) as? [[String: Any]])?.first?["reason"] as? String)?.contains("duration") ?? false, result.stdout)
-        result = try hubhost(["download", "b", "--partial-bytes", "400", "--wait"])
+        XCTAssertTrue(((try result.json as? [[String: Any]])?.first?["reason"] as? String)?.contains("duration") ?? false, result.stdout)
+        result = try prefetch(["download", "b", "--partial-bytes", "400", "--wait"])
         XCTAssertEqual(result.status, 0, result.stderr + result.stdout)
         XCTAssertTrue(result.stdout.contains("partially_cached"), result.stdout)
         XCTAssertEqual(service.sent("b.mp4"), 400)
-        result = try hubhost(["download", "b", "--wait", "--json"])
+        result = try prefetch(["download", "b", "--wait", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertEqual(((try json(result.stdout) as? [[String: Any]])?.first?["state"] as? String), "cached")
+        XCTAssertEqual(((try result.json as? [[String: Any]])?.first?["state"] as? String), "cached")
         XCTAssertEqual(service.sent("b.mp4"), 1_000, "the resume fetched only the rest")
         XCTAssertEqual(service.requestRanges("b.mp4"), ["bytes=0-399", "bytes=400-"])
 
-        result = try hubhost(["delete", "b"])
+        result = try prefetch(["delete", "b"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        result = try hubhost(["items", "--state", "deleted", "--json"])
-        XCTAssertEqual(((try json(result.stdout) as? [[String: Any]]) ?? []).map { $0["uniqueId"] as? String }, ["b"])
-        result = try hubhost(["policy", "--network", "both", "--json"])
-        XCTAssertEqual((try json(result.stdout) as? [String: Any])?["networkSelection"] as? String, "both")
+        result = try prefetch(["items", "--state", "deleted", "--json"])
+        XCTAssertEqual(((try result.json as? [[String: Any]]) ?? []).map { $0["uniqueId"] as? String }, ["b"])
+        result = try prefetch(["policy", "--network", "both", "--json"])
+        XCTAssertEqual((try result.json as? [String: Any])?["networkSelection"] as? String, "both")
     }
 
     func testBenchPrefetchRunsSmallBesideAria2c() throws {
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1",
-                                                                                   "--catalog-items", "2000", "--query-runs", "3", "--listeners", "5",
-                                                                                   "--changes", "2", "--json"],
-                                         timeout: 300)
+        let result = try TestSupport.hubhost(["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1",
+                                             "--catalog-items", "2000", "--query-runs", "3", "--listeners", "5",
+                                             "--changes", "2", "--json"],
+                                             timeout: 300)
         XCTAssertEqual(result.status, 0, result.stderr)
-        let report = try XCTUnwrap(try json(result.stdout) as? [String: Any])
+        let report = try result.json(as: [String: Any].self)
         XCTAssertEqual(report["files"] as? Int, 4)
         for side in ["hubhost", "aria2c"] {
             let figures = try XCTUnwrap(report[side] as? [String: Any], side)

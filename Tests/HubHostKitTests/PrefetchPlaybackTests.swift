@@ -7,16 +7,7 @@ import XCTest
 /// and played back from serve's HLS endpoint with ffprobe as the client: fully cached (the origin
 /// sees no request), partly cached and not cached (the origin serves only what is missing).
 /// Non-HLS files with Range; hostile playlists refused.
-final class PrefetchPlaybackTests: XCTestCase {
-    private var folder = ""
-    private var service: PrefetchTestService!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-        service = try PrefetchTestService()
-        addTeardownBlock { [service] in service?.stop() }
-    }
-
+final class PrefetchPlaybackTests: PrefetchTestCase {
     // MARK: helpers
 
     /// Six one-second segments (10 fps video, so 60 video packets, and AAC audio) made by ffmpeg:
@@ -60,16 +51,8 @@ final class PrefetchPlaybackTests: XCTestCase {
 
     /// plugins.yaml for serve: policy downloads nothing by itself, a failed attempt waits an hour.
     private func writeManifest(license: Bool = true) throws {
-        try TestSupport.write("""
-            data_dir: data
-            server: {port: 0}
-            prefetch: {enabled: true\(license ? ", license: good-licence" : ""), item_download_behavior: none, retry_delay: 3600}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-            """, to: folder + "/plugins.yaml")
+        try writeManifest(prefetchManifest("\(license ? ", license: good-licence" : ""), item_download_behavior: none, retry_delay: 3600",
+                                           sections: [("server", "{port: 0}")]))
     }
 
     private func item(_ server: ServeProcess, _ id: String) -> [String: Any] {
@@ -129,9 +112,9 @@ final class PrefetchPlaybackTests: XCTestCase {
         let server = try ServeProcess(manifest: folder + "/plugins.yaml", arguments: ["--license", "good-licence"])
 
         // The HLS endpoint was announced when the server started listening.
-        let watch = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
-                                                                        "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
-                                                                        "--count", "1", "--timeout", "10", "--json"], timeout: 30)
+        let watch = try TestSupport.hubhost(["hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
+                                            "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
+                                            "--count", "1", "--timeout", "10", "--json"], timeout: 30)
         XCTAssertEqual(watch.status, 0, watch.stderr)
         XCTAssertTrue(watch.stdout.contains("\(server.base)/v1/prefetch/hls/"), watch.stdout)
 
@@ -193,13 +176,13 @@ final class PrefetchPlaybackTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/none/hls"), "playback keeps nothing on disk")
 
         // The CLI's answer is the same URL.
-        let cli = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
-                                                                      "--url", server.base, "--json"])
+        let cli = try TestSupport.hubhost(["prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
+                                          "--url", server.base, "--json"])
         XCTAssertEqual(cli.status, 0, cli.stderr)
         XCTAssertTrue(cli.stdout.contains("\"url\" : \"\(server.base)/v1/prefetch/hls/full/index.m3u8\"") ||
                       cli.stdout.contains("\"url\":\"\(server.base)/v1/prefetch/hls/full/index.m3u8\""), cli.stdout)
-        let unknown = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
-                                                                          "--url", server.base])
+        let unknown = try TestSupport.hubhost(["prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
+                                              "--url", server.base])
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.stderr.contains("no item 'nope'"), unknown.stderr)
     }

@@ -6,11 +6,8 @@ import XCTest
 /// syncs and downloads by itself; the device conditions come from the bundled
 /// fixed-device-conditions plugin (a file switched at run time) and each file request passes the
 /// bundled download-request-header plugin.
-final class PrefetchServeTests: XCTestCase {
+final class PrefetchServeTests: PrefetchTestCase {
     func testServeDownloadsByPolicyWaitingOnCellularAndLowStorageWithReasons() throws {
-        let folder = try TestSupport.temporaryFolder(self)
-        let service = try PrefetchTestService()
-        defer { service.stop() }
         service.files["a.mp4"] = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         service.pages[""] = """
             {"cursor": "c1", "sources": [{"name": "acme"}], "categories": [{"id": "news"}],
@@ -20,23 +17,13 @@ final class PrefetchServeTests: XCTestCase {
             """
         let conditions = folder + "/conditions.txt"
         try TestSupport.write("network = cellular\nmetered = true\n", to: conditions)
-        try TestSupport.write("""
-            data_dir: data
-            server: {port: 0}
-            prefetch: {enabled: true, license: good-licence, device_conditions: device, download_request: signer, storage_low: 1000000}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-              - id: device
-                use: \(TestSupport.plugin("FixedDeviceConditions"))
-                config: {network: wifi, free_bytes: 900000000000, file: "\(conditions)"}
-              - id: signer
-                use: \(TestSupport.plugin("DownloadRequestHeader"))
-                config: {headers: "X-Token: t1"}
-            """, to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        try writeManifest(prefetchManifest(", license: good-licence, device_conditions: device, download_request: signer, storage_low: 1000000",
+                                           sections: [("server", "{port: 0}")], plugins: [
+            .init(id: "device", use: TestSupport.plugin("FixedDeviceConditions"),
+                  ("config", ManifestText.flow(("network", "wifi"), ("free_bytes", "900000000000"), ("file", ManifestText.quoted(conditions))))),
+            .init(id: "signer", use: TestSupport.plugin("DownloadRequestHeader"), ("config", #"{headers: "X-Token: t1"}"#)),
+        ]))
+        let server = try ServeProcess(manifest: manifestPath)
 
         /// The item as the server shows it; empty until the first sync found it (404).
         func item() throws -> [String: Any] {
@@ -74,9 +61,6 @@ final class PrefetchServeTests: XCTestCase {
     }
 
     func testDownloadRouteTakesAPartialLengthThenCompletesByRange() throws {
-        let folder = try TestSupport.temporaryFolder(self)
-        let service = try PrefetchTestService()
-        defer { service.stop() }
         let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 17) })
         service.files["v.mp4"] = data
         service.pages[""] = """
@@ -85,17 +69,8 @@ final class PrefetchServeTests: XCTestCase {
                         "files": [{"role": "main", "url": "\(service.fileURL("v.mp4"))", "size": 100000, "duration": 50,
                                    "sha256": "\(SHA256.hex(of: data))"}]}]}
             """
-        try TestSupport.write("""
-            data_dir: data
-            server: {port: 0}
-            prefetch: {enabled: true, license: good-licence, item_download_behavior: none}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-            """, to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        try writeManifest(prefetchManifest(", license: good-licence, item_download_behavior: none", sections: [("server", "{port: 0}")]))
+        let server = try ServeProcess(manifest: manifestPath)
         func item() -> [String: Any] {
             guard let (status, body) = try? server.call("GET", "/v1/prefetch/items/v"), status == 200 else { return [:] }
             return body as? [String: Any] ?? [:]

@@ -5,15 +5,11 @@ import XCTest
 /// Category and source routes under `hubhost serve` (lists, toggles, live sets as server-sent
 /// events) and `hubhost prefetch watch --items|--categories` reading those streams from the real
 /// server on 127.0.0.1, plus `prefetch categories|sources` from the CLI.
-final class PrefetchSetsServeTests: XCTestCase {
-    private var folder = ""
-    private var service: PrefetchTestService!
+final class PrefetchSetsServeTests: PrefetchTestCase {
     private var server: ServeProcess!
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-        service = try PrefetchTestService()
-        addTeardownBlock { [service] in service?.stop() }
+        try super.setUpWithError()
         service.files["a.mp4"] = Data((0..<5_000).map { UInt8(truncatingIfNeeded: $0) })
         service.pages[""] = """
             {"cursor": "c1",
@@ -24,17 +20,8 @@ final class PrefetchSetsServeTests: XCTestCase {
                        {"unique_id": "b", "content_id": "2", "source": "acme", "categories": ["sport"], "title": "Beta",
                         "files": [{"role": "main", "url": "\(service.fileURL("a.mp4"))", "size": 5000}]}]}
             """
-        try TestSupport.write("""
-            data_dir: data
-            server: {port: 0}
-            prefetch: {enabled: true, license: good-licence, item_download_behavior: none}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-            """, to: folder + "/plugins.yaml")
-        server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        try writeManifest(prefetchManifest(", license: good-licence, item_download_behavior: none", sections: [("server", "{port: 0}")]))
+        server = try ServeProcess(manifest: manifestPath)
         // The server's prefetch service registers and syncs by itself.
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
@@ -85,17 +72,17 @@ final class PrefetchSetsServeTests: XCTestCase {
         XCTAssertEqual(try list("/v1/prefetch/sources?subscribed=false", "name"), ["acme"])
 
         // The CLI beside the server, on the shared catalog.
-        let cli = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "categories", "--selected", "--sort", "name:desc", "--json",
-                                                                     "--manifest", folder + "/plugins.yaml"])
+        let cli = try TestSupport.hubhost(["prefetch", "categories", "--selected", "--sort", "name:desc", "--json",
+                                          "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(cli.status, 0, cli.stderr)
-        XCTAssertEqual(((try JSONSerialization.jsonObject(with: Data(cli.stdout.utf8))) as? [[String: Any]])?.map { $0["id"] as? String }, ["weather", "sport"])
-        let toggled = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "sources", "--subscribe", "acme", "--unsubscribe", "nope",
-                                                                         "--subscribed", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(((try cli.json) as? [[String: Any]])?.map { $0["id"] as? String }, ["weather", "sport"])
+        let toggled = try TestSupport.hubhost(["prefetch", "sources", "--subscribe", "acme", "--unsubscribe", "nope",
+                                              "--subscribed", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(toggled.status, 1, "an unknown source is refused")
         XCTAssertTrue(toggled.stderr.contains("no source 'nope'"), toggled.stderr)
         XCTAssertTrue(toggled.stdout.contains("Acme TV") && toggled.stdout.contains("Beta"), toggled.stdout)
-        let bad = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "categories", "--selected", "--not-selected",
-                                                                     "--manifest", folder + "/plugins.yaml"])
+        let bad = try TestSupport.hubhost(["prefetch", "categories", "--selected", "--not-selected",
+                                          "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("not both"), bad.stderr)
     }
@@ -190,15 +177,15 @@ final class PrefetchSetsServeTests: XCTestCase {
         XCTAssertTrue(text.last?.contains("didChange -sport (2 categories)") ?? false, categories.output)
 
         // Bounded: nothing changes, --count is not reached before --timeout: exit 1 saying so.
-        let quiet = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "watch", "--sources", "--url", server.base, "--count", "2",
-                                                                       "--timeout", "1", "--manifest", folder + "/plugins.yaml"])
+        let quiet = try TestSupport.hubhost(["prefetch", "watch", "--sources", "--url", server.base, "--count", "2",
+                                            "--timeout", "1", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(quiet.status, 1)
         XCTAssertTrue(quiet.stderr.contains("1 of 2 changes"), quiet.stderr)
-        let both = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "watch", "--items", "--sources", "--url", server.base,
-                                                                      "--manifest", folder + "/plugins.yaml"])
+        let both = try TestSupport.hubhost(["prefetch", "watch", "--items", "--sources", "--url", server.base,
+                                           "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(both.status, 64)
-        let badState = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "watch", "--items", "--state", "nope", "--url", server.base,
-                                                                          "--manifest", folder + "/plugins.yaml"])
+        let badState = try TestSupport.hubhost(["prefetch", "watch", "--items", "--state", "nope", "--url", server.base,
+                                               "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(badState.status, 64)
         XCTAssertTrue(badState.stderr.contains("unknown state 'nope'"), badState.stderr)
     }

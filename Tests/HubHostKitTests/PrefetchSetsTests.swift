@@ -5,16 +5,7 @@ import XCTest
 /// Category and source filters and their live sets (seed 4.11-4.14), and the merge of an imported
 /// item with the catalog's entry for the same content: the engine on a real SQLite catalog, synced
 /// from PrefetchTestService on 127.0.0.1 through the bundled http-content-provider.
-final class PrefetchSetsTests: XCTestCase {
-    private var folder = ""
-    private var service: PrefetchTestService!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-        service = try PrefetchTestService()
-        addTeardownBlock { [service] in service?.stop() }
-    }
-
+final class PrefetchSetsTests: PrefetchTestCase {
     private final class Recorded: @unchecked Sendable {
         private let lock = NSLock()
         private var notes: [HostNotification] = []
@@ -23,18 +14,7 @@ final class PrefetchSetsTests: XCTestCase {
     }
 
     private func engine(_ prefetch: String = "") throws -> (HubHost, PrefetchEngine) {
-        try TestSupport.write("""
-            data_dir: data
-            prefetch: {enabled: true, license: good-licence, retry_delay: 0.05, read_timeout: 1\(prefetch)}
-            plugins:
-              - id: catalog
-                use: \(TestSupport.plugin("HTTPContentProvider"))
-                config: {db_service_url: "\(service.serviceURL)"}
-                http_allow: [127.0.0.1]
-            """, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
-        addTeardownBlock { host.shutdown() }
-        return (host, try XCTUnwrap(host.prefetch()))
+        try openEngine(prefetchManifest(", license: good-licence, retry_delay: 0.05, read_timeout: 1" + prefetch))
     }
 
     private func item(_ id: String, content: String, source: String, categories: [String], title: String, file: String = "x.mp4",

@@ -5,36 +5,15 @@ import XCTest
 /// The prefetch engine end to end: a catalog service and file server on 127.0.0.1
 /// (PrefetchTestService) reached through the bundled http-content-provider, the catalog in SQLite
 /// in a temporary data directory, real downloads with AsyncHTTPClient, and the fault cases.
-final class PrefetchTests: XCTestCase {
-    private var folder = ""
-    private var service: PrefetchTestService!
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-        service = try PrefetchTestService()
-        addTeardownBlock { [service] in service?.stop() }
-    }
-
+final class PrefetchTests: PrefetchTestCase {
     // MARK: helpers
 
-    private func manifest(_ prefetch: String = "") -> String {
-        """
-        data_dir: data
-        logging: {severity: info}
-        prefetch: {enabled: true, retry_delay: 0.05, read_timeout: 1, register_retry: 0.05\(prefetch)}
-        plugins:
-          - id: catalog
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-            config: {db_service_url: "\(service.serviceURL)"}
-            http_allow: [127.0.0.1]
-        """
+    private func manifest(_ prefetch: String = "") -> ManifestText {
+        prefetchManifest(", retry_delay: 0.05, read_timeout: 1, register_retry: 0.05" + prefetch, sections: [("logging", "{severity: info}")])
     }
 
     private func host(_ prefetch: String = ", license: good-licence", license: String? = nil) throws -> (HubHost, PrefetchEngine) {
-        try TestSupport.write(manifest(prefetch), to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
-        addTeardownBlock { host.shutdown() }
-        return (host, try XCTUnwrap(host.prefetch(license: license)))
+        try openEngine(manifest(prefetch), license: license)
     }
 
     /// Bytes that differ from file to file.
@@ -126,8 +105,7 @@ final class PrefetchTests: XCTestCase {
     }
 
     func testSettingsSectionParsesAndReportsBadValues() throws {
-        try TestSupport.write(manifest(", max_concurrent_downloads: 0, item_download_behavior: sometimes, network_selection: both, sync_interval: 1 min"),
-                              to: folder + "/plugins.yaml")
+        try writeManifest(manifest(", max_concurrent_downloads: 0, item_download_behavior: sometimes, network_selection: both, sync_interval: 1 min"))
         let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
         let settings = manifest.prefetch
         XCTAssertTrue(settings.enabled)
@@ -514,8 +492,8 @@ final class PrefetchTests: XCTestCase {
         let size = 2_000_000
         let datas = catalog(1, size: size)
         service.lock.withLock { service.faults["item0.mp4"] = [.slow(chunk: 32_768, delayMs: 30)] }
-        try TestSupport.write(manifest(", license: good-licence, item_download_behavior: none"), to: folder + "/plugins.yaml")
-        let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["prefetch", "sync", "--manifest", folder + "/plugins.yaml"])
+        try writeManifest(manifest(", license: good-licence, item_download_behavior: none"))
+        let sync = try TestSupport.hubhost(["prefetch", "sync", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         let child = Process()
         child.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)

@@ -68,19 +68,19 @@ final class PurchaseTests: XCTestCase {
     func testTheCLI() throws {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write("data_dir: data\n", to: folder + "/plugins.yaml")
-        let tracked = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "purchase_successful", "--purchase-amount", "50", "--currency-code", "USD",
-                                                                         "--item", "box", "--item", "hammer", "--json", "--manifest", folder + "/plugins.yaml"])
+        let tracked = try TestSupport.hubhost(["track", "purchase_successful", "--purchase-amount", "50", "--currency-code", "USD",
+                                              "--item", "box", "--item", "hammer", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(tracked.status, 0, tracked.stderr)
-        let stored = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(tracked.stdout.utf8)) as? [String: Any])
+        let stored = try tracked.json(as: [String: Any].self)
         let attributes = try XCTUnwrap(stored["attributes"] as? [String: Any])
         XCTAssertEqual(attributes["purchaseAmount"] as? Int, 50)
         XCTAssertEqual(attributes["itemList"] as? String, "box,hammer")
         XCTAssertEqual(attributes["numberOfItems"] as? Int, 2)
-        let refused = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "purchase_successful", "--purchase-amount", "5", "--currency-code", "dollars",
-                                                                         "--manifest", folder + "/plugins.yaml"])
+        let refused = try TestSupport.hubhost(["track", "purchase_successful", "--purchase-amount", "5", "--currency-code", "dollars",
+                                              "--manifest", folder + "/plugins.yaml"])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("ISO 4217"), refused.stderr)
-        let misplaced = try TestSupport.run(TestSupport.hubhostExecutable, ["track", "custom", "x", "--item", "box", "--manifest", folder + "/plugins.yaml"])
+        let misplaced = try TestSupport.hubhost(["track", "custom", "x", "--item", "box", "--manifest", folder + "/plugins.yaml"])
         XCTAssertNotEqual(misplaced.status, 0)
         XCTAssertTrue(misplaced.stderr.contains("are for purchase_successful events"), misplaced.stderr)
     }

@@ -49,10 +49,10 @@ final class SchemathesisTests: XCTestCase {
             use: \(TestSupport.plugin("StandardOperators"))
         """, to: manifest)
         if synced {
-            let built = try TestSupport.run(TestSupport.hubhostExecutable, ["bundle", "build", TestSupport.repository + "/Tests/Fixtures/content",
-                                                                            "-o", folder + "/content/bundle.sqlite3", "--key", keys.privateKey])
+            let built = try TestSupport.hubhost(["bundle", "build", TestSupport.repository + "/Tests/Fixtures/content",
+                                                "-o", folder + "/content/bundle.sqlite3", "--key", keys.privateKey])
             XCTAssertEqual(built.status, 0, built.stderr, file: file, line: line)
-            let sync = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "sync", "--manifest", manifest])
+            let sync = try TestSupport.hubhost(["hub", "sync", "--manifest", manifest])
             XCTAssertEqual(sync.status, 0, sync.stderr, file: file, line: line)
         }
 

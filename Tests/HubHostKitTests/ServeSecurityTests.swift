@@ -64,7 +64,7 @@ final class ServeSecurityTests: XCTestCase {
 
         // Listening beyond loopback without a token: serve refuses to start, with the reason.
         try TestSupport.write("data_dir: data\nserver: {host: 0.0.0.0, port: 0}\nplugins: []\n", to: folder + "/open.yaml")
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["serve", "--manifest", folder + "/open.yaml"])
+        let result = try TestSupport.hubhost(["serve", "--manifest", folder + "/open.yaml"])
         XCTAssertNotEqual(result.status, 0)
         XCTAssertTrue(result.stderr.contains("not a loopback address"), result.stderr)
     }

@@ -7,15 +7,6 @@ import XCTest
 /// process changes is durable at once and what the others see; nothing adds up wrong, nothing is
 /// lost when serve stops, nothing in use is deleted under a reader. Loopback only; bounded loops.
 enum SharedDirectory {
-    /// Runs `hubhost ARGS --manifest MANIFEST` to completion.
-    @discardableResult
-    static func cli(_ arguments: [String], _ manifest: String, file: StaticString = #filePath, line: UInt = #line,
-                    expect status: Int32? = 0) throws -> (status: Int32, stdout: String, stderr: String) {
-        let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--manifest", manifest])
-        if let status { XCTAssertEqual(result.status, status, "hubhost \(arguments.joined(separator: " ")): \(result.stderr)", file: file, line: line) }
-        return result
-    }
-
     /// SIGTERM (a clean shutdown, which used to write serve's stale campaign state over the
     /// others'), waited for 30 s at most.
     static func stop(_ server: ServeProcess, file: StaticString = #filePath, line: UInt = #line) {
@@ -23,8 +14,6 @@ enum SharedDirectory {
         for _ in 0..<300 where server.process.isRunning { Thread.sleep(forTimeInterval: 0.1) }
         XCTAssertFalse(server.process.isRunning, "serve stopped after SIGTERM", file: file, line: line)
     }
-
-    static func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) }
 }
 
 // MARK: - Campaigns
@@ -64,13 +53,13 @@ final class SharedCampaignStateTests: XCTestCase {
 
     /// The campaigns as `hubhost campaigns list --json` prints them, by id.
     private func statuses() throws -> [String: [String: Any]] {
-        let list = try XCTUnwrap(try SharedDirectory.json(try SharedDirectory.cli(["campaigns", "list", "--json"], manifest).stdout) as? [[String: Any]])
+        let list = try TestSupport.hubhost(["campaigns", "list", "--json"], manifest: manifest).expect().json(as: [[String: Any]].self)
         return Dictionary(uniqueKeysWithValues: list.map { ($0["id"] as? String ?? "", $0) })
     }
 
     func testCLIAndHTTPImpressionsAddUpAndSurviveServesShutdown() throws {
         let server = try ServeProcess(manifest: manifest)
-        for _ in 0..<2 { try SharedDirectory.cli(["messages", "impression", "promo"], manifest) }
+        for _ in 0..<2 { try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect() }
         XCTAssertEqual(try server.call("POST", "/v1/messages/promo/impression").0, 200)
         XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 2, "5 - 2 (CLI) - 1 (HTTP)")
         XCTAssertEqual(try statuses()["promo"]?["impressionsLeft"] as? Int, 2, "the CLI sees serve's impression")
@@ -85,27 +74,27 @@ final class SharedCampaignStateTests: XCTestCase {
         XCTAssertEqual(status, 200)
         XCTAssertEqual((first as? [String: Any])?["id"] as? String, "promo", "both campaigns are ready; promo first")
 
-        try SharedDirectory.cli(["campaigns", "opt-out", "promo"], manifest)
+        try TestSupport.hubhost(["campaigns", "opt-out", "promo"], manifest: manifest).expect()
         let (_, next) = try server.call("GET", "/v1/messages/next")
         XCTAssertEqual((next as? [String: Any])?["id"] as? String, "other", "serve no longer offers the campaign the user opted out of")
         XCTAssertEqual(try statuses(server)["promo"]?["optedOut"] as? Bool, true)
 
         SharedDirectory.stop(server)
         XCTAssertEqual(try statuses()["promo"]?["optedOut"] as? Bool, true, "the opt-out survives serve's shutdown")
-        let message = try SharedDirectory.cli(["messages", "next", "--json"], manifest)
-        XCTAssertEqual((try SharedDirectory.json(message.stdout) as? [String: Any])?["id"] as? String, "other", "the queue serve filled is the CLI's too")
+        let message = try TestSupport.hubhost(["messages", "next", "--json"], manifest: manifest).expect()
+        XCTAssertEqual((try message.json as? [String: Any])?["id"] as? String, "other", "the queue serve filled is the CLI's too")
     }
 
     func testTheCampaignUserSetFromTheCLIIsServesUser() throws {
         let server = try ServeProcess(manifest: manifest)
-        try SharedDirectory.cli(["campaigns", "user", "set", "--user-id", "ann", "--id-tracking-identifier", "t1"], manifest)
+        try TestSupport.hubhost(["campaigns", "user", "set", "--user-id", "ann", "--id-tracking-identifier", "t1"], manifest: manifest).expect()
         let (status, user) = try server.call("GET", "/v1/campaigns/user")
         XCTAssertEqual(status, 200)
         XCTAssertEqual(user as? [String: String], ["userId": "ann", "idTrackingIdentifier": "t1"])
 
         // And serve's own change of user is the CLI's: impressions land in that user's cache.
         XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "bob", "idTrackingIdentifier": ""}"#).0, 200)
-        try SharedDirectory.cli(["messages", "impression", "promo"], manifest)
+        try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect()
         XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 4, "bob's impression")
         XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "ann", "idTrackingIdentifier": "t1"}"#).0, 200)
         XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 5, "ann has her own count")
@@ -121,7 +110,7 @@ final class SharedCampaignStateTests: XCTestCase {
             for _ in 0..<(stream < 2 ? 20 : 10) {
                 do {
                     if stream < 2 {
-                        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["messages", "impression", "bulk", "--manifest", manifest])
+                        let result = try TestSupport.hubhost(["messages", "impression", "bulk", "--manifest", manifest])
                         if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
                     } else {
                         let status = try server.call("POST", "/v1/messages/bulk/impression").0
@@ -220,7 +209,7 @@ final class SharedHubStateTests: XCTestCase {
     func testACLISyncIsWhatTheRunningServeShowsAndNoBundleInUseIsDeleted() throws {
         let server = try ServeProcess(manifest: manifest)
         let v1 = try publish("1")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
 
         // serve shows the bundle the CLI installed, without a restart.
         let first = try status(server)
@@ -240,9 +229,9 @@ final class SharedHubStateTests: XCTestCase {
         XCTAssertEqual(hubStatus, 200)
         XCTAssertTrue(hubPage.contains("Hub v1"), hubPage)
         try publish("2")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         let v3 = try publish("3")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
 
         let third = try status(server)
         XCTAssertEqual(third.activeBundle?.version, "3")
@@ -257,7 +246,7 @@ final class SharedHubStateTests: XCTestCase {
 
         // Once no session reads v1, the next install prunes it (the active bundle and the one before stay).
         try publish("4")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released, then pruned")
         let fourth = try status(server)
         XCTAssertEqual(fourth.activeBundle?.version, "4")
@@ -274,7 +263,7 @@ final class SharedHubStateTests: XCTestCase {
         let v1Path = try XCTUnwrap(try status(server).activeBundle?.path)
         for version in ["2", "3"] {
             try publish(version)
-            try SharedDirectory.cli(["hub", "sync"], manifest)
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         }
         let shown = try status(server)
         XCTAssertEqual(shown.activeBundle?.version, "3")
@@ -285,7 +274,7 @@ final class SharedHubStateTests: XCTestCase {
         XCTAssertTrue(page.contains("content v3 1"), page)
         // serve now reads v3: the next install prunes v1 (and v2), keeping v4 and v3.
         try publish("4")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released by serve, then pruned")
         XCTAssertTrue(FileManager.default.fileExists(atPath: try status(server).activeBundle?.path ?? ""))
     }
@@ -293,20 +282,20 @@ final class SharedHubStateTests: XCTestCase {
     func testTheRemoteDisableFetchedByTheCLIIsServesState() throws {
         let server = try ServeProcess(manifest: manifest)
         try publish("1")
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         // serve syncs once itself (finding the CLI's bundle current), so presenting starts no background sync.
         XCTAssertEqual(try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get().status, 200)
         XCTAssertEqual(try page(server, "/hub").0, 200)
         service.settings = { _ in (200, #"{"isDisabled": true}"#) }
-        try SharedDirectory.cli(["hub", "sync"], manifest)
+        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
         XCTAssertTrue(try status(server).state.isDisabled, "the service's word fetched by the CLI holds in serve")
         XCTAssertTrue(try page(server, "/hub").1.contains("disabled"))
     }
 
     func testUsersAndTagCountsChangedFromTheCLIAreServesAndAddUp() throws {
         let server = try ServeProcess(manifest: manifest)
-        try SharedDirectory.cli(["users", "create", "--id", "bob", "--tags", "news"], manifest)
-        try SharedDirectory.cli(["users", "activate", "bob"], manifest)
+        try TestSupport.hubhost(["users", "create", "--id", "bob", "--tags", "news"], manifest: manifest).expect()
+        try TestSupport.hubhost(["users", "activate", "bob"], manifest: manifest).expect()
         let (status, active) = try server.call("GET", "/v1/users/active")
         XCTAssertEqual(status, 200)
         XCTAssertEqual((active as? [String: Any])?["active"] as? String, "bob")
@@ -318,7 +307,7 @@ final class SharedHubStateTests: XCTestCase {
             for _ in 0..<5 {
                 do {
                     if stream == 0 {
-                        let result = try TestSupport.run(TestSupport.hubhostExecutable, ["users", "update-tag-counts", "news=+1", "--manifest", manifest])
+                        let result = try TestSupport.hubhost(["users", "update-tag-counts", "news=+1", "--manifest", manifest])
                         if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
                     } else {
                         let status = try server.call("POST", "/v1/users/active/tag-counts", #"{"news": 1}"#).0
@@ -332,9 +321,9 @@ final class SharedHubStateTests: XCTestCase {
         XCTAssertEqual(failures.list, [])
         let (_, counts) = try server.call("GET", "/v1/users/bob/tag-counts")
         XCTAssertEqual(counts as? [String: Int], ["news": 11], "1 + 5 (CLI) + 5 (HTTP)")
-        try SharedDirectory.cli(["users", "create", "--id", "eve"], manifest)
+        try TestSupport.hubhost(["users", "create", "--id", "eve"], manifest: manifest).expect()
         XCTAssertEqual(try server.call("POST", "/v1/users/eve/activate").0, 200)
-        let shown = try SharedDirectory.cli(["users", "active"], manifest)
+        let shown = try TestSupport.hubhost(["users", "active"], manifest: manifest).expect()
         XCTAssertEqual(shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "eve", "serve's activation is the CLI's")
     }
 }

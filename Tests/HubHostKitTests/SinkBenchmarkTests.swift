@@ -5,10 +5,9 @@ import XCTest
 /// reports every sink beside its raw client and the store ceiling, never a speed).
 final class SinkBenchmarkTests: XCTestCase {
     func testEverySinkIsMeasuredBesideItsRawClient() throws {
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["bench", "sinks", "--count", "300", "--batch-size", "100", "--json"],
-                                      currentDirectory: TestSupport.repository, timeout: 300)
+        let run = try TestSupport.hubhost(["bench", "sinks", "--count", "300", "--batch-size", "100", "--json"], timeout: 300)
         XCTAssertEqual(run.status, 0, run.stderr)
-        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        let result = try run.json(as: [String: Any].self)
         let rows = try XCTUnwrap(result["rows"] as? [[String: Any]])
         // The store ceiling (plain SQLite claim + status update) was measured in the run, and every
         // sink is given beside it: its rate over the ceiling's.

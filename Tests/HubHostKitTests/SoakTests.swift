@@ -304,14 +304,14 @@ final class SoakTests: XCTestCase {
                 }
             default: break
             }
-            let track = run(["track", "--stdin", "--json", "--manifest", manifest], stdin: "[" + events.joined(separator: ",") + "]")
+            let track = run(["track", "--stdin", "--json"], manifest: manifest, stdin: "[" + events.joined(separator: ",") + "]")
             ledger.count("cli track \(track.status)")
             if track.stderr.contains("database is locked") || track.stdout.contains("database is locked") {
                 ledger.problem("hubhost track --stdin failed with 'database is locked': \(track.stderr)")
             }
             if track.status == 0 {
-                let answered = ((try? JSONSerialization.jsonObject(with: Data(track.stdout.utf8))) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-                    + [((try? JSONSerialization.jsonObject(with: Data(track.stdout.utf8))) as? [String: Any])?["id"] as? String].compactMap { $0 }
+                let answered = ((try? track.json) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                    + [((try? track.json) as? [String: Any])?["id"] as? String].compactMap { $0 }
                 if shouldFail { ledger.problem("track of a batch that should be refused exited 0: \(track.stdout.prefix(300))") }
                 if Set(answered) != Set(ids) { ledger.problem("track --stdin: sent \(ids), --json printed \(answered)") }
                 ledger.ack(answered)
@@ -319,7 +319,7 @@ final class SoakTests: XCTestCase {
                 if !shouldFail { ledger.problem("track --stdin of a valid batch exited \(track.status): \(track.stderr)") }
                 ledger.refuse(ids)
             }
-            let flush = run(["events", "flush", "--json", "--manifest", manifest], stdin: "")
+            let flush = run(["events", "flush", "--json"], manifest: manifest, stdin: "")
             ledger.count("cli flush \(flush.status)")
             if flush.status != 0 || flush.stderr.contains("database is locked") {
                 ledger.problem("hubhost events flush exited \(flush.status): \(flush.stderr) \(flush.stdout)")
@@ -327,12 +327,12 @@ final class SoakTests: XCTestCase {
         }
     }
 
-    /// Runs hubhost with `stdin` as its standard input; 120 s at most.
-    static func run(_ arguments: [String], stdin: String) -> (status: Int32, stdout: String, stderr: String) {
+    /// Runs hubhost with `stdin` as its standard input; 120 s at most. Not running is status -2.
+    static func run(_ arguments: [String], manifest: String, stdin: String) -> CommandResult {
         do {
-            return try TestSupport.run(TestSupport.hubhostExecutable, arguments, input: stdin)
+            return try TestSupport.hubhost(arguments, manifest: manifest, input: stdin)
         } catch {
-            return (-2, "", "hubhost \(arguments): \(error)")
+            return CommandResult(status: -2, stdout: "", stderr: "hubhost \(arguments): \(error)")
         }
     }
 }

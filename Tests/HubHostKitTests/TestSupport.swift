@@ -35,7 +35,7 @@ enum TestSupport {
     /// Runs a program to completion (bounded by `timeout` seconds) and returns its exit status and output.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                    currentDirectory: String? = nil, timeout: TimeInterval = 120, input: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+                    currentDirectory: String? = nil, timeout: TimeInterval = 120, input: String? = nil) throws -> CommandResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -67,7 +67,28 @@ enum TestSupport {
             throw NSError(domain: "TestSupport", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) timed out after \(timeout)s"])
         }
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: collected.out, as: UTF8.self), String(decoding: collected.err, as: UTF8.self))
+        return CommandResult(status: process.terminationStatus, stdout: String(decoding: collected.out, as: UTF8.self),
+                             stderr: String(decoding: collected.err, as: UTF8.self), reason: process.terminationReason)
+    }
+
+    /// Runs the built hubhost executable with `arguments` (then `--manifest MANIFEST` when `manifest`
+    /// is given) in `folder` (the repository when not given), as `run` does.
+    @discardableResult
+    static func hubhost(_ arguments: [String], manifest: String? = nil, in folder: String? = nil, environment: [String: String]? = nil,
+                        timeout: TimeInterval = 120, input: String? = nil) throws -> CommandResult {
+        try run(hubhostExecutable, arguments + (manifest.map { ["--manifest", $0] } ?? []), environment: environment,
+                currentDirectory: folder ?? repository, timeout: timeout, input: input)
+    }
+
+    /// `text` parsed as JSON; a top-level string, number or null too. Throws when it is not JSON.
+    static func json(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+    }
+
+    /// `text` parsed as JSON of type `T` (e.g. `[String: Any]`); throws, failing the test with the
+    /// text, when it is not JSON or not a `T`.
+    static func json<T>(_ text: String, as type: T.Type, file: StaticString = #filePath, line: UInt = #line) throws -> T {
+        try XCTUnwrap(try json(text) as? T, "not JSON of type \(T.self): \(text)", file: file, line: line)
     }
 
     /// Compiles Tests/Fixtures/<source> into a shared library with the strict flags the ABI promises
@@ -140,6 +161,75 @@ enum TestSupport {
             kind: trigger_operator
         config: []
         """
+    }
+}
+
+/// How a program run by `TestSupport.run` ended and what it wrote.
+struct CommandResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    /// `.uncaughtSignal` when the program was ended by a signal (a trap), `.exit` otherwise.
+    var reason: Process.TerminationReason = .exit
+
+    /// stdout parsed as JSON (`TestSupport.json`); throws when it is not JSON.
+    var json: Any { get throws { try TestSupport.json(stdout) } }
+
+    /// stdout parsed as JSON of type `T`; throws, failing the test with this result, when it is not.
+    func json<T>(as type: T.Type, file: StaticString = #filePath, line: UInt = #line) throws -> T {
+        try XCTUnwrap(try json as? T, "stdout is not JSON of type \(T.self): \(self)", file: file, line: line)
+    }
+
+    /// This result when the program exited with `status`; otherwise fails the test at the caller
+    /// (with this result) and throws.
+    @discardableResult
+    func expect(_ status: Int32 = 0, file: StaticString = #filePath, line: UInt = #line) throws -> CommandResult {
+        try XCTUnwrap(self.status == status ? self : nil, "expected exit status \(status), got \(self)", file: file, line: line)
+    }
+
+    /// For assertion messages: the exit status and both outputs.
+    var description: String {
+        "exit \(status)\(reason == .uncaughtSignal ? " (signal)" : "")\nstdout: \(stdout)\nstderr: \(stderr)"
+    }
+}
+
+/// plugins.yaml text from Swift values: the top-level sections in order, each a key and its YAML
+/// value (a scalar, or a flow mapping made with `flow`), then `plugins:` with the instances.
+struct ManifestText: CustomStringConvertible {
+    /// One plugin instance: its id, the plugin.yaml it uses, then more keys in order, each with
+    /// its YAML value (e.g. `("config", ManifestText.flow(("network", "wifi")))`).
+    struct Plugin {
+        var id: String
+        var use: String
+        var keys: [(key: String, value: String)]
+
+        init(id: String, use: String, _ keys: (key: String, value: String)...) {
+            self.id = id
+            self.use = use
+            self.keys = keys
+        }
+    }
+
+    var sections: [(key: String, value: String)]
+    var plugins: [Plugin]
+
+    var description: String {
+        var lines = sections.map { "\($0.key): \($0.value)" }
+        lines.append(plugins.isEmpty ? "plugins: []" : "plugins:")
+        for plugin in plugins {
+            lines += ["  - id: \(plugin.id)", "    use: \(plugin.use)"] + plugin.keys.map { "    \($0.key): \($0.value)" }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A flow mapping, `{key: value, ...}`, of the pairs in order.
+    static func flow(_ pairs: (key: String, value: String)...) -> String {
+        "{" + pairs.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
+    }
+
+    /// `text` as a double-quoted YAML string.
+    static func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }
 

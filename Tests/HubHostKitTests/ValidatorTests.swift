@@ -28,7 +28,7 @@ final class ValidatorTests: XCTestCase {
     }
 
     private func validate(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: Report, stderr: String) {
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--json"] + extra, timeout: 300)
+        let run = try TestSupport.hubhost(["plugins", "test", path, "--json"] + extra, timeout: 300)
         let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
         return (run.status, report, run.stderr)
     }
@@ -89,15 +89,15 @@ final class ValidatorTests: XCTestCase {
 
     func testListFilterAndJUnit() throws {
         let path = try fixture(nil)
-        let list = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", path, "--list", "--json"])
-        let names = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]]).compactMap { $0["name"] }
+        let list = try TestSupport.hubhost(["plugins", "test", path, "--list", "--json"])
+        let names = try list.json(as: [[String: String]].self).compactMap { $0["name"] }
         XCTAssertEqual(names.count, 17)
         XCTAssertTrue(names.contains("faulty-operator/compare-concurrent"))
 
         let junit = folder + "/results.xml"
         let segv = try fixture("SEGFAULT")
-        let run = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
-                                                                      "--junit", junit])
+        let run = try TestSupport.hubhost(["plugins", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
+                                          "--junit", junit])
         XCTAssertEqual(run.status, 1)
         XCTAssertTrue(run.stdout.contains("1 passed, 1 failed"), run.stdout)
         let xml = try String(contentsOfFile: junit, encoding: .utf8)

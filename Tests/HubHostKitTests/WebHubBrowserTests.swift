@@ -51,8 +51,8 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertTrue(external.paths.contains("/external.gif"), "\(external.paths)")
 
         // Each page view was a ContentTypeChanged notification (read back with hub watch --replay).
-        let watched = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "watch", "--url", server.base, "--replay", "--json",
-                                                                          "--name", "ContentTypeChanged", "--count", "9", "--timeout", "20"], timeout: 60)
+        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--json",
+                                              "--name", "ContentTypeChanged", "--count", "9", "--timeout", "20"], timeout: 60)
         XCTAssertEqual(watched.status, 0, watched.stderr)
         let views = watched.stdout.split(separator: "\n").compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String]
@@ -125,8 +125,7 @@ final class WebHubBrowserTests: XCTestCase {
         let server = try HubServer(folder: folder, hub: "preloaded_bundle: bundle.sqlite3")
         defer { server.stop() }
         func cli(_ arguments: [String]) throws {
-            let result = try TestSupport.run(TestSupport.hubhostExecutable, ["users"] + arguments + ["--manifest", folder + "/plugins.yaml"], timeout: 60)
-            XCTAssertEqual(result.status, 0, "users \(arguments): \(result.stderr)")
+            try TestSupport.hubhost(["users"] + arguments, manifest: folder + "/plugins.yaml", timeout: 60).expect()
         }
         try cli(["create", "--id", "reader", "--tags", "x"])
         try cli(["create", "--id", "fan", "--tags", "football"])
@@ -172,9 +171,7 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertNotEqual(server.process.terminationReason, .uncaughtSignal, "ended by its own graceful shutdown, not killed")
 
         func cli(_ arguments: [String]) throws -> Any? {
-            let result = try TestSupport.run(TestSupport.hubhostExecutable, arguments + ["--json", "--manifest", folder + "/plugins.yaml"], timeout: 60)
-            XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
-            return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+            try TestSupport.hubhost(arguments + ["--json"], manifest: folder + "/plugins.yaml", timeout: 60).expect().json
         }
         let events = try XCTUnwrap(try cli(["events", "list", "--limit", "100"]) as? [[String: Any]])
         func named(_ name: String) -> [[String: Any]] {
@@ -269,8 +266,8 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertFalse(external.paths.contains("/q.gif?v=2"))
 
         // Each report was also a ContentSecurityViolation notification.
-        let watched = try TestSupport.run(TestSupport.hubhostExecutable, ["hub", "watch", "--url", server.base, "--replay",
-                                                                          "--name", "ContentSecurityViolation", "--count", "3", "--timeout", "20"], timeout: 60)
+        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay",
+                                              "--name", "ContentSecurityViolation", "--count", "3", "--timeout", "20"], timeout: 60)
         XCTAssertEqual(watched.status, 0, watched.stderr)
         XCTAssertTrue(watched.stdout.contains("blocked-uri=\(external.url("/blocked.js"))"), watched.stdout)
     }

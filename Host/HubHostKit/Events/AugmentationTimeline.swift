@@ -16,6 +16,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
     private let logger: Logger
     /// Stages of plugin indexes, computed once (process_synchronously is constant per instance).
     private let stages: [[Int]]
+    /// When the last "stuck" warning was logged (monotonic ns; 0: never): at most one per 10 s.
+    private var lastStuckWarningNs: UInt64 = 0
+    private let stuckWarningLock = NSLock()
 
     public init(plugins: [AugmentationPlugin], timeoutSeconds: Double, logger: Logger) {
         self.plugins = plugins
@@ -41,6 +44,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// The augmented event (status NOT_POSTED), or the event as given (status EXPIRED) on timeout.
     public func run(_ event: Event) -> Event {
         guard !plugins.isEmpty else { return event }
+        if let stuck = stuckPlugin() { return skipped(event, because: stuck) }
         let shared = UntilDeadline(event)
         let stages = self.stages
         let (working, completed) = waitForWork(shared, deadline: nil) {
@@ -52,8 +56,8 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     init(_ count: Int) { list = Array(repeating: nil, count: count) }
                 }
                 let collected = Outcomes(stage.count)
-                DispatchQueue.concurrentPerform(iterations: stage.count) { i in
-                    let outcome = self.plugins[stage[i]].augment(input.augmentable)
+                Self.concurrently(stage.count) { i in
+                    let outcome = self.augment(stage[i], input.augmentable)
                     collected.lock.withLock { collected.list[i] = outcome }
                 }
                 let outcomes = collected.lock.withLock { collected.list }
@@ -89,15 +93,16 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// now) are EXPIRED as they were given.
     public func run(batch events: [Event], deadline: DispatchTime? = nil) -> [Event] {
         guard !plugins.isEmpty, !events.isEmpty else { return events }
+        if let stuck = stuckPlugin() { return events.map { skipped($0, because: stuck) } }
         let shared = UntilDeadline<[Event?]>(Array(repeating: nil, count: events.count))
         let (results, completed) = waitForWork(shared, deadline: deadline) {
-            DispatchQueue.concurrentPerform(iterations: events.count) { i in
+            Self.concurrently(events.count) { i in
                 if shared.lock.withLock({ shared.timedOut }) { return }
                 var working = events[i]
                 for stage in self.stages {
                     let input = working
                     for index in stage {  // in a batch the events give the concurrency; a stage runs in order
-                        let outcome = self.plugins[index].augment(input.augmentable)
+                        let outcome = self.augment(index, input.augmentable)
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: input.id, outcome)
                             continue
@@ -136,7 +141,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
     private func waitForWork<Value>(_ shared: UntilDeadline<Value>, deadline: DispatchTime?,
                                     _ work: @escaping @Sendable () -> Void) -> (value: Value, completed: Bool) {
         let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        Self.onOwnThread {
             work()
             finished.signal()
         }
@@ -147,6 +152,70 @@ public final class AugmentationTimeline: @unchecked Sendable {
             return shared.value
         }
         return (value, completed)
+    }
+
+    /// Where plugin calls run: threads of their own, never Dispatch's global pool, which Swift
+    /// concurrency and so the HTTP server run on (on Linux a queue made with DispatchQueue(label:)
+    /// runs there too). That pool has as many threads as cores: two looping calls on it once
+    /// stopped every route of `hubhost serve` on a 2-core machine. A call that never returns holds
+    /// one thread of its own; a stuck plugin is then skipped, so such threads do not pile up.
+    private static func onOwnThread(_ work: @escaping @Sendable () -> Void) {
+        let thread = Thread { work() }
+        thread.name = "hubhost-augment"
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Runs `body(0..<count)` on threads of its own, in at most as many parts as there are cores
+    /// (each takes a contiguous run of indexes), and returns when every one has.
+    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        guard count > 1 else {
+            if count == 1 { body(0) }
+            return
+        }
+        let parts = min(count, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let group = DispatchGroup()
+        for part in 1..<parts {
+            let range = (count * part / parts)..<(count * (part + 1) / parts)
+            group.enter()
+            onOwnThread {
+                for i in range { body(i) }
+                group.leave()
+            }
+        }
+        for i in 0..<(count / parts) { body(i) }  // the first part on this thread
+        group.wait()
+    }
+
+    /// One plugin's call on one event, recorded in its call tracker with the augmentation timeout
+    /// as its deadline.
+    private func augment(_ index: Int, _ event: AugmentableEvent) -> AugmentationOutcome {
+        let plugin = plugins[index]
+        let token = plugin.handle.calls.begin(deadlineSeconds: timeoutSeconds)
+        defer { plugin.handle.calls.end(token) }
+        return plugin.augment(event)
+    }
+
+    /// The first plugin with a call past its deadline that has not returned, if any.
+    private func stuckPlugin() -> AugmentationPlugin? {
+        plugins.first { $0.handle.calls.isStuck }
+    }
+
+    /// `event` EXPIRED at once, as a timeout would leave it, because `plugin` is stuck in a call:
+    /// a new call would only hang beside it.
+    private func skipped(_ event: Event, because plugin: AugmentationPlugin) -> Event {
+        let now = Clock.monotonicNs()
+        let warn: Bool = stuckWarningLock.withLock {
+            guard lastStuckWarningNs == 0 || now &- lastStuckWarningNs > 10_000_000_000 else { return false }
+            lastStuckWarningNs = now
+            return true
+        }
+        if warn {
+            logger.warning("augmentation '\(plugin.handle.instanceID)/\(plugin.handle.pluginID)' is stuck in a call past augmentation_timeout; events are EXPIRED and sent as they were, without calling it, until that call returns")
+        }
+        var expired = event
+        expired.status = .expired
+        return expired
     }
 
     /// Whether two arrays share one storage (a copy not changed since), so hold the same elements.

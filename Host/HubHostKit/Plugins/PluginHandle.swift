@@ -17,6 +17,8 @@ public final class PluginHandle: @unchecked Sendable {
     public let kind: PluginKind
     /// Where the plugin runs: an instance in this process, or a worker process.
     public let backend: Backend
+    /// Its calls in flight and their deadlines: whether it is stuck in one.
+    public let calls = PluginCallTracker()
 
     /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {

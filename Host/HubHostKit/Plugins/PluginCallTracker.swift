@@ -1,0 +1,63 @@
+import Foundation
+
+/// The calls in flight into one plugin of one instance, each with the deadline its caller gave it.
+/// A call past its deadline that has not returned makes the plugin *stuck*: an in-process call
+/// cannot be stopped, so callers skip a stuck plugin at once (as if its call had timed out) instead
+/// of starting more calls that would hang too, until the overdue call returns; then it is healthy
+/// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
+public final class PluginCallTracker: @unchecked Sendable {
+    private let lock = NSLock()
+    private var inFlight: [UInt64: (startedNs: UInt64, deadlineNs: UInt64)] = [:]
+    private var nextToken: UInt64 = 0
+
+    public init() {}
+
+    /// Records a call starting now that should end within `deadlineSeconds`; returns its token.
+    public func begin(deadlineSeconds: Double) -> UInt64 {
+        let now = Clock.monotonicNs()
+        let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
+        return lock.withLock {
+            nextToken &+= 1
+            inFlight[nextToken] = (now, max(deadline, now))
+            return nextToken
+        }
+    }
+
+    /// Records that the call of `token` returned.
+    public func end(_ token: UInt64) {
+        lock.withLock { _ = inFlight.removeValue(forKey: token) }
+    }
+
+    /// When the oldest call past its deadline started (monotonic ns), or nil when none is overdue.
+    public var stuckSinceNs: UInt64? {
+        let now = Clock.monotonicNs()
+        return lock.withLock { inFlight.values.filter { $0.deadlineNs < now }.map(\.startedNs).min() }
+    }
+
+    /// True while a call is past its deadline and has not returned.
+    public var isStuck: Bool { stuckSinceNs != nil }
+
+    /// Calls in flight now (overdue or not).
+    public var callsInFlight: Int { lock.withLock { inFlight.count } }
+}
+
+/// A plugin that is stuck, as health reports it.
+public struct StuckPlugin: Codable, Equatable, Sendable {
+    public var instance: String
+    public var plugin: String
+    public var kind: String
+    /// How long its overdue call has been running, in milliseconds.
+    public var runningMs: Int64
+}
+
+extension PluginRegistry {
+    /// Every loaded plugin with a call past its deadline, in plugins.yaml order.
+    public var stuckPlugins: [StuckPlugin] {
+        let now = Clock.monotonicNs()
+        return PluginKind.allCases.flatMap { plugins(of: $0) }.compactMap { handle in
+            guard let since = handle.calls.stuckSinceNs else { return nil }
+            return StuckPlugin(instance: handle.instanceID, plugin: handle.pluginID, kind: handle.kind.rawValue,
+                               runningMs: Int64(clamping: (now &- since) / 1_000_000))
+        }
+    }
+}

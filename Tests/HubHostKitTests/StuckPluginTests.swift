@@ -1,0 +1,75 @@
+import Foundation
+import XCTest
+@testable import HubHostKit
+
+/// A plugin that never returns from a call, in process (it cannot be stopped): it must not take
+/// the server's answers with it. Its instance is reported stuck and skipped until the call returns.
+final class StuckPluginTests: XCTestCase {
+    func testATrackerIsStuckOnlyWhileACallIsPastItsDeadline() {
+        let calls = PluginCallTracker()
+        XCTAssertFalse(calls.isStuck)
+        let slow = calls.begin(deadlineSeconds: 0.05)
+        let quick = calls.begin(deadlineSeconds: 60)
+        XCTAssertFalse(calls.isStuck, "within its deadline a call is not overdue")
+        usleep(120_000)
+        XCTAssertTrue(calls.isStuck)
+        XCTAssertEqual(calls.callsInFlight, 2)
+        calls.end(slow)
+        XCTAssertFalse(calls.isStuck, "healthy again once the overdue call returned")
+        calls.end(quick)
+        XCTAssertEqual(calls.callsInFlight, 0)
+        _ = calls.begin(deadlineSeconds: -5)  // an out-of-range deadline counts as none left
+        XCTAssertTrue(calls.isStuck)
+    }
+
+    /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits
+    /// out augmentation_timeout and is EXPIRED; from then on events are acknowledged at once
+    /// (EXPIRED, the plugin skipped), and health answers "degraded" naming the instance, quickly,
+    /// throughout. Only one thread is left looping.
+    func testALoopingInProcessAugmentationLeavesEveryRouteAnswering() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let plugin = try TestSupport.faultyFixture("HANG", in: folder)
+        try TestSupport.write("""
+        data_dir: data
+        server: {port: 0}
+        events: {augmentation_timeout: 1}
+        plugins:
+          - id: looping
+            use: \(plugin)
+        """, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
+            let start = Date()
+            let value = try body()
+            return (value, Date().timeIntervalSince(start))
+        }
+        let (first, firstSeconds) = try timed { try server.call("POST", "/v1/events", #"{"name":"first"}"#) }
+        XCTAssertEqual(first.0, 201)
+        XCTAssertLessThan(firstSeconds, 5, "the first event waits out augmentation_timeout (1 s), no more")
+        for i in 0..<20 {
+            let (answer, seconds) = try timed { try server.call("POST", "/v1/events", #"{"name":"later \#(i)"}"#) }
+            XCTAssertEqual(answer.0, 201)
+            XCTAssertLessThan(seconds, 0.5, "event \(i): the stuck plugin is skipped, not waited for")
+            let (health, healthSeconds) = try timed { try server.call("GET", "/v1/health") }
+            XCTAssertEqual(health.0, 200)
+            XCTAssertLessThan(healthSeconds, 0.5, "health answers at once")
+            let body = try XCTUnwrap(health.1 as? [String: Any])
+            XCTAssertEqual(body["status"] as? String, "degraded")
+            let instances = try XCTUnwrap(body["instances"] as? [[String: Any]])
+            XCTAssertEqual(instances.first?["instance"] as? String, "looping")
+            XCTAssertEqual(instances.first?["kind"] as? String, "augmentation")
+        }
+        let (statsStatus, stats) = try server.call("GET", "/v1/events/stats")
+        XCTAssertEqual(statsStatus, 200, "\(stats)")
+        let counts = try XCTUnwrap(stats as? [String: Any])
+        // The 21 posted, and the session-start event the pipeline adds: every one EXPIRED and sent as it was.
+        XCTAssertEqual((counts["EXPIRED"] as? NSNumber)?.intValue, 22, "\(counts)")
+        XCTAssertEqual((counts["NOT_POSTED"] as? NSNumber)?.intValue, 0, "\(counts)")
+        // Other routes answer too.
+        XCTAssertEqual(try server.call("GET", "/v1/events?limit=1").0, 200)
+        // One looping thread, not one per event: the process uses about one core.
+        let threads = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("Threads:") }.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
+        XCTAssertLessThan(threads, 40, "threads do not pile up behind the stuck plugin")
+    }
+}
