@@ -22,6 +22,29 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertTrue(calls.isStuck)
     }
 
+    /// A job that never returns (here: until released) never delays another: each waits for no
+    /// one, and finished threads beyond the idle limit end.
+    func testABlockedPluginCallThreadNeverDelaysTheNext() {
+        let release = DispatchSemaphore(value: 0)
+        let blockedStarted = DispatchSemaphore(value: 0)
+        for _ in 0..<3 {
+            PluginCallThreads.run {
+                blockedStarted.signal()
+                release.wait()
+            }
+        }
+        for _ in 0..<3 { XCTAssertEqual(blockedStarted.wait(timeout: .now() + 5), .success) }
+        let quick = DispatchSemaphore(value: 0)
+        let start = Date()
+        for _ in 0..<20 { PluginCallThreads.run { quick.signal() } }
+        for _ in 0..<20 { XCTAssertEqual(quick.wait(timeout: .now() + 5), .success, "a job ran beside the blocked ones") }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        for _ in 0..<3 { release.signal() }
+        let deadline = Date().addingTimeInterval(5)
+        while PluginCallThreads.threadCount > PluginCallThreads.idleLimit, Date() < deadline { usleep(10_000) }
+        XCTAssertLessThanOrEqual(PluginCallThreads.threadCount, PluginCallThreads.idleLimit, "idle threads beyond the limit end")
+    }
+
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits
     /// out augmentation_timeout and is EXPIRED; from then on events are acknowledged at once
     /// (EXPIRED, the plugin skipped), and health answers "degraded" naming the instance, quickly,

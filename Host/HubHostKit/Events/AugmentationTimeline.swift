@@ -154,16 +154,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
         return (value, completed)
     }
 
-    /// Where plugin calls run: threads of their own, never Dispatch's global pool, which Swift
-    /// concurrency and so the HTTP server run on (on Linux a queue made with DispatchQueue(label:)
-    /// runs there too). That pool has as many threads as cores: two looping calls on it once
-    /// stopped every route of `hubhost serve` on a 2-core machine. A call that never returns holds
-    /// one thread of its own; a stuck plugin is then skipped, so such threads do not pile up.
+    /// Where plugin calls run: PluginCallThreads, never the pool the HTTP server runs on.
     private static func onOwnThread(_ work: @escaping @Sendable () -> Void) {
-        let thread = Thread { work() }
-        thread.name = "hubhost-augment"
-        thread.stackSize = 1 << 20
-        thread.start()
+        PluginCallThreads.run(work)
     }
 
     /// Runs `body(0..<count)` on threads of its own, in at most as many parts as there are cores
