@@ -40,6 +40,8 @@ public final class EventStore: @unchecked Sendable {
 
     private init(path: String) throws {
         self.path = path
+        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "events")
         try migrate()
     }

@@ -48,6 +48,8 @@ public final class IdentityStore: @unchecked Sendable {
 
     public init(path: String) throws {
         self.path = path
+        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "identity")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 identity") { db in

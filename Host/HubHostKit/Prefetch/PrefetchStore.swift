@@ -11,6 +11,8 @@ final class PrefetchStore: @unchecked Sendable {
     let pool: DatabasePool
 
     init(path: String) throws {
+        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "prefetch")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in

@@ -45,6 +45,8 @@ public final class UserStore: @unchecked Sendable {
     /// Opens (creating) the store at `path`.
     public init(path: String) throws {
         self.path = path
+        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "hub-users")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 users") { db in
