@@ -7,6 +7,9 @@ import Logging
 ///     let host = try HubHost(manifestPath: "plugins.yaml")
 ///     defer { host.shutdown() }
 ///     print(host.advertiserID())
+///
+/// Safe to share: the engines and the shut-down flag are read and written under `engineLock`;
+/// every other stored property is a `let`.
 public final class HubHost: @unchecked Sendable {
     /// The manifest the host was started from, with its defaults and diagnostics.
     public let manifest: HostManifest
@@ -18,7 +21,7 @@ public final class HubHost: @unchecked Sendable {
     public let logger: Logger
     /// Notifications for the integrating app (hub state, progress, app actions, errors).
     public let notifications = HostNotifications()
-    private var isShutDown = false
+    private var isShutDown = false  // under engineLock
 
     /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
     /// cannot be used at all; problems inside it are logged and disable only what they touch.
@@ -310,9 +313,13 @@ public final class HubHost: @unchecked Sendable {
 
     /// Flushes the logging plugins and destroys every plugin instance. Safe to call twice.
     public func shutdown() {
-        guard !isShutDown else { return }
-        isShutDown = true
-        if let campaignEngine {
+        // Once, even when two threads call it together: the flag is taken under the engines' lock.
+        let first: Bool = engineLock.withLock {
+            defer { isShutDown = true }
+            return !isShutDown
+        }
+        guard first else { return }
+        if let campaignEngine = engineLock.withLock({ campaignEngine }) {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
         engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider

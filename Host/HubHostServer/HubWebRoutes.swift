@@ -171,6 +171,7 @@ enum HubWebRoutes {
 
 /// The open notification streams, so that `hubhost serve` can end them when it shuts down (a
 /// graceful shutdown waits for open responses, and a stream never ends by itself).
+/// Safe to share: `open` and `signalSources`, its only mutable fields, are read and written under `lock`.
 final class NotificationStreams: @unchecked Sendable {
     static let shared = NotificationStreams()
     private let lock = NSLock()

@@ -32,6 +32,8 @@ struct HubCommand: ParsableCommand {
         func run() throws {
             let (host, delivery) = try HubCommand.delivery(manifestOption)
             defer { host.shutdown() }
+            // Safe to share: `open` is written only by the progress subscriber, which runs inside `delivery.sync()`
+            // (the provider's sink calls end before its fetch returns), and read after sync has returned.
             final class Line: @unchecked Sendable { var open = false }
             let line = Line()
             let token = host.notifications.subscribe { notification in

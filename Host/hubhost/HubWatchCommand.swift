@@ -77,6 +77,9 @@ struct HubWatchCommand: ParsableCommand {
 }
 
 /// Reads a server-sent-event stream and prints its events until a count, a deadline or the end.
+/// Safe to share: `buffer`, `finished` and `printed` are written under `lock` (the session's delegate queue is serial);
+/// `printed` is read without it only after `run` returns, and nothing writes it once `finished` is set, which `run`
+/// does first; the rest are `let`s.
 final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     enum Outcome { case done, timedOut, failed(String) }
 

@@ -206,6 +206,8 @@ struct PrefetchCommand: ParsableCommand {
             guard wait else { try PrefetchCommand.report(answers, json: common.output.json); return }
             let waitFor = answers.filter { $0.accepted || $0.state == .downloading }.map(\.id)
             let terminal = isatty(2) == 1
+            // Safe to share: `result` and `lastPercent` are touched only by the one task (its progress callbacks run in
+            // turn inside waitForDownloads) until it signals `done`, and read by the caller only after `done.wait()`.
             final class Box: @unchecked Sendable { var result: Result<[PrefetchItem], Error> = .success([]); var lastPercent: [String: Int] = [:] }
             let box = Box()
             let done = DispatchSemaphore(value: 0)

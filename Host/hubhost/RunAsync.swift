@@ -5,6 +5,8 @@ import Foundation
 /// stays synchronous, because the validator's child processes run under valgrind, which does not
 /// survive an async main. Call it from the main thread, never from a task.
 func runAsync(_ work: @escaping @Sendable () async throws -> Void) throws {
+    // Safe to share: `error` is written by the task before it signals `done` and read only after `done.wait()` returns;
+    // the semaphore orders the two.
     final class Outcome: @unchecked Sendable { var error: Error? }  // written by the task before `done`, read after
     let outcome = Outcome()
     let done = DispatchSemaphore(value: 0)

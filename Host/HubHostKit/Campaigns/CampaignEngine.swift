@@ -15,6 +15,9 @@ import Logging
 /// Matching is indexed by event type and name, not a scan over every campaign per event. App start
 /// is persistent for the launch (this engine's life): once logged it satisfies app-start triggers
 /// and later app-start logs are ignored; a campaign needing only app start shows once per launch.
+/// Safe to share: the campaign state (`loaded`, `cache`, `currentUser`, `nextPingAtMs` and the rest) is read and
+/// written under `lock`, in this file and its extensions; `contextRule` is read under `lock` but set without it, so it
+/// must be set before the engine is shared (HubHost does).
 public final class CampaignEngine: @unchecked Sendable {
     /// A user: each combination of user id and tracking identifier has its own cache; both empty
     /// is the anonymous user.

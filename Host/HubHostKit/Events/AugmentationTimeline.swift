@@ -10,6 +10,8 @@ import Logging
 /// A plugin that fails is logged with its id and the event id, and its edits are dropped. When the
 /// timeout passes, the event is EXPIRED exactly as it was handed to augmentation; an answer that
 /// comes later changes nothing.
+/// Safe to share: `lastStuckWarningNs`, its only mutable field, is read and written under `stuckWarningLock`; the rest
+/// are `let`s, and the plugins are safe to share on their own.
 public final class AugmentationTimeline: @unchecked Sendable {
     public let plugins: [AugmentationPlugin]
     public let timeoutSeconds: Double
@@ -50,6 +52,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
         let (working, completed) = waitForWork(shared, deadline: nil) {
             for stage in stages {
                 let input = shared.lock.withLock { shared.value }
+                // Safe to share: `list` is read and written under `lock`.
                 final class Outcomes: @unchecked Sendable {
                     let lock = NSLock()
                     var list: [AugmentationOutcome?]
@@ -127,6 +130,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// What the waiting thread and the working thread share: a value under one lock, and whether
     /// the wait has ended (from then on a late answer changes nothing).
+    /// Safe to share: `value` and `timedOut` are read and written under `lock`.
     private final class UntilDeadline<Value>: @unchecked Sendable {
         let lock = NSLock()
         var value: Value

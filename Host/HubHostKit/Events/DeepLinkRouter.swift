@@ -21,6 +21,8 @@ public struct DeepLinkRouter: Sendable {
     }
 
     /// A compiled regex that can be shared across threads (it is immutable once built).
+    /// Safe to share: its only field is a `let`, and Foundation documents NSRegularExpression as immutable and
+    /// thread-safe.
     final class NSRegularExpressionBox: @unchecked Sendable {
         let expression: NSRegularExpression
         init(_ expression: NSRegularExpression) { self.expression = expression }

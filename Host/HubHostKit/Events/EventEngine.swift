@@ -5,6 +5,10 @@ import Logging
 /// The event engine: every event in hubhost, whoever produces it, goes through `track`:
 /// core values -> session events -> campaign attribution -> durable store (HOLD while augmented) ->
 /// augmentation timeline -> NOT_POSTED (or EXPIRED) -> batched delivery.
+/// Safe to share: `sessions`, `campaigns` and `identityValues` change only under `trackLock` (trackBatch's producer
+/// thread works for the caller holding it, handing chunks over by semaphore); the observers, `deliveryDue` and
+/// `identityProvider` are read and written under `observerLock`, the lazy `groupCommit` and `background` under
+/// `groupLock` and `backgroundLock`; the rest are `let`s.
 public final class EventEngine: @unchecked Sendable {
     /// The `events:` settings the engine was opened with.
     public let settings: EventSettings
@@ -138,6 +142,8 @@ public final class EventEngine: @unchecked Sendable {
             let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
             /// (the semaphore orders the two; the slots array itself never changes).
+            /// Safe to share: `done` is written by the producer before it signals `ready` and read only after
+            /// `ready.wait()`; `ready` is a `let`.
             final class Slot: @unchecked Sendable {
                 var done: Result<(events: [Event], attributes: [String]), Error>?
                 let ready = DispatchSemaphore(value: 0)

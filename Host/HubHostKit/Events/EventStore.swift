@@ -5,6 +5,8 @@ import GRDBSQLite
 /// The local event store (Engage "Local Event Storage"): one SQLite file in the data directory,
 /// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
 /// and power loss. Events keep one of the five statuses of EventStatus.
+/// Safe to share: `path` and `pool` are `let`s and GRDB's DatabasePool is thread-safe (it serialises writes and hands
+/// each read its own connection); `seenDataVersion` is read and written under `dataVersionLock`.
 public final class EventStore: @unchecked Sendable {
     /// The SQLite file's path.
     public let path: String

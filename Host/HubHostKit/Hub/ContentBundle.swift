@@ -9,6 +9,8 @@ import GRDB
 /// Ids are paths: hub `news`, channel `news/sports`, article `news/sports/final-score` (the
 /// folder and file names the bundle was built from), so `zbimdb://article/news/sports/final-score`
 /// names an article.
+/// Safe to share: immutable after init (all `let`s); GRDB's DatabaseQueue serialises every access to the bundle file,
+/// and the static serial counter is read and written under `serialLock`.
 public final class ContentBundle: @unchecked Sendable {
     /// The bundle's tables. `tags` columns hold a JSON array of strings; `position` is the order the
     /// author gave (front matter `order`, then name), which is the "bundle order" ties fall back to.

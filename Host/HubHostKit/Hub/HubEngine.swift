@@ -4,6 +4,9 @@ import Logging
 /// The Content Hub engine (the ZBiM SDK rebuilt): the active verified bundle, the hub's state and
 /// its notifications, tailoring and presenting. Bundles reach it through a content_provider plugin
 /// and are verified and stored by the host before they are activated.
+/// Safe to share: `currentState`, `bundle`, `bundleSHA256`, `seenStamp` and `followsStore` are read and written under
+/// `lock` (installs are also serialised by `installLock`); the rest are `let`s, except `beforePresent`, which is set
+/// without a lock and so must be set before the engine is shared (HubHost.hub() does).
 public final class HubEngine: @unchecked Sendable {
     /// The `hub:` settings the engine was opened with.
     public let settings: HubSettings

@@ -13,6 +13,8 @@ import Logging
 /// The entry point (the SDK's setContentHubEntryPoint) is set before presenting, used by the next
 /// presentation only (its "Hub Presented" event and the channel and article views of that hub
 /// session), then reset.
+/// Safe to share: `pendingEntryPoint` and `sessionEntryPoint`, its only mutable fields, are read and written under
+/// `lock`; the rest are `let`s of Sendable types (the closures are @Sendable).
 public final class HubMetrics: @unchecked Sendable {
     public typealias Track = @Sendable (Event) throws -> Event
     public typealias DecideAdvertiserID = @Sendable () -> AdvertiserIDDecision

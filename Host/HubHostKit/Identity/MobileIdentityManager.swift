@@ -7,6 +7,8 @@ import Logging
 /// in IdentityStore and resumed after a failure or crash; see there.
 ///
 /// Blocking (SQLite and XMLAPI calls): call it from the BlockingPool or another thread that may wait.
+/// Safe to share: immutable after init; every field is a `let` of a Sendable type (or of the IdentityStore, safe to
+/// share on its own), and `lock` serialises setup and checks.
 public final class MobileIdentityManager: @unchecked Sendable {
     /// The `identity:` settings (list ids, column names, generators).
     public let settings: IdentitySettings

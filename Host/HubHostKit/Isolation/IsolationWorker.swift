@@ -101,6 +101,7 @@ public enum IsolationWorker {
 
     /// Sends the worker's frames (answers and log records) on the socket, one writer at a time:
     /// plugins may log from their own threads.
+    /// Safe to share: `fd` is a `let`, and every write of a frame to it runs under `lock`, so frames never interleave.
     final class LogForwarder: LogDestination, @unchecked Sendable {
         let fd: Int32
         let lock = NSLock()

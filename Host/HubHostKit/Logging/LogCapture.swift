@@ -2,6 +2,7 @@ import Foundation
 
 /// A log destination that keeps every record it receives: for tests, PluginTestKit and the
 /// conformance suite, which check what a plugin logged.
+/// Safe to share: `kept`, its only mutable field, is read and written under `lock`.
 public final class LogCapture: LogDestination, @unchecked Sendable {
     private let lock = NSLock()
     private var kept: [LogRecord] = []

@@ -9,6 +9,8 @@ public protocol LogDestination: AnyObject {
 /// The host's logging pipeline: filter first (severity and verbosity from plugins.yaml), then every
 /// destination in order. Records logged before the logging plugins are loaded are kept (a bounded
 /// number) and replayed to them, so the loader's own messages about a failing plugin are not lost.
+/// Safe to share: `filter`, `destinations` and `early` are read and written under `lock`; destinations are called
+/// outside it and are each safe to share on their own.
 public final class LogPipeline: @unchecked Sendable {
     private let lock = NSLock()
     private var filter: LogFilter

@@ -49,6 +49,8 @@ public struct HostNotification: Codable, Equatable, Sendable {
 /// poster's thread, so a subscriber must not block (the server's stream hands each notification to
 /// its own async stream). Each subscriber also gets the most recent notifications on subscribing
 /// (`replay`), so that a client that connects just after a change still sees it.
+/// Safe to share: `subscribers` and `recent` are read and written under `lock`; `recentLimit` is a `let`, and
+/// subscribers are called outside the lock and are @Sendable.
 public final class HostNotifications: @unchecked Sendable {
     /// Hears each notification on the poster's thread; must not block.
     public typealias Subscriber = @Sendable (HostNotification) -> Void

@@ -30,6 +30,7 @@ public struct HostEnvironment: Sendable {
 
 /// The host's location service: asks the location delegates in plugins.yaml order, with a cache
 /// (the Engage location cache lifespan) and a deadline (the acquisition timeout).
+/// Safe to share: `delegates`, `cached` and `fixed` are read and written under `lock` (`fixed` is set only in init).
 public final class LocationService: @unchecked Sendable {
     private let lock = NSLock()
     private var delegates: [LocationPlugin] = []
@@ -63,6 +64,8 @@ public final class LocationService: @unchecked Sendable {
         }
         if let hit { return .location(hit) }
         guard !plugins.isEmpty else { return .unavailable }
+        // Safe to share: `answer` is written on the global queue before `done` is signalled and read only after
+        // `done.wait` succeeds; on a timeout it is never read.
         final class Box: @unchecked Sendable { var answer: LocationAnswer = .unavailable }
         let box = Box()
         let done = DispatchSemaphore(value: 0)

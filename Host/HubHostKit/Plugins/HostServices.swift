@@ -6,6 +6,8 @@ import HubHostABI
 ///
 /// Everything a plugin may keep a pointer to (the table, the instance id, the data directory, config
 /// strings) is allocated here once and freed only when the instance is destroyed.
+/// Safe to share: `ownedStrings`, `configStrings` and the table's contents are written only in init and only read
+/// after; `lastErrors` is read and written under `errorLock`; the rest are `let`s.
 final class HostServices: @unchecked Sendable {
     let instanceID: String
     let pipeline: LogPipeline

@@ -5,6 +5,7 @@ import Foundation
 /// cannot be stopped, so callers skip a stuck plugin at once (as if its call had timed out) instead
 /// of starting more calls that would hang too, until the overdue call returns; then it is healthy
 /// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
+/// Safe to share: `inFlight` and `nextToken`, its only mutable fields, are read and written under `lock`.
 public final class PluginCallTracker: @unchecked Sendable {
     private let lock = NSLock()
     private var inFlight: [UInt64: (startedNs: UInt64, deadlineNs: UInt64)] = [:]

@@ -1,6 +1,8 @@
 /// One loaded plugin of an instance, wherever it runs: in this process (`isolation: in_process`,
 /// the default) or in a worker child process (`isolation: process`). The kind adapters
 /// (LoggingPlugin, AugmentationPlugin, ...) take a handle and hide the difference.
+/// Safe to share: immutable after init (all `let`s); the instance or worker in `backend` and the `calls` tracker are
+/// each safe to share on their own.
 public final class PluginHandle: @unchecked Sendable {
     /// Where the plugin runs.
     public enum Backend {

@@ -3,6 +3,8 @@ import HubHostABI
 
 /// One created plugin: a descriptor from a loaded library, its instance handle and its services table.
 /// The kind adapters (LoggingPlugin, AdvertiserIDPlugin, ...) call through it.
+/// Safe to share: every field but `destroyed` is a `let` set in init, and `destroyed` is read and written under
+/// `destroyLock`; calls into the plugin follow each kind header's threading rules, which the kind adapters keep.
 public final class PluginInstance: @unchecked Sendable {
     /// The instance id from plugins.yaml.
     public let instanceID: String

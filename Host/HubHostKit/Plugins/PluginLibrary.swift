@@ -2,6 +2,8 @@ import Foundation
 import HubHostABI
 
 /// What a plugin descriptor in a library says about one plugin.
+/// Safe to share: every field is a `let`, and `raw` points at the library's static, read-only descriptor, valid for the
+/// process's life (libraries are never unloaded).
 public struct PluginDescriptor: @unchecked Sendable {
     public let id: String
     public let name: String
@@ -17,6 +19,8 @@ public struct PluginDescriptor: @unchecked Sendable {
 /// Libraries are never unloaded: a Swift plugin registers runtime metadata that cannot be
 /// removed safely, and a plugin may have started threads. Opening the same file twice returns the
 /// same object, so a library's `init` runs once per process.
+/// Safe to share: immutable after init (all `let`s; `library` points at the library's static table, never unloaded),
+/// and the static `cache` is read and written under `cacheLock`.
 public final class PluginLibrary: @unchecked Sendable {
     public let path: String
     public let abiVersion: ABIVersion

@@ -4,6 +4,9 @@ import Logging
 /// The plugin instances of one host, loaded in plugins.yaml order. A bad instance (manifest
 /// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
 /// reason and skipped; the others load regardless.
+/// Safe to share: every field but `entries` is a `let` (the location service and token cache lock their own state), and
+/// `entries` is written only by `loadAll`, which HubHost.init runs before it shares the registry; after that it is only
+/// read.
 public final class PluginRegistry: @unchecked Sendable {
     /// What became of a configured instance.
     public enum State: Equatable, Sendable {
@@ -22,6 +25,8 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// One configured instance and what became of it.
+    /// Safe to share: a value type whose fields are all Sendable (strings, enums, the manifest's Sendable Instance, and
+    /// handles and a worker that are safe to share on their own).
     public struct Entry: @unchecked Sendable {
         /// The instance as plugins.yaml declares it.
         public let configuration: HostManifest.Instance

@@ -204,6 +204,7 @@ extension PrefetchEngine {
     /// records the outcome in the item's files. `stillWanted(onDisk)` runs on the BlockingPool at
     /// most twice a second; false stops the download (`Failure.stopped`), bytes kept.
     func fetchFile(_ id: String, _ file: PrefetchFile, stopAt: Int64?, stillWanted: @escaping @Sendable (Int64) throws -> Bool) async throws {
+        // Safe to share: `lastWriteNs` is read and written under `lock`.
         final class Progress: @unchecked Sendable {
             let lock = NSLock()
             var lastWriteNs: UInt64 = 0

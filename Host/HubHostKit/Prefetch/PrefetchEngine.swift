@@ -8,6 +8,10 @@ import Logging
 /// thread; downloads themselves run as async tasks (FileDownloader). Several processes may share
 /// one data directory: every transition is a compare-and-set in the catalog, downloads are
 /// claimed by one process (its ProcessIdentity), and a download whose process died is resumed.
+/// Safe to share: the service state (`state`, `lastFailure`, `registerFailures`, `nextRegisterAtMs`, `refusedLicense`,
+/// `lastSyncMs`, `running`, `closed`, `userInfos`) is read and written under `lock`, in this file and its extensions;
+/// `device`, `trackEvent` and `convertRequest` are set without a lock, so they must be set before the engine is shared
+/// (HubHost.prefetch() does); the rest are `let`s.
 public final class PrefetchEngine: @unchecked Sendable {
     /// The PCD SDK's VOCServiceState values.
     public enum ServiceState: String, Sendable, Codable {

@@ -50,6 +50,7 @@ enum PrefetchLiveSet {
 /// The shared live sets of one engine, by set: a set's group starts with its first listener and
 /// stops when its last one leaves (joining and leaving under one lock, so a listener never joins a
 /// group that is stopping).
+/// Safe to share: `groups` and `nextID`, its only mutable fields, are read and written under `lock`.
 final class PrefetchLiveSets: @unchecked Sendable {
     private let lock = NSLock()
     // Guarded by `lock`.
@@ -90,6 +91,8 @@ final class PrefetchLiveSets: @unchecked Sendable {
 /// poke, diffs the reading against the one before and gives every listener the same
 /// willChange/didChange; a listener that joins gets `initial` from the first reading made after it
 /// joined (so it starts from the set as it is then, and from there sees every later change).
+/// Safe to share: `listeners` is read and written under `lock`; `reader` is set in init and only read after (by
+/// `stop`); the rest are `let`s.
 final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>: @unchecked Sendable {
     private struct Listener {
         var continuation: AsyncStream<Change>.Continuation

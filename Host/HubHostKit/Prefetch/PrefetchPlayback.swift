@@ -29,6 +29,7 @@ public struct PrefetchPlayback: Codable, Sendable, Equatable {
 
 /// The playback side of a PrefetchEngine: the HLS endpoint's address while `serve` offers it, and
 /// the HLS layouts it serves (a bounded memory cache, so a playlist is not rebuilt per segment).
+/// Safe to share: `serverURL` and `layouts`, its only mutable fields, are read and written under `lock`.
 final class PrefetchPlaybackState: @unchecked Sendable {
     private let lock = NSLock()
     private var serverURL: String?

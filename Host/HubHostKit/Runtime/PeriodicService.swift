@@ -6,6 +6,8 @@ import ServiceLifecycle
 /// Rounds never overlap, and every round runs on the BlockingPool, never on a concurrency thread.
 /// The engines' background work (event delivery, campaign pings, announcements, content syncs)
 /// are instances of it, so an embedding app runs the same loops `hubhost serve` runs.
+/// Safe to share: immutable after init; every field is a `let` (Sendable closures, an AsyncStream and its
+/// continuation).
 public final class PeriodicService: Service, @unchecked Sendable {
     /// The service's name, passed to `onError` with each failed round's error.
     public let name: String

@@ -3,6 +3,8 @@ import Foundation
 /// The OAuth 2 refresh-token grant and its cached access token, shared by everything in the process
 /// that talks to Engage with the same credentials (event delivery and the XMLAPI client): one
 /// token, refreshed when it is about to expire or when a service answered 401.
+/// Safe to share: `token`, the only mutable field, is read and written under `lock`; the static `caches` registry is
+/// read and written under `registryLock`.
 public final class OAuthTokenCache: @unchecked Sendable {
     /// The credentials of one refresh-token grant.
     public struct Credentials: Hashable, Sendable {

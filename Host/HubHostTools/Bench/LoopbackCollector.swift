@@ -4,6 +4,8 @@ import HubHostKit
 /// A minimal HTTP collector on 127.0.0.1 for `hubhost bench sinks`: reads each request whole (by
 /// its Content-Length) and answers 200, one connection at a time, so the HTTP collector sink is
 /// measured against loopback, never the network.
+/// Safe to share: `stopped`, the only mutable field, is read and written under `lock`; the socket and port are `let`s
+/// set in init.
 final class LoopbackCollector: @unchecked Sendable {
     private let listener: Int32
     let port: UInt16

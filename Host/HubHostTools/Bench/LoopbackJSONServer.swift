@@ -3,6 +3,8 @@ import HubHostKit
 
 /// A minimal HTTP server on 127.0.0.1 that answers every request with one fixed JSON body: the
 /// weather endpoint of `hubhost bench events`, so the benchmark never leaves the machine.
+/// Safe to share: `stopped`, the only mutable field, is read and written under `lock`; the socket, port and body are
+/// `let`s set in init.
 final class LoopbackJSONServer: @unchecked Sendable {
     private let listener: Int32
     let port: UInt16

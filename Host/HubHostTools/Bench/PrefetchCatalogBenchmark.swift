@@ -181,6 +181,7 @@ public struct PrefetchCatalogBenchmark {
     }
 
     /// Collects, per change, when each listener saw it.
+    /// Safe to share: every field (`target`, `startNs`, `seen`, `latencies`, `ready`) is read and written under `lock`.
     private final class Arrivals: @unchecked Sendable {
         let lock = NSLock()
         var target: String?

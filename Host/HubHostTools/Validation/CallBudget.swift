@@ -5,6 +5,8 @@ import HubHostKit
 /// flight; when one overruns, `onOverrun` runs with the call's label. In a test's own child process
 /// that ends the process with the failure (the call cannot be stopped otherwise); in-process it is
 /// recorded and the test fails when (if) the call returns.
+/// Safe to share: `inFlight`, `nextToken`, `overruns` and `stopped` are read and written under `lock`; the rest are
+/// `let`s.
 public final class CallBudget: @unchecked Sendable {
     public let budgetMs: Int
     private let lock = NSLock()

@@ -4,6 +4,8 @@ import HubHostKit
 
 /// What a conformance test works with: the library under test, its manifest, a valid config, a
 /// scratch data directory, a capture of what the plugins log, and the per-call budget.
+/// Safe to share: immutable after init (all `let`s); the budget, pipeline and capture it holds are each safe to share
+/// on their own.
 public final class ConformanceContext: @unchecked Sendable {
     public let target: ValidationTarget
     public let budget: CallBudget
@@ -78,6 +80,8 @@ public final class ConformanceContext: @unchecked Sendable {
 
     /// Runs `body` on `threads` threads at once, `iterations` times each, and rethrows the first failure.
     func concurrently(threads: Int = 8, iterations: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+        // Safe to share: `error` is written under `lock`, and read only after concurrentPerform has returned, when
+        // every writer is done.
         final class FirstError: @unchecked Sendable { var error: Error?; let lock = NSLock() }
         let first = FirstError()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in

@@ -227,6 +227,7 @@ public enum ConformanceSuite {
             ConformanceTest("\(id)/generate-unique", "generate from 8 threads at once ([thread-safe]): 2,000 ids, each 1 to 1024 bytes, none repeated") { context in
                 try withInstance(id, context) { instance in
                     let plugin = UserIDGeneratorPlugin(instance)
+                    // Safe to share: `ids` is read and written under `lock`.
                     final class Seen: @unchecked Sendable { let lock = NSLock(); var ids = Set<String>() }
                     let seen = Seen()
                     try context.concurrently(iterations: 250) { _ in

@@ -23,6 +23,7 @@ public struct ValidationOptions: Sendable {
 /// Runs the conformance suite: by default each test in its own child process (a `hubhost plugin
 /// test --run-one` of the same executable), so a segfault, abort or hang fails that test and the
 /// run goes on; `inProcess` runs them here, for debugging.
+/// Safe to share: immutable after init; every field is a `let` of a Sendable type.
 public final class ValidationRunner: @unchecked Sendable {
     public let target: ValidationTarget
     public let options: ValidationOptions
@@ -82,6 +83,8 @@ public final class ValidationRunner: @unchecked Sendable {
         let budget = CallBudget(budgetMs: options.callBudgetMs, onOverrun: onOverrun)
         defer { budget.stop() }
         let start = Clock.monotonicNs()
+        // Safe to share: `failure` and `done` are written by the test thread before it signals `finished` and read only
+        // after `finished.wait` succeeds; on a timeout they are never read.
         final class Box: @unchecked Sendable { var failure: String?; var done = false }
         let box = Box()
         let finished = DispatchSemaphore(value: 0)

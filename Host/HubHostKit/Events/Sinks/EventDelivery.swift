@@ -30,6 +30,9 @@ public struct DeliveryReport: Codable, Equatable, Sendable {
 /// says delivered (so none is lost), a retry after exponential backoff with jitter, FAILED_POST
 /// after `max_num_retries` attempts or at once when the sink rejects it. Every event carries its
 /// id as idempotency key, so a destination that honours it drops what a retry repeats.
+/// Safe to share: `flushTimes` is read and written under `lock` (held for the whole flush), the queues and the rest are
+/// `let`s; `batchSize` is read under `lock` but set without it, so set it before the delivery is shared (only the sink
+/// benchmark sets it).
 public final class EventDelivery: @unchecked Sendable {
     let settings: EventSettings
     let store: EventStore

@@ -23,6 +23,7 @@ public protocol EventSink: AnyObject, Sendable {
 }
 
 /// An `event_sink` plugin instance as the delivery's sink.
+/// Safe to share: immutable after init (a `let` plugin adapter that is safe to share and a `let` @Sendable closure).
 public final class PluginEventSink: EventSink, @unchecked Sendable {
     public let plugin: EventSinkPlugin
     public var name: String { plugin.handle.instanceID }
@@ -46,6 +47,7 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
 
 /// `events.sink` names an instance that is not a loaded event_sink: nothing is sent and nothing is
 /// lost; the reason is in every flush report until plugins.yaml is fixed.
+/// Safe to share: immutable after init; both fields are `let` strings.
 public final class UnavailableEventSink: EventSink, @unchecked Sendable {
     public let name: String
     public let unavailableReason: String?

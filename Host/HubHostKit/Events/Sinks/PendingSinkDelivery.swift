@@ -2,6 +2,8 @@ import Foundation
 
 /// One deliver call running on the sink's queue while the caller goes on with the store's part of
 /// the pipeline (EventDelivery.flush); `wait` blocks until the sink has answered.
+/// Safe to share: `result` and `elapsedNs` are written once on the queue before `done` is signalled and read only after
+/// `wait` has taken `done`; the semaphore orders the writes before every read.
 final class PendingSinkDelivery: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var result: SinkBatchResult?  // written once on the queue, read after `done`

@@ -4,6 +4,8 @@ import Foundation
 /// built on a queue of their own as soon as the batch is claimed: the building overlaps the
 /// sink's call for the batch before and the store's next transaction, where on the flush's thread
 /// it followed the transaction and on the sink's queue it delayed the call.
+/// Safe to share: `messages` is written once on the queue before `done` is signalled and read only after `wait` has
+/// taken `done`; the semaphore orders the write before every read.
 final class PreparedSinkMessages: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private var messages: [SinkEvent] = []  // written once on the queue, read after `done`

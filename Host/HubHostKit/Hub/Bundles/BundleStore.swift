@@ -17,6 +17,8 @@ import Foundation
 ///   in use is kept and deleted by a later install once no process has it open;
 /// - `activeStamp()` changes whenever any process activates a bundle, so a running engine notices
 ///   and opens the new one (HubEngine).
+/// Safe to share: immutable after init (`directory` and `keepPrevious` are `let`s); installs are serialised by `lock`
+/// in this process and by the install file lock across processes.
 public final class BundleStore: @unchecked Sendable {
     /// What `active.json` holds.
     public struct ActivePointer: Codable, Equatable, Sendable {

@@ -5,6 +5,8 @@ import GRDB
 /// which one is active, and each user's tag usage counts, which tailoring reads. One SQLite file,
 /// `<data_dir>/hub/users.sqlite` (WAL), so users, the active user and their counts survive restarts.
 /// Several users may exist (an app with several logins keeps each one's profile); one is active.
+/// Safe to share: `cachedActive`, its only mutable field, is read and written under `activeLock`; `pool` (a
+/// DatabasePool) and `versionReader` (a DatabaseQueue) are `let`s, and GRDB makes both thread-safe.
 public final class UserStore: @unchecked Sendable {
     public let path: String
     /// Shared with the local-notification log, which keeps its small table in the same file.

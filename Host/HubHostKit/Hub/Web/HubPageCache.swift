@@ -39,6 +39,8 @@ public struct RenderedHubPage: Sendable {
 /// then served from here. A newly activated bundle has a new serial, so its pages never meet the
 /// old ones; those age out. Bounded by bytes: beyond `byteLimit` the least recently used pages go.
 /// Lookups hold the lock for a dictionary access only, never while rendering.
+/// Safe to share: `entries`, `uses`, `bytes`, `hitCount` and `renderCount` are read and written under `lock`;
+/// `byteLimit` is a `let`.
 public final class HubPageCache: @unchecked Sendable {
     /// What a tailored page (the hub, a channel) depends on besides the bundle: the hub presented
     /// and the tag counts that ordered its articles. Its hash is computed once per session.

@@ -57,6 +57,8 @@ public enum HubPageLocation: Hashable, Sendable {
 ///
 /// Every call is O(1) under the session's own small lock (never held across rendering): the
 /// history keeps the latest `historyLimit` pages, so a long session cannot grow it without bound.
+/// Safe to share: `history` and `index`, its only mutable fields, are read and written under `lock`; every other field
+/// is a `let` of a type that is safe to share.
 public final class HubSession: @unchecked Sendable {
     public let id = UUID().uuidString.lowercased()
     /// nil while the session shows a status view (no content yet, downloading, an error).

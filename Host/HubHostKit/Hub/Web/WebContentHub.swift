@@ -39,6 +39,8 @@ extension HostNotification.Name {
 /// session at a time, its pages with their security policy, status views while there is no
 /// content, app actions for custom-scheme links, and the browser's CSP violation reports. The HTTP
 /// routes (Host/hubhost/Server/HubWebRoutes.swift) only translate requests to these calls.
+/// Safe to share: `session`, `downloadPercent`, `lastError`, `violations` and `openArticle` are read and written under
+/// `lock`; `subscription` is set in init and read only in deinit; the rest are `let`s.
 public final class WebContentHub: @unchecked Sendable {
     public let engine: HubEngine
     public let pages: HubPages

@@ -15,6 +15,7 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
     case failed(status: Int32, message: String)
 }
 
+// Safe to share: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
 public final class AdvertiserIDPlugin: @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

@@ -2,6 +2,8 @@ import Foundation
 import HubHostABI
 
 /// A `content_provider` plugin: fetches a named resource into host memory.
+/// Safe to share: `handle` is a `let`, and every in-process `fetch` call runs under `lock`, as the header's
+/// [host-serialized] asks.
 public final class ContentProviderPlugin: @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

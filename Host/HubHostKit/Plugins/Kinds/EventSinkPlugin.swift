@@ -52,6 +52,8 @@ public struct SinkAnswer: Equatable, Sendable {
 }
 
 /// An `event_sink` plugin (hubhost_event_sink.h): delivers batches of events and answers per event.
+/// Safe to share: `handle` is a `let`, and every in-process `deliver` call (with the copy of its answers) runs under
+/// `lock`, as the header's [host-serialized] asks.
 public final class EventSinkPlugin: @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

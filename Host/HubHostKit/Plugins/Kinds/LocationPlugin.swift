@@ -29,6 +29,8 @@ public enum LocationAnswer: Equatable, Sendable {
     case failed(status: Int32, message: String)
 }
 
+// Safe to share: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
+// hubhost_location.h.
 public final class LocationPlugin: @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

@@ -3,6 +3,8 @@ import HubHostABI
 
 /// A `logging` plugin as a destination of the log pipeline. Calls are serialized per instance, as
 /// the header promises ([host-serialized]).
+/// Safe to share: `handle` is a `let`, and every in-process `log`/`flush` call runs under `lock`, as the header's
+/// [host-serialized] asks; isolated calls go through the worker, which serialises its own.
 public final class LoggingPlugin: LogDestination, @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

@@ -2,6 +2,8 @@ import Foundation
 import HubHostABI
 
 /// A `trigger_operator` plugin: compares an event value with a trigger value.
+/// Safe to share: immutable after init (all `let`s, the C table and instance pointers included), and `compare` is
+/// [thread-safe] in hubhost_trigger_operator.h.
 public final class TriggerOperatorPlugin: @unchecked Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
