@@ -27,7 +27,7 @@ public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
         if let values = key.allowedValues { accepted = values.joined(separator: ", ") }
         let defaultText: String
         switch key.defaultValue {
-        case .string(let text)?: defaultText = text.isEmpty ? "" : text
+        case .string(let text)?: defaultText = text
         case let value?: defaultText = key.type == .duration ? "\(value) s" : "\(value)"
         case nil: defaultText = ""
         }
