@@ -43,7 +43,7 @@ let bundledPlugins: [BundledPlugin] = [
     // librdkafka-dev: the Kafka event sink.
     .init(folder: "KafkaSink", product: "hubhost-kafka-sink", isC: true, linkedLibraries: ["rdkafka"]),
     // libnats-dev: the NATS JetStream event sink.
-    .init(folder: "NatsSink", product: "hubhost-nats-sink", isC: true, linkedLibraries: ["nats"]),
+    .init(folder: "NatsSink", product: "hubhost-nats-sink", isC: true, linkedLibraries: ["nats"])
 ]
 
 let package = Package(
@@ -54,7 +54,7 @@ let package = Package(
         .library(name: "HubHostKit", targets: ["HubHostKit"]),
         .library(name: "PluginTestKit", targets: ["PluginTestKit"]),
         .library(name: "HubHostABI", targets: ["HubHostABI"]),
-        .library(name: "HubHostPluginSupport", targets: ["HubHostPluginSupport"]),
+        .library(name: "HubHostPluginSupport", targets: ["HubHostPluginSupport"])
     ] + bundledPlugins.map { .library(name: $0.product, type: .dynamic, targets: [$0.folder + "Plugin"]) },
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
@@ -66,13 +66,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
     ],
     targets: [
         .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"]),
         // Helpers for plugins written in Swift (static tables, typed config); depends only on the ABI.
-        .target(name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
-                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .systemLibrary(name: "COpenSSL", path: "Host/COpenSSL"),
         // cmark-gfm (libcmark-gfm-dev, libcmark-gfm-extensions-dev): Markdown articles in content bundles.
         .systemLibrary(name: "CCmarkGFM", path: "Host/CCmarkGFM"),
@@ -87,21 +88,22 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ],
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The raw clients `hubhost bench sinks` measures the sinks against (librdkafka-dev, libnats-dev).
-        .target(name: "SinkBenchClients", path: "Host/SinkBenchClients",
-                linkerSettings: [.linkedLibrary("rdkafka"), .linkedLibrary("nats")]),
+        .target(
+            name: "SinkBenchClients", path: "Host/SinkBenchClients",
+            linkerSettings: [.linkedLibrary("rdkafka"), .linkedLibrary("nats")]),
         // The tools: benchmarks (which start wrk and nginx), the plugin validator and `plugins inspect`.
         // Not part of the embeddable runtime; they reach HubHostKit's internals through `package` access.
         .target(
             name: "HubHostTools",
             dependencies: [
                 "HubHostKit", "HubHostABI", "SinkBenchClients",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift")
             ],
             path: "Host/HubHostTools",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -115,7 +117,7 @@ let package = Package(
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics")
             ],
             path: "Host/HubHostServer",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -126,7 +128,7 @@ let package = Package(
                 "HubHostKit", "HubHostTools", "HubHostServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
             ],
             path: "Host/hubhost",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -141,19 +143,22 @@ let package = Package(
             name: "HubHostKitTests",
             dependencies: [
                 "HubHostKit", "HubHostTools", "HubHostServer", "PluginTestKit",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird")
             ],
             path: "Tests/HubHostKitTests",
             swiftSettings: [.swiftLanguageMode(.v5)]
-        ),
-    ] + bundledPlugins.map { plugin in
-        plugin.isC
-            ? .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
-                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".",
-                      linkerSettings: plugin.linkedLibraries.map { .linkedLibrary($0) })
-            : .target(name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
-                      path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
-                      swiftSettings: [.swiftLanguageMode(.v6)])
-    },
+        )
+    ]
+        + bundledPlugins.map { plugin in
+            plugin.isC
+                ? .target(
+                    name: plugin.folder + "Plugin", dependencies: ["HubHostABI"],
+                    path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"], publicHeadersPath: ".",
+                    linkerSettings: plugin.linkedLibraries.map { .linkedLibrary($0) })
+                : .target(
+                    name: plugin.folder + "Plugin", dependencies: ["HubHostABI", "HubHostPluginSupport"],
+                    path: "Plugins/" + plugin.folder, exclude: ["plugin.yaml"],
+                    swiftSettings: [.swiftLanguageMode(.v6)])
+        },
     cLanguageStandard: .c11
 )

@@ -11,13 +11,13 @@ let package = Package(
     name: "EmbedHubHost",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(url: hubhost, from: "0.1.0"),
+        .package(url: hubhost, from: "0.1.0")
     ],
     targets: [
         .executableTarget(
             name: "EmbedHubHost",
             dependencies: [.product(name: "HubHostKit", package: "hubhost")],
             swiftSettings: [.swiftLanguageMode(.v5)]
-        ),
+        )
     ]
 )

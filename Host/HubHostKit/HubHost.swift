@@ -25,8 +25,10 @@ public final class HubHost: @unchecked Sendable {
 
     /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
     /// cannot be used at all; problems inside it are logged and disable only what they touch.
-    public convenience init(manifestPath: String = "plugins.yaml", locator: LibraryLocator = LibraryLocator(),
-                            extraDestinations: [LogDestination] = []) throws {
+    public convenience init(
+        manifestPath: String = "plugins.yaml", locator: LibraryLocator = LibraryLocator(),
+        extraDestinations: [LogDestination] = []
+    ) throws {
         try self.init(manifest: HostManifest.load(path: manifestPath), locator: locator, extraDestinations: extraDestinations)
     }
 
@@ -42,8 +44,9 @@ public final class HubHost: @unchecked Sendable {
         }
         registry = PluginRegistry(manifest: manifest, pipeline: pipeline, locator: locator)
         registry.loadAll()
-        pipeline.attach(registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations
-                        + [EngineErrorNotifications(notifications)])
+        pipeline.attach(
+            registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations
+                + [EngineErrorNotifications(notifications)])
     }
 
     private let engineLock = NSLock()
@@ -63,9 +66,10 @@ public final class HubHost: @unchecked Sendable {
 
     private func openEngines() throws -> (events: EventEngine, campaigns: CampaignEngine?) {
         if let eventEngine { return (eventEngine, campaignEngine) }
-        let engine = try EventEngine(settings: manifest.events, dataDirectory: manifest.dataDirectory,
-                                     augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
-                                     pipeline: pipeline, deepLinks: manifest.deepLinks, sink: eventSink())
+        let engine = try EventEngine(
+            settings: manifest.events, dataDirectory: manifest.dataDirectory,
+            augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
+            pipeline: pipeline, deepLinks: manifest.deepLinks, sink: eventSink())
         eventEngine = engine
         // Once an identity exists (identity.sqlite), its ids go on every event.
         if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
@@ -73,7 +77,8 @@ public final class HubHost: @unchecked Sendable {
             // A push payload addressed to prefetch refreshes the catalog (PrefetchEngine.notificationKey).
             engine.observe { [weak self] event in
                 guard event.type == .notificationReceived,
-                      event.attributes.contains(where: { $0.name == PrefetchEngine.notificationKey && $0.value == .string("refresh") }) else { return }
+                    event.attributes.contains(where: { $0.name == PrefetchEngine.notificationKey && $0.value == .string("refresh") })
+                else { return }
                 do { try self?.prefetch()?.requestRefresh() } catch { self?.logger.error("prefetch: cannot ask for a refresh: \(error)") }
             }
         }
@@ -137,7 +142,9 @@ public final class HubHost: @unchecked Sendable {
                 auditKeys: try identifierGenerator(settings.string("auditRecordPrimaryKeyGenerator"), key: "identity.auditRecordPrimaryKeyGenerator"),
                 logger: identityLogger,
                 onChange: { [weak engine] change in
-                    do { _ = try engine?.track(change.event, autoFlush: false) } catch { identityLogger.error("cannot track \(change.kind.rawValue): \(error)") }
+                    do { _ = try engine?.track(change.event, autoFlush: false) } catch {
+                        identityLogger.error("cannot track \(change.kind.rawValue): \(error)")
+                    }
                 })
             identityManager = manager
             return manager
@@ -148,7 +155,8 @@ public final class HubHost: @unchecked Sendable {
     func identifierGenerator(_ instanceID: String, key: String) throws -> any IdentifierGenerator {
         guard !instanceID.isEmpty else { return BuiltInUUIDGenerator() }
         guard let handle = registry.plugins(of: .userIDGenerator).first(where: { $0.instanceID == instanceID }) else {
-            throw MobileIdentityManager.Failure(description: "\(key) '\(instanceID)' is not a loaded user_id_generator instance (see hubhost plugins list)")
+            throw MobileIdentityManager.Failure(
+                description: "\(key) '\(instanceID)' is not a loaded user_id_generator instance (see hubhost plugins list)")
         }
         return UserIDGeneratorPlugin(handle)
     }
@@ -179,16 +187,21 @@ public final class HubHost: @unchecked Sendable {
             guard manifest.hub.enabled else { return nil }
             if let hubEngine { return hubEngine }
             // Weak: the engine may outlive its host; its metrics then have nowhere to go (and say so in the log).
-            let metrics = HubMetrics(track: { [weak self] event in
-                                         guard let self else { throw HubMetrics.SinkGone() }
-                                         // A page view must not wait for an fsync: metrics are written in batches.
-                                         return try self.events().trackInBackground(event)
-                                     },
-                                     advertiserID: { [weak self] in self?.advertiserID() ?? AdvertiserIDDecision(
-                                         advertiserID: nil, limitAdTracking: false, decidedBy: nil, reason: "the host was shut down") },
-                                     logger: logger)
-            let engine = try HubEngine(settings: manifest.hub, dataDirectory: manifest.dataDirectory,
-                                       notifications: notifications, pipeline: pipeline, metrics: metrics)
+            let metrics = HubMetrics(
+                track: { [weak self] event in
+                    guard let self else { throw HubMetrics.SinkGone() }
+                    // A page view must not wait for an fsync: metrics are written in batches.
+                    return try self.events().trackInBackground(event)
+                },
+                advertiserID: { [weak self] in
+                    self?.advertiserID()
+                        ?? AdvertiserIDDecision(
+                            advertiserID: nil, limitAdTracking: false, decidedBy: nil, reason: "the host was shut down")
+                },
+                logger: logger)
+            let engine = try HubEngine(
+                settings: manifest.hub, dataDirectory: manifest.dataDirectory,
+                notifications: notifications, pipeline: pipeline, metrics: metrics)
             engine.beforePresent = { [weak self] wait in try self?.delivery()?.prepareForPresent(wait: wait) }
             hubEngine = engine
             return engine
@@ -209,13 +222,15 @@ public final class HubHost: @unchecked Sendable {
             let handle = instanceID.flatMap { id in registry.plugins(of: .contentProvider).first { $0.instanceID == id } }
             var problem: String?
             if handle == nil {
-                problem = instanceID.map { "the hub's provider instance '\($0)' is not a loaded content_provider (see hubhost plugins list)" }
+                problem =
+                    instanceID.map { "the hub's provider instance '\($0)' is not a loaded content_provider (see hubhost plugins list)" }
                     ?? manifest.hub.provider.map { "hub.provider '\($0)' names no instance in plugins.yaml" }
                     ?? "no content_provider instance is loaded in plugins.yaml"
             }
-            let delivery = ContentDelivery(hub: hub, provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
-                                           providerProblem: problem, location: { [weak self] in self?.location()?.location },
-                                           pipeline: pipeline)
+            let delivery = ContentDelivery(
+                hub: hub, provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
+                providerProblem: problem, location: { [weak self] in self?.location()?.location },
+                pipeline: pipeline)
             contentDelivery = delivery
             return delivery
         }
@@ -235,12 +250,14 @@ public final class HubHost: @unchecked Sendable {
             let handle = settings.provider.map { id in providers.first { $0.instanceID == id } } ?? providers.first
             var problem: String?
             if handle == nil {
-                problem = settings.provider.map { "prefetch.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
+                problem =
+                    settings.provider.map { "prefetch.provider '\($0)' is not a loaded content_provider instance (see hubhost plugins list)" }
                     ?? "no content_provider instance is loaded in plugins.yaml"
             }
-            let engine = try PrefetchEngine(settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
-                                            provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
-                                            providerProblem: problem, notifications: notifications, logger: logger)
+            let engine = try PrefetchEngine(
+                settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
+                provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
+                providerProblem: problem, notifications: notifications, logger: logger)
             wirePrefetchPlugins(engine, settings)
             // Consumption records become events; weak: the engine may outlive its host.
             engine.trackEvent = { [weak self] event in
@@ -264,9 +281,10 @@ public final class HubHost: @unchecked Sendable {
                 engine.device = {
                     do {
                         let conditions = try plugin.read(dataDirectory: dataDirectory)
-                        return PrefetchPolicy.Device(network: conditions.network.rawValue, metered: conditions.metered,
-                                                     batteryLevel: conditions.batteryLevel, charging: conditions.charging,
-                                                     freeBytes: conditions.freeBytes)
+                        return PrefetchPolicy.Device(
+                            network: conditions.network.rawValue, metered: conditions.metered,
+                            batteryLevel: conditions.batteryLevel, charging: conditions.charging,
+                            freeBytes: conditions.freeBytes)
                     } catch {
                         logger.warning("prefetch: device_conditions '\(id)': \(error)")
                         return nil
@@ -345,12 +363,16 @@ public enum DataDirectory {
     /// ManifestError (key `data_dir`) when it cannot be created.
     public static func prepare(_ path: String) throws {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             chmod(path, 0o700)
         } catch {
-            throw ManifestError([ManifestDiagnostic(file: path, line: 1, column: 1, key: "data_dir",
-                                                    message: "cannot create the data directory: \(error.localizedDescription)")])
+            throw ManifestError([
+                ManifestDiagnostic(
+                    file: path, line: 1, column: 1, key: "data_dir",
+                    message: "cannot create the data directory: \(error.localizedDescription)")
+            ])
         }
     }
 

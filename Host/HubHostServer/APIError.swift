@@ -109,7 +109,10 @@ struct APIError: HTTPResponseError, CustomStringConvertible {
 
 /// The one error shape: `{"error": {"code": "...", "message": "..."}}`.
 struct APIErrorBody: Encodable {
-    struct Detail: Encodable { var code: String; var message: String }
+    struct Detail: Encodable {
+        var code: String
+        var message: String
+    }
     var error: Detail
 }
 

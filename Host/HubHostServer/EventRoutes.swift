@@ -26,16 +26,20 @@ enum EventRoutes {
             var status: EventStatus?
             if let text = request.uri.queryParameters.get("status") {
                 guard let parsed = EventStatus(rawValue: text.uppercased()) else {
-                    throw APIError(.badRequest, "unknown status '\(text)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw APIError(
+                        .badRequest, "unknown status '\(text)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 status = parsed
             }
             var limit = 50
             if let text = request.uri.queryParameters.get("limit") {
-                guard let number = Int(text), (1...10_000).contains(number) else { throw APIError(.badRequest, "limit is a whole number from 1 to 10000") }
+                guard let number = Int(text), (1...10_000).contains(number) else {
+                    throw APIError(.badRequest, "limit is a whole number from 1 to 10000")
+                }
                 limit = number
             }
-            let filter = status, count = limit
+            let filter = status
+            let count = limit
             let stored = try await HTTPAPI.blocking {
                 engine.waitForBackgroundWrites()
                 return try engine.store.list(status: filter, limit: count)
@@ -82,12 +86,15 @@ enum EventRoutes {
             let container = try decoder.container(keyedBy: Key.self)
             var values: [String: String] = [:]
             for key in container.allKeys {
-                if let text = try? container.decode(String.self, forKey: key) { values[key.stringValue] = text }
-                else if let flag = try? container.decode(Bool.self, forKey: key) { values[key.stringValue] = String(flag) }
-                else if let number = try? container.decode(Double.self, forKey: key) {
+                if let text = try? container.decode(String.self, forKey: key) {
+                    values[key.stringValue] = text
+                } else if let flag = try? container.decode(Bool.self, forKey: key) {
+                    values[key.stringValue] = String(flag)
+                } else if let number = try? container.decode(Double.self, forKey: key) {
                     values[key.stringValue] = number == number.rounded() && abs(number) < 9e15 ? String(Int64(number)) : String(number)
                 } else {
-                    throw DecodingError.typeMismatch(String.self, .init(codingPath: [key], debugDescription: "a payload value is a string, number or boolean"))
+                    throw DecodingError.typeMismatch(
+                        String.self, .init(codingPath: [key], debugDescription: "a payload value is a string, number or boolean"))
                 }
             }
             self.values = values

@@ -3,8 +3,9 @@ import HTTPTypes
 import HubHostKit
 import Hummingbird
 import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file on disk as an HTTP answer with byte ranges (RFC 9110 14): no Range, or a unit other than
@@ -28,7 +29,9 @@ enum FileRangeResponse {
         let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
         guard !spec.contains(",") else { return .whole }  // several ranges: the whole file is allowed
         let bounds = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard bounds.count == 2, bounds.allSatisfy({ $0.count <= 19 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else { return .unsatisfiable }
+        guard bounds.count == 2, bounds.allSatisfy({ $0.count <= 19 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+            return .unsatisfiable
+        }
         switch (Int64(bounds[0]), Int64(bounds[1])) {
         case (let start?, let end?):
             guard start <= end, start < size else { return .unsatisfiable }
@@ -50,7 +53,8 @@ enum FileRangeResponse {
     /// A whole file on disk.
     static func response(path: String, contentType: String, range: String?) async throws -> Response {
         let size = try await HTTPAPI.blocking { () -> Int64 in
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = (attributes[.size] as? NSNumber)?.int64Value else {
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = (attributes[.size] as? NSNumber)?.int64Value
+            else {
                 throw APIError(.notFound, "the file is no longer on disk")
             }
             return size
@@ -74,7 +78,9 @@ enum FileRangeResponse {
             status = .partialContent
             headers[.contentRange] = "bytes \(from)-\(to)/\(size)"
         case .unsatisfiable:
-            var error = APIError(.rangeNotSatisfiable, "the range '\(range?.prefix(80) ?? "")' is not satisfiable for a file of \(size) bytes", code: "range_not_satisfiable")
+            var error = APIError(
+                .rangeNotSatisfiable, "the range '\(range?.prefix(80) ?? "")' is not satisfiable for a file of \(size) bytes",
+                code: "range_not_satisfiable")
             error.headers = [.contentRange: "bytes */\(size)"]
             throw error
         }

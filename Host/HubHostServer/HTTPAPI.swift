@@ -47,7 +47,9 @@ enum HTTPAPI {
 
     /// `?tags=a,b` as a list (nil when absent); the same for the hub page and the present route.
     static func tags(_ request: Request) -> [String]? {
-        request.uri.queryParameters.get("tags").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        request.uri.queryParameters.get("tags").map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
     }
 
     /// A JSON body decoded as `T`; an empty body decodes as `empty` when given (optional bodies).
@@ -80,9 +82,11 @@ enum HTTPAPI {
 
     /// openapi.yaml from the repository the binary was built in, or next to the executable.
     static func openAPIDocument() throws -> Response {
-        let candidates: [String?] = [LibraryLocator.runningExecutableFolder().map { $0 + "/openapi.yaml" },
-                          URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                              .deletingLastPathComponent().appendingPathComponent("openapi.yaml").path]
+        let candidates: [String?] = [
+            LibraryLocator.runningExecutableFolder().map { $0 + "/openapi.yaml" },
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("openapi.yaml").path
+        ]
         for path in candidates.compactMap({ $0 }) {
             if let data = FileManager.default.contents(atPath: path) {
                 return Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

@@ -23,25 +23,31 @@ public enum HTTPServer {
         return Application(
             router: try HTTPAPI.router(runtime: runtime, settings: settings, token: token),
             server: try settings.usesTLS ? .tls(http1, tlsConfiguration: tlsConfiguration(settings)) : http1,
-            configuration: .init(address: .hostname(settings.host, port: port ?? settings.port), serverName: "hubhost",
-                                 availableConnectionsDelegate: .maximum(settings.maxConnections, logger: logger)),
+            configuration: .init(
+                address: .hostname(settings.host, port: port ?? settings.port), serverName: "hubhost",
+                availableConnectionsDelegate: .maximum(settings.maxConnections, logger: logger)),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? 0
                 print("hubhost serving on \(scheme)://\(settings.host):\(bound)")
                 fflush(nil)  // every stream: the banner reaches a pipe at once (and no global is named)
                 host.logger.info("serving on \(scheme)://\(settings.host):\(bound)")
                 // The local HLS endpoint is up with the server (PrefetchHLSAnnouncement).
-                if let engine = try? host.prefetch() { engine.hlsServerStarted(serverURL: PrefetchHLSAnnouncement.serverURL(scheme, settings.host, bound)) }
+                if let engine = try? host.prefetch() {
+                    engine.hlsServerStarted(serverURL: PrefetchHLSAnnouncement.serverURL(scheme, settings.host, bound))
+                }
             },
             logger: logger)
     }
 
     /// The server's TLS configuration from server.tls_certificate and server.tls_key (PEM).
     static func tlsConfiguration(_ settings: ServerSettings) throws -> TLSConfiguration {
-        guard let certificate = settings.tlsCertificate, let key = settings.tlsKey else { throw ServerSettingsError(description: "TLS is not configured") }
+        guard let certificate = settings.tlsCertificate, let key = settings.tlsKey else {
+            throw ServerSettingsError(description: "TLS is not configured")
+        }
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
-            return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            return TLSConfiguration.makeServerConfiguration(
+                certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
         } catch {
             throw ServerSettingsError(description: "server.tls_certificate \(certificate) / server.tls_key \(key): cannot be read as PEM (\(error))")
         }

@@ -1,7 +1,7 @@
 import Foundation
+import HTTPTypes
 import HubHostKit
 import Hummingbird
-import HTTPTypes
 import NIOCore
 
 /// The web Content Hub's routes and the hub's state and notification stream: thin translations
@@ -144,8 +144,9 @@ enum HubWebRoutes {
             let text = String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw APIError(.init(code: answer.status), text.isEmpty ? "not found" : text)
         }
-        return Response(status: .init(code: answer.status), headers: fields(contentType: answer.contentType, answer.headers),
-                        body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(
+            status: .init(code: answer.status), headers: fields(contentType: answer.contentType, answer.headers),
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
     /// `GET /v1/notifications`: each notification as a server-sent event until the client goes
@@ -201,7 +202,10 @@ final class NotificationStreams: @unchecked Sendable {
     }
 
     func finishAll() {
-        let all: [AsyncStream<String>.Continuation] = lock.withLock { defer { open = [] }; return open }
+        let all: [AsyncStream<String>.Continuation] = lock.withLock {
+            defer { open = [] }
+            return open
+        }
         for continuation in all { continuation.finish() }
     }
 }

@@ -21,8 +21,9 @@ enum MetricsRoutes {
         router.get("/metrics") { _, _ in
             let counts = try await HTTPAPI.blocking { try engine.store.stats() }
             RuntimeMetrics.recordStoredEvents(counts)
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
     }
 }

@@ -35,7 +35,9 @@ enum PrefetchCatalogRoutes {
     static func sorts<Field: PrefetchSortField>(_ query: Parameters) throws -> [PrefetchSortDescriptor<Field>] {
         try query.getAll("sort").map { text in
             guard let sort = PrefetchSortDescriptor<Field>(String(text)) else {
-                throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of \(Field.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw APIError(
+                    .badRequest,
+                    "bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of \(Field.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return sort
         }
@@ -50,17 +52,19 @@ enum PrefetchCatalogRoutes {
 
     static func categoryFilter(_ request: Request) throws -> PrefetchCategoryFilter {
         let query = request.uri.queryParameters
-        return PrefetchCategoryFilter(ids: try list(query, "id"), selected: try flag(query, "selected"),
-                                      parent: query.get("parent").map { String($0) }, search: query.get("search").map { String($0) },
-                                      source: query.get("source").map { String($0) }, withContent: try flag(query, "with_content") ?? false,
-                                      sort: try sorts(query), limit: try limit(query))
+        return PrefetchCategoryFilter(
+            ids: try list(query, "id"), selected: try flag(query, "selected"),
+            parent: query.get("parent").map { String($0) }, search: query.get("search").map { String($0) },
+            source: query.get("source").map { String($0) }, withContent: try flag(query, "with_content") ?? false,
+            sort: try sorts(query), limit: try limit(query))
     }
 
     static func sourceFilter(_ request: Request) throws -> PrefetchSourceFilter {
         let query = request.uri.queryParameters
-        return PrefetchSourceFilter(names: try list(query, "name"), subscribed: try flag(query, "subscribed"),
-                                    search: query.get("search").map { String($0) }, category: query.get("category").map { String($0) },
-                                    withContent: try flag(query, "with_content") ?? false, sort: try sorts(query), limit: try limit(query))
+        return PrefetchSourceFilter(
+            names: try list(query, "name"), subscribed: try flag(query, "subscribed"),
+            search: query.get("search").map { String($0) }, category: query.get("category").map { String($0) },
+            withContent: try flag(query, "with_content") ?? false, sort: try sorts(query), limit: try limit(query))
     }
 
     /// A set change with `name` (its phase) beside its fields, as PrefetchRoutes.NamedChange.
@@ -76,8 +80,10 @@ enum PrefetchCatalogRoutes {
     }
 
     /// A live set as server-sent events (`event:` the phase, `data:` the change with `name`).
-    static func stream<Change: Encodable & Sendable>(_ prelude: String, _ changes: AsyncStream<Change>,
-                                                     phase: @escaping @Sendable (Change) -> PrefetchSetPhase) -> Response {
+    static func stream<Change: Encodable & Sendable>(
+        _ prelude: String, _ changes: AsyncStream<Change>,
+        phase: @escaping @Sendable (Change) -> PrefetchSetPhase
+    ) -> Response {
         ServerSentEventStream.response(prelude: prelude) { continuation in
             let task = Task {
                 let encoder = JSONEncoder()

@@ -24,8 +24,10 @@ enum PrefetchPlaybackRoutes {
             let id = try context.parameters.require("id")
             let file = try await notPlayable { try await HTTPAPI.blocking { try engine.playbackFile(id) } }
             // A partly downloaded file: its start from disk, the rest from the origin (same file, If-Range).
-            return try await FileRangeResponse.response(path: file.path, contentType: file.contentType, size: file.size, onDisk: file.onDisk,
-                                                        range: request.headers[.range]) { from, to in
+            return try await FileRangeResponse.response(
+                path: file.path, contentType: file.contentType, size: file.size, onDisk: file.onDisk,
+                range: request.headers[.range]
+            ) { from, to in
                 try await engine.openOriginRange(id, file, from: from, to: to)
             }
         }
@@ -39,8 +41,9 @@ enum PrefetchPlaybackRoutes {
             }
             switch resource {
             case .playlist(let text):
-                return Response(status: .ok, headers: [.contentType: HLSLayout.contentType(HLSLayout.indexName), .cacheControl: "no-cache"],
-                                body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
+                return Response(
+                    status: .ok, headers: [.contentType: HLSLayout.contentType(HLSLayout.indexName), .cacheControl: "no-cache"],
+                    body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
             case .file(let path, let contentType):
                 return try await FileRangeResponse.response(path: path, contentType: contentType, range: request.headers[.range])
             case .origin(let url, let contentType):

@@ -27,10 +27,24 @@ import Hummingbird
 ///   GET  /v1/prefetch/policy           the policy in force
 ///   PUT  /v1/prefetch/policy           {"network_selection": "wifi"|"cellular"|"both"|null}
 enum PrefetchRoutes {
-    struct IDs: Decodable { var ids: [String]; var behavior: String?; var partial_bytes: Int64?; var partial_seconds: Double? }
-    struct DeleteBody: Decodable { var ids: [String]; var files_only: Bool?; var keep_thumbnail: Bool? }
+    struct IDs: Decodable {
+        var ids: [String]
+        var behavior: String?
+        var partial_bytes: Int64?
+        var partial_seconds: Double?
+    }
+    struct DeleteBody: Decodable {
+        var ids: [String]
+        var files_only: Bool?
+        var keep_thumbnail: Bool?
+    }
     struct PolicyBody: Decodable { var network_selection: String? }
-    struct ConsumeBody: Decodable { var id: String; var start: Double; var end: Double; var at_ms: Int64? }
+    struct ConsumeBody: Decodable {
+        var id: String
+        var start: Double
+        var end: Double
+        var at_ms: Int64?
+    }
     struct Answers: Encodable { var answers: [PrefetchEngine.Answer] }
     struct Queued: Encodable { var queued: [String] }
     /// The most ids one request may name.
@@ -56,7 +70,9 @@ enum PrefetchRoutes {
             filter.states.append(state)
         }
         for text in query.getAll("sort") {
-            guard let sort = PrefetchItemFilter.Sort(String(text)) else { throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc") }
+            guard let sort = PrefetchItemFilter.Sort(String(text)) else {
+                throw APIError(.badRequest, "bad sort '\(text)'; expected FIELD or FIELD:desc")
+            }
             filter.sort.append(sort)
         }
         filter.category = query.get("category").map { String($0) }
@@ -108,7 +124,11 @@ enum PrefetchRoutes {
         }
         router.post("/v1/prefetch/register") { _, _ in
             let engine = try engine(host)
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.register(); return try engine.status() })
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking {
+                    try engine.register()
+                    return try engine.status()
+                })
         }
         router.post("/v1/prefetch/sync") { _, _ in
             let engine = try engine(host)
@@ -134,7 +154,9 @@ enum PrefetchRoutes {
             let body = try await ids(request)
             var behavior: PrefetchSettings.DownloadBehavior?
             if let text = body.behavior {
-                guard let parsed = PrefetchSettings.DownloadBehavior(rawValue: text) else { throw APIError(.badRequest, "unknown behavior '\(text)'") }
+                guard let parsed = PrefetchSettings.DownloadBehavior(rawValue: text) else {
+                    throw APIError(.badRequest, "unknown behavior '\(text)'")
+                }
                 behavior = parsed
             }
             let chosen = behavior
@@ -170,9 +192,11 @@ enum PrefetchRoutes {
             let engine = try engine(host)
             let body = try await HTTPAPI.decode(DeleteBody.self, from: request)
             guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
-            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking {
-                try engine.delete(body.ids, filesOnly: body.files_only ?? false, keepThumbnail: body.keep_thumbnail ?? false)
-            }))
+            return HTTPAPI.json(
+                Answers(
+                    answers: try await HTTPAPI.blocking {
+                        try engine.delete(body.ids, filesOnly: body.files_only ?? false, keepThumbnail: body.keep_thumbnail ?? false)
+                    }))
         }
         @Sendable func flag(_ flag: PrefetchEngine.Flag, _ value: Bool, _ request: Request) async throws -> Response {
             let engine = try engine(host)
@@ -192,27 +216,33 @@ enum PrefetchRoutes {
                 date = Date(timeIntervalSince1970: Double(ms) / 1000)
             }
             let when = date
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
-                                status: .created)
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
+                status: .created)
         }
         router.post("/v1/prefetch/import") { request, _ in
             let engine = try engine(host)
             let data = try await HTTPAPI.body(request)
             let list: [PrefetchImportMetadata]
-            if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) { list = many } else {
+            if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) {
+                list = many
+            } else {
                 list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
             }
             guard !list.isEmpty, list.count <= maxIDs else { throw APIError(.badRequest, "import 1 to \(maxIDs) items") }
-            return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking {
-                list.map { metadata in
-                    do {
-                        let item = try engine.addDownloadedItem(metadata)
-                        return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
-                    } catch {
-                        return PrefetchEngine.Answer(id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
-                    }
-                }
-            }))
+            return HTTPAPI.json(
+                Answers(
+                    answers: try await HTTPAPI.blocking {
+                        list.map { metadata in
+                            do {
+                                let item = try engine.addDownloadedItem(metadata)
+                                return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
+                            } catch {
+                                return PrefetchEngine.Answer(
+                                    id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
+                            }
+                        }
+                    }))
         }
         router.get("/v1/prefetch/lookup") { request, _ in
             let engine = try engine(host)
@@ -240,7 +270,11 @@ enum PrefetchRoutes {
                 selection = parsed
             }
             let chosen = selection
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.setNetworkSelectionOverride(chosen); return try engine.status() })
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking {
+                    try engine.setNetworkSelectionOverride(chosen)
+                    return try engine.status()
+                })
         }
     }
 }

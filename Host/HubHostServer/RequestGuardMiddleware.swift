@@ -39,7 +39,8 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
         let path = request.uri.path
         if Self.stateChanging.contains(request.method) {
             if let origin = request.headers[.origin]?.lowercased(), origin != "http://\(authority)", origin != "https://\(authority)",
-               !allowedOrigins.contains(origin) {
+                !allowedOrigins.contains(origin)
+            {
                 throw APIError(.forbidden, "requests from the web origin \(origin) are not allowed (server.allowed_origins)", code: "foreign_origin")
             }
             let length = request.headers[.contentLength].flatMap { Int($0) }
@@ -56,7 +57,8 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         if let token, (path.hasPrefix("/v1/") && path != "/v1/health") || path == "/metrics" {
             guard let given = request.headers[.authorization], given.hasPrefix("Bearer "),
-                  Self.constantTimeEqual(Array(given.utf8.dropFirst(7)), token) else {
+                Self.constantTimeEqual(Array(given.utf8.dropFirst(7)), token)
+            else {
                 var error = APIError(.unauthorized, "send Authorization: Bearer <the token of server.auth_token_env or server.auth_token_file>")
                 error.headers[.wwwAuthenticate] = "Bearer"
                 throw error

@@ -11,8 +11,10 @@ enum ServerSentEventStream {
     ///   - prelude: the text of the first comment line.
     ///   - start: starts the source, which yields whole events ("event: x\ndata: {...}\n\n") into the
     ///     continuation; returns what stops it.
-    static func response(prelude: String,
-                         start: @escaping @Sendable (AsyncStream<String>.Continuation) -> (@Sendable () -> Void)) -> Response {
+    static func response(
+        prelude: String,
+        start: @escaping @Sendable (AsyncStream<String>.Continuation) -> (@Sendable () -> Void)
+    ) -> Response {
         let body = ResponseBody { writer in
             let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
             let stop = start(continuation)

@@ -26,7 +26,10 @@ enum UserRoutes {
             try await withHub(host) { HTTPAPI.json(try $0.users.list()) }
         }
         router.post("/v1/users") { request, _ in
-            struct NewUser: Decodable { var id: String?; var tags: [String]? }
+            struct NewUser: Decodable {
+                var id: String?
+                var tags: [String]?
+            }
             let user = try await HTTPAPI.decode(NewUser.self, from: request, empty: NewUser())
             return try await withHub(host) { hub in
                 let created = try hub.users.createUser(id: user.id, tags: user.tags ?? [])

@@ -28,10 +28,12 @@ public final class PluginHarness: @unchecked Sendable {
     /// `environment` is what the plugin gets beyond the services table: the HTTP policy (which
     /// hosts it may reach through hubhost.http.v1; none by default) and a location service
     /// (default: a fixed test place).
-    public convenience init(manifest path: String, config: [String: PluginValue] = [:],
-                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
-                            environment: HostEnvironment = PluginHarness.defaultEnvironment,
-                            locator: LibraryLocator = LibraryLocator()) throws {
+    public convenience init(
+        manifest path: String, config: [String: PluginValue] = [:],
+        logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
+        environment: HostEnvironment = PluginHarness.defaultEnvironment,
+        locator: LibraryLocator = LibraryLocator()
+    ) throws {
         let loaded = PluginManifest.load(path: HostManifest.absolute(path, from: FileManager.default.currentDirectoryPath))
         guard let manifest = loaded.manifest else { throw ManifestError(loaded.diagnostics) }
         let libraryPath = try locator.locate(library: manifest.library, manifestFolder: manifest.folder).get()
@@ -41,18 +43,24 @@ public final class PluginHarness: @unchecked Sendable {
     /// No HTTP host allowed; a fixed location: 47.6097, -122.3422, "Test Place", "1 Test Street".
     public static let defaultEnvironment = HostEnvironment(
         http: .init(allowedHosts: [], timeoutSeconds: 5),
-        location: LocationService(fixed: Location(latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
-                                                  locationID: "test-place", name: "Test Place", address: "1 Test Street")))
+        location: LocationService(
+            fixed: Location(
+                latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
+                locationID: "test-place", name: "Test Place", address: "1 Test Street")))
 
     /// Loads a library directly (no plugin.yaml: config is passed to the plugin unchecked).
-    public convenience init(library path: String, config: [String: PluginValue] = [:],
-                            logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
-                            environment: HostEnvironment = PluginHarness.defaultEnvironment) throws {
+    public convenience init(
+        library path: String, config: [String: PluginValue] = [:],
+        logging: LogFilter = LogFilter(severity: .info, verbosity: .info),
+        environment: HostEnvironment = PluginHarness.defaultEnvironment
+    ) throws {
         try self.init(libraryPath: path, manifest: nil, config: config, logging: logging, environment: environment)
     }
 
-    private init(libraryPath: String, manifest: PluginManifest?, config: [String: PluginValue], logging: LogFilter,
-                 environment: HostEnvironment) throws {
+    private init(
+        libraryPath: String, manifest: PluginManifest?, config: [String: PluginValue], logging: LogFilter,
+        environment: HostEnvironment
+    ) throws {
         self.manifest = manifest
         library = try PluginLibrary.open(path: libraryPath)
         if let manifest {
@@ -67,8 +75,10 @@ public final class PluginHarness: @unchecked Sendable {
         var created: [PluginInstance] = []
         do {
             for descriptor in library.descriptors {
-                created.append(try PluginInstance.create(descriptor, of: library, instanceID: descriptor.id, config: resolved,
-                                                         dataDirectory: dataDirectory, pipeline: pipeline, environment: environment))
+                created.append(
+                    try PluginInstance.create(
+                        descriptor, of: library, instanceID: descriptor.id, config: resolved,
+                        dataDirectory: dataDirectory, pipeline: pipeline, environment: environment))
             }
         } catch {
             for instance in created.reversed() { instance.destroy() }
@@ -96,10 +106,13 @@ public final class PluginHarness: @unchecked Sendable {
     // MARK: Fixtures
 
     /// An event to augment: a named event (Universal Behavior code 17) at a fixed time by default.
-    public static func event(name: String = "TEST EVENT", typeCode: Int32 = 17, timeMs: Int64 = 1_402_358_400_000,
-                             attributes: [(String, PluginValue)] = []) -> AugmentableEvent {
-        AugmentableEvent(id: EventID.make(), typeCode: typeCode, name: name, timeMs: timeMs,
-                         attributes: attributes.map { (name: $0.0, value: $0.1) })
+    public static func event(
+        name: String = "TEST EVENT", typeCode: Int32 = 17, timeMs: Int64 = 1_402_358_400_000,
+        attributes: [(String, PluginValue)] = []
+    ) -> AugmentableEvent {
+        AugmentableEvent(
+            id: EventID.make(), typeCode: typeCode, name: name, timeMs: timeMs,
+            attributes: attributes.map { (name: $0.0, value: $0.1) })
     }
 
     // MARK: Driving one call
@@ -136,10 +149,14 @@ public final class PluginHarness: @unchecked Sendable {
     }
 
     /// Hands one record to a logging plugin.
-    public func log(_ severity: LogSeverity, _ message: String, verbosity: LogVerbosity = .debug, source: String = "test",
-                    plugin id: String? = nil) {
-        LoggingPlugin(require(id, .logging)).write(LogRecord(severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(),
-                                                             source: source, message: message))
+    public func log(
+        _ severity: LogSeverity, _ message: String, verbosity: LogVerbosity = .debug, source: String = "test",
+        plugin id: String? = nil
+    ) {
+        LoggingPlugin(require(id, .logging)).write(
+            LogRecord(
+                severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(),
+                source: source, message: message))
     }
 
     public func flushLogging(plugin id: String? = nil) { LoggingPlugin(require(id, .logging)).flush() }
@@ -152,4 +169,3 @@ public final class PluginHarness: @unchecked Sendable {
 
     deinit { destroy() }
 }
-

@@ -32,7 +32,8 @@ const char *sink_bench_kafka_mock_start(int brokers, const char *topic, int part
         return NULL;
     }
     mock_cluster = rd_kafka_mock_cluster_new(mock_handle, brokers);
-    if (!mock_cluster || rd_kafka_mock_topic_create(mock_cluster, topic, partitions, brokers) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (!mock_cluster ||
+        rd_kafka_mock_topic_create(mock_cluster, topic, partitions, brokers) != RD_KAFKA_RESP_ERR_NO_ERROR) {
         sink_bench_kafka_mock_stop();
         return NULL;
     }
@@ -64,8 +65,9 @@ static void on_report(rd_kafka_t *rk, const rd_kafka_message_t *message, void *o
     }
 }
 
-double sink_bench_kafka_produce(const char *bootstrap, const char *topic, const sink_bench_message_t *messages, size_t count,
-                                int timeout_ms, char *error, size_t error_capacity) {
+double sink_bench_kafka_produce(const char *bootstrap, const char *topic,
+                                const sink_bench_message_t *messages, size_t count, int timeout_ms,
+                                char *error, size_t error_capacity) {
     kafka_tally_t tally = {0, 0};
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_t *producer;
@@ -93,11 +95,12 @@ double sink_bench_kafka_produce(const char *bootstrap, const char *topic, const 
         rd_kafka_resp_err_t err;
         snprintf(type_code, sizeof type_code, "%d", messages[i].type_code);
         do {
-            err = rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                    RD_KAFKA_V_KEY((void *)messages[i].key, messages[i].key_length),
-                                    RD_KAFKA_V_VALUE((void *)messages[i].value, messages[i].value_length),
-                                    RD_KAFKA_V_HEADER("idempotency-key", messages[i].idempotency_key, -1),
-                                    RD_KAFKA_V_HEADER("event-type-code", type_code, -1), RD_KAFKA_V_END);
+            err =
+                rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_KEY((void *)messages[i].key, messages[i].key_length),
+                                  RD_KAFKA_V_VALUE((void *)messages[i].value, messages[i].value_length),
+                                  RD_KAFKA_V_HEADER("idempotency-key", messages[i].idempotency_key, -1),
+                                  RD_KAFKA_V_HEADER("event-type-code", type_code, -1), RD_KAFKA_V_END);
             if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
                 rd_kafka_poll(producer, 10);
             }
@@ -120,8 +123,8 @@ double sink_bench_kafka_produce(const char *bootstrap, const char *topic, const 
     return elapsed;
 }
 
-double sink_bench_nats_publish(const char *url, const char *subject, const sink_bench_message_t *messages, size_t count,
-                               int timeout_ms, char *error, size_t error_capacity) {
+double sink_bench_nats_publish(const char *url, const char *subject, const sink_bench_message_t *messages,
+                               size_t count, int timeout_ms, char *error, size_t error_capacity) {
     natsConnection *connection = NULL;
     jsCtx *js = NULL;
     jsOptions js_options;

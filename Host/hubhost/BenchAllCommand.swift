@@ -12,12 +12,12 @@ extension BenchCommand {
             commandName: "all",
             abstract: "Run every benchmark and print one Markdown table: figure, hubhost, yardstick, ratio, goal, met.",
             discussion: """
-            Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build), bundle \
-            verification, sinks and prefetch (downloads), each as its own command would with the defaults (--quick: smaller counts and shorter \
-            loads, for a check that everything runs, not for figures). A benchmark that cannot run (a missing tool) \
-            gets a row saying why; the others still run. Run from the repository root with a release build; \
-            needs wrk, nginx, openssl, nats-server and aria2.
-            """)
+                Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build), bundle \
+                verification, sinks and prefetch (downloads), each as its own command would with the defaults (--quick: smaller counts and shorter \
+                loads, for a check that everything runs, not for figures). A benchmark that cannot run (a missing tool) \
+                gets a row saying why; the others still run. Run from the repository root with a release build; \
+                needs wrk, nginx, openssl, nats-server and aria2.
+                """)
 
         @Flag(help: "Smaller counts and shorter loads (a minute or two instead of several).")
         var quick = false
@@ -53,7 +53,7 @@ extension BenchCommand {
             Benchmark(name: "bundle", measure: bundle),
             Benchmark(name: "bundle verification", measure: bundleVerification),
             Benchmark(name: "sinks", measure: sinks),
-            Benchmark(name: "prefetch", measure: prefetch),
+            Benchmark(name: "prefetch", measure: prefetch)
         ]
 
         func run() throws {
@@ -76,8 +76,10 @@ extension BenchCommand {
         static func markdown(_ rows: [Row]) -> String {
             var lines = ["| figure | hubhost | yardstick | ratio | goal | met |", "| --- | --- | --- | --- | --- | --- |"]
             for row in rows {
-                let cells = [row.figure, row.hubhost, row.yardstick, row.ratio.map { String(format: "%.2fx", $0) } ?? "-", row.goal,
-                             row.met.map { $0 ? "yes" : "**no**" } ?? "-"]
+                let cells = [
+                    row.figure, row.hubhost, row.yardstick, row.ratio.map { String(format: "%.2fx", $0) } ?? "-", row.goal,
+                    row.met.map { $0 ? "yes" : "**no**" } ?? "-"
+                ]
                 lines.append("| " + cells.map { $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |")
             }
             return lines.joined(separator: "\n")
@@ -88,7 +90,8 @@ extension BenchCommand {
             guard value.isFinite else { return String(value) }
             let text = String(format: "%.\(decimals)f", abs(value))
             let parts = text.split(separator: ".", maxSplits: 1)
-            var whole = String(parts[0]), grouped = ""
+            var whole = String(parts[0])
+            var grouped = ""
             while whole.count > 3 {
                 grouped = "," + whole.suffix(3) + grouped
                 whole = String(whole.dropLast(3))
@@ -101,26 +104,37 @@ extension BenchCommand {
         static func abi(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let result = try ABIBenchmark(iterations: quick ? 1_000_000 : 10_000_000, libraryPath: try BenchCommand.noopLibrary(nil))
                 .run(rounds: quick ? 2 : 5, progress: say)
-            return [Row(figure: "ABI call into a no-op plugin (ns)", hubhost: number(result.abiNsPerCall, 2),
-                        yardstick: "direct Swift call: \(number(result.swiftNsPerCall, 2))", ratio: result.ratio, goal: "-", met: nil)]
+            return [
+                Row(
+                    figure: "ABI call into a no-op plugin (ns)", hubhost: number(result.abiNsPerCall, 2),
+                    yardstick: "direct Swift call: \(number(result.swiftNsPerCall, 2))", ratio: result.ratio, goal: "-", met: nil)
+            ]
         }
 
         static func isolation(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let result = try IsolationBenchmark(iterations: quick ? 10_000 : 100_000, libraryPath: try BenchCommand.noopLibrary(nil))
                 .run(rounds: quick ? 1 : 3, progress: say)
             let microseconds = result.isolatedNsPerCall / 1000
-            return [Row(figure: "augmentation call, isolation: process (µs)", hubhost: number(microseconds, 2),
-                        yardstick: "in-process: \(number(result.inProcessNsPerCall / 1000, 2))", ratio: result.ratio,
-                        goal: "≤ 20 µs", met: microseconds <= 20)]
+            return [
+                Row(
+                    figure: "augmentation call, isolation: process (µs)", hubhost: number(microseconds, 2),
+                    yardstick: "in-process: \(number(result.inProcessNsPerCall / 1000, 2))", ratio: result.ratio,
+                    goal: "≤ 20 µs", met: microseconds <= 20)
+            ]
         }
 
         static func events(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let folder = HostManifest.absolute("Plugins", from: FileManager.default.currentDirectoryPath)
-            let result = try EventBenchmark(count: quick ? 20_000 : 100_000, batchSize: 5000, singleTrackCount: quick ? 20 : 200,
-                                            pluginsFolder: folder).run(progress: say)
-            return [Row(figure: "events in-process, batches of 5000 (events/s)", hubhost: number(result.eventsPerSecond),
-                        yardstick: "plain SQLite insert: \(number(result.baselineRowsPerSecond))", ratio: result.ratio,
-                        goal: "≥ 100,000/s and ≥ 0.33x", met: result.eventsPerSecond >= 100_000 && result.ratio >= 1.0 / 3)]
+            let result = try EventBenchmark(
+                count: quick ? 20_000 : 100_000, batchSize: 5000, singleTrackCount: quick ? 20 : 200,
+                pluginsFolder: folder
+            ).run(progress: say)
+            return [
+                Row(
+                    figure: "events in-process, batches of 5000 (events/s)", hubhost: number(result.eventsPerSecond),
+                    yardstick: "plain SQLite insert: \(number(result.baselineRowsPerSecond))", ratio: result.ratio,
+                    goal: "≥ 100,000/s and ≥ 0.33x", met: result.eventsPerSecond >= 100_000 && result.ratio >= 1.0 / 3)
+            ]
         }
 
         static func ingest(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
@@ -129,29 +143,36 @@ extension BenchCommand {
             var rows: [Row] = []
             let single = report.runs.filter { $0.eventsPerRequest == 1 }
             for run in single {
-                var goal = "-", met: Bool?
+                var goal = "-"
+                var met: Bool?
                 if run.connections == 32 {
                     goal = "≥ 20,000/s, p99 < 10 ms"
                     met = run.eventsPerSecond >= 20_000 && run.p99Ms < 10 && run.non2xx + run.socketErrors == 0
                 }
                 // The yardstick: the HTTP framework alone under the same load (no goal of its own).
                 let floor = report.floor.first { $0.connections == run.connections }
-                rows.append(Row(figure: "POST /v1/events, 1 event/request, \(run.connections) connection\(run.connections == 1 ? "" : "s") (events/s)",
-                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
-                                yardstick: floor.map { "Hummingbird alone: \(number($0.eventsPerSecond))" } ?? "-",
-                                ratio: floor.map { run.eventsPerSecond / max($0.eventsPerSecond, 1e-9) }, goal: goal, met: met))
+                rows.append(
+                    Row(
+                        figure: "POST /v1/events, 1 event/request, \(run.connections) connection\(run.connections == 1 ? "" : "s") (events/s)",
+                        hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
+                        yardstick: floor.map { "Hummingbird alone: \(number($0.eventsPerSecond))" } ?? "-",
+                        ratio: floor.map { run.eventsPerSecond / max($0.eventsPerSecond, 1e-9) }, goal: goal, met: met))
             }
             if let first = single.first, let last = single.last, single.count > 1 {
-                rows.append(Row(figure: "the same, \(last.connections) vs \(first.connections) connection\(first.connections == 1 ? "" : "s")",
-                                hubhost: number(last.eventsPerSecond), yardstick: "\(first.connections): \(number(first.eventsPerSecond))",
-                                ratio: last.eventsPerSecond / first.eventsPerSecond, goal: "never falling as clients are added",
-                                met: zip(single, single.dropFirst()).allSatisfy { $1.eventsPerSecond >= $0.eventsPerSecond * 0.95 }))
+                rows.append(
+                    Row(
+                        figure: "the same, \(last.connections) vs \(first.connections) connection\(first.connections == 1 ? "" : "s")",
+                        hubhost: number(last.eventsPerSecond), yardstick: "\(first.connections): \(number(first.eventsPerSecond))",
+                        ratio: last.eventsPerSecond / first.eventsPerSecond, goal: "never falling as clients are added",
+                        met: zip(single, single.dropFirst()).allSatisfy { $1.eventsPerSecond >= $0.eventsPerSecond * 0.95 }))
             }
             for run in report.runs where run.eventsPerRequest > 1 {
                 let ratio = run.eventsPerSecond / inProcess
-                rows.append(Row(figure: "POST /v1/events, \(run.eventsPerRequest) events/request, \(run.connections) connections (events/s)",
-                                hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
-                                yardstick: "in-process bench events: \(number(inProcess))", ratio: ratio, goal: "≥ 0.7x", met: ratio >= 0.7))
+                rows.append(
+                    Row(
+                        figure: "POST /v1/events, \(run.eventsPerRequest) events/request, \(run.connections) connections (events/s)",
+                        hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
+                        yardstick: "in-process bench events: \(number(inProcess))", ratio: ratio, goal: "≥ 0.7x", met: ratio >= 0.7))
             }
             return rows
         }
@@ -160,29 +181,39 @@ extension BenchCommand {
             let library = try BenchCommand.bundledLibrary("libhubhost-standard-operators.so")
             let result = try CampaignBenchmark(campaigns: 10_000, events: quick ? 20_000 : 100_000, operatorsLibrary: library).run(progress: say)
             let same = result.engineMatches == result.naiveMatches
-            return [Row(figure: "campaign engine, 10,000 campaigns (events/s)", hubhost: number(result.engineEventsPerSecond),
-                        yardstick: "naive scan: \(number(result.naiveEventsPerSecond))", ratio: result.ratio,
-                        goal: "≥ 1,000,000/s, ≥ 100x, same matches",
-                        met: result.engineEventsPerSecond >= 1_000_000 && result.ratio >= 100 && same)]
+            return [
+                Row(
+                    figure: "campaign engine, 10,000 campaigns (events/s)", hubhost: number(result.engineEventsPerSecond),
+                    yardstick: "naive scan: \(number(result.naiveEventsPerSecond))", ratio: result.ratio,
+                    goal: "≥ 1,000,000/s, ≥ 100x, same matches",
+                    met: result.engineEventsPerSecond >= 1_000_000 && result.ratio >= 100 && same)
+            ]
         }
 
         static func hub(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let arguments = quick ? ["--hubs", "100", "--articles", "10000", "--selections", "50", "--seconds", "2"] : []
             let report = try Hub.parse(arguments).measure(say: say)
             let selection = report.selection
-            var rows = [Row(figure: "hub selection, p50 (µs)", hubhost: number(selection.selectionMicrosecondsP50, 1),
-                            yardstick: "SQL query: \(number(selection.sqlBaselineMicrosecondsP50, 1))",
-                            ratio: selection.selectionMicrosecondsP50 / selection.sqlBaselineMicrosecondsP50, goal: "-", met: nil)]
+            var rows = [
+                Row(
+                    figure: "hub selection, p50 (µs)", hubhost: number(selection.selectionMicrosecondsP50, 1),
+                    yardstick: "SQL query: \(number(selection.sqlBaselineMicrosecondsP50, 1))",
+                    ratio: selection.selectionMicrosecondsP50 / selection.sqlBaselineMicrosecondsP50, goal: "-", met: nil)
+            ]
             if let pages = report.pages {
-                rows.append(Row(figure: "hub pages, wrk -c\(pages.connections) (requests/s)",
-                                hubhost: "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms",
-                                yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
-                                goal: "≥ 0.5x, p99 < 2 ms", met: pages.ratio >= 0.5 && pages.hubhost.p99Ms < 2))
+                rows.append(
+                    Row(
+                        figure: "hub pages, wrk -c\(pages.connections) (requests/s)",
+                        hubhost: "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms",
+                        yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
+                        goal: "≥ 0.5x, p99 < 2 ms", met: pages.ratio >= 0.5 && pages.hubhost.p99Ms < 2))
                 if let floor = pages.floor, let floorToNginx = pages.floorToNginx {
-                    rows.append(Row(figure: "hub pages: the HTTP framework alone, same pages from memory (requests/s)",
-                                    hubhost: "Hummingbird alone: \(number(floor.requestsPerSecond)), p99 \(number(floor.p99Ms, 2)) ms",
-                                    yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: floorToNginx,
-                                    goal: "-", met: nil))
+                    rows.append(
+                        Row(
+                            figure: "hub pages: the HTTP framework alone, same pages from memory (requests/s)",
+                            hubhost: "Hummingbird alone: \(number(floor.requestsPerSecond)), p99 \(number(floor.p99Ms, 2)) ms",
+                            yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: floorToNginx,
+                            goal: "-", met: nil))
                 }
             }
             return rows
@@ -190,32 +221,41 @@ extension BenchCommand {
 
         static func bundle(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let result = try BundleBuildBenchmark(articles: quick ? 1_000 : 10_000, rounds: quick ? 1 : 3).run(progress: say)
-            return [Row(figure: "bundle build of Markdown articles (articles/s)", hubhost: number(result.buildArticlesPerSecond),
-                        yardstick: "cmark-gfm alone: \(number(result.cmarkArticlesPerSecond))", ratio: result.buildToCmark, goal: "-", met: nil)]
+            return [
+                Row(
+                    figure: "bundle build of Markdown articles (articles/s)", hubhost: number(result.buildArticlesPerSecond),
+                    yardstick: "cmark-gfm alone: \(number(result.cmarkArticlesPerSecond))", ratio: result.buildToCmark, goal: "-", met: nil)
+            ]
         }
 
         static func bundleVerification(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let result = try BundleVerifyBenchmark(megabytes: quick ? 32 : 256, rounds: quick ? 1 : 3).run(progress: say)
-            return [Row(figure: "bundle verification, \(result.megabytes) MB (MB/s)", hubhost: number(result.verifyMBPerSecond),
-                        yardstick: "openssl dgst -sha256: \(number(result.opensslMBPerSecond))", ratio: result.ratio,
-                        goal: "≥ 0.8x", met: result.ratio >= 0.8)]
+            return [
+                Row(
+                    figure: "bundle verification, \(result.megabytes) MB (MB/s)", hubhost: number(result.verifyMBPerSecond),
+                    yardstick: "openssl dgst -sha256: \(number(result.opensslMBPerSecond))", ratio: result.ratio,
+                    goal: "≥ 0.8x", met: result.ratio >= 0.8)
+            ]
         }
 
         static func sinks(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let folder = HostManifest.absolute("Plugins", from: FileManager.default.currentDirectoryPath)
             let result = try SinkBenchmark(count: quick ? 2_000 : 20_000, pluginsFolder: folder).run(progress: say)
             var rows = result.rows.map { row in
-                Row(figure: "events through \(row.sink), store to SUCCESSFULLY_POSTED (events/s)", hubhost: number(row.eventsPerSecond),
+                Row(
+                    figure: "events through \(row.sink), store to SUCCESSFULLY_POSTED (events/s)", hubhost: number(row.eventsPerSecond),
                     yardstick: "raw client: \(number(row.rawPerSecond))", ratio: row.ratio, goal: "≥ 0.5x", met: row.ratio >= 0.5)
             }
             // The same sinks beside the store ceiling measured in the run (plain SQLite doing only the store's part).
             rows += result.rows.map { row in
-                Row(figure: "events through \(row.sink) beside the store ceiling (events/s)", hubhost: number(row.eventsPerSecond),
+                Row(
+                    figure: "events through \(row.sink) beside the store ceiling (events/s)", hubhost: number(row.eventsPerSecond),
                     yardstick: "store ceiling (plain SQLite claim+status): \(number(result.storeCeilingPerSecond))", ratio: row.ceilingRatio,
                     goal: "-", met: nil)
             }
             for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) {
-                rows.append(Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: "≥ 0.5x", met: nil))
+                rows.append(
+                    Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: "≥ 0.5x", met: nil))
             }
             return rows
         }
@@ -223,10 +263,13 @@ extension BenchCommand {
         static func prefetch(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let files = quick ? 20 : 200
             let result = try PrefetchDownloadBenchmark(files: files, size: 5 << 20, concurrency: 4, rounds: quick ? 1 : 3).run(progress: say)
-            return [Row(figure: "prefetch downloads, \(files) files of 5 MiB from nginx, 4 at once (MiB/s)",
-                        hubhost: "\(number(result.hubhost.mebibytesPerSecond)), \(number(result.hubhost.cpuSecondsPerGiB, 2)) CPU s/GiB",
-                        yardstick: "aria2c: \(number(result.aria2c.mebibytesPerSecond)), \(number(result.aria2c.cpuSecondsPerGiB, 2)) CPU s/GiB",
-                        ratio: result.ratio, goal: "≥ 0.9x", met: result.ratio >= 0.9)] + (try prefetchCatalog(quick: quick, say: say))
+            return [
+                Row(
+                    figure: "prefetch downloads, \(files) files of 5 MiB from nginx, 4 at once (MiB/s)",
+                    hubhost: "\(number(result.hubhost.mebibytesPerSecond)), \(number(result.hubhost.cpuSecondsPerGiB, 2)) CPU s/GiB",
+                    yardstick: "aria2c: \(number(result.aria2c.mebibytesPerSecond)), \(number(result.aria2c.cpuSecondsPerGiB, 2)) CPU s/GiB",
+                    ratio: result.ratio, goal: "≥ 0.9x", met: result.ratio >= 0.9)
+            ] + (try prefetchCatalog(quick: quick, say: say))
         }
 
         /// The catalog query and live-set rows: the first query's p50 beside plain GRDB, every
@@ -234,17 +277,21 @@ extension BenchCommand {
         /// was set for these: they are reported.
         static func prefetchCatalog(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let items = quick ? 10_000 : 100_000
-            let result = try PrefetchCatalogBenchmark(items: items, listeners: 100, runs: quick ? 20 : 200, changes: quick ? 4 : 20).run(progress: say)
+            let result = try PrefetchCatalogBenchmark(items: items, listeners: 100, runs: quick ? 20 : 200, changes: quick ? 4 : 20).run(
+                progress: say)
             var rows = result.queries.map { query in
-                Row(figure: "prefetch query, \(number(Double(items))) items: \(query.name) (ms p50 / p99)",
+                Row(
+                    figure: "prefetch query, \(number(Double(items))) items: \(query.name) (ms p50 / p99)",
                     hubhost: "\(number(query.hubhostP50Ms, 2)) / \(number(query.hubhostP99Ms, 2))",
                     yardstick: "GRDB alone: \(number(query.sqliteP50Ms, 2)) / \(number(query.sqliteP99Ms, 2))",
                     ratio: query.hubhostP50Ms / max(query.sqliteP50Ms, 1e-9), goal: "-", met: nil)
             }
-            rows.append(Row(figure: "prefetch state change to 100 live-set listeners, \(result.setSize)-item set (ms p50 / p99)",
-                            hubhost: "\(number(result.listenerP50Ms, 1)) / \(number(result.listenerP99Ms, 1))",
-                            yardstick: "100 plain re-reads: \(number(result.rereadsMs, 1))",
-                            ratio: result.listenerP50Ms / max(result.rereadsMs, 1e-9), goal: "-", met: nil))
+            rows.append(
+                Row(
+                    figure: "prefetch state change to 100 live-set listeners, \(result.setSize)-item set (ms p50 / p99)",
+                    hubhost: "\(number(result.listenerP50Ms, 1)) / \(number(result.listenerP99Ms, 1))",
+                    yardstick: "100 plain re-reads: \(number(result.rereadsMs, 1))",
+                    ratio: result.listenerP50Ms / max(result.rereadsMs, 1e-9), goal: "-", met: nil))
             return rows
         }
     }

@@ -8,7 +8,10 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
-        subcommands: [ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self, FloorServer.self])
+        subcommands: [
+            ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self,
+            FloorServer.self
+        ])
 
     struct ABI: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -39,12 +42,18 @@ struct BenchCommand: ParsableCommand {
                 Output.json(result)
             } else {
                 print("library: \(result.library)")
-                Output.table(["call", "ns/call", "calls/s"], [
-                    ["through the ABI (noop trigger_operator.compare)", String(format: "%.2f", result.abiNsPerCall),
-                     String(format: "%.0f", result.abiCallsPerSecond)],
-                    ["direct Swift function (baseline)", String(format: "%.2f", result.swiftNsPerCall),
-                     String(format: "%.0f", 1e9 / result.swiftNsPerCall)],
-                ])
+                Output.table(
+                    ["call", "ns/call", "calls/s"],
+                    [
+                        [
+                            "through the ABI (noop trigger_operator.compare)", String(format: "%.2f", result.abiNsPerCall),
+                            String(format: "%.0f", result.abiCallsPerSecond)
+                        ],
+                        [
+                            "direct Swift function (baseline)", String(format: "%.2f", result.swiftNsPerCall),
+                            String(format: "%.0f", 1e9 / result.swiftNsPerCall)
+                        ]
+                    ])
                 print(String(format: "ratio: %.2fx the baseline", result.ratio))
             }
         }
@@ -86,18 +95,26 @@ struct BenchCommand: ParsableCommand {
         }
 
         func run() throws {
-            let result = try IsolationBenchmark(iterations: iterations, libraryPath: try BenchCommand.noopLibrary(library)).run(rounds: rounds) { step in
+            let result = try IsolationBenchmark(iterations: iterations, libraryPath: try BenchCommand.noopLibrary(library)).run(rounds: rounds) {
+                step in
                 if !output.json { Output.error("bench isolation: \(step)") }
             }
             if output.json {
                 Output.json(result)
             } else {
                 print("library: \(result.library)")
-                Output.table(["augmentation call", "µs/call", "calls/s"], [
-                    ["in-process (baseline)", String(format: "%.3f", result.inProcessNsPerCall / 1000), String(format: "%.0f", result.inProcessCallsPerSecond)],
-                    ["isolation: process (worker, socketpair)", String(format: "%.3f", result.isolatedNsPerCall / 1000),
-                     String(format: "%.0f", result.isolatedCallsPerSecond)],
-                ])
+                Output.table(
+                    ["augmentation call", "µs/call", "calls/s"],
+                    [
+                        [
+                            "in-process (baseline)", String(format: "%.3f", result.inProcessNsPerCall / 1000),
+                            String(format: "%.0f", result.inProcessCallsPerSecond)
+                        ],
+                        [
+                            "isolation: process (worker, socketpair)", String(format: "%.3f", result.isolatedNsPerCall / 1000),
+                            String(format: "%.0f", result.isolatedCallsPerSecond)
+                        ]
+                    ])
                 print(String(format: "ratio: %.1fx the in-process call", result.ratio))
             }
         }
@@ -132,13 +149,20 @@ struct BenchCommand: ParsableCommand {
             if output.json {
                 Output.json(result)
             } else {
-                Output.table(["", "events/s", "p50 ms", "p99 ms"], [
-                    ["track -> location + weather (warm) -> store, batches of \(result.batchSize)", String(format: "%.0f", result.eventsPerSecond),
-                     String(format: "%.2f", result.p50Ms), String(format: "%.2f", result.p99Ms)],
-                    ["plain SQLite insert, same rows and settings (baseline)", String(format: "%.0f", result.baselineRowsPerSecond), "-", "-"],
-                    ["track, one durable commit per event (\(result.singleTrackCount) events)", "-",
-                     String(format: "%.2f", result.singleTrackP50Ms), String(format: "%.2f", result.singleTrackP99Ms)],
-                ])
+                Output.table(
+                    ["", "events/s", "p50 ms", "p99 ms"],
+                    [
+                        [
+                            "track -> location + weather (warm) -> store, batches of \(result.batchSize)",
+                            String(format: "%.0f", result.eventsPerSecond),
+                            String(format: "%.2f", result.p50Ms), String(format: "%.2f", result.p99Ms)
+                        ],
+                        ["plain SQLite insert, same rows and settings (baseline)", String(format: "%.0f", result.baselineRowsPerSecond), "-", "-"],
+                        [
+                            "track, one durable commit per event (\(result.singleTrackCount) events)", "-",
+                            String(format: "%.2f", result.singleTrackP50Ms), String(format: "%.2f", result.singleTrackP99Ms)
+                        ]
+                    ])
                 print(String(format: "pipeline / baseline: %.2f", result.ratio))
             }
         }
@@ -169,10 +193,18 @@ struct BenchCommand: ParsableCommand {
             if output.json {
                 Output.json(result)
             } else {
-                Output.table(["evaluation", "events/s", "trigger matches"], [
-                    ["campaign engine (indexed by event type and name)", String(format: "%.0f", result.engineEventsPerSecond), String(result.engineMatches)],
-                    ["naive: every campaign's triggers per event", String(format: "%.0f", result.naiveEventsPerSecond), String(result.naiveMatches)],
-                ])
+                Output.table(
+                    ["evaluation", "events/s", "trigger matches"],
+                    [
+                        [
+                            "campaign engine (indexed by event type and name)", String(format: "%.0f", result.engineEventsPerSecond),
+                            String(result.engineMatches)
+                        ],
+                        [
+                            "naive: every campaign's triggers per event", String(format: "%.0f", result.naiveEventsPerSecond),
+                            String(result.naiveMatches)
+                        ]
+                    ])
                 print(String(format: "ratio: %.0fx", result.ratio))
             }
         }
@@ -183,16 +215,16 @@ struct BenchCommand: ParsableCommand {
             commandName: "prefetch",
             abstract: "Content prefetch: downloads beside aria2c, catalog queries beside plain SQLite, live-set listener latency.",
             discussion: """
-            Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads \
-            them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one \
-            connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio. \
-            Needs nginx and aria2 (apt-get install nginx-light aria2). \
-            Then a catalog of --catalog-items items (100 categories, 20 sources, mixed states) built offline through the \
-            engine: five filter-and-sort queries through the engine, --query-runs times each, p50/p99 beside the same SQL \
-            through GRDB alone; and --listeners live sets (one category sorted by title) hearing --changes state changes \
-            (download, pause): p50/p99 from the change to each listener's didChange, beside --listeners plain re-reads of \
-            that set. --catalog-items 0 skips this part.
-            """)
+                Writes --files files of --size bytes, serves them with nginx (a private config on a free port), and downloads \
+                them all through the prefetch queue (streamed to disk, size-checked), then with aria2c (-j CONCURRENCY, one \
+                connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio. \
+                Needs nginx and aria2 (apt-get install nginx-light aria2). \
+                Then a catalog of --catalog-items items (100 categories, 20 sources, mixed states) built offline through the \
+                engine: five filter-and-sort queries through the engine, --query-runs times each, p50/p99 beside the same SQL \
+                through GRDB alone; and --listeners live sets (one category sorted by title) hearing --changes state changes \
+                (download, pause): p50/p99 from the change to each listener's didChange, beside --listeners plain re-reads of \
+                that set. --catalog-items 0 skips this part.
+                """)
 
         @Option(parsing: .unconditional, help: "Files downloaded.") var files: Int = 200
         @Option(parsing: .unconditional, help: "Bytes per file.") var size: Int = 5 << 20
@@ -222,35 +254,57 @@ struct BenchCommand: ParsableCommand {
                 throw ValidationError("--files 1...10000, --size 1...1073741824, --concurrency 1...64, --rounds 1...20")
             }
             guard (0...10_000_000).contains(catalogItems), (1...100_000).contains(queryRuns), (1...10_000).contains(listeners),
-                  (1...10_000).contains(changes) else {
+                (1...10_000).contains(changes)
+            else {
                 throw ValidationError("--catalog-items 0...10000000, --query-runs 1...100000, --listeners 1...10000, --changes 1...10000")
             }
-            if catalogItems > 0 && catalogItems < 1_000 { throw ValidationError("--catalog-items: 0 (skip) or at least 1000 (every category needs items)") }
+            if catalogItems > 0 && catalogItems < 1_000 {
+                throw ValidationError("--catalog-items: 0 (skip) or at least 1000 (every category needs items)")
+            }
         }
 
         func run() throws {
             let say: (String) -> Void = { step in if !output.json { Output.error("bench prefetch: \(step)") } }
             let result = try PrefetchDownloadBenchmark(files: files, size: size, concurrency: concurrency, rounds: rounds).run(progress: say)
-            let catalog = catalogItems == 0 ? nil
+            let catalog =
+                catalogItems == 0
+                ? nil
                 : try PrefetchCatalogBenchmark(items: catalogItems, listeners: listeners, runs: queryRuns, changes: changes).run(progress: say)
-            if output.json { Output.json(Report(downloads: result, catalog: catalog)); return }
+            if output.json {
+                Output.json(Report(downloads: result, catalog: catalog))
+                return
+            }
             print("\(result.files) files of \(result.size) bytes, \(result.concurrency) at once (best of \(rounds)):")
-            Output.table(["", "seconds", "MiB/s", "CPU s/GiB"], [
-                ["hubhost prefetch", String(format: "%.2f", result.hubhost.seconds), String(format: "%.0f", result.hubhost.mebibytesPerSecond),
-                 String(format: "%.2f", result.hubhost.cpuSecondsPerGiB)],
-                ["aria2c", String(format: "%.2f", result.aria2c.seconds), String(format: "%.0f", result.aria2c.mebibytesPerSecond),
-                 String(format: "%.2f", result.aria2c.cpuSecondsPerGiB)],
-            ])
+            Output.table(
+                ["", "seconds", "MiB/s", "CPU s/GiB"],
+                [
+                    [
+                        "hubhost prefetch", String(format: "%.2f", result.hubhost.seconds), String(format: "%.0f", result.hubhost.mebibytesPerSecond),
+                        String(format: "%.2f", result.hubhost.cpuSecondsPerGiB)
+                    ],
+                    [
+                        "aria2c", String(format: "%.2f", result.aria2c.seconds), String(format: "%.0f", result.aria2c.mebibytesPerSecond),
+                        String(format: "%.2f", result.aria2c.cpuSecondsPerGiB)
+                    ]
+                ])
             print(String(format: "hubhost / aria2c throughput: %.2fx", result.ratio))
             guard let catalog else { return }
             print("")
             print("catalog of \(catalog.items) items (built in \(String(format: "%.1f", catalog.seedSeconds)) s), \(queryRuns) runs per query (ms):")
-            Output.table(["query", "rows", "hubhost p50", "p99", "GRDB alone p50", "p99"], catalog.queries.map { query in
-                [query.name, "\(query.rows)", String(format: "%.2f", query.hubhostP50Ms), String(format: "%.2f", query.hubhostP99Ms),
-                 String(format: "%.2f", query.sqliteP50Ms), String(format: "%.2f", query.sqliteP99Ms)]
-            })
-            print(String(format: "state change to %d live-set listeners (a set of %d items, %d changes): p50 %.1f ms, p99 %.1f ms; %d plain re-reads of the set: %.1f ms",
-                         catalog.listeners, catalog.setSize, catalog.changes, catalog.listenerP50Ms, catalog.listenerP99Ms, catalog.listeners, catalog.rereadsMs))
+            Output.table(
+                ["query", "rows", "hubhost p50", "p99", "GRDB alone p50", "p99"],
+                catalog.queries.map { query in
+                    [
+                        query.name, "\(query.rows)", String(format: "%.2f", query.hubhostP50Ms), String(format: "%.2f", query.hubhostP99Ms),
+                        String(format: "%.2f", query.sqliteP50Ms), String(format: "%.2f", query.sqliteP99Ms)
+                    ]
+                })
+            print(
+                String(
+                    format:
+                        "state change to %d live-set listeners (a set of %d items, %d changes): p50 %.1f ms, p99 %.1f ms; %d plain re-reads of the set: %.1f ms",
+                    catalog.listeners, catalog.setSize, catalog.changes, catalog.listenerP50Ms, catalog.listenerP99Ms, catalog.listeners,
+                    catalog.rereadsMs))
         }
     }
 
@@ -259,13 +313,13 @@ struct BenchCommand: ParsableCommand {
             commandName: "hub",
             abstract: "Content Hub: hub selection time on a large bundle, and web hub page serving beside nginx (wrk).",
             discussion: """
-            Selection: a generated bundle of --hubs hubs and --articles articles; each selection tailors it for a \
-            different user (best hub, every channel's articles in order), beside the same choice made by one SQL \
-            query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the \
-            presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load \
-            against both, and against the HTTP framework alone serving the same pages from memory (`bench \
-            floor-server`: the most any route of serve could reach). Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
-            """)
+                Selection: a generated bundle of --hubs hubs and --articles articles; each selection tailors it for a \
+                different user (best hub, every channel's articles in order), beside the same choice made by one SQL \
+                query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the \
+                presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load \
+                against both, and against the HTTP framework alone serving the same pages from memory (`bench \
+                floor-server`: the most any route of serve could reach). Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
+                """)
 
         @Option(parsing: .unconditional, help: "Hubs in the generated bundle.")
         var hubs: Int = 1_000
@@ -321,7 +375,8 @@ struct BenchCommand: ParsableCommand {
                 defer { server.stop() }
                 let bundle = try ContentBundle(path: bundlePath)
                 guard let presented = Presentation(bundle: bundle, counts: [:]) else { throw ValidationError("the bundle has no hub") }
-                let paths = ["/hub"] + presented.channels.map { "/hub/channel/\($0.id)" }
+                let paths =
+                    ["/hub"] + presented.channels.map { "/hub/channel/\($0.id)" }
                     + presented.channels.flatMap { $0.articles.map { "/hub/article/\($0.id)" } }
                 var benchmark = PageServingBenchmark(baseURL: server.baseURL, paths: paths)
                 benchmark.seconds = seconds
@@ -337,30 +392,54 @@ struct BenchCommand: ParsableCommand {
 
         private func show(_ report: Report) {
             let selection = report.selection
-            print("Hub selection (\(selection.hubs) hubs, \(selection.articles) articles; bundle opened in \(String(format: "%.0f", selection.openMs)) ms):")
-            Output.table(["selection", "p50 µs", "p99 µs"], [
-                ["tailoring (best hub + every channel's articles ordered)", String(format: "%.1f", selection.selectionMicrosecondsP50),
-                 String(format: "%.1f", selection.selectionMicrosecondsP99)],
-                ["SQL query over the bundle (best hub only; baseline)", String(format: "%.1f", selection.sqlBaselineMicrosecondsP50),
-                 String(format: "%.1f", selection.sqlBaselineMicrosecondsP99)],
-            ])
+            print(
+                "Hub selection (\(selection.hubs) hubs, \(selection.articles) articles; bundle opened in \(String(format: "%.0f", selection.openMs)) ms):"
+            )
+            Output.table(
+                ["selection", "p50 µs", "p99 µs"],
+                [
+                    [
+                        "tailoring (best hub + every channel's articles ordered)", String(format: "%.1f", selection.selectionMicrosecondsP50),
+                        String(format: "%.1f", selection.selectionMicrosecondsP99)
+                    ],
+                    [
+                        "SQL query over the bundle (best hub only; baseline)", String(format: "%.1f", selection.sqlBaselineMicrosecondsP50),
+                        String(format: "%.1f", selection.sqlBaselineMicrosecondsP99)
+                    ]
+                ])
             print("same hub chosen: \(selection.agreeing) of \(selection.selections)")
             if let pages = report.pages {
-                print("\nPage serving over 127.0.0.1 (\(pages.pages) pages in rotation, wrk -t\(pages.threads) -c\(pages.connections) -d\(pages.seconds)s):")
-                Output.table(["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"], [
-                    ["hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond), String(format: "%.2f", pages.hubhost.p50Ms),
-                     String(format: "%.2f", pages.hubhost.p99Ms), String(pages.hubhost.non2xx)],
-                ] + (pages.floor.map { floor in
-                    [["Hummingbird alone, the same pages from memory (floor)", String(format: "%.0f", floor.requestsPerSecond),
-                      String(format: "%.2f", floor.p50Ms), String(format: "%.2f", floor.p99Ms), String(floor.non2xx)]]
-                } ?? []) + [
-                    ["nginx, the same pages as static files (baseline)", String(format: "%.0f", pages.nginx.requestsPerSecond),
-                     String(format: "%.2f", pages.nginx.p50Ms), String(format: "%.2f", pages.nginx.p99Ms), String(pages.nginx.non2xx)],
-                ])
+                print(
+                    "\nPage serving over 127.0.0.1 (\(pages.pages) pages in rotation, wrk -t\(pages.threads) -c\(pages.connections) -d\(pages.seconds)s):"
+                )
+                Output.table(
+                    ["server", "requests/s", "p50 ms", "p99 ms", "non-2xx"],
+                    [
+                        [
+                            "hubhost serve (web Content Hub)", String(format: "%.0f", pages.hubhost.requestsPerSecond),
+                            String(format: "%.2f", pages.hubhost.p50Ms),
+                            String(format: "%.2f", pages.hubhost.p99Ms), String(pages.hubhost.non2xx)
+                        ]
+                    ]
+                        + (pages.floor.map { floor in
+                            [
+                                [
+                                    "Hummingbird alone, the same pages from memory (floor)", String(format: "%.0f", floor.requestsPerSecond),
+                                    String(format: "%.2f", floor.p50Ms), String(format: "%.2f", floor.p99Ms), String(floor.non2xx)
+                                ]
+                            ]
+                        } ?? []) + [
+                            [
+                                "nginx, the same pages as static files (baseline)", String(format: "%.0f", pages.nginx.requestsPerSecond),
+                                String(format: "%.2f", pages.nginx.p50Ms), String(format: "%.2f", pages.nginx.p99Ms), String(pages.nginx.non2xx)
+                            ]
+                        ])
                 print(String(format: "hubhost / nginx: %.2f", pages.ratio))
                 if let floorToNginx = pages.floorToNginx, let hubhostToFloor = pages.hubhostToFloor {
-                    print(String(format: "Hummingbird alone / nginx: %.2f (the most hubhost / nginx could reach); hubhost / Hummingbird alone: %.2f",
-                                 floorToNginx, hubhostToFloor))
+                    print(
+                        String(
+                            format: "Hummingbird alone / nginx: %.2f (the most hubhost / nginx could reach); hubhost / Hummingbird alone: %.2f",
+                            floorToNginx, hubhostToFloor))
                 }
             }
         }
@@ -377,12 +456,12 @@ struct BenchServe {
     static func start(folder: String, bundle: String) throws -> BenchServe {
         let manifest = folder + "/plugins.yaml"
         try """
-            data_dir: data
-            logging: {severity: none}
-            server: {host: 127.0.0.1, port: 0}
-            hub:
-              preloaded_bundle: \(bundle)
-            """.write(toFile: manifest, atomically: true, encoding: .utf8)
+        data_dir: data
+        logging: {severity: none}
+        server: {host: 127.0.0.1, port: 0}
+        hub:
+          preloaded_bundle: \(bundle)
+        """.write(toFile: manifest, atomically: true, encoding: .utf8)
         return try start(manifest: manifest, folder: folder)
     }
 

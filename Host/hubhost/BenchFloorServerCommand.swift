@@ -60,7 +60,8 @@ extension BenchCommand {
             var bodies: [String: ByteBuffer] = [:]
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue,
-                  let walker = FileManager.default.enumerator(atPath: folder) else {
+                let walker = FileManager.default.enumerator(atPath: folder)
+            else {
                 throw ValidationError("--pages \(folder): not a folder that can be read")
             }
             for case let relative as String in walker where relative == "index.html" || relative.hasSuffix("/index.html") {

@@ -7,16 +7,17 @@ extension BenchCommand {
     struct Ingest: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "ingest",
-            abstract: "POST /v1/events under `hubhost serve` driven by wrk, one event and many events per request, beside the in-process `bench events` rate.",
+            abstract:
+                "POST /v1/events under `hubhost serve` driven by wrk, one event and many events per request, beside the in-process `bench events` rate.",
             discussion: """
-            Runs the in-process `bench events` pipeline first (the yardstick), then starts `hubhost serve` on a \
-            scratch copy of --manifest (the same plugins and settings, a new data directory, any free port) and runs \
-            wrk with keep-alive connections: one event per request at each of --connections, then --batch-size events \
-            per request at each of --batch-connections. Every request is acknowledged only once its events are on \
-            disk. Then the same one-event loads run against the HTTP framework alone (`bench floor-server`: \
-            Hummingbird answering 201 with the body, nothing parsed or stored), the rate no route of serve can pass. \
-            Run from the repository root with a release build; needs wrk (apt-get install wrk).
-            """)
+                Runs the in-process `bench events` pipeline first (the yardstick), then starts `hubhost serve` on a \
+                scratch copy of --manifest (the same plugins and settings, a new data directory, any free port) and runs \
+                wrk with keep-alive connections: one event per request at each of --connections, then --batch-size events \
+                per request at each of --batch-connections. Every request is acknowledged only once its events are on \
+                disk. Then the same one-event loads run against the HTTP framework alone (`bench floor-server`: \
+                Hummingbird answering 201 with the body, nothing parsed or stored), the rate no route of serve can pass. \
+                Run from the repository root with a release build; needs wrk (apt-get install wrk).
+                """)
 
         @OptionGroup var manifestOption: ManifestOption
 
@@ -29,8 +30,9 @@ extension BenchCommand {
         @Option(name: .customLong("batch-size"), parsing: .unconditional, help: "Events per request in the batched measurement.")
         var batchSize: Int = 100
 
-        @Option(name: .customLong("batch-connections"), parsing: .unconditional,
-                help: ArgumentHelp("Connection counts, --batch-size events per request (comma-separated).", valueName: "n,n,..."))
+        @Option(
+            name: .customLong("batch-connections"), parsing: .unconditional,
+            help: ArgumentHelp("Connection counts, --batch-size events per request (comma-separated).", valueName: "n,n,..."))
         var batchConnections: String = "8"
 
         @Option(parsing: .unconditional, help: "Events through the in-process pipeline (the yardstick), in batches of 1000.")
@@ -79,13 +81,16 @@ extension BenchCommand {
 
             let pluginFolder = HostManifest.absolute(plugins, from: FileManager.default.currentDirectoryPath)
             say("in-process yardstick: bench events, \(quick ? 20_000 : count) events in batches of 1000")
-            let inProcess = try EventBenchmark(count: quick ? 20_000 : count, batchSize: 1000, singleTrackCount: 10,
-                                               pluginsFolder: pluginFolder).run(progress: say)
+            let inProcess = try EventBenchmark(
+                count: quick ? 20_000 : count, batchSize: 1000, singleTrackCount: 10,
+                pluginsFolder: pluginFolder
+            ).run(progress: say)
 
             let manifestPath = HostManifest.absolute(manifestOption.manifest, from: FileManager.default.currentDirectoryPath)
             let text = try String(contentsOfFile: manifestPath, encoding: .utf8)
-            let scratch = IngestBenchmark.scratchManifest(from: text, folder: (manifestPath as NSString).deletingLastPathComponent,
-                                                          dataDirectory: folder + "/data")
+            let scratch = IngestBenchmark.scratchManifest(
+                from: text, folder: (manifestPath as NSString).deletingLastPathComponent,
+                dataDirectory: folder + "/data")
             try scratch.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
             say("starting hubhost serve on a scratch copy of \(manifestPath)")
             let server = try BenchServe.start(manifest: folder + "/plugins.yaml", folder: folder)
@@ -107,8 +112,9 @@ extension BenchCommand {
             floor.batchConnections = []
             let floorRuns = try floor.run(progress: { say("floor: " + $0) })
             let bestBatched = runs.filter { $0.eventsPerRequest > 1 }.map(\.eventsPerSecond).max()
-            return Report(manifest: manifestPath, inProcessEventsPerSecond: inProcess.eventsPerSecond, runs: runs,
-                          batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond }, floor: floorRuns)
+            return Report(
+                manifest: manifestPath, inProcessEventsPerSecond: inProcess.eventsPerSecond, runs: runs,
+                batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond }, floor: floorRuns)
         }
 
         func run() throws {
@@ -118,18 +124,26 @@ extension BenchCommand {
                 return
             }
             print("POST /v1/events under hubhost serve (\(report.manifest), scratch data directory), wrk keep-alive connections:")
-            Output.table(["connections", "events/request", "requests/s", "events/s", "p50 ms", "p99 ms", "errors"], report.runs.map { run in
-                [String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
-                 String(format: "%.0f", run.eventsPerSecond), String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms),
-                 String(run.non2xx + run.socketErrors)]
-            } + [["in-process bench events (yardstick)", "1000", "-", String(format: "%.0f", report.inProcessEventsPerSecond), "-", "-", "-"]])
+            Output.table(
+                ["connections", "events/request", "requests/s", "events/s", "p50 ms", "p99 ms", "errors"],
+                report.runs.map { run in
+                    [
+                        String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
+                        String(format: "%.0f", run.eventsPerSecond), String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms),
+                        String(run.non2xx + run.socketErrors)
+                    ]
+                } + [["in-process bench events (yardstick)", "1000", "-", String(format: "%.0f", report.inProcessEventsPerSecond), "-", "-", "-"]])
             print("\nThe HTTP framework alone (Hummingbird answering 201 with the body, nothing parsed or stored), the same load:")
-            Output.table(["connections", "events/request", "requests/s", "hubhost / framework alone", "p50 ms", "p99 ms", "errors"], report.floor.map { run in
-                let hubhost = report.runs.first { $0.connections == run.connections && $0.eventsPerRequest == run.eventsPerRequest }
-                return [String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
+            Output.table(
+                ["connections", "events/request", "requests/s", "hubhost / framework alone", "p50 ms", "p99 ms", "errors"],
+                report.floor.map { run in
+                    let hubhost = report.runs.first { $0.connections == run.connections && $0.eventsPerRequest == run.eventsPerRequest }
+                    return [
+                        String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
                         hubhost.map { String(format: "%.2f", $0.requestsPerSecond / max(run.requestsPerSecond, 1e-9)) } ?? "-",
-                        String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors)]
-            })
+                        String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors)
+                    ]
+                })
             if let ratio = report.batchedToInProcess {
                 print(String(format: "batched requests / in-process: %.2f", ratio))
             }

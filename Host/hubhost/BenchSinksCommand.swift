@@ -7,18 +7,19 @@ extension BenchCommand {
     struct Sinks: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "sinks",
-            abstract: "Events per second from the store to SUCCESSFULLY_POSTED through each event sink, beside the raw client sending the same messages.",
+            abstract:
+                "Events per second from the store to SUCCESSFULLY_POSTED through each event sink, beside the raw client sending the same messages.",
             discussion: """
-            Tracks --count events into a fresh store for each sink, then times their delivery (batches of \
-            --batch-size, every status change committed durably) through: the HTTP collector (a collector on \
-            127.0.0.1), the Kafka sink (librdkafka's mock cluster, 3 brokers), the NATS sink (nats-server -js on \
-            127.0.0.1, when installed). In the same run, the raw client sends the same messages: one POST per batch; \
-            librdkafka producing directly; libnats publishing to JetStream directly. Also in the same run, the store \
-            ceiling: plain SQLite on a scratch file with the event store's schema doing only the store's part of the \
-            delivery (per batch one transaction: the status update of an answered batch and the claim of the next \
-            with its lease; synchronous = FULL), the rate no sink passes with this durability; each sink's rate is \
-            printed as a fraction of it too. Run from the repository root (it loads Plugins/*/plugin.yaml).
-            """)
+                Tracks --count events into a fresh store for each sink, then times their delivery (batches of \
+                --batch-size, every status change committed durably) through: the HTTP collector (a collector on \
+                127.0.0.1), the Kafka sink (librdkafka's mock cluster, 3 brokers), the NATS sink (nats-server -js on \
+                127.0.0.1, when installed). In the same run, the raw client sends the same messages: one POST per batch; \
+                librdkafka producing directly; libnats publishing to JetStream directly. Also in the same run, the store \
+                ceiling: plain SQLite on a scratch file with the event store's schema doing only the store's part of the \
+                delivery (per batch one transaction: the status update of an answered batch and the claim of the next \
+                with its lease; synchronous = FULL), the rate no sink passes with this durability; each sink's rate is \
+                printed as a fraction of it too. Run from the repository root (it loads Plugins/*/plugin.yaml).
+                """)
 
         @Option(parsing: .unconditional, help: "Events through each sink (and messages for each raw client).")
         var count: Int = 20_000
@@ -50,16 +51,26 @@ extension BenchCommand {
             }
             print("\(result.count) events, batches of \(result.batchSize):")
             // The ceiling first: the yardstick every sink's last column divides by.
-            let ceiling = ["store ceiling (plain SQLite claim+status)", "scratch SQLite file, the store's schema",
-                           String(format: "%.0f", result.storeCeilingPerSecond), "-", "-", "1.00"]
-            Output.table(["sink", "to", "events/s", "raw client msgs/s", "sink / raw", "sink / store ceiling"], [ceiling] + result.rows.map { row in
-                [row.sink, row.destination, String(format: "%.0f", row.eventsPerSecond), String(format: "%.0f", row.rawPerSecond),
-                 String(format: "%.2f", row.ratio), String(format: "%.2f", row.ceilingRatio)]
-            })
+            let ceiling = [
+                "store ceiling (plain SQLite claim+status)", "scratch SQLite file, the store's schema",
+                String(format: "%.0f", result.storeCeilingPerSecond), "-", "-", "1.00"
+            ]
+            Output.table(
+                ["sink", "to", "events/s", "raw client msgs/s", "sink / raw", "sink / store ceiling"],
+                [ceiling]
+                    + result.rows.map { row in
+                        [
+                            row.sink, row.destination, String(format: "%.0f", row.eventsPerSecond), String(format: "%.0f", row.rawPerSecond),
+                            String(format: "%.2f", row.ratio), String(format: "%.2f", row.ceilingRatio)
+                        ]
+                    })
             for row in result.rows { print("  raw client for \(row.sink): \(row.rawClient)") }
             for row in result.rows {
-                print("  \(row.sink): " + String(format: "%.2f s; in the sink's deliver calls %.2f s, in the store %.2f s (overlapping), waiting for the sink %.2f s",
-                                                 row.seconds, row.sinkSeconds, row.storeSeconds, row.waitingForSinkSeconds))
+                print(
+                    "  \(row.sink): "
+                        + String(
+                            format: "%.2f s; in the sink's deliver calls %.2f s, in the store %.2f s (overlapping), waiting for the sink %.2f s",
+                            row.seconds, row.sinkSeconds, row.storeSeconds, row.waitingForSinkSeconds))
             }
             for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) { print("  \(sink) not measured: \(why)") }
         }

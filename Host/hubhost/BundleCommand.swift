@@ -9,25 +9,25 @@ struct BundleCommand: ParsableCommand {
         commandName: "bundle",
         abstract: "Build, sign, verify and inspect Content Hub bundles (one SQLite file each).",
         discussion: """
-        A bundle is built from a folder with one level per hierarchy level:
-          DIR/<hub>/<channel>/<article>.md|.html, with YAML front matter (title, tags, order, source_url),
-          DIR/resources/** (CSS, images), DIR/notifications.yaml, DIR/bundle.yaml (version, content_source).
-        Make a key pair with:
-          openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem
-          openssl pkey -in key.pem -pubout -outform DER -out pubkey.der
-        See README.md, "Content bundles".
-        """,
+            A bundle is built from a folder with one level per hierarchy level:
+              DIR/<hub>/<channel>/<article>.md|.html, with YAML front matter (title, tags, order, source_url),
+              DIR/resources/** (CSS, images), DIR/notifications.yaml, DIR/bundle.yaml (version, content_source).
+            Make a key pair with:
+              openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem
+              openssl pkey -in key.pem -pubout -outform DER -out pubkey.der
+            See README.md, "Content bundles".
+            """,
         subcommands: [Build.self, Verify.self, Inspect.self])
 
     struct Build: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Build a bundle from a content folder, sign it, and write FILE and its metadata document FILE.json.",
             discussion: """
-            Every problem in the folder is listed with its file (and line for front matter) and nothing is \
-            written (with --json: {"problems": [{"path", "line", "message"}]} on stdout). FILE.json is the metadata document the host checks the bundle against:
-              {"version", "size", "sha256", "signature" (base64), "created", "format": 1}
-            Example: hubhost bundle build Examples/content -o content.sqlite3 --key key.pem
-            """)
+                Every problem in the folder is listed with its file (and line for front matter) and nothing is \
+                written (with --json: {"problems": [{"path", "line", "message"}]} on stdout). FILE.json is the metadata document the host checks the bundle against:
+                  {"version", "size", "sha256", "signature" (base64), "created", "format": 1}
+                Example: hubhost bundle build Examples/content -o content.sqlite3 --key key.pem
+                """)
 
         @Argument(help: ArgumentHelp("The content folder.", valueName: "dir"))
         var directory: String
@@ -62,9 +62,13 @@ struct BundleCommand: ParsableCommand {
                 Output.error("\(error)")
                 throw ExitCode.failed
             }
-            let report = Report(file: output, metadataFile: BundleMetadata.path(besideBundle: output), summary: result.summary,
-                                size: result.metadata.size, sha256: result.metadata.sha256)
-            if outputFormat.json { Output.json(report); return }
+            let report = Report(
+                file: output, metadataFile: BundleMetadata.path(besideBundle: output), summary: result.summary,
+                size: result.metadata.size, sha256: result.metadata.sha256)
+            if outputFormat.json {
+                Output.json(report)
+                return
+            }
             let s = result.summary
             print("built \(output) (version \(s.version), content source \(s.contentSource))")
             print("  \(s.hubs) hubs, \(s.channels) channels, \(s.articles) articles, \(s.resources) resources, \(s.notifications) notifications")
@@ -78,11 +82,11 @@ struct BundleCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a bundle as the host does before activating it; print \"valid\" (exit 0) or the reason (exit 1).",
             discussion: """
-            Checks, in order: the size (truncated), the SHA-256 (tampered), a signature (unsigned), the \
-            signature with the public key (wrong key or changed after signing), and that the file is a \
-            content bundle.
-            Example: hubhost bundle verify content.sqlite3 --pubkey pubkey.der
-            """)
+                Checks, in order: the size (truncated), the SHA-256 (tampered), a signature (unsigned), the \
+                signature with the public key (wrong key or changed after signing), and that the file is a \
+                content bundle.
+                Example: hubhost bundle verify content.sqlite3 --pubkey pubkey.der
+                """)
 
         @Argument(help: ArgumentHelp("The bundle file.", valueName: "file"))
         var file: String
@@ -109,7 +113,10 @@ struct BundleCommand: ParsableCommand {
             let metadataPath = metadata ?? BundleMetadata.path(besideBundle: file)
             do {
                 guard FileManager.default.fileExists(atPath: metadataPath) else {
-                    throw BundleRejection(.unsigned, "there is no metadata document \(metadataPath) with the bundle's size, digest and signature; build with `hubhost bundle build --key` or pass --metadata")
+                    throw BundleRejection(
+                        .unsigned,
+                        "there is no metadata document \(metadataPath) with the bundle's size, digest and signature; build with `hubhost bundle build --key` or pass --metadata"
+                    )
                 }
                 let document: BundleMetadata
                 do { document = try BundleMetadata.read(path: metadataPath) } catch { throw BundleRejection(.unreadable, "\(error)") }
@@ -139,7 +146,11 @@ struct BundleCommand: ParsableCommand {
 
         @OptionGroup var output: JSONFlag
 
-        struct ResourceRow: Encodable { var path: String; var mimeType: String; var size: Int }
+        struct ResourceRow: Encodable {
+            var path: String
+            var mimeType: String
+            var size: Int
+        }
         struct Report: Encodable {
             var file: String
             var metadata: ContentBundle.Metadata
@@ -154,9 +165,12 @@ struct BundleCommand: ParsableCommand {
                 Output.error("\(error)")
                 throw ExitCode.failed
             }
-            let resources = bundle.resourcePaths().compactMap { bundle.resource($0) }.map { ResourceRow(path: $0.path, mimeType: $0.mimeType, size: $0.data.count) }
+            let resources = bundle.resourcePaths().compactMap { bundle.resource($0) }.map {
+                ResourceRow(path: $0.path, mimeType: $0.mimeType, size: $0.data.count)
+            }
             if output.json {
-                Output.json(Report(file: file, metadata: bundle.metadata, hubs: bundle.hubs, resources: resources, notifications: bundle.notifications))
+                Output.json(
+                    Report(file: file, metadata: bundle.metadata, hubs: bundle.hubs, resources: resources, notifications: bundle.notifications))
                 return
             }
             print("\(file): version \(bundle.metadata.version), created \(bundle.metadata.created), content source \(bundle.metadata.contentSource)")
@@ -178,7 +192,9 @@ struct BundleCommand: ParsableCommand {
                 print("notifications:")
                 let formatter = ISO8601DateFormatter()
                 for n in bundle.notifications {
-                    print("  \(n.id)  \(formatter.string(from: Date(timeIntervalSince1970: Double(n.fireAtMs) / 1000)))  \(n.message)  -> \(n.actionURI)")
+                    print(
+                        "  \(n.id)  \(formatter.string(from: Date(timeIntervalSince1970: Double(n.fireAtMs) / 1000)))  \(n.message)  -> \(n.actionURI)"
+                    )
                 }
             }
         }

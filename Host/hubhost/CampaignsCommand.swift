@@ -12,7 +12,10 @@ struct CampaignsCommand: ParsableCommand {
     static func impression(_ id: String, _ manifestOption: ManifestOption) throws {
         let (host, engine) = try engine(manifestOption)
         defer { host.shutdown() }
-        do { try engine.displayed(id) } catch { Output.error("\(error)"); throw ExitCode.failed }
+        do { try engine.displayed(id) } catch {
+            Output.error("\(error)")
+            throw ExitCode.failed
+        }
     }
 
     /// Starts the host and returns its campaign engine, or exits when campaigns are disabled.
@@ -77,12 +80,22 @@ struct CampaignsCommand: ParsableCommand {
             let (host, engine) = try CampaignsCommand.engine(manifestOption)
             defer { host.shutdown() }
             let statuses = engine.statuses()
-            if output.json { Output.json(statuses); return }
-            if statuses.isEmpty { print("no campaigns loaded (hubhost campaigns sync --file FILE)"); return }
-            Output.table(["ID", "TITLE", "TRIGGERS", "IMPRESSIONS LEFT", "STATE"], statuses.map { s in
-                [s.id, s.title, "\(s.triggersSatisfied)/\(s.triggers)", "\(s.impressionsLeft)/\(s.maxImpressions)",
-                 s.optedOut ? "opted out" : s.expired ? "expired" : s.ready ? "ready" : "waiting"]
-            })
+            if output.json {
+                Output.json(statuses)
+                return
+            }
+            if statuses.isEmpty {
+                print("no campaigns loaded (hubhost campaigns sync --file FILE)")
+                return
+            }
+            Output.table(
+                ["ID", "TITLE", "TRIGGERS", "IMPRESSIONS LEFT", "STATE"],
+                statuses.map { s in
+                    [
+                        s.id, s.title, "\(s.triggersSatisfied)/\(s.triggers)", "\(s.impressionsLeft)/\(s.maxImpressions)",
+                        s.optedOut ? "opted out" : s.expired ? "expired" : s.ready ? "ready" : "waiting"
+                    ]
+                })
         }
     }
 
@@ -96,9 +109,15 @@ struct CampaignsCommand: ParsableCommand {
             let (host, engine) = try CampaignsCommand.engine(manifestOption)
             defer { host.shutdown() }
             let ready = engine.ready()
-            if output.json { Output.json(ready) } else if ready.isEmpty { print("no campaign is ready") } else {
+            if output.json {
+                Output.json(ready)
+            } else if ready.isEmpty {
+                print("no campaign is ready")
+            } else {
                 for campaign in ready {
-                    print("\(campaign.id)  \(campaign.title)\(campaign.contexts.isEmpty ? "" : "  contexts: \(campaign.contexts.joined(separator: ", "))")")
+                    print(
+                        "\(campaign.id)  \(campaign.title)\(campaign.contexts.isEmpty ? "" : "  contexts: \(campaign.contexts.joined(separator: ", "))")"
+                    )
                 }
             }
         }
@@ -106,8 +125,9 @@ struct CampaignsCommand: ParsableCommand {
 
     /// The old name of `hubhost messages impression ID`: hidden, kept so that scripts still work.
     struct Displayed: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "displayed", abstract: "The old name of `hubhost messages impression`.",
-                                                        shouldDisplay: false)
+        static let configuration = CommandConfiguration(
+            commandName: "displayed", abstract: "The old name of `hubhost messages impression`.",
+            shouldDisplay: false)
 
         @Argument(help: "The campaign id.")
         var id: String
@@ -118,7 +138,8 @@ struct CampaignsCommand: ParsableCommand {
     }
 
     struct OptOut: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "opt-out", abstract: "The user opted out of a campaign: it never shows to them again.")
+        static let configuration = CommandConfiguration(
+            commandName: "opt-out", abstract: "The user opted out of a campaign: it never shows to them again.")
 
         @Argument(help: "The campaign id.")
         var id: String
@@ -128,13 +149,17 @@ struct CampaignsCommand: ParsableCommand {
         func run() throws {
             let (host, engine) = try CampaignsCommand.engine(manifestOption)
             defer { host.shutdown() }
-            do { try engine.optOut(id) } catch { Output.error("\(error)"); throw ExitCode.failed }
+            do { try engine.optOut(id) } catch {
+                Output.error("\(error)")
+                throw ExitCode.failed
+            }
         }
     }
 
     struct UserCommand: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "user", abstract: "The campaign user (each has its own cache).",
-                                                        subcommands: [Set.self])
+        static let configuration = CommandConfiguration(
+            commandName: "user", abstract: "The campaign user (each has its own cache).",
+            subcommands: [Set.self])
 
         struct Set: ParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Set the user; both ids empty is the anonymous user.")

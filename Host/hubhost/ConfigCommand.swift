@@ -3,13 +3,16 @@ import Foundation
 import HubHostKit
 
 struct ConfigCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "config", abstract: "Show the effective configuration, or document every key.",
-                                                    subcommands: [Show.self, Reference.self])
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Show the effective configuration, or document every key.",
+        subcommands: [Show.self, Reference.self])
 
     struct Reference: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Every key plugins.yaml accepts: type, default, accepted values and meaning.",
-            discussion: "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys.")
+            discussion:
+                "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys."
+        )
 
         @Flag(name: .long, help: "Print the Markdown page docs/configuration.md.")
         var markdown = false
@@ -32,7 +35,9 @@ struct ConfigCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Every section's settings (server, events, deep_links, campaigns, hub, identity, prefetch): effective value and where it came from.",
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Every section's settings (server, events, deep_links, campaigns, hub, identity, prefetch): effective value and where it came from.",
             discussion: "The same values as `hubhost manifest check --resolved`; SOURCE is the plugins.yaml line or 'default'.")
 
         @OptionGroup var manifestOption: ManifestOption
@@ -55,7 +60,9 @@ struct ConfigCommand: ParsableCommand {
             let rows = HostManifest.sectionNames.flatMap { manifest.effectiveSettings[$0] ?? [] }.map { setting in
                 Row(key: setting.key, value: setting.value, source: setting.line.map { "\(manifest.file):\($0)" } ?? "default", doc: setting.doc)
             }
-            if output.json { Output.json(rows) } else {
+            if output.json {
+                Output.json(rows)
+            } else {
                 Output.table(["KEY", "VALUE", "SOURCE"], rows.map { [$0.key, $0.value.text, $0.source] })
             }
             for diagnostic in manifest.diagnostics { Output.error("\(diagnostic)") }

@@ -28,7 +28,8 @@ struct EventsCommand: ParsableCommand {
             var filter: EventStatus?
             if let status {
                 guard let parsed = EventStatus(rawValue: status.uppercased()) else {
-                    throw ValidationError("unknown status '\(status)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw ValidationError(
+                        "unknown status '\(status)'; expected one of: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 filter = parsed
             }
@@ -61,8 +62,9 @@ struct EventsCommand: ParsableCommand {
     }
 
     struct Flush: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Post every event that is due to the collector now.",
-                                                        discussion: "Exits 1 when a batch failed.")
+        static let configuration = CommandConfiguration(
+            abstract: "Post every event that is due to the collector now.",
+            discussion: "Exits 1 when a batch failed.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -81,7 +83,9 @@ struct EventsCommand: ParsableCommand {
                     print("no collector_url in events: nothing posted; events stay NOT_POSTED on disk")
                 }
             } else {
-                print("posted \(report.posted) in \(report.batches) batch\(report.batches == 1 ? "" : "es"); \(report.retrying) to retry, \(report.failed) now FAILED_POST\(report.lastError.map { "; last error: \($0)" } ?? "")")
+                print(
+                    "posted \(report.posted) in \(report.batches) batch\(report.batches == 1 ? "" : "es"); \(report.retrying) to retry, \(report.failed) now FAILED_POST\(report.lastError.map { "; last error: \($0)" } ?? "")"
+                )
             }
             if report.lastError != nil { throw ExitCode.failed }
         }

@@ -37,7 +37,8 @@ struct HubCommand: ParsableCommand {
             final class Line: @unchecked Sendable { var open = false }
             let line = Line()
             let token = host.notifications.subscribe { notification in
-                guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"]?.plainText else { return }
+                guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"]?.plainText
+                else { return }
                 line.open = percent != "100"
                 FileHandle.standardError.write(Data("\rdownloading: \(percent)%\(percent == "100" ? "\n" : "")".utf8))
             }
@@ -63,7 +64,10 @@ struct HubCommand: ParsableCommand {
             let (host, delivery) = try HubCommand.delivery(manifestOption)
             defer { host.shutdown() }
             let status = delivery.status()
-            if output.json { Output.json(status); return }
+            if output.json {
+                Output.json(status)
+                return
+            }
             func date(_ ms: Int64?) -> String {
                 guard let ms else { return "never" }
                 return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
@@ -83,7 +87,9 @@ struct HubCommand: ParsableCommand {
             let settings = status.settings
             print("delivery settings (\(status.settingsFetchedMs == nil ? "defaults: never fetched" : "fetched \(date(status.settingsFetchedMs))")):")
             print("  initialDownloadMode \(settings.initialDownloadMode.rawValue)")
-            print("  refreshMode         \(settings.refreshMode.rawValue)\(settings.refreshMode == .recurring ? " every \(settings.refreshInterval) s" : "")")
+            print(
+                "  refreshMode         \(settings.refreshMode.rawValue)\(settings.refreshMode == .recurring ? " every \(settings.refreshInterval) s" : "")"
+            )
             print("  isDisabled          \(settings.isDisabled)")
             if let program = settings.pilotProgram {
                 print("  pilotProgram        \(program.id): \(program.enrolled ? "enrolled" : "not part of pilot program")")

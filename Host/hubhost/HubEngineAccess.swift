@@ -33,7 +33,10 @@ enum HubEngineAccess {
 /// a bundle before it is signed and published. The file is read as it is (not verified) and is not
 /// stored or activated beyond this one command.
 struct BundlePreviewOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Preview this bundle file instead of the active bundle (not verified, not stored).",
-                                            valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Preview this bundle file instead of the active bundle (not verified, not stored).",
+            valueName: "file"))
     var bundle: String?
 }

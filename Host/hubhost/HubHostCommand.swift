@@ -8,12 +8,17 @@ struct HubHostCommand: ParsableCommand {
         commandName: "hubhost",
         abstract: "An in-app engagement runtime: a small host that loads .so plugins described by YAML manifests.",
         discussion: """
-        Everything is configured in one host manifest, plugins.yaml (default: ./plugins.yaml), and \
-        data is kept in its data directory (default: ./.hubhost/). Every command that prints data \
-        also takes --json.
-        """,
-        subcommands: [StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self, OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self, NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
-                      LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self, IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self],
+            Everything is configured in one host manifest, plugins.yaml (default: ./plugins.yaml), and \
+            data is kept in its data directory (default: ./.hubhost/). Every command that prints data \
+            also takes --json.
+            """,
+        subcommands: [
+            StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self,
+            OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self,
+            NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
+            LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self,
+            IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self
+        ],
         defaultSubcommand: StatusCommand.self
     )
 
@@ -30,7 +35,8 @@ struct HubHostCommand: ParsableCommand {
             let usage = usageString(for: type(of: command))
             // The usage starts with the command's path ("hubhost operators test <operator> ...").
             let path = usage.split(separator: " ").prefix { $0.allSatisfy { $0.isLowercase || $0.isNumber || $0 == "-" } }
-            Output.error("""
+            Output.error(
+                """
                 Error: \(error.message)
                 Usage: \(usage)
                   See '\(path.joined(separator: " ")) --help' for more information.

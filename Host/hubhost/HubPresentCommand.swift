@@ -9,14 +9,14 @@ struct HubPresentCommand: ParsableCommand {
         commandName: "present",
         abstract: "Print the hub that would be presented, with its channels and their articles in tailored order.",
         discussion: """
-        Without options the active user's tag usage counts choose the hub (no user or no tags: the \
-        first hub in bundle order) and order each channel's articles. --tags replaces the user's \
-        tags for this presentation. --uri opens an item instead:
-          zbimdb://hub/<id>, zbimdb://channel/<id>, zbimdb://article/<id>
-          myapp://article/<id>   a scheme in hub.custom_url_schemes
-          https://example.com/a  an article's source URL (app indexing)
-        Tracks a "Hub Presented" event (with --entry-point, once). Exits 1 when nothing matches.
-        """)
+            Without options the active user's tag usage counts choose the hub (no user or no tags: the \
+            first hub in bundle order) and order each channel's articles. --tags replaces the user's \
+            tags for this presentation. --uri opens an item instead:
+              zbimdb://hub/<id>, zbimdb://channel/<id>, zbimdb://article/<id>
+              myapp://article/<id>   a scheme in hub.custom_url_schemes
+              https://example.com/a  an article's source URL (app indexing)
+            Tracks a "Hub Presented" event (with --entry-point, once). Exits 1 when nothing matches.
+            """)
 
     @Option(help: ArgumentHelp("Tags that replace the active user's for this presentation, comma separated.", valueName: "a,b"))
     var tags: String?
@@ -46,7 +46,10 @@ struct HubPresentCommand: ParsableCommand {
             Output.error("cannot present: \(error)")
             throw ExitCode.failed
         }
-        if output.json { Output.json(presentation); return }
+        if output.json {
+            Output.json(presentation)
+            return
+        }
         print("hub: \(presentation.hubID)  \"\(presentation.hubTitle)\"\(HubPresentCommand.tagList(presentation.hubTags))")
         if let target = presentation.target { print("opens: \(target)") }
         for channel in presentation.channels {

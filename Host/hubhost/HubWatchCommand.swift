@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HubHostKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `hubhost hub watch`: prints the notification stream of a running `hubhost serve`
 /// (GET /v1/notifications, server-sent events), one line per notification.
@@ -12,12 +13,12 @@ struct HubWatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print the notifications of a running hubhost serve (hub state, download progress, content shown, app actions).",
         discussion: """
-        Connects to GET /v1/notifications of the server at --url (default: server: in plugins.yaml) \
-        and prints each notification as it comes: its time, name and values, or with --json its JSON \
-        ({"name": ..., "payload": {...}, "timestampMs": ...}). Stops after --count notifications \
-        (of the --name'd kinds, when given) or after --timeout seconds; with --count, running out of \
-        time first is an error (exit status 1).
-        """)
+            Connects to GET /v1/notifications of the server at --url (default: server: in plugins.yaml) \
+            and prints each notification as it comes: its time, name and values, or with --json its JSON \
+            ({"name": ..., "payload": {...}, "timestampMs": ...}). Stops after --count notifications \
+            (of the --name'd kinds, when given) or after --timeout seconds; with --count, running out of \
+            time first is an error (exit status 1).
+            """)
 
     @OptionGroup var manifestOption: ManifestOption
     @OptionGroup var output: JSONFlag
@@ -44,7 +45,10 @@ struct HubWatchCommand: ParsableCommand {
 
     func run() throws {
         let base = try serverURL()
-        guard let streamURL = URL(string: base.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/notifications" + (replay ? "?replay=1" : "")) else {
+        guard
+            let streamURL = URL(
+                string: base.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/notifications" + (replay ? "?replay=1" : ""))
+        else {
             throw ValidationError("'\(base)' is not a URL; expected e.g. http://127.0.0.1:8420")
         }
         let reader = ServerSentEventReader(names: Set(name), limit: count, json: output.json)
@@ -108,7 +112,12 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
         let session = URLSession(configuration: .default, delegate: self, delegateQueue: nil)
         let task = session.dataTask(with: request)
         task.resume()
-        let waited = timeout.map { done.wait(timeout: .now() + $0) } ?? { done.wait(); return .success }()
+        let waited =
+            timeout.map { done.wait(timeout: .now() + $0) }
+            ?? {
+                done.wait()
+                return .success
+            }()
         if waited == .timedOut { finish(.timedOut) }  // before cancelling, which ends the task as "done"
         task.cancel()
         session.invalidateAndCancel()
@@ -124,8 +133,10 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
         if first { done.signal() }
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
         if let http = response as? HTTPURLResponse, http.statusCode != 200 {
             finish(.failed("HTTP \(http.statusCode)"))
             completionHandler(.cancel)
@@ -156,7 +167,8 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
     }
 
     private func handle(_ block: String) {
-        var event = "", data = ""
+        var event = ""
+        var data = ""
         for line in block.split(separator: "\n", omittingEmptySubsequences: true) {
             if line.hasPrefix(":") { continue }  // a comment (keep-alive)
             if line.hasPrefix("event:") { event = line.dropFirst(6).trimmingCharacters(in: .whitespaces) }
@@ -173,7 +185,8 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
             } else {
                 let notification = try? JSONDecoder().decode(HostNotification.self, from: Data(data.utf8))
                 let time = notification.map { ServerSentEventReader.time($0.timestampMs) } ?? ""
-                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.plainText)" }.joined(separator: " ")
+                let values = (notification?.payload ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.plainText)" }.joined(
+                    separator: " ")
                 print([time, event, values].filter { !$0.isEmpty }.joined(separator: " "))
             }
             fflush(nil)

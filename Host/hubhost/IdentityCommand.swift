@@ -9,10 +9,10 @@ struct IdentityCommand: ParsableCommand {
         commandName: "identity",
         abstract: "The Engage recipient of this installation: set it up, check an identity (and merge), show or reset it.",
         discussion: """
-        Settings are in the identity: section of plugins.yaml (host, databaseListId, the column names). \
-        The ids live in <data_dir>/identity.sqlite with the merge journal: a merge interrupted by a \
-        failure or a crash is finished by the next setup or check, or when serve starts.
-        """,
+            Settings are in the identity: section of plugins.yaml (host, databaseListId, the column names). \
+            The ids live in <data_dir>/identity.sqlite with the merge journal: a merge interrupted by a \
+            failure or a crash is finished by the next setup or check, or when serve starts.
+            """,
         subcommands: [Show.self, Setup.self, Check.self, Reset.self])
 
     /// Runs `work` with the identity manager; an identity or XMLAPI error is printed and exits 1.
@@ -52,12 +52,17 @@ struct IdentityCommand: ParsableCommand {
 
         func run() throws {
             let status = try IdentityCommand.withIdentity(manifestOption) { try $0.status() }
-            if output.json { Output.json(status); return }
+            if output.json {
+                Output.json(status)
+                return
+            }
             print("recipient id:   \(status.recipientId ?? "(none)")")
             print("mobile user id: \(status.mobileUserId ?? "(none)")")
             print("set up:         \(status.isSetUp ? "yes" : "no (hubhost identity setup)")")
             if let merge = status.pendingMerge {
-                print("pending merge \(merge.id): \(merge.oldRecipientId) into \(merge.newRecipientId)\(merge.lastError.map { "; last error: \($0)" } ?? "")")
+                print(
+                    "pending merge \(merge.id): \(merge.oldRecipientId) into \(merge.newRecipientId)\(merge.lastError.map { "; last error: \($0)" } ?? "")"
+                )
                 for step in merge.steps { print("  \(step.index). [\(step.done ? "done" : "    ")] \(step.summary)") }
             }
         }
@@ -68,7 +73,9 @@ struct IdentityCommand: ParsableCommand {
             abstract: "Set up the recipient: make a mobile user id if there is none, add a recipient holding it (AddRecipient).",
             discussion: "Nothing is sent when both ids are already present. Exits 1 on a fault or service failure.")
 
-        @Option(name: .customLong("mobile-user-id"), help: ArgumentHelp("Use this mobile user id (needed when identity.enableAutoAnonymousTracking is false).", valueName: "id"))
+        @Option(
+            name: .customLong("mobile-user-id"),
+            help: ArgumentHelp("Use this mobile user id (needed when identity.enableAutoAnonymousTracking is false).", valueName: "id"))
         var mobileUserID: String?
 
         @OptionGroup var manifestOption: ManifestOption
@@ -79,7 +86,10 @@ struct IdentityCommand: ParsableCommand {
                 if let mobileUserID { try manager.setMobileUserID(mobileUserID) }
                 return try manager.setupRecipient()
             }
-            if output.json { Output.json(result); return }
+            if output.json {
+                Output.json(result)
+                return
+            }
             print("\(result.created ? "set up" : "already set up"): recipient \(result.recipientId), mobile user id \(result.mobileUserId)")
         }
     }
@@ -88,13 +98,15 @@ struct IdentityCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check an identity: find the recipient with ALL the columns; update the current one, or merge into the found one.",
             discussion: """
-            Outcomes: updated_current (no recipient has them: they are added to ours), \
-            merged_into_recipient_without_mobile_user_id (ours moves onto it), \
-            merged_into_recipient_with_mobile_user_id (we adopt its ids), already_current. \
-            Sets up first when needed.
-            """)
+                Outcomes: updated_current (no recipient has them: they are added to ours), \
+                merged_into_recipient_without_mobile_user_id (ours moves onto it), \
+                merged_into_recipient_with_mobile_user_id (we adopt its ids), already_current. \
+                Sets up first when needed.
+                """)
 
-        @Option(name: .customLong("column"), help: ArgumentHelp("A column to match, e.g. --column facebook_id=100 (repeatable).", valueName: "NAME=VALUE"))
+        @Option(
+            name: .customLong("column"), help: ArgumentHelp("A column to match, e.g. --column facebook_id=100 (repeatable).", valueName: "NAME=VALUE")
+        )
         var columns: [String] = []
 
         @OptionGroup var manifestOption: ManifestOption
@@ -107,8 +119,13 @@ struct IdentityCommand: ParsableCommand {
         func run() throws {
             let given = try IdentityCommand.pairs(columns, option: "column")
             let result = try IdentityCommand.withIdentity(manifestOption) { try $0.checkIdentity(given) }
-            if output.json { Output.json(result); return }
-            print("\(result.outcome.rawValue): recipient \(result.recipientId), mobile user id \(result.mobileUserId)\(result.mergedRecipientId.map { ", merged recipient \($0)" } ?? "")")
+            if output.json {
+                Output.json(result)
+                return
+            }
+            print(
+                "\(result.outcome.rawValue): recipient \(result.recipientId), mobile user id \(result.mobileUserId)\(result.mergedRecipientId.map { ", merged recipient \($0)" } ?? "")"
+            )
         }
     }
 
@@ -141,17 +158,20 @@ struct XMLAPICommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Post one operation and print isSuccess, the fault (errorid, FaultString) and the answer's values.",
             discussion: """
-            Every value is XML-escaped. Exits 0 on SUCCESS=true, 3 on an API fault (SUCCESS=false in a 2xx answer), \
-            1 on a service failure (HTTP 400 or more after retries, no answer, no token).
-            """)
+                Every value is XML-escaped. Exits 0 on SUCCESS=true, 3 on an API fault (SUCCESS=false in a 2xx answer), \
+                1 on a service failure (HTTP 400 or more after retries, no answer, no token).
+                """)
 
         @Argument(help: "The operation, e.g. SelectRecipientData.")
         var operation: String
 
-        @Option(name: .customLong("param"), help: ArgumentHelp("A parameter element, e.g. --param LIST_ID=45654 (repeatable).", valueName: "NAME=VALUE"))
+        @Option(
+            name: .customLong("param"), help: ArgumentHelp("A parameter element, e.g. --param LIST_ID=45654 (repeatable).", valueName: "NAME=VALUE"))
         var params: [String] = []
 
-        @Option(name: .customLong("column"), help: ArgumentHelp("A COLUMN (NAME/VALUE), e.g. --column 'Customer Id=123' (repeatable).", valueName: "NAME=VALUE"))
+        @Option(
+            name: .customLong("column"),
+            help: ArgumentHelp("A COLUMN (NAME/VALUE), e.g. --column 'Customer Id=123' (repeatable).", valueName: "NAME=VALUE"))
         var columns: [String] = []
 
         @OptionGroup var manifestOption: ManifestOption
@@ -169,16 +189,18 @@ struct XMLAPICommand: ParsableCommand {
         func run() throws {
             let resource: XMLAPIResource
             do {
-                resource = try XMLAPIResource(operation, params: try IdentityCommand.pairs(params, option: "param"),
-                                              columns: try IdentityCommand.pairs(columns, option: "column"))
+                resource = try XMLAPIResource(
+                    operation, params: try IdentityCommand.pairs(params, option: "param"),
+                    columns: try IdentityCommand.pairs(columns, option: "column"))
             } catch let error as XMLAPIResource.InvalidName {
                 throw ValidationError(error.description)
             }
             let result = try IdentityCommand.withIdentity(manifestOption) { try $0.client.send(resource) }
             var columnValues: [String: String] = [:]
             for column in result.columns where columnValues[column.name] == nil { columnValues[column.name] = column.value }
-            let report = Report(operation: operation, isSuccess: result.isSuccess, errorId: result.errorID,
-                                faultString: result.faultString, values: result.values, columns: columnValues)
+            let report = Report(
+                operation: operation, isSuccess: result.isSuccess, errorId: result.errorID,
+                faultString: result.faultString, values: result.values, columns: columnValues)
             if output.json {
                 Output.json(report)
             } else {

@@ -9,11 +9,11 @@ struct LocalNotificationsCommand: ParsableCommand {
         commandName: "notifications",
         abstract: "Notifications: a push notification received or opened; the local notifications the content bundle schedules (due, handle).",
         discussion: """
-        `received` and `opened` feed a push notification's payload to the event pipeline (its event, and \
-        its CurrentCampaign as the current campaign). `due` and `handle` work on the local notifications \
-        of the content bundle: one is due once its time has come, until it is handled, and \
-        `hubhost serve` also announces each one once as LocalNotificationDue on GET /v1/notifications.
-        """,
+            `received` and `opened` feed a push notification's payload to the event pipeline (its event, and \
+            its CurrentCampaign as the current campaign). `due` and `handle` work on the local notifications \
+            of the content bundle: one is due once its time has come, until it is handled, and \
+            `hubhost serve` also announces each one once as LocalNotificationDue on GET /v1/notifications.
+            """,
         subcommands: [NotificationCommand.Received.self, NotificationCommand.Opened.self, Due.self, Handle.self])
 
     /// What `--json` prints for a notification and for a handling outcome.
@@ -46,8 +46,14 @@ struct LocalNotificationsCommand: ParsableCommand {
             let (host, hub) = try HubEngineAccess.open(manifestOption, preview: preview)
             defer { host.shutdown() }
             let due = try hub.localNotifications.due().map(NotificationView.init)
-            if output.json { Output.json(due); return }
-            if due.isEmpty { print("no local notification is due"); return }
+            if output.json {
+                Output.json(due)
+                return
+            }
+            if due.isEmpty {
+                print("no local notification is due")
+                return
+            }
             Output.table(["ID", "FIRE AT", "ACTION", "MESSAGE"], due.map { [$0.id, $0.fireAt, $0.actionURI, $0.message] })
         }
     }
@@ -56,10 +62,10 @@ struct LocalNotificationsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Handle a local notification the app received: perform its action.",
             discussion: """
-            For a notification the content bundle scheduled, prints the URI to present (its action) \
-            and tracks "Local Notification Handled"; without --no-alert the app first shows the \
-            message as a prompt. Exits 3 when hubhost did not schedule the id: the app handles it.
-            """)
+                For a notification the content bundle scheduled, prints the URI to present (its action) \
+                and tracks "Local Notification Handled"; without --no-alert the app first shows the \
+                message as a prompt. Exits 3 when hubhost did not schedule the id: the app handles it.
+                """)
 
         @Argument(help: "The notification id.")
         var id: String
@@ -75,7 +81,9 @@ struct LocalNotificationsCommand: ParsableCommand {
             let (host, hub) = try HubEngineAccess.open(manifestOption, preview: preview)
             defer { host.shutdown() }
             let outcome = try hub.localNotifications.handle(id: id, showAlert: !noAlert)
-            if output.json { Output.json(OutcomeView(outcome)) } else {
+            if output.json {
+                Output.json(OutcomeView(outcome))
+            } else {
                 switch outcome {
                 case .handled(let notification, let uri, let showAlert):
                     if showAlert { print("alert: \(notification.message)") }

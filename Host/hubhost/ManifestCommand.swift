@@ -12,10 +12,10 @@ struct ManifestCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check a host manifest; list every problem with file:line:column.",
             discussion: """
-            Every enabled instance's library must be found, as the host would look it up here: next to its \
-            plugin.yaml, in each folder of HUBHOST_PLUGIN_PATH, then beside the hubhost executable. \
-            Exits 0 when the manifest is valid, 1 when it has problems, 2 when it cannot be read at all.
-            """)
+                Every enabled instance's library must be found, as the host would look it up here: next to its \
+                plugin.yaml, in each folder of HUBHOST_PLUGIN_PATH, then beside the hubhost executable. \
+                Exits 0 when the manifest is valid, 1 when it has problems, 2 when it cannot be read at all.
+                """)
 
         @Argument(help: ArgumentHelp("The host manifest.", valueName: "path"))
         var path: String = "plugins.yaml"
@@ -67,12 +67,14 @@ struct ManifestCommand: ParsableCommand {
             let lines = (try? String(contentsOfFile: manifest.file, encoding: .utf8))?.split(separator: "\n", omittingEmptySubsequences: false) ?? []
             return manifest.instances.enumerated().compactMap { index, instance in
                 guard instance.enabled, instance.problems.isEmpty, let plugin = instance.plugin,
-                      case .failure(let error) = locator.locate(library: plugin.library, manifestFolder: plugin.folder) else { return nil }
+                    case .failure(let error) = locator.locate(library: plugin.library, manifestFolder: plugin.folder)
+                else { return nil }
                 // The column of the entry's first key ("  - id: geo" -> 5).
                 let text = lines.indices.contains(instance.line - 1) ? lines[instance.line - 1] : ""
                 let column = (text.firstIndex { $0 != " " && $0 != "-" }.map { text.distance(from: text.startIndex, to: $0) } ?? 0) + 1
-                return ManifestDiagnostic(file: manifest.file, line: instance.line, column: column, key: "plugins[\(index)]",
-                                          message: "instance '\(instance.id)': \(error)")
+                return ManifestDiagnostic(
+                    file: manifest.file, line: instance.line, column: column, key: "plugins[\(index)]",
+                    message: "instance '\(instance.id)': \(error)")
             }
         }
     }

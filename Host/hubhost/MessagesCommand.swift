@@ -9,8 +9,9 @@ struct MessagesCommand: ParsableCommand {
         subcommands: [Next.self, Impression.self, Close.self])
 
     struct Next: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The next message that may show now (it stays current until shown or closed).",
-                                                        discussion: "Exits 1 when no message is ready.")
+        static let configuration = CommandConfiguration(
+            abstract: "The next message that may show now (it stays current until shown or closed).",
+            discussion: "Exits 1 when no message is ready.")
 
         @Option(name: .customLong("context"), help: ArgumentHelp("A context allowed now (repeatable).", valueName: "name"))
         var contexts: [String] = []
@@ -25,7 +26,9 @@ struct MessagesCommand: ParsableCommand {
                 if output.json { print("null") } else { print("no message is ready") }
                 throw ExitCode.failed
             }
-            if output.json { Output.json(message) } else {
+            if output.json {
+                Output.json(message)
+            } else {
                 print("\(message.id)  \(message.title)")
                 if let header = message.header { print("  \(header)") }
                 if let body = message.body { print("  \(body)") }

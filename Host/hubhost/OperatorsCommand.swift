@@ -25,13 +25,17 @@ struct OperatorsCommand: ParsableCommand {
             let host = try manifestOption.startHost()
             defer { host.shutdown() }
             let set = OperatorSet(host.registry.plugins(of: .triggerOperator))
-            let rows = set.operators.map { Row(name: $0.operatorName, wireCode: $0.wireCode, plugin: $0.handle.pluginID, instance: $0.handle.instanceID) }
+            let rows = set.operators.map {
+                Row(name: $0.operatorName, wireCode: $0.wireCode, plugin: $0.handle.pluginID, instance: $0.handle.instanceID)
+            }
             if output.json {
                 Output.json(rows)
             } else if rows.isEmpty {
                 print("no trigger operators loaded (add Plugins/StandardOperators/plugin.yaml to plugins.yaml)")
             } else {
-                Output.table(["OPERATOR", "CODE", "PLUGIN", "INSTANCE"], rows.map { [$0.name, $0.wireCode == 0 ? "-" : String($0.wireCode), $0.plugin, $0.instance] })
+                Output.table(
+                    ["OPERATOR", "CODE", "PLUGIN", "INSTANCE"],
+                    rows.map { [$0.name, $0.wireCode == 0 ? "-" : String($0.wireCode), $0.plugin, $0.instance] })
             }
             for conflict in set.conflicts { Output.error("warning: \(conflict)") }
         }
@@ -41,10 +45,10 @@ struct OperatorsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Compare one event value with one trigger value using one operator; print true or false.",
             discussion: """
-            Types: string, int (integer), double, bool (boolean), time (ms since epoch), or a wire code 1..5.
-            A type mismatch or a failure prints false, and the reason on stderr.
-            Example: hubhost operators test GREATER_THAN --type int --trigger 5 --event 10
-            """)
+                Types: string, int (integer), double, bool (boolean), time (ms since epoch), or a wire code 1..5.
+                A type mismatch or a failure prints false, and the reason on stderr.
+                Example: hubhost operators test GREATER_THAN --type int --trigger 5 --event 10
+                """)
 
         @Argument(help: "The operator: a name (EQUALS, STARTS_WITH...) or a wire code (1..8).")
         var `operator`: String

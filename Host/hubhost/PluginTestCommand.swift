@@ -16,13 +16,13 @@ struct PluginCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run the conformance suite on a plugin (plugin.yaml or .so), each test in its own process.",
             discussion: """
-            Every plugin the library exports is tested by its kind: the lifecycle (create/destroy, \
-            repeated, with missing and wrong-typed config), the kind's calls with hard inputs, and the \
-            thread rules the headers promise, from several threads at once. A crash, abort or hang fails \
-            only its own test. Each plugin call has a time budget. The valid config comes from the \
-            plugin.yaml's test_config: (or the schema's defaults).
-            Exits 1 when any test fails.
-            """)
+                Every plugin the library exports is tested by its kind: the lifecycle (create/destroy, \
+                repeated, with missing and wrong-typed config), the kind's calls with hard inputs, and the \
+                thread rules the headers promise, from several threads at once. A crash, abort or hang fails \
+                only its own test. Each plugin call has a time budget. The valid config comes from the \
+                plugin.yaml's test_config: (or the schema's defaults).
+                Exits 1 when any test fails.
+                """)
 
         @Argument(help: ArgumentHelp("A plugin.yaml or a plugin library (.so).", valueName: "path"))
         var path: String
@@ -36,13 +36,18 @@ struct PluginCommand: ParsableCommand {
         @Flag(name: .customLong("in-process"), help: "Run every test in this process (for debugging: a crash ends the run).")
         var inProcess = false
 
-        @Option(name: .customLong("call-budget"), parsing: .unconditional, help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
+        @Option(
+            name: .customLong("call-budget"), parsing: .unconditional, help: ArgumentHelp("Time budget of one plugin call, in ms.", valueName: "ms"))
         var callBudget: Int = 2000
 
-        @Option(name: .customLong("test-timeout"), parsing: .unconditional, help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
+        @Option(
+            name: .customLong("test-timeout"), parsing: .unconditional,
+            help: ArgumentHelp("Deadline of one test's process, in ms; past it the process is killed.", valueName: "ms"))
         var testTimeout: Int = 60_000
 
-        @Option(name: .customLong("memory-limit"), parsing: .unconditional, help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
+        @Option(
+            name: .customLong("memory-limit"), parsing: .unconditional,
+            help: ArgumentHelp("Address-space limit of each test process, in MiB.", valueName: "mib"))
         var memoryLimit: Int = 2048
 
         @Flag(help: "Run each test under valgrind's memcheck and fail on definite leaks in the plugin library.")
@@ -99,8 +104,9 @@ struct PluginCommand: ParsableCommand {
         func run() throws {
             if probe { return try runProbe() }
             if let runOne { return try runChild(runOne) }
-            let runner = ValidationRunner(target: target, options: options,
-                                          childCommand: [LibraryLocator.runningExecutablePath(), "plugins", "test", path])
+            let runner = ValidationRunner(
+                target: target, options: options,
+                childCommand: [LibraryLocator.runningExecutablePath(), "plugins", "test", path])
             let tests = runner.tests()
             if list {
                 if output.json {
@@ -128,9 +134,11 @@ struct PluginCommand: ParsableCommand {
             if output.json {
                 Output.json(Report(path: target.path, passed: results.count - failed, failed: failed, results: results))
             } else {
-                Output.table(["RESULT", "TEST", "MS", "DETAIL"], results.map {
-                    [$0.outcome == .passed ? "pass" : "FAIL", $0.name, String(format: "%.0f", $0.durationMs), $0.message]
-                })
+                Output.table(
+                    ["RESULT", "TEST", "MS", "DETAIL"],
+                    results.map {
+                        [$0.outcome == .passed ? "pass" : "FAIL", $0.name, String(format: "%.0f", $0.durationMs), $0.message]
+                    })
                 print("\(results.count - failed) passed, \(failed) failed")
             }
             if failed > 0 { throw ExitCode.failed }
@@ -150,7 +158,8 @@ struct PluginCommand: ParsableCommand {
             var limit = rlimit(rlim_cur: rlim_t(memoryLimit) << 20, rlim_max: rlim_t(memoryLimit) << 20)
             setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
             let target = self.target
-            let exports = (try? target.libraryPath.map { try PluginLibrary.open(path: $0) })??.descriptors.map { (id: $0.id, kind: $0.kind) }
+            let exports =
+                (try? target.libraryPath.map { try PluginLibrary.open(path: $0) })??.descriptors.map { (id: $0.id, kind: $0.kind) }
                 ?? target.manifest?.exports.map { (id: $0.id, kind: $0.kind) } ?? []
             guard let test = ConformanceSuite.tests(for: target, exports: exports).first(where: { $0.name == name }) else {
                 Output.error("no test named \(name)")

@@ -30,10 +30,10 @@ struct PluginsCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Describe a plugin from its plugin.yaml or .so, and check that binary and manifest agree.",
             discussion: """
-            The plugin.yaml is read without loading the binary, so this works on a broken binary too.
-            Then, if the library loads, its exported plugins are compared with the manifest.
-            Exits 1 when the manifest has problems, the binary does not load, or the two disagree.
-            """)
+                The plugin.yaml is read without loading the binary, so this works on a broken binary too.
+                Then, if the library loads, its exported plugins are compared with the manifest.
+                Exits 1 when the manifest has problems, the binary does not load, or the two disagree.
+                """)
 
         @Argument(help: ArgumentHelp("A plugin.yaml or a plugin library (.so).", valueName: "path"))
         var path: String
@@ -63,9 +63,11 @@ struct PluginsCommand: ParsableCommand {
                 print("exports:      \(m.exports.map { "\($0.id) (\($0.kind.rawValue))" }.joined(separator: ", "))")
                 if !m.config.isEmpty {
                     print("config:")
-                    Output.table(["  key", "type", "default", "required", "doc"], m.config.map { key in
-                        ["  " + key.key, key.type.rawValue, key.defaultValue.map { "\($0)" } ?? "-", key.required ? "yes" : "no", key.doc]
-                    })
+                    Output.table(
+                        ["  key", "type", "default", "required", "doc"],
+                        m.config.map { key in
+                            ["  " + key.key, key.type.rawValue, key.defaultValue.map { "\($0)" } ?? "-", key.required ? "yes" : "no", key.doc]
+                        })
                 }
             }
             for problem in report.manifestProblems { Output.error("\(problem)") }
@@ -74,9 +76,11 @@ struct PluginsCommand: ParsableCommand {
                 print("binary:       \(b.path)")
                 print("binary abi:   \(b.abi)")
                 if let sha = b.sha256 { print("sha256:       \(sha)") }
-                Output.table(["  plugin", "kind", "version", "description"], b.plugins.map {
-                    ["  " + $0.id, $0.kind.rawValue, $0.version, $0.description]
-                })
+                Output.table(
+                    ["  plugin", "kind", "version", "description"],
+                    b.plugins.map {
+                        ["  " + $0.id, $0.kind.rawValue, $0.version, $0.description]
+                    })
             }
             if let problem = report.binaryProblem { Output.error("binary not loaded: \(problem)") }
             for disagreement in report.disagreements { Output.error("mismatch: \(disagreement)") }
@@ -113,12 +117,13 @@ struct PluginRow: Encodable {
             case .disabled: reason = PluginLoadError.disabled.description
             case .loaded: reason = nil
             }
-            return PluginRow(id: entry.id, plugin: plugin?.id, kinds: plugin?.kinds.map(\.rawValue) ?? [],
-                             version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
-                             library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
-                             state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
-                             exports: entry.plugins.map(\.pluginID), isolation: entry.configuration.isolation.rawValue,
-                             worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
+            return PluginRow(
+                id: entry.id, plugin: plugin?.id, kinds: plugin?.kinds.map(\.rawValue) ?? [],
+                version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
+                library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
+                state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
+                exports: entry.plugins.map(\.pluginID), isolation: entry.configuration.isolation.rawValue,
+                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
         }
     }
 
@@ -127,10 +132,14 @@ struct PluginRow: Encodable {
             print("no plugin instances configured")
             return
         }
-        Output.table(["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE"], rows.map { row in
-            [row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-",
-             row.worker.map { "process: \($0)" } ?? row.isolation, row.library ?? "-",
-             row.reason.map { "\(row.state): \($0)" } ?? row.state]
-        })
+        Output.table(
+            ["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE"],
+            rows.map { row in
+                [
+                    row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-",
+                    row.worker.map { "process: \($0)" } ?? row.isolation, row.library ?? "-",
+                    row.reason.map { "\(row.state): \($0)" } ?? row.state
+                ]
+            })
     }
 }

@@ -10,26 +10,31 @@ struct PrefetchItemFilterOptions: ParsableArguments {
     @Option(help: "Only items of this source (with --categories: categories of this source's items).") var source: String?
     @Flag(help: "Only saved items.") var saved = false
     @Flag(name: .customLong("not-viewed"), help: "Only items not viewed.") var notViewed = false
-    @Option(name: .customLong("type"), help: "Only items of this type, e.g. video (repeatable; the PCD SDK's video filters).") var types: [String] = []
+    @Option(name: .customLong("type"), help: "Only items of this type, e.g. video (repeatable; the PCD SDK's video filters).") var types: [String] =
+        []
     @Option(help: "Sort by FIELD or FIELD:desc (repeatable).") var sort: [String] = []
     @Option(help: "At most this many objects.") var limit: Int?
 
     func filter() throws -> PrefetchItemFilter {
         let parsedStates = try states.map { text -> PrefetchItemState in
             guard let state = PrefetchItemState(rawValue: text) else {
-                throw ValidationError("unknown state '\(text)'; expected one of: \(PrefetchItemState.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ValidationError(
+                    "unknown state '\(text)'; expected one of: \(PrefetchItemState.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return state
         }
         let sorts = try sort.map { text -> PrefetchItemFilter.Sort in
             guard let parsed = PrefetchItemFilter.Sort(text) else {
-                throw ValidationError("bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of: \(PrefetchItemFilter.Field.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ValidationError(
+                    "bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of: \(PrefetchItemFilter.Field.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
             return parsed
         }
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-        return PrefetchItemFilter(states: parsedStates, category: category, contentIds: contentIds, source: source,
-                                  saved: saved ? true : nil, notViewed: notViewed, types: types, sort: sorts, limit: limit)
+        return PrefetchItemFilter(
+            states: parsedStates, category: category, contentIds: contentIds, source: source,
+            saved: saved ? true : nil, notViewed: notViewed, types: types, sort: sorts, limit: limit)
     }
 }
 
@@ -38,7 +43,8 @@ enum PrefetchFilterParsing {
     static func sorts<Field: PrefetchSortField>(_ texts: [String]) throws -> [PrefetchSortDescriptor<Field>] {
         try texts.map { text in
             guard let sort = PrefetchSortDescriptor<Field>(text) else {
-                throw ValidationError("bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of: \(Field.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ValidationError(
+                    "bad sort '\(text)'; expected FIELD or FIELD:desc with FIELD one of: \(Field.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return sort
         }
@@ -61,12 +67,12 @@ extension PrefetchCommand {
         static let configuration = CommandConfiguration(
             abstract: "List categories, filtered and sorted; --select/--deselect change which are selected first.",
             discussion: """
-            The PCD SDK's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
-            (--selected --with-content), subCategories (--parent ID), search (--search TEXT: in the name or id, ignoring \
-            case); and --source S (the categories of that source's items), --id ID. Sort fields: \
-            \(PrefetchCategoryFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse. \
-            Exit 1 when --select or --deselect names an unknown category.
-            """)
+                The PCD SDK's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
+                (--selected --with-content), subCategories (--parent ID), search (--search TEXT: in the name or id, ignoring \
+                case); and --source S (the categories of that source's items), --id ID. Sort fields: \
+                \(PrefetchCategoryFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse. \
+                Exit 1 when --select or --deselect names an unknown category.
+                """)
         @OptionGroup var common: Common
         @Option(help: "Only this category (repeatable).") var id: [String] = []
         @Flag(help: "Only selected categories.") var selected = false
@@ -81,9 +87,10 @@ extension PrefetchCommand {
         @Option(help: "Deselect this category first (repeatable).") var deselect: [String] = []
 
         func filter() throws -> PrefetchCategoryFilter {
-            PrefetchCategoryFilter(ids: id, selected: try PrefetchFilterParsing.choice(selected, notSelected, "selected"), parent: parent,
-                                   search: search, source: source, withContent: withContent, sort: try PrefetchFilterParsing.sorts(sort),
-                                   limit: try PrefetchFilterParsing.limit(limit))
+            PrefetchCategoryFilter(
+                ids: id, selected: try PrefetchFilterParsing.choice(selected, notSelected, "selected"), parent: parent,
+                search: search, source: source, withContent: withContent, sort: try PrefetchFilterParsing.sorts(sort),
+                limit: try PrefetchFilterParsing.limit(limit))
         }
 
         func validate() throws { _ = try filter() }
@@ -93,7 +100,9 @@ extension PrefetchCommand {
             defer { host.shutdown() }
             let answers = try engine.setSelected(select, true) + engine.setSelected(deselect, false)
             let categories = try engine.categories(try filter())
-            if common.output.json { Output.json(categories) } else {
+            if common.output.json {
+                Output.json(categories)
+            } else {
                 Output.table(["id", "name", "parent", "selected"], categories.map { [$0.id, $0.name, $0.parent ?? "", $0.selected ? "yes" : "no"] })
             }
             try PrefetchCommand.refusals(answers)
@@ -104,11 +113,11 @@ extension PrefetchCommand {
         static let configuration = CommandConfiguration(
             abstract: "List sources, filtered and sorted; --subscribe/--unsubscribe toggle sources first.",
             discussion: """
-            The PCD SDK's source filter is allWithSort (no option); hubhost adds --subscribed / --not-subscribed, --name N, \
-            --search TEXT (in the name or display name, ignoring case), --category C (the sources of that category's items) \
-            and --with-content. Sort fields: \(PrefetchSourceFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); \
-            add :desc to reverse. Exit 1 when --subscribe or --unsubscribe names an unknown source.
-            """)
+                The PCD SDK's source filter is allWithSort (no option); hubhost adds --subscribed / --not-subscribed, --name N, \
+                --search TEXT (in the name or display name, ignoring case), --category C (the sources of that category's items) \
+                and --with-content. Sort fields: \(PrefetchSourceFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); \
+                add :desc to reverse. Exit 1 when --subscribe or --unsubscribe names an unknown source.
+                """)
         @OptionGroup var common: Common
         @Option(help: "Only this source (repeatable).") var name: [String] = []
         @Flag(help: "Only subscribed sources.") var subscribed = false
@@ -122,9 +131,10 @@ extension PrefetchCommand {
         @Option(help: "Unsubscribe from this source first (repeatable).") var unsubscribe: [String] = []
 
         func filter() throws -> PrefetchSourceFilter {
-            PrefetchSourceFilter(names: name, subscribed: try PrefetchFilterParsing.choice(subscribed, notSubscribed, "subscribed"), search: search,
-                                 category: category, withContent: withContent, sort: try PrefetchFilterParsing.sorts(sort),
-                                 limit: try PrefetchFilterParsing.limit(limit))
+            PrefetchSourceFilter(
+                names: name, subscribed: try PrefetchFilterParsing.choice(subscribed, notSubscribed, "subscribed"), search: search,
+                category: category, withContent: withContent, sort: try PrefetchFilterParsing.sorts(sort),
+                limit: try PrefetchFilterParsing.limit(limit))
         }
 
         func validate() throws { _ = try filter() }
@@ -134,7 +144,9 @@ extension PrefetchCommand {
             defer { host.shutdown() }
             let answers = try engine.setSubscribed(subscribe, true) + engine.setSubscribed(unsubscribe, false)
             let sources = try engine.sources(try filter())
-            if common.output.json { Output.json(sources) } else {
+            if common.output.json {
+                Output.json(sources)
+            } else {
                 Output.table(["name", "display name", "subscribed"], sources.map { [$0.name, $0.displayName, $0.subscribed ? "yes" : "no"] })
             }
             try PrefetchCommand.refusals(answers)
@@ -260,6 +272,7 @@ struct PrefetchSetWatchOptions: ParsableArguments {
         }
         let size = ["items", "categories", "sources"].compactMap { key in (object[key] as? [Any]).map { "\($0.count) \(key)" } }.first ?? ""
         let time = ServerSentEventReader.time(Int64(Date().timeIntervalSince1970 * 1000))
-        return ([time, event] + [ids("added", "+"), ids("updated", "~"), ids("removed", "-")].compactMap { $0 } + ["(\(size))"]).joined(separator: " ")
+        return ([time, event] + [ids("added", "+"), ids("updated", "~"), ids("removed", "-")].compactMap { $0 } + ["(\(size))"]).joined(
+            separator: " ")
     }
 }

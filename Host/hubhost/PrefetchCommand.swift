@@ -10,13 +10,15 @@ struct PrefetchCommand: ParsableCommand {
         commandName: "prefetch",
         abstract: "Content prefetch: register with the catalog service, sync the catalog, download, pause, delete and list items.",
         discussion: """
-        Works on the catalog in the data directory (prefetch.sqlite), shared with a running hubhost serve: \
-        a download asked for here is done by the server's queue, or by this command with --wait.
-        """,
-        subcommands: [Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
-                      Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
-                      Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self,
-                      Categories.self, Sources.self])
+            Works on the catalog in the data directory (prefetch.sqlite), shared with a running hubhost serve: \
+            a download asked for here is done by the server's queue, or by this command with --wait.
+            """,
+        subcommands: [
+            Register.self, Status.self, Sync.self, Items.self, Item.self, Download.self, Pause.self, Resume.self,
+            Cancel.self, Fill.self, Delete.self, Save.self, Unsave.self, Lock.self, Unlock.self, Consume.self, Purge.self,
+            Import.self, Lookup.self, Policy.self, Watch.self, PlayURL.self,
+            Categories.self, Sources.self
+        ])
 
     /// Options every prefetch subcommand takes.
     struct Common: ParsableArguments {
@@ -45,10 +47,14 @@ struct PrefetchCommand: ParsableCommand {
 
     /// Prints per-item answers; exits 1 when any was refused.
     static func report(_ answers: [PrefetchEngine.Answer], json: Bool) throws {
-        if json { Output.json(answers) } else {
-            Output.table(["id", "result", "state", "reason"], answers.map {
-                [$0.id, $0.accepted ? "ok" : "refused", $0.state?.rawValue ?? "-", $0.reason ?? ""]
-            })
+        if json {
+            Output.json(answers)
+        } else {
+            Output.table(
+                ["id", "result", "state", "reason"],
+                answers.map {
+                    [$0.id, $0.accepted ? "ok" : "refused", $0.state?.rawValue ?? "-", $0.reason ?? ""]
+                })
         }
         if answers.contains(where: { !$0.accepted }) { throw ExitCode.failed }
     }
@@ -84,7 +90,10 @@ struct PrefetchCommand: ParsableCommand {
             let (host, engine) = try common.open()
             defer { host.shutdown() }
             let status = try engine.status()
-            if common.output.json { Output.json(status); return }
+            if common.output.json {
+                Output.json(status)
+                return
+            }
             print("service state: \(status.serviceState.rawValue)\(status.lastFailure.map { " (last failure: \($0))" } ?? "")")
             print("licence: \(status.licenseSource.rawValue)\(status.licenseProblem.map { " (\($0))" } ?? "")")
             print("device id: \(status.deviceId)")
@@ -112,8 +121,12 @@ struct PrefetchCommand: ParsableCommand {
                 if engine.serviceState == .notRegistered { try engine.register() }
                 let report = try engine.sync()
                 try engine.round()
-                if common.output.json { Output.json(report) } else {
-                    print("\(report.pages) page(s): \(report.discovered.count) discovered, \(report.updated.count) updated, \(report.evicted.count) evicted")
+                if common.output.json {
+                    Output.json(report)
+                } else {
+                    print(
+                        "\(report.pages) page(s): \(report.discovered.count) discovered, \(report.updated.count) updated, \(report.evicted.count) evicted"
+                    )
                 }
             } catch {
                 Output.error("prefetch sync failed: \(error)")
@@ -137,10 +150,18 @@ struct PrefetchCommand: ParsableCommand {
             let (host, engine) = try common.open()
             defer { host.shutdown() }
             let items = try engine.items(try filter())
-            if common.output.json { Output.json(items); return }
-            Output.table(["id", "state", "progress", "reason", "title"], items.map { item in
-                [item.uniqueId, item.state.rawValue, "\(item.bytesDownloaded)/\(item.size)", item.waitReason ?? item.downloadError ?? "", item.title]
-            })
+            if common.output.json {
+                Output.json(items)
+                return
+            }
+            Output.table(
+                ["id", "state", "progress", "reason", "title"],
+                items.map { item in
+                    [
+                        item.uniqueId, item.state.rawValue, "\(item.bytesDownloaded)/\(item.size)", item.waitReason ?? item.downloadError ?? "",
+                        item.title
+                    ]
+                })
         }
     }
 
@@ -156,9 +177,13 @@ struct PrefetchCommand: ParsableCommand {
                 Output.error("no item '\(id)' in the catalog")
                 throw ExitCode.failed
             }
-            if common.output.json { Output.json(item); return }
+            if common.output.json {
+                Output.json(item)
+                return
+            }
             print("\(item.uniqueId): \(item.title)")
-            print("  state \(item.state.rawValue)\(item.waitReason.map { " (\($0))" } ?? "")\(item.downloadError.map { ", last error: \($0)" } ?? "")")
+            print(
+                "  state \(item.state.rawValue)\(item.waitReason.map { " (\($0))" } ?? "")\(item.downloadError.map { ", last error: \($0)" } ?? "")")
             print("  contentId \(item.contentId), source \(item.sourceName), categories \(item.categories.joined(separator: ", "))")
             print("  \(item.bytesDownloaded) of \(item.size) bytes; saved \(item.saved), locked \(item.locked), viewed \(item.viewed)")
             for file in item.files {
@@ -171,16 +196,19 @@ struct PrefetchCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Queue items for download ahead of policy-driven ones (also resumes paused and failed items).",
             discussion: """
-            Refused, with the reason, for cached, deleted and downloading items (exit status 1). With --wait the \
-            command downloads in this process until each item is cached, failed, paused or deleted, showing a \
-            progress bar on a terminal and percent lines otherwise; exit status 1 when one did not end cached \
-            (or partially_cached, with --partial-seconds or --partial-bytes). A partial download stops after the \
-            start of the main file; a later download without those options resumes it by Range to cached.
-            """)
+                Refused, with the reason, for cached, deleted and downloading items (exit status 1). With --wait the \
+                command downloads in this process until each item is cached, failed, paused or deleted, showing a \
+                progress bar on a terminal and percent lines otherwise; exit status 1 when one did not end cached \
+                (or partially_cached, with --partial-seconds or --partial-bytes). A partial download stops after the \
+                start of the main file; a later download without those options resumes it by Range to cached.
+                """)
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         @Option(help: "Set the items' downloadBehavior: full_auto, thumbnail_only or none.") var behavior: String?
-        @Option(help: "Download only the first N seconds of each item's main file (videoPartialDownloadLength; needs the catalog's duration and size), or of an HLS item's segments (by #EXTINF): the item ends partially_cached.")
+        @Option(
+            help:
+                "Download only the first N seconds of each item's main file (videoPartialDownloadLength; needs the catalog's duration and size), or of an HLS item's segments (by #EXTINF): the item ends partially_cached."
+        )
         var partialSeconds: Double?
         @Option(help: "Download only the first N bytes of each item's main file: the item ends partially_cached.")
         var partialBytes: Int64?
@@ -203,32 +231,40 @@ struct PrefetchCommand: ParsableCommand {
             let (host, engine) = try common.open()
             defer { host.shutdown() }
             let answers = try engine.download(ids, behavior: behavior.flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)), partial: partial)
-            guard wait else { try PrefetchCommand.report(answers, json: common.output.json); return }
+            guard wait else {
+                try PrefetchCommand.report(answers, json: common.output.json)
+                return
+            }
             let waitFor = answers.filter { $0.accepted || $0.state == .downloading }.map(\.id)
             let terminal = isatty(2) == 1
             // Safe to share: `result` and `lastPercent` are touched only by the one task (its progress callbacks run in
             // turn inside waitForDownloads) until it signals `done`, and read by the caller only after `done.wait()`.
-            final class Box: @unchecked Sendable { var result: Result<[PrefetchItem], Error> = .success([]); var lastPercent: [String: Int] = [:] }
+            final class Box: @unchecked Sendable {
+                var result: Result<[PrefetchItem], Error> = .success([])
+                var lastPercent: [String: Int] = [:]
+            }
             let box = Box()
             let done = DispatchSemaphore(value: 0)
             let timeout = self.timeout
             let json = common.output.json
             Task {
                 do {
-                    box.result = .success(try await engine.waitForDownloads(waitFor, timeout: timeout) { items in
-                        guard !json else { return }
-                        for item in items {
-                            let percent = item.size > 0 ? Int(min(100, item.bytesDownloaded * 100 / max(1, item.size))) : (item.state == .cached ? 100 : 0)
-                            guard box.lastPercent[item.uniqueId] != percent else { continue }
-                            box.lastPercent[item.uniqueId] = percent
-                            if terminal {
-                                let bar = String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5)
-                                FileHandle.standardError.write(Data("\r\(item.uniqueId) [\(bar)] \(percent)%".utf8))
-                            } else {
-                                FileHandle.standardError.write(Data("\(item.uniqueId) \(percent)%\n".utf8))
+                    box.result = .success(
+                        try await engine.waitForDownloads(waitFor, timeout: timeout) { items in
+                            guard !json else { return }
+                            for item in items {
+                                let percent =
+                                    item.size > 0 ? Int(min(100, item.bytesDownloaded * 100 / max(1, item.size))) : (item.state == .cached ? 100 : 0)
+                                guard box.lastPercent[item.uniqueId] != percent else { continue }
+                                box.lastPercent[item.uniqueId] = percent
+                                if terminal {
+                                    let bar = String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5)
+                                    FileHandle.standardError.write(Data("\r\(item.uniqueId) [\(bar)] \(percent)%".utf8))
+                                } else {
+                                    FileHandle.standardError.write(Data("\(item.uniqueId) \(percent)%\n".utf8))
+                                }
                             }
-                        }
-                    })
+                        })
                 } catch { box.result = .failure(error) }
                 done.signal()
             }
@@ -239,10 +275,14 @@ struct PrefetchCommand: ParsableCommand {
                 Output.error("prefetch download failed: \(error)")
                 throw ExitCode.failed
             }
-            if json { Output.json(items) } else {
-                Output.table(["id", "state", "bytes", "reason"], items.map {
-                    [$0.uniqueId, $0.state.rawValue, "\($0.bytesDownloaded)/\($0.size)", $0.downloadError ?? $0.waitReason ?? ""]
-                })
+            if json {
+                Output.json(items)
+            } else {
+                Output.table(
+                    ["id", "state", "bytes", "reason"],
+                    items.map {
+                        [$0.uniqueId, $0.state.rawValue, "\($0.bytesDownloaded)/\($0.size)", $0.downloadError ?? $0.waitReason ?? ""]
+                    })
             }
             let wanted: Set<PrefetchItemState> = partial == nil ? [.cached] : [.cached, .partiallyCached]
             if answers.contains(where: { !$0.accepted }) || items.contains(where: { !wanted.contains($0.state) }) { throw ExitCode.failed }
@@ -250,7 +290,8 @@ struct PrefetchCommand: ParsableCommand {
     }
 
     struct Pause: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Pause queued, downloading or idle items (they resume only with download or resume).")
+        static let configuration = CommandConfiguration(
+            abstract: "Pause queued, downloading or idle items (they resume only with download or resume).")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws {
@@ -297,7 +338,8 @@ struct PrefetchCommand: ParsableCommand {
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Delete items (files and metadata: state deleted), or with --files-only only their files.",
-            discussion: "After --files-only an item is discovered again with downloadBehavior none: it downloads only when asked. Locked items are refused.")
+            discussion:
+                "After --files-only an item is discovered again with downloadBehavior none: it downloads only when asked. Locked items are refused.")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         @Flag(name: .customLong("files-only"), help: "Delete the files only (deleteFiles).") var filesOnly = false
@@ -367,7 +409,9 @@ struct PrefetchCommand: ParsableCommand {
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Import items (addDownloadedItem) from a JSON file: one object or an array, with the PCD SDK's VocImportFileMetadata keys.",
-            discussion: "DownloadStatus FullyDownloaded copies FilePath in (Cached), NewlyAdding queues a download of ContentUrl, PartiallyDownloaded imports the metadata only. Exit 1 when one was refused.")
+            discussion:
+                "DownloadStatus FullyDownloaded copies FilePath in (Cached), NewlyAdding queues a download of ContentUrl, PartiallyDownloaded imports the metadata only. Exit 1 when one was refused."
+        )
         @OptionGroup var common: Common
         @Argument(help: "The JSON file.") var file: String
 
@@ -379,7 +423,9 @@ struct PrefetchCommand: ParsableCommand {
             }
             let list: [PrefetchImportMetadata]
             do {
-                if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) { list = many } else {
+                if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) {
+                    list = many
+                } else {
                     list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
                 }
             } catch {
@@ -416,7 +462,9 @@ struct PrefetchCommand: ParsableCommand {
                 Output.error("prefetch lookup: \(error)")
                 throw ExitCode.failed
             }
-            if common.output.json { Output.json(result) } else {
+            if common.output.json {
+                Output.json(result)
+            } else {
                 Output.table(["id", "contentId", "state", "title"], result.items.map { [$0.uniqueId, $0.contentId, $0.state.rawValue, $0.title] })
             }
             if !result.missing.isEmpty {
@@ -428,14 +476,18 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Run the purge rules now: expired items, then under storage pressure or above cache_size_limit consumed before unconsumed, least recently used first; never saved or locked items.")
+            abstract:
+                "Run the purge rules now: expired items, then under storage pressure or above cache_size_limit consumed before unconsumed, least recently used first; never saved or locked items."
+        )
         @OptionGroup var common: Common
 
         func run() throws {
             let (host, engine) = try common.open()
             defer { host.shutdown() }
             let report = try engine.purge()
-            if common.output.json { Output.json(report) } else {
+            if common.output.json {
+                Output.json(report)
+            } else {
                 print("\(report.evicted.count) item(s) evicted, \(report.freedBytes) bytes freed\(report.pressure.map { " (\($0))" } ?? "")")
             }
         }
@@ -459,18 +511,28 @@ struct PrefetchCommand: ParsableCommand {
             if let network { try engine.setNetworkSelectionOverride(PrefetchSettings.NetworkSelection(rawValue: network)) }
             let status = try engine.status()
             struct PolicyView: Encodable {
-                var networkSelection: String; var networkSelectionOverride: String?; var itemDownloadBehavior: String
-                var downloadAllowed: Bool; var downloadPolicyStatus: String; var serverPolicy: CatalogProtocol.ServerPolicy?
+                var networkSelection: String
+                var networkSelectionOverride: String?
+                var itemDownloadBehavior: String
+                var downloadAllowed: Bool
+                var downloadPolicyStatus: String
+                var serverPolicy: CatalogProtocol.ServerPolicy?
             }
-            let view = PolicyView(networkSelection: status.networkSelection.rawValue, networkSelectionOverride: status.networkSelectionOverride?.rawValue,
-                                  itemDownloadBehavior: status.itemDownloadBehavior.rawValue, downloadAllowed: status.downloadAllowed,
-                                  downloadPolicyStatus: status.downloadPolicyStatus, serverPolicy: status.serverPolicy)
-            if common.output.json { Output.json(view); return }
+            let view = PolicyView(
+                networkSelection: status.networkSelection.rawValue, networkSelectionOverride: status.networkSelectionOverride?.rawValue,
+                itemDownloadBehavior: status.itemDownloadBehavior.rawValue, downloadAllowed: status.downloadAllowed,
+                downloadPolicyStatus: status.downloadPolicyStatus, serverPolicy: status.serverPolicy)
+            if common.output.json {
+                Output.json(view)
+                return
+            }
             print("network selection: \(view.networkSelection)\(view.networkSelectionOverride == nil ? "" : " (override)")")
             print("item download behavior: \(view.itemDownloadBehavior)")
             print("download allowed: \(view.downloadAllowed) (\(view.downloadPolicyStatus))")
             if let server = view.serverPolicy {
-                print("server: items per category \(server.itemsPerCategory.map(String.init) ?? "-"), daily bytes \(server.dailyByteLimit.map(String.init) ?? "-"), max file \(server.maxFileSize.map(String.init) ?? "-"), window \(server.windowStart ?? "-")-\(server.windowEnd ?? "-")")
+                print(
+                    "server: items per category \(server.itemsPerCategory.map(String.init) ?? "-"), daily bytes \(server.dailyByteLimit.map(String.init) ?? "-"), max file \(server.maxFileSize.map(String.init) ?? "-"), window \(server.windowStart ?? "-")-\(server.windowEnd ?? "-")"
+                )
             } else {
                 print("server: no policy received (not registered yet)")
             }
@@ -479,15 +541,16 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the prefetch notifications of a running hubhost serve, or with --items, --categories or --sources the changes of a live set.",
+            abstract:
+                "Print the prefetch notifications of a running hubhost serve, or with --items, --categories or --sources the changes of a live set.",
             discussion: """
-            Without a set: hub watch restricted to the Prefetch* names (GET /v1/notifications of the server at --url). \
-            With --items (and the filters of prefetch items), --categories or --sources (and their filters): the live set \
-            of the server (GET /v1/prefetch/items/watch, categories/watch, sources/watch): one line per change, `initial` \
-            first, then willChange and didChange with the ids added, updated and removed and the size of the set after the \
-            change (--json: each change as the server sends it, the objects after the change included). --count counts \
-            these lines; with --count, running out of --timeout first is an error (exit status 1).
-            """)
+                Without a set: hub watch restricted to the Prefetch* names (GET /v1/notifications of the server at --url). \
+                With --items (and the filters of prefetch items), --categories or --sources (and their filters): the live set \
+                of the server (GET /v1/prefetch/items/watch, categories/watch, sources/watch): one line per change, `initial` \
+                first, then willChange and didChange with the ids added, updated and removed and the size of the set after the \
+                change (--json: each change as the server sends it, the objects after the change included). --count counts \
+                these lines; with --count, running out of --timeout first is an error (exit status 1).
+                """)
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
         @Option(help: "The server, e.g. http://127.0.0.1:8420 (default: server: in plugins.yaml).") var url: String?

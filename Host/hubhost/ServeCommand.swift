@@ -8,10 +8,10 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Run hubhost: load the plugins, run the engines' background work and serve the HTTP API on the address in plugins.yaml (server:).",
         discussion: """
-        Prints the address it listens on. Posts waiting events every events.flush_interval (and at once when \
-        cache_size events wait), purges old posted ones, pings for campaigns, announces local notifications and \
-        syncs Content Hub content. On SIGINT or SIGTERM it stops accepting requests, flushes once more and exits.
-        """)
+            Prints the address it listens on. Posts waiting events every events.flush_interval (and at once when \
+            cache_size events wait), purges old posted ones, pings for campaigns, announces local notifications and \
+            syncs Content Hub content. On SIGINT or SIGTERM it stops accepting requests, flushes once more and exits.
+            """)
 
     @OptionGroup var manifestOption: ManifestOption
 
@@ -35,8 +35,10 @@ struct ServeCommand: ParsableCommand {
             // The licence counts on the call that opens the engine: open it before the runtime does.
             if let license = command.license { _ = try host.prefetch(license: license) }
             let runtime = try HubHostRuntime(host: host)
-            try await runtime.run(with: [try HTTPServer.application(runtime: runtime, port: command.port),
-                                         PrefetchHLSAnnouncement(host: host)])
+            try await runtime.run(with: [
+                try HTTPServer.application(runtime: runtime, port: command.port),
+                PrefetchHLSAnnouncement(host: host)
+            ])
         }
     }
 }

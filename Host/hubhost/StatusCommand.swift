@@ -24,9 +24,10 @@ struct StatusCommand: ParsableCommand {
         let host = try manifestOption.startHost()
         defer { host.shutdown() }
         host.logger.info("hubhost started with \(host.manifest.file)")
-        let report = Report(manifest: host.manifest.file, dataDirectory: host.manifest.dataDirectory, logging: host.manifest.logging,
-                            diagnostics: host.manifest.diagnostics, plugins: PluginRow.rows(host.registry),
-                            advertiserID: host.advertiserID(), location: host.location()?.location)
+        let report = Report(
+            manifest: host.manifest.file, dataDirectory: host.manifest.dataDirectory, logging: host.manifest.logging,
+            diagnostics: host.manifest.diagnostics, plugins: PluginRow.rows(host.registry),
+            advertiserID: host.advertiserID(), location: host.location()?.location)
         if output.json {
             Output.json(report)
         } else {

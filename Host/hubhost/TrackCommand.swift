@@ -7,12 +7,12 @@ struct TrackCommand: ParsableCommand {
         commandName: "track",
         abstract: "Track an event: stored durably, augmented, then delivered in batches.",
         discussion: """
-        Give the type and name with attributes as typed flags, or a whole event (or a list) as JSON on \
-        stdin with --stdin. Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or a code, e.g. 17). \
-        With one argument that is not a type, the type is named_event and the argument its name.
-        Example: hubhost track named_event "PLAYER LOADED" --int Level=3 --string Mode=arcade
-        Example: hubhost track "PLAYER LOADED" --int Level=3
-        """)
+            Give the type and name with attributes as typed flags, or a whole event (or a list) as JSON on \
+            stdin with --stdin. Types: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or a code, e.g. 17). \
+            With one argument that is not a type, the type is named_event and the argument its name.
+            Example: hubhost track named_event "PLAYER LOADED" --int Level=3 --string Mode=arcade
+            Example: hubhost track "PLAYER LOADED" --int Level=3
+            """)
 
     @Argument(help: "The event type (default named_event; alone and not a type: the name of a named_event).")
     var type: String?
@@ -31,7 +31,9 @@ struct TrackCommand: ParsableCommand {
     @Option(name: .customLong("time"), help: ArgumentHelp("A time attribute: ms since epoch or ISO 8601.", valueName: "name=value"))
     var times: [String] = []
 
-    @Option(name: .customLong("purchase-amount"), parsing: .unconditional, help: ArgumentHelp("purchase_successful: the purchase amount (integer).", valueName: "n"))
+    @Option(
+        name: .customLong("purchase-amount"), parsing: .unconditional,
+        help: ArgumentHelp("purchase_successful: the purchase amount (integer).", valueName: "n"))
     var purchaseAmount: Int64?
 
     @Option(name: .customLong("currency-code"), help: ArgumentHelp("purchase_successful: the ISO 4217 currency code.", valueName: "code"))
@@ -40,7 +42,9 @@ struct TrackCommand: ParsableCommand {
     @Option(name: .customLong("item"), help: ArgumentHelp("purchase_successful: an item id of the item list (repeat for each).", valueName: "id"))
     var items: [String] = []
 
-    @Option(name: .customLong("number-of-items"), parsing: .unconditional, help: ArgumentHelp("purchase_successful: the number of items (default: the items given).", valueName: "n"))
+    @Option(
+        name: .customLong("number-of-items"), parsing: .unconditional,
+        help: ArgumentHelp("purchase_successful: the number of items (default: the items given).", valueName: "n"))
     var numberOfItems: Int64?
 
     @Flag(help: "Read the event(s) as JSON from standard input.")
@@ -49,7 +53,9 @@ struct TrackCommand: ParsableCommand {
     @Flag(name: .customLong("no-flush"), help: "Do not post a batch even when cache_size events are waiting.")
     var noFlush = false
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Track the event this many times, printing each id once it is on disk (load and crash tests).", valueName: "n"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Track the event this many times, printing each id once it is on disk (load and crash tests).", valueName: "n"))
     var `repeat`: Int?
 
     @OptionGroup var manifestOption: ManifestOption
@@ -72,7 +78,9 @@ struct TrackCommand: ParsableCommand {
             eventName = type
         }
         guard let eventType = EventType(text: typeText) else {
-            throw ValidationError("unknown event type '\(typeText)'; expected one of: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or one argument: the name of a named_event)")
+            throw ValidationError(
+                "unknown event type '\(typeText)'; expected one of: \(EventType.allCases.map(\.rawValue).joined(separator: ", ")) (or one argument: the name of a named_event)"
+            )
         }
         var event = Event(type: eventType, name: eventName)
         func pairs(_ list: [String], _ kind: String) throws -> [(String, String)] {
@@ -100,10 +108,14 @@ struct TrackCommand: ParsableCommand {
             do { event.set(key, .timeMs(try EventInput.time(value, what: "--time \(key)"))) } catch { throw ValidationError("\(error)") }
         }
         if purchaseAmount != nil || currencyCode != nil || !items.isEmpty || numberOfItems != nil {
-            guard eventType == .purchaseSuccessful else { throw ValidationError("--purchase-amount, --currency-code, --item and --number-of-items are for purchase_successful events") }
+            guard eventType == .purchaseSuccessful else {
+                throw ValidationError("--purchase-amount, --currency-code, --item and --number-of-items are for purchase_successful events")
+            }
             guard let purchaseAmount, let currencyCode else { throw ValidationError("a purchase needs --purchase-amount and --currency-code") }
             let purchase = Purchase(amount: purchaseAmount, numberOfItems: numberOfItems, currencyCode: currencyCode, itemList: items)
-            do { for attribute in try purchase.attributes() { event.set(attribute.name, attribute.value) } } catch { throw ValidationError("\(error)") }
+            do { for attribute in try purchase.attributes() { event.set(attribute.name, attribute.value) } } catch {
+                throw ValidationError("\(error)")
+            }
         }
         do { try Purchase.validate(event) } catch { throw ValidationError("\(error)") }
         return [event]

@@ -9,10 +9,10 @@ struct UsersCommand: ParsableCommand {
         commandName: "users",
         abstract: "Content Hub users: create, activate, and read or update a user's tag usage counts.",
         discussion: """
-        Several users may exist; one is active. The active user's tag usage counts tailor the hub \
-        (`hubhost hub present`), and reading an article adds its tags to them. Users live in \
-        <data_dir>/hub/users.sqlite and survive restarts.
-        """,
+            Several users may exist; one is active. The active user's tag usage counts tailor the hub \
+            (`hubhost hub present`), and reading an article adds its tags to them. Users live in \
+            <data_dir>/hub/users.sqlite and survive restarts.
+            """,
         subcommands: [Create.self, GenerateID.self, Activate.self, Active.self, List.self, Tags.self, TagCounts.self, UpdateTagCounts.self])
 
     /// Runs `work` with the user store; a user error is printed and exits 1.
@@ -28,9 +28,16 @@ struct UsersCommand: ParsableCommand {
     }
 
     static func printCounts(_ counts: [String: Int], json: Bool) {
-        if json { Output.json(counts); return }
-        if counts.isEmpty { print("no tags"); return }
-        Output.table(["TAG", "COUNT"], counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { [$0.key, String($0.value)] })
+        if json {
+            Output.json(counts)
+            return
+        }
+        if counts.isEmpty {
+            print("no tags")
+            return
+        }
+        Output.table(
+            ["TAG", "COUNT"], counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map { [$0.key, String($0.value)] })
     }
 
     struct Create: ParsableCommand {
@@ -53,13 +60,18 @@ struct UsersCommand: ParsableCommand {
                 let id = try users.createUser(id: id, tags: list)
                 return (id, try users.tagCounts(of: id))
             }
-            if output.json { Output.json(["id": .string(created.0), "tagCounts": .object(created.1.mapValues { .number(Double($0)) })] as [String: JSONValue]) } else { print(created.0) }
+            if output.json {
+                Output.json(["id": .string(created.0), "tagCounts": .object(created.1.mapValues { .number(Double($0)) })] as [String: JSONValue])
+            } else {
+                print(created.0)
+            }
         }
     }
 
     struct GenerateID: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "generate-id",
-                                                        abstract: "Print a new anonymous user id (nothing is created).")
+        static let configuration = CommandConfiguration(
+            commandName: "generate-id",
+            abstract: "Print a new anonymous user id (nothing is created).")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -106,12 +118,20 @@ struct UsersCommand: ParsableCommand {
 
         func run() throws {
             let users = try UsersCommand.withUsers(manifestOption) { try $0.list() }
-            if output.json { Output.json(users); return }
-            if users.isEmpty { print("no users; create one with `hubhost users create`"); return }
+            if output.json {
+                Output.json(users)
+                return
+            }
+            if users.isEmpty {
+                print("no users; create one with `hubhost users create`")
+                return
+            }
             let format = ISO8601DateFormatter()
-            Output.table(["ID", "CREATED", "ACTIVE"], users.map {
-                [$0.id, format.string(from: Date(timeIntervalSince1970: Double($0.createdMs) / 1000)), $0.isActive ? "yes" : ""]
-            })
+            Output.table(
+                ["ID", "CREATED", "ACTIVE"],
+                users.map {
+                    [$0.id, format.string(from: Date(timeIntervalSince1970: Double($0.createdMs) / 1000)), $0.isActive ? "yes" : ""]
+                })
         }
     }
 
@@ -131,8 +151,9 @@ struct UsersCommand: ParsableCommand {
     }
 
     struct TagCounts: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "tag-counts",
-                                                        abstract: "Print a user's tag usage counts, highest first.")
+        static let configuration = CommandConfiguration(
+            commandName: "tag-counts",
+            abstract: "Print a user's tag usage counts, highest first.")
 
         @Argument(help: "The user id.")
         var id: String
@@ -150,7 +171,8 @@ struct UsersCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "update-tag-counts",
             abstract: "Add to the ACTIVE user's tag usage counts: tag=+2 other=-1.",
-            discussion: "Each delta is added to the tag's count; a tag whose count drops to 0 or below is removed. Prints the counts after the update.")
+            discussion:
+                "Each delta is added to the tag's count; a tag whose count drops to 0 or below is removed. Prints the counts after the update.")
 
         @Argument(help: ArgumentHelp("A tag and the (signed) number to add to its count.", valueName: "tag=delta"))
         var deltas: [String]
@@ -167,7 +189,8 @@ struct UsersCommand: ParsableCommand {
             var result: [String: Int] = [:]
             for entry in entries {
                 guard let equals = entry.lastIndex(of: "=") else { throw ValidationError("'\(entry)': expected tag=delta, e.g. sports=+2") }
-                let tag = String(entry[..<equals]), text = String(entry[entry.index(after: equals)...])
+                let tag = String(entry[..<equals])
+                let text = String(entry[entry.index(after: equals)...])
                 guard !tag.isEmpty else { throw ValidationError("'\(entry)': the tag before '=' is empty") }
                 guard let delta = Int(text.hasPrefix("+") ? String(text.dropFirst()) : text) else {
                     throw ValidationError("'\(entry)': '\(text)' is not a whole number (use +2 or -1)")

@@ -22,20 +22,29 @@ typedef struct console_logger {
 
 static const char *severity_label(hh_severity_t severity) {
     switch (severity) {
-    case HH_SEVERITY_CRITICAL_ERROR: return "CRITICAL";
-    case HH_SEVERITY_ERROR: return "ERROR";
-    case HH_SEVERITY_WARNING: return "WARNING";
-    case HH_SEVERITY_INFO: return "INFO";
-    default: return "?";
+    case HH_SEVERITY_CRITICAL_ERROR:
+        return "CRITICAL";
+    case HH_SEVERITY_ERROR:
+        return "ERROR";
+    case HH_SEVERITY_WARNING:
+        return "WARNING";
+    case HH_SEVERITY_INFO:
+        return "INFO";
+    default:
+        return "?";
     }
 }
 
 static const char *severity_color(hh_severity_t severity) {
     switch (severity) {
-    case HH_SEVERITY_CRITICAL_ERROR: return "\033[1;31m";
-    case HH_SEVERITY_ERROR: return "\033[31m";
-    case HH_SEVERITY_WARNING: return "\033[33m";
-    default: return "\033[2m";
+    case HH_SEVERITY_CRITICAL_ERROR:
+        return "\033[1;31m";
+    case HH_SEVERITY_ERROR:
+        return "\033[31m";
+    case HH_SEVERITY_WARNING:
+        return "\033[33m";
+    default:
+        return "\033[2m";
     }
 }
 
@@ -56,7 +65,8 @@ static hh_status_t console_create(const hh_host_t *host, void **out_instance) {
         if (s.length == 6 && memcmp(s.data, "stdout", 6) == 0) {
             stream = stdout;
         } else if (!(s.length == 6 && memcmp(s.data, "stderr", 6) == 0)) {
-            return hh_report(host, HH_ERR_CONFIG, "config 'stream' must be \"stderr\" or \"stdout\", not \"%.*s\"",
+            return hh_report(host, HH_ERR_CONFIG,
+                             "config 'stream' must be \"stderr\" or \"stdout\", not \"%.*s\"",
                              (int)(s.length > 64 ? 64 : s.length), s.data ? s.data : "");
         }
     }
@@ -107,5 +117,6 @@ static const hh_logging_v1_t console_api = {
     .flush = console_flush,
 };
 
-HH_SINGLE_PLUGIN_LIBRARY("console-logger", "Console logger", "Writes log records to stderr, one human-readable line each.",
-                         "1.0.0", HH_KIND_LOGGING, &console_api, console_create, console_destroy);
+HH_SINGLE_PLUGIN_LIBRARY("console-logger", "Console logger",
+                         "Writes log records to stderr, one human-readable line each.", "1.0.0",
+                         HH_KIND_LOGGING, &console_api, console_create, console_destroy);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define DRH_MAX_HEADERS 100 /* the host accepts at most 100 headers per request */
-#define DRH_MAX_ROLES 16
+#define DRH_MAX_ROLES   16
 
 typedef struct download_request_header {
     const hh_host_t *host;
@@ -24,12 +24,13 @@ typedef struct download_request_header {
     hh_string_t prefix_from;                   /* config memory: valid for the instance's life */
     hh_string_t prefix_to;
     size_t role_count;
-    hh_string_t roles[DRH_MAX_ROLES];          /* point into `roles_text` */
+    hh_string_t roles[DRH_MAX_ROLES]; /* point into `roles_text` */
     char *roles_text;
 } download_request_header_t;
 
 static bool is_token_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 static bool starts_with(hh_string_t s, const char *prefix) {
@@ -108,16 +109,22 @@ static hh_status_t parse_headers(const hh_host_t *host, download_request_header_
         name = trimmed(line, colon);
         value = trimmed(colon + 1, end);
         if (name.length == 0 || name.length > 256) {
-            return hh_report(host, HH_ERR_CONFIG, "'headers' line %d: a header name of 1 to 256 characters is needed", line_number);
+            return hh_report(host, HH_ERR_CONFIG,
+                             "'headers' line %d: a header name of 1 to 256 characters is needed",
+                             line_number);
         }
         for (i = 0; i < name.length; i++) {
             if (!is_token_char(name.data[i])) {
-                return hh_report(host, HH_ERR_CONFIG, "'headers' line %d: '%.*s' is not a header name (letters, digits and !#$%%&'*+-.^_`|~)",
-                                 line_number, (int)name.length, name.data);
+                return hh_report(
+                    host, HH_ERR_CONFIG,
+                    "'headers' line %d: '%.*s' is not a header name (letters, digits and !#$%%&'*+-.^_`|~)",
+                    line_number, (int)name.length, name.data);
             }
         }
         if (memchr(value.data, '\r', value.length) || value.length > 8192) {
-            return hh_report(host, HH_ERR_CONFIG, "'headers' line %d: the value holds a carriage return or is over 8192 bytes", line_number);
+            return hh_report(host, HH_ERR_CONFIG,
+                             "'headers' line %d: the value holds a carriage return or is over 8192 bytes",
+                             line_number);
         }
         if (self->header_count == DRH_MAX_HEADERS) {
             return hh_report(host, HH_ERR_CONFIG, "'headers' has more than %d headers", DRH_MAX_HEADERS);
@@ -167,7 +174,8 @@ static hh_status_t header_create(const hh_host_t *host, void **out_instance) {
         release(self);
         return hh_report(host, HH_ERR_CONFIG, "set both 'url_prefix_from' and 'url_prefix_to', or neither");
     }
-    if (self->prefix_to.length > 0 && !starts_with(self->prefix_to, "http://") && !starts_with(self->prefix_to, "https://")) {
+    if (self->prefix_to.length > 0 && !starts_with(self->prefix_to, "http://") &&
+        !starts_with(self->prefix_to, "https://")) {
         release(self);
         return hh_report(host, HH_ERR_CONFIG, "'url_prefix_to' must start with http:// or https://");
     }
@@ -201,7 +209,8 @@ static bool applies_to(const download_request_header_t *self, hh_string_t role) 
 }
 
 /* [thread-safe]: reads only what create built. */
-static hh_status_t header_convert(void *instance, const hh_download_request_t *request, const hh_download_request_editor_t *editor) {
+static hh_status_t header_convert(void *instance, const hh_download_request_t *request,
+                                  const hh_download_request_editor_t *editor) {
     const download_request_header_t *self = instance;
     size_t i;
     if (!self || !request || !editor) {
@@ -242,6 +251,7 @@ static const hh_download_request_v1_t header_api = {
     .convert = header_convert,
 };
 
-HH_SINGLE_PLUGIN_LIBRARY("download-request-header", "Download request header",
-                         "Adds configured headers to the prefetch engine's file requests and optionally rewrites a URL prefix.",
-                         "1.0.0", HH_KIND_DOWNLOAD_REQUEST, &header_api, header_create, header_destroy);
+HH_SINGLE_PLUGIN_LIBRARY(
+    "download-request-header", "Download request header",
+    "Adds configured headers to the prefetch engine's file requests and optionally rewrites a URL prefix.",
+    "1.0.0", HH_KIND_DOWNLOAD_REQUEST, &header_api, header_create, header_destroy);

@@ -31,8 +31,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define FDC_PATH_MAX 4096
-#define FDC_FILE_MAX 65536
+#define FDC_PATH_MAX    4096
+#define FDC_FILE_MAX    65536
 #define FDC_MESSAGE_MAX 512
 
 typedef struct fixed_conditions {
@@ -40,13 +40,13 @@ typedef struct fixed_conditions {
     hh_device_conditions_t configured; /* from the config, checked at create */
     char file[FDC_PATH_MAX];           /* "" when no file is configured */
 
-    pthread_mutex_t lock;              /* guards everything below */
-    bool file_seen;                    /* the stat key below describes a file read before */
+    pthread_mutex_t lock; /* guards everything below */
+    bool file_seen;       /* the stat key below describes a file read before */
     struct timespec mtime;
     off_t size;
     ino_t inode;
-    hh_device_conditions_t current;    /* configured, overridden by the file */
-    char problem[FDC_MESSAGE_MAX];     /* "" or why the file was refused */
+    hh_device_conditions_t current; /* configured, overridden by the file */
+    char problem[FDC_MESSAGE_MAX];  /* "" or why the file was refused */
 } fixed_conditions_t;
 
 /* ---- values ----------------------------------------------------------------------------- */
@@ -140,7 +140,8 @@ static bool apply(hh_device_conditions_t *c, const char *key, const char *text, 
         }
         snprintf(why, why_size, "free_bytes '%s' is not a whole number of bytes, or unknown", text);
     } else {
-        snprintf(why, why_size, "unknown key '%s' (expected network, metered, battery_level, charging or free_bytes)", key);
+        snprintf(why, why_size,
+                 "unknown key '%s' (expected network, metered, battery_level, charging or free_bytes)", key);
     }
     return false;
 }
@@ -160,7 +161,8 @@ static char *trim(char *s) {
 }
 
 /* Parses `text` (NUL-terminated, modified) over `base` into *out; false with `why` on a bad line. */
-static bool parse_file(char *text, const hh_device_conditions_t *base, hh_device_conditions_t *out, char *why, size_t why_size) {
+static bool parse_file(char *text, const hh_device_conditions_t *base, hh_device_conditions_t *out, char *why,
+                       size_t why_size) {
     hh_device_conditions_t c = *base;
     int line_number = 0;
     char *line = text;
@@ -215,8 +217,8 @@ static void refresh(fixed_conditions_t *self) {
         }
         return;
     }
-    if (self->file_seen && st.st_mtim.tv_sec == self->mtime.tv_sec && st.st_mtim.tv_nsec == self->mtime.tv_nsec &&
-        st.st_size == self->size && st.st_ino == self->inode) {
+    if (self->file_seen && st.st_mtim.tv_sec == self->mtime.tv_sec &&
+        st.st_mtim.tv_nsec == self->mtime.tv_nsec && st.st_size == self->size && st.st_ino == self->inode) {
         return; /* unchanged: keep what it said */
     }
     self->file_seen = true;
@@ -224,7 +226,8 @@ static void refresh(fixed_conditions_t *self) {
     self->size = st.st_size;
     self->inode = st.st_ino;
     if (st.st_size > FDC_FILE_MAX) {
-        snprintf(self->problem, sizeof self->problem, "it is %lld bytes; at most %d", (long long)st.st_size, FDC_FILE_MAX);
+        snprintf(self->problem, sizeof self->problem, "it is %lld bytes; at most %d", (long long)st.st_size,
+                 FDC_FILE_MAX);
         return;
     }
     file = fopen(self->file, "r");
@@ -260,7 +263,8 @@ static bool config_text(const hh_host_t *host, const char *key, char *out, size_
     if (host->config_get(host, key, &value) != HH_OK || value.type != HH_VALUE_STRING) {
         return false;
     }
-    if (value.of.string.length >= size || (value.of.string.length > 0 && memchr(value.of.string.data, '\0', value.of.string.length))) {
+    if (value.of.string.length >= size ||
+        (value.of.string.length > 0 && memchr(value.of.string.data, '\0', value.of.string.length))) {
         return false;
     }
     if (value.of.string.length > 0) {
@@ -282,7 +286,8 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     static const char *const string_keys[] = {"network", "charging"};
     size_t i;
     for (i = 0; i < sizeof string_keys / sizeof string_keys[0]; i++) {
-        if (config_text(host, string_keys[i], text, sizeof text) && !apply(&c, string_keys[i], text, why, sizeof why)) {
+        if (config_text(host, string_keys[i], text, sizeof text) &&
+            !apply(&c, string_keys[i], text, why, sizeof why)) {
             return hh_report(host, HH_ERR_CONFIG, "%s", why);
         }
     }
@@ -290,16 +295,21 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
         c.metered = value.of.boolean;
     }
     if (host->config_get(host, "battery_level", &value) == HH_OK) {
-        double level = value.type == HH_VALUE_DOUBLE ? value.of.real : value.type == HH_VALUE_INT64 ? (double)value.of.int64 : -1.0;
+        double level = value.type == HH_VALUE_DOUBLE  ? value.of.real
+                       : value.type == HH_VALUE_INT64 ? (double)value.of.int64
+                                                      : -1.0;
         if (!valid_level(level)) {
-            return hh_report(host, HH_ERR_CONFIG, "'battery_level' must be a number within 0...1 (leave it out: no battery)");
+            return hh_report(host, HH_ERR_CONFIG,
+                             "'battery_level' must be a number within 0...1 (leave it out: no battery)");
         }
         c.has_battery = true;
         c.battery_level = level;
     }
     if (host->config_get(host, "free_bytes", &value) == HH_OK) {
         if (value.type != HH_VALUE_INT64 || value.of.int64 < 0) {
-            return hh_report(host, HH_ERR_CONFIG, "'free_bytes' must be a whole number of bytes, at least 0 (leave it out: unknown)");
+            return hh_report(
+                host, HH_ERR_CONFIG,
+                "'free_bytes' must be a whole number of bytes, at least 0 (leave it out: unknown)");
         }
         c.has_free_bytes = true;
         c.free_bytes = (uint64_t)value.of.int64;
@@ -312,8 +322,9 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     self->configured = c;
     self->current = c;
     if (config_text(host, "file", text, sizeof text) && text[0] != '\0') {
-        int written = text[0] == '/' ? snprintf(self->file, sizeof self->file, "%s", text)
-                                     : snprintf(self->file, sizeof self->file, "%s/%s", host->data_directory, text);
+        int written = text[0] == '/'
+                          ? snprintf(self->file, sizeof self->file, "%s", text)
+                          : snprintf(self->file, sizeof self->file, "%s/%s", host->data_directory, text);
         if (written < 0 || (size_t)written >= sizeof self->file) {
             free(self);
             return hh_report(host, HH_ERR_CONFIG, "'file' is too long a path");
@@ -336,7 +347,8 @@ static void fixed_destroy(void *instance) {
 }
 
 /* [thread-safe]: the file's state is behind the instance's mutex. */
-static hh_status_t fixed_read_conditions(void *instance, const char *data_directory, hh_device_conditions_t *out) {
+static hh_status_t fixed_read_conditions(void *instance, const char *data_directory,
+                                         hh_device_conditions_t *out) {
     fixed_conditions_t *self = instance;
     char problem[FDC_MESSAGE_MAX];
     if (!self || !data_directory || !out) {
@@ -362,5 +374,6 @@ static const hh_device_conditions_v1_t fixed_api = {
 };
 
 HH_SINGLE_PLUGIN_LIBRARY("fixed-device-conditions", "Fixed device conditions",
-                         "Answers the network, battery and free space from its configuration and a file it re-reads when it changes.",
+                         "Answers the network, battery and free space from its configuration and a file it "
+                         "re-reads when it changes.",
                          "1.0.0", HH_KIND_DEVICE_CONDITIONS, &fixed_api, fixed_create, fixed_destroy);

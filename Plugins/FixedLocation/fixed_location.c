@@ -10,7 +10,7 @@
 #include <string.h>
 
 typedef struct fixed_location {
-    hh_location_t answer;  /* strings point into config memory, valid for the instance's life */
+    hh_location_t answer; /* strings point into config memory, valid for the instance's life */
 } fixed_location_t;
 
 static bool config_double(const hh_host_t *host, const char *key, double *out) {
@@ -37,9 +37,10 @@ static hh_status_t fixed_create(const hh_host_t *host, void **out_instance) {
     if (has_latitude != has_longitude) {
         return hh_report(host, HH_ERR_CONFIG, "set both 'latitude' and 'longitude', or neither");
     }
-    if (has_latitude && (answer.latitude < -90.0 || answer.latitude > 90.0 ||
-                         answer.longitude < -180.0 || answer.longitude > 180.0)) {
-        return hh_report(host, HH_ERR_CONFIG, "'latitude' must be within -90..90 and 'longitude' within -180..180 (not %g, %g)",
+    if (has_latitude && (answer.latitude < -90.0 || answer.latitude > 90.0 || answer.longitude < -180.0 ||
+                         answer.longitude > 180.0)) {
+        return hh_report(host, HH_ERR_CONFIG,
+                         "'latitude' must be within -90..90 and 'longitude' within -180..180 (not %g, %g)",
                          answer.latitude, answer.longitude);
     }
     answer.has_coordinates = has_latitude;
@@ -74,10 +75,9 @@ static hh_status_t fixed_get_location(void *instance, hh_location_t *out) {
 }
 
 static const hh_location_v1_t fixed_api = {
-    .get_location = fixed_get_location,
-    .release_location = NULL, /* strings live as long as the instance */
+    .get_location = fixed_get_location, .release_location = NULL, /* strings live as long as the instance */
 };
 
 HH_SINGLE_PLUGIN_LIBRARY("fixed-location", "Fixed location",
-                         "Answers with the coordinates and/or location id from its configuration.", "1.0.0", HH_KIND_LOCATION,
-                         &fixed_api, fixed_create, fixed_destroy);
+                         "Answers with the coordinates and/or location id from its configuration.", "1.0.0",
+                         HH_KIND_LOCATION, &fixed_api, fixed_create, fixed_destroy);

@@ -34,7 +34,7 @@
 typedef struct http_provider {
     const hh_host_t *host;
     const hh_host_http_v1_t *http;
-    char base[URL_MAX];     /* db_service_url without a trailing slash */
+    char base[URL_MAX]; /* db_service_url without a trailing slash */
     uint64_t chunk_size;
     uint32_t timeout_ms;
 } http_provider_t;
@@ -48,34 +48,41 @@ static hh_status_t http_provider_create(const hh_host_t *host, void **out_instan
     char base[URL_MAX] = "";
     if (host->config_get(host, "db_service_url", &value) == HH_OK && value.type == HH_VALUE_STRING) {
         if (value.of.string.length >= sizeof base) {
-            return hh_report(host, HH_ERR_CONFIG, "'db_service_url' is too long (%zu bytes, at most %zu)", value.of.string.length,
-                             sizeof base - 1);
+            return hh_report(host, HH_ERR_CONFIG, "'db_service_url' is too long (%zu bytes, at most %zu)",
+                             value.of.string.length, sizeof base - 1);
         }
         memcpy(base, value.of.string.data, value.of.string.length);
         base[value.of.string.length] = '\0';
     }
     if (base[0] == '\0') {
         return hh_report(host, HH_ERR_CONFIG,
-                         "'db_service_url' is empty: set it in the instance config or set hub.db_service_url in plugins.yaml");
+                         "'db_service_url' is empty: set it in the instance config or set hub.db_service_url "
+                         "in plugins.yaml");
     }
     if (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0) {
-        return hh_report(host, HH_ERR_CONFIG, "'db_service_url' must be an http:// or https:// URL, not '%s'", base);
+        return hh_report(host, HH_ERR_CONFIG, "'db_service_url' must be an http:// or https:// URL, not '%s'",
+                         base);
     }
     size_t length = strlen(base);
-    while (length > 0 && base[length - 1] == '/') base[--length] = '\0';
+    while (length > 0 && base[length - 1] == '/')
+        base[--length] = '\0';
 
     int64_t chunk = 256 * 1024;
     if (host->config_get(host, "chunk_size", &value) == HH_OK) {
         if (value.type != HH_VALUE_INT64 || value.of.int64 < 1 || value.of.int64 > (int64_t)1 << 30) {
-            return hh_report(host, HH_ERR_CONFIG, "'chunk_size' must be a whole number of bytes from 1 to 1073741824");
+            return hh_report(host, HH_ERR_CONFIG,
+                             "'chunk_size' must be a whole number of bytes from 1 to 1073741824");
         }
         chunk = value.of.int64;
     }
     double timeout = 30;
     if (host->config_get(host, "request_timeout", &value) == HH_OK) {
-        if (value.type == HH_VALUE_DOUBLE) timeout = value.of.real;
-        else if (value.type == HH_VALUE_INT64) timeout = (double)value.of.int64;
-        else timeout = -1;
+        if (value.type == HH_VALUE_DOUBLE)
+            timeout = value.of.real;
+        else if (value.type == HH_VALUE_INT64)
+            timeout = (double)value.of.int64;
+        else
+            timeout = -1;
         if (timeout <= 0) {
             return hh_report(host, HH_ERR_CONFIG, "'request_timeout' must be a positive duration");
         }
@@ -114,16 +121,21 @@ static bool header_value(const hh_http_response_t *response, const char *name, c
 
 /* Parses "bytes START-END/TOTAL" (TOTAL may be "*": then *total is 0). */
 static bool parse_content_range(const char *text, uint64_t *start, uint64_t *end, uint64_t *total) {
-    while (*text == ' ') text++;
-    if (strncasecmp(text, "bytes", 5) != 0) return false;
+    while (*text == ' ')
+        text++;
+    if (strncasecmp(text, "bytes", 5) != 0)
+        return false;
     text += 5;
-    while (*text == ' ') text++;
+    while (*text == ' ')
+        text++;
     char *after = NULL;
     unsigned long long a = strtoull(text, &after, 10);
-    if (after == text || *after != '-') return false;
+    if (after == text || *after != '-')
+        return false;
     text = after + 1;
     unsigned long long b = strtoull(text, &after, 10);
-    if (after == text || *after != '/' || b < a) return false;
+    if (after == text || *after != '/' || b < a)
+        return false;
     text = after + 1;
     *start = a;
     *end = b;
@@ -132,14 +144,16 @@ static bool parse_content_range(const char *text, uint64_t *start, uint64_t *end
         return true;
     }
     unsigned long long t = strtoull(text, &after, 10);
-    if (after == text || t <= b) return false;
+    if (after == text || t <= b)
+        return false;
     *total = t;
     return true;
 }
 
 /* One request; on HH_OK *response is filled and must be released (after a failure there is nothing
  * to release). Transport failures are reported. */
-static hh_status_t request(http_provider_t *self, const char *url, const char *range, hh_http_response_t *response) {
+static hh_status_t request(http_provider_t *self, const char *url, const char *range,
+                           hh_http_response_t *response) {
     hh_http_header_t header;
     hh_http_request_t req;
     memset(&req, 0, sizeof req);
@@ -154,9 +168,11 @@ static hh_status_t request(http_provider_t *self, const char *url, const char *r
     }
     memset(response, 0, sizeof *response);
     hh_status_t status = self->http->fetch(self->host, &req, response);
-    if (status == HH_OK) return HH_OK;
+    if (status == HH_OK)
+        return HH_OK;
     if (status == HH_ERR_UNSUPPORTED) {
-        return hh_report(self->host, HH_ERR_IO, "%s: the content service's host is not in this instance's http_allow", url);
+        return hh_report(self->host, HH_ERR_IO,
+                         "%s: the content service's host is not in this instance's http_allow", url);
     }
     if (status == HH_ERR_TIMEOUT) {
         return hh_report(self->host, HH_ERR_TIMEOUT, "%s: the content service did not answer in time", url);
@@ -166,7 +182,8 @@ static hh_status_t request(http_provider_t *self, const char *url, const char *r
 
 /* Maps a non-2xx answer to a status, reporting the URL and the HTTP status. */
 static hh_status_t refuse(http_provider_t *self, const char *url, int32_t code) {
-    return hh_report(self->host, code == 404 ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s answered HTTP %d", url, (int)code);
+    return hh_report(self->host, code == 404 ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s answered HTTP %d", url,
+                     (int)code);
 }
 
 /* The bundle's size from the metadata document (0 when unknown). */
@@ -174,7 +191,8 @@ static uint64_t metadata_size(http_provider_t *self, const char *query) {
     char url[URL_MAX + 16];
     snprintf(url, sizeof url, "%s/metadata%s%s", self->base, query ? "?" : "", query ? query : "");
     hh_http_response_t response;
-    if (request(self, url, NULL, &response) != HH_OK) return 0;
+    if (request(self, url, NULL, &response) != HH_OK)
+        return 0;
     uint64_t size = 0;
     if (response.status_code >= 200 && response.status_code < 300) {
         char *text = malloc(response.body_length + 1);
@@ -182,7 +200,8 @@ static uint64_t metadata_size(http_provider_t *self, const char *query) {
             memcpy(text, response.body, response.body_length);
             text[response.body_length] = '\0';
             double value = 0;
-            if (hh_json_number(text, "size", &value) && value > 0) size = (uint64_t)value;
+            if (hh_json_number(text, "size", &value) && value > 0)
+                size = (uint64_t)value;
             free(text);
         }
     }
@@ -194,19 +213,22 @@ static uint64_t metadata_size(http_provider_t *self, const char *query) {
 static hh_status_t fetch_whole(http_provider_t *self, const char *url, const hh_content_sink_t *sink) {
     hh_http_response_t response;
     hh_status_t status = request(self, url, NULL, &response);
-    if (status != HH_OK) return status;
+    if (status != HH_OK)
+        return status;
     if (response.status_code < 200 || response.status_code > 299) {
         status = refuse(self, url, response.status_code);
     } else {
         status = sink->write(sink, response.body, response.body_length);
-        if (status == HH_OK && sink->progress) sink->progress(sink, response.body_length, response.body_length);
+        if (status == HH_OK && sink->progress)
+            sink->progress(sink, response.body_length, response.body_length);
     }
     self->http->release(self->host, &response);
     return status;
 }
 
 /* The bundle in Range chunks, with progress after each. */
-static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const char *query, const hh_content_sink_t *sink) {
+static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const char *query,
+                                 const hh_content_sink_t *sink) {
     uint64_t done = 0, total = 0;
     bool asked_metadata = false;
     /* Bounded: each round either finishes or moves `done` forward by at least one byte, and
@@ -220,23 +242,26 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
                  (unsigned long long)(done + self->chunk_size - 1));
         hh_http_response_t response;
         hh_status_t status = request(self, url, range, &response);
-        if (status != HH_OK) return status;
+        if (status != HH_OK)
+            return status;
         int32_t code = response.status_code;
         if (code == 416 && done > 0 && total == 0) {
             /* Asked past the end of a body of unknown size: that was all of it. */
             self->http->release(self->host, &response);
-            if (sink->progress) sink->progress(sink, done, done);
+            if (sink->progress)
+                sink->progress(sink, done, done);
             return HH_OK;
         }
         if (code == 200) {
             /* The server ignored Range: the body is the whole resource. */
             if (done > 0) {
                 self->http->release(self->host, &response);
-                return hh_report(self->host, HH_ERR_IO, "%s answered 200 to a Range request after %llu bytes", url,
-                                 (unsigned long long)done);
+                return hh_report(self->host, HH_ERR_IO, "%s answered 200 to a Range request after %llu bytes",
+                                 url, (unsigned long long)done);
             }
             status = sink->write(sink, response.body, response.body_length);
-            if (status == HH_OK && sink->progress) sink->progress(sink, response.body_length, response.body_length);
+            if (status == HH_OK && sink->progress)
+                sink->progress(sink, response.body_length, response.body_length);
             self->http->release(self->host, &response);
             return status;
         }
@@ -247,42 +272,54 @@ static hh_status_t fetch_chunked(http_provider_t *self, const char *url, const c
         }
         char text[128];
         uint64_t start = 0, end = 0, whole = 0;
-        if (!header_value(&response, "Content-Range", text, sizeof text) || !parse_content_range(text, &start, &end, &whole) ||
-            start != done || end - start + 1 != response.body_length || response.body_length == 0) {
+        if (!header_value(&response, "Content-Range", text, sizeof text) ||
+            !parse_content_range(text, &start, &end, &whole) || start != done ||
+            end - start + 1 != response.body_length || response.body_length == 0) {
             self->http->release(self->host, &response);
-            return hh_report(self->host, HH_ERR_IO, "%s answered 206 without a Content-Range matching bytes %llu- and its body", url,
+            return hh_report(self->host, HH_ERR_IO,
+                             "%s answered 206 without a Content-Range matching bytes %llu- and its body", url,
                              (unsigned long long)done);
         }
-        if (whole > 0) total = whole;
+        if (whole > 0)
+            total = whole;
         if (total == 0 && !asked_metadata) {
             asked_metadata = true;
             total = metadata_size(self, query);
         }
         status = sink->write(sink, response.body, response.body_length);
         self->http->release(self->host, &response);
-        if (status != HH_OK) return status;
+        if (status != HH_OK)
+            return status;
         done += end - start + 1;
-        if (sink->progress) sink->progress(sink, done, total);
-        if (total > 0 && done >= total) return HH_OK;
-        if (total == 0 && end - start + 1 < self->chunk_size) return HH_OK; /* a short chunk: the end */
+        if (sink->progress)
+            sink->progress(sink, done, total);
+        if (total > 0 && done >= total)
+            return HH_OK;
+        if (total == 0 && end - start + 1 < self->chunk_size)
+            return HH_OK; /* a short chunk: the end */
     }
     return hh_report(self->host, HH_ERR_IO, "the download did not end");
 }
 
 static hh_status_t http_provider_fetch(void *instance, const char *resource, const hh_content_sink_t *sink) {
     http_provider_t *self = instance;
-    if (!resource || !sink || !sink->write) return HH_ERR_INVALID_ARGUMENT;
+    if (!resource || !sink || !sink->write)
+        return HH_ERR_INVALID_ARGUMENT;
     const char *mark = strchr(resource, '?');
     size_t name_length = mark ? (size_t)(mark - resource) : strlen(resource);
     const char *query = mark && mark[1] ? mark + 1 : NULL;
-    static const char *const names[] = {HH_CONTENT_RESOURCE_SETTINGS, HH_CONTENT_RESOURCE_METADATA, HH_CONTENT_RESOURCE_BUNDLE,
-                                        "prefetch/register", "prefetch/catalog", "prefetch/items"};
+    static const char *const names[] = {HH_CONTENT_RESOURCE_SETTINGS, HH_CONTENT_RESOURCE_METADATA,
+                                        HH_CONTENT_RESOURCE_BUNDLE,   "prefetch/register",
+                                        "prefetch/catalog",           "prefetch/items"};
     const char *name = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i]) == name_length && strncmp(resource, names[i], name_length) == 0) name = names[i];
+        if (strlen(names[i]) == name_length && strncmp(resource, names[i], name_length) == 0)
+            name = names[i];
     }
     if (!name) {
-        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%.*s': expected settings, metadata, bundle, prefetch/register, prefetch/catalog or prefetch/items",
+        return hh_report(self->host, HH_ERR_NOT_FOUND,
+                         "unknown resource '%.*s': expected settings, metadata, bundle, prefetch/register, "
+                         "prefetch/catalog or prefetch/items",
                          (int)(name_length > 64 ? 64 : name_length), resource);
     }
     if (query && strlen(query) > URL_MAX / 2) {
@@ -293,7 +330,8 @@ static hh_status_t http_provider_fetch(void *instance, const char *resource, con
     }
     char url[URL_MAX * 2];
     snprintf(url, sizeof url, "%s/%s%s%s", self->base, name, query ? "?" : "", query ? query : "");
-    if (name == names[2]) return fetch_chunked(self, url, query, sink);
+    if (name == names[2])
+        return fetch_chunked(self, url, query, sink);
     return fetch_whole(self, url, sink);
 }
 
@@ -302,5 +340,7 @@ static const hh_content_provider_v1_t http_provider_api = {
 };
 
 HH_SINGLE_PLUGIN_LIBRARY("http-content-provider", "HTTP content provider",
-                         "Fetches the Content Hub's settings, metadata and bundle from a content service over HTTP(S), in Range chunks.",
-                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &http_provider_api, http_provider_create, http_provider_destroy);
+                         "Fetches the Content Hub's settings, metadata and bundle from a content service "
+                         "over HTTP(S), in Range chunks.",
+                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &http_provider_api, http_provider_create,
+                         http_provider_destroy);

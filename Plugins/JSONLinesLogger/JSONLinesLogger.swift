@@ -8,7 +8,7 @@ import HubHostABI
 import HubHostPluginSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private final class JSONLinesLogger {
@@ -117,7 +117,8 @@ private func name(_ names: [String], _ level: Int32) -> String {
     level >= 0 && Int(level) < names.count ? names[Int(level)] : "unknown"
 }
 
-private let createInstance: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> hh_status_t = { host, out in
+private let createInstance: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> hh_status_t = {
+    host, out in
     guard let host, let out else { return HH_ERR_INVALID_ARGUMENT }
     var path = "logs/hubhost.jsonl"
     if let configured = host.configString("path") { path = configured }
@@ -155,7 +156,10 @@ private let logRecord: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<h
     let r = record.pointee
     var line: [UInt8] = []
     line.reserveCapacity(160 + r.message.length)
-    line.append(contentsOf: Array("{\"time\":\"\(isoTime(r.time_ms))\",\"time_ms\":\(r.time_ms),\"severity\":\"\(name(severityNames, r.severity))\",\"verbosity\":\"\(name(verbosityNames, r.verbosity))\",\"source\":".utf8))
+    line.append(
+        contentsOf: Array(
+            "{\"time\":\"\(isoTime(r.time_ms))\",\"time_ms\":\(r.time_ms),\"severity\":\"\(name(severityNames, r.severity))\",\"verbosity\":\"\(name(verbosityNames, r.verbosity))\",\"source\":"
+                .utf8))
     jsonEscaped(buffer(r.source), into: &line)
     line.append(contentsOf: Array(",\"message\":".utf8))
     jsonEscaped(buffer(r.message), into: &line)
@@ -164,12 +168,14 @@ private let logRecord: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<h
 }
 
 // The library table is made once, on first use, and never changed; the host only reads it.
-nonisolated(unsafe) private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
-    id: "jsonl-logger", name: "JSON-lines file logger",
-    description: "Appends one JSON object per log record to a file, rotating by size.",
-    version: "1.0.0", kind: HH_KIND_LOGGING,
-    kindAPI: SwiftPluginLibrary.table(hh_logging_v1_t(log: logRecord, flush: nil)),  // every write goes straight to the file
-    create: createInstance, destroy: destroyInstance)])
+nonisolated(unsafe) private let library = SwiftPluginLibrary.make([
+    SwiftPluginSpec(
+        id: "jsonl-logger", name: "JSON-lines file logger",
+        description: "Appends one JSON object per log record to a file, rotating by size.",
+        version: "1.0.0", kind: HH_KIND_LOGGING,
+        kindAPI: SwiftPluginLibrary.table(hh_logging_v1_t(log: logRecord, flush: nil)),  // every write goes straight to the file
+        create: createInstance, destroy: destroyInstance)
+])
 
 @_cdecl("hubhost_library_entry")
 public func hubhostLibraryEntry() -> UnsafePointer<hh_library_t> {

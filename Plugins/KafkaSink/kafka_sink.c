@@ -95,12 +95,15 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
 static void on_log(const rd_kafka_t *rk, int level, const char *facility, const char *text) {
     const kafka_sink_t *sink = rd_kafka_opaque(rk);
     char line[1024];
-    hh_severity_t severity = level <= 3 ? HH_SEVERITY_ERROR : level == 4 ? HH_SEVERITY_WARNING : HH_SEVERITY_INFO;
+    hh_severity_t severity = level <= 3   ? HH_SEVERITY_ERROR
+                             : level == 4 ? HH_SEVERITY_WARNING
+                                          : HH_SEVERITY_INFO;
     if (!sink || !sink->host) {
         return;
     }
     snprintf(line, sizeof line, "librdkafka %s: %s", facility, text);
-    sink->host->log(sink->host, severity, level >= 7 ? HH_VERBOSITY_INFO : HH_VERBOSITY_DEBUG, hh_string_from_cstr(line));
+    sink->host->log(sink->host, severity, level >= 7 ? HH_VERBOSITY_INFO : HH_VERBOSITY_DEBUG,
+                    hh_string_from_cstr(line));
 }
 
 /* Sets one producer setting; on failure reports it and returns false. */
@@ -135,8 +138,12 @@ static bool apply_client_settings(const hh_host_t *host, rd_kafka_conf_t *conf, 
             while (name_end > pair && (name_end[-1] == ' ' || name_end[-1] == '\t')) {
                 *--name_end = '\0';
             }
-            if (strcmp(pair, "enable.idempotence") == 0 || strcmp(pair, "acks") == 0 || strcmp(pair, "request.required.acks") == 0) {
-                hh_report(host, HH_ERR_CONFIG, "client_settings: %s cannot be changed (the sink relies on an idempotent producer with acks=all)", pair);
+            if (strcmp(pair, "enable.idempotence") == 0 || strcmp(pair, "acks") == 0 ||
+                strcmp(pair, "request.required.acks") == 0) {
+                hh_report(host, HH_ERR_CONFIG,
+                          "client_settings: %s cannot be changed (the sink relies on an idempotent producer "
+                          "with acks=all)",
+                          pair);
                 return false;
             }
             if (!set(host, conf, pair, equals + 1)) {
@@ -173,34 +180,41 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "topic is required");
     }
-    if (host->config_get(host, "compression", &timeout) == HH_OK && !hh_config_string_copy(host, "compression", compression, sizeof compression)) {
+    if (host->config_get(host, "compression", &timeout) == HH_OK &&
+        !hh_config_string_copy(host, "compression", compression, sizeof compression)) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "compression must be one of none, gzip, snappy, lz4, zstd");
     }
-    if (host->config_get(host, "client_settings", &timeout) == HH_OK && !hh_config_string_copy(host, "client_settings", settings, sizeof settings)) {
+    if (host->config_get(host, "client_settings", &timeout) == HH_OK &&
+        !hh_config_string_copy(host, "client_settings", settings, sizeof settings)) {
         free(sink);
-        return hh_report(host, HH_ERR_CONFIG, "client_settings must be a string of name=value pairs under 8 KiB");
+        return hh_report(host, HH_ERR_CONFIG,
+                         "client_settings must be a string of name=value pairs under 8 KiB");
     }
     snprintf(timeout_text, sizeof timeout_text, "30000");
     if (host->config_get(host, "message_timeout", &timeout) == HH_OK) {
         /* A number from outside: only a positive duration under a day is taken. */
         if (timeout.type != HH_VALUE_DOUBLE || !(timeout.of.real > 0 && timeout.of.real <= 86400)) {
             free(sink);
-            return hh_report(host, HH_ERR_CONFIG, "message_timeout must be a duration between 1 ms and 1 day");
+            return hh_report(host, HH_ERR_CONFIG,
+                             "message_timeout must be a duration between 1 ms and 1 day");
         }
-        snprintf(timeout_text, sizeof timeout_text, "%ld", (long)(timeout.of.real * 1000 < 1 ? 1 : timeout.of.real * 1000));
+        snprintf(timeout_text, sizeof timeout_text, "%ld",
+                 (long)(timeout.of.real * 1000 < 1 ? 1 : timeout.of.real * 1000));
     }
 
     conf = rd_kafka_conf_new();
     if (!set(host, conf, "bootstrap.servers", servers) || !set(host, conf, "enable.idempotence", "true") ||
         !set(host, conf, "acks", "all") || !set(host, conf, "compression.type", compression) ||
-        !set(host, conf, "message.timeout.ms", timeout_text) || !set(host, conf, "client.id", host->instance_id) ||
+        !set(host, conf, "message.timeout.ms", timeout_text) ||
+        !set(host, conf, "client.id", host->instance_id) ||
         /* Each deliver call waits for its batch's reports (the ABI answers per call), so nothing is
          * gained by lingering for more messages or by several requests in flight per broker; both
          * cost: with librdkafka's defaults (linger.ms=5, 5 in flight) a call of 1,000 events took
          * 42-50 ms against the mock cluster, with these 2-3.5 ms (a responses-held-back stall on
          * connections with more than one request in flight). client_settings may override them. */
-        !set(host, conf, "linger.ms", "0") || !set(host, conf, "max.in.flight.requests.per.connection", "1") ||
+        !set(host, conf, "linger.ms", "0") ||
+        !set(host, conf, "max.in.flight.requests.per.connection", "1") ||
         !apply_client_settings(host, conf, settings)) {
         rd_kafka_conf_destroy(conf);
         free(sink);
@@ -217,7 +231,8 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "cannot create the Kafka producer: %s", error);
     }
-    sink->topic_handle = rd_kafka_topic_new(sink->producer, sink->topic, NULL); /* NULL: no error, only slower */
+    sink->topic_handle =
+        rd_kafka_topic_new(sink->producer, sink->topic, NULL); /* NULL: no error, only slower */
     *out_instance = sink;
     return HH_OK;
 }
@@ -251,16 +266,18 @@ static rd_kafka_resp_err_t produce(kafka_sink_t *sink, const hh_sink_event_t *ev
                              : event->anonymous_id.length > 0 ? &event->anonymous_id
                                                               : NULL;
     snprintf(type_code, sizeof type_code, "%d", (int)event->type_code);
-    return rd_kafka_producev(sink->producer, RD_KAFKA_V_TOPIC(sink->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+    return rd_kafka_producev(sink->producer, RD_KAFKA_V_TOPIC(sink->topic),
+                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                              RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
                              RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
-                             RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data, (ssize_t)event->idempotency_key.length),
+                             RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
+                                               (ssize_t)event->idempotency_key.length),
                              RD_KAFKA_V_HEADER("event-type-code", type_code, (ssize_t)strlen(type_code)),
                              RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
 }
 
-static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, size_t count, hh_sink_answer_t *answers,
-                                 uint32_t timeout_ms) {
+static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, size_t count,
+                                 hh_sink_answer_t *answers, uint32_t timeout_ms) {
     kafka_sink_t *sink = instance;
     uint64_t deadline;
     size_t produced = 0;
@@ -272,10 +289,12 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         /* The events it held were answered "retry" already: start over with a new producer. */
         char error[512];
         rd_kafka_conf_t *copy = rd_kafka_conf_dup(sink->conf);
-        rd_kafka_t *fresh = rd_kafka_new(RD_KAFKA_PRODUCER, copy, error, sizeof error); /* takes `copy` on success */
+        rd_kafka_t *fresh =
+            rd_kafka_new(RD_KAFKA_PRODUCER, copy, error, sizeof error); /* takes `copy` on success */
         if (!fresh) {
             rd_kafka_conf_destroy(copy);
-            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "kafka: the producer failed and cannot be replaced: %s", error);
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE,
+                             "kafka: the producer failed and cannot be replaced: %s", error);
         }
         sink->host->log(sink->host, HH_SEVERITY_WARNING, HH_VERBOSITY_DEBUG,
                         hh_string_from_cstr("kafka: the producer hit a fatal error; a new one takes over"));
@@ -293,7 +312,8 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
     for (size_t i = 0; i < count; i++) {
         sink->slots[i].outcome = HH_SINK_RETRY;
         sink->slots[i].reported = false;
-        snprintf(sink->slots[i].reason, KAFKA_SINK_REASON_MAX, "kafka: not acknowledged within %u ms", (unsigned)timeout_ms);
+        snprintf(sink->slots[i].reason, KAFKA_SINK_REASON_MAX, "kafka: not acknowledged within %u ms",
+                 (unsigned)timeout_ms);
     }
     /* Hand every event to the producer in order (the order within a key is the order produced).
      * A full queue is waited out by serving reports, until the deadline: then the rest stays a retry. */
@@ -336,7 +356,8 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
     }
     for (size_t i = 0; i < count; i++) {
         answers[i].outcome = sink->slots[i].outcome;
-        answers[i].reason = hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
+        answers[i].reason =
+            hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
     }
     /* Reports still to come belong to this call's generation; the next call starts a new one. */
     return HH_OK;
@@ -344,5 +365,5 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
 
 static const hh_event_sink_v1_t kafka_api = {kafka_deliver};
 
-HH_SINGLE_PLUGIN_LIBRARY("kafka-sink", "Kafka sink", "Produces every event to a Kafka topic with librdkafka.", "1.0.0",
-                         HH_KIND_EVENT_SINK, &kafka_api, kafka_create, kafka_destroy);
+HH_SINGLE_PLUGIN_LIBRARY("kafka-sink", "Kafka sink", "Produces every event to a Kafka topic with librdkafka.",
+                         "1.0.0", HH_KIND_EVENT_SINK, &kafka_api, kafka_create, kafka_destroy);

@@ -33,7 +33,7 @@
 #define LDC_MAX_ENTRIES 256
 /* Lines read from the route table. */
 #define LDC_MAX_ROUTES 1024
-#define LDC_NAME_MAX 64
+#define LDC_NAME_MAX   64
 
 typedef struct linux_conditions {
     char power_supply[LDC_PATH_MAX];
@@ -135,9 +135,11 @@ static bool is_listed(const char *list, const char *name) {
     return written > 0 && (size_t)written < sizeof needle && strstr(list, needle) != NULL;
 }
 
-static void set_network(const linux_conditions_t *self, const char *name, int kind, hh_device_conditions_t *out) {
+static void set_network(const linux_conditions_t *self, const char *name, int kind,
+                        hh_device_conditions_t *out) {
     out->network = kind;
-    out->metered = (kind == HH_NETWORK_CELLULAR && self->cellular_metered) || is_listed(self->metered_interfaces, name);
+    out->metered =
+        (kind == HH_NETWORK_CELLULAR && self->cellular_metered) || is_listed(self->metered_interfaces, name);
 }
 
 /* The default route's interface with the lowest metric, into `name`; false when there is none. */
@@ -154,7 +156,8 @@ static bool default_route(const linux_conditions_t *self, char *name, size_t siz
     while (count++ < LDC_MAX_ROUTES && fgets(line, sizeof line, file)) {
         char iface[LDC_NAME_MAX];
         unsigned long destination, gateway, flags, refcnt, use, metric, mask;
-        if (sscanf(line, "%63s %lx %lx %lx %lu %lu %lu %lx", iface, &destination, &gateway, &flags, &refcnt, &use, &metric, &mask) != 8) {
+        if (sscanf(line, "%63s %lx %lx %lx %lu %lu %lu %lx", iface, &destination, &gateway, &flags, &refcnt,
+                   &use, &metric, &mask) != 8) {
             continue;
         }
         /* RTF_UP (0x1); destination and mask 0: the default route. */
@@ -244,7 +247,8 @@ static void read_power(const linux_conditions_t *self, hh_device_conditions_t *o
     while (count++ < LDC_MAX_ENTRIES && (entry = readdir(dir)) != NULL) {
         char type[64], text[64];
         unsigned long long flag = 0;
-        if (entry->d_name[0] == '.' || !read_entry(self->power_supply, entry->d_name, "type", type, sizeof type)) {
+        if (entry->d_name[0] == '.' ||
+            !read_entry(self->power_supply, entry->d_name, "type", type, sizeof type)) {
             continue;
         }
         if (strcmp(type, "Mains") == 0 || strcmp(type, "USB") == 0) {
@@ -258,7 +262,8 @@ static void read_power(const linux_conditions_t *self, hh_device_conditions_t *o
             continue;
         }
         /* A mouse's or a headset's battery does not power the system. */
-        if (read_entry(self->power_supply, entry->d_name, "scope", text, sizeof text) && strcmp(text, "Device") == 0) {
+        if (read_entry(self->power_supply, entry->d_name, "scope", text, sizeof text) &&
+            strcmp(text, "Device") == 0) {
             continue;
         }
         if (read_u64(self->power_supply, entry->d_name, "present", &flag) && flag == 0) {
@@ -330,7 +335,8 @@ static void read_free_bytes(const char *data_directory, hh_device_conditions_t *
 
 static bool config_path(const hh_host_t *host, const char *key, char *out, size_t size) {
     hh_value_t value;
-    if (host->config_get(host, key, &value) != HH_OK || value.type != HH_VALUE_STRING || value.of.string.length == 0) {
+    if (host->config_get(host, key, &value) != HH_OK || value.type != HH_VALUE_STRING ||
+        value.of.string.length == 0) {
         return false;
     }
     if (value.of.string.length >= size || memchr(value.of.string.data, '\0', value.of.string.length)) {
@@ -361,11 +367,13 @@ static hh_status_t linux_create(const hh_host_t *host, void **out_instance) {
     if (host->config_get(host, "cellular_metered", &value) == HH_OK && value.type == HH_VALUE_BOOL) {
         self->cellular_metered = value.of.boolean;
     }
-    if (host->config_get(host, "metered_interfaces", &value) == HH_OK && value.type == HH_VALUE_STRING && value.of.string.length > 0) {
+    if (host->config_get(host, "metered_interfaces", &value) == HH_OK && value.type == HH_VALUE_STRING &&
+        value.of.string.length > 0) {
         size_t i, n = 0;
         if (value.of.string.length >= sizeof list) {
             free(self);
-            return hh_report(host, HH_ERR_CONFIG, "'metered_interfaces' is longer than %zu bytes", sizeof list - 1);
+            return hh_report(host, HH_ERR_CONFIG, "'metered_interfaces' is longer than %zu bytes",
+                             sizeof list - 1);
         }
         for (i = 0; i < value.of.string.length; i++) { /* drop spaces: "usb0, wwan0" */
             if (value.of.string.data[i] != ' ') {
@@ -384,7 +392,8 @@ static void linux_destroy(void *instance) {
 }
 
 /* [thread-safe]: reads the instance's constant settings and the files afresh. */
-static hh_status_t linux_read_conditions(void *instance, const char *data_directory, hh_device_conditions_t *out) {
+static hh_status_t linux_read_conditions(void *instance, const char *data_directory,
+                                         hh_device_conditions_t *out) {
     const linux_conditions_t *self = instance;
     if (!self || !data_directory || !out) {
         return HH_ERR_INVALID_ARGUMENT;
@@ -400,5 +409,6 @@ static const hh_device_conditions_v1_t linux_api = {
 };
 
 HH_SINGLE_PLUGIN_LIBRARY("linux-device-conditions", "Linux device conditions",
-                         "Network, battery and free space from /proc/net/route, /sys/class/net, /sys/class/power_supply and statvfs.",
+                         "Network, battery and free space from /proc/net/route, /sys/class/net, "
+                         "/sys/class/power_supply and statvfs.",
                          "1.0.0", HH_KIND_DEVICE_CONDITIONS, &linux_api, linux_create, linux_destroy);

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define PATH_SIZE 4096
+#define PATH_SIZE  4096
 #define CHUNK_SIZE (256 * 1024)
 
 typedef struct local_provider {
@@ -31,11 +31,15 @@ typedef struct local_provider {
 
 static hh_status_t local_provider_create(const hh_host_t *host, void **out_instance) {
     hh_value_t value;
-    if (host->config_get(host, "path", &value) != HH_OK || value.type != HH_VALUE_STRING || value.of.string.length == 0) {
-        return hh_report(host, HH_ERR_CONFIG, "'path' is required: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file");
+    if (host->config_get(host, "path", &value) != HH_OK || value.type != HH_VALUE_STRING ||
+        value.of.string.length == 0) {
+        return hh_report(
+            host, HH_ERR_CONFIG,
+            "'path' is required: a folder with bundle.sqlite3 and bundle.sqlite3.json, or a bundle file");
     }
     if (value.of.string.length >= PATH_SIZE - 64) {
-        return hh_report(host, HH_ERR_CONFIG, "'path' is too long (%zu bytes, at most %d)", value.of.string.length, PATH_SIZE - 65);
+        return hh_report(host, HH_ERR_CONFIG, "'path' is too long (%zu bytes, at most %d)",
+                         value.of.string.length, PATH_SIZE - 65);
     }
     local_provider_t *self = calloc(1, sizeof *self);
     if (!self) {
@@ -62,16 +66,23 @@ static bool file_for(const local_provider_t *self, const char *name, char *out, 
     } else {
         snprintf(directory, sizeof directory, "%s", self->path);
         char *slash = strrchr(directory, '/');
-        if (slash) *slash = '\0'; else snprintf(directory, sizeof directory, ".");
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(directory, sizeof directory, ".");
     }
     if (strcmp(name, HH_CONTENT_RESOURCE_SETTINGS) == 0) {
         snprintf(out, size, "%s/settings.json", directory);
     } else if (strcmp(name, HH_CONTENT_RESOURCE_METADATA) == 0) {
-        if (folder) snprintf(out, size, "%s/bundle.sqlite3.json", self->path);
-        else snprintf(out, size, "%s.json", self->path);
+        if (folder)
+            snprintf(out, size, "%s/bundle.sqlite3.json", self->path);
+        else
+            snprintf(out, size, "%s.json", self->path);
     } else if (strcmp(name, HH_CONTENT_RESOURCE_BUNDLE) == 0) {
-        if (folder) snprintf(out, size, "%s/bundle.sqlite3", self->path);
-        else snprintf(out, size, "%s", self->path);
+        if (folder)
+            snprintf(out, size, "%s/bundle.sqlite3", self->path);
+        else
+            snprintf(out, size, "%s", self->path);
     } else {
         return false;
     }
@@ -80,26 +91,32 @@ static bool file_for(const local_provider_t *self, const char *name, char *out, 
 
 static hh_status_t local_provider_fetch(void *instance, const char *resource, const hh_content_sink_t *sink) {
     local_provider_t *self = instance;
-    if (!resource || !sink || !sink->write) return HH_ERR_INVALID_ARGUMENT;
+    if (!resource || !sink || !sink->write)
+        return HH_ERR_INVALID_ARGUMENT;
     char name[32];
     size_t length = strcspn(resource, "?");
     char file[PATH_SIZE + 64];
-    if (length >= sizeof name) length = sizeof name - 1;
+    if (length >= sizeof name)
+        length = sizeof name - 1;
     memcpy(name, resource, length);
     name[length] = '\0';
     struct stat where;
     if (stat(self->path, &where) != 0) {
         return hh_report(self->host, HH_ERR_NOT_FOUND,
-                         "%s: no such folder or bundle file (the 'path' config: a folder with bundle.sqlite3 and bundle.sqlite3.json, "
-                         "or a bundle file)", self->path);
+                         "%s: no such folder or bundle file (the 'path' config: a folder with bundle.sqlite3 "
+                         "and bundle.sqlite3.json, "
+                         "or a bundle file)",
+                         self->path);
     }
     if (!file_for(self, name, file, sizeof file)) {
-        return hh_report(self->host, HH_ERR_NOT_FOUND, "unknown resource '%s': expected settings, metadata or bundle", name);
+        return hh_report(self->host, HH_ERR_NOT_FOUND,
+                         "unknown resource '%s': expected settings, metadata or bundle", name);
     }
     FILE *input = fopen(file, "rb");
     if (!input) {
         int error = errno;
-        return hh_report(self->host, error == ENOENT ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s: %s", file, strerror(error));
+        return hh_report(self->host, error == ENOENT ? HH_ERR_NOT_FOUND : HH_ERR_IO, "%s: %s", file,
+                         strerror(error));
     }
     struct stat info;
     uint64_t total = fstat(fileno(input), &info) == 0 && S_ISREG(info.st_mode) ? (uint64_t)info.st_size : 0;
@@ -118,9 +135,11 @@ static hh_status_t local_provider_fetch(void *instance, const char *resource, co
         size_t n = fread(buffer, 1, CHUNK_SIZE, input);
         if (n > 0) {
             status = sink->write(sink, buffer, n);
-            if (status != HH_OK) break;
+            if (status != HH_OK)
+                break;
             done += n;
-            if (sink->progress) sink->progress(sink, done, total > done ? total : done);
+            if (sink->progress)
+                sink->progress(sink, done, total > done ? total : done);
         }
         if (n < CHUNK_SIZE) {
             if (ferror(input)) {
@@ -129,7 +148,8 @@ static hh_status_t local_provider_fetch(void *instance, const char *resource, co
             break;
         }
     }
-    if (status == HH_OK && done == 0 && sink->progress) sink->progress(sink, 0, 0);
+    if (status == HH_OK && done == 0 && sink->progress)
+        sink->progress(sink, 0, 0);
     free(buffer);
     fclose(input);
     return status;
@@ -140,5 +160,7 @@ static const hh_content_provider_v1_t local_provider_api = {
 };
 
 HH_SINGLE_PLUGIN_LIBRARY("local-content-provider", "Local content provider",
-                         "Reads the Content Hub's settings, metadata and bundle from a local folder or bundle file (for content authors).",
-                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &local_provider_api, local_provider_create, local_provider_destroy);
+                         "Reads the Content Hub's settings, metadata and bundle from a local folder or "
+                         "bundle file (for content authors).",
+                         "1.0.0", HH_KIND_CONTENT_PROVIDER, &local_provider_api, local_provider_create,
+                         local_provider_destroy);

@@ -85,7 +85,9 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *ack, jsPubAckErr *error, v
             } else {
                 slot->outcome = HH_SINK_RETRY;
                 snprintf(slot->reason, sizeof slot->reason, "nats: %s",
-                         error && error->ErrText ? error->ErrText : error ? natsStatus_GetText(error->Err) : "no ack");
+                         error && error->ErrText ? error->ErrText
+                         : error                 ? natsStatus_GetText(error->Err)
+                                                 : "no ack");
             }
         }
         pthread_mutex_unlock(&sink->lock);
@@ -174,7 +176,8 @@ static hh_status_t check_stream(nats_sink_t *sink) {
                  "nats: stream '%s' does not exist (create it, or set create_stream: true)", sink->stream);
         return HH_ERR_CONFIG;
     }
-    snprintf(sink->check_error, sizeof sink->check_error, "nats: cannot check stream '%s': %s (JetStream error %d)", sink->stream,
+    snprintf(sink->check_error, sizeof sink->check_error,
+             "nats: cannot check stream '%s': %s (JetStream error %d)", sink->stream,
              natsStatus_GetText(status), (int)code);
     return HH_ERR_UNAVAILABLE;
 }
@@ -192,11 +195,15 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
     sink->host = host;
     strcpy(sink->subject, "hubhost.events.{type}");
     strcpy(sink->stream, "HUBHOST_EVENTS");
-    if ((host->config_get(host, "url", &value) == HH_OK && !hh_config_string_copy(host, "url", url, sizeof url)) ||
-        (host->config_get(host, "subject", &value) == HH_OK && !hh_config_string_copy(host, "subject", sink->subject, sizeof sink->subject)) ||
-        (host->config_get(host, "stream", &value) == HH_OK && !hh_config_string_copy(host, "stream", sink->stream, sizeof sink->stream))) {
+    if ((host->config_get(host, "url", &value) == HH_OK &&
+         !hh_config_string_copy(host, "url", url, sizeof url)) ||
+        (host->config_get(host, "subject", &value) == HH_OK &&
+         !hh_config_string_copy(host, "subject", sink->subject, sizeof sink->subject)) ||
+        (host->config_get(host, "stream", &value) == HH_OK &&
+         !hh_config_string_copy(host, "stream", sink->stream, sizeof sink->stream))) {
         free(sink);
-        return hh_report(host, HH_ERR_CONFIG, "url, subject and stream must be strings (under 1 KiB, 512 and 256 bytes)");
+        return hh_report(host, HH_ERR_CONFIG,
+                         "url, subject and stream must be strings (under 1 KiB, 512 and 256 bytes)");
     }
     if (sink->subject[0] == '\0' || sink->stream[0] == '\0') {
         free(sink);
@@ -210,7 +217,8 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
         sink->create_stream = value.of.boolean;
     }
     pthread_mutex_init(&sink->lock, NULL);
-    if ((status = natsOptions_Create(&options)) != NATS_OK || (status = natsOptions_SetURL(options, url)) != NATS_OK ||
+    if ((status = natsOptions_Create(&options)) != NATS_OK ||
+        (status = natsOptions_SetURL(options, url)) != NATS_OK ||
         (status = natsOptions_SetAllowReconnect(options, true)) != NATS_OK ||
         (status = natsOptions_SetMaxReconnect(options, -1)) != NATS_OK ||
         (status = natsOptions_SetReconnectWait(options, 100)) != NATS_OK ||
@@ -240,7 +248,8 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "cannot open JetStream: %s", natsStatus_GetText(status));
     }
-    if (natsConnection_Status(sink->connection) == NATS_CONN_STATUS_CONNECTED && check_stream(sink) == HH_ERR_CONFIG) {
+    if (natsConnection_Status(sink->connection) == NATS_CONN_STATUS_CONNECTED &&
+        check_stream(sink) == HH_ERR_CONFIG) {
         /* The server answered and the stream is wrong: say so now rather than retry forever. */
         hh_status_t failed = hh_report(host, HH_ERR_CONFIG, "%s", sink->check_error);
         jsCtx_Destroy(sink->js);
@@ -287,8 +296,8 @@ static void nats_destroy(void *instance) {
     free(sink);
 }
 
-static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, size_t count, hh_sink_answer_t *answers,
-                                uint32_t timeout_ms) {
+static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, size_t count,
+                                hh_sink_answer_t *answers, uint32_t timeout_ms) {
     nats_sink_t *sink = instance;
     int64_t deadline;
     jsPubOptions options;
@@ -320,7 +329,8 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
         slot->index = i;
         slot->outcome = HH_SINK_RETRY;
         slot->acked = false;
-        snprintf(slot->reason, sizeof slot->reason, "nats: no publish ack within %u ms", (unsigned)timeout_ms);
+        snprintf(slot->reason, sizeof slot->reason, "nats: no publish ack within %u ms",
+                 (unsigned)timeout_ms);
         sink->by_key[i] = slot;
     }
     sink->count = count;
@@ -339,7 +349,8 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
         nats_slot_t *slot = &sink->slots[i];
         if (!subject_for(sink, (int)events[i].type_code, subject, sizeof subject)) {
             slot->outcome = HH_SINK_REJECTED;
-            snprintf(slot->reason, sizeof slot->reason, "nats: the subject for type %d is too long", (int)events[i].type_code);
+            snprintf(slot->reason, sizeof slot->reason, "nats: the subject for type %d is too long",
+                     (int)events[i].type_code);
             continue;
         }
         snprintf(type_code, sizeof type_code, "%d", (int)events[i].type_code);
@@ -386,7 +397,8 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
     }
     for (size_t i = 0; i < count; i++) {
         answers[i].outcome = sink->slots[i].outcome;
-        answers[i].reason = hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
+        answers[i].reason =
+            hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
     }
     /* Late acks must not touch the reasons the host is about to copy: detach the lookup table. */
     sink->count = 0;
@@ -396,5 +408,6 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
 
 static const hh_event_sink_v1_t nats_api = {nats_deliver};
 
-HH_SINGLE_PLUGIN_LIBRARY("nats-sink", "NATS JetStream sink", "Publishes every event to a JetStream stream with libnats.", "1.0.0",
+HH_SINGLE_PLUGIN_LIBRARY("nats-sink", "NATS JetStream sink",
+                         "Publishes every event to a JetStream stream with libnats.", "1.0.0",
                          HH_KIND_EVENT_SINK, &nats_api, nats_create, nats_destroy);

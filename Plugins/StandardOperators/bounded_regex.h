@@ -47,16 +47,16 @@ typedef enum {
 /* Why a pattern did not compile. */
 typedef enum {
     BRX_COMPILED = 0,
-    BRX_INVALID = 1,      /* ICU refuses it too */
-    BRX_UNSUPPORTED = 2,  /* ICU accepts it; this engine does not (or it is too large) */
+    BRX_INVALID = 1,     /* ICU refuses it too */
+    BRX_UNSUPPORTED = 2, /* ICU accepts it; this engine does not (or it is too large) */
     BRX_NO_MEMORY = 3,
 } brx_error_t;
 
 /* Compiles `pattern` (UTF-8, `length` bytes). Returns NULL with the reason in `*kind` and a
  * message in `error` (size `error_size`) when the pattern does not compile; a program over
  * `max_program` instructions is BRX_UNSUPPORTED. */
-bounded_regex_t *brx_compile(const char *pattern, size_t length, size_t max_program, brx_error_t *kind, char *error,
-                             size_t error_size);
+bounded_regex_t *brx_compile(const char *pattern, size_t length, size_t max_program, brx_error_t *kind,
+                             char *error, size_t error_size);
 
 /* Searches `text` for a match, spending at most `step_budget` VM steps. Thread-safe: a compiled
  * regex is read-only while matching. */

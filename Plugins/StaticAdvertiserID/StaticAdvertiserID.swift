@@ -10,7 +10,7 @@ import HubHostABI
 import HubHostPluginSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One configured instance. Immutable after create, so `advertiser_id` is thread-safe.
@@ -37,14 +37,16 @@ private func parseFlag(_ text: String) -> Bool? {
     }
 }
 
-private let createInstance: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> hh_status_t = { host, out in
+private let createInstance: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> hh_status_t = {
+    host, out in
     guard let host, let out else { return HH_ERR_INVALID_ARGUMENT }
     var limit = host.configBool("limit_ad_tracking") ?? false
     let limitVariable = host.configString("limit_ad_tracking_env")
     if let text = environment(limitVariable) {
         guard let flag = parseFlag(text) else {
-            host.reportError(HH_ERR_CONFIG,
-                        "environment variable \(limitVariable!)=\"\(text)\" is not a boolean (use true/false, 1/0, yes/no)")
+            host.reportError(
+                HH_ERR_CONFIG,
+                "environment variable \(limitVariable!)=\"\(text)\" is not a boolean (use true/false, 1/0, yes/no)")
             return HH_ERR_CONFIG
         }
         limit = flag
@@ -64,7 +66,8 @@ private let destroyInstance: @convention(c) (UnsafeMutableRawPointer?) -> Void =
     Unmanaged<StaticAdvertiserID>.fromOpaque(raw).release()
 }
 
-private let answer: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<Bool>?, UnsafePointer<hh_string_sink_t>?) -> hh_status_t = { raw, outLimit, sink in
+private let answer: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<Bool>?, UnsafePointer<hh_string_sink_t>?) -> hh_status_t = {
+    raw, outLimit, sink in
     guard let raw, let outLimit, let sink else { return HH_ERR_INVALID_ARGUMENT }
     let instance = Unmanaged<StaticAdvertiserID>.fromOpaque(raw).takeUnretainedValue()
     if instance.limitAdTracking {
@@ -78,12 +81,14 @@ private let answer: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePoint
 }
 
 // The library table is made once, on first use, and never changed; the host only reads it.
-nonisolated(unsafe) private let library = SwiftPluginLibrary.make([SwiftPluginSpec(
-    id: "static-advertiser-id", name: "Static advertiser ID",
-    description: "Answers with the advertiser ID and limit-ad-tracking flag from its config or environment.",
-    version: "1.0.0", kind: HH_KIND_ADVERTISER_ID,
-    kindAPI: SwiftPluginLibrary.table(hh_advertiser_id_v1_t(advertiser_id: answer)),
-    create: createInstance, destroy: destroyInstance)])
+nonisolated(unsafe) private let library = SwiftPluginLibrary.make([
+    SwiftPluginSpec(
+        id: "static-advertiser-id", name: "Static advertiser ID",
+        description: "Answers with the advertiser ID and limit-ad-tracking flag from its config or environment.",
+        version: "1.0.0", kind: HH_KIND_ADVERTISER_ID,
+        kindAPI: SwiftPluginLibrary.table(hh_advertiser_id_v1_t(advertiser_id: answer)),
+        create: createInstance, destroy: destroyInstance)
+])
 
 @_cdecl("hubhost_library_entry")
 public func hubhostLibraryEntry() -> UnsafePointer<hh_library_t> {

@@ -30,7 +30,8 @@ static hh_status_t uuid_create(const hh_host_t *host, void **out_instance) {
     if (host->config_get(host, "prefix", &value) == HH_OK && value.type == HH_VALUE_STRING) {
         if (value.of.string.length > 64) {
             free(self);
-            return hh_report(host, HH_ERR_CONFIG, "'prefix' is %zu bytes; at most 64 are allowed", (size_t)value.of.string.length);
+            return hh_report(host, HH_ERR_CONFIG, "'prefix' is %zu bytes; at most 64 are allowed",
+                             (size_t)value.of.string.length);
         }
         memcpy(self->prefix, value.of.string.data, value.of.string.length);
         self->prefix_length = value.of.string.length;

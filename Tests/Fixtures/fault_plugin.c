@@ -69,7 +69,7 @@ static const hh_plugin_descriptor_t *fixture_get_plugin(uint32_t index) {
 }
 
 static const hh_library_t fixture_library = {
-    .abi_version = { FAULT_ABI_MAJOR, 0, 0 },
+    .abi_version = {FAULT_ABI_MAJOR, 0, 0},
     .init = NULL,
     .deinit = NULL,
     .plugin_count = 1,

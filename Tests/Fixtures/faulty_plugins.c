@@ -108,7 +108,8 @@ static bool fixture_true(void *instance) {
     return true;
 }
 
-static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event, const hh_event_editor_t *editor) {
+static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event,
+                                   const hh_event_editor_t *editor) {
     (void)instance;
     (void)event;
     hh_status_t status = misbehave();
@@ -121,8 +122,8 @@ static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event,
     return editor->set_attribute(editor, hh_string_from_cstr("Fixture"), &value);
 }
 
-static hh_status_t fixture_compare(void *instance, const hh_value_t *event_value, const hh_value_t *trigger_value,
-                                   bool *out_result) {
+static hh_status_t fixture_compare(void *instance, const hh_value_t *event_value,
+                                   const hh_value_t *trigger_value, bool *out_result) {
     (void)instance;
     hh_status_t status = misbehave();
     if (status != HH_OK) {
@@ -177,7 +178,7 @@ static const hh_plugin_descriptor_t *fixture_get_plugin(uint32_t index) {
 }
 
 static const hh_library_t fixture_library = {
-    .abi_version = { FIXTURE_ABI_MAJOR, 0, 0 },
+    .abi_version = {FIXTURE_ABI_MAJOR, 0, 0},
     .init = NULL,
     .deinit = NULL,
     .plugin_count = 2,

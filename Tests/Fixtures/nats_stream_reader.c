@@ -23,18 +23,20 @@ int main(int argc, char **argv) {
     if ((status = natsConnection_ConnectTo(&connection, argv[1])) != NATS_OK ||
         (status = natsConnection_JetStream(&js, connection, NULL)) != NATS_OK ||
         (status = js_GetStreamInfo(&info, js, argv[2], NULL, &code)) != NATS_OK) {
-        fprintf(stderr, "cannot read stream %s at %s: %s (%d)\n", argv[2], argv[1], natsStatus_GetText(status), (int)code);
+        fprintf(stderr, "cannot read stream %s at %s: %s (%d)\n", argv[2], argv[1],
+                natsStatus_GetText(status), (int)code);
         return 1;
     }
-    for (uint64_t sequence = info->State.FirstSeq; sequence > 0 && sequence <= info->State.LastSeq; sequence++) {
+    for (uint64_t sequence = info->State.FirstSeq; sequence > 0 && sequence <= info->State.LastSeq;
+         sequence++) {
         natsMsg *msg = NULL;
         const char *id = "";
         if (js_GetMsg(&msg, js, argv[2], sequence, NULL, &code) != NATS_OK) {
             continue; /* deleted */
         }
         natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
-        printf("%llu\t%s\t%s\t%.*s\n", (unsigned long long)sequence, id ? id : "", natsMsg_GetSubject(msg), natsMsg_GetDataLength(msg),
-               natsMsg_GetData(msg));
+        printf("%llu\t%s\t%s\t%.*s\n", (unsigned long long)sequence, id ? id : "", natsMsg_GetSubject(msg),
+               natsMsg_GetDataLength(msg), natsMsg_GetData(msg));
         natsMsg_Destroy(msg);
     }
     jsStreamInfo_Destroy(info);

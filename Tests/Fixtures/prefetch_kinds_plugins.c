@@ -51,7 +51,8 @@ static hh_status_t fixture_create(const hh_host_t *host, void **out_instance) {
     }
     self->host = host;
     strcpy(self->mode, "good");
-    if (host->config_get(host, "mode", &value) == HH_OK && value.type == HH_VALUE_STRING && value.of.string.length < sizeof self->mode) {
+    if (host->config_get(host, "mode", &value) == HH_OK && value.type == HH_VALUE_STRING &&
+        value.of.string.length < sizeof self->mode) {
         memcpy(self->mode, value.of.string.data, value.of.string.length);
         self->mode[value.of.string.length] = '\0';
     }
@@ -94,7 +95,8 @@ static void set(const hh_download_request_editor_t *editor, const char *name, co
     editor->set_header(editor->editor_data, hh_string_from_cstr(name), hh_string_from_cstr(value));
 }
 
-static hh_status_t request_convert(void *instance, const hh_download_request_t *request, const hh_download_request_editor_t *editor) {
+static hh_status_t request_convert(void *instance, const hh_download_request_t *request,
+                                   const hh_download_request_editor_t *editor) {
     const fixture_t *self = instance;
     char url[512];
     char role[64];
@@ -105,14 +107,16 @@ static hh_status_t request_convert(void *instance, const hh_download_request_t *
     if (is(self, "fail")) {
         return fail(self, HH_ERR_IO, "the signing service did not answer");
     }
-    snprintf(role, sizeof role, "%.*s", (int)request->file_role.length, request->file_role.data ? request->file_role.data : "");
+    snprintf(role, sizeof role, "%.*s", (int)request->file_role.length,
+             request->file_role.data ? request->file_role.data : "");
     {
         /* The item id percent-encoded: it may hold any UTF-8, a URL may not. */
         char item[256];
         size_t i, n = 0;
         for (i = 0; i < request->item_id.length && n + 4 < sizeof item; i++) {
             unsigned char c = (unsigned char)request->item_id.data[i];
-            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.') {
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                c == '_' || c == '.') {
                 item[n++] = (char)c;
             } else {
                 n += (size_t)snprintf(item + n, sizeof item - n, "%%%02X", c);
@@ -162,8 +166,8 @@ static const hh_device_conditions_v1_t conditions_api = {conditions_read};
 static const hh_download_request_v1_t request_api = {request_convert};
 
 static const hh_plugin_descriptor_t fixture_plugins[] = {
-    {"fixture-conditions", "Fixture conditions", "test-only", "1.0.0", HH_KIND_DEVICE_CONDITIONS, &conditions_api,
-     fixture_create, fixture_destroy, NULL},
+    {"fixture-conditions", "Fixture conditions", "test-only", "1.0.0", HH_KIND_DEVICE_CONDITIONS,
+     &conditions_api, fixture_create, fixture_destroy, NULL},
     {"fixture-request", "Fixture request", "test-only", "1.0.0", HH_KIND_DOWNLOAD_REQUEST, &request_api,
      fixture_create, fixture_destroy, NULL},
 };

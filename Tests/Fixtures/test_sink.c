@@ -28,7 +28,8 @@ typedef struct test_sink {
 static void copy_config(const hh_host_t *host, const char *key, char *out, size_t capacity) {
     hh_value_t value;
     out[0] = '\0';
-    if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING && value.of.string.length < capacity) {
+    if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING &&
+        value.of.string.length < capacity) {
         memcpy(out, value.of.string.data, value.of.string.length);
         out[value.of.string.length] = '\0';
     }
@@ -65,8 +66,8 @@ static bool json_contains(const hh_sink_event_t *event, const char *needle) {
     return false;
 }
 
-static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, size_t count, hh_sink_answer_t *answers,
-                                uint32_t timeout_ms) {
+static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, size_t count,
+                                hh_sink_answer_t *answers, uint32_t timeout_ms) {
     test_sink_t *sink = instance;
     (void)timeout_ms;
     if (strcmp(sink->mode, "crash") == 0) {
@@ -112,7 +113,8 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
         } else {
             answers[i].outcome = HH_SINK_DELIVERED;
             if (record) {
-                fprintf(record, "%.*s\n", (int)events[i].idempotency_key.length, events[i].idempotency_key.data);
+                fprintf(record, "%.*s\n", (int)events[i].idempotency_key.length,
+                        events[i].idempotency_key.data);
             }
         }
     }
@@ -124,5 +126,5 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
 
 static const hh_event_sink_v1_t sink_api = {sink_deliver};
 
-HH_SINGLE_PLUGIN_LIBRARY("test-sink", "Test sink", "Answers as its mode says.", "1.0.0", HH_KIND_EVENT_SINK, &sink_api,
-                         sink_create, sink_destroy);
+HH_SINGLE_PLUGIN_LIBRARY("test-sink", "Test sink", "Answers as its mode says.", "1.0.0", HH_KIND_EVENT_SINK,
+                         &sink_api, sink_create, sink_destroy);

@@ -45,8 +45,8 @@ static const hh_user_id_generator_v1_t fixture_api = {.generate = fixture_genera
 
 #if defined(FIXTURE_ABI_1_0)
 static const hh_plugin_descriptor_t fixture_descriptors[1] = {
-    HH_PLUGIN_DESCRIPTOR("fixture-ids", "Fixture ids", "test-only", "1.0.0", HH_KIND_USER_ID_GENERATOR, &fixture_api,
-                         fixture_create, fixture_destroy)};
+    HH_PLUGIN_DESCRIPTOR("fixture-ids", "Fixture ids", "test-only", "1.0.0", HH_KIND_USER_ID_GENERATOR,
+                         &fixture_api, fixture_create, fixture_destroy)};
 static const hh_plugin_descriptor_t *fixture_get_plugin(uint32_t index) {
     return index == 0 ? &fixture_descriptors[0] : NULL;
 }
@@ -55,6 +55,6 @@ HH_EXPORT const hh_library_t *hubhost_library_entry(void) {
     return &fixture_library;
 }
 #else
-HH_SINGLE_PLUGIN_LIBRARY("fixture-ids", "Fixture ids", "test-only", "1.0.0", HH_KIND_USER_ID_GENERATOR, &fixture_api,
-                         fixture_create, fixture_destroy);
+HH_SINGLE_PLUGIN_LIBRARY("fixture-ids", "Fixture ids", "test-only", "1.0.0", HH_KIND_USER_ID_GENERATOR,
+                         &fixture_api, fixture_create, fixture_destroy);
 #endif

@@ -1,6 +1,7 @@
-import XCTest
-@testable import HubHostKit
 import HubHostABI
+import XCTest
+
+@testable import HubHostKit
 
 /// The ABI headers are the contract: they must compile as plain, pedantic C11 (and C++) with no
 /// warnings, so a plugin author's compiler never trips on them.
@@ -14,12 +15,20 @@ final class ABIHeaderTests: XCTestCase {
             // Each header must stand alone, included first.
             let source = "#include <hubhost/\(header)>\nint hubhost_header_test(void);\nint hubhost_header_test(void) { return 0; }\n"
             try TestSupport.write(source, to: folder + "/c_test.c")
-            let c = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                                                          "-I", TestSupport.repository + "/Protocols/include", folder + "/c_test.c", "-o", folder + "/c.o"])
+            let c = try TestSupport.run(
+                "/usr/bin/env",
+                [
+                    "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                    "-I", TestSupport.repository + "/Protocols/include", folder + "/c_test.c", "-o", folder + "/c.o"
+                ])
             XCTAssertEqual(c.status, 0, "\(header) as C11: \(c.stderr)")
             try TestSupport.write(source, to: folder + "/cxx_test.cpp")
-            let cxx = try TestSupport.run("/usr/bin/env", ["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                                                            "-I", TestSupport.repository + "/Protocols/include", folder + "/cxx_test.cpp", "-o", folder + "/cxx.o"])
+            let cxx = try TestSupport.run(
+                "/usr/bin/env",
+                [
+                    "c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                    "-I", TestSupport.repository + "/Protocols/include", folder + "/cxx_test.cpp", "-o", folder + "/cxx.o"
+                ])
             XCTAssertEqual(cxx.status, 0, "\(header) as C++17: \(cxx.stderr)")
         }
     }
@@ -43,22 +52,28 @@ final class ABIHeaderTests: XCTestCase {
             static void destroy(void *instance) { (void)instance; }
 
             """
-        let single = common + """
-            HH_SINGLE_PLUGIN_LIBRARY("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy);
-            """
-        let several = common + """
-            static const hh_plugin_descriptor_t plugins[] = {
-                HH_PLUGIN_DESCRIPTOR("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
-                HH_PLUGIN_DESCRIPTOR("any-2", "Any 2", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
-            };
-            HH_PLUGIN_LIBRARY(plugins);
-            """
+        let single =
+            common + """
+                HH_SINGLE_PLUGIN_LIBRARY("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy);
+                """
+        let several =
+            common + """
+                static const hh_plugin_descriptor_t plugins[] = {
+                    HH_PLUGIN_DESCRIPTOR("any", "Any", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
+                    HH_PLUGIN_DESCRIPTOR("any-2", "Any 2", "True for any values.", "1.0.0", HH_KIND_TRIGGER_OPERATOR, &api, create, destroy),
+                };
+                HH_PLUGIN_LIBRARY(plugins);
+                """
         for (name, source) in [("single", single), ("several", several)] {
             for (compiler, standard, suffix) in [("cc", "-std=c11", "c"), ("c++", "-std=c++17", "cpp")] {
                 try TestSupport.write(source, to: folder + "/\(name).\(suffix)")
-                let result = try TestSupport.run("/usr/bin/env", [compiler, standard, "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                                                                  "-I", TestSupport.repository + "/Protocols/include",
-                                                                  folder + "/\(name).\(suffix)", "-o", folder + "/\(name)-\(suffix).o"])
+                let result = try TestSupport.run(
+                    "/usr/bin/env",
+                    [
+                        compiler, standard, "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                        "-I", TestSupport.repository + "/Protocols/include",
+                        folder + "/\(name).\(suffix)", "-o", folder + "/\(name)-\(suffix).o"
+                    ])
                 XCTAssertEqual(result.status, 0, "\(name) as \(standard): \(result.stderr)")
             }
         }

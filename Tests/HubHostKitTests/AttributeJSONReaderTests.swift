@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The hand-written reader of the attributes column gives what JSONDecoder gives: on the text
@@ -17,7 +18,7 @@ final class AttributeJSONReaderTests: XCTestCase {
             .init("i", .int(-42)), .init("min", .int(Int64.min)), .init("max", .int(Int64.max)), .init("zero", .int(0)),
             .init("d", .double(0.1)), .init("tiny", .double(1e-300)), .init("big", .double(-1.7976931348623157e+308)), .init("whole", .double(3)),
             .init("b", .bool(true)), .init("f", .bool(false)), .init("t", .timeMs(1_402_358_400_000)), .init("n", .null),
-            .init("", .string("")), .init("Mobile User Id", .string("user-7")),
+            .init("", .string("")), .init("Mobile User Id", .string("user-7"))
         ]
     }()
 
@@ -44,7 +45,7 @@ final class AttributeJSONReaderTests: XCTestCase {
             #" [ { "name" : "spaced" , "value" : { "type" : "int" , "value" : 7 } } ] "#,
             #"[{"name":"\u00e9\ud83d\ude00\n\/","value":{"type":"string","value":"\u0041\t"}}]"#,
             #"[{"name":"exp","value":{"type":"double","value":1.5e3}},{"name":"neg0","value":{"type":"double","value":-0.0}}]"#,
-            #"[{"name":"null with a value","value":{"type":"null","value":5}}]"#,
+            #"[{"name":"null with a value","value":{"type":"null","value":5}}]"#
         ]
         for text in texts {
             XCTAssertEqual(try XCTUnwrap(AttributeJSONReader.decode(text), text), try codable(text), text)

@@ -1,5 +1,6 @@
-import XCTest
 import HubHostABI
+import XCTest
+
 @testable import HubHostKit
 
 /// `AugmentationTimeline.apply`: the shortcut for an edit session's output (appended attributes
@@ -17,11 +18,15 @@ final class AugmentationApplyTests: XCTestCase {
     }
 
     /// Applies `edited` over `input` to `working` both ways and checks they agree; returns the result.
-    private func applyBothWays(_ edited: AugmentableEvent, over input: Event, to working: Event,
-                               file: StaticString = #filePath, line: UInt = #line) -> Event {
-        var bySet = working, byShortcut = working
+    private func applyBothWays(
+        _ edited: AugmentableEvent, over input: Event, to working: Event,
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> Event {
+        var bySet = working
+        var byShortcut = working
         AugmentationTimeline.apply(AugmentationOutcome(status: 0, message: "", event: edited), over: input, to: &bySet)
-        AugmentationTimeline.apply(AugmentationOutcome(status: 0, message: "", event: edited, appendsOnlyNewNames: true), over: input, to: &byShortcut)
+        AugmentationTimeline.apply(
+            AugmentationOutcome(status: 0, message: "", event: edited, appendsOnlyNewNames: true), over: input, to: &byShortcut)
         XCTAssertEqual(byShortcut, bySet, file: file, line: line)
         return byShortcut
     }
@@ -47,7 +52,8 @@ final class AugmentationApplyTests: XCTestCase {
         let input = event([.init("Level", .int(1))])
         var working = input
         working.set("Latitude", .double(1))
-        let done = applyBothWays(output(input, [("Level", .int(1)), ("Latitude", .double(2)), ("Weather", .string("rain"))]), over: input, to: working)
+        let done = applyBothWays(
+            output(input, [("Level", .int(1)), ("Latitude", .double(2)), ("Weather", .string("rain"))]), over: input, to: working)
         XCTAssertEqual(done.attributes.map(\.name), ["Level", "Latitude", "Weather"])
         XCTAssertEqual(done[attribute: "Latitude"], .double(2))
     }

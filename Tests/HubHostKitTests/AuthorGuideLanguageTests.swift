@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The plugin author's guide's examples beyond the trigger operator, as a reader would build them:
@@ -22,19 +23,24 @@ final class AuthorGuideLanguageTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write(try guideBlock("app-version.c"), to: folder + "/app-version/app-version.c")
         try TestSupport.write(try guideBlock("app-version.yaml"), to: folder + "/app-version/plugin.yaml")
-        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                                       "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", folder + "/app-version/libapp-version.so", folder + "/app-version/app-version.c"])
+        let cc = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                "-I", TestSupport.repository + "/Protocols/include",
+                "-o", folder + "/app-version/libapp-version.so", folder + "/app-version/app-version.c"
+            ])
         XCTAssertEqual(cc.status, 0, cc.stderr)
         let report = try pluginsTest(folder + "/app-version/plugin.yaml")
         XCTAssertTrue(report.contains("augment"), report)
-        try TestSupport.write("""
-        data_dir: data
-        plugins:
-          - id: app-version
-            use: app-version/plugin.yaml
-            config: {version: 2.4.1}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: app-version
+                use: app-version/plugin.yaml
+                config: {version: 2.4.1}
+            """, to: folder + "/plugins.yaml")
         func track(_ arguments: [String]) throws -> [String: Any] {
             let run = try TestSupport.run(TestSupport.hubhostExecutable, ["track"] + arguments + ["--json", "--manifest", folder + "/plugins.yaml"])
             XCTAssertEqual(run.status, 0, run.stderr)
@@ -57,11 +63,15 @@ final class AuthorGuideLanguageTests: XCTestCase {
         let support = try FileManager.default.contentsOfDirectory(atPath: build + "/HubHostPluginSupport.build")
             .filter { $0.hasSuffix(".swift.o") }.map { build + "/HubHostPluginSupport.build/" + $0 }
         XCTAssertFalse(support.isEmpty, "HubHostPluginSupport's objects are in the build folder")
-        let swiftc = try TestSupport.run("/usr/bin/env", ["swiftc", "-emit-library", "-parse-as-library", "-module-name", "EndsWith",
-                                                           "-swift-version", "5", "-I", build + "/Modules",
-                                                           "-Xcc", "-fmodule-map-file=\(build)/HubHostABI.build/module.modulemap",
-                                                           "-Xcc", "-I\(TestSupport.repository)/Protocols/include",
-                                                           folder + "/EndsWith.swift"] + support + ["-o", folder + "/libends-with.so"])
+        let swiftc = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "swiftc", "-emit-library", "-parse-as-library", "-module-name", "EndsWith",
+                "-swift-version", "5", "-I", build + "/Modules",
+                "-Xcc", "-fmodule-map-file=\(build)/HubHostABI.build/module.modulemap",
+                "-Xcc", "-I\(TestSupport.repository)/Protocols/include",
+                folder + "/EndsWith.swift"
+            ] + support + ["-o", folder + "/libends-with.so"])
         XCTAssertEqual(swiftc.status, 0, swiftc.stderr)
         try TestSupport.write(Self.endsWithManifest(library: "libends-with.so"), to: folder + "/plugin.yaml")
         _ = try pluginsTest(folder + "/plugin.yaml")
@@ -74,8 +84,10 @@ final class AuthorGuideLanguageTests: XCTestCase {
         try TestSupport.write(try guideBlock("lib.rs"), to: folder + "/src/lib.rs")
         let home = ProcessInfo.processInfo.environment["HOME"] ?? "/root"
         let cargo = ["/usr/bin/cargo", home + "/.cargo/bin/cargo"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        let cargoPath = try XCTUnwrap(cargo ?? ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":")
-            .map { "\($0)/cargo" }.first { FileManager.default.isExecutableFile(atPath: $0) }, "cargo is not installed (the Rust toolchain)")
+        let cargoPath = try XCTUnwrap(
+            cargo
+                ?? ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":")
+                .map { "\($0)/cargo" }.first { FileManager.default.isExecutableFile(atPath: $0) }, "cargo is not installed (the Rust toolchain)")
         let built = try TestSupport.run(cargoPath, ["build", "--release", "--offline", "--quiet"], currentDirectory: folder, timeout: 300)
         XCTAssertEqual(built.status, 0, built.stderr)
         try TestSupport.write(Self.endsWithManifest(library: "target/release/libends_with.so"), to: folder + "/plugin.yaml")
@@ -91,9 +103,14 @@ final class AuthorGuideLanguageTests: XCTestCase {
     private func assertEndsWithAnswers(manifestFolder folder: String, file: StaticString = #filePath, line: UInt = #line) throws {
         try TestSupport.write("plugins:\n  - id: ends-with\n    use: plugin.yaml\n", to: folder + "/plugins.yaml")
         for (trigger, event, expected) in [("sale", "Summer sale", "true"), ("Sum", "Summer sale", "false"), ("", "x", "true")] {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "test", "ENDS_WITH", "--type", "string", "--trigger", trigger,
-                                                                          "--event", event, "--manifest", folder + "/plugins.yaml"])
-            XCTAssertEqual(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines), expected, "\(trigger) / \(event): \(run.stderr)", file: file, line: line)
+            let run = try TestSupport.run(
+                TestSupport.hubhostExecutable,
+                [
+                    "operators", "test", "ENDS_WITH", "--type", "string", "--trigger", trigger,
+                    "--event", event, "--manifest", folder + "/plugins.yaml"
+                ])
+            XCTAssertEqual(
+                run.stdout.trimmingCharacters(in: .whitespacesAndNewlines), expected, "\(trigger) / \(event): \(run.stderr)", file: file, line: line)
         }
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import HubHostKit
 import HubHostTools
+import XCTest
+
+@testable import HubHostKit
 
 /// The plugin author's guide must work as written: its C plugins and plugin.yaml files are
 /// taken from the documentation, compiled with strict flags, inspected and loaded through the real loader.
@@ -16,20 +17,26 @@ final class AuthorGuideTests: XCTestCase {
     /// beside it) make `hubhost operators test` answer with it.
     func testTheReadmesTourPluginBuildsLoadsAndAnswers() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let validation = try buildAndValidate(source: try guideBlock("ends-with.c"), manifest: try guideBlock("ends-with.yaml"),
-                                              in: folder + "/ends-with", library: "ends-with")
+        let validation = try buildAndValidate(
+            source: try guideBlock("ends-with.c"), manifest: try guideBlock("ends-with.yaml"),
+            in: folder + "/ends-with", library: "ends-with")
         XCTAssertTrue(validation.contains(" passed, 0 failed"), validation)
         // The default plugins.yaml as it is, its paths made absolute, with the README's lines appended.
         let defaults = try String(contentsOfFile: TestSupport.repository + "/plugins.yaml", encoding: .utf8)
             .replacingOccurrences(of: " Plugins/", with: " \(TestSupport.repository)/Plugins/")
             .replacingOccurrences(of: " Examples/", with: " \(TestSupport.repository)/Examples/")
-        try TestSupport.write(defaults + (defaults.hasSuffix("\n") ? "" : "\n") + (try guideBlock("ends-with-instance.yaml")),
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            defaults + (defaults.hasSuffix("\n") ? "" : "\n") + (try guideBlock("ends-with-instance.yaml")),
+            to: folder + "/plugins.yaml")
         let check = try TestSupport.run(TestSupport.hubhostExecutable, ["manifest", "check", folder + "/plugins.yaml"])
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
         func answer(_ trigger: String, _ event: String) throws -> String {
-            let run = try TestSupport.run(TestSupport.hubhostExecutable, ["operators", "test", "ENDS_WITH", "--type", "string", "--trigger", trigger,
-                                                                          "--event", event, "--manifest", folder + "/plugins.yaml"])
+            let run = try TestSupport.run(
+                TestSupport.hubhostExecutable,
+                [
+                    "operators", "test", "ENDS_WITH", "--type", "string", "--trigger", trigger,
+                    "--event", event, "--manifest", folder + "/plugins.yaml"
+                ])
             XCTAssertEqual(run.status, 0, run.stderr)
             return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
@@ -43,21 +50,23 @@ final class AuthorGuideTests: XCTestCase {
 
     func testTheGuidesCPluginBuildsLoadsAndWorks() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let validation = try buildAndValidate(source: try guideBlock("contains.c"), manifest: try guideBlock("plugin.yaml"),
-                                              in: folder + "/contains", library: "contains")
+        let validation = try buildAndValidate(
+            source: try guideBlock("contains.c"), manifest: try guideBlock("plugin.yaml"),
+            in: folder + "/contains", library: "contains")
         let inspection = PluginInspection.inspect(path: folder + "/contains/plugin.yaml")
         XCTAssertTrue(inspection.isConsistent, "\(inspection.manifestProblems) \(inspection.binaryProblem ?? "") \(inspection.disagreements)")
         XCTAssertTrue(validation.contains("8 passed, 0 failed"), validation)
 
-        try TestSupport.write("""
-        plugins:
-          - id: contains
-            use: contains/plugin.yaml
-            config:
-              ignore_case: true
-          - id: strict
-            use: contains/plugin.yaml
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: contains
+                use: contains/plugin.yaml
+                config:
+                  ignore_case: true
+              - id: strict
+                use: contains/plugin.yaml
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         let operators = host.registry.plugins(of: .triggerOperator).map(TriggerOperatorPlugin.init)
@@ -73,15 +82,17 @@ final class AuthorGuideTests: XCTestCase {
     /// test` and makes mobile user ids.
     func testTheReadmesUserIDGeneratorBuildsAndPassesTheValidator() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let validation = try buildAndValidate(source: try guideBlock("counter_ids.c"), manifest: """
-            abi: "1.1"
-            id: counter-ids
-            name: Counter ids
-            version: 1.0.0
-            library: libcounter-ids.so
-            exports:
-              - {id: counter-ids, kind: user_id_generator}
-            """, in: folder + "/ids", library: "counter-ids")
+        let validation = try buildAndValidate(
+            source: try guideBlock("counter_ids.c"),
+            manifest: """
+                abi: "1.1"
+                id: counter-ids
+                name: Counter ids
+                version: 1.0.0
+                library: libcounter-ids.so
+                exports:
+                  - {id: counter-ids, kind: user_id_generator}
+                """, in: folder + "/ids", library: "counter-ids")
         XCTAssertTrue(validation.contains("generate-unique"), validation)
         try TestSupport.write("data_dir: data\nplugins:\n  - id: ids\n    use: ids/plugin.yaml\n", to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
@@ -98,9 +109,13 @@ final class AuthorGuideTests: XCTestCase {
     private func buildAndValidate(source: String, manifest: String, in dir: String, library: String) throws -> String {
         try TestSupport.write(source, to: dir + "/\(library).c")
         try TestSupport.write(manifest, to: dir + "/plugin.yaml")
-        let cc = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                                       "-I", TestSupport.repository + "/Protocols/include",
-                                                       "-o", dir + "/lib\(library).so", dir + "/\(library).c"])
+        let cc = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                "-I", TestSupport.repository + "/Protocols/include",
+                "-o", dir + "/lib\(library).so", dir + "/\(library).c"
+            ])
         XCTAssertEqual(cc.status, 0, cc.stderr)
         let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", dir + "/plugin.yaml"])
         XCTAssertEqual(validation.status, 0, validation.stdout)
@@ -110,8 +125,9 @@ final class AuthorGuideTests: XCTestCase {
     /// Builds a guide block's C plugin and manifest (`name`.c, `name`.yaml) into `folder`/`name`/,
     /// checks that `hubhost plugins test` passes all of it, and returns the plugin.yaml's path.
     private func buildGuidePlugin(_ name: String, in folder: String) throws -> String {
-        let validation = try buildAndValidate(source: try guideBlock(name + ".c"), manifest: try guideBlock(name + ".yaml"),
-                                              in: folder + "/" + name, library: name)
+        let validation = try buildAndValidate(
+            source: try guideBlock(name + ".c"), manifest: try guideBlock(name + ".yaml"),
+            in: folder + "/" + name, library: name)
         XCTAssertTrue(validation.contains("9 passed, 0 failed"), validation)
         return folder + "/" + name + "/plugin.yaml"
     }
@@ -120,16 +136,17 @@ final class AuthorGuideTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let network = try buildGuidePlugin("fixed-network", in: folder)
         let bearer = try buildGuidePlugin("bearer-token", in: folder)
-        try TestSupport.write("""
-        data_dir: data
-        plugins:
-          - id: network
-            use: \(network)
-            config: {network: cellular}
-          - id: bearer
-            use: \(bearer)
-            config: {token: abc123}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: network
+                use: \(network)
+                config: {network: cellular}
+              - id: bearer
+                use: \(bearer)
+                config: {token: abc123}
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         let conditions = try DeviceConditionsPlugin(try XCTUnwrap(host.registry.plugins(of: .deviceConditions).first)).read(dataDirectory: folder)
@@ -145,16 +162,18 @@ final class AuthorGuideTests: XCTestCase {
 
     func testTheGuidesEventSinkBuildsPassesThePluginTestAndDelivers() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try buildAndValidate(source: try guideBlock("file-sink.c"), manifest: try guideBlock("file-sink.yaml"), in: folder + "/sink", library: "file-sink")
+        try buildAndValidate(
+            source: try guideBlock("file-sink.c"), manifest: try guideBlock("file-sink.yaml"), in: folder + "/sink", library: "file-sink")
 
-        try TestSupport.write("""
-        data_dir: data
-        events: {sink: out}
-        plugins:
-          - id: out
-            use: sink/plugin.yaml
-            config: {path: \(folder)/events.jsonl}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events: {sink: out}
+            plugins:
+              - id: out
+                use: sink/plugin.yaml
+                config: {path: \(folder)/events.jsonl}
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         let engine = try host.events()

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `hubhost bundle build|verify|inspect` end to end through the built executable.
@@ -18,7 +19,9 @@ final class BundleCLITests: XCTestCase {
         XCTAssertEqual(metadata.sha256, sha)
         XCTAssertEqual(metadata.version, "2026.11.22-1")
 
-        let builtJSON = try TestSupport.hubhost(["bundle", "build", fixture, "-o", "v2.sqlite3", "--key", keys.privateKey, "--version", "v2", "--json"], in: folder).json(as: [String: Any].self)
+        let builtJSON = try TestSupport.hubhost(
+            ["bundle", "build", fixture, "-o", "v2.sqlite3", "--key", keys.privateKey, "--version", "v2", "--json"], in: folder
+        ).json(as: [String: Any].self)
         XCTAssertEqual((builtJSON["summary"] as? [String: Any])?["version"] as? String, "v2")
         XCTAssertEqual((builtJSON["summary"] as? [String: Any])?["articles"] as? Int, 6)
         XCTAssertEqual(builtJSON["sha256"] as? String, SHA256.hex(ofFile: folder + "/v2.sqlite3"))
@@ -26,22 +29,26 @@ final class BundleCLITests: XCTestCase {
         let valid = try TestSupport.hubhost(["bundle", "verify", "content.sqlite3", "--pubkey", keys.publicKey], in: folder)
         XCTAssertEqual(valid.status, 0, valid.stderr)
         XCTAssertTrue(valid.stdout.hasPrefix("valid"), valid.stdout)
-        let validJSON = try TestSupport.hubhost(["bundle", "verify", "content.sqlite3", "--pubkey", keys.publicKey, "--json"], in: folder).json(as: [String: Any].self)
+        let validJSON = try TestSupport.hubhost(["bundle", "verify", "content.sqlite3", "--pubkey", keys.publicKey, "--json"], in: folder).json(
+            as: [String: Any].self)
         XCTAssertEqual(validJSON["valid"] as? Bool, true)
 
         // One byte flipped in a copy that keeps the original metadata.
         var bytes = try Data(contentsOf: URL(fileURLWithPath: folder + "/content.sqlite3"))
         bytes[bytes.count / 3] ^= 0x10
         try bytes.write(to: URL(fileURLWithPath: folder + "/tampered.sqlite3"))
-        let tampered = try TestSupport.hubhost(["bundle", "verify", "tampered.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json"], in: folder)
+        let tampered = try TestSupport.hubhost(
+            ["bundle", "verify", "tampered.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json"], in: folder)
         XCTAssertEqual(tampered.status, 1)
         XCTAssertTrue(tampered.stderr.contains("invalid (tampered)"), tampered.stderr)
-        let tamperedJSON = try TestSupport.hubhost(["bundle", "verify", "tampered.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json", "--json"], in: folder)
+        let tamperedJSON = try TestSupport.hubhost(
+            ["bundle", "verify", "tampered.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json", "--json"], in: folder)
         XCTAssertEqual(tamperedJSON.status, 1)
         XCTAssertEqual(try tamperedJSON.json(as: [String: Any].self)["rejection"] as? String, "tampered")
 
         try bytes.prefix(1000).write(to: URL(fileURLWithPath: folder + "/truncated.sqlite3"))
-        let truncated = try TestSupport.hubhost(["bundle", "verify", "truncated.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json"], in: folder)
+        let truncated = try TestSupport.hubhost(
+            ["bundle", "verify", "truncated.sqlite3", "--pubkey", keys.publicKey, "--metadata", "content.sqlite3.json"], in: folder)
         XCTAssertEqual(truncated.status, 1)
         XCTAssertTrue(truncated.stderr.contains("invalid (truncated)"), truncated.stderr)
 
@@ -86,7 +93,8 @@ final class BundleCLITests: XCTestCase {
         XCTAssertEqual(problems.count, 2)
         XCTAssertEqual(problems.first { ($0["path"] as? String)?.hasSuffix("a.md") == true }?["line"] as? Int, 2)
 
-        let badKey = try TestSupport.hubhost(["bundle", "build", TestSupport.repository + "/Tests/Fixtures/content", "-o", "out.sqlite3", "--key", keys.publicKey], in: folder)
+        let badKey = try TestSupport.hubhost(
+            ["bundle", "build", TestSupport.repository + "/Tests/Fixtures/content", "-o", "out.sqlite3", "--key", keys.publicKey], in: folder)
         XCTAssertEqual(badKey.status, 1)
         XCTAssertTrue(badKey.stderr.contains("is not a PEM private key"), badKey.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/out.sqlite3"), "the key is checked before building")

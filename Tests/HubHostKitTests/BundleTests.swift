@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Key pairs made with the openssl command, as the README tells authors to.
@@ -7,7 +8,8 @@ enum TestKeys {
     /// Writes `<name>.pem` (private) and `<name>.der` (DER SubjectPublicKeyInfo) into `folder`.
     /// `algorithm`: "RSA", "EC" or "ED25519".
     static func make(_ algorithm: String, name: String, in folder: String) throws -> (privateKey: String, publicKey: String) {
-        let privateKey = "\(folder)/\(name).pem", publicKey = "\(folder)/\(name).der"
+        let privateKey = "\(folder)/\(name).pem"
+        let publicKey = "\(folder)/\(name).der"
         var arguments = ["genpkey", "-algorithm", algorithm, "-out", privateKey]
         switch algorithm {
         case "RSA": arguments += ["-pkeyopt", "rsa_keygen_bits:2048"]
@@ -62,8 +64,13 @@ final class BundleTests: XCTestCase {
         let png = try XCTUnwrap(bundle.resource("resources/images/pixel.png"))
         XCTAssertEqual(png.mimeType, "image/png")
         XCTAssertEqual(png.data, FileManager.default.contents(atPath: Self.fixture + "/resources/images/pixel.png"))
-        XCTAssertEqual(bundle.notifications, [.init(id: "market-reminder", fireAtMs: 1_796_457_600_000, message: "The farmers' market opens today",
-                                                     actionURI: "zbimdb://article/news/local/market-day")])
+        XCTAssertEqual(
+            bundle.notifications,
+            [
+                .init(
+                    id: "market-reminder", fireAtMs: 1_796_457_600_000, message: "The farmers' market opens today",
+                    actionURI: "zbimdb://article/news/local/market-day")
+            ])
     }
 
     func testVersionOptionOverridesBundleYAMLAndDefaultsToTheBuildTime() throws {
@@ -155,8 +162,10 @@ final class BundleTests: XCTestCase {
 
     /// A signed bundle of the sample folder with its metadata, and the key pair.
     private func signedSample(in folder: String, algorithm: String = "RSA", version: String? = nil, name: String = "sample", now: Date = Date())
-        throws -> (bundle: String, metadata: BundleMetadata, publicKey: String, privateKey: String) {
-        let keys = FileManager.default.fileExists(atPath: "\(folder)/\(algorithm).pem")
+        throws -> (bundle: String, metadata: BundleMetadata, publicKey: String, privateKey: String)
+    {
+        let keys =
+            FileManager.default.fileExists(atPath: "\(folder)/\(algorithm).pem")
             ? ("\(folder)/\(algorithm).pem", "\(folder)/\(algorithm).der") : try TestKeys.make(algorithm, name: algorithm, in: folder)
         let path = "\(folder)/\(name).sqlite3"
         let (_, metadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: path, privateKeyPath: keys.0, version: version, now: now)
@@ -170,7 +179,10 @@ final class BundleTests: XCTestCase {
             XCTFail("expected a rejection")
             return nil
         } catch {
-            guard let rejection = error as? BundleRejection else { XCTFail("not a BundleRejection: \(error)"); return nil }
+            guard let rejection = error as? BundleRejection else {
+                XCTFail("not a BundleRejection: \(error)")
+                return nil
+            }
             return rejection
         }
     }
@@ -188,7 +200,9 @@ final class BundleTests: XCTestCase {
         var flipped = data
         flipped[flipped.count / 2] ^= 0x01
         XCTAssertEqual(rejection { try BundleVerifier.verify(flipped, metadata: sample.metadata, publicKeyPath: sample.publicKey) }?.kind, .tampered)
-        let truncated = rejection { try BundleVerifier.verify(data.prefix(data.count - 100), metadata: sample.metadata, publicKeyPath: sample.publicKey) }
+        let truncated = rejection {
+            try BundleVerifier.verify(data.prefix(data.count - 100), metadata: sample.metadata, publicKeyPath: sample.publicKey)
+        }
         XCTAssertEqual(truncated?.kind, .truncated)
         XCTAssertTrue(truncated?.reason.contains("\(data.count - 100) bytes") == true, "\(String(describing: truncated))")
         var unsigned = sample.metadata
@@ -199,7 +213,8 @@ final class BundleTests: XCTestCase {
         XCTAssertEqual(wrongKey?.kind, .badSignature)
         XCTAssertTrue(wrongKey?.reason.contains("signed with another key") == true)
         XCTAssertEqual(rejection { try BundleVerifier.verify(data, metadata: sample.metadata, publicKeyPath: nil) }?.kind, .noPublicKey)
-        XCTAssertEqual(rejection { try BundleVerifier.verify(data, metadata: sample.metadata, publicKeyPath: folder + "/none.der") }?.kind, .badPublicKey)
+        XCTAssertEqual(
+            rejection { try BundleVerifier.verify(data, metadata: sample.metadata, publicKeyPath: folder + "/none.der") }?.kind, .badPublicKey)
         // Digest and size replaced to match changed bytes: only the signature catches it.
         var forged = sample.metadata
         forged.sha256 = SHA256.hex(of: flipped)
@@ -215,8 +230,9 @@ final class BundleTests: XCTestCase {
         let text = folder + "/not-a-bundle.sqlite3"
         try TestSupport.write("just text, signed", to: text)
         let textData = try Data(contentsOf: URL(fileURLWithPath: text))
-        let textMetadata = BundleMetadata.describing(textData, version: "1", created: "now",
-                                                      signature: try BundleSignature.sign(textData, privateKeyAt: sample.privateKey))
+        let textMetadata = BundleMetadata.describing(
+            textData, version: "1", created: "now",
+            signature: try BundleSignature.sign(textData, privateKeyAt: sample.privateKey))
         XCTAssertEqual(rejection { try BundleVerifier.verifyFile(text, metadata: textMetadata, publicKeyPath: sample.publicKey) }?.kind, .notABundle)
     }
 
@@ -266,23 +282,26 @@ final class BundleTests: XCTestCase {
         unsigned.signature = "  "
         let other = try TestKeys.make("EC", name: "other", in: folder)
         let wrongKeyBundle = folder + "/wrong-key.sqlite3"
-        let (_, wrongKeyMetadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: wrongKeyBundle, privateKeyPath: other.privateKey, version: "3")
+        let (_, wrongKeyMetadata) = try BundleBuilder.buildSigned(
+            from: Self.fixture, to: wrongKeyBundle, privateKeyPath: other.privateKey, version: "3")
         let attempts: [(BundleRejection.Kind, () throws -> ContentBundle)] = [
             (.tampered, { try hub.install(metadata: second.metadata, bundleData: bytes) }),
             (.truncated, { try hub.install(metadata: second.metadata, bundleData: bytes.prefix(4096)) }),
             (.unsigned, { try hub.install(metadata: unsigned, bundleAt: second.bundle) }),
             (.badSignature, { try hub.install(metadata: wrongKeyMetadata, bundleAt: wrongKeyBundle) }),
-            (.unreadable, { try hub.install(metadata: second.metadata, bundleAt: folder + "/missing.sqlite3") }),
+            (.unreadable, { try hub.install(metadata: second.metadata, bundleAt: folder + "/missing.sqlite3") })
         ]
         for (kind, attempt) in attempts {
             XCTAssertEqual(rejection(attempt)?.kind, kind)
             XCTAssertEqual(hub.activeBundle?.metadata.version, "1", "after a \(kind) rejection")
             XCTAssertEqual(hub.bundleStore.activePointer()?.sha256, first.metadata.sha256)
         }
-        XCTAssertTrue(capture.records.contains { $0.message.contains("bundle rejected (tampered)") && $0.message.contains("active bundle is unchanged") },
-                      "rejections are logged")
+        XCTAssertTrue(
+            capture.records.contains { $0.message.contains("bundle rejected (tampered)") && $0.message.contains("active bundle is unchanged") },
+            "rejections are logged")
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: data + "/hub/bundles"))
-        XCTAssertEqual(files, ["\(first.metadata.sha256).json", "\(first.metadata.sha256).sqlite3", "active.json"], "nothing of the rejected bundles is left")
+        XCTAssertEqual(
+            files, ["\(first.metadata.sha256).json", "\(first.metadata.sha256).sqlite3", "active.json"], "nothing of the rejected bundles is left")
 
         // A good second bundle replaces the first; a third prunes the first.
         try hub.install(metadata: second.metadata, bundleAt: second.bundle)
@@ -305,11 +324,13 @@ final class BundleTests: XCTestCase {
         let keys = try TestKeys.make("RSA", name: "RSA", in: folder)
         func build(_ name: String, createdAt seconds: Double) throws -> (path: String, metadata: BundleMetadata) {
             let path = "\(folder)/\(name).sqlite3"
-            let (_, metadata) = try BundleBuilder.buildSigned(from: Self.fixture, to: path, privateKeyPath: keys.privateKey, version: name,
-                                                              now: Date(timeIntervalSince1970: seconds))
+            let (_, metadata) = try BundleBuilder.buildSigned(
+                from: Self.fixture, to: path, privateKeyPath: keys.privateKey, version: name,
+                now: Date(timeIntervalSince1970: seconds))
             return (path, metadata)
         }
-        let old = try build("old", createdAt: 1_700_000_000), new = try build("new", createdAt: 1_800_000_000)
+        let old = try build("old", createdAt: 1_700_000_000)
+        let new = try build("new", createdAt: 1_800_000_000)
         var hub = try engine(dataDirectory: folder + "/data", publicKey: keys.publicKey)
         _ = try hub.install(metadata: new.metadata, bundleAt: new.path)
         let refused = rejection { try hub.install(metadata: old.metadata, bundleAt: old.path) }
@@ -332,8 +353,9 @@ final class BundleTests: XCTestCase {
 
         let hub = try engine(dataDirectory: folder + "/b", publicKey: sample.publicKey)
         let notABundle = Data(repeating: 0x41, count: 8192)
-        let metadata = BundleMetadata.describing(notABundle, version: "x", created: "now",
-                                                 signature: try BundleSignature.sign(notABundle, privateKeyAt: sample.privateKey))
+        let metadata = BundleMetadata.describing(
+            notABundle, version: "x", created: "now",
+            signature: try BundleSignature.sign(notABundle, privateKeyAt: sample.privateKey))
         let rejected = rejection { try hub.install(metadata: metadata, bundleData: notABundle) }
         XCTAssertEqual(rejected?.kind, .notABundle)
         XCTAssertNil(hub.activeBundle)
@@ -345,20 +367,24 @@ final class BundleTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let sample = try signedSample(in: folder, version: "preloaded")
         // With metadata beside it: verified, so it needs the right key.
-        XCTAssertEqual(try engine(dataDirectory: folder + "/a", publicKey: sample.publicKey, preloaded: sample.bundle).activeBundle?.metadata.version,
-                       "preloaded")
+        XCTAssertEqual(
+            try engine(dataDirectory: folder + "/a", publicKey: sample.publicKey, preloaded: sample.bundle).activeBundle?.metadata.version,
+            "preloaded")
         let other = try TestKeys.make("RSA", name: "other", in: folder)
         let capture = LogCapture()
         let wrong = try engine(dataDirectory: folder + "/b", publicKey: other.publicKey, preloaded: sample.bundle, capture: capture)
         XCTAssertNil(wrong.activeBundle, "a preloaded bundle whose metadata does not verify is not used")
-        XCTAssertTrue(capture.records.contains { $0.message.contains("preloaded bundle") && $0.message.contains("badSignature") }, "\(capture.records)")
+        XCTAssertTrue(
+            capture.records.contains { $0.message.contains("preloaded bundle") && $0.message.contains("badSignature") }, "\(capture.records)")
         // Without metadata: trusted as shipped with the app.
-        let shipped = try TestBundle.write(to: folder + "/shipped.sqlite3", version: "shipped", hubs: [.init("h", channels: [.init("c", articles: [.init("a")])])])
+        let shipped = try TestBundle.write(
+            to: folder + "/shipped.sqlite3", version: "shipped", hubs: [.init("h", channels: [.init("c", articles: [.init("a")])])])
         XCTAssertEqual(try engine(dataDirectory: folder + "/c", publicKey: nil, preloaded: shipped).activeBundle?.metadata.version, "shipped")
         // An installed bundle wins over the preloaded one, also after a restart.
         let hub = try engine(dataDirectory: folder + "/c", publicKey: sample.publicKey, preloaded: shipped)
         try hub.install(metadata: sample.metadata, bundleAt: sample.bundle)
-        XCTAssertEqual(try engine(dataDirectory: folder + "/c", publicKey: sample.publicKey, preloaded: shipped).activeBundle?.metadata.version, "preloaded")
+        XCTAssertEqual(
+            try engine(dataDirectory: folder + "/c", publicKey: sample.publicKey, preloaded: shipped).activeBundle?.metadata.version, "preloaded")
     }
 
     func testConcurrentInstallsLeaveTheEngineOnTheBundleThePointerNames() throws {

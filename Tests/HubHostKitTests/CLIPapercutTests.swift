@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The papercuts a new user hit in the CLI (issue 15): each is run as a user runs it, with the
@@ -13,11 +14,12 @@ final class CLIPapercutTests: XCTestCase {
     }
 
     private func operatorsFolder() throws -> String {
-        try folder(plugins: """
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-        """)
+        try folder(
+            plugins: """
+                plugins:
+                  - id: operators
+                    use: \(TestSupport.plugin("StandardOperators"))
+                """)
     }
 
     // MARK: Negative numbers are values
@@ -27,7 +29,8 @@ final class CLIPapercutTests: XCTestCase {
         let integers = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "-2", "--event", "-2"], in: folder)
         XCTAssertEqual(integers.status, 0, integers.stderr)
         XCTAssertEqual(integers.stdout, "true\n")
-        let doubles = try TestSupport.hubhost(["operators", "test", "LESS_THAN", "--type", "double", "--trigger", "-1.5", "--event", "-2.5"], in: folder)
+        let doubles = try TestSupport.hubhost(
+            ["operators", "test", "LESS_THAN", "--type", "double", "--trigger", "-1.5", "--event", "-2.5"], in: folder)
         XCTAssertEqual(doubles.stdout, "true\n", doubles.stderr)
         let strings = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "string", "--trigger", "-x", "--event", "-x"], in: folder)
         XCTAssertEqual(strings.stdout, "true\n", strings.stderr)
@@ -36,10 +39,12 @@ final class CLIPapercutTests: XCTestCase {
         let purchase = try TestSupport.hubhost(["track", "purchase_successful", "--purchase-amount", "-5", "--currency-code", "USD"], in: folder)
         XCTAssertEqual(purchase.status, 64)
         XCTAssertTrue(purchase.stderr.contains("purchase amount -5 is negative"), purchase.stderr)
-        for (arguments, message) in [(["events", "list", "--limit", "-1"], "--limit must be at least 1 (got -1)"),
-                                     (["hub", "watch", "--count", "-1"], "--count must be at least 1"),
-                                     (["bench", "abi", "--iterations", "-10"], "--iterations and --rounds must be positive"),
-                                     (["plugins", "test", "x.yaml", "--call-budget", "-1"], "must be positive")] {
+        for (arguments, message) in [
+            (["events", "list", "--limit", "-1"], "--limit must be at least 1 (got -1)"),
+            (["hub", "watch", "--count", "-1"], "--count must be at least 1"),
+            (["bench", "abi", "--iterations", "-10"], "--iterations and --rounds must be positive"),
+            (["plugins", "test", "x.yaml", "--call-budget", "-1"], "must be positive")
+        ] {
             let result = try TestSupport.hubhost(arguments, in: folder)
             XCTAssertEqual(result.status, 64, "\(arguments)")
             XCTAssertTrue(result.stderr.contains(message), "\(arguments): \(result.stderr)")
@@ -73,7 +78,8 @@ final class CLIPapercutTests: XCTestCase {
         XCTAssertTrue(result.stderr.contains("See 'hubhost track --help'"), result.stderr)
         XCTAssertFalse(result.stderr.contains("hubhost <subcommand>"), result.stderr)
 
-        let nested = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "two", "--event", "2"], in: try operatorsFolder())
+        let nested = try TestSupport.hubhost(
+            ["operators", "test", "EQUALS", "--type", "integer", "--trigger", "two", "--event", "2"], in: try operatorsFolder())
         XCTAssertEqual(nested.status, 64)
         XCTAssertTrue(nested.stderr.contains("Error: 'two' is not an integer"), nested.stderr)
         XCTAssertTrue(nested.stderr.contains("Usage: hubhost operators test <operator>"), nested.stderr)
@@ -92,7 +98,9 @@ final class CLIPapercutTests: XCTestCase {
         var checked = 0
         var broken: [String] = []
         func walk(_ command: [String: Any], _ path: [String]) {
-            var texts: [(String, String)] = [("abstract", command["abstract"] as? String ?? ""), ("discussion", command["discussion"] as? String ?? "")]
+            var texts: [(String, String)] = [
+                ("abstract", command["abstract"] as? String ?? ""), ("discussion", command["discussion"] as? String ?? "")
+            ]
             for argument in command["arguments"] as? [[String: Any]] ?? [] {
                 let name = (argument["valueName"] as? String) ?? "?"
                 texts.append(("\(name) help", (argument["abstract"] as? String ?? "") + "\n" + (argument["discussion"] as? String ?? "")))
@@ -151,10 +159,10 @@ final class CLIPapercutTests: XCTestCase {
 
         // campaigns displayed ID (old) and messages impression ID (new) both count one impression.
         let campaigns = """
-        {"data": [{"campaignData": {"campaignId": "c1", "maxImpressions": 3, "type": 1,
-          "triggers": [{"type": 1, "eventType": 1, "eventName": "app_start", "attributes": []}],
-          "messagePayload": {"title": "Hello"}}}]}
-        """
+            {"data": [{"campaignData": {"campaignId": "c1", "maxImpressions": 3, "type": 1,
+              "triggers": [{"type": 1, "eventType": 1, "eventName": "app_start", "attributes": []}],
+              "messagePayload": {"title": "Hello"}}}]}
+            """
         try TestSupport.write(campaigns, to: folder + "/campaigns.json")
         XCTAssertEqual(try TestSupport.hubhost(["campaigns", "sync", "--file", "campaigns.json"], in: folder).status, 0)
         XCTAssertEqual(try TestSupport.hubhost(["messages", "impression", "c1"], in: folder).status, 0)
@@ -166,19 +174,21 @@ final class CLIPapercutTests: XCTestCase {
     // MARK: manifest check and libraries that cannot be found
 
     func testManifestCheckFailsWhenAnEnabledInstancesLibraryCannotBeFound() throws {
-        let folder = try folder(plugins: """
-        plugins:
-          - id: mine
-            use: mine/plugin.yaml
-          - id: off
-            use: mine/plugin.yaml
-            enabled: false
-        """)
+        let folder = try folder(
+            plugins: """
+                plugins:
+                  - id: mine
+                    use: mine/plugin.yaml
+                  - id: off
+                    use: mine/plugin.yaml
+                    enabled: false
+                """)
         try TestSupport.write(TestSupport.fixtureManifest(library: "libmine.so", id: "mine"), to: folder + "/mine/plugin.yaml")
         let missing = try TestSupport.hubhost(["manifest", "check"], in: folder, environment: ["HUBHOST_PLUGIN_PATH": folder + "/elsewhere"])
         XCTAssertEqual(missing.status, 1, missing.stdout)
         XCTAssertFalse(missing.stdout.contains("valid"), missing.stdout)
-        XCTAssertTrue(missing.stderr.contains("\(folder)/plugins.yaml:2:5: plugins[0]: instance 'mine': library libmine.so not found"), missing.stderr)
+        XCTAssertTrue(
+            missing.stderr.contains("\(folder)/plugins.yaml:2:5: plugins[0]: instance 'mine': library libmine.so not found"), missing.stderr)
         XCTAssertTrue(missing.stderr.contains("looked in: \(folder)/mine, \(folder)/elsewhere, \(TestSupport.buildFolder)"), missing.stderr)
         XCTAssertTrue(missing.stderr.contains("HUBHOST_PLUGIN_PATH"), missing.stderr)
         XCTAssertTrue(missing.stderr.contains("`library:`"), missing.stderr)
@@ -200,7 +210,8 @@ final class CLIPapercutTests: XCTestCase {
         // A copy of the package's layout: Package.swift beside Plugins/<Name>/plugin.yaml.
         let package = try TestSupport.temporaryFolder(self)
         try TestSupport.write("// swift-tools-version:6.0\n", to: package + "/Package.swift")
-        try TestSupport.write(TestSupport.fixtureManifest(library: "libhubhost-not-built.so", id: "unbuilt"), to: package + "/Plugins/Unbuilt/plugin.yaml")
+        try TestSupport.write(
+            TestSupport.fixtureManifest(library: "libhubhost-not-built.so", id: "unbuilt"), to: package + "/Plugins/Unbuilt/plugin.yaml")
         try TestSupport.write("plugins:\n  - id: unbuilt\n    use: Plugins/Unbuilt/plugin.yaml\n", to: package + "/plugins.yaml")
         let result = try TestSupport.hubhost(["manifest", "check"], in: package)
         XCTAssertEqual(result.status, 1)
@@ -226,15 +237,17 @@ final class CLIPapercutTests: XCTestCase {
     // MARK: An unknown config key of a plugin without config keys
 
     func testAConfigKeyForAPluginWithoutConfigKeysSaysItTakesNone() throws {
-        let folder = try folder(plugins: """
-        plugins:
-          - id: extra
-            use: \(TestSupport.plugin("ExtraOperators"))
-            config: {ignore_case: true}
-        """)
+        let folder = try folder(
+            plugins: """
+                plugins:
+                  - id: extra
+                    use: \(TestSupport.plugin("ExtraOperators"))
+                    config: {ignore_case: true}
+                """)
         let result = try TestSupport.hubhost(["manifest", "check"], in: folder)
         XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("plugins[0].config.ignore_case: unknown config key 'ignore_case': the plugin takes no config keys"), result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains("plugins[0].config.ignore_case: unknown config key 'ignore_case': the plugin takes no config keys"), result.stderr)
         XCTAssertFalse(result.stderr.contains("expected one of"), result.stderr)
         // From Swift (PluginTestKit, the Swift API) too.
         XCTAssertThrowsError(try ConfigSchema(keys: []).resolve(values: ["x": .int(1)])) { error in
@@ -260,7 +273,8 @@ final class CLIPapercutTests: XCTestCase {
         let server = try serveDemoContent()
         let article = try page(server, "/hub/article/news/sports/final-score")
         XCTAssertEqual(article.status, 200)
-        XCTAssertTrue(article.body.contains(#"data-hub-kind="article" data-id="news/sports/final-score""#), "the article, not the hub: \(article.body)")
+        XCTAssertTrue(
+            article.body.contains(#"data-hub-kind="article" data-id="news/sports/final-score""#), "the article, not the hub: \(article.body)")
         let (_, state) = try server.call("GET", "/v1/hub/state")
         XCTAssertEqual((state as? [String: Any])?["isDisplayingContentHub"] as? Bool, true)
         // The session goes on from there.
@@ -278,8 +292,10 @@ final class CLIPapercutTests: XCTestCase {
     func testNotificationValuesAreJSONNumbersAndBooleans() throws {
         let server = try serveDemoContent()
         XCTAssertEqual(try page(server, "/hub").status, 200)
-        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
-                                              "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"])
+        let watched = try TestSupport.hubhost([
+            "hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
+            "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"
+        ])
         XCTAssertEqual(watched.status, 0, watched.stderr)
         let payloads = try watched.stdout.split(separator: "\n").map { line in
             try XCTUnwrap((try TestSupport.json(String(line)) as? [String: Any])?["payload"] as? [String: Any])
@@ -291,7 +307,9 @@ final class CLIPapercutTests: XCTestCase {
         }
         XCTAssertTrue(watched.stdout.contains(#""isDisplayingContentHub":true"#), watched.stdout)
         XCTAssertFalse(watched.stdout.contains(#""true""#), watched.stdout)
-        let text = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"])
+        let text = try TestSupport.hubhost([
+            "hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"
+        ])
         XCTAssertTrue(text.stdout.contains("isDisplayingContentHub=true"), text.stdout)
 
         // Numbers: a progress percent and a local notification's time, as the engines post them.

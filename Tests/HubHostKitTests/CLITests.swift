@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The hubhost executable, run as a user runs it.
@@ -25,17 +26,20 @@ final class CLITests: XCTestCase {
 
     func testManifestCheckListsEveryProblemAndFails() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {latitud: 1}
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-        """, to: folder + "/bad.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {latitud: 1}
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+            """, to: folder + "/bad.yaml")
         let result = try TestSupport.hubhost(["manifest", "check", folder + "/bad.yaml"])
         XCTAssertEqual(result.status, 1)
-        XCTAssertTrue(result.stderr.contains("bad.yaml:4:14: plugins[0].config.latitud: unknown config key 'latitud' (did you mean 'latitude'?)"), result.stderr)
+        XCTAssertTrue(
+            result.stderr.contains("bad.yaml:4:14: plugins[0].config.latitud: unknown config key 'latitud' (did you mean 'latitude'?)"), result.stderr
+        )
         XCTAssertTrue(result.stderr.contains("bad.yaml:5:9: plugins[1].id: duplicate instance id 'geo'"), result.stderr)
         XCTAssertTrue(result.stderr.contains("2 problems"), result.stderr)
 
@@ -57,11 +61,19 @@ final class CLITests: XCTestCase {
         let result = try TestSupport.hubhost(["plugins", "list", "--json"], in: folder)
         XCTAssertEqual(result.status, 0, result.stderr)
         let rows = try result.json(as: [[String: Any]].self)
-        XCTAssertEqual(rows.compactMap { $0["id"] as? String }, ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
-                                                                 "content", "location-augmentation", "weather"])
-        XCTAssertEqual(rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, false, true, false], "content and weather are disabled in the default manifest")
+        XCTAssertEqual(
+            rows.compactMap { $0["id"] as? String },
+            [
+                "console", "logfile", "advertiser", "location", "operators", "extra-operators",
+                "content", "location-augmentation", "weather"
+            ])
+        XCTAssertEqual(
+            rows.compactMap { $0["loaded"] as? Bool }, [true, true, true, true, true, true, false, true, false],
+            "content and weather are disabled in the default manifest")
         XCTAssertEqual(rows.compactMap { $0["state"] as? String }.last, "disabled", "the weather is disabled in the default manifest")
-        XCTAssertEqual(rows.compactMap { $0["abi"] as? String }.prefix(5), Array(repeating: ABIVersion.host.description, count: 5)[...], "the bundled plugins are built with this host's headers")
+        XCTAssertEqual(
+            rows.compactMap { $0["abi"] as? String }.prefix(5), Array(repeating: ABIVersion.host.description, count: 5)[...],
+            "the bundled plugins are built with this host's headers")
         XCTAssertTrue(rows.allSatisfy { ($0["library"] as? String)?.hasSuffix(".so") ?? false })
         XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/.hubhost"), "the data directory is created on first use")
     }
@@ -89,16 +101,19 @@ final class CLITests: XCTestCase {
 
     func testAdvertiserIDCommand() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        plugins:
-          - id: ads
-            use: \(TestSupport.plugin("StaticAdvertiserID"))
-            config: {advertiser_id_env: HUBHOST_TEST_ADVERTISER_ID, limit_ad_tracking_env: HUBHOST_TEST_LIMIT}
-        """, to: folder + "/plugins.yaml")
-        let id = try TestSupport.hubhost(["advertiser-id", "--json"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "38400000-8cf0-11bd-b23e-10b96e40000d"])
+        try TestSupport.write(
+            """
+            plugins:
+              - id: ads
+                use: \(TestSupport.plugin("StaticAdvertiserID"))
+                config: {advertiser_id_env: HUBHOST_TEST_ADVERTISER_ID, limit_ad_tracking_env: HUBHOST_TEST_LIMIT}
+            """, to: folder + "/plugins.yaml")
+        let id = try TestSupport.hubhost(
+            ["advertiser-id", "--json"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "38400000-8cf0-11bd-b23e-10b96e40000d"])
         let decision = try id.json(as: [String: Any].self)
         XCTAssertEqual(decision["advertiserID"] as? String, "38400000-8cf0-11bd-b23e-10b96e40000d")
-        let limited = try TestSupport.hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "x", "HUBHOST_TEST_LIMIT": "1"])
+        let limited = try TestSupport.hubhost(
+            ["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_ADVERTISER_ID": "x", "HUBHOST_TEST_LIMIT": "1"])
         XCTAssertTrue(limited.stdout.hasPrefix("none: limit ad tracking is on: no advertiser ID is used"), limited.stdout)
         let bad = try TestSupport.hubhost(["advertiser-id"], in: folder, environment: ["HUBHOST_TEST_LIMIT": "perhaps"])
         // A flag that is not a boolean fails the delegate's create, so no delegate is loaded.

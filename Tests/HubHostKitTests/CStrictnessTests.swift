@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Every bundled C plugin compiles as pedantic C11 with every warning an error. The package does
@@ -16,15 +17,21 @@ final class CStrictnessTests: XCTestCase {
         }
         XCTAssertGreaterThanOrEqual(sources.count, 8, "\(sources)")
         // Every C plugin folder is picked up by listing, new ones included.
-        for file in ["LinuxDeviceConditions/linux_device_conditions.c", "FixedDeviceConditions/fixed_device_conditions.c",
-                     "DownloadRequestHeader/download_request_header.c"] {
+        for file in [
+            "LinuxDeviceConditions/linux_device_conditions.c", "FixedDeviceConditions/fixed_device_conditions.c",
+            "DownloadRequestHeader/download_request_header.c"
+        ] {
             XCTAssertTrue(sources.contains(plugins + "/" + file), file)
         }
         for (index, source) in sources.enumerated() {
-            let result = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-c",
-                                                               "-I", TestSupport.repository + "/Protocols/include",
-                                                               "-I", (source as NSString).deletingLastPathComponent,
-                                                               source, "-o", folder + "/\(index).o"])
+            let result = try TestSupport.run(
+                "/usr/bin/env",
+                [
+                    "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-fPIC", "-c",
+                    "-I", TestSupport.repository + "/Protocols/include",
+                    "-I", (source as NSString).deletingLastPathComponent,
+                    source, "-o", folder + "/\(index).o"
+                ])
             XCTAssertEqual(result.status, 0, "\(source): \(result.stderr)")
         }
     }

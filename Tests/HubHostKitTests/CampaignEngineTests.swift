@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The campaign engine: triggers from tracked events through the operator plugins, impressions,
@@ -18,40 +19,63 @@ final class CampaignEngineTests: XCTestCase {
     private func campaign(_ id: String, title: String, max: Int = 1, end: Int64? = nil, triggers: [[String: Any]]) -> [String: Any] {
         var display: [String: Any] = ["optOut": true, "delay": 0]
         if let end { display["endTimeMillis"] = end }
-        return ["campaignData": ["campaignId": id, "maxImpressions": max, "type": 1, "isTest": false, "triggers": triggers,
-                                 "messagePayload": ["title": title, "header": "H", "messageBody": "B",
-                                                    "messageSettings": ["displaySettings": display, "controlSettings": ["buttons": []]]]]]
+        return [
+            "campaignData": [
+                "campaignId": id, "maxImpressions": max, "type": 1, "isTest": false, "triggers": triggers,
+                "messagePayload": [
+                    "title": title, "header": "H", "messageBody": "B",
+                    "messageSettings": ["displaySettings": display, "controlSettings": ["buttons": []]]
+                ]
+            ]
+        ]
     }
 
     private func writeCampaigns(welcomeMax: Int = 2) throws {
-        let list: [String: Any] = ["currentPingMillis": 1, "nextPingMillis": 3_600_000, "data": [
-            campaign("welcome", title: "[home] Welcome", max: welcomeMax, triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
-            campaign("level", title: "Level up", triggers: [
-                ["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []],
-                ["type": 1, "eventType": 4, "eventName": "level_up", "attributes": [attribute("level", "5", type: 2, op: 3)]],
-            ]),
-            campaign("vip", title: "VIP", triggers: [
-                ["type": 1, "eventType": 3, "eventName": "purchase_successful", "attributes": [attribute("tier", "gold, silver", type: 1, op: "IN_LIST")]],
-            ]),
-            campaign("old", title: "Expired", end: 1000, triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
-            campaign("bad-type", title: "x", triggers: [["type": 1, "eventType": 0, "eventName": "x", "attributes": []]]),
-            campaign("bad-attr", title: "x", triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 0, op: 1)]]]),
-            campaign("bad-op", title: "x", triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 1, op: "NOPE")]]]),
-        ]]
+        let list: [String: Any] = [
+            "currentPingMillis": 1, "nextPingMillis": 3_600_000,
+            "data": [
+                campaign(
+                    "welcome", title: "[home] Welcome", max: welcomeMax,
+                    triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+                campaign(
+                    "level", title: "Level up",
+                    triggers: [
+                        ["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []],
+                        ["type": 1, "eventType": 4, "eventName": "level_up", "attributes": [attribute("level", "5", type: 2, op: 3)]]
+                    ]),
+                campaign(
+                    "vip", title: "VIP",
+                    triggers: [
+                        [
+                            "type": 1, "eventType": 3, "eventName": "purchase_successful",
+                            "attributes": [attribute("tier", "gold, silver", type: 1, op: "IN_LIST")]
+                        ]
+                    ]),
+                campaign("old", title: "Expired", end: 1000, triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+                campaign("bad-type", title: "x", triggers: [["type": 1, "eventType": 0, "eventName": "x", "attributes": []]]),
+                campaign(
+                    "bad-attr", title: "x",
+                    triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 0, op: 1)]]]),
+                campaign(
+                    "bad-op", title: "x",
+                    triggers: [["type": 1, "eventType": 4, "eventName": "x", "attributes": [attribute("a", "1", type: 1, op: "NOPE")]]])
+            ]
+        ]
         try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
     }
 
     private func host() throws -> (HubHost, CampaignEngine, EventEngine) {
-        try TestSupport.write("""
-        data_dir: data
-        events: {cache_size: 1000}
-        campaigns: {file: campaigns.json}
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-          - id: extra
-            use: \(TestSupport.plugin("ExtraOperators"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events: {cache_size: 1000}
+            campaigns: {file: campaigns.json}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+              - id: extra
+                use: \(TestSupport.plugin("ExtraOperators"))
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         addTeardownBlock { host.shutdown() }
         let campaigns = try XCTUnwrap(try host.campaigns())
@@ -63,8 +87,14 @@ final class CampaignEngineTests: XCTestCase {
         let (_, campaigns, events) = try host()
         XCTAssertEqual(campaigns.campaigns.map(\.id), ["welcome", "level", "vip", "old"])
         XCTAssertEqual(campaigns.skipped.count, 3)
-        XCTAssertEqual(campaigns.skipped[0], "campaign bad-type: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 0")
-        XCTAssertEqual(campaigns.skipped[1], "campaign bad-attr: trigger 1, attribute 'a': type must be an integer: 1 (string), 2 (integer), 3 (double), 4 (boolean) or 5 (time in ms); got 0")
+        XCTAssertEqual(
+            campaigns.skipped[0],
+            "campaign bad-type: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 0"
+        )
+        XCTAssertEqual(
+            campaigns.skipped[1],
+            "campaign bad-attr: trigger 1, attribute 'a': type must be an integer: 1 (string), 2 (integer), 3 (double), 4 (boolean) or 5 (time in ms); got 0"
+        )
         XCTAssertEqual(campaigns.skipped[2], "campaign bad-op: operator 'NOPE' is not provided by any loaded trigger_operator plugin")
         XCTAssertEqual(campaigns.campaigns[0].contexts, ["home"])
 
@@ -99,11 +129,15 @@ final class CampaignEngineTests: XCTestCase {
     func testABatchAndGroupedCallersSatisfyTriggersAsEventByEventDoes() async throws {
         try writeCampaigns()
         let (_, campaigns, events) = try host()
-        _ = try events.trackBatch([Event(type: .loginSuccessful),
-                                   Event(type: .custom, name: "level_up", attributes: [.init("level", .int(3))])])
+        _ = try events.trackBatch([
+            Event(type: .loginSuccessful),
+            Event(type: .custom, name: "level_up", attributes: [.init("level", .int(3))])
+        ])
         XCTAssertEqual(campaigns.ready().map(\.id), [], "3 is not GREATER_THAN 5: one trigger of two")
-        _ = try events.trackBatch([Event(type: .custom, name: "level_up", attributes: [.init("level", .int(9))]),
-                                   Event(type: .namedEvent, name: "OTHER")])
+        _ = try events.trackBatch([
+            Event(type: .custom, name: "level_up", attributes: [.init("level", .int(9))]),
+            Event(type: .namedEvent, name: "OTHER")
+        ])
         XCTAssertEqual(campaigns.ready().map(\.id), ["level"], "the second trigger, in a later batch, completes it")
         XCTAssertEqual(campaigns.statuses().first { $0.id == "level" }?.triggersSatisfied, 2)
 
@@ -111,8 +145,11 @@ final class CampaignEngineTests: XCTestCase {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for k in 0..<8 {
                 group.addTask {
-                    _ = try await events.trackGrouped([k == 5 ? Event(type: .purchaseSuccessful, attributes: [.init("tier", .string("gold"))])
-                                                              : Event(type: .namedEvent, name: "TAP \(k)")])
+                    _ = try await events.trackGrouped([
+                        k == 5
+                            ? Event(type: .purchaseSuccessful, attributes: [.init("tier", .string("gold"))])
+                            : Event(type: .namedEvent, name: "TAP \(k)")
+                    ])
                 }
             }
             try await group.waitForAll()
@@ -157,10 +194,13 @@ final class CampaignEngineTests: XCTestCase {
     }
 
     func testMessagesOneAtATimeWithContextsCloseAndOptOut() throws {
-        let list: [String: Any] = ["data": [
-            campaign("ctx", title: "[checkout] Free shipping", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
-            campaign("plain", title: "Hello", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
-        ]]
+        let list: [String: Any] = [
+            "data": [
+                campaign(
+                    "ctx", title: "[checkout] Free shipping", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]),
+                campaign("plain", title: "Hello", triggers: [["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]])
+            ]
+        ]
         try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
         let (_, campaigns, events) = try host()
         _ = try events.track(Event(type: .appStart))
@@ -179,19 +219,24 @@ final class CampaignEngineTests: XCTestCase {
     func testCampaignsFromRealConfigAndPingEndpoints() throws {
         let server = try TestCollector()
         defer { server.stop() }
-        let list: [String: Any] = ["currentPingMillis": 0, "nextPingMillis": 60_000, "data": [
-            campaign("net", title: "From the network", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]]),
-            campaign("broken", title: "x", triggers: []),
-        ]]
+        let list: [String: Any] = [
+            "currentPingMillis": 0, "nextPingMillis": 60_000,
+            "data": [
+                campaign(
+                    "net", title: "From the network", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]]),
+                campaign("broken", title: "x", triggers: [])
+            ]
+        ]
         let body = String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self)
         server.routes = ["/config": (200, "{\"enabled\": true, \"pingUrl\": \"\(server.url("/ping"))\"}"), "/ping": (200, body)]
-        try TestSupport.write("""
-        data_dir: data
-        campaigns: {config_url: "\(server.url("/config"))"}
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            campaigns: {config_url: "\(server.url("/config"))"}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+            """, to: folder + "/plugins.yaml")
         let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         let report = try sync.json(as: [String: Any].self)
@@ -238,14 +283,15 @@ final class CampaignEngineTests: XCTestCase {
 
     func testSkippedCampaignsAreErrorNotificationsOnTheStream() throws {
         try writeCampaigns()
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: warning}
-        campaigns: {file: campaigns.json}
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: warning}
+            campaigns: {file: campaigns.json}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         final class Heard: @unchecked Sendable { var list: [HostNotification] = [] }
@@ -256,20 +302,25 @@ final class CampaignEngineTests: XCTestCase {
         let errors = lock.withLock { heard.list }.filter { $0.name == HostNotification.Name.error }
         XCTAssertTrue(errors.allSatisfy { $0.payload["source"] == "hubhost.campaigns" && $0.payload["severity"] == "warning" }, "\(errors)")
         for id in ["bad-type", "bad-attr", "bad-op", "vip"] {  // vip: IN_LIST has no plugin in this manifest
-            XCTAssertTrue(errors.contains { $0.payload["message"]?.plainText.contains(id) ?? false }, "\(id) in \(errors.map { $0.payload["message"]?.plainText ?? "" })")
+            XCTAssertTrue(
+                errors.contains { $0.payload["message"]?.plainText.contains(id) ?? false },
+                "\(id) in \(errors.map { $0.payload["message"]?.plainText ?? "" })")
         }
     }
 
     // MARK: Wrong types and out-of-range values (issue 16, bounds)
 
     private func load(_ fields: [String: Any], trigger: [String: Any]? = nil) throws -> CampaignParser.Parsed {
-        var data: [String: Any] = ["campaignId": "c", "maxImpressions": 2, "type": 1, "messagePayload": ["title": "T"],
-                                   "triggers": [trigger ?? ["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]]
+        var data: [String: Any] = [
+            "campaignId": "c", "maxImpressions": 2, "type": 1, "messagePayload": ["title": "T"],
+            "triggers": [trigger ?? ["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]]
+        ]
         for (key, value) in fields { data[key] = value }
         return try CampaignParser.parse(try JSONSerialization.data(withJSONObject: ["data": [["campaignData": data]]]))
     }
 
-    private func skipped(_ fields: [String: Any], trigger: [String: Any]? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    private func skipped(_ fields: [String: Any], trigger: [String: Any]? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String
+    {
         let parsed = try load(fields, trigger: trigger)
         XCTAssertEqual(parsed.campaigns.count, 0, "loaded \(fields)", file: file, line: line)
         return parsed.skipped.first ?? ""
@@ -291,16 +342,25 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(try skipped(["campaignId": 7]), "campaign #1: campaignId must be a non-empty string; got 7")
         XCTAssertEqual(try skipped(["messagePayload": NSNull()]), "campaign c: messagePayload must be an object; got null")
         XCTAssertEqual(try skipped(["messagePayload": ["header": "no title"]]), "campaign c: missing messagePayload.title (a string)")
-        XCTAssertEqual(try skipped(["messagePayload": ["title": "T", "messageSettings": ["displaySettings": ["optOut": "yes"]]]]),
-                       "campaign c: messagePayload.messageSettings.displaySettings.optOut must be true or false; got \"yes\" (a string)")
+        XCTAssertEqual(
+            try skipped(["messagePayload": ["title": "T", "messageSettings": ["displaySettings": ["optOut": "yes"]]]]),
+            "campaign c: messagePayload.messageSettings.displaySettings.optOut must be true or false; got \"yes\" (a string)")
         XCTAssertEqual(try skipped([:], trigger: ["type": 0, "eventType": 1]), "campaign c: trigger 1: type must be an integer: 1 (event); got 0")
-        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": 5]),
-                       "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 5")
-        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": "4", "eventName": "x"]),
-                       "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got \"4\" (a string)")
-        XCTAssertEqual(try skipped([:], trigger: ["type": 1, "eventType": 4, "eventName": "x",
-                                                  "attributes": [["name": "a", "value": "1", "type": 2, "operator": 2.5]]]),
-                       "campaign c: trigger 1, attribute 'a': operator must be an integer from 1 to 2147483647; got 2.5")
+        XCTAssertEqual(
+            try skipped([:], trigger: ["type": 1, "eventType": 5]),
+            "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got 5")
+        XCTAssertEqual(
+            try skipped([:], trigger: ["type": 1, "eventType": "4", "eventName": "x"]),
+            "campaign c: trigger 1: eventType must be an integer: 1 (app start), 2 (login successful), 3 (purchase successful) or 4 (custom); got \"4\" (a string)"
+        )
+        XCTAssertEqual(
+            try skipped(
+                [:],
+                trigger: [
+                    "type": 1, "eventType": 4, "eventName": "x",
+                    "attributes": [["name": "a", "value": "1", "type": 2, "operator": 2.5]]
+                ]),
+            "campaign c: trigger 1, attribute 'a': operator must be an integer from 1 to 2147483647; got 2.5")
 
         // The valid forms still load, with the values sent.
         let loaded = try load(["maxImpressions": 3, "type": 4, "isTest": true])
@@ -327,23 +387,31 @@ final class CampaignEngineTests: XCTestCase {
     func testTheInAppMessagingServicesOwnConfigShapeIsRead() throws {
         let server = try TestCollector()
         defer { server.stop() }
-        let list: [String: Any] = ["nextPingMillis": 60_000, "data": [
-            campaign("real", title: "From the service", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]]),
-        ]]
+        let list: [String: Any] = [
+            "nextPingMillis": 60_000,
+            "data": [
+                campaign(
+                    "real", title: "From the service", triggers: [["type": 1, "eventType": 2, "eventName": "login_successful", "attributes": []]])
+            ]
+        ]
         server.routes = [
-            "/config": (200, """
+            "/config": (
+                200,
+                """
                 {"data": {"rolloutPercentage": 100, "enabled": true,
                           "endpoints": {"ping": "\(server.url("/ping"))", "impression": "\(server.url("/impression"))"}}}
-                """),
-            "/ping": (200, String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self)),
+                """
+            ),
+            "/ping": (200, String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self))
         ]
-        try TestSupport.write("""
-        data_dir: data
-        campaigns: {config_url: "\(server.url("/config"))"}
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            campaigns: {config_url: "\(server.url("/config"))"}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+            """, to: folder + "/plugins.yaml")
         let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         XCTAssertEqual((try sync.json as? [String: Any])?["loaded"] as? Int, 1, sync.stdout)
@@ -383,19 +451,24 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(campaign.delay, 0)
         XCTAssertEqual(campaign.buttons, [.init(text: "Shop now", action: 2, uri: "myapp://shop"), .init(text: "Later", action: 3, uri: nil)])
         XCTAssertEqual(campaign.triggers.map(\.eventType), [2, 4])
-        XCTAssertEqual(campaign.triggers[1].attributes, [.init(name: "level", value: .int(5), op: "3"),
-                                                          .init(name: "mode", value: .string("arcade, story"), op: "IN_LIST")])
+        XCTAssertEqual(
+            campaign.triggers[1].attributes,
+            [
+                .init(name: "level", value: .int(5), op: "3"),
+                .init(name: "mode", value: .string("arcade, story"), op: "IN_LIST")
+            ])
 
         // And through the CLI, with the operators it names loaded.
         try TestSupport.write(text, to: folder + "/campaigns.json")
-        try TestSupport.write("""
-        data_dir: data
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-          - id: extra
-            use: \(TestSupport.plugin("ExtraOperators"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+              - id: extra
+                use: \(TestSupport.plugin("ExtraOperators"))
+            """, to: folder + "/plugins.yaml")
         let sync = try TestSupport.hubhost(["campaigns", "sync", "--file", folder + "/campaigns.json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(sync.status, 0, sync.stderr)
         XCTAssertEqual(sync.stdout, "loaded 1 campaign\n")

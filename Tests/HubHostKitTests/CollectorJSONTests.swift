@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// CollectorJSON writes by hand what JSONSerialization (sorted keys) and ISO8601DateFormatter wrote
@@ -22,8 +23,10 @@ final class CollectorJSONTests: XCTestCase {
             }
             attributes.append(["name": attribute.name, "value": text])
         }
-        let object: [String: Any] = ["eventTypeCode": String(event.type.code), "eventTimestamp": iso(event.timestampMs),
-                                     "idempotencyKey": event.id, "attributes": attributes]
+        let object: [String: Any] = [
+            "eventTypeCode": String(event.type.code), "eventTimestamp": iso(event.timestampMs),
+            "idempotencyKey": event.id, "attributes": attributes
+        ]
         return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     }
 
@@ -33,13 +36,17 @@ final class CollectorJSONTests: XCTestCase {
         for (n, text) in texts.enumerated() {
             let times: [Int64] = [0, 1_402_358_400_000, 1_402_358_400_001, 1_402_358_400_999, 1_700_000_000_123, 3_999_999_999_999, 86_399_999]
             for time in times {
-                let event = Event(id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .sessionStarted, name: n == 0 ? "" : text,
-                                  timestampMs: time,
-                                  attributes: [.init(text, .string(text)), .init("i", .int(-42)), .init("d", .double(3.25)), .init("b", .bool(true)),
-                                               .init("t", .timeMs(time)), .init("n", .null)])
+                let event = Event(
+                    id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .sessionStarted, name: n == 0 ? "" : text,
+                    timestampMs: time,
+                    attributes: [
+                        .init(text, .string(text)), .init("i", .int(-42)), .init("d", .double(3.25)), .init("b", .bool(true)),
+                        .init("t", .timeMs(time)), .init("n", .null)
+                    ])
                 let mine = CollectorJSON.event(event, nameField: "Event/Name")
-                XCTAssertEqual(String(decoding: mine, as: UTF8.self), String(decoding: try reference(event, nameField: "Event/Name"), as: UTF8.self),
-                               "text #\(n), time \(time)")
+                XCTAssertEqual(
+                    String(decoding: mine, as: UTF8.self), String(decoding: try reference(event, nameField: "Event/Name"), as: UTF8.self),
+                    "text #\(n), time \(time)")
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The GitHub Flavored Markdown spec's examples (Tests/Fixtures/gfm-spec, CC BY-SA 4.0: the spec
@@ -29,14 +30,19 @@ final class CommonMarkSpecTests: XCTestCase {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         let fence = String(repeating: "`", count: 32)
         var examples: [Example] = []
-        var section = "", marker: String?, markdown: [Substring] = [], html: [Substring] = []
+        var section = ""
+        var marker: String?
+        var markdown: [Substring] = []
+        var html: [Substring] = []
         var state = 0  // 0 outside, 1 Markdown, 2 HTML
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
             switch state {
             case 0 where line.hasPrefix(fence + " example"):
                 let rest = line.dropFirst(fence.count + " example".count).trimmingCharacters(in: .whitespaces)
                 marker = rest.isEmpty ? nil : rest
-                markdown = []; html = []; state = 1
+                markdown = []
+                html = []
+                state = 1
             case 0 where line.hasPrefix("#"):
                 section = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)
             case 1 where line == ".":
@@ -71,7 +77,8 @@ final class CommonMarkSpecTests: XCTestCase {
     /// examples disabled for that reason); the same element either way.
     private func normalizedCheckboxes(_ html: String) -> String {
         html.replacingOccurrences(of: "<input type=\"checkbox\" disabled=\"\" />", with: "<input disabled=\"\" type=\"checkbox\">")
-            .replacingOccurrences(of: "<input type=\"checkbox\" checked=\"\" disabled=\"\" />", with: "<input checked=\"\" disabled=\"\" type=\"checkbox\">")
+            .replacingOccurrences(
+                of: "<input type=\"checkbox\" checked=\"\" disabled=\"\" />", with: "<input checked=\"\" disabled=\"\" type=\"checkbox\">")
     }
 
     func testTheCopyHoldsEveryExampleOfTheSpec() {
@@ -88,8 +95,9 @@ final class CommonMarkSpecTests: XCTestCase {
         for example in Self.examples where !Self.rawHTMLSections.contains(example.section) {
             let article = MarkdownRenderer.render(example.markdown, extensions: extensions(example))
             if article.neutralized == 0 {
-                XCTAssertEqual(normalizedCheckboxes(article.html), example.html,
-                               "example \(example.number) (\(example.section)):\n\(example.markdown)")
+                XCTAssertEqual(
+                    normalizedCheckboxes(article.html), example.html,
+                    "example \(example.number) (\(example.section)):\n\(example.markdown)")
                 if normalizedCheckboxes(article.html) == example.html { asTheSpecSays += 1 }
             } else {
                 // Raw HTML or an unsafe URL in another section: rendered safely, not as the spec says.
@@ -99,8 +107,9 @@ final class CommonMarkSpecTests: XCTestCase {
                 }
             }
         }
-        print("spec: \(asTheSpecSays) examples outside the raw-HTML sections render as the spec says; "
-              + "\(neutralized.count) more hold raw HTML (shown as text, safely): \(neutralized)")
+        print(
+            "spec: \(asTheSpecSays) examples outside the raw-HTML sections render as the spec says; "
+                + "\(neutralized.count) more hold raw HTML (shown as text, safely): \(neutralized)")
         // Inline HTML in examples about other things: link destinations, list separators (`<!-- -->`),
         // backslash escapes, entities, code spans, emphasis and hard line breaks next to HTML tags.
         XCTAssertEqual(neutralized, [170, 289, 290, 318, 328, 355, 485, 486, 487, 501, 504, 533, 545, 663, 664])
@@ -142,8 +151,10 @@ final class CommonMarkSpecTests: XCTestCase {
 /// Checks that HTML holds only the Markdown renderer's own tags and attributes, every attribute
 /// quoted, and no script URL.
 enum SafeHTML {
-    static let tags: Set<String> = ["p", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "del", "code", "pre", "a", "img", "ul", "ol", "li",
-                                    "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input"]
+    static let tags: Set<String> = [
+        "p", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "del", "code", "pre", "a", "img", "ul", "ol", "li",
+        "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input"
+    ]
     static let attributes: Set<String> = ["href", "src", "alt", "title", "class", "start", "align", "type", "checked", "disabled"]
 
     static func problem(in html: String) -> String? {
@@ -161,8 +172,10 @@ enum SafeHTML {
                 let value = attributeText[attributeText.index(after: equals)...]
                 guard value.first == "\"", let end = value.dropFirst().firstIndex(of: "\"") else { return "an unquoted attribute" }
                 let url = value[value.index(after: value.startIndex)..<end].lowercased().filter { !$0.isWhitespace }
-                if (attribute == "href" || attribute == "src"),
-                   ["javascript:", "vbscript:", "file:", "data:text"].contains(where: { url.hasPrefix($0) }) || (attribute == "href" && url.hasPrefix("data:")) {
+                if attribute == "href" || attribute == "src",
+                    ["javascript:", "vbscript:", "file:", "data:text"].contains(where: { url.hasPrefix($0) })
+                        || (attribute == "href" && url.hasPrefix("data:"))
+                {
                     return "\(attribute)=\"\(url.prefix(60))\""
                 }
                 attributeText = attributeText[attributeText.index(after: end)...]

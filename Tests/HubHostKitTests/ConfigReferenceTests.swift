@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The configuration reference is generated from the schemas the parser checks: docs/configuration.md
@@ -11,8 +12,9 @@ final class ConfigReferenceTests: XCTestCase {
         XCTAssertEqual(printed.status, 0, printed.stderr)
         XCTAssertEqual(printed.stdout, ConfigReference.markdown())
         let file = try DocumentationText.text(of: "docs/configuration.md")
-        XCTAssertTrue(file == printed.stdout,
-                      "docs/configuration.md differs from the generator: run `.build/debug/hubhost config reference --markdown > docs/configuration.md`")
+        XCTAssertTrue(
+            file == printed.stdout,
+            "docs/configuration.md differs from the generator: run `.build/debug/hubhost config reference --markdown > docs/configuration.md`")
         let json = try TestSupport.run(TestSupport.hubhostExecutable, ["config", "reference", "--json"])
         XCTAssertEqual(json.status, 0, json.stderr)
         let sections = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])

@@ -1,6 +1,7 @@
 import Foundation
 import HubHostABI
 import XCTest
+
 @testable import HubHostKit
 
 /// Content delivery end to end: a content service on 127.0.0.1 (TestContentService) serving
@@ -29,12 +30,15 @@ final class ContentDeliveryTests: XCTestCase {
     /// A signed bundle (about 40 KB, so that 1 KiB chunks make many requests) and its metadata document.
     private func signedBundle(version: String, hub: String = "news") throws -> (data: Data, metadata: String) {
         let path = folder + "/build-\(version)-\(UUID().uuidString).sqlite3"
-        let articles = (0..<20).map { TestBundle.Article("a\($0)", tags: ["t\($0 % 3)"], body: String(repeating: "<p>content \(version) \($0)</p>", count: 60)) }
+        let articles = (0..<20).map {
+            TestBundle.Article("a\($0)", tags: ["t\($0 % 3)"], body: String(repeating: "<p>content \(version) \($0)</p>", count: 60))
+        }
         try TestBundle.write(to: path, version: version, hubs: [.init(hub, tags: [hub], channels: [.init("main", articles: articles)])])
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let signature = try BundleSignature.sign(data, privateKeyPEM: Data(contentsOf: URL(fileURLWithPath: privateKey)))
-        let metadata = BundleMetadata(version: version, size: Int64(data.count), sha256: try XCTUnwrap(SHA256.hex(ofFile: path)),
-                                      signature: signature.base64EncodedString(), created: "2026-11-22T00:00:00Z")
+        let metadata = BundleMetadata(
+            version: version, size: Int64(data.count), sha256: try XCTUnwrap(SHA256.hex(ofFile: path)),
+            signature: signature.base64EncodedString(), created: "2026-11-22T00:00:00Z")
         return (data, String(decoding: try JSONEncoder().encode(metadata), as: UTF8.self))
     }
 
@@ -44,24 +48,28 @@ final class ContentDeliveryTests: XCTestCase {
     }
 
     private func manifest(provider: String? = nil, locationID: String? = nil, hub: String = "") -> String {
-        let place = locationID.map { """
-          - id: place
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {latitude: 47.6097, longitude: -122.3422, location_id: "\($0)"}
+        let place =
+            locationID.map {
+                """
+                  - id: place
+                    use: \(TestSupport.plugin("FixedLocation"))
+                    config: {latitude: 47.6097, longitude: -122.3422, location_id: "\($0)"}
 
-        """ } ?? ""
-        let content = provider ?? """
-          - id: content
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-            config: {chunk_size: 1024}
-        """
+                """
+            } ?? ""
+        let content =
+            provider ?? """
+                  - id: content
+                    use: \(TestSupport.plugin("HTTPContentProvider"))
+                    config: {chunk_size: 1024}
+                """
         return """
-        data_dir: data
-        logging: {severity: info}
-        hub: {db_service_url: "\(service.baseURL)", public_key: pubkey.der, download_timeout: 30 sec\(hub)}
-        plugins:
-        \(place)\(content)
-        """
+            data_dir: data
+            logging: {severity: info}
+            hub: {db_service_url: "\(service.baseURL)", public_key: pubkey.der, download_timeout: 30 sec\(hub)}
+            plugins:
+            \(place)\(content)
+            """
     }
 
     private func host(_ manifest: String? = nil, capture: LogCapture? = nil) throws -> (HubHost, ContentDelivery) {
@@ -204,12 +212,14 @@ final class ContentDeliveryTests: XCTestCase {
 
     func testAProviderInAWorkerProcessDeliversToo() throws {
         serve(try signedBundle(version: "W"))
-        let (host, delivery) = try host(manifest(provider: """
-          - id: content
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-            isolation: process
-            config: {chunk_size: 4096}
-        """))
+        let (host, delivery) = try host(
+            manifest(
+                provider: """
+                      - id: content
+                        use: \(TestSupport.plugin("HTTPContentProvider"))
+                        isolation: process
+                        config: {chunk_size: 4096}
+                    """))
         let (report, notes) = try notifications(host) { try delivery.sync() }
         XCTAssertEqual(report.result, "updated", report.message)
         XCTAssertEqual(try host.hub()?.activeBundle?.metadata.version, "W")
@@ -241,7 +251,9 @@ final class ContentDeliveryTests: XCTestCase {
             XCTAssertTrue(message.contains("could not be reached"), message)
         }
         XCTAssertEqual(try host.hub()?.activeBundle?.metadata.version, "1")
-        XCTAssertTrue(capture.records.contains { $0.severity == .error && $0.message.contains("content sync failed") && $0.message.contains("unchanged") }, "\(capture.messages)")
+        XCTAssertTrue(
+            capture.records.contains { $0.severity == .error && $0.message.contains("content sync failed") && $0.message.contains("unchanged") },
+            "\(capture.messages)")
     }
 
     func testAnHTTPErrorNamesTheURLAndStatus() throws {
@@ -285,7 +297,9 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(service.requests.first { $0.path == "/content/settings" }?.query, ["location_id": id], "sent verbatim")
         let hub = try XCTUnwrap(host.hub())
         XCTAssertTrue(hub.state.notPartOfPilotProgram, "compared verbatim: case and spacing differ")
-        XCTAssertEqual(notes.filter { $0.name == HostNotification.Name.notPartOfPilotProgramStateChanged }.map { $0.payload["notPartOfPilotProgram"] }, [.bool(true)])
+        XCTAssertEqual(
+            notes.filter { $0.name == HostNotification.Name.notPartOfPilotProgramStateChanged }.map { $0.payload["notPartOfPilotProgram"] },
+            [.bool(true)])
         XCTAssertThrowsError(try hub.presentation(counts: [:])) { XCTAssertEqual($0 as? HubEngine.PresentError, .notPartOfPilotProgram) }
         try delivery.prepareForPresent()  // no active bundle: waits for a sync, which skips the download
         XCTAssertNil(hub.activeBundle)
@@ -353,16 +367,21 @@ final class ContentDeliveryTests: XCTestCase {
 
     func testSettingsDocumentsAreCheckedStrictly() throws {
         XCTAssertEqual(try DeliverySettings.parse(Data("{}".utf8)), DeliverySettings())
-        let full = try DeliverySettings.parse(Data(#"{"initialDownloadMode":"immediate","refreshMode":"recurring","refreshInterval":90,"isDisabled":false,"pilotProgram":{"id":"p","enrolled":false}}"#.utf8))
+        let full = try DeliverySettings.parse(
+            Data(
+                #"{"initialDownloadMode":"immediate","refreshMode":"recurring","refreshInterval":90,"isDisabled":false,"pilotProgram":{"id":"p","enrolled":false}}"#
+                    .utf8))
         XCTAssertEqual(full.initialDownloadMode, .immediate)
         XCTAssertEqual(full.refreshMode, .recurring)
         XCTAssertEqual(full.refreshInterval, 90)
         XCTAssertTrue(full.refusedByPilotProgram)
-        for (bad, reason) in [(#"{"refreshMode":"sometimes"}"#, "refreshMode 'sometimes' is not one of: dont_show_stale, stale_ok, recurring"),
-                              (#"{"isDisabled":"yes"}"#, "'isDisabled' has the wrong type"),
-                              (#"{"refreshInterval":0}"#, "'refreshInterval' must be a positive number of seconds"),
-                              (#"{"pilotProgram":{"id":"p"}}"#, "'pilotProgram.enrolled' is missing"),
-                              ("[1]", "wrong type")] {
+        for (bad, reason) in [
+            (#"{"refreshMode":"sometimes"}"#, "refreshMode 'sometimes' is not one of: dont_show_stale, stale_ok, recurring"),
+            (#"{"isDisabled":"yes"}"#, "'isDisabled' has the wrong type"),
+            (#"{"refreshInterval":0}"#, "'refreshInterval' must be a positive number of seconds"),
+            (#"{"pilotProgram":{"id":"p"}}"#, "'pilotProgram.enrolled' is missing"),
+            ("[1]", "wrong type")
+        ] {
             XCTAssertThrowsError(try DeliverySettings.parse(Data(bad.utf8)), bad) { error in
                 XCTAssertTrue("\(error)".contains(reason), "\(bad): \(error)")
             }
@@ -372,13 +391,15 @@ final class ContentDeliveryTests: XCTestCase {
     // MARK: Providers
 
     func testTheHostFillsDBServiceURLAndAllowsItsHostForTheHubsProviderOnly() throws {
-        try TestSupport.write(manifest(provider: """
-          - id: explicit
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-            config: {db_service_url: "http://example.org/x"}
-          - id: filled
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-        """, hub: ", provider: filled"), to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            manifest(
+                provider: """
+                      - id: explicit
+                        use: \(TestSupport.plugin("HTTPContentProvider"))
+                        config: {db_service_url: "http://example.org/x"}
+                      - id: filled
+                        use: \(TestSupport.plugin("HTTPContentProvider"))
+                    """, hub: ", provider: filled"), to: folder + "/plugins.yaml")
         let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
         XCTAssertEqual(manifest.instances.map { $0.config["db_service_url"] }, [.string("http://example.org/x"), .string(service.baseURL)])
         XCTAssertEqual(manifest.instances.map(\.http.allowedHosts), [[], ["127.0.0.1"]])
@@ -413,11 +434,13 @@ final class ContentDeliveryTests: XCTestCase {
         try bundle.data.write(to: URL(fileURLWithPath: content + "/bundle.sqlite3"))
         try TestSupport.write(bundle.metadata, to: content + "/bundle.sqlite3.json")
         try TestSupport.write(#"{"refreshMode": "dont_show_stale"}"#, to: content + "/settings.json")
-        let (host, delivery) = try host(manifest(provider: """
-          - id: local
-            use: \(TestSupport.plugin("LocalContentProvider"))
-            config: {path: "\(content)"}
-        """))
+        let (host, delivery) = try host(
+            manifest(
+                provider: """
+                      - id: local
+                        use: \(TestSupport.plugin("LocalContentProvider"))
+                        config: {path: "\(content)"}
+                    """))
         let (report, notes) = try notifications(host) { try delivery.sync() }
         XCTAssertEqual(report.result, "updated", report.message)
         XCTAssertEqual(report.settings.refreshMode, .dontShowStale)
@@ -432,11 +455,13 @@ final class ContentDeliveryTests: XCTestCase {
         try second.data.write(to: URL(fileURLWithPath: file))
         try TestSupport.write(second.metadata, to: file + ".json")
         host.shutdown()
-        let (_, single) = try self.host(manifest(provider: """
-          - id: local
-            use: \(TestSupport.plugin("LocalContentProvider"))
-            config: {path: "\(file)"}
-        """))
+        let (_, single) = try self.host(
+            manifest(
+                provider: """
+                      - id: local
+                        use: \(TestSupport.plugin("LocalContentProvider"))
+                        config: {path: "\(file)"}
+                    """))
         let loaded = try single.sync()
         XCTAssertEqual(loaded.result, "updated")
         XCTAssertEqual(loaded.settings, DeliverySettings())
@@ -486,7 +511,8 @@ final class ContentDeliveryTests: XCTestCase {
         service.settings = { _ in (200, #"{"initialDownloadMode": "immediate", "refreshMode": "recurring", "refreshInterval": 1}"#) }
         try TestSupport.write(manifest() + "\nserver: {host: 127.0.0.1, port: 0}\n", to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let process = server.process, base = server.base
+        let process = server.process
+        let base = server.base
         let deadline = Date().addingTimeInterval(30)
         while service.requests.filter({ $0.path == "/content/bundle" }).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         XCTAssertFalse(service.requests.filter { $0.path == "/content/bundle" }.isEmpty, "immediate: downloaded at start-up")

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// What hubhost writes to disk is its user's only, and hub pages cannot be framed by other sites.
@@ -11,8 +12,9 @@ final class DataProtectionTests: XCTestCase {
 
     func testTheDataDirectoryAndItsDatabasesAreOwnerOnly() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try FileManager.default.createDirectory(atPath: folder + "/loose", withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            atPath: folder + "/loose", withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o755])
         try TestSupport.write("data_dir: loose\nplugins: []\n", to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }

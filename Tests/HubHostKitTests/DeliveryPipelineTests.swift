@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import XCTest
+
 @testable import HubHostKit
 
 /// EventDelivery's pipeline: the sink delivers batch k while the store records batch k-1 and claims
@@ -18,9 +19,11 @@ final class DeliveryPipelineTests: XCTestCase {
         private(set) var overlapped = false
         let answer: @Sendable (_ batchIndex: Int, _ events: [SinkEvent]) -> SinkBatchResult
 
-        init(answer: @escaping @Sendable (_ batchIndex: Int, _ events: [SinkEvent]) -> SinkBatchResult = { _, events in
-            .answered(Array(repeating: .delivered, count: events.count))
-        }) {
+        init(
+            answer: @escaping @Sendable (_ batchIndex: Int, _ events: [SinkEvent]) -> SinkBatchResult = { _, events in
+                .answered(Array(repeating: .delivered, count: events.count))
+            }
+        ) {
             self.answer = answer
         }
 
@@ -73,15 +76,18 @@ final class DeliveryPipelineTests: XCTestCase {
         XCTAssertFalse(sink.overlapped, "one deliver call at a time")
         XCTAssertEqual(try store.count(status: .successfullyPosted), 95)
         XCTAssertEqual(try store.deliverable(limit: 1000, nowMs: Clock.wallMs() + 3_600_000).count, 0, "no lease left behind")
-        XCTAssertEqual(try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0,
-                       "each batch's lease row ended with its statuses")
+        XCTAssertEqual(
+            try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0,
+            "each batch's lease row ended with its statuses")
     }
 
     func testDueEventsAreTheOldestOfBothStatusesInSeqOrder() throws {
         let store = try store()
         let now = Clock.wallMs()
         // seq order: E0..E9; EXPIRED and NOT_POSTED interleaved, two not due yet, one posted.
-        let statuses: [EventStatus] = [.expired, .notPosted, .notPosted, .expired, .successfullyPosted, .notPosted, .expired, .notPosted, .expired, .notPosted]
+        let statuses: [EventStatus] = [
+            .expired, .notPosted, .notPosted, .expired, .successfullyPosted, .notPosted, .expired, .notPosted, .expired, .notPosted
+        ]
         let events = statuses.enumerated().map { Event(type: .namedEvent, name: "E\($0.offset)", status: $0.element) }
         try store.insert(events)
         try store.markAttemptFailed([events[2].id, events[6].id], error: "later", retryAtMs: now + 60_000, maxAttempts: 10)
@@ -147,8 +153,9 @@ final class DeliveryPipelineTests: XCTestCase {
         XCTAssertEqual(sink.batches.flatMap { $0 }, ids)
         for (batch, due) in zip(sink.batches, claimableDuringBatch) {
             XCTAssertTrue(Set(batch).isDisjoint(with: due), "the batch in flight is leased")
-            XCTAssertTrue(due.allSatisfy { id in ids.firstIndex(of: id)! > ids.firstIndex(of: batch.last!)! },
-                          "only events after the batch in flight are claimable")
+            XCTAssertTrue(
+                due.allSatisfy { id in ids.firstIndex(of: id)! > ids.firstIndex(of: batch.last!)! },
+                "only events after the batch in flight are claimable")
         }
     }
 

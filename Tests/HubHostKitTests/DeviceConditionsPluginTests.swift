@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import HubHostKit
 import HubHostABI
+import XCTest
+
+@testable import HubHostKit
 
 /// The `device_conditions` kind (ABI 1.1): the bundled fixed and Linux plugins through the Swift
 /// wrapper, the fixed plugin following its file, and out-of-range answers refused in process and
@@ -30,61 +31,75 @@ final class DeviceConditionsPluginTests: XCTestCase {
     // MARK: fixed-device-conditions
 
     func testFixedDeviceConditionsAnswersItsConfig() throws {
-        let plugin = try only("""
-          - id: fixed
-            use: \(TestSupport.plugin("FixedDeviceConditions"))
-            config: {network: cellular, metered: true, battery_level: 0.25, charging: "no", free_bytes: 123456789}
-        """)
-        XCTAssertEqual(try plugin.read(dataDirectory: folder),
-                       DeviceConditions(network: .cellular, metered: true, batteryLevel: 0.25, charging: false, freeBytes: 123_456_789))
-        let defaults = try only("""
-          - id: plain
-            use: \(TestSupport.plugin("FixedDeviceConditions"))
-        """)
-        XCTAssertEqual(try defaults.read(dataDirectory: folder),
-                       DeviceConditions(network: .ethernet, metered: false, batteryLevel: nil, charging: nil, freeBytes: nil),
-                       "no config: ethernet, no battery, charging and free bytes unknown")
+        let plugin = try only(
+            """
+              - id: fixed
+                use: \(TestSupport.plugin("FixedDeviceConditions"))
+                config: {network: cellular, metered: true, battery_level: 0.25, charging: "no", free_bytes: 123456789}
+            """)
+        XCTAssertEqual(
+            try plugin.read(dataDirectory: folder),
+            DeviceConditions(network: .cellular, metered: true, batteryLevel: 0.25, charging: false, freeBytes: 123_456_789))
+        let defaults = try only(
+            """
+              - id: plain
+                use: \(TestSupport.plugin("FixedDeviceConditions"))
+            """)
+        XCTAssertEqual(
+            try defaults.read(dataDirectory: folder),
+            DeviceConditions(network: .ethernet, metered: false, batteryLevel: nil, charging: nil, freeBytes: nil),
+            "no config: ethernet, no battery, charging and free bytes unknown")
     }
 
     func testFixedDeviceConditionsRefusesABadConfigAtCreate() throws {
-        for (config, expected) in [("{network: carrier-pigeon}", "network 'carrier-pigeon' is not none, wifi, cellular or ethernet"),
-                                   ("{battery_level: 1.5}", "'battery_level' must be a number within 0...1"),
-                                   ("{charging: maybe}", "charging 'maybe' is not yes, no or unknown"),
-                                   ("{free_bytes: -1}", "'free_bytes' must be a whole number of bytes")] {
-            let (host, loaded) = try host("""
-              - id: bad
-                use: \(TestSupport.plugin("FixedDeviceConditions"))
-                config: \(config)
-            """)
+        for (config, expected) in [
+            ("{network: carrier-pigeon}", "network 'carrier-pigeon' is not none, wifi, cellular or ethernet"),
+            ("{battery_level: 1.5}", "'battery_level' must be a number within 0...1"),
+            ("{charging: maybe}", "charging 'maybe' is not yes, no or unknown"),
+            ("{free_bytes: -1}", "'free_bytes' must be a whole number of bytes")
+        ] {
+            let (host, loaded) = try host(
+                """
+                  - id: bad
+                    use: \(TestSupport.plugin("FixedDeviceConditions"))
+                    config: \(config)
+                """)
             XCTAssertTrue(loaded.isEmpty, config)
             let entry = try XCTUnwrap(host.registry.entry(id: "bad"))
-            guard case .failed(let error) = entry.state else { XCTFail("\(config): \(entry.state.name)"); continue }
+            guard case .failed(let error) = entry.state else {
+                XCTFail("\(config): \(entry.state.name)")
+                continue
+            }
             XCTAssertTrue("\(error)".contains(expected), "\(config): \(error)")
         }
     }
 
     func testFixedDeviceConditionsFollowsItsFileWhenItChanges() throws {
-        let plugin = try only("""
-          - id: switchable
-            use: \(TestSupport.plugin("FixedDeviceConditions"))
-            config: {network: wifi, battery_level: 0.9, charging: "yes", free_bytes: 5000000000, file: conditions.txt}
-        """)
+        let plugin = try only(
+            """
+              - id: switchable
+                use: \(TestSupport.plugin("FixedDeviceConditions"))
+                config: {network: wifi, battery_level: 0.9, charging: "yes", free_bytes: 5000000000, file: conditions.txt}
+            """)
         let file = folder + "/data/conditions.txt"
         let data = folder + "/data"
         // No file yet: the config's values.
-        XCTAssertEqual(try plugin.read(dataDirectory: data),
-                       DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.9, charging: true, freeBytes: 5_000_000_000))
+        XCTAssertEqual(
+            try plugin.read(dataDirectory: data),
+            DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.9, charging: true, freeBytes: 5_000_000_000))
 
         // Written atomically (a new file renamed over the old), as the README advises.
         try TestSupport.write("# the phone left the house\nnetwork = cellular\nmetered: true\nbattery_level = 0.12\ncharging = no\n", to: file)
-        XCTAssertEqual(try plugin.read(dataDirectory: data),
-                       DeviceConditions(network: .cellular, metered: true, batteryLevel: 0.12, charging: false, freeBytes: 5_000_000_000),
-                       "the file's keys override the config; free_bytes, left out, keeps the config's")
+        XCTAssertEqual(
+            try plugin.read(dataDirectory: data),
+            DeviceConditions(network: .cellular, metered: true, batteryLevel: 0.12, charging: false, freeBytes: 5_000_000_000),
+            "the file's keys override the config; free_bytes, left out, keeps the config's")
 
         try TestSupport.write("network = wifi\nbattery_level = none\nfree_bytes = unknown\n", to: file)
-        XCTAssertEqual(try plugin.read(dataDirectory: data),
-                       DeviceConditions(network: .wifi, metered: false, batteryLevel: nil, charging: true, freeBytes: nil),
-                       "each change starts again from the config, then the file")
+        XCTAssertEqual(
+            try plugin.read(dataDirectory: data),
+            DeviceConditions(network: .wifi, metered: false, batteryLevel: nil, charging: true, freeBytes: nil),
+            "each change starts again from the config, then the file")
 
         // A bad line: every call fails naming it, until the file is fixed.
         try TestSupport.write("network = wifi\nbattery_level = 7\n", to: file)
@@ -123,7 +138,9 @@ final class DeviceConditionsPluginTests: XCTestCase {
         var power: String { root + "/power_supply" }
         var route: String { root + "/route" }
 
-        func interface(_ name: String, operstate: String = "up", type: Int = 1, uevent: String = "", wireless: Bool = false, carrier: Int? = nil) throws {
+        func interface(_ name: String, operstate: String = "up", type: Int = 1, uevent: String = "", wireless: Bool = false, carrier: Int? = nil)
+            throws
+        {
             try TestSupport.write(operstate + "\n", to: "\(net)/\(name)/operstate")
             try TestSupport.write("\(type)\n", to: "\(net)/\(name)/type")
             try TestSupport.write("INTERFACE=\(name)\n\(uevent)", to: "\(net)/\(name)/uevent")
@@ -145,11 +162,12 @@ final class DeviceConditionsPluginTests: XCTestCase {
     }
 
     private func linuxPlugin(_ system: FakeSystem, extra: String = "") throws -> DeviceConditionsPlugin {
-        try only("""
-          - id: linux
-            use: \(TestSupport.plugin("LinuxDeviceConditions"))
-            config: {net_path: \(system.net), power_supply_path: \(system.power), route_path: \(system.route)\(extra)}
-        """)
+        try only(
+            """
+              - id: linux
+                use: \(TestSupport.plugin("LinuxDeviceConditions"))
+                config: {net_path: \(system.net), power_supply_path: \(system.power), route_path: \(system.route)\(extra)}
+            """)
     }
 
     func testLinuxDeviceConditionsReadsNetworkFromRoutesAndSysfs() throws {
@@ -246,16 +264,18 @@ final class DeviceConditionsPluginTests: XCTestCase {
         XCTAssertLessThanOrEqual(free, total)
         // Other engineers write to the same disk: close, not equal.
         XCTAssertLessThan(free > expected ? free - expected : expected - free, 1 << 30, "statvfs says \(expected), the plugin \(free)")
-        let notYet = try XCTUnwrap(try plugin.read(dataDirectory: folder + "/not/created/yet").freeBytes,
-                                   "a directory not created yet: its nearest existing parent's file system")
+        let notYet = try XCTUnwrap(
+            try plugin.read(dataDirectory: folder + "/not/created/yet").freeBytes,
+            "a directory not created yet: its nearest existing parent's file system")
         XCTAssertLessThan(notYet > expected ? notYet - expected : expected - notYet, 1 << 30)
     }
 
     func testLinuxDeviceConditionsOnThisMachineAnswersInRange() throws {
-        let plugin = try only("""
-          - id: linux
-            use: \(TestSupport.plugin("LinuxDeviceConditions"))
-        """)
+        let plugin = try only(
+            """
+              - id: linux
+                use: \(TestSupport.plugin("LinuxDeviceConditions"))
+            """)
         let conditions = try plugin.read(dataDirectory: folder)
         if let level = conditions.batteryLevel { XCTAssertTrue((0...1).contains(level)) }
         XCTAssertNotNil(conditions.freeBytes, "statvfs works on the test's own folder")
@@ -273,30 +293,33 @@ final class DeviceConditionsPluginTests: XCTestCase {
             ("network-7", "network code 7 is not one of HH_NETWORK_NONE/WIFI/CELLULAR/ETHERNET"),
             ("battery-1.5", "battery_level 1.5 is outside 0...1"),
             ("battery-nan", "battery_level nan is outside 0...1"),
-            ("charging-9", "charging code 9 is not one of HH_CHARGING_UNKNOWN/NO/YES"),
+            ("charging-9", "charging code 9 is not one of HH_CHARGING_UNKNOWN/NO/YES")
         ]
         var instances = ""
         for (index, item) in cases.enumerated() {
             for isolation in ["in_process", "process"] {
                 instances += """
-                  - id: c\(index)-\(isolation)
-                    use: \(manifest)
-                    isolation: \(isolation)
-                    config: {mode: \(item.mode)}
+                      - id: c\(index)-\(isolation)
+                        use: \(manifest)
+                        isolation: \(isolation)
+                        config: {mode: \(item.mode)}
 
-                """
+                    """
             }
         }
-        let (host, _) = try host(instances + """
-          - id: good
-            use: \(manifest)
-            isolation: process
-        """)
+        let (host, _) = try host(
+            instances + """
+                  - id: good
+                    use: \(manifest)
+                    isolation: process
+                """)
         for (index, item) in cases.enumerated() {
             for isolation in ["in_process", "process"] {
                 let handle = try XCTUnwrap(host.registry.plugins(of: .deviceConditions).first { $0.instanceID == "c\(index)-\(isolation)" })
                 XCTAssertThrowsError(try DeviceConditionsPlugin(handle).read(dataDirectory: folder)) { error in
-                    guard case PluginCallError.invalidAnswer(let instance, let reason) = error else { return XCTFail("\(item.mode) \(isolation): \(error)") }
+                    guard case PluginCallError.invalidAnswer(let instance, let reason) = error else {
+                        return XCTFail("\(item.mode) \(isolation): \(error)")
+                    }
                     XCTAssertEqual(instance, handle.instanceID)
                     XCTAssertTrue(reason.hasPrefix(item.reason), "\(item.mode) \(isolation): \(reason)")
                     XCTAssertTrue("\(error)".contains("plugin instance '\(handle.instanceID)' gave an invalid answer: \(item.reason)"), "\(error)")
@@ -304,26 +327,29 @@ final class DeviceConditionsPluginTests: XCTestCase {
             }
         }
         let good = try XCTUnwrap(host.registry.plugins(of: .deviceConditions).first { $0.instanceID == "good" })
-        XCTAssertEqual(try DeviceConditionsPlugin(good).read(dataDirectory: folder),
-                       DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.5, charging: true, freeBytes: 1000),
-                       "an isolated plugin answers as an in-process one")
+        XCTAssertEqual(
+            try DeviceConditionsPlugin(good).read(dataDirectory: folder),
+            DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.5, charging: true, freeBytes: 1000),
+            "an isolated plugin answers as an in-process one")
     }
 
     func testAFailingOrCrashingPluginIsAnErrorNotACrash() throws {
         let manifest = try fixture()
-        let (host, _) = try host("""
-          - id: unavailable
-            use: \(manifest)
-            config: {mode: unavailable}
-          - id: crashing
-            use: \(manifest)
-            isolation: process
-            config: {mode: crash}
-        """)
+        let (host, _) = try host(
+            """
+              - id: unavailable
+                use: \(manifest)
+                config: {mode: unavailable}
+              - id: crashing
+                use: \(manifest)
+                isolation: process
+                config: {mode: crash}
+            """)
         let plugins = host.registry.plugins(of: .deviceConditions)
         let unavailable = try XCTUnwrap(plugins.first { $0.instanceID == "unavailable" })
         XCTAssertThrowsError(try DeviceConditionsPlugin(unavailable).read(dataDirectory: folder)) { error in
-            XCTAssertEqual(error as? PluginCallError, .failed(instance: "unavailable", status: HH_ERR_UNAVAILABLE, message: "the fixture cannot tell now"))
+            XCTAssertEqual(
+                error as? PluginCallError, .failed(instance: "unavailable", status: HH_ERR_UNAVAILABLE, message: "the fixture cannot tell now"))
         }
         let crashing = try XCTUnwrap(plugins.first { $0.instanceID == "crashing" })
         XCTAssertThrowsError(try DeviceConditionsPlugin(crashing).read(dataDirectory: folder)) { error in
@@ -347,30 +373,39 @@ final class DeviceConditionsPluginTests: XCTestCase {
         XCTAssertEqual(library.abiVersion, ABIVersion(major: 1, minor: 0, patch: 0))
         XCTAssertEqual(library.descriptors.map(\.kind), [.triggerOperator])
         try TestSupport.write(TestSupport.fixtureManifest(library: "libold.so"), to: folder + "/old/plugin.yaml")
-        let (host, _) = try host("""
-          - id: old
-            use: \(folder)/old/plugin.yaml
-        """)
+        let (host, _) = try host(
+            """
+              - id: old
+                use: \(folder)/old/plugin.yaml
+            """)
         XCTAssertEqual(host.registry.entry(id: "old")?.state, .loaded)
-        XCTAssertEqual(TriggerOperatorPlugin(try XCTUnwrap(host.registry.plugins(of: .triggerOperator).first)).compare(event: .int(3), trigger: .int(3)).result, true)
+        XCTAssertEqual(
+            TriggerOperatorPlugin(try XCTUnwrap(host.registry.plugins(of: .triggerOperator).first)).compare(event: .int(3), trigger: .int(3)).result,
+            true)
 
         // A library that says 1.0 cannot have been built with these kinds' headers: refused, named.
         let claimsOld = try fixture(abiMinor: 0)
-        XCTAssertThrowsError(try PluginLibrary.open(path: (claimsOld as NSString).deletingLastPathComponent + "/libprefetch-kinds-fixture.so")) { error in
-            XCTAssertTrue("\(error)".contains("'fixture-conditions' is a device_conditions plugin, a kind added in ABI 1.1, but the library says ABI 1.0.0"), "\(error)")
+        XCTAssertThrowsError(try PluginLibrary.open(path: (claimsOld as NSString).deletingLastPathComponent + "/libprefetch-kinds-fixture.so")) {
+            error in
+            XCTAssertTrue(
+                "\(error)".contains("'fixture-conditions' is a device_conditions plugin, a kind added in ABI 1.1, but the library says ABI 1.0.0"),
+                "\(error)")
         }
         // And a plugin.yaml that says abi "1.0" for them is refused when read.
-        try TestSupport.write("""
-        abi: "1.0"
-        id: old-manifest
-        name: Old manifest
-        version: 1.0.0
-        library: libx.so
-        exports:
-          - {id: x, kind: download_request}
-        """, to: folder + "/oldmanifest/plugin.yaml")
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: old-manifest
+            name: Old manifest
+            version: 1.0.0
+            library: libx.so
+            exports:
+              - {id: x, kind: download_request}
+            """, to: folder + "/oldmanifest/plugin.yaml")
         let loaded = PluginManifest.load(path: folder + "/oldmanifest/plugin.yaml")
         XCTAssertNil(loaded.manifest)
-        XCTAssertTrue(loaded.diagnostics.contains { "\($0)".contains("kind 'download_request' was added in ABI 1.1; set abi: \"1.1\"") }, "\(loaded.diagnostics)")
+        XCTAssertTrue(
+            loaded.diagnostics.contains { "\($0)".contains("kind 'download_request' was added in ABI 1.1; set abi: \"1.1\"") },
+            "\(loaded.diagnostics)")
     }
 }

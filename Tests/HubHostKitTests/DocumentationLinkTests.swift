@@ -52,21 +52,22 @@ final class DocumentationLinkTests: XCTestCase {
     /// The checker itself: GitHub's heading anchors, links outside code, and paths that leave the tree.
     func testTheCheckerReadsAnchorsAndLinksAsGitHubDoes() {
         let page = """
-        # Event sinks
-        ## `plugins test` and PluginTestKit
-        ### The web Content Hub (ZBiM)
-        ## Event sinks
-        <a id="custom"></a>
-        See [sinks](#event-sinks), [again](events.md#event-sinks-1) and ![img](a.png "title").
-        `[not a link](nowhere.md)`
-        ```
-        [also not](nowhere.md)
-        # not a heading
-        ```
-        [ref]: other.md#x
-        """
-        XCTAssertEqual(DocumentationLinks.anchors(in: page),
-                       ["event-sinks", "plugins-test-and-plugintestkit", "the-web-content-hub-zbim", "event-sinks-1", "custom"])
+            # Event sinks
+            ## `plugins test` and PluginTestKit
+            ### The web Content Hub (ZBiM)
+            ## Event sinks
+            <a id="custom"></a>
+            See [sinks](#event-sinks), [again](events.md#event-sinks-1) and ![img](a.png "title").
+            `[not a link](nowhere.md)`
+            ```
+            [also not](nowhere.md)
+            # not a heading
+            ```
+            [ref]: other.md#x
+            """
+        XCTAssertEqual(
+            DocumentationLinks.anchors(in: page),
+            ["event-sinks", "plugins-test-and-plugintestkit", "the-web-content-hub-zbim", "event-sinks-1", "custom"])
         XCTAssertEqual(DocumentationLinks.links(in: page).map(\.target), ["#event-sinks", "events.md#event-sinks-1", "a.png", "other.md#x"])
         XCTAssertNil(DocumentationLinks.normalized("docs/../../shared/design.md"))
         XCTAssertEqual(DocumentationLinks.normalized("docs/../Protocols/include"), "Protocols/include")
@@ -75,7 +76,10 @@ final class DocumentationLinkTests: XCTestCase {
 
 /// Reads links and heading anchors out of Markdown text (outside code spans and fenced blocks).
 enum DocumentationLinks {
-    struct Link: Equatable { var target: String; var line: Int }
+    struct Link: Equatable {
+        var target: String
+        var line: Int
+    }
 
     /// The lines of `text` outside fenced code blocks, with their 1-based line numbers.
     static func proseLines(_ text: String) -> [(number: Int, text: String)] {
@@ -133,11 +137,12 @@ enum DocumentationLinks {
             var title = String(line[heading.upperBound...]).trimmingCharacters(in: .whitespaces)
             title = title.replacingOccurrences(of: #"\s+#+$"#, with: "", options: .regularExpression)
             title = title.replacingOccurrences(of: #"!?\[([^\]]*)\]\([^)]*\)"#, with: "$1", options: .regularExpression)
-            let slug = String(title.lowercased().unicodeScalars.compactMap { scalar -> Character? in
-                if scalar == " " { return "-" }
-                if scalar == "-" || scalar == "_" || CharacterSet.alphanumerics.contains(scalar) { return Character(scalar) }
-                return nil
-            })
+            let slug = String(
+                title.lowercased().unicodeScalars.compactMap { scalar -> Character? in
+                    if scalar == " " { return "-" }
+                    if scalar == "-" || scalar == "_" || CharacterSet.alphanumerics.contains(scalar) { return Character(scalar) }
+                    return nil
+                })
             let seen = counts[slug, default: 0]
             counts[slug] = seen + 1
             anchors.append(seen == 0 ? slug : "\(slug)-\(seen)")

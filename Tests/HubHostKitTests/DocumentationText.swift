@@ -39,7 +39,9 @@ enum DocumentationText {
             }
         }
         guard found.count == 1 else {
-            throw DocumentationError(description: "\(marker) appears \(found.count) times in the documentation (\(found.map(\.path).joined(separator: ", "))); it must appear once")
+            throw DocumentationError(
+                description:
+                    "\(marker) appears \(found.count) times in the documentation (\(found.map(\.path).joined(separator: ", "))); it must appear once")
         }
         return found[0].body
     }

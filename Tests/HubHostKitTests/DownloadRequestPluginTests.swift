@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import HubHostKit
 import HubHostABI
+import XCTest
+
+@testable import HubHostKit
 
 /// The `download_request` kind (ABI 1.1, the seed's convertDownloadRequest): the bundled
 /// download-request-header plugin through the Swift wrapper, and converted requests that break the
@@ -24,30 +25,35 @@ final class DownloadRequestPluginTests: XCTestCase {
         DownloadRequestPlugin(try XCTUnwrap(host.registry.plugins(of: .downloadRequest).first { $0.instanceID == id }, "no instance \(id)"))
     }
 
-    private let request = DownloadRequest(url: "https://origin.example.com/media/item-1/main.mp4",
-                                          headers: ["authorization": "Bearer old", "Accept": "*/*"], itemId: "item-1", fileRole: "main")
+    private let request = DownloadRequest(
+        url: "https://origin.example.com/media/item-1/main.mp4",
+        headers: ["authorization": "Bearer old", "Accept": "*/*"], itemId: "item-1", fileRole: "main")
 
     func testDownloadRequestHeaderAddsHeadersAndRewritesThePrefix() throws {
-        let host = try host("""
-          - id: cdn
-            use: \(TestSupport.plugin("DownloadRequestHeader"))
-            config:
-              headers: |
-                Authorization: Bearer new-token
-                # a comment line, and an empty one
+        let host = try host(
+            """
+              - id: cdn
+                use: \(TestSupport.plugin("DownloadRequestHeader"))
+                config:
+                  headers: |
+                    Authorization: Bearer new-token
+                    # a comment line, and an empty one
 
-                X-Client:  hubhost/1  
-              url_prefix_from: https://origin.example.com/media/
-              url_prefix_to: https://cdn.example.net/m/
-          - id: thumbs-only
-            use: \(TestSupport.plugin("DownloadRequestHeader"))
-            config: {headers: "X-Thumb: 1", roles: "thumbnail, subtitle"}
-        """)
+                    X-Client:  hubhost/1  
+                  url_prefix_from: https://origin.example.com/media/
+                  url_prefix_to: https://cdn.example.net/m/
+              - id: thumbs-only
+                use: \(TestSupport.plugin("DownloadRequestHeader"))
+                config: {headers: "X-Thumb: 1", roles: "thumbnail, subtitle"}
+            """)
         let converted = try plugin(host, "cdn").convert(request)
-        XCTAssertEqual(converted, DownloadRequest(url: "https://cdn.example.net/m/item-1/main.mp4",
-                                                  headers: ["Authorization": "Bearer new-token", "Accept": "*/*", "X-Client": "hubhost/1"],
-                                                  itemId: "item-1", fileRole: "main"),
-                       "a header of the same name in another case is replaced; values are trimmed")
+        XCTAssertEqual(
+            converted,
+            DownloadRequest(
+                url: "https://cdn.example.net/m/item-1/main.mp4",
+                headers: ["Authorization": "Bearer new-token", "Accept": "*/*", "X-Client": "hubhost/1"],
+                itemId: "item-1", fileRole: "main"),
+            "a header of the same name in another case is replaced; values are trimmed")
         var elsewhere = request
         elsewhere.url = "https://other.example.com/media/x"
         XCTAssertEqual(try plugin(host, "cdn").convert(elsewhere).url, elsewhere.url, "a URL without the prefix keeps its origin")
@@ -60,16 +66,22 @@ final class DownloadRequestPluginTests: XCTestCase {
     }
 
     func testDownloadRequestHeaderRefusesABadConfigAtCreate() throws {
-        for (config, expected) in [("{headers: \"Bad Name: x\"}", "'Bad Name' is not a header name"),
-                                   ("{headers: \"no colon here\"}", "'headers' line 1: expected 'Name: value'"),
-                                   ("{url_prefix_from: \"https://a/\"}", "set both 'url_prefix_from' and 'url_prefix_to', or neither"),
-                                   ("{url_prefix_from: \"https://a/\", url_prefix_to: \"ftp://b/\"}", "'url_prefix_to' must start with http:// or https://")] {
-            let host = try host("""
-              - id: bad
-                use: \(TestSupport.plugin("DownloadRequestHeader"))
-                config: \(config)
-            """)
-            guard case .failed(let error)? = host.registry.entry(id: "bad")?.state else { XCTFail(config); continue }
+        for (config, expected) in [
+            ("{headers: \"Bad Name: x\"}", "'Bad Name' is not a header name"),
+            ("{headers: \"no colon here\"}", "'headers' line 1: expected 'Name: value'"),
+            ("{url_prefix_from: \"https://a/\"}", "set both 'url_prefix_from' and 'url_prefix_to', or neither"),
+            ("{url_prefix_from: \"https://a/\", url_prefix_to: \"ftp://b/\"}", "'url_prefix_to' must start with http:// or https://")
+        ] {
+            let host = try host(
+                """
+                  - id: bad
+                    use: \(TestSupport.plugin("DownloadRequestHeader"))
+                    config: \(config)
+                """)
+            guard case .failed(let error)? = host.registry.entry(id: "bad")?.state else {
+                XCTFail(config)
+                continue
+            }
             XCTAssertTrue("\(error)".contains(expected), "\(config): \(error)")
         }
     }
@@ -87,7 +99,7 @@ final class DownloadRequestPluginTests: XCTestCase {
             ("relative-url", "'/just/a/path' is not an absolute http:// or https:// URL with a host"),
             ("bad-utf8", "set_header was given bytes that are not UTF-8"),
             ("huge-value", "set_header was given 100000 bytes"),
-            ("edit-flood", "more than 1000 editor calls"),
+            ("edit-flood", "more than 1000 editor calls")
         ]
         var instances = ""
         for mode in cases.map(\.mode) + ["good", "not-found", "fail"] {
@@ -96,33 +108,41 @@ final class DownloadRequestPluginTests: XCTestCase {
             }
         }
         let host = try host(instances)
-        let withCookie = DownloadRequest(url: "https://origin.example.com/a.m3u8", headers: ["Cookie": "abc=123", "Accept": "*/*"],
-                                         itemId: "item-7", fileRole: "hls_main_index")
+        let withCookie = DownloadRequest(
+            url: "https://origin.example.com/a.m3u8", headers: ["Cookie": "abc=123", "Accept": "*/*"],
+            itemId: "item-7", fileRole: "hls_main_index")
         for isolation in ["in_process", "process"] {
             for (mode, expected) in cases {
                 XCTAssertThrowsError(try plugin(host, "\(mode)-\(isolation)").convert(withCookie)) { error in
-                    guard case PluginCallError.invalidAnswer(let instance, let reason) = error else { return XCTFail("\(mode) \(isolation): \(error)") }
+                    guard case PluginCallError.invalidAnswer(let instance, let reason) = error else {
+                        return XCTFail("\(mode) \(isolation): \(error)")
+                    }
                     XCTAssertEqual(instance, "\(mode)-\(isolation)")
                     XCTAssertTrue(reason.hasPrefix(expected), "\(mode) \(isolation): \(reason)")
                 }
             }
-            XCTAssertEqual(try plugin(host, "good-\(isolation)").convert(withCookie),
-                           DownloadRequest(url: "https://signed.example.com/item-7/hls_main_index?sig=1",
-                                           headers: ["Accept": "*/*", "X-Fixture": "hls_main_index"], itemId: "item-7", fileRole: "hls_main_index"),
-                           "\(isolation): set_url, set_header, and remove_header of 'cookie' removing 'Cookie'")
+            XCTAssertEqual(
+                try plugin(host, "good-\(isolation)").convert(withCookie),
+                DownloadRequest(
+                    url: "https://signed.example.com/item-7/hls_main_index?sig=1",
+                    headers: ["Accept": "*/*", "X-Fixture": "hls_main_index"], itemId: "item-7", fileRole: "hls_main_index"),
+                "\(isolation): set_url, set_header, and remove_header of 'cookie' removing 'Cookie'")
             XCTAssertEqual(try plugin(host, "not-found-\(isolation)").convert(withCookie), withCookie, "HH_ERR_NOT_FOUND discards the edits")
             XCTAssertThrowsError(try plugin(host, "fail-\(isolation)").convert(withCookie)) { error in
-                XCTAssertEqual(error as? PluginCallError, .failed(instance: "fail-\(isolation)", status: HH_ERR_IO, message: "the signing service did not answer"))
+                XCTAssertEqual(
+                    error as? PluginCallError,
+                    .failed(instance: "fail-\(isolation)", status: HH_ERR_IO, message: "the signing service did not answer"))
             }
         }
     }
 
     func testACrashingIsolatedPluginIsAnErrorAndTheHostGoesOn() throws {
         let manifest = try fixture()
-        let host = try host("""
-          - {id: crashing, use: \(manifest), isolation: process, call_timeout: 2s, config: {mode: crash}}
-          - {id: good, use: \(manifest), config: {mode: good}}
-        """)
+        let host = try host(
+            """
+              - {id: crashing, use: \(manifest), isolation: process, call_timeout: 2s, config: {mode: crash}}
+              - {id: good, use: \(manifest), config: {mode: good}}
+            """)
         XCTAssertThrowsError(try plugin(host, "crashing").convert(request)) { error in
             guard case PluginCallError.failed("crashing", HH_ERR_UNAVAILABLE, _) = error else { return XCTFail("\(error)") }
         }
@@ -131,7 +151,10 @@ final class DownloadRequestPluginTests: XCTestCase {
 
     func testTheLimitsThemselves() throws {
         func problem(_ request: DownloadRequest) -> String? {
-            do { try DownloadRequestLimits.check(request); return nil } catch { return error.reason }
+            do {
+                try DownloadRequestLimits.check(request)
+                return nil
+            } catch { return error.reason }
         }
         let ok = DownloadRequest(url: "HTTPS://cdn.example.com/a?b=c", headers: ["X-A": "b"], itemId: "i", fileRole: "main")
         XCTAssertNil(problem(ok), "the scheme in any case")

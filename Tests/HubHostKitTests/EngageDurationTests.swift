@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 final class EngageDurationTests: XCTestCase {

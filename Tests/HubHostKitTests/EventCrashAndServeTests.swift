@@ -1,9 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import XCTest
+
 @testable import HubHostKit
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The pipeline as separate processes: a tracker killed with SIGKILL, and `hubhost serve`.
 final class EventCrashAndServeTests: XCTestCase {
@@ -11,20 +13,23 @@ final class EventCrashAndServeTests: XCTestCase {
 
     override func setUpWithError() throws {
         folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0}
-        events: {cache_size: 1000}
-        plugins:
-          - id: noop
-            use: \(TestSupport.plugin("Noop"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            events: {cache_size: 1000}
+            plugins:
+              - id: noop
+                use: \(TestSupport.plugin("Noop"))
+            """, to: folder + "/plugins.yaml")
     }
 
     func testEveryAcknowledgedEventSurvivesKillDashNineExactlyOnce() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
-        process.arguments = ["track", "named_event", "LOOP", "--int", "n=1", "--repeat", "100000", "--no-flush", "--manifest", folder + "/plugins.yaml"]
+        process.arguments = [
+            "track", "named_event", "LOOP", "--int", "n=1", "--repeat", "100000", "--no-flush", "--manifest", folder + "/plugins.yaml"
+        ]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -60,14 +65,16 @@ final class EventCrashAndServeTests: XCTestCase {
     func testServeAcceptsEventsAndFlushes() throws {
         let collector = try TestCollector()
         defer { collector.stop() }
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0}
-        events: {cache_size: 1000, collector_url: "\(collector.url)", flush_interval: 1 hr}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            events: {cache_size: 1000, collector_url: "\(collector.url)", flush_interval: 1 hr}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let process = server.process, base = server.base
+        let process = server.process
+        let base = server.base
         let http = server.http
         func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
         XCTAssertEqual(try call("GET", "/v1/health").0, 200)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The event pipeline against a real collector on 127.0.0.1 and a real SQLite file on disk.
@@ -62,7 +63,8 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testCollectorFailuresRetryThenSucceedWithNothingLostOrPostedTwice() throws {
-        let (host, _) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 5\n  post_timeout: 0.5")
+        let (host, _) = try host(
+            events: "  collector_url: \(collector.url)\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 5\n  post_timeout: 0.5")
         let engine = try host.events()
         collector.script([.status(500), .close, .hang, .status(503)], then: .status(200))
         var ids: [String] = []
@@ -103,7 +105,8 @@ final class EventEngineTests: XCTestCase {
     func testAnAbsentCollectorLosesNothing() throws {
         let port = collector.port
         collector.stop()
-        let (host, _) = try host(events: "  collector_url: http://127.0.0.1:\(port)/collect\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 10")
+        let (host, _) = try host(
+            events: "  collector_url: http://127.0.0.1:\(port)/collect\n  cache_size: 100\n  retry_base_delay: 0\n  max_num_retries: 10")
         let engine = try host.events()
         _ = try engine.track(named("OFFLINE"))
         let report = engine.flush()
@@ -113,14 +116,15 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testOAuthTokenIsCachedAnd401RefreshesOnce() throws {
-        let (host, _) = try host(events: """
-          collector_url: \(collector.url)
-          cache_size: 100
-          auth_token_url: \(collector.tokenURL)
-          auth_client_id: app
-          auth_client_secret: s3cret
-          auth_refresh_token: r1
-        """)
+        let (host, _) = try host(
+            events: """
+                  collector_url: \(collector.url)
+                  cache_size: 100
+                  auth_token_url: \(collector.tokenURL)
+                  auth_client_id: app
+                  auth_client_secret: s3cret
+                  auth_refresh_token: r1
+                """)
         let engine = try host.events()
         _ = try engine.track(named("A"))
         XCTAssertEqual(engine.flush().posted, 2)
@@ -137,12 +141,13 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testEventsWaitWhileAuthenticationFails() throws {
-        let (host, _) = try host(events: """
-          collector_url: \(collector.url)
-          cache_size: 100
-          auth_token_url: http://127.0.0.1:1/token
-          auth_refresh_token: r1
-        """)
+        let (host, _) = try host(
+            events: """
+                  collector_url: \(collector.url)
+                  cache_size: 100
+                  auth_token_url: http://127.0.0.1:1/token
+                  auth_refresh_token: r1
+                """)
         let engine = try host.events()
         _ = try engine.track(named("QUEUED"))
         let report = engine.flush()
@@ -155,19 +160,22 @@ final class EventEngineTests: XCTestCase {
 
     func testAHangingAugmentationExpiresTheEventAndItIsDelivered() throws {
         let fixture = try TestSupport.faultyFixture("HANG", in: folder)
-        let (host, capture) = try host(events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms", plugins: """
-          - id: slow
-            use: \(fixture)
-            isolation: process
-            call_timeout: 2s
-        """)
+        let (host, capture) = try host(
+            events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms",
+            plugins: """
+                  - id: slow
+                    use: \(fixture)
+                    isolation: process
+                    call_timeout: 2s
+                """)
         let engine = try host.events()
         let original = named("SLOW", [.init("Level", .int(1))])
         let tracked = try engine.track(original)
         XCTAssertEqual(tracked.status, .expired)
         XCTAssertNil(tracked[attribute: "Fixture"])
         XCTAssertEqual(tracked[attribute: "Level"], .int(1))
-        XCTAssertTrue(capture.messages.contains { $0.contains("augmentation of event \(tracked.id) did not finish within 0.3s") }, "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains { $0.contains("augmentation of event \(tracked.id) did not finish within 0.3s") }, "\(capture.messages)")
         XCTAssertEqual(engine.flush().posted, 2)
         XCTAssertEqual(try engine.store.event(id: tracked.id)?.event.status, .successfullyPosted)
     }
@@ -175,17 +183,22 @@ final class EventEngineTests: XCTestCase {
     func testAugmentationAddsDataAndAFailingPluginLosesNothing() throws {
         let good = try TestSupport.faultyFixture(nil, in: folder)
         let garbage = try TestSupport.faultyFixture("GARBAGE_STATUS", in: folder)
-        let (host, capture) = try host(events: "  cache_size: 100", plugins: """
-          - id: good
-            use: \(good)
-          - id: broken
-            use: \(garbage)
-        """)
+        let (host, capture) = try host(
+            events: "  cache_size: 100",
+            plugins: """
+                  - id: good
+                    use: \(good)
+                  - id: broken
+                    use: \(garbage)
+                """)
         let tracked = try host.events().track(named("AUGMENT"))
         XCTAssertEqual(tracked.status, .notPosted)
         XCTAssertEqual(tracked[attribute: "Fixture"], .string("augmented"))
-        XCTAssertTrue(capture.messages.contains { $0.hasPrefix("augmentation 'broken/faulty-augmentation' failed on event \(tracked.id) (unknown status 12345)") },
-                      "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains {
+                $0.hasPrefix("augmentation 'broken/faulty-augmentation' failed on event \(tracked.id) (unknown status 12345)")
+            },
+            "\(capture.messages)")
     }
 
     func testSessionsStartAndEndExcludingInactiveTime() throws {
@@ -213,12 +226,16 @@ final class EventEngineTests: XCTestCase {
         let t0: Int64 = 1_700_000_000_000
         _ = try engine.track(Event(id: "first", type: .namedEvent, name: "A", timestampMs: t0))
         // An hour later: this batch would end the session and start one, but its id is taken.
-        XCTAssertThrowsError(try engine.trackBatch([Event(type: .namedEvent, name: "B", timestampMs: t0 + 3_600_000),
-                                                    Event(id: "first", type: .namedEvent, name: "C", timestampMs: t0 + 3_600_000)]))
+        XCTAssertThrowsError(
+            try engine.trackBatch([
+                Event(type: .namedEvent, name: "B", timestampMs: t0 + 3_600_000),
+                Event(id: "first", type: .namedEvent, name: "C", timestampMs: t0 + 3_600_000)
+            ]))
         _ = try engine.track(Event(type: .namedEvent, name: "D", timestampMs: t0 + 3_600_000))
         var events = try engine.store.list(limit: 100).map(\.event).reversed().map { $0.type == .namedEvent ? $0.name : $0.type.rawValue }
-        XCTAssertEqual(events, [EventType.sessionStarted.rawValue, "A", EventType.sessionEnded.rawValue, EventType.sessionStarted.rawValue, "D"],
-                       "the rolled-back session change was not kept in memory")
+        XCTAssertEqual(
+            events, [EventType.sessionStarted.rawValue, "A", EventType.sessionEnded.rawValue, EventType.sessionStarted.rawValue, "D"],
+            "the rolled-back session change was not kept in memory")
 
         // Another writer on the same file stores a session that started later: the engine follows it.
         let other = try EventStore.open(path: folder + "/data/events.sqlite").store
@@ -276,21 +293,22 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testDeepLinkRoutesCaptureParametersAndUnmatchedURLsStillCount() throws {
-        try TestSupport.write("""
-        data_dir: data
-        events: {cache_size: 100}
-        deep_links:
-          routes:
-            - route: "test/:testId"
-              parameters:
-                testId: {required: true, regex: "[0-9]"}
-                utmSource: {required: false}
-            - route: "campaign/:CurrentCampaign"
-              parameters:
-                CurrentCampaign: {required: true}
-                CampaignEndTimeStamp: {required: false}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events: {cache_size: 100}
+            deep_links:
+              routes:
+                - route: "test/:testId"
+                  parameters:
+                    testId: {required: true, regex: "[0-9]"}
+                    utmSource: {required: false}
+                - route: "campaign/:CurrentCampaign"
+                  parameters:
+                    CurrentCampaign: {required: true}
+                    CampaignEndTimeStamp: {required: false}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         XCTAssertEqual(host.manifest.diagnostics, [])
@@ -310,16 +328,19 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testBadDeepLinkConfigIsReportedWithItsPlace() throws {
-        try TestSupport.write("""
-        deep_links:
-          routes:
-            - route: "a/:b"
-              parameters:
-                b: {requird: true, regex: "([0-9"}
-            - parameters: {}
-        """, to: folder + "/bad.yaml")
+        try TestSupport.write(
+            """
+            deep_links:
+              routes:
+                - route: "a/:b"
+                  parameters:
+                    b: {requird: true, regex: "([0-9"}
+                - parameters: {}
+            """, to: folder + "/bad.yaml")
         let manifest = try HostManifest.load(path: folder + "/bad.yaml")
-        XCTAssertEqual(manifest.diagnostics.map(\.key), ["deep_links.routes[0].parameters.b.requird", "deep_links.routes[0].route", "deep_links.routes[1].route"])
+        XCTAssertEqual(
+            manifest.diagnostics.map(\.key), ["deep_links.routes[0].parameters.b.requird", "deep_links.routes[0].route", "deep_links.routes[1].route"]
+        )
         XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'required'?"))
         XCTAssertTrue(manifest.diagnostics[1].message.contains("regex '([0-9' of parameter 'b' does not compile"))
     }
@@ -334,8 +355,9 @@ final class EventEngineTests: XCTestCase {
         let aside = try FileManager.default.contentsOfDirectory(atPath: folder + "/data").filter { $0.hasPrefix("events.sqlite.corrupt-") }
         XCTAssertEqual(aside.count, 1)
         XCTAssertEqual(try String(contentsOfFile: folder + "/data/" + aside[0], encoding: .utf8), garbage, "the old file is kept as it was")
-        XCTAssertTrue(capture.messages.contains { $0.contains("\(folder)/data/events.sqlite was not a valid SQLite database; it was moved aside") },
-                      "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains { $0.contains("\(folder)/data/events.sqlite was not a valid SQLite database; it was moved aside") },
+            "\(capture.messages)")
     }
 
     func testPurgeRemovesOnlyOldPostedEvents() throws {
@@ -349,10 +371,12 @@ final class EventEngineTests: XCTestCase {
     }
 
     func testEventInputJSON() throws {
-        let events = try EventInput.parse(Data("""
-        {"events": [{"type": "app_start"}, {"type": 17, "name": "N", "timestamp": "2014-06-10T00:00:00.000Z",
-          "attributes": {"i": 1, "d": 2.5, "b": false, "s": "x", "t": {"type": "time", "value": 5}, "n": null}}]}
-        """.utf8))
+        let events = try EventInput.parse(
+            Data(
+                """
+                {"events": [{"type": "app_start"}, {"type": 17, "name": "N", "timestamp": "2014-06-10T00:00:00.000Z",
+                  "attributes": {"i": 1, "d": 2.5, "b": false, "s": "x", "t": {"type": "time", "value": 5}, "n": null}}]}
+                """.utf8))
         XCTAssertEqual(events.map(\.type), [.appStart, .namedEvent])
         XCTAssertEqual(events[1].timestampMs, 1_402_358_400_000)
         XCTAssertEqual(events[1][attribute: "i"], .int(1))
@@ -374,8 +398,9 @@ final class AttributeJSONTests: XCTestCase {
     func testTheHandWrittenEncodingReadsBackAsTheCodableForm() throws {
         let attributes: [Event.Attribute] = [
             .init("s", .string("quote \" backslash \\ newline \n tab \t bell \u{7} é 😀")), .init("i", .int(-42)), .init("d", .double(0.1)),
-            .init("tiny", .double(1e-300)), .init("b", .bool(true)), .init("t", .timeMs(1_402_358_400_000)), .init("n", .null), .init("", .string("")),
-            .init("min", .int(Int64.min)), .init("zero", .int(0)), .init("max", .timeMs(Int64.max)), .init("neg", .int(-7)),
+            .init("tiny", .double(1e-300)), .init("b", .bool(true)), .init("t", .timeMs(1_402_358_400_000)), .init("n", .null),
+            .init("", .string("")),
+            .init("min", .int(Int64.min)), .init("zero", .int(0)), .init("max", .timeMs(Int64.max)), .init("neg", .int(-7))
         ]
         let text = AttributeJSON.encode(attributes)
         let decoded = try JSONDecoder().decode([Event.Attribute].self, from: Data(text.utf8))
@@ -383,8 +408,10 @@ final class AttributeJSONTests: XCTestCase {
         XCTAssertEqual(AttributeJSON.encode([.init("nan", .double(.nan))]), #"[{"name":"nan","value":{"type":"null"}}]"#)
         // The longest values with the shortest names: the encoder's size bound must hold.
         let extremes: [Event.Attribute] = (0..<50).flatMap { i -> [Event.Attribute] in
-            [.init("", .double(-1.7976931348623157e+308)), .init("", .double(-2.2250738585072014e-308)), .init("", .int(Int64.min)),
-             .init("", .timeMs(Int64.min)), .init("", .string("\u{1}\u{2}\"\\")), .init("", .bool(false)), .init("", .null)]
+            [
+                .init("", .double(-1.7976931348623157e+308)), .init("", .double(-2.2250738585072014e-308)), .init("", .int(Int64.min)),
+                .init("", .timeMs(Int64.min)), .init("", .string("\u{1}\u{2}\"\\")), .init("", .bool(false)), .init("", .null)
+            ]
         }
         let extremeText = AttributeJSON.encode(extremes)
         XCTAssertEqual(try JSONDecoder().decode([Event.Attribute].self, from: Data(extremeText.utf8)), extremes)

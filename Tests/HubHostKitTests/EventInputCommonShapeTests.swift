@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 @testable import HubHostTools
 
@@ -27,11 +28,13 @@ final class EventInputCommonShapeTests: XCTestCase {
             XCTAssertEqual(mine.status, theirs.status, text, file: file, line: line)
             // An id or timestamp not given is made anew by each reader (a new id, now).
             if mine.id != theirs.id {
-                XCTAssertFalse(text.contains("\"\(mine.id)\"") || text.contains("\"\(theirs.id)\""), "id given but not kept: \(text)", file: file, line: line)
+                XCTAssertFalse(
+                    text.contains("\"\(mine.id)\"") || text.contains("\"\(theirs.id)\""), "id given but not kept: \(text)", file: file, line: line)
             }
             if mine.timestampMs != theirs.timestampMs {  // each reader's "now", a millisecond apart at most
-                XCTAssertFalse(text.contains(String(mine.timestampMs)) || text.contains(String(theirs.timestampMs)),
-                               "timestamp given but not kept: \(text)", file: file, line: line)
+                XCTAssertFalse(
+                    text.contains(String(mine.timestampMs)) || text.contains(String(theirs.timestampMs)),
+                    "timestamp given but not kept: \(text)", file: file, line: line)
                 XCTAssertLessThan(abs(mine.timestampMs - theirs.timestampMs), 60_000, text, file: file, line: line)
             }
         }
@@ -40,8 +43,9 @@ final class EventInputCommonShapeTests: XCTestCase {
     func testTheUsualBodiesAreReadDirectly() {
         // The body `bench ingest` sends, and the README's example without the typed attribute.
         assertAgree(#"{"type":"named_event","name":"PLAYER LOADED","attributes":{"Level":3,"Mode":"arcade","Score":12.5}}"#, fast: true)
-        assertAgree(#" {"type": "named_event", "name": "PLAYER LOADED", "timestamp": 1402358400000, "id": "e-1","#
-                    + #"  "attributes": {"Premium": true, "Mode": "arcade", "Level": -3, "Score": 12.0, "Gone": null}} "#, fast: true)
+        assertAgree(
+            #" {"type": "named_event", "name": "PLAYER LOADED", "timestamp": 1402358400000, "id": "e-1","#
+                + #"  "attributes": {"Premium": true, "Mode": "arcade", "Level": -3, "Score": 12.0, "Gone": null}} "#, fast: true)
         assertAgree("[\n{\"type\":\"app_start\"},\t{\"name\":\"B\",\"attributes\":{}}\r\n]", fast: true)
         assertAgree(#"{"type":"APP-START","name":"x"}"#, fast: true)
         assertAgree("{}", fast: true)
@@ -49,16 +53,16 @@ final class EventInputCommonShapeTests: XCTestCase {
 
     func testWhatTheGeneralReaderMustReadIsLeftToIt() {
         for text in [
-            #"{"name":"caf\u00e9"}"#, "{\"name\":\"é\"}", #"{"name":"a\"b"}"#,                  // escapes, non-ASCII
+            #"{"name":"caf\u00e9"}"#, "{\"name\":\"é\"}", #"{"name":"a\"b"}"#,  // escapes, non-ASCII
             #"{"type":17}"#, #"{"timestamp":"2014-06-10T00:00:00.000Z"}"#, #"{"timestamp":1.5}"#,  // other forms
             #"{"attributes":{"n":1e3}}"#, #"{"attributes":{"n":-0}}"#, #"{"attributes":{"n":007}}"#,
             #"{"attributes":{"n":1234567890123456789}}"#, #"{"attributes":{"t":{"type":"int","value":5}}}"#,
             #"{"attributes":{"l":[1]}}"#, #"{"events":[{"name":"a"}]}"#,
             #"{"type":"purchase_successful","purchase":{"amount":5,"currency_code":"USD"}}"#,
-            #"{"name":"a","name":"b"}"#, #"{"attributes":{"a":1,"a":2}}"#,                        // a key twice
+            #"{"name":"a","name":"b"}"#, #"{"attributes":{"a":1,"a":2}}"#,  // a key twice
             #"{"bogus":1}"#, "[]", "[1]", "\"text\"", "", "{", #"{"name":"a"} x"#, #"{"name":"a",}"#,  // refusals
             #"{"type":"nope"}"#, #"{"timestamp":253402300800000}"#, #"{"timestamp":-1}"#,
-            "{\"id\":\"\(String(repeating: "i", count: 129))\"}",
+            "{\"id\":\"\(String(repeating: "i", count: 129))\"}"
         ] {
             assertAgree(text, fast: false)
         }
@@ -70,19 +74,28 @@ final class EventInputCommonShapeTests: XCTestCase {
     func testGeneratedInputsAgree() {
         var random = SplitMix(seed: 0x5EED_C0DE)
         let typeValues = [#""named_event""#, #""app-start""#, #""APP_START""#, "17", #""nope""#, "null", #""purchase_successful""#, #""custom""#]
-        let textValues = [#""PLAYER LOADED""#, #""""#, #""caf\u00e9""#, "\"é\"", "null", "3", #""tab\there""#, "\"\(String(repeating: "n", count: 300))\""]
+        let textValues = [
+            #""PLAYER LOADED""#, #""""#, #""caf\u00e9""#, "\"é\"", "null", "3", #""tab\there""#, "\"\(String(repeating: "n", count: 300))\""
+        ]
         let idValues = [#""abc""#, #""""#, "\"\(String(repeating: "i", count: 129))\"", "\"\(String(repeating: "i", count: 128))\"", #""x\"y""#, "5"]
-        let timestampValues = ["1402358400000", "-1", "0", "253402300799999", "253402300800000", "1.5", "1e12", #""2014-06-10T00:00:00.000Z""#,
-                               "9223372036854775807", "-0", "00", #""1402358400000""#]
+        let timestampValues = [
+            "1402358400000", "-1", "0", "253402300799999", "253402300800000", "1.5", "1e12", #""2014-06-10T00:00:00.000Z""#,
+            "9223372036854775807", "-0", "00", #""1402358400000""#
+        ]
         let attributeNames = ["Level", "Mode", "a", "B", "é", "x y", "Level", "", "a\\u0062"]
-        let attributeValues = ["3", "-3", "0", "12.5", "12.0", "-0.5", "123456789.012345", "-0", "1e3", "1234567890.123456", "1E-2", "007", "9223372036854775807", "-9223372036854775808",
-                               "9223372036854775808", "123456789012345678", "1234567890123456789", "0.1000000000000000055511151231257827",
-                               "true", "false", "null", #""arcade""#, #""""#, #""a\nb""#, "\"ü\"", "[1]", #"{"type":"int","value":5}"#, "-", "1.", "tru",
-                               #""unterminated"#]
+        let attributeValues = [
+            "3", "-3", "0", "12.5", "12.0", "-0.5", "123456789.012345", "-0", "1e3", "1234567890.123456", "1E-2", "007", "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808", "123456789012345678", "1234567890123456789", "0.1000000000000000055511151231257827",
+            "true", "false", "null", #""arcade""#, #""""#, #""a\nb""#, "\"ü\"", "[1]", #"{"type":"int","value":5}"#, "-", "1.", "tru",
+            #""unterminated"#
+        ]
         func space() -> String { ["", "", " ", "\n", "\t", "  \r\n"][random.below(6)] }
         func attributes() -> String {
             let count = random.below(5)
-            let pairs = (0..<count).map { _ in "\"\(random.pick(attributeNames, good: 4))\"\(space()):\(space())\(random.pick(attributeValues, good: 7))" }
+            let pairs = (0..<count).map { _ in
+                "\"\(random.pick(attributeNames, good: 4))\"\(space()):\(space())\(random.pick(attributeValues, good: 7))"
+            }
             return "{\(space())" + pairs.joined(separator: "\(space()),\(space())") + "\(space())}"
         }
         func event() -> String {
@@ -95,8 +108,12 @@ final class EventInputCommonShapeTests: XCTestCase {
                 case "id": value = random.pick(idValues, good: 2)
                 case "timestamp": value = random.pick(timestampValues, good: 4)
                 case "attributes": value = random.below(8) == 0 ? "[]" : attributes()
-                case "purchase": guard random.below(4) == 0 else { continue }; value = #"{"amount":5,"currency_code":"USD"}"#
-                default: guard random.below(6) == 0 else { continue }; value = "1"
+                case "purchase":
+                    guard random.below(4) == 0 else { continue }
+                    value = #"{"amount":5,"currency_code":"USD"}"#
+                default:
+                    guard random.below(6) == 0 else { continue }
+                    value = "1"
                 }
                 pairs.append("\"\(key)\"\(space()):\(space())\(value)")
             }
@@ -124,11 +141,11 @@ final class EventInputCommonShapeTests: XCTestCase {
 }
 
 /// The draws the generated inputs need, over HubHostTools' seeded SplitMix (a failure reproduces).
-private extension SplitMix {
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+extension SplitMix {
+    fileprivate mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
     /// Half the time one of the first `good` entries (values the common-shape reader reads), so
     /// that both readers' branches are taken often.
-    mutating func pick(_ list: [String], good: Int? = nil) -> String {
+    fileprivate mutating func pick(_ list: [String], good: Int? = nil) -> String {
         if let good, below(2) == 0 { return list[below(good)] }
         return list[below(list.count)]
     }

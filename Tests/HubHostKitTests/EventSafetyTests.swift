@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import XCTest
+
 @testable import HubHostKit
 
 /// Hostile and out-of-range input at the event engine's boundaries (JSON, Swift API, a poisoned
@@ -13,16 +14,19 @@ final class EventSafetyTests: XCTestCase {
     }
 
     private func host(plugins: String = "") throws -> HubHost {
-        try TestSupport.write("data_dir: data\nevents: {cache_size: 1000}\nplugins:\(plugins.isEmpty ? " []" : "\n" + plugins)",
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nevents: {cache_size: 1000}\nplugins:\(plugins.isEmpty ? " []" : "\n" + plugins)",
+            to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         addTeardownBlock { host.shutdown() }
         return host
     }
 
     func testOutOfRangeTimestampsAreRefusedAtTheJSONBoundaryWithTheRange() throws {
-        for stamp in ["1e300", "-1e300", "-9223372036854775808", "9223372036854775807", "-1", "253402300800000", "\"-9223372036854775808\"",
-                      "\"10000-01-01T00:00:00Z\"", "true"] {
+        for stamp in [
+            "1e300", "-1e300", "-9223372036854775808", "9223372036854775807", "-1", "253402300800000", "\"-9223372036854775808\"",
+            "\"10000-01-01T00:00:00Z\"", "true"
+        ] {
             XCTAssertThrowsError(try EventInput.parse(Data(#"{"name":"x","timestamp":\#(stamp)}"#.utf8)), stamp) { error in
                 XCTAssertTrue("\(error)".contains("timestamp"), "\(stamp): \(error)")
             }
@@ -35,7 +39,9 @@ final class EventSafetyTests: XCTestCase {
 
     func testWrongJSONTypesForNameAndIDAreRefusedNamingTheField() throws {
         XCTAssertThrowsError(try EventInput.parse(Data(#"{"name": 5}"#.utf8))) { XCTAssertTrue("\($0)".contains("'name' must be a string"), "\($0)") }
-        XCTAssertThrowsError(try EventInput.parse(Data(#"{"name": "x", "id": 7}"#.utf8))) { XCTAssertTrue("\($0)".contains("'id' must be a string"), "\($0)") }
+        XCTAssertThrowsError(try EventInput.parse(Data(#"{"name": "x", "id": 7}"#.utf8))) {
+            XCTAssertTrue("\($0)".contains("'id' must be a string"), "\($0)")
+        }
     }
 
     func testTheSwiftAPIRefusesOutOfRangeTimesAndStoresNothing() throws {
@@ -43,8 +49,11 @@ final class EventSafetyTests: XCTestCase {
         XCTAssertThrowsError(try engine.track(Event(type: .namedEvent, name: "x", timestampMs: .min))) { error in
             XCTAssertTrue(error is EventLimits.Refusal, "\(error)")
         }
-        XCTAssertThrowsError(try engine.trackBatch([Event(type: .namedEvent, name: "ok"),
-                                                    Event(type: .namedEvent, name: "x", attributes: [.init("d", .double(.nan))])]))
+        XCTAssertThrowsError(
+            try engine.trackBatch([
+                Event(type: .namedEvent, name: "ok"),
+                Event(type: .namedEvent, name: "x", attributes: [.init("d", .double(.nan))])
+            ]))
         XCTAssertEqual(try engine.store.list().count, 0, "a refused batch stores none of its events")
     }
 
@@ -66,7 +75,9 @@ final class EventSafetyTests: XCTestCase {
         let engine = try host().events()
         let first = try engine.trackBatch([Event(id: "same", type: .namedEvent, name: "one")])
         XCTAssertEqual(first.map(\.id), ["same"])
-        XCTAssertThrowsError(try engine.trackBatch([Event(id: "new-1", type: .namedEvent, name: "a"), Event(id: "same", type: .namedEvent, name: "b")])) {
+        XCTAssertThrowsError(
+            try engine.trackBatch([Event(id: "new-1", type: .namedEvent, name: "a"), Event(id: "same", type: .namedEvent, name: "b")])
+        ) {
             XCTAssertTrue($0 is EventEngine.DuplicateEventID, "\($0)")
         }
         XCTAssertThrowsError(try engine.trackBatch([Event(id: "twice", type: .namedEvent), Event(id: "twice", type: .namedEvent)]))

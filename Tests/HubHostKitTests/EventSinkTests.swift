@@ -1,7 +1,8 @@
 import Foundation
-import XCTest
-@testable import HubHostKit
 import HubHostTools
+import XCTest
+
+@testable import HubHostKit
 
 /// The event_sink kind (ABI 1.1) through the event engine: a C sink (Tests/Fixtures/test_sink.c)
 /// answers per event; the host marks each event by its answer, keeps every event it was not told
@@ -17,39 +18,41 @@ final class EventSinkTests: XCTestCase {
     static func sinkFixture(in folder: String, mode: String = "deliver") throws -> String {
         let dir = folder + "/sink-\(mode)"
         _ = try TestSupport.compileFixture("test_sink.c", into: dir, name: "libtestsink.so")
-        try TestSupport.write("""
-        abi: "1.1"
-        id: test-sink
-        name: Test sink
-        version: 1.0.0
-        library: libtestsink.so
-        exports:
-          - {id: test-sink, kind: event_sink}
-        config:
-          - {key: mode, type: string, default: \(mode)}
-          - {key: record_file, type: string}
-        """, to: dir + "/plugin.yaml")
+        try TestSupport.write(
+            """
+            abi: "1.1"
+            id: test-sink
+            name: Test sink
+            version: 1.0.0
+            library: libtestsink.so
+            exports:
+              - {id: test-sink, kind: event_sink}
+            config:
+              - {key: mode, type: string, default: \(mode)}
+              - {key: record_file, type: string}
+            """, to: dir + "/plugin.yaml")
         return dir + "/plugin.yaml"
     }
 
     private var recordFile: String { folder + "/delivered.txt" }
 
     private func host(mode: String, events: String = "", instance: String = "") throws -> (HubHost, LogCapture) {
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: info}
-        events:
-          sink: out
-          cache_size: 1000
-          retry_base_delay: 0
-          max_num_retries: 3
-        \(events)
-        plugins:
-          - id: out
-            use: \(try Self.sinkFixture(in: folder))
-            config: {mode: \(mode), record_file: \(recordFile)}
-        \(instance)
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: info}
+            events:
+              sink: out
+              cache_size: 1000
+              retry_base_delay: 0
+              max_num_retries: 3
+            \(events)
+            plugins:
+              - id: out
+                use: \(try Self.sinkFixture(in: folder))
+                config: {mode: \(mode), record_file: \(recordFile)}
+            \(instance)
+            """, to: folder + "/plugins.yaml")
         let capture = LogCapture()
         let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
         addTeardownBlock { host.shutdown() }
@@ -114,8 +117,9 @@ final class EventSinkTests: XCTestCase {
         XCTAssertEqual(report.posted, 0)
         XCTAssertEqual(report.retrying, 2, "\(report)")
         XCTAssertTrue(report.lastError?.contains("outcome 12345, which the ABI does not define") ?? false, "\(report)")
-        XCTAssertTrue(capture.messages.contains { $0.contains("event sink 'out' answered outcome codes the ABI does not define (12345)") },
-                      "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains { $0.contains("event sink 'out' answered outcome codes the ABI does not define (12345)") },
+            "\(capture.messages)")
         for _ in 0..<2 { _ = engine.delivery.flush(nowMs: Clock.wallMs() + 60_000) }
         XCTAssertEqual(try engine.store.event(id: event.id)?.event.status, .failedPost, "FAILED_POST only after max_num_retries")
     }
@@ -174,8 +178,9 @@ final class EventSinkTests: XCTestCase {
     func testHTTPCollectorByNameIsTheDefaultSink() throws {
         let collector = try TestCollector()
         addTeardownBlock { collector.stop() }
-        try TestSupport.write("data_dir: data\nevents:\n  sink: http-collector\n  collector_url: \(collector.url)\n  cache_size: 100\nplugins: []\n",
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nevents:\n  sink: http-collector\n  collector_url: \(collector.url)\n  cache_size: 100\nplugins: []\n",
+            to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         addTeardownBlock { host.shutdown() }
         let engine = try host.events()
@@ -196,12 +201,14 @@ final class EventSinkTests: XCTestCase {
     func testASinkGetsTheOAuthTokenFromTheHost() throws {
         let collector = try TestCollector()
         addTeardownBlock { collector.stop() }
-        let (host, _) = try host(mode: "token", events: """
-          auth_token_url: \(collector.tokenURL)
-          auth_client_id: id
-          auth_client_secret: secret
-          auth_refresh_token: refresh
-        """)
+        let (host, _) = try host(
+            mode: "token",
+            events: """
+                  auth_token_url: \(collector.tokenURL)
+                  auth_client_id: id
+                  auth_client_secret: secret
+                  auth_refresh_token: refresh
+                """)
         let engine = try host.events()
         _ = try engine.track(Event(type: .namedEvent, name: "E"), autoFlush: false)
         XCTAssertEqual(engine.flush().lastError, "token: token-1", "the token the host got from the endpoint")

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import HubHostTools
+import XCTest
 
 /// `hubhost plugins test` on event_sink plugins (Tests/Fixtures/test_sink.c): a good sink passes
 /// every test; one that answers garbage outcomes, crashes or hangs fails the test that met it,
@@ -24,7 +24,8 @@ final class EventSinkValidatorTests: XCTestCase {
         let (status, report) = try validate(mode: "deliver")
         XCTAssertEqual(status, 0)
         XCTAssertEqual(report.failed, 0, "\(report.results.filter { $0.outcome == .failed })")
-        XCTAssertEqual(Set(report.results.map(\.name)).isSuperset(of: ["test-sink/deliver-batch", "test-sink/deliver-one", "test-sink/deliver-largest"]), true)
+        XCTAssertEqual(
+            Set(report.results.map(\.name)).isSuperset(of: ["test-sink/deliver-batch", "test-sink/deliver-one", "test-sink/deliver-largest"]), true)
         XCTAssertEqual(report.passed, 2 + 4 + 3)  // library, lifecycle, the sink's own
     }
 
@@ -32,7 +33,7 @@ final class EventSinkValidatorTests: XCTestCase {
         let cases: [(mode: String, check: (ConformanceResult) -> Bool)] = [
             ("garbage", { $0.message.contains("answered outcome 12345, which the ABI does not define") }),
             ("crash", { $0.signal == SIGSEGV }),
-            ("hang", { $0.timedOut }),
+            ("hang", { $0.timedOut })
         ]
         for (mode, check) in cases {
             let (status, report) = try validate(mode: mode, ["--call-budget", "1500", "--filter", "deliver-batch"])

@@ -1,5 +1,6 @@
 import GRDB
 import XCTest
+
 @testable import HubHostKit
 
 /// A store written by an earlier hubhost (schema v1, `seq ... AUTOINCREMENT`) opens with every
@@ -11,19 +12,20 @@ final class EventStoreMigrationTests: XCTestCase {
         do {  // what the v1 migration left on disk
             let queue = try DatabaseQueue(path: path)
             try queue.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                    INSERT INTO grdb_migrations VALUES ('v1 events');
-                    CREATE TABLE events (
-                        seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
-                        timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
-                        attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                        created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT);
-                    CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
-                    INSERT INTO events (seq, id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms, last_error)
-                        VALUES (7, 'old-1', 'named_event', 'FIRST', 1000, '[]', 'NOT_POSTED', 0, 1, 1, NULL),
-                               (9, 'old-2', 'named_event', 'SECOND', 2000, '[]', 'FAILED_POST', 3, 2, 2, 'the collector answered HTTP 500');
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                        INSERT INTO grdb_migrations VALUES ('v1 events');
+                        CREATE TABLE events (
+                            seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
+                            timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
+                            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                            created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT);
+                        CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
+                        INSERT INTO events (seq, id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms, last_error)
+                            VALUES (7, 'old-1', 'named_event', 'FIRST', 1000, '[]', 'NOT_POSTED', 0, 1, 1, NULL),
+                                   (9, 'old-2', 'named_event', 'SECOND', 2000, '[]', 'FAILED_POST', 3, 2, 2, 'the collector answered HTTP 500');
+                        """)
             }
         }
         let store = try EventStore.open(path: path).store
@@ -61,23 +63,25 @@ final class EventStoreMigrationTests: XCTestCase {
         do {  // what v5 left on disk: every migration up to v5 recorded, the v5 schema and index
             let queue = try DatabaseQueue(path: path)
             try queue.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                    INSERT INTO grdb_migrations VALUES ('v1 events'), ('v2 events without AUTOINCREMENT'), ('v3 state'), ('v4 hold holder'),
-                        ('v5 status index in seq order');
-                    CREATE TABLE events (
-                        seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
-                        timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
-                        attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                        created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT, holder TEXT);
-                    CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
-                    CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                        INSERT INTO grdb_migrations VALUES ('v1 events'), ('v2 events without AUTOINCREMENT'), ('v3 state'), ('v4 hold holder'),
+                            ('v5 status index in seq order');
+                        CREATE TABLE events (
+                            seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
+                            timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
+                            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                            created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT, holder TEXT);
+                        CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
+                        CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                        """)
                 for n in 1...6 {  // 1-3 leased by a v5 claim (a process killed mid-delivery), 4-6 pending
-                    try db.execute(sql: """
-                        INSERT INTO events (seq, id, type, name, timestamp_ms, attributes, status, next_attempt_ms, created_ms, updated_ms)
-                        VALUES (?, ?, 'named_event', ?, 1000, '[]', 'NOT_POSTED', ?, 1, 1)
-                        """, arguments: [n, "v5-\(n)", "E\(n)", n <= 3 ? leaseEnd : 0])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO events (seq, id, type, name, timestamp_ms, attributes, status, next_attempt_ms, created_ms, updated_ms)
+                            VALUES (?, ?, 'named_event', ?, 1000, '[]', 'NOT_POSTED', ?, 1, 1)
+                            """, arguments: [n, "v5-\(n)", "E\(n)", n <= 3 ? leaseEnd : 0])
                 }
             }
         }
@@ -88,7 +92,9 @@ final class EventStoreMigrationTests: XCTestCase {
         let first = try store.claimDeliverable(limit: 10, nowMs: now, leaseUntilMs: now + 60_000)
         XCTAssertEqual(first.map(\.id), ["v5-4", "v5-5", "v5-6"])
         let rows = try store.pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, next_attempt_ms FROM events ORDER BY seq").map { ($0["id"] as String, $0["next_attempt_ms"] as Int64) }
+            try Row.fetchAll(db, sql: "SELECT id, next_attempt_ms FROM events ORDER BY seq").map {
+                ($0["id"] as String, $0["next_attempt_ms"] as Int64)
+            }
         }
         XCTAssertEqual(rows.map(\.1), [leaseEnd, leaseEnd, leaseEnd, 0, 0, 0], "the claim wrote no event row")
         let leases = try store.pool.read { db in try Row.fetchAll(db, sql: "SELECT first_seq, last_seq, until_ms FROM delivery_leases") }
@@ -101,7 +107,8 @@ final class EventStoreMigrationTests: XCTestCase {
         XCTAssertEqual(later.map(\.id), (1...6).map { "v5-\($0)" })
         try store.markPosted(later.map(\.id))
         XCTAssertEqual(try store.count(status: .successfullyPosted), 6)
-        XCTAssertEqual(try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0, "markPosted ended the lease")
+        XCTAssertEqual(
+            try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0, "markPosted ended the lease")
     }
 
     /// The seq ranges a claim may read, between the running leases (overlapping and unsorted included).

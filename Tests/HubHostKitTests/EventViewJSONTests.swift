@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// EventView.json writes by hand what JSONEncoder with `.sortedKeys` wrote before it for the HTTP
@@ -10,18 +11,22 @@ final class EventViewJSONTests: XCTestCase {
         encoder.outputFormatting = [.sortedKeys]
         let controls = String(decoding: (0..<32).map { UInt8($0) }, as: UTF8.self)
         let texts = ["", "plain", "with \"quotes\" and \\backslash\\", "a/b/c", controls, "é ñ 中文 🎉", "\u{7F}\u{80}", "line\nbreak\ttab"]
-        let numbers: [PluginValue] = [.int(0), .int(-42), .int(Int64.max), .int(Int64.min), .int(8_999_999_999_999_999), .double(3.25), .double(-0.1),
-                                      .double(0.1 + 0.2), .double(1e300), .double(1e-7), .double(2.5e15), .timeMs(1_402_358_400_000), .bool(true), .bool(false), .null]
+        let numbers: [PluginValue] = [
+            .int(0), .int(-42), .int(Int64.max), .int(Int64.min), .int(8_999_999_999_999_999), .double(3.25), .double(-0.1),
+            .double(0.1 + 0.2), .double(1e300), .double(1e-7), .double(2.5e15), .timeMs(1_402_358_400_000), .bool(true), .bool(false), .null
+        ]
         var views: [EventView] = []
         for (n, text) in texts.enumerated() {
             var attributes: [Event.Attribute] = [.init(text, .string(text)), .init("Z last", .int(1)), .init("a first", .string("x"))]
             for (k, number) in numbers.enumerated() { attributes.append(.init("value \(k)", number)) }
-            let event = Event(id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .purchaseSuccessful, name: text,
-                              timestampMs: 1_402_358_400_000 + Int64(n), attributes: attributes, status: .notPosted, attempts: n)
+            let event = Event(
+                id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .purchaseSuccessful, name: text,
+                timestampMs: 1_402_358_400_000 + Int64(n), attributes: attributes, status: .notPosted, attempts: n)
             let view = EventView(event, lastError: n % 3 == 0 ? nil : "failed: \(text)")
             views.append(view)
-            XCTAssertEqual(String(decoding: EventView.json([view]), as: UTF8.self), String(decoding: try encoder.encode([view]), as: UTF8.self),
-                           "text #\(n)")
+            XCTAssertEqual(
+                String(decoding: EventView.json([view]), as: UTF8.self), String(decoding: try encoder.encode([view]), as: UTF8.self),
+                "text #\(n)")
         }
         XCTAssertEqual(String(decoding: EventView.json(views), as: UTF8.self), String(decoding: try encoder.encode(views), as: UTF8.self))
         XCTAssertEqual(String(decoding: EventView.json([]), as: UTF8.self), "[]")

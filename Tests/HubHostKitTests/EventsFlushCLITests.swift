@@ -23,12 +23,14 @@ final class EventsFlushCLITests: XCTestCase {
         XCTAssertFalse(missing.stdout.contains("collector_url"), "a sink was chosen: the collector is not the reason: \(missing.stdout)")
 
         // A Kafka sink whose instance is disabled: the reason names the instance, not the collector.
-        let disabled = try flush(events: "{sink: kafka}", plugins: """
+        let disabled = try flush(
+            events: "{sink: kafka}",
+            plugins: """
 
-          - id: kafka
-            use: \(TestSupport.plugin("KafkaSink"))
-            enabled: false
-        """)
+                  - id: kafka
+                    use: \(TestSupport.plugin("KafkaSink"))
+                    enabled: false
+                """)
         XCTAssertEqual(disabled.status, 1)
         XCTAssertTrue(disabled.stdout.hasPrefix("nothing posted: "), disabled.stdout)
         XCTAssertTrue(disabled.stdout.contains("kafka"), disabled.stdout)

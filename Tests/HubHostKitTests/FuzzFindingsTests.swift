@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import XCTest
+
 @testable import HubHostKit
 
 /// The inputs the fuzzing (FuzzTests) found to crash or stall hubhost, each as its own test. Every
@@ -22,15 +23,17 @@ final class FuzzFindingsTests: XCTestCase {
     /// A valid bundle whose `table` is rebuilt without its constraints, then changed by `damage`.
     private func bundle(_ table: String, _ damage: String) throws -> String {
         let path = folder + "/\(table)-\(UUID().uuidString).sqlite3"
-        try TestBundle.write(to: path, hubs: [.init("news", tags: ["news"], channels: [.init("sports", articles: [.init("final", tags: ["x"])])])],
-                             notifications: [.init(id: "n1", fireAtMs: 1_402_358_400_000, message: "hi", actionURI: "zbimdb://article/news/sports/final")])
+        try TestBundle.write(
+            to: path, hubs: [.init("news", tags: ["news"], channels: [.init("sports", articles: [.init("final", tags: ["x"])])])],
+            notifications: [.init(id: "n1", fireAtMs: 1_402_358_400_000, message: "hi", actionURI: "zbimdb://article/news/sports/final")])
         let queue = try DatabaseQueue(path: path)
         try queue.writeWithoutTransaction { db in
-            try db.execute(sql: """
-                PRAGMA foreign_keys = OFF;
-                CREATE TABLE t AS SELECT * FROM \(table); DROP TABLE \(table); ALTER TABLE t RENAME TO \(table);
-                \(damage)
-                """)
+            try db.execute(
+                sql: """
+                    PRAGMA foreign_keys = OFF;
+                    CREATE TABLE t AS SELECT * FROM \(table); DROP TABLE \(table); ALTER TABLE t RENAME TO \(table);
+                    \(damage)
+                    """)
         }
         try queue.close()
         return path
@@ -48,7 +51,7 @@ final class FuzzFindingsTests: XCTestCase {
             ("hubs", "UPDATE hubs SET tags = NULL"), ("metadata", "UPDATE metadata SET value = X'FF00FE' WHERE key = 'version'"),
             ("hubs", "UPDATE hubs SET position = 'first'"), ("articles", "UPDATE articles SET title = NULL"),
             ("channels", "UPDATE channels SET hub_id = 7"), ("notifications", "UPDATE notifications SET fire_at_ms = 'soon'"),
-            ("notifications", "UPDATE notifications SET fire_at_ms = 1e300"),
+            ("notifications", "UPDATE notifications SET fire_at_ms = 1e300")
         ]
         for (table, damage) in damages {
             let path = try bundle(table, damage)
@@ -125,7 +128,10 @@ final class HugeWords: FuzzTarget {
     static let inputs: [() -> String] = [
         { #"{"name": "x", "nmae"# + String(repeating: "k", count: size) + #"": 1}"# },
         { #"{"type": "named_event"# + String(repeating: "e", count: size) + #""}"# },
-        { #"{"type": "purchase_successful", "purchase": {"amount": 1, "currency_code": "USD", "amuont"# + String(repeating: "t", count: size) + #"": 1}}"# },
+        {
+            #"{"type": "purchase_successful", "purchase": {"amount": 1, "currency_code": "USD", "amuont"# + String(repeating: "t", count: size)
+                + #"": 1}}"#
+        }
     ]
 
     override func input(_ index: Int) -> Data { Data(Self.inputs[index]().utf8) }

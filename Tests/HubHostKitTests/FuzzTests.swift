@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import PluginTestKit
 import XCTest
+
 @testable import HubHostKit
 
 /// Seeded fuzzing of the readers that take input from outside (issue 16): the manifest reader, the
@@ -30,7 +31,8 @@ final class FuzzChildProcess: XCTestCase {
     func testRunTheFuzzTargetNamedInTheEnvironment() throws {
         let environment = ProcessInfo.processInfo.environment
         guard let name = environment["HUBHOST_FUZZ_TARGET"], let work = environment["HUBHOST_FUZZ_WORK"],
-              let count = environment["HUBHOST_FUZZ_CASES"].flatMap(Int.init) else { return }
+            let count = environment["HUBHOST_FUZZ_CASES"].flatMap(Int.init)
+        else { return }
         let first = environment["HUBHOST_FUZZ_FIRST"].flatMap(Int.init) ?? 0
         let target = try FuzzTarget.make(name, work: work)
         // The index file stays open: one pwrite per case (opening a file per case costs milliseconds here).
@@ -57,8 +59,9 @@ final class FuzzChildProcess: XCTestCase {
             totals.checking += seconds
             if seconds > slowest.seconds { slowest = (seconds, index) }
             if timing, seconds + making > 0.02 {
-                print(String(format: "fuzz timing: case %d took %.3f s (making it %.3f s), %d bytes ", index, seconds, making, input.count)
-                      + FuzzParent.preview(input.prefix(80)))
+                print(
+                    String(format: "fuzz timing: case %d took %.3f s (making it %.3f s), %d bytes ", index, seconds, making, input.count)
+                        + FuzzParent.preview(input.prefix(80)))
             }
         }
         target.finish()
@@ -72,16 +75,19 @@ final class FuzzChildProcess: XCTestCase {
 enum FuzzParent {
     /// Runs `cases` cases of `target` in a child process; fails `test` with the case, input and
     /// stack when the child traps, and with the case when it has not finished in `bound` seconds.
-    static func run(_ target: String, cases: Int, first: Int = 0, bound: TimeInterval = 240, test: XCTestCase,
-                    file: StaticString = #filePath, line: UInt = #line) throws {
+    static func run(
+        _ target: String, cases: Int, first: Int = 0, bound: TimeInterval = 240, test: XCTestCase,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let work = try TestSupport.temporaryFolder(test)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: LibraryLocator.runningExecutablePath())
         process.arguments = ["HubHostKitTests.FuzzChildProcess/testRunTheFuzzTargetNamedInTheEnvironment"]
         process.environment = ProcessInfo.processInfo.environment.merging([
-            "HUBHOST_FUZZ_TARGET": target, "HUBHOST_FUZZ_WORK": work, "HUBHOST_FUZZ_CASES": "\(cases)", "HUBHOST_FUZZ_FIRST": "\(first)",
+            "HUBHOST_FUZZ_TARGET": target, "HUBHOST_FUZZ_WORK": work, "HUBHOST_FUZZ_CASES": "\(cases)", "HUBHOST_FUZZ_FIRST": "\(first)"
         ]) { _, new in new }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         let start = Date()
@@ -90,19 +96,27 @@ enum FuzzParent {
         let collected = Collected()
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            collected.out = out.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
         group.enter()
-        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            collected.err = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
         let hung = group.wait(timeout: .now() + bound) == .timedOut
         if hung { kill(process.processIdentifier, SIGKILL) }
         group.wait()
         process.waitUntilExit()
-        let output = String(decoding: collected.out, as: UTF8.self), errors = String(decoding: collected.err, as: UTF8.self)
+        let output = String(decoding: collected.out, as: UTF8.self)
+        let errors = String(decoding: collected.err, as: UTF8.self)
         let index = (try? String(contentsOfFile: work + "/current.index", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
         // The input of the last case, made again from its index (the generators are deterministic).
-        let input = Int(index).flatMap { index in
-            (try? TestSupport.temporaryFolder(test)).flatMap { folder in try? FuzzTarget.make(target, work: folder).input(index) }
-        } ?? Data()
+        let input =
+            Int(index).flatMap { index in
+                (try? TestSupport.temporaryFolder(test)).flatMap { folder in try? FuzzTarget.make(target, work: folder).input(index) }
+            } ?? Data()
         if let summary = output.split(separator: "\n").last(where: { $0.hasPrefix("fuzz \(target):") }) {
             print("\(summary) (\(String(format: "%.1f", Date().timeIntervalSince(start))) s with the child's start)")
         }
@@ -111,7 +125,8 @@ enum FuzzParent {
             let kept = NSTemporaryDirectory() + "hubhost-fuzz-\(target)-case-\(index).input"
             try? input.write(to: URL(fileURLWithPath: kept))
             let what = hung ? "did not finish within \(Int(bound)) s (a hang)" : "trapped (signal \(process.terminationStatus))"
-            XCTFail("""
+            XCTFail(
+                """
                 fuzz target '\(target)' \(what) on case \(index); input kept in \(kept)
                 input: \(preview(input))
                 the child's error and stack (hubhost frames):
@@ -127,8 +142,10 @@ enum FuzzParent {
     /// From a crashed child's stderr: the error lines and the stack frames in hubhost's own code.
     static func stack(_ errors: String) -> String {
         let lines = errors.split(separator: "\n")
-        let kept = lines.filter { $0.contains("Fatal error") || $0.contains("crashed") || $0.contains("error:")
-            || ($0.contains(" at /") && ($0.contains("/Host/") || $0.contains("/Plugins/") || $0.contains("/Tests/"))) }
+        let kept = lines.filter {
+            $0.contains("Fatal error") || $0.contains("crashed") || $0.contains("error:")
+                || ($0.contains(" at /") && ($0.contains("/Host/") || $0.contains("/Plugins/") || $0.contains("/Tests/")))
+        }
         return (kept.isEmpty ? lines.suffix(40) : kept.prefix(40)).joined(separator: "\n")
     }
 
@@ -166,8 +183,10 @@ struct FuzzRandom: RandomNumberGenerator {
 }
 
 enum Mutator {
-    static let interestingBytes: [UInt8] = [0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE, 0xC0, 0xE2, 0xF0, 0x0A, 0x0D, 0x09, 0x20,
-                                           0x22, 0x27, 0x5C, 0x3A, 0x2D, 0x5B, 0x5D, 0x7B, 0x7D, 0x23, 0x26, 0x2A, 0x21]
+    static let interestingBytes: [UInt8] = [
+        0x00, 0x01, 0x7F, 0x80, 0xFF, 0xFE, 0xC0, 0xE2, 0xF0, 0x0A, 0x0D, 0x09, 0x20,
+        0x22, 0x27, 0x5C, 0x3A, 0x2D, 0x5B, 0x5D, 0x7B, 0x7D, 0x23, 0x26, 0x2A, 0x21
+    ]
 
     /// 1 to `most` byte-level mutations: bit flips, interesting bytes, deletions, duplications,
     /// dictionary tokens, splices from `others`, truncation.
@@ -199,7 +218,9 @@ enum Mutator {
                 case 0: lines.remove(at: line)
                 case 1: lines.insert(lines[line], at: line)
                 case 2: lines.swapAt(line, random.int(0...(lines.count - 1)))
-                default: lines[line] = random.chance(50) ? Array(repeating: 0x20, count: random.int(1...8)) + lines[line] : Array(lines[line].drop { $0 == 0x20 })
+                default:
+                    lines[line] =
+                        random.chance(50) ? Array(repeating: 0x20, count: random.int(1...8)) + lines[line] : Array(lines[line].drop { $0 == 0x20 })
                 }
                 bytes = Array(lines.joined(separator: [0x0A]))
             }
@@ -213,7 +234,10 @@ enum Mutator {
 class FuzzTarget {
     let name: String
     let work: String
-    init(name: String, work: String) throws { self.name = name; self.work = work }
+    init(name: String, work: String) throws {
+        self.name = name
+        self.work = work
+    }
 
     static func make(_ name: String, work: String) throws -> FuzzTarget {
         switch name {
@@ -234,8 +258,9 @@ class FuzzTarget {
     static func seeds(_ folder: String, ending: String, where keep: (String) -> Bool = { _ in true }) throws -> [[UInt8]] {
         let names = try FileManager.default.contentsOfDirectory(atPath: corpus + "/" + folder).filter { $0.hasSuffix(ending) && keep($0) }.sorted()
         return try names.map { name in
-            Array(try String(contentsOfFile: corpus + "/\(folder)/\(name)", encoding: .utf8)
-                .replacingOccurrences(of: "${REPO}", with: TestSupport.repository).utf8)
+            Array(
+                try String(contentsOfFile: corpus + "/\(folder)/\(name)", encoding: .utf8)
+                    .replacingOccurrences(of: "${REPO}", with: TestSupport.repository).utf8)
         }
     }
 
@@ -277,7 +302,7 @@ final class ManifestFuzz: FuzzTarget {
         "99999999999999999999 ms", "\u{FEFF}", "\u{0}", "é", "\\u0000", "plugins:", "data_dir:", "events:", "server:", "hub:", "campaigns:",
         "deep_links:", "routes:", "config:", "use:", "id:", "exports:", "kind:", "type:", "default:", "isolation: process",
         "[[[[[[[[[[[[[[[[[[[[", "{a: {a: {a: {a: {a: {a: {a:", "port: 70000", "port: -1", "cache_size: -5", "memory_limit: 1e300",
-        "regex: \"(\"", "abi: \"99.0\"", "library: /dev/null", "use: /", "use: ..", "enabled: maybe",
+        "regex: \"(\"", "abi: \"99.0\"", "library: /dev/null", "use: /", "use: ..", "enabled: maybe"
     ]
 
     override init(name: String, work: String) throws {
@@ -302,8 +327,10 @@ final class ManifestFuzz: FuzzTarget {
         if random.chance(3) {
             // Deep nesting, in flow and block style.
             let depth = random.pick([100, 1000, 5000])
-            bytes += Array((random.chance(50) ? "\nx: " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-                                                : "\n" + (0..<min(depth, 1000)).map { String(repeating: " ", count: $0) + "k\($0):" }.joined(separator: "\n")).utf8)
+            bytes += Array(
+                (random.chance(50)
+                    ? "\nx: " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+                    : "\n" + (0..<min(depth, 1000)).map { String(repeating: " ", count: $0) + "k\($0):" }.joined(separator: "\n")).utf8)
         }
         return Data((plugin ? "P" : "H").utf8) + Data(bytes)
     }
@@ -340,21 +367,29 @@ final class EventFuzz: FuzzTarget {
     var host: HubHost?
     var accepted = 0, tracked = 0
 
-    static let numbers = ["0", "-0", "1", "-1", "0.5", "1.5", "-0.0", "1E5", "1e+300", "1e300", "-1e300", "1e308", "-1e308",
-                          "1.7976931348623157e308", "2e308", "-2e308", "4.9e-324", "1e-400", "9223372036854775807", "9223372036854775808",
-                          "-9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
-                          "99999999999999999999999999999", "253402300799999", "253402300800000", "253402300799999.5", "9007199254740993",
-                          "1402358400000", "-1402358400000", "1e15", "2147483647", "2147483648", "-2147483649", "0.1e1", "1.0"]
-    static let strings = ["", "NaN", "nan", "Infinity", "-Infinity", "inf", "1e300", "-9223372036854775808", "9223372036854775808",
-                          "2014-06-10T00:00:00Z", "2014-06-10T00:00:00.000Z", "10000-01-01T00:00:00Z", "1969-12-31T23:59:59.999Z",
-                          "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:60Z", "2014-13-45T99:99:99Z",
-                          "\\u0000", "\\ud800", "\\udfff\\ud800", "🎉", "e\\u0301", "é", "USD", "usd", "XXX", "$", "app_start", "17",
-                          "named_event", "purchase_successful", "time", "int", "double", "bool", "null", "string", "type", "value"]
-    static let fieldNames = ["type", "name", "timestamp", "attributes", "id", "purchase", "events", "value", "amount", "currency_code",
-                             "item_list", "number_of_items", "Typ", "", "Session Duration", "CurrentCampaign", "CampaignEndTimeStamp"]
-    static let types = ["named_event", "app_start", "login_successful", "purchase_successful", "custom", "installed", "session_started",
-                        "session_ended", "goal_abandoned", "goal_completed", "notification_received", "notification_opened",
-                        "12", "13", "14", "17", "48", "49", "0", "-1", "APP_START", "app_strat"]
+    static let numbers = [
+        "0", "-0", "1", "-1", "0.5", "1.5", "-0.0", "1E5", "1e+300", "1e300", "-1e300", "1e308", "-1e308",
+        "1.7976931348623157e308", "2e308", "-2e308", "4.9e-324", "1e-400", "9223372036854775807", "9223372036854775808",
+        "-9223372036854775808", "-9223372036854775809", "18446744073709551615", "18446744073709551616",
+        "99999999999999999999999999999", "253402300799999", "253402300800000", "253402300799999.5", "9007199254740993",
+        "1402358400000", "-1402358400000", "1e15", "2147483647", "2147483648", "-2147483649", "0.1e1", "1.0"
+    ]
+    static let strings = [
+        "", "NaN", "nan", "Infinity", "-Infinity", "inf", "1e300", "-9223372036854775808", "9223372036854775808",
+        "2014-06-10T00:00:00Z", "2014-06-10T00:00:00.000Z", "10000-01-01T00:00:00Z", "1969-12-31T23:59:59.999Z",
+        "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:60Z", "2014-13-45T99:99:99Z",
+        "\\u0000", "\\ud800", "\\udfff\\ud800", "🎉", "e\\u0301", "é", "USD", "usd", "XXX", "$", "app_start", "17",
+        "named_event", "purchase_successful", "time", "int", "double", "bool", "null", "string", "type", "value"
+    ]
+    static let fieldNames = [
+        "type", "name", "timestamp", "attributes", "id", "purchase", "events", "value", "amount", "currency_code",
+        "item_list", "number_of_items", "Typ", "", "Session Duration", "CurrentCampaign", "CampaignEndTimeStamp"
+    ]
+    static let types = [
+        "named_event", "app_start", "login_successful", "purchase_successful", "custom", "installed", "session_started",
+        "session_ended", "goal_abandoned", "goal_completed", "notification_received", "notification_opened",
+        "12", "13", "14", "17", "48", "49", "0", "-1", "APP_START", "app_strat"
+    ]
 
     override init(name: String, work: String) throws {
         seeds = try Self.seeds("events", ending: ".json")
@@ -374,23 +409,37 @@ final class EventFuzz: FuzzTarget {
         case 0, 1: return random.pick(Self.numbers)
         case 2, 3: return "\"" + random.pick(Self.strings) + "\""
         case 4: return random.pick(["true", "false", "null", "[]", "{}"])
-        case 5: return #"{"type": "\#(random.pick(["time", "int", "double", "bool", "string", "null", "list", ""]))", "value": \#(value(&random, depth: depth + 1))}"#
+        case 5:
+            return
+                #"{"type": "\#(random.pick(["time", "int", "double", "bool", "string", "null", "list", ""]))", "value": \#(value(&random, depth: depth + 1))}"#
         case 6 where depth < 3: return "[" + (0..<random.int(0...3)).map { _ in value(&random, depth: depth + 1) }.joined(separator: ",") + "]"
-        case 7 where depth < 3: return "{" + (0..<random.int(0...3)).map { _ in "\"\(random.pick(Self.fieldNames))\": \(value(&random, depth: depth + 1))" }.joined(separator: ",") + "}"
+        case 7 where depth < 3:
+            return "{"
+                + (0..<random.int(0...3)).map { _ in "\"\(random.pick(Self.fieldNames))\": \(value(&random, depth: depth + 1))" }.joined(
+                    separator: ",") + "}"
         case 8:
             let depth = random.chance(95) ? random.pick([10, 100, 1000]) : random.pick([10_000, 100_000])
-            return random.chance(50) ? String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-                                     : String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth)
-        case 9: return "\"" + String(repeating: random.pick(["a", "é", "🎉", "\\\"", "\\u0000"]), count: random.chance(95) ? random.pick([127, 128, 129, 1024, 1025]) : 70_000) + "\""
+            return random.chance(50)
+                ? String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+                : String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth)
+        case 9:
+            return "\""
+                + String(
+                    repeating: random.pick(["a", "é", "🎉", "\\\"", "\\u0000"]),
+                    count: random.chance(95) ? random.pick([127, 128, 129, 1024, 1025]) : 70_000) + "\""
         default: return "\"" + random.pick(Self.strings) + "\""
         }
     }
 
     /// Boundary values that should be accepted: what a tame event is made of.
-    static let tameNumbers = ["0", "-0", "1", "-1", "0.5", "1e300", "-1e300", "1.7976931348623157e308", "4.9e-324", "9223372036854775807",
-                              "-9223372036854775808", "9007199254740993", "253402300799999", "1402358400000", "1e15", "-0.0"]
-    static let tameTimestamps = ["0", "1", "253402300799999", "1402358400000", "253402300799999.0", "\"2014-06-10T00:00:00Z\"",
-                                 "\"9999-12-31T23:59:59.999Z\"", "\"1970-01-01T00:00:00Z\"", "\"253402300799999\""]
+    static let tameNumbers = [
+        "0", "-0", "1", "-1", "0.5", "1e300", "-1e300", "1.7976931348623157e308", "4.9e-324", "9223372036854775807",
+        "-9223372036854775808", "9007199254740993", "253402300799999", "1402358400000", "1e15", "-0.0"
+    ]
+    static let tameTimestamps = [
+        "0", "1", "253402300799999", "1402358400000", "253402300799999.0", "\"2014-06-10T00:00:00Z\"",
+        "\"9999-12-31T23:59:59.999Z\"", "\"1970-01-01T00:00:00Z\"", "\"253402300799999\""
+    ]
 
     func tameValue(_ random: inout FuzzRandom) -> String {
         switch random.int(0...6) {
@@ -408,11 +457,21 @@ final class EventFuzz: FuzzTarget {
         var fields: [String] = []
         // Half the events are tame (boundary values that should pass), so that much is accepted and stored.
         let tame = random.chance(50)
-        if random.chance(60) { fields.append(#""type": \#(random.chance(tame ? 100 : 80) ? "\"" + random.pick(Array(Self.types.prefix(tame ? 18 : 100))) + "\"" : value(&random))"#) }
+        if random.chance(60) {
+            fields.append(
+                #""type": \#(random.chance(tame ? 100 : 80) ? "\"" + random.pick(Array(Self.types.prefix(tame ? 18 : 100))) + "\"" : value(&random))"#
+            )
+        }
         if random.chance(70) { fields.append(#""name": \#(random.chance(tame ? 100 : 80) ? "\"E\(random.int(0...9))\"" : value(&random))"#) }
-        if random.chance(60) { fields.append(#""timestamp": \#(tame ? random.pick(Self.tameTimestamps) : random.chance(70) ? random.pick(Self.numbers) : value(&random))"#) }
+        if random.chance(60) {
+            fields.append(
+                #""timestamp": \#(tame ? random.pick(Self.tameTimestamps) : random.chance(70) ? random.pick(Self.numbers) : value(&random))"#)
+        }
         if random.chance(40) {
-            let id = random.chance(tame ? 100 : 80) ? "\"fz-\(random.next())\"" : (random.chance(50) ? "\"" + String(repeating: "i", count: random.pick([128, 129])) + "\"" : value(&random))
+            let id =
+                random.chance(tame ? 100 : 80)
+                ? "\"fz-\(random.next())\""
+                : (random.chance(50) ? "\"" + String(repeating: "i", count: random.pick([128, 129])) + "\"" : value(&random))
             fields.append(#""id": \#(id)"#)
         }
         if random.chance(70) {
@@ -434,7 +493,9 @@ final class EventFuzz: FuzzTarget {
         }
         if tame { return "{" + fields.joined(separator: ", ") + "}" }
         if random.chance(15) {
-            fields.append(#""purchase": {"amount": \#(random.pick(Self.numbers)), "currency_code": \#(value(&random)), "item_list": \#(random.chance(50) ? #"["a","b"]"# : value(&random))\#(random.chance(40) ? #", "number_of_items": \#(random.pick(Self.numbers))"# : "")}"#)
+            fields.append(
+                #""purchase": {"amount": \#(random.pick(Self.numbers)), "currency_code": \#(value(&random)), "item_list": \#(random.chance(50) ? #"["a","b"]"# : value(&random))\#(random.chance(40) ? #", "number_of_items": \#(random.pick(Self.numbers))"# : "")}"#
+            )
         }
         if random.chance(5) { fields.append("\"\(random.pick(Self.fieldNames))\": \(value(&random))") }
         return "{" + fields.joined(separator: ", ") + "}"
@@ -448,10 +509,14 @@ final class EventFuzz: FuzzTarget {
         }
         switch random.int(0...9) {
         case 0, 1, 2:
-            return Data(Mutator.mutate(random.pick(seeds), &random, dictionary: Self.numbers + Self.strings.map { "\"\($0)\"" } + [",", ":", "[", "]", "{", "}", "\"", "\\"], others: seeds))
+            return Data(
+                Mutator.mutate(
+                    random.pick(seeds), &random,
+                    dictionary: Self.numbers + Self.strings.map { "\"\($0)\"" } + [",", ":", "[", "]", "{", "}", "\"", "\\"], others: seeds))
         case 3:
             let count = random.int(0...20)
-            return Data((random.chance(50) ? "[" : #"{"events": ["#).utf8) + Data((0..<count).map { _ in count > 100 ? "{}" : event(&random) }.joined(separator: ",").utf8)
+            return Data((random.chance(50) ? "[" : #"{"events": ["#).utf8)
+                + Data((0..<count).map { _ in count > 100 ? "{}" : event(&random) }.joined(separator: ",").utf8)
                 + Data((random.chance(50) ? "]" : "]}").utf8)
         case 4: return Data(value(&random).utf8)
         default: return Data(event(&random).utf8)
@@ -467,7 +532,8 @@ final class EventFuzz: FuzzTarget {
             guard let attributes = (object as? [String: Any])?["attributes"] as? [String: Any] else { continue }
             for (name, raw) in attributes {
                 guard let number = raw as? NSNumber, String(cString: number.objCType) != "c",
-                      let stored = event.attributes.first(where: { $0.name == name })?.value else { continue }
+                    let stored = event.attributes.first(where: { $0.name == name })?.value
+                else { continue }
                 let sent = number.doubleValue
                 let kept: Double
                 switch stored {
@@ -523,28 +589,41 @@ final class BundleFuzz: FuzzTarget {
 
     override init(name: String, work: String) throws {
         let path = work + "/base.sqlite3"
-        try TestBundle.write(to: path, version: "fuzz-1", hubs: [
-            .init("news", tags: ["news", "daily"], channels: [
-                .init("sports", tags: ["sport"], articles: [.init("final", tags: ["football"], sourceURL: "https://example.com/final"),
-                                                            .init("derby", tags: [])]),
-                .init("tech", articles: [.init("chips", tags: ["hw"], body: "<p>chips</p>")]),
-            ]),
-            .init("cooking", channels: [.init("soup", articles: [.init("onion", tags: ["veg"])])]),
-        ], resources: [(path: "resources/site.css", mimeType: "text/css", data: Data("body{}".utf8)),
-                       (path: "resources/dot.svg", mimeType: "image/svg+xml", data: Data("<svg/>".utf8))],
-           notifications: [.init(id: "n1", fireAtMs: 1_402_358_400_000, message: "hello", actionURI: "zbimdb://article/news/sports/final")])
+        try TestBundle.write(
+            to: path, version: "fuzz-1",
+            hubs: [
+                .init(
+                    "news", tags: ["news", "daily"],
+                    channels: [
+                        .init(
+                            "sports", tags: ["sport"],
+                            articles: [
+                                .init("final", tags: ["football"], sourceURL: "https://example.com/final"),
+                                .init("derby", tags: [])
+                            ]),
+                        .init("tech", articles: [.init("chips", tags: ["hw"], body: "<p>chips</p>")])
+                    ]),
+                .init("cooking", channels: [.init("soup", articles: [.init("onion", tags: ["veg"])])])
+            ],
+            resources: [
+                (path: "resources/site.css", mimeType: "text/css", data: Data("body{}".utf8)),
+                (path: "resources/dot.svg", mimeType: "image/svg+xml", data: Data("<svg/>".utf8))
+            ],
+            notifications: [.init(id: "n1", fireAtMs: 1_402_358_400_000, message: "hello", actionURI: "zbimdb://article/news/sports/final")])
         base = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         try super.init(name: name, work: work)
         _ = try ContentBundle(path: path)  // the base is a bundle
     }
 
-    static let wrongValues = ["NULL", "'x'", "X'FF00FE'", "1e300", "-1e300", "9223372036854775807", "-9223372036854775808", "0.5", "''",
-                              "'[1, 2]'", "'{}'", "'[\"a\", null]'", "'not json'", "zeroblob(10)", "'\u{FFFD}'"]
+    static let wrongValues = [
+        "NULL", "'x'", "X'FF00FE'", "1e300", "-1e300", "9223372036854775807", "-9223372036854775808", "0.5", "''",
+        "'[1, 2]'", "'{}'", "'[\"a\", null]'", "'not json'", "zeroblob(10)", "'\u{FFFD}'"
+    ]
     static let columns: [(table: String, columns: [String])] = [
         ("metadata", ["key", "value"]), ("hubs", ["id", "title", "tags", "position"]),
         ("channels", ["id", "hub_id", "title", "tags", "position"]),
         ("articles", ["id", "channel_id", "title", "tags", "position", "body_html", "source_url"]),
-        ("resources", ["path", "mime_type", "data"]), ("notifications", ["id", "fire_at_ms", "message", "action_uri"]),
+        ("resources", ["path", "mime_type", "data"]), ("notifications", ["id", "fire_at_ms", "message", "action_uri"])
     ]
 
     override func input(_ index: Int) -> Data {
@@ -552,10 +631,14 @@ final class BundleFuzz: FuzzTarget {
         if name == "bundle-rows" {
             // SQL-level: "S" + the statements to run on a copy of the base.
             let table = random.pick(Self.columns)
-            var sql = ["PRAGMA foreign_keys = OFF", "CREATE TABLE t AS SELECT * FROM \(table.table)", "DROP TABLE \(table.table)", "ALTER TABLE t RENAME TO \(table.table)"]
+            var sql = [
+                "PRAGMA foreign_keys = OFF", "CREATE TABLE t AS SELECT * FROM \(table.table)", "DROP TABLE \(table.table)",
+                "ALTER TABLE t RENAME TO \(table.table)"
+            ]
             for _ in 0..<random.int(1...2) {
-                sql.append("UPDATE \(table.table) SET \(random.pick(table.columns)) = \(random.pick(Self.wrongValues))"
-                           + (random.chance(50) ? " WHERE rowid = (SELECT min(rowid) FROM \(table.table))" : ""))
+                sql.append(
+                    "UPDATE \(table.table) SET \(random.pick(table.columns)) = \(random.pick(Self.wrongValues))"
+                        + (random.chance(50) ? " WHERE rowid = (SELECT min(rowid) FROM \(table.table))" : ""))
             }
             return Data(("S" + sql.joined(separator: ";\n")).utf8)
         }
@@ -568,7 +651,8 @@ final class BundleFuzz: FuzzTarget {
                 let page = random.int(1...(pages - 1)) * Self.pageSize
                 for i in page..<min(bytes.count, page + Self.pageSize) { bytes[i] = 0 }
             case 2 where pages > 2:
-                let a = random.int(1...(pages - 1)) * Self.pageSize, b = random.int(1...(pages - 1)) * Self.pageSize
+                let a = random.int(1...(pages - 1)) * Self.pageSize
+                let b = random.int(1...(pages - 1)) * Self.pageSize
                 guard b + Self.pageSize <= bytes.count, a + Self.pageSize <= bytes.count else { continue }
                 let pageA = Array(bytes[a..<a + Self.pageSize])
                 bytes.replaceSubrange(a..<a + Self.pageSize, with: bytes[b..<b + Self.pageSize])
@@ -577,7 +661,9 @@ final class BundleFuzz: FuzzTarget {
                 // A page header or cell pointer (the first bytes of a page), or the file header.
                 let page = random.int(0...max(0, pages - 1)) * Self.pageSize + (random.chance(20) ? 0 : 100)
                 let offset = min(bytes.count - 1, page + random.int(0...23))
-                if offset >= 0 { bytes[offset] = random.chance(50) ? random.pick(Mutator.interestingBytes) : UInt8(truncatingIfNeeded: random.next()) }
+                if offset >= 0 {
+                    bytes[offset] = random.chance(50) ? random.pick(Mutator.interestingBytes) : UInt8(truncatingIfNeeded: random.next())
+                }
             default:
                 guard !bytes.isEmpty else { continue }
                 for _ in 0..<random.int(1...8) {
@@ -636,15 +722,19 @@ final class BundleFuzz: FuzzTarget {
 /// documents (so never a raw `<script`), with only its own attributes.
 final class MarkdownFuzz: FuzzTarget {
     let seeds: [[UInt8]]
-    static let tokens = ["*", "**", "***", "_", "__", "`", "``", "```", "~~~", "[", "]", "(", ")", "![", "](", "<", ">", "> ", "- ", "* ",
-                         "+ ", "1. ", "1) ", "    ", "\t", "\n", "\n\n", "#", "###### ", "---", "***\n", "\\", "  \n", "http://x.example",
-                         "<https://a.example>", "javascript:alert(1)", "JaVaScRiPt:", "data:text/html,", "vbscript:", "<script>",
-                         "</script>", "<SCRIPT", "<scr<script>ipt>", "\"", "'", "&", "&lt;", "a", "word ", "é", "\u{0}", "\r", "\u{2028}",
-                         " \"title\"", "onerror=", "<img src=x onerror=alert(1)>", "<!--", "-->", "<![CDATA["]
+    static let tokens = [
+        "*", "**", "***", "_", "__", "`", "``", "```", "~~~", "[", "]", "(", ")", "![", "](", "<", ">", "> ", "- ", "* ",
+        "+ ", "1. ", "1) ", "    ", "\t", "\n", "\n\n", "#", "###### ", "---", "***\n", "\\", "  \n", "http://x.example",
+        "<https://a.example>", "javascript:alert(1)", "JaVaScRiPt:", "data:text/html,", "vbscript:", "<script>",
+        "</script>", "<SCRIPT", "<scr<script>ipt>", "\"", "'", "&", "&lt;", "a", "word ", "é", "\u{0}", "\r", "\u{2028}",
+        " \"title\"", "onerror=", "<img src=x onerror=alert(1)>", "<!--", "-->", "<![CDATA["
+    ]
     /// The tags a Markdown article may produce: CommonMark's, and GitHub's tables, strikethrough and
     /// task-list checkboxes.
-    static let allowedTags: Set<String> = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "em", "strong", "code", "pre", "a", "img", "ul", "ol",
-                                           "li", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "del", "input"]
+    static let allowedTags: Set<String> = [
+        "h1", "h2", "h3", "h4", "h5", "h6", "p", "em", "strong", "code", "pre", "a", "img", "ul", "ol",
+        "li", "blockquote", "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "del", "input"
+    ]
     static let allowedAttributes: Set<String> = ["href", "src", "alt", "title", "class", "start", "align", "type", "checked", "disabled"]
 
     override init(name: String, work: String) throws {
@@ -660,7 +750,9 @@ final class MarkdownFuzz: FuzzTarget {
         case 3:
             // A long run of one token (or two alternating), possibly inside text.
             let run = random.chance(90) ? random.pick([100, 1000, 5000]) : 30_000
-            let token = random.pick(["*", "_", "[", "`", "![", "](", "<", "\\", "[x](", "**a", "*a", "> ", "- ", "    - ", "1. ", "#", "(", "&", "|", "~"])
+            let token = random.pick([
+                "*", "_", "[", "`", "![", "](", "<", "\\", "[x](", "**a", "*a", "> ", "- ", "    - ", "1. ", "#", "(", "&", "|", "~"
+            ])
             let other = random.chance(30) ? random.pick(Self.tokens) : ""
             return Data(("x " + String(repeating: token + other, count: run / max(1, token.count)) + " y").utf8)
         case 4:
@@ -672,7 +764,11 @@ final class MarkdownFuzz: FuzzTarget {
             case 1: return Data((0..<lines).map { String(repeating: " ", count: 2 * $0) + "- item \($0)" }.joined(separator: "\n").utf8)
             case 2: return Data((String(repeating: "[", count: depth) + "x" + String(repeating: "](u)", count: depth)).utf8)
             case 3: return Data((String(repeating: "*", count: depth) + "x" + String(repeating: "*", count: depth)).utf8)
-            default: return Data((0..<lines).map { String(repeating: "> ", count: $0 % 50) + String(repeating: "  ", count: $0 % 30) + "1. x" }.joined(separator: "\n").utf8)
+            default:
+                return Data(
+                    (0..<lines).map { String(repeating: "> ", count: $0 % 50) + String(repeating: "  ", count: $0 % 30) + "1. x" }.joined(
+                        separator: "\n"
+                    ).utf8)
             }
         default:
             return Data((0..<random.int(1...200)).map { _ in random.pick(Self.tokens) }.joined().utf8)
@@ -691,7 +787,10 @@ final class MarkdownFuzz: FuzzTarget {
         func text(_ range: Range<Int>) -> String { String(decoding: bytes[range.clamped(to: 0..<bytes.count)], as: UTF8.self) }
         var i = 0
         while i < bytes.count {
-            guard bytes[i] == UInt8(ascii: "<") else { i += 1; continue }
+            guard bytes[i] == UInt8(ascii: "<") else {
+                i += 1
+                continue
+            }
             guard let close = bytes[i...].firstIndex(of: UInt8(ascii: ">")) else { return "an unclosed '<' in the output: \(text(i..<i + 200))" }
             let tag = text(i + 1..<close)
             defer { i = close + 1 }
@@ -706,10 +805,14 @@ final class MarkdownFuzz: FuzzTarget {
                 let attribute = attributes[..<equals].trimmingCharacters(in: .whitespaces)
                 guard allowedAttributes.contains(attribute) else { return "the output has attribute '\(attribute)' in <\(tag.prefix(200))>" }
                 let value = attributes[attributes.index(after: equals)...]
-                guard value.first == "\"", let end = value.dropFirst().firstIndex(of: "\"") else { return "an unquoted attribute in <\(tag.prefix(200))>" }
+                guard value.first == "\"", let end = value.dropFirst().firstIndex(of: "\"") else {
+                    return "an unquoted attribute in <\(tag.prefix(200))>"
+                }
                 if attribute == "href" || attribute == "src" {
                     let url = browserScheme(String(value[value.index(after: value.startIndex)..<end]))
-                    if url.hasPrefix("javascript:") || url.hasPrefix("vbscript:") || (url.hasPrefix("data:") && !(attribute == "src" && url.hasPrefix("data:image/"))) {
+                    if url.hasPrefix("javascript:") || url.hasPrefix("vbscript:")
+                        || (url.hasPrefix("data:") && !(attribute == "src" && url.hasPrefix("data:image/")))
+                    {
                         return "the output has a script URL in <\(tag.prefix(300))>"
                     }
                 }
@@ -728,12 +831,18 @@ final class MarkdownFuzz: FuzzTarget {
         while let amp = rest.firstIndex(of: "&") {
             decoded += rest[..<amp]
             let after = rest[rest.index(after: amp)...]
-            guard let semicolon = after.prefix(12).firstIndex(of: ";") else { decoded += "&"; rest = after; continue }
+            guard let semicolon = after.prefix(12).firstIndex(of: ";") else {
+                decoded += "&"
+                rest = after
+                continue
+            }
             let entity = after[..<semicolon]
             let named = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "Tab": "\t", "NewLine": "\n", "colon": ":"]
             if let text = named[String(entity)] {
                 decoded += text
-            } else if entity.hasPrefix("#x") || entity.hasPrefix("#X"), let code = UInt32(entity.dropFirst(2), radix: 16), let scalar = Unicode.Scalar(code) {
+            } else if entity.hasPrefix("#x") || entity.hasPrefix("#X"), let code = UInt32(entity.dropFirst(2), radix: 16),
+                let scalar = Unicode.Scalar(code)
+            {
                 decoded.unicodeScalars.append(scalar)
             } else if entity.hasPrefix("#"), let code = UInt32(entity.dropFirst()), let scalar = Unicode.Scalar(code) {
                 decoded.unicodeScalars.append(scalar)
@@ -755,14 +864,18 @@ final class RegexFuzz: FuzzTarget {
     let harness: PluginHarness
     let matches: TriggerOperatorPlugin
     let doesNotMatch: TriggerOperatorPlugin
-    static let tokens = ["a", "b", "ab", "é", "🎉", ".", "*", "+", "?", "*?", "+?", "??", "*+", "++", "{2}", "{2,5}", "{0,}", "{1000}",
-                         "{0,1000}", "{1001}", "{99999999999}", "{2,1}", "{", "}", "(", ")", "(?:", "(?i)", "(?m)", "(?s)", "(?x)", "(?-i)",
-                         "(?i:", "(?<n>", "(?<n>a)\\k<n>", "(?=", "(?!", "(?<=", "(?<!", "(?>", "[", "]", "[^", "[a-z]", "[z-a]", "[[:alpha:]]",
-                         "[\\w-]", "[a&&b]", "-", "\\", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\b", "\\B", "\\A", "\\z", "\\Z", "\\R",
-                         "\\1", "\\9", "\\p{L}", "\\P{Lu}", "\\x{41}", "\\x{110000}", "\\x41", "\\u0041", "\\uD800", "\\N{LATIN SMALL LETTER A}",
-                         "\\Q", "\\E", "\\Qa.b\\E", "\\n", "\\t", "\\0", "\\cA", "\\e", "|", "||", "^", "$", "\\$", "\\.", "\u{0}", "\n",
-                         "#", " ", "\\G", "\\X", "(a|aa)*", "(a*)*", "((a+)+)+", "(a{1000}){1000}", "((a{100}){100}){100}"]
-    static let subjectPieces = ["a", "aa", "b", "ab", "é", "e\u{301}", "🎉", "\n", "\r\n", " ", "A", "1", "_", "-", ".", "]", "ß", "ẞ", "σ", "ς", "\u{0}"]
+    static let tokens = [
+        "a", "b", "ab", "é", "🎉", ".", "*", "+", "?", "*?", "+?", "??", "*+", "++", "{2}", "{2,5}", "{0,}", "{1000}",
+        "{0,1000}", "{1001}", "{99999999999}", "{2,1}", "{", "}", "(", ")", "(?:", "(?i)", "(?m)", "(?s)", "(?x)", "(?-i)",
+        "(?i:", "(?<n>", "(?<n>a)\\k<n>", "(?=", "(?!", "(?<=", "(?<!", "(?>", "[", "]", "[^", "[a-z]", "[z-a]", "[[:alpha:]]",
+        "[\\w-]", "[a&&b]", "-", "\\", "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\b", "\\B", "\\A", "\\z", "\\Z", "\\R",
+        "\\1", "\\9", "\\p{L}", "\\P{Lu}", "\\x{41}", "\\x{110000}", "\\x41", "\\u0041", "\\uD800", "\\N{LATIN SMALL LETTER A}",
+        "\\Q", "\\E", "\\Qa.b\\E", "\\n", "\\t", "\\0", "\\cA", "\\e", "|", "||", "^", "$", "\\$", "\\.", "\u{0}", "\n",
+        "#", " ", "\\G", "\\X", "(a|aa)*", "(a*)*", "((a+)+)+", "(a{1000}){1000}", "((a{100}){100}){100}"
+    ]
+    static let subjectPieces = [
+        "a", "aa", "b", "ab", "é", "e\u{301}", "🎉", "\n", "\r\n", " ", "A", "1", "_", "-", ".", "]", "ß", "ẞ", "σ", "ς", "\u{0}"
+    ]
     var compared = 0, differential = 0, icuValid = 0, unsupported = 0
     var mismatches: [String] = []
 
@@ -775,7 +888,9 @@ final class RegexFuzz: FuzzTarget {
 
     override func finish() {
         harness.destroy()
-        print("fuzz regex: \(compared) comparisons, \(unsupported) refused as unsupported or over the budget, \(differential) checked against NSRegularExpression (\(icuValid) patterns it accepts), \(mismatches.count) disagreements")
+        print(
+            "fuzz regex: \(compared) comparisons, \(unsupported) refused as unsupported or over the budget, \(differential) checked against NSRegularExpression (\(icuValid) patterns it accepts), \(mismatches.count) disagreements"
+        )
         for mismatch in mismatches.prefix(30) { print("fuzz regex disagreement: \(mismatch)") }
     }
 
@@ -786,11 +901,15 @@ final class RegexFuzz: FuzzTarget {
             var atom: String
             switch random.int(0...9) {
             case 0, 1, 2: atom = random.pick(["a", "b", "é", "ß", "σ", "🎉", "\\.", "-", "_", " ", "1", "A"])
-            case 3: atom = random.pick([".", "\\d", "\\w", "\\s", "\\W", "\\S", "\\D", "[ab]", "[^a]", "[a-cé]", "[\\w-]", "[.]", "\\x{E9}", "\\u00DF", "\\n", "\\R"])
+            case 3:
+                atom = random.pick([
+                    ".", "\\d", "\\w", "\\s", "\\W", "\\S", "\\D", "[ab]", "[^a]", "[a-cé]", "[\\w-]", "[.]", "\\x{E9}", "\\u00DF", "\\n", "\\R"
+                ])
             case 4: atom = random.pick(["^", "$", "\\b", "\\B", "\\A", "\\z", "\\Z"])
             case 5 where depth < 3: atom = "(" + wellFormed(&random, depth: depth + 1) + ")"
             case 6 where depth < 3: atom = "(?:" + wellFormed(&random, depth: depth + 1) + "|" + wellFormed(&random, depth: depth + 1) + ")"
-            case 7 where depth < 3: atom = random.pick(["(?i)", "(?i:", "(?s:", "(?m:", "(?<g>"]) + wellFormed(&random, depth: depth + 1) + (random.chance(20) ? "" : ")")
+            case 7 where depth < 3:
+                atom = random.pick(["(?i)", "(?i:", "(?s:", "(?m:", "(?<g>"]) + wellFormed(&random, depth: depth + 1) + (random.chance(20) ? "" : ")")
             default: atom = random.pick(["a", "b", "ab"])
             }
             if atom.hasPrefix("(?i)") || atom.hasPrefix("(?") && !atom.hasSuffix(")") { atom += ")" }
@@ -819,17 +938,23 @@ final class RegexFuzz: FuzzTarget {
         if yes.result && no.result { return "both MATCHES_REGEX and DOES_NOT_MATCH_REGEX are true for /\(pattern)/ on \(subject.debugDescription)" }
         if yes.status != 0 || no.status != 0 {
             unsupported += 1
-            if yes.result || no.result { return "a refused pattern answered true: /\(pattern)/ (\(yes.status) \(yes.reason); \(no.status) \(no.reason))" }
+            if yes.result || no.result {
+                return "a refused pattern answered true: /\(pattern)/ (\(yes.status) \(yes.reason); \(no.status) \(no.reason))"
+            }
             return nil
         }
         // Both answered: they are each other's negation, and agree with ICU on short subjects.
-        if yes.result == no.result { return "MATCHES_REGEX and DOES_NOT_MATCH_REGEX both \(yes.result) for /\(pattern)/ on \(subject.debugDescription)" }
+        if yes.result == no.result {
+            return "MATCHES_REGEX and DOES_NOT_MATCH_REGEX both \(yes.result) for /\(pattern)/ on \(subject.debugDescription)"
+        }
         if subject.count <= 16, pattern.count <= 60 {
             differential += 1
             let compiled = try? NSRegularExpression(pattern: pattern)
             if compiled != nil { icuValid += 1 }
             let icu = compiled.map { $0.firstMatch(in: subject, range: NSRange(subject.startIndex..., in: subject)) != nil } ?? false
-            if icu != yes.result { mismatches.append("/\(pattern)/ on \(subject.debugDescription): hubhost \(yes.result), NSRegularExpression \(icu)") }
+            if icu != yes.result {
+                mismatches.append("/\(pattern)/ on \(subject.debugDescription): hubhost \(yes.result), NSRegularExpression \(icu)")
+            }
         }
         return nil
     }
@@ -844,13 +969,15 @@ final class ContentFolderFuzz: FuzzTarget {
     let folder: String
     let files: [(path: String, bytes: [UInt8])]
     var built = 0, refused = 0
-    static let dictionary = ["---\n", "\n---\n", "title: ", "tags: [", "]", "order: ", "1e300", "-9223372036854775808", "9223372036854775808",
-                             "source_url: ", "javascript:alert(1)", "at: ", "\"10000-01-01T00:00:00Z\"", "\"-1\"", "action_uri: ", "version: ",
-                             "content_source: ", "id: ", "- ", ": ", "{", "}", "[", "&a ", "*a", "!!binary ", "~", "null", "\t", "\u{FEFF}",
-                             "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<a href=\"javascript:alert(1)\">x</a>",
-                             "<svg onload=alert(1)>", "<iframe src=//evil.example>", "<style>", "<!--", "-->", "<![CDATA[", "<scr<script>ipt>",
-                             "<a href=\"jav&#x09;ascript:alert(1)\">", "<form action=javascript:x>", "<object data=x>", "<base href=//evil>",
-                             "<meta http-equiv=refresh content=0;url=javascript:x>", "[x](javascript:alert(1))", "![i](vbscript:x)", "**", "`", "```"]
+    static let dictionary = [
+        "---\n", "\n---\n", "title: ", "tags: [", "]", "order: ", "1e300", "-9223372036854775808", "9223372036854775808",
+        "source_url: ", "javascript:alert(1)", "at: ", "\"10000-01-01T00:00:00Z\"", "\"-1\"", "action_uri: ", "version: ",
+        "content_source: ", "id: ", "- ", ": ", "{", "}", "[", "&a ", "*a", "!!binary ", "~", "null", "\t", "\u{FEFF}",
+        "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<a href=\"javascript:alert(1)\">x</a>",
+        "<svg onload=alert(1)>", "<iframe src=//evil.example>", "<style>", "<!--", "-->", "<![CDATA[", "<scr<script>ipt>",
+        "<a href=\"jav&#x09;ascript:alert(1)\">", "<form action=javascript:x>", "<object data=x>", "<base href=//evil>",
+        "<meta http-equiv=refresh content=0;url=javascript:x>", "[x](javascript:alert(1))", "![i](vbscript:x)", "**", "`", "```"
+    ]
 
     override init(name: String, work: String) throws {
         folder = work + "/content"

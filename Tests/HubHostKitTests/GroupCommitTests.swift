@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `POST /v1/events` commits concurrent requests together (GroupCommit): an acknowledged event is
@@ -10,15 +11,16 @@ final class GroupCommitTests: XCTestCase {
 
     override func setUpWithError() throws {
         folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: none}
-        server: {port: 0}
-        events: {cache_size: 1000000}
-        plugins:
-          - id: noop
-            use: \(TestSupport.plugin("Noop"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: none}
+            server: {port: 0}
+            events: {cache_size: 1000000}
+            plugins:
+              - id: noop
+                use: \(TestSupport.plugin("Noop"))
+            """, to: folder + "/plugins.yaml")
     }
 
     /// Outcomes that several client threads record.
@@ -30,8 +32,11 @@ final class GroupCommitTests: XCTestCase {
     }
 
     private static func post(_ http: HTTPFetcher, _ base: String, _ body: String) -> Int? {
-        guard case .success(let response) = http.fetch("POST", base + "/v1/events", headers: ["Content-Type": "application/json"],
-                                                       body: Data(body.utf8), timeoutSeconds: 10) else { return nil }
+        guard
+            case .success(let response) = http.fetch(
+                "POST", base + "/v1/events", headers: ["Content-Type": "application/json"],
+                body: Data(body.utf8), timeoutSeconds: 10)
+        else { return nil }
         return response.status
     }
 
@@ -96,8 +101,9 @@ final class GroupCommitTests: XCTestCase {
             for caller in 0..<64 {
                 group.addTask {
                     let events = (0..<(1 + caller % 3)).map { i in
-                        Event(id: "caller\(caller)-\(i)", type: .namedEvent, name: "CALL", timestampMs: 1_700_000_000_000,
-                              attributes: [.init("caller", .int(Int64(caller)))])
+                        Event(
+                            id: "caller\(caller)-\(i)", type: .namedEvent, name: "CALL", timestampMs: 1_700_000_000_000,
+                            attributes: [.init("caller", .int(Int64(caller)))])
                     }
                     return (caller, try await engine.trackGrouped(events))
                 }

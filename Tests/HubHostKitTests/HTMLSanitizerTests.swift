@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// HTML articles: what an author may write stays, what could run script never reaches a page.
@@ -17,7 +18,9 @@ final class HTMLSanitizerTests: XCTestCase {
             <video src="resources/clip.mp4" poster="resources/poster.png" controls><track src="resources/en.vtt" kind="captions"></video>
             <a href="myapp://checkout?sku=1">Buy</a> <a href="zbimdb://article/news/local/road-works">Next</a>
             """
-        XCTAssertEqual(clean(article), """
+        XCTAssertEqual(
+            clean(article),
+            """
             <link rel="stylesheet" href="resources/site.css">
             <h1>Market day</h1>
             <p class="lead">The farmers' market returns &amp; stays été <em>all</em> <a href="https://example.com/m?a=1&amp;b=2" title="More">summer</a>.</p>
@@ -34,21 +37,26 @@ final class HTMLSanitizerTests: XCTestCase {
         XCTAssertEqual(clean("a<script>alert('<b>')</script>b<SCRIPT src=x.js></SCRIPT >c"), "abc")
         XCTAssertEqual(clean("<img src=x onerror=alert(1) ONLOAD='y'>"), "<img src=\"x\">")
         XCTAssertEqual(clean("<a href=\"javascript:alert(1)\">x</a>"), "<a>x</a>")
-        XCTAssertEqual(clean("<a href=\" &#x6A;ava&#x09;script&colon;alert(1)\">x</a>"), "<a>x</a>", "references decoded, tab dropped as a browser does")
+        XCTAssertEqual(
+            clean("<a href=\" &#x6A;ava&#x09;script&colon;alert(1)\">x</a>"), "<a>x</a>", "references decoded, tab dropped as a browser does")
         XCTAssertEqual(clean("<a href=\"&#1;javascript:alert(1)\">x</a>"), "<a>x</a>")
         XCTAssertEqual(clean("<a href='JAVASCRIPT:x'>x</a><a href=vbscript:x>y</a><a href=\"file:///etc\">z</a>"), "<a>x</a><a>y</a><a>z</a>")
         XCTAssertEqual(clean("<a href=\"data:text/html,<script>x</script>\">d</a>"), "<a>d</a>")
-        XCTAssertEqual(clean("<img src=\"data:image/svg+xml,x\"><img src=\"data:image/png;base64,AA\">"), "<img><img src=\"data:image/png;base64,AA\">")
-        XCTAssertEqual(clean("<link rel=stylesheet href=\"data:text/css,x\"><link rel=\"preload\" href=\"x.js\"><link rel=\"icon stylesheet\" href=\"s.css\">"),
-                       "<link rel=\"stylesheet\" href=\"s.css\">")
+        XCTAssertEqual(
+            clean("<img src=\"data:image/svg+xml,x\"><img src=\"data:image/png;base64,AA\">"), "<img><img src=\"data:image/png;base64,AA\">")
+        XCTAssertEqual(
+            clean("<link rel=stylesheet href=\"data:text/css,x\"><link rel=\"preload\" href=\"x.js\"><link rel=\"icon stylesheet\" href=\"s.css\">"),
+            "<link rel=\"stylesheet\" href=\"s.css\">")
         XCTAssertEqual(clean("<iframe src=\"https://evil.example\"><p>inside</p></iframe>after"), "after")
         XCTAssertEqual(clean("<svg><script>x</script><foreignObject><p>y</p></foreignObject></svg>after<svg/>also"), "afteralso")
         XCTAssertEqual(clean("<math><mi xlink:href=\"javascript:x\">m</mi></math><template><img src=x onerror=y></template>ok"), "ok")
         XCTAssertEqual(clean("<object data=x></object><embed src=x.swf><noscript><p>n</noscript><textarea><b>t</textarea>z"), "z")
-        XCTAssertEqual(clean("<form action=\"https://evil.example\"><input type=\"password\" name=\"p\"><button formaction=x>Go</button></form>"), "Go")
+        XCTAssertEqual(
+            clean("<form action=\"https://evil.example\"><input type=\"password\" name=\"p\"><button formaction=x>Go</button></form>"), "Go")
         XCTAssertEqual(clean("<base href=\"https://evil.example/\"><meta http-equiv=\"refresh\" content=\"0;url=javascript:x\">text"), "text")
-        XCTAssertEqual(clean("<div style=\"color:red\" onclick=\"x()\" name=\"body\" id=\"intro\" data-x=\"1\">d</div>"),
-                       "<div style=\"color:red\" id=\"intro\">d</div>")
+        XCTAssertEqual(
+            clean("<div style=\"color:red\" onclick=\"x()\" name=\"body\" id=\"intro\" data-x=\"1\">d</div>"),
+            "<div style=\"color:red\" id=\"intro\">d</div>")
         XCTAssertEqual(clean("<p title='a\"b' class=\"x&quot;><script>\">t</p>"), "<p title=\"a&quot;b\" class=\"x&quot;&gt;&lt;script&gt;\">t</p>")
     }
 
@@ -69,9 +77,11 @@ final class HTMLSanitizerTests: XCTestCase {
         let deep = clean(String(repeating: "<div>", count: 10_000) + "x" + String(repeating: "</div>", count: 10_000))
         XCTAssertEqual(deep.components(separatedBy: "<div>").count - 1, HTMLSanitizer.maximumNesting)
         XCTAssertEqual(deep.components(separatedBy: "</div>").count - 1, HTMLSanitizer.maximumNesting)
-        for hostile in [String(repeating: "<a ", count: 50_000), String(repeating: "<!--", count: 50_000), String(repeating: "<p x='", count: 50_000),
-                        String(repeating: "</b>", count: 100_000), String(repeating: "<script>", count: 50_000), String(repeating: "&amp", count: 50_000),
-                        String(repeating: "<svg>", count: 20_000) + "x", String(repeating: "<i><b>", count: 20_000) + String(repeating: "</i>", count: 20_000)] {
+        for hostile in [
+            String(repeating: "<a ", count: 50_000), String(repeating: "<!--", count: 50_000), String(repeating: "<p x='", count: 50_000),
+            String(repeating: "</b>", count: 100_000), String(repeating: "<script>", count: 50_000), String(repeating: "&amp", count: 50_000),
+            String(repeating: "<svg>", count: 20_000) + "x", String(repeating: "<i><b>", count: 20_000) + String(repeating: "</i>", count: 20_000)
+        ] {
             let output = clean(hostile)
             XCTAssertFalse(output.contains("<script"), String(output.prefix(200)))
         }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import XCTest
+
 @testable import HubHostKit
 
 /// The HTTP API's routes and its request guard, in process (InProcessAPI): the same router and
@@ -73,12 +74,14 @@ final class HTTPAPIRouteTests: XCTestCase {
         try TestSupport.write("s3cret\n", to: folder + "/token")
         try await InProcessAPI.test(manifest: manifest(server: "{port: 0, auth_token_file: token}"), in: folder) { client, _ in
             let bearer: HTTPFields = [.authorization: "Bearer s3cret"]
-            var answer = try await client.send(.post, "/v1/events", json: #"{"name":"x"}"#,
-                                               headers: [.origin: "http://evil.example", .authorization: "Bearer s3cret"])
+            var answer = try await client.send(
+                .post, "/v1/events", json: #"{"name":"x"}"#,
+                headers: [.origin: "http://evil.example", .authorization: "Bearer s3cret"])
             XCTAssertEqual(answer.status, .forbidden, answer.text)
             XCTAssertEqual(answer.errorCode, "foreign_origin")
-            answer = try await client.execute(uri: "/v1/events", method: .post, headers: [.contentType: "text/plain", .authorization: "Bearer s3cret"],
-                                              body: ByteBuffer(string: #"{"name":"x"}"#))
+            answer = try await client.execute(
+                uri: "/v1/events", method: .post, headers: [.contentType: "text/plain", .authorization: "Bearer s3cret"],
+                body: ByteBuffer(string: #"{"name":"x"}"#))
             XCTAssertEqual(answer.status, .unsupportedMediaType, answer.text)
             XCTAssertNotNil(answer.errorCode, answer.text)
             answer = try await client.send(.get, "/v1/events")

@@ -1,6 +1,7 @@
 import Foundation
 import NIOPosix
 import XCTest
+
 @testable import HubHostKit
 
 /// The blocking HTTP client over AsyncHTTPClient: never blocks an event loop, and a refused

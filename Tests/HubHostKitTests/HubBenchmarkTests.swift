@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 @testable import HubHostTools
 
@@ -25,7 +26,9 @@ final class HubBenchmarkTests: XCTestCase {
     /// answers 201 with the body it was sent.
     func testFloorServerAnswersFromMemory() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let pages = ["/hub": "<html>hub</html>", "/hub/article/a1": "<html>article \u{00e9}</html>", "/hub/channel/c1": String(repeating: "x", count: 70_000)]
+        let pages = [
+            "/hub": "<html>hub</html>", "/hub/article/a1": "<html>article \u{00e9}</html>", "/hub/channel/c1": String(repeating: "x", count: 70_000)
+        ]
         for (path, body) in pages {
             try FileManager.default.createDirectory(atPath: folder + "/pages" + path, withIntermediateDirectories: true)
             try TestSupport.write(body, to: folder + "/pages" + path + "/index.html")
@@ -38,8 +41,10 @@ final class HubBenchmarkTests: XCTestCase {
         }
         XCTAssertEqual(try server.http.fetch("GET", server.base + "/hub/nothing", timeoutSeconds: 10).get().status, 404)
         let event = #"{"type":"named_event","name":"E"}"#
-        let posted = try server.http.fetch("POST", server.base + "/v1/events", headers: ["Content-Type": "application/json"],
-                                           body: Data(event.utf8), timeoutSeconds: 10).get()
+        let posted = try server.http.fetch(
+            "POST", server.base + "/v1/events", headers: ["Content-Type": "application/json"],
+            body: Data(event.utf8), timeoutSeconds: 10
+        ).get()
         XCTAssertEqual(posted.status, 201)
         XCTAssertEqual(posted.body, Data(event.utf8))
         // A port out of range is refused before anything listens.
@@ -58,20 +63,20 @@ final class HubBenchmarkTests: XCTestCase {
 
     func testWrkOutputIsRead() throws {
         let output = """
-        Running 5s test @ http://127.0.0.1:8080
-          2 threads and 16 connections
-          Thread Stats   Avg      Stdev     Max   +/- Stdev
-            Latency   512.31us  100.00us   3.00ms   90.00%
-          Latency Distribution
-             50%  480.00us
-             75%  600.00us
-             90%  700.00us
-             99%    1.25ms
-          150000 requests in 5.00s, 100.00MB read
-          Non-2xx or 3xx responses: 12
-        Requests/sec:  30000.50
-        Transfer/sec:     20.00MB
-        """
+            Running 5s test @ http://127.0.0.1:8080
+              2 threads and 16 connections
+              Thread Stats   Avg      Stdev     Max   +/- Stdev
+                Latency   512.31us  100.00us   3.00ms   90.00%
+              Latency Distribution
+                 50%  480.00us
+                 75%  600.00us
+                 90%  700.00us
+                 99%    1.25ms
+              150000 requests in 5.00s, 100.00MB read
+              Non-2xx or 3xx responses: 12
+            Requests/sec:  30000.50
+            Transfer/sec:     20.00MB
+            """
         let figures = try PageServingBenchmark.parseWrk(output)
         XCTAssertEqual(figures.requestsPerSecond, 30000.50)
         XCTAssertEqual(figures.p50Ms, 0.48, accuracy: 1e-9)

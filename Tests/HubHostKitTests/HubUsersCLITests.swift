@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `hubhost users`, `hubhost hub present`, `hubhost notifications` and their HTTP routes, run as a
@@ -9,21 +10,27 @@ final class HubUsersCLITests: XCTestCase {
 
     override func setUpWithError() throws {
         folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0}
-        hub: {custom_url_schemes: [myapp]}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
-        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
-            .init("news", tags: ["news"], channels: [
-                .init("sports", articles: [.init("a", tags: ["golf"], sourceURL: "https://example.com/a"), .init("b", tags: ["football"])]),
-            ]),
-            .init("food", tags: ["cooking"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking"])])]),
-        ], notifications: [
-            .init(id: "past", fireAtMs: 1_000, message: "Read the final", actionURI: "zbimdb://article/news/sports/b"),
-            .init(id: "future", fireAtMs: 4_000_000_000_000, message: "Later", actionURI: "zbimdb://hub/food"),
-        ])
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            hub: {custom_url_schemes: [myapp]}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
+        try TestBundle.write(
+            to: folder + "/bundle.sqlite3",
+            hubs: [
+                .init(
+                    "news", tags: ["news"],
+                    channels: [
+                        .init("sports", articles: [.init("a", tags: ["golf"], sourceURL: "https://example.com/a"), .init("b", tags: ["football"])])
+                    ]),
+                .init("food", tags: ["cooking"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking"])])])
+            ],
+            notifications: [
+                .init(id: "past", fireAtMs: 1_000, message: "Read the final", actionURI: "zbimdb://article/news/sports/b"),
+                .init(id: "future", fireAtMs: 4_000_000_000_000, message: "Later", actionURI: "zbimdb://hub/food")
+            ])
     }
 
     func testUsersCommands() throws {
@@ -36,7 +43,8 @@ final class HubUsersCLITests: XCTestCase {
         let generated = try TestSupport.hubhost(["users", "create"], in: folder)
         XCTAssertEqual(generated.status, 0, generated.stderr)
         XCTAssertNotNil(UUID(uuidString: generated.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), generated.stdout)
-        XCTAssertNotNil(UUID(uuidString: try TestSupport.hubhost(["users", "generate-id"], in: folder).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertNotNil(
+            UUID(uuidString: try TestSupport.hubhost(["users", "generate-id"], in: folder).stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
 
         let none = try TestSupport.hubhost(["users", "active"], in: folder)
         XCTAssertEqual(none.status, 1)
@@ -69,18 +77,21 @@ final class HubUsersCLITests: XCTestCase {
         let tailored = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3"], in: folder)
         XCTAssertEqual(tailored.status, 0, tailored.stderr)
         XCTAssertTrue(tailored.stdout.hasPrefix("hub: food  \"Food\"  [cooking]"), tailored.stdout)
-        let override = try XCTUnwrap(try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--tags", "football,news", "--json"], in: folder).json
-                                     as? [String: Any])
+        let override = try XCTUnwrap(
+            try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--tags", "football,news", "--json"], in: folder).json
+                as? [String: Any])
         XCTAssertEqual(override["hubID"] as? String, "news")
         let articles = ((override["channels"] as? [[String: Any]])?.first?["articles"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
         XCTAssertEqual(articles, ["news/sports/b", "news/sports/a"], "football first")
         let deepLink = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "myapp://article/news/sports/a"], in: folder)
         XCTAssertTrue(deepLink.stdout.contains("opens: zbimdb://article/news/sports/a"), deepLink.stdout)
-        let indexed = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/a", "--entry-point", "search"], in: folder)
+        let indexed = try TestSupport.hubhost(
+            ["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/a", "--entry-point", "search"], in: folder)
         XCTAssertTrue(indexed.stdout.contains("opens: zbimdb://article/news/sports/a"), indexed.stdout)
         let missing = try TestSupport.hubhost(["hub", "present", "--bundle", "bundle.sqlite3", "--uri", "https://example.com/nope"], in: folder)
         XCTAssertEqual(missing.status, 1)
-        XCTAssertTrue(missing.stderr.contains("an article whose source URL is https://example.com/nope is not in the active content bundle"), missing.stderr)
+        XCTAssertTrue(
+            missing.stderr.contains("an article whose source URL is https://example.com/nope is not in the active content bundle"), missing.stderr)
         let both = try TestSupport.hubhost(["hub", "present", "--tags", "a", "--uri", "zbimdb://hub/news"], in: folder)
         XCTAssertNotEqual(both.status, 0)
         XCTAssertTrue(both.stderr.contains("not both"), both.stderr)
@@ -102,16 +113,18 @@ final class HubUsersCLITests: XCTestCase {
         let handled = try TestSupport.hubhost(["notifications", "handle", "past", "--bundle", "bundle.sqlite3"], in: folder)
         XCTAssertEqual(handled.status, 0, handled.stderr)
         XCTAssertEqual(handled.stdout, "alert: Read the final\npresent: zbimdb://article/news/sports/b\n")
-        let noAlert = try XCTUnwrap(try TestSupport.hubhost(["notifications", "handle", "future", "--no-alert", "--bundle", "bundle.sqlite3", "--json"], in: folder).json
-                                    as? [String: Any])
+        let noAlert = try XCTUnwrap(
+            try TestSupport.hubhost(["notifications", "handle", "future", "--no-alert", "--bundle", "bundle.sqlite3", "--json"], in: folder).json
+                as? [String: Any])
         XCTAssertEqual(noAlert["ours"] as? Bool, true)
         XCTAssertEqual(noAlert["showAlert"] as? Bool, false)
         XCTAssertEqual(noAlert["uri"] as? String, "zbimdb://hub/food")
         let notOurs = try TestSupport.hubhost(["notifications", "handle", "someone-elses", "--bundle", "bundle.sqlite3", "--json"], in: folder)
         XCTAssertEqual(notOurs.status, 3)
         XCTAssertEqual((try notOurs.json as? [String: Any])?["ours"] as? Bool, false)
-        XCTAssertEqual(try TestSupport.hubhost(["notifications", "due", "--bundle", "bundle.sqlite3"], in: folder).stdout, "no local notification is due\n",
-                       "handled notifications are no longer due")
+        XCTAssertEqual(
+            try TestSupport.hubhost(["notifications", "due", "--bundle", "bundle.sqlite3"], in: folder).stdout, "no local notification is due\n",
+            "handled notifications are no longer due")
         XCTAssertTrue(try TestSupport.hubhost(["notifications", "--help"], in: folder).stdout.contains("handle"))
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The page-view recorder's queue: in order, bounded (a full queue refuses the event loop and

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The mobile identity manager against the fake XMLAPI service: setup, the outcomes of
@@ -20,23 +21,24 @@ final class IdentityTests: XCTestCase {
 
     /// plugins.yaml with the identity section pointing at the fake service; `identity` adds lines.
     func writeManifest(identity extra: String = "", plugins: String = "plugins: []") throws {
-        try TestSupport.write("""
-        data_dir: data
-        events:
-          cache_size: 1000
-          auth_token_url: "\(service.tokenURL)"
-          auth_client_id: client
-          auth_client_secret: secret
-          auth_refresh_token: refresh-\(UUID().uuidString)
-        identity:
-          host: "\(service.host)"
-          databaseListId: "45654"
-          maxRetries: 1
-          retryBaseDelay: 0.01
-          requestTimeout: 5
-        \(extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
-        \(plugins)
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events:
+              cache_size: 1000
+              auth_token_url: "\(service.tokenURL)"
+              auth_client_id: client
+              auth_client_secret: secret
+              auth_refresh_token: refresh-\(UUID().uuidString)
+            identity:
+              host: "\(service.host)"
+              databaseListId: "45654"
+              maxRetries: 1
+              retryBaseDelay: 0.01
+              requestTimeout: 5
+            \(extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            \(plugins)
+            """, to: folder + "/plugins.yaml")
     }
 
     func openHost() throws -> HubHost {
@@ -119,15 +121,18 @@ final class IdentityTests: XCTestCase {
     }
 
     /// The tables after an (uninterrupted or resumed) merge into a recipient that had no mobile user id.
-    func assertMergedWithoutMobileUserId(old: String, found: String, mobile: String, auditTable: Bool,
-                                         file: StaticString = #filePath, line: UInt = #line) {
+    func assertMergedWithoutMobileUserId(
+        old: String, found: String, mobile: String, auditTable: Bool,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let foundRow = service.recipient(found)?.columns ?? [:]
         let oldRow = service.recipient(old)?.columns ?? [:]
         XCTAssertEqual(foundRow["Mobile User Id"], mobile, "ours moved onto the found recipient", file: file, line: line)
         XCTAssertEqual(oldRow["Mobile User Id"], "", "cleared on the old recipient", file: file, line: line)
         XCTAssertEqual(oldRow["Merged Recipient Id"], found, file: file, line: line)
-        XCTAssertNotNil(oldRow["Merged Date"].flatMap { $0.range(of: #"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d$"#, options: .regularExpression) },
-                        "merged date \(oldRow["Merged Date"] ?? "nil")", file: file, line: line)
+        XCTAssertNotNil(
+            oldRow["Merged Date"].flatMap { $0.range(of: #"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d$"#, options: .regularExpression) },
+            "merged date \(oldRow["Merged Date"] ?? "nil")", file: file, line: line)
         XCTAssertNil(foundRow["Merged Recipient Id"], file: file, line: line)
         if auditTable {
             let audit = service.audit
@@ -192,10 +197,12 @@ final class IdentityTests: XCTestCase {
             folder = try TestSupport.temporaryFolder(self)
             try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
             let setup = try cliJSON(["identity", "setup", "--json"])
-            let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
+            let old = try XCTUnwrap(setup["recipientId"] as? String)
+            let mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
             let found = service.addRecipient(["facebook_id": "fb-\(killAfter)"])
-            let killed = try TestSupport.hubhost(["identity", "check", "--column", "facebook_id=fb-\(killAfter)"], manifest: folder + "/plugins.yaml",
-                                                 environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
+            let killed = try TestSupport.hubhost(
+                ["identity", "check", "--column", "facebook_id=fb-\(killAfter)"], manifest: folder + "/plugins.yaml",
+                environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
             XCTAssertEqual(killed.status, SIGKILL, "step \(killAfter): the child killed itself: \(killed.stderr)")
             let shown = try cliJSON(["identity", "show", "--json"])
             let pending = try XCTUnwrap(shown["pendingMerge"] as? [String: Any], "step \(killAfter): the journal knows the merge")
@@ -215,10 +222,12 @@ final class IdentityTests: XCTestCase {
     func testServeFinishesAPendingMergeAtStart() throws {
         try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
         let setup = try cliJSON(["identity", "setup", "--json"])
-        let old = try XCTUnwrap(setup["recipientId"] as? String), mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
+        let old = try XCTUnwrap(setup["recipientId"] as? String)
+        let mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
         let found = service.addRecipient(["facebook_id": "fb"])
-        let killed = try TestSupport.hubhost(["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
-                                             environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
+        let killed = try TestSupport.hubhost(
+            ["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
+            environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
         XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
         let manifest = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
         try TestSupport.write("server: {port: 0}\n" + manifest, to: folder + "/plugins.yaml")
@@ -254,10 +263,11 @@ final class IdentityTests: XCTestCase {
     }
 
     func testTheSeedsSpellingsAreAcceptedAndDeprecatedCallsMapOrAreRefused() throws {
-        try writeManifest(identity: """
-            "Recipient->mobileUserIdColumn": "Device User"
-            "AuditRecord>newRecipientIdColumnName": "Assumed Id"
-            """)
+        try writeManifest(
+            identity: """
+                "Recipient->mobileUserIdColumn": "Device User"
+                "AuditRecord>newRecipientIdColumnName": "Assumed Id"
+                """)
         let host = try openHost()
         XCTAssertTrue(host.manifest.diagnostics.isEmpty, "\(host.manifest.diagnostics)")
         XCTAssertEqual(host.manifest.identity.mobileUserIdColumn, "Device User")
@@ -266,7 +276,9 @@ final class IdentityTests: XCTestCase {
         XCTAssertThrowsError(try identity.createAnonymousUser(list: "other")) { XCTAssertTrue("\($0)".contains("maps onto setupRecipient"), "\($0)") }
         let created = try identity.createAnonymousUser(list: "45654")
         XCTAssertEqual(service.recipient(created.recipientId)?.columns["Device User"], created.mobileUserId)
-        XCTAssertThrowsError(try identity.updateAnonymousToPrimaryUser("p1", list: "45654", primaryUserColumn: "CONTACT_ID", mergeColumn: "MERGE_CONTACT_ID")) {
+        XCTAssertThrowsError(
+            try identity.updateAnonymousToPrimaryUser("p1", list: "45654", primaryUserColumn: "CONTACT_ID", mergeColumn: "MERGE_CONTACT_ID")
+        ) {
             XCTAssertTrue("\($0)".contains("Use checkIdentity"), "\($0)")
         }
         XCTAssertEqual(service.operations, ["AddRecipient"])
@@ -281,16 +293,19 @@ final class IdentityTests: XCTestCase {
     }
 
     func testTheUUIDGeneratorPluginMakesTheMobileUserID() throws {
-        try writeManifest(identity: "mobileUserIdGenerator: ids\nauditRecordPrimaryKeyGenerator: keys\nmergeHistoryInAuditRecordTable: true\nauditRecordListId: \"9\"", plugins: """
-            plugins:
-              - id: ids
-                use: \(TestSupport.plugin("UUIDGenerator"))
-                config: {prefix: "m-", uppercase: false}
-              - id: keys
-                use: \(TestSupport.plugin("UUIDGenerator"))
-                isolation: process
-                config: {prefix: "audit-"}
-            """)
+        try writeManifest(
+            identity:
+                "mobileUserIdGenerator: ids\nauditRecordPrimaryKeyGenerator: keys\nmergeHistoryInAuditRecordTable: true\nauditRecordListId: \"9\"",
+            plugins: """
+                plugins:
+                  - id: ids
+                    use: \(TestSupport.plugin("UUIDGenerator"))
+                    config: {prefix: "m-", uppercase: false}
+                  - id: keys
+                    use: \(TestSupport.plugin("UUIDGenerator"))
+                    isolation: process
+                    config: {prefix: "audit-"}
+                """)
         let identity = try openHost().identity()
         let setup = try identity.setupRecipient()
         XCTAssertTrue(setup.mobileUserId.hasPrefix("m-"), setup.mobileUserId)
@@ -306,7 +321,8 @@ final class IdentityTests: XCTestCase {
     func testAnABI10PluginStillLoadsBesideTheNewKind() throws {
         // The fault fixture declares ABI 1.0.0 in its hh_library_t.
         let manifest = try TestSupport.faultyFixture(nil, in: folder)
-        try TestSupport.write("""
+        try TestSupport.write(
+            """
             data_dir: data
             plugins:
               - id: old
@@ -335,7 +351,8 @@ final class UserIDGeneratorKindTests: XCTestCase {
     func fixture(_ define: String?) throws -> String {
         let dir = folder + "/" + (define ?? "GOOD")
         _ = try TestSupport.compileFixture("user_id_generator_fixture.c", defines: define.map { [$0] } ?? [], into: dir, name: "libids.so")
-        try TestSupport.write("""
+        try TestSupport.write(
+            """
             abi: "1.1"
             id: fixture-ids
             name: Fixture ids
@@ -386,21 +403,27 @@ final class IdentityCLITests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let service = try TestXMLAPIService()
         defer { service.stop() }
-        try TestSupport.write("data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
+            to: folder + "/plugins.yaml")
         let manifest = folder + "/plugins.yaml"
-        let missing = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest, timeout: 60)
+        let missing = try TestSupport.hubhost(
+            ["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest,
+            timeout: 60)
         XCTAssertEqual(missing.status, 3, missing.stderr)
         let fault = try missing.json(as: [String: Any].self)
         XCTAssertEqual(fault["isSuccess"] as? Bool, false)
         XCTAssertEqual(fault["errorId"] as? Int, 128)
         let id = service.addRecipient(["email_id": "a@b", "Name": "Ann <admin>"])
-        let found = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest, timeout: 60)
+        let found = try TestSupport.hubhost(
+            ["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b", "--json"], manifest: manifest,
+            timeout: 60)
         XCTAssertEqual(found.status, 0, found.stderr)
         let answer = try found.json(as: [String: Any].self)
         XCTAssertEqual((answer["values"] as? [String: String])?["RESULT.RecipientId"], id)
         XCTAssertEqual((answer["columns"] as? [String: String])?["Name"], "Ann <admin>")
-        let text = try TestSupport.hubhost(["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b"], manifest: manifest, timeout: 60)
+        let text = try TestSupport.hubhost(
+            ["xmlapi", "call", "SelectRecipientData", "--param", "LIST_ID=45654", "--column", "email_id=a@b"], manifest: manifest, timeout: 60)
         XCTAssertTrue(text.stdout.contains("isSuccess: true"), text.stdout)
         let badName = try TestSupport.hubhost(["xmlapi", "call", "Select Recipient"], manifest: manifest, timeout: 60)
         XCTAssertEqual(badName.status, 64, badName.stderr)
@@ -414,8 +437,9 @@ final class IdentityCLITests: XCTestCase {
         let shown = try TestSupport.hubhost(["identity", "show", "--json"], manifest: manifest, timeout: 60)
         XCTAssertEqual(shown.status, 0, shown.stderr)
         XCTAssertFalse(shown.stdout.contains("mobileUserId"), "a setup that cannot be sent makes no id: \(shown.stdout)")
-        try TestSupport.write("data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nidentity: {host: \"\(service.host)\", databaseListId: \"45654\", maxRetries: 0}\n",
+            to: folder + "/plugins.yaml")
         service.stop()
         let down = try TestSupport.hubhost(["identity", "setup"], manifest: manifest, timeout: 60)
         XCTAssertEqual(down.status, 1)

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import XCTest
+
 @testable import HubHostKit
 @testable import HubHostServer
 
@@ -11,8 +12,10 @@ import XCTest
 /// beside serve, TLS, the Host header a rebinding page sends) use ServeProcess instead.
 enum InProcessAPI {
     /// Runs `body` with a client of the API for the manifest `yaml` written to `folder`/plugins.yaml.
-    static func test<Value: Sendable>(manifest yaml: String, in folder: String,
-                                      _ body: @Sendable (any TestClientProtocol, HubHost) async throws -> Value) async throws -> Value {
+    static func test<Value: Sendable>(
+        manifest yaml: String, in folder: String,
+        _ body: @Sendable (any TestClientProtocol, HubHost) async throws -> Value
+    ) async throws -> Value {
         try TestSupport.write(yaml, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 @testable import HubHostTools
 
@@ -9,21 +10,23 @@ import XCTest
 final class IngestBenchmarkTests: XCTestCase {
     func testScratchManifestKeepsThePluginsAndMovesTheData() {
         let text = """
-        # comment
-        data_dir: .hubhost
-        hub:
-          preloaded_bundle: Examples/content
-        plugins:
-          - id: location
-            use: Plugins/FixedLocation/plugin.yaml   # trailing comment
-          - id: pinned
-            use: /abs/plugin.yaml
-        """
+            # comment
+            data_dir: .hubhost
+            hub:
+              preloaded_bundle: Examples/content
+            plugins:
+              - id: location
+                use: Plugins/FixedLocation/plugin.yaml   # trailing comment
+              - id: pinned
+                use: /abs/plugin.yaml
+            """
         let scratch = IngestBenchmark.scratchManifest(from: text, folder: "/repo", dataDirectory: "/tmp/x/data")
-        XCTAssertEqual(scratch.split(separator: "\n").map(String.init), [
-            "# comment", "data_dir: /tmp/x/data", "hub:", "  preloaded_bundle: /repo/Examples/content", "plugins:",
-            "  - id: location", "    use: /repo/Plugins/FixedLocation/plugin.yaml", "  - id: pinned", "    use: /abs/plugin.yaml",
-        ])
+        XCTAssertEqual(
+            scratch.split(separator: "\n").map(String.init),
+            [
+                "# comment", "data_dir: /tmp/x/data", "hub:", "  preloaded_bundle: /repo/Examples/content", "plugins:",
+                "  - id: location", "    use: /repo/Plugins/FixedLocation/plugin.yaml", "  - id: pinned", "    use: /abs/plugin.yaml"
+            ])
         XCTAssertTrue(IngestBenchmark.scratchManifest(from: "plugins: []", folder: "/r", dataDirectory: "/d").hasPrefix("data_dir: /d\n"))
     }
 
@@ -33,10 +36,11 @@ final class IngestBenchmarkTests: XCTestCase {
     }
 
     func testAShortRunMeasuresEveryConnectionCount() throws {
-        let result = try TestSupport.hubhost([
-            "bench", "ingest", "--manifest", TestSupport.repository + "/plugins.yaml", "--plugins", TestSupport.repository + "/Plugins",
-            "--seconds", "1", "--connections", "1,4", "--batch-connections", "2", "--batch-size", "10", "--count", "2000", "--json",
-        ], timeout: 120)
+        let result = try TestSupport.hubhost(
+            [
+                "bench", "ingest", "--manifest", TestSupport.repository + "/plugins.yaml", "--plugins", TestSupport.repository + "/Plugins",
+                "--seconds", "1", "--connections", "1,4", "--batch-connections", "2", "--batch-size", "10", "--count", "2000", "--json"
+            ], timeout: 120)
         XCTAssertEqual(result.status, 0, result.stderr)
         let report = try result.json(as: [String: Any].self)
         let runs = try XCTUnwrap(report["runs"] as? [[String: Any]])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `isolation: process`: plugins that crash, abort, hang, allocate without bound, return garbage or
@@ -17,24 +18,25 @@ final class IsolationTests: XCTestCase {
 
     /// A host with an isolated faulty instance and, beside it, an in-process and an isolated good plugin.
     private func host(_ fault: String?, extra: String = "") throws -> (HubHost, LogCapture) {
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: info}
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {location_id: here}
-          - id: faulty
-            use: \(try fixture(fault))
-            isolation: process
-            call_timeout: 300ms
-            memory_limit: 512
-        \(extra)
-          - id: ads
-            use: \(TestSupport.plugin("StaticAdvertiserID"))
-            isolation: process
-            config: {advertiser_id: ad-1}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: info}
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {location_id: here}
+              - id: faulty
+                use: \(try fixture(fault))
+                isolation: process
+                call_timeout: 300ms
+                memory_limit: 512
+            \(extra)
+              - id: ads
+                use: \(TestSupport.plugin("StaticAdvertiserID"))
+                isolation: process
+                config: {advertiser_id: ad-1}
+            """, to: folder + "/plugins.yaml")
         let capture = LogCapture()
         let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
         addTeardownBlock { host.shutdown() }
@@ -95,16 +97,19 @@ final class IsolationTests: XCTestCase {
     func testTheHostSurvivesEveryCrashingFault() throws {
         // Unbounded allocation ends at the 512 MiB memory limit (SIGSEGV), or at the call deadline
         // when touching that much memory takes longer than 300 ms.
-        let causes = ["SEGFAULT": ["crashed (SIGSEGV)"], "ABORT": ["crashed (SIGABRT)"], "HANG": ["hung past its 300 ms call deadline (killed)"],
-                      "ALLOC": ["crashed (SIGSEGV)", "hung past its 300 ms call deadline (killed)"], "OVERFLOW": ["crashed"]]
+        let causes = [
+            "SEGFAULT": ["crashed (SIGSEGV)"], "ABORT": ["crashed (SIGABRT)"], "HANG": ["hung past its 300 ms call deadline (killed)"],
+            "ALLOC": ["crashed (SIGSEGV)", "hung past its 300 ms call deadline (killed)"], "OVERFLOW": ["crashed"]
+        ]
         for fault in ["SEGFAULT", "ABORT", "HANG", "ALLOC", "OVERFLOW"] {
             let (host, capture) = try host(fault)
             try driveUntilGivenUp(host, fault: fault)
             let failures = capture.records.filter { $0.source == "hubhost.isolation" && $0.severity == .error }.map(\.message)
             // Logged once per crash, with the instance id and the cause.
             XCTAssertEqual(failures.count, 5, "\(fault): \(failures)")
-            XCTAssertTrue(failures.allSatisfy { failure in causes[fault]!.contains { failure.hasPrefix("instance 'faulty': worker \($0)") } },
-                          "\(fault): \(failures)")
+            XCTAssertTrue(
+                failures.allSatisfy { failure in causes[fault]!.contains { failure.hasPrefix("instance 'faulty': worker \($0)") } },
+                "\(fault): \(failures)")
             XCTAssertTrue(failures.last?.contains("given up after 5 crashes in 60 s") ?? false, "\(fault): \(failures)")
             host.shutdown()
         }
@@ -150,7 +155,10 @@ final class IsolationTests: XCTestCase {
         var answered: AugmentationOutcome?
         for _ in 0..<100 {
             let outcome = plugin.augment(event)
-            if outcome.status == 0 { answered = outcome; break }
+            if outcome.status == 0 {
+                answered = outcome
+                break
+            }
             usleep(20_000)
         }
         XCTAssertEqual(answered?.event[attribute: "Fixture"], .string("augmented"))
@@ -171,14 +179,15 @@ final class IsolationTests: XCTestCase {
     }
 
     func testIsolationSettingsAreChecked() throws {
-        try TestSupport.write("""
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            isolation: proces
-            call_timeout: soon
-            memory_limit: 1
-        """, to: folder + "/bad.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                isolation: proces
+                call_timeout: soon
+                memory_limit: 1
+            """, to: folder + "/bad.yaml")
         let manifest = try HostManifest.load(path: folder + "/bad.yaml")
         XCTAssertEqual(manifest.diagnostics.map(\.key), ["plugins[0].isolation", "plugins[0].call_timeout", "plugins[0].memory_limit"])
         XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'process'?"))

@@ -30,8 +30,12 @@ final class KafkaMockCluster {
         let binary = folder + "/kafka_mock_cluster"
         if FileManager.default.isExecutableFile(atPath: binary) { return binary }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
-                                                          TestSupport.repository + "/Tests/Fixtures/kafka_mock_cluster.c", "-lrdkafka"])
+        let result = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
+                TestSupport.repository + "/Tests/Fixtures/kafka_mock_cluster.c", "-lrdkafka"
+            ])
         guard result.status == 0 else { throw Failure(description: "cc kafka_mock_cluster.c failed: \(result.stderr)") }
         return binary
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The bundled Kafka sink (Plugins/KafkaSink, librdkafka) against librdkafka's mock cluster of 3
@@ -85,8 +86,9 @@ final class KafkaSinkTests: XCTestCase {
         for user in ["user-0", "user-1", "user-2"] {
             let mine = records.filter { $0.key == user }
             XCTAssertEqual(Set(mine.map(\.partition)).count, 1, "\(user)'s events in one partition")
-            XCTAssertEqual(mine.sorted { $0.offset < $1.offset }.map(\.idempotencyKey),
-                           tracked.filter { $0[attribute: "Mobile User Id"] == .string(user) }.map(\.id), user)
+            XCTAssertEqual(
+                mine.sorted { $0.offset < $1.offset }.map(\.idempotencyKey),
+                tracked.filter { $0[attribute: "Mobile User Id"] == .string(user) }.map(\.id), user)
         }
         // The value is the collector JSON; the type code is a header.
         let one = try XCTUnwrap(records.first { $0.idempotencyKey == tracked[0].id })
@@ -96,14 +98,21 @@ final class KafkaSinkTests: XCTestCase {
         XCTAssertEqual(records.first { $0.typeCode == "13" }.map { _ in true }, true, "the session-started event, type 13")
 
         // kcat, an independent client, reads the same messages.
-        let kcat = try TestSupport.run("/usr/bin/env", ["kcat", "-b", cluster.bootstrap, "-C", "-t", cluster.topic, "-o", "beginning", "-e", "-q",
-                                                        "-f", "%k\t%h\n"], timeout: 60)
+        let kcat = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "kcat", "-b", cluster.bootstrap, "-C", "-t", cluster.topic, "-o", "beginning", "-e", "-q",
+                "-f", "%k\t%h\n"
+            ], timeout: 60)
         XCTAssertEqual(kcat.status, 0, kcat.stderr)
         let lines = kcat.stdout.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, posted.count)
-        let kcatKeys = Set(lines.compactMap { line in
-            line.split(separator: "\t").last?.split(separator: ",").first { $0.hasPrefix("idempotency-key=") }.map { String($0.dropFirst("idempotency-key=".count)) }
-        })
+        let kcatKeys = Set(
+            lines.compactMap { line in
+                line.split(separator: "\t").last?.split(separator: ",").first { $0.hasPrefix("idempotency-key=") }.map {
+                    String($0.dropFirst("idempotency-key=".count))
+                }
+            })
         XCTAssertEqual(kcatKeys, Set(posted.map(\.id)))
     }
 
@@ -154,8 +163,9 @@ final class KafkaSinkTests: XCTestCase {
     }
 
     func testSIGKILLMidDeliveryLosesNothing() throws {
-        try TestSupport.write(manifest(cacheSize: 50, events: "  flush_interval: 200 ms", server: "server: {host: 127.0.0.1, port: 0}"),
-                              to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            manifest(cacheSize: 50, events: "  flush_interval: 200 ms", server: "server: {host: 127.0.0.1, port: 0}"),
+            to: folder + "/plugins.yaml")
         var tracked: [String] = []
         do {
             let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
@@ -193,9 +203,11 @@ final class KafkaSinkTests: XCTestCase {
         var tracked: [String] = []
         var instances: [ServeProcess] = []
         for name in ["a", "b"] {
-            try TestSupport.write(manifest(dataDir: "data-\(name)", cacheSize: 10, events: "  flush_interval: 200 ms",
-                                           server: "server: {host: 127.0.0.1, port: 0}"),
-                                  to: folder + "/\(name).yaml")
+            try TestSupport.write(
+                manifest(
+                    dataDir: "data-\(name)", cacheSize: 10, events: "  flush_interval: 200 ms",
+                    server: "server: {host: 127.0.0.1, port: 0}"),
+                to: folder + "/\(name).yaml")
             instances.append(try ServeProcess(manifest: folder + "/\(name).yaml"))
         }
         XCTAssertNotEqual(instances[0].port, instances[1].port)

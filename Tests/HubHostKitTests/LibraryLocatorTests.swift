@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 final class LibraryLocatorTests: XCTestCase {
@@ -8,8 +9,9 @@ final class LibraryLocatorTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: "\(root)/\(folder)", withIntermediateDirectories: true)
         }
         let locator = LibraryLocator(environment: ["HUBHOST_PLUGIN_PATH": "\(root)/path1:\(root)/path2"], executableFolder: "\(root)/exe")
-        XCTAssertEqual(locator.folders(manifestFolder: "\(root)/manifest"),
-                       ["\(root)/manifest", "\(root)/path1", "\(root)/path2", "\(root)/exe"])
+        XCTAssertEqual(
+            locator.folders(manifestFolder: "\(root)/manifest"),
+            ["\(root)/manifest", "\(root)/path1", "\(root)/path2", "\(root)/exe"])
 
         try TestSupport.write("x", to: "\(root)/exe/libp.so")
         XCTAssertEqual(try locator.locate(library: "libp.so", manifestFolder: "\(root)/manifest").get(), "\(root)/exe/libp.so")
@@ -29,8 +31,9 @@ final class LibraryLocatorTests: XCTestCase {
         _ = try TestSupport.compileFixture(into: root + "/lib", name: "libelsewhere.so")
         try TestSupport.write(TestSupport.fixtureManifest(library: "libelsewhere.so"), to: root + "/manifest/plugin.yaml")
         try TestSupport.write("plugins:\n  - id: op\n    use: manifest/plugin.yaml\n", to: root + "/plugins.yaml")
-        let result = try TestSupport.hubhost(["plugins", "list", "--json", "--manifest", root + "/plugins.yaml"],
-                                             environment: ["HUBHOST_PLUGIN_PATH": root + "/lib"])
+        let result = try TestSupport.hubhost(
+            ["plugins", "list", "--json", "--manifest", root + "/plugins.yaml"],
+            environment: ["HUBHOST_PLUGIN_PATH": root + "/lib"])
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains("\"library\" : \"\(root)/lib/libelsewhere.so\""), result.stdout)
         let without = try TestSupport.hubhost(["plugins", "list", "--manifest", root + "/plugins.yaml"])

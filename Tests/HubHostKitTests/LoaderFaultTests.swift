@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// Each way a plugin can fail to load gets its own clear message, and the host keeps running with
@@ -13,18 +14,19 @@ final class LoaderFaultTests: XCTestCase {
     /// Starts a host with a good location plugin, the instance under test, and a good advertiser
     /// plugin after it; returns the host and the entry under test.
     private func startHost(faultyEntry: String) throws -> (HubHost, PluginRegistry.Entry, CapturedLog) {
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: info, verbosity: debug}
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {location_id: store-17}
-        \(faultyEntry)
-          - id: ads
-            use: \(TestSupport.plugin("StaticAdvertiserID"))
-            config: {advertiser_id: ad-123}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: info, verbosity: debug}
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {location_id: store-17}
+            \(faultyEntry)
+              - id: ads
+                use: \(TestSupport.plugin("StaticAdvertiserID"))
+                config: {advertiser_id: ad-123}
+            """, to: folder + "/plugins.yaml")
         let capture = CapturedLog()
         let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
         addTeardownBlock { host.shutdown() }
@@ -38,13 +40,14 @@ final class LoaderFaultTests: XCTestCase {
     }
 
     private func fixtureEntry(library: String, manifestLibrary: String? = nil, sha256: String? = nil, id: String = "fault-fixture") throws -> String {
-        try TestSupport.write(TestSupport.fixtureManifest(library: manifestLibrary ?? (library as NSString).lastPathComponent, id: id),
-                              to: folder + "/fixture/plugin.yaml")
+        try TestSupport.write(
+            TestSupport.fixtureManifest(library: manifestLibrary ?? (library as NSString).lastPathComponent, id: id),
+            to: folder + "/fixture/plugin.yaml")
         return """
-          - id: faulty
-            use: fixture/plugin.yaml
-        \(sha256.map { "    sha256: \($0)" } ?? "")
-        """
+              - id: faulty
+                use: fixture/plugin.yaml
+            \(sha256.map { "    sha256: \($0)" } ?? "")
+            """
     }
 
     private func failure(_ entry: PluginRegistry.Entry, file: StaticString = #filePath, line: UInt = #line) -> PluginLoadError? {
@@ -74,8 +77,9 @@ final class LoaderFaultTests: XCTestCase {
         XCTAssertEqual(library, "libnot-built.so")
         XCTAssertEqual(searched.first, folder + "/fixture")
         XCTAssertTrue(failure(entry)!.description.contains("HUBHOST_PLUGIN_PATH"))
-        XCTAssertTrue(capture.messages.contains { $0.contains("instance 'faulty' not loaded: library libnot-built.so not found") },
-                      "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains { $0.contains("instance 'faulty' not loaded: library libnot-built.so not found") },
+            "\(capture.messages)")
     }
 
     func testFileThatIsNotASharedObject() throws {
@@ -99,29 +103,35 @@ final class LoaderFaultTests: XCTestCase {
         let (_, entry, _) = try startHost(faultyEntry: try fixtureEntry(library: "libabi2.so"))
         let path = folder + "/fixture/libabi2.so"
         XCTAssertEqual(failure(entry), .abiMismatch(path: path, plugin: ABIVersion(major: 2, minor: 0, patch: 0), host: .host))
-        XCTAssertEqual(failure(entry)!.description,
-                       "\(path) was built for plugin ABI 2.0.0, but this hubhost speaks ABI \(ABIVersion.host); rebuild the plugin against the ABI 1.x headers")
+        XCTAssertEqual(
+            failure(entry)!.description,
+            "\(path) was built for plugin ABI 2.0.0, but this hubhost speaks ABI \(ABIVersion.host); rebuild the plugin against the ABI 1.x headers")
     }
 
     func testCreateFailingDisablesOnlyThatInstanceWithThePluginsMessage() throws {
         _ = try TestSupport.compileFixture(defines: ["FAULT_CREATE_FAILS"], into: folder + "/fixture", name: "libfails.so")
         let (_, entry, _) = try startHost(faultyEntry: try fixtureEntry(library: "libfails.so"))
-        XCTAssertEqual(failure(entry), .createFailed(instance: "faulty", plugin: "fault-fixture", status: 2,
-                                                     message: "the fixture was built to fail in create"))
-        XCTAssertEqual(failure(entry)!.description,
-                       "instance 'faulty' disabled: fault-fixture create failed (HH_ERR_CONFIG): the fixture was built to fail in create")
+        XCTAssertEqual(
+            failure(entry),
+            .createFailed(
+                instance: "faulty", plugin: "fault-fixture", status: 2,
+                message: "the fixture was built to fail in create"))
+        XCTAssertEqual(
+            failure(entry)!.description,
+            "instance 'faulty' disabled: fault-fixture create failed (HH_ERR_CONFIG): the fixture was built to fail in create")
     }
 
     func testDuplicateInstanceIDIsDisabledWithItsMessage() throws {
-        try TestSupport.write("""
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {location_id: first}
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {location_id: second}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {location_id: first}
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {location_id: second}
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         XCTAssertEqual(host.registry.entries.map(\.state.name), ["loaded", "failed"])
@@ -162,11 +172,12 @@ final class LoaderFaultTests: XCTestCase {
     }
 
     func testUnknownManifestKeyDisablesOnlyItsInstance() throws {
-        let (_, entry, _) = try startHost(faultyEntry: """
-          - id: faulty
-            use: \(TestSupport.plugin("FixedLocation"))
-            confg: {location_id: x}
-        """)
+        let (_, entry, _) = try startHost(
+            faultyEntry: """
+                  - id: faulty
+                    use: \(TestSupport.plugin("FixedLocation"))
+                    confg: {location_id: x}
+                """)
         guard case .manifestProblems(let problems)? = failure(entry) else { return XCTFail("\(entry.state)") }
         XCTAssertEqual(problems.count, 1)
         XCTAssertEqual(problems[0].line, 9)
@@ -175,22 +186,24 @@ final class LoaderFaultTests: XCTestCase {
     }
 
     func testConfigValueOfTheWrongType() throws {
-        let (_, entry, _) = try startHost(faultyEntry: """
-          - id: faulty
-            use: \(TestSupport.plugin("StaticAdvertiserID"))
-            config: {limit_ad_tracking: maybe}
-        """)
+        let (_, entry, _) = try startHost(
+            faultyEntry: """
+                  - id: faulty
+                    use: \(TestSupport.plugin("StaticAdvertiserID"))
+                    config: {limit_ad_tracking: maybe}
+                """)
         guard case .manifestProblems(let problems)? = failure(entry) else { return XCTFail("\(entry.state)") }
         XCTAssertEqual(problems.map(\.key), ["plugins[1].config.limit_ad_tracking"])
         XCTAssertEqual(problems[0].message, "expected true or false, found the string \"maybe\"")
     }
 
     func testDisabledInstanceIsNotLoaded() throws {
-        let (host, entry, _) = try startHost(faultyEntry: """
-          - id: faulty
-            use: \(TestSupport.plugin("ConsoleLogger"))
-            enabled: false
-        """)
+        let (host, entry, _) = try startHost(
+            faultyEntry: """
+                  - id: faulty
+                    use: \(TestSupport.plugin("ConsoleLogger"))
+                    enabled: false
+                """)
         XCTAssertEqual(entry.state, .disabled)
         XCTAssertTrue(host.registry.plugins(of: .logging).isEmpty)
     }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// The bundle's scheduled local notifications: due at their time, announced once, handled once,
@@ -15,11 +16,13 @@ final class LocalNotificationTests: XCTestCase {
         let hub = try XCTUnwrap(try host.hub())
         let path = folder + "/bundle.sqlite3"
         if !FileManager.default.fileExists(atPath: path) {
-            try TestBundle.write(to: path, hubs: [.init("news", channels: [.init("sports", articles: [.init("final")])])], notifications: [
-                .init(id: "n1", fireAtMs: 1_000, message: "The final is on", actionURI: "zbimdb://article/news/sports/final"),
-                .init(id: "n2", fireAtMs: 2_000, message: "Sports news", actionURI: "zbimdb://channel/news/sports"),
-                .init(id: "n3", fireAtMs: 9_000, message: "Later", actionURI: "zbimdb://hub/news"),
-            ])
+            try TestBundle.write(
+                to: path, hubs: [.init("news", channels: [.init("sports", articles: [.init("final")])])],
+                notifications: [
+                    .init(id: "n1", fireAtMs: 1_000, message: "The final is on", actionURI: "zbimdb://article/news/sports/final"),
+                    .init(id: "n2", fireAtMs: 2_000, message: "Sports news", actionURI: "zbimdb://channel/news/sports"),
+                    .init(id: "n3", fireAtMs: 9_000, message: "Later", actionURI: "zbimdb://hub/news")
+                ])
         }
         hub.activate(try ContentBundle(path: path))
         return (host, hub)
@@ -47,7 +50,9 @@ final class LocalNotificationTests: XCTestCase {
         guard case .handled(_, _, false) = try notifications.handle(id: "n2", showAlert: false) else { return XCTFail("no alert expected") }
         try host.events().waitForBackgroundWrites()  // metrics are written in the background
         let handled = try host.events().store.list(limit: 100).map(\.event).filter { $0.name == "Local Notification Handled" }
-        XCTAssertEqual(handled.compactMap { $0[attribute: "Notification"] }.map { "\($0)" }.sorted(), ["\(PluginValue.string("n1"))", "\(PluginValue.string("n2"))"])
+        XCTAssertEqual(
+            handled.compactMap { $0[attribute: "Notification"] }.map { "\($0)" }.sorted(),
+            ["\(PluginValue.string("n1"))", "\(PluginValue.string("n2"))"])
     }
 
     func testNotOursAndStateSurvivesARestart() throws {

@@ -15,21 +15,22 @@ final class LocationWeatherTests: XCTestCase {
     }
 
     private func host(allow: String = "[127.0.0.1]", weatherConfig: String = "") throws -> (HubHost, LogCapture) {
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: info}
-        events: {cache_size: 100}
-        plugins:
-          - id: place
-            use: \(TestSupport.plugin("FixedLocation"))
-            config: {latitude: 47.6097, longitude: -122.3422, name: Pike Place Market, address: 85 Pike St}
-          - id: location
-            use: \(TestSupport.plugin("LocationAugmentation"))
-          - id: weather
-            use: \(TestSupport.plugin("WeatherAugmentation"))
-            http_allow: \(allow)
-            config: {endpoint: "\(server.forecastURL)"\(weatherConfig)}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: info}
+            events: {cache_size: 100}
+            plugins:
+              - id: place
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: {latitude: 47.6097, longitude: -122.3422, name: Pike Place Market, address: 85 Pike St}
+              - id: location
+                use: \(TestSupport.plugin("LocationAugmentation"))
+              - id: weather
+                use: \(TestSupport.plugin("WeatherAugmentation"))
+                http_allow: \(allow)
+                config: {endpoint: "\(server.forecastURL)"\(weatherConfig)}
+            """, to: folder + "/plugins.yaml")
         let capture = LogCapture()
         let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
         addTeardownBlock { host.shutdown() }
@@ -60,10 +61,15 @@ final class LocationWeatherTests: XCTestCase {
         XCTAssertEqual(tracked[attribute: "Latitude"], .double(47.6097))
         XCTAssertNil(tracked[attribute: "Temperature C"])
         XCTAssertTrue(server.forecastRequests.isEmpty, "the host refused the request before it left")
-        XCTAssertTrue(capture.messages.contains { $0.hasPrefix("HTTP request to 127.0.0.1 refused: not in http_allow of instance 'weather'") }, "\(capture.messages)")
-        XCTAssertTrue(capture.messages.contains {
-            $0.hasPrefix("augmentation 'weather/weather' failed on event \(tracked.id) (HH_ERR_UNSUPPORTED): the weather endpoint's host is not in this instance's http_allow")
-        }, "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains { $0.hasPrefix("HTTP request to 127.0.0.1 refused: not in http_allow of instance 'weather'") },
+            "\(capture.messages)")
+        XCTAssertTrue(
+            capture.messages.contains {
+                $0.hasPrefix(
+                    "augmentation 'weather/weather' failed on event \(tracked.id) (HH_ERR_UNSUPPORTED): the weather endpoint's host is not in this instance's http_allow"
+                )
+            }, "\(capture.messages)")
     }
 
     func testAFailingEndpointLosesNoEvent() throws {
@@ -80,9 +86,10 @@ final class LocationWeatherTests: XCTestCase {
     }
 
     func testWeatherAloneWithPluginTestKit() throws {
-        let harness = try PluginHarness(manifest: TestSupport.plugin("WeatherAugmentation"),
-                                        config: ["endpoint": .string(server.forecastURL), "cache_lifespan": .string("0s")],
-                                        environment: HostEnvironment(http: .init(allowedHosts: ["127.0.0.1"], timeoutSeconds: 5)))
+        let harness = try PluginHarness(
+            manifest: TestSupport.plugin("WeatherAugmentation"),
+            config: ["endpoint": .string(server.forecastURL), "cache_lifespan": .string("0s")],
+            environment: HostEnvironment(http: .init(allowedHosts: ["127.0.0.1"], timeoutSeconds: 5)))
         defer { harness.destroy() }
         server.forecast = (200, #"{"current":{"temperature_2m":-3.0,"weather_code":73}}"#)
         let out = harness.augment(PluginHarness.event(attributes: [("Latitude", .double(60.17)), ("Longitude", .int(25))]))
@@ -105,14 +112,16 @@ final class LocationWeatherTests: XCTestCase {
     }
 
     func testLocationAugmentationWithoutALocationPluginSaysWhatToDo() throws {
-        try TestSupport.write("""
-        plugins:
-          - id: location
-            use: \(TestSupport.plugin("LocationAugmentation"))
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: location
+                use: \(TestSupport.plugin("LocationAugmentation"))
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         guard case .failed(let error) = host.registry.entries[0].state else { return XCTFail("loaded without a location service") }
-        XCTAssertTrue(error.description.contains("no location service: add a location plugin (e.g. fixed-location) before this one"), error.description)
+        XCTAssertTrue(
+            error.description.contains("no location service: add a location plugin (e.g. fixed-location) before this one"), error.description)
     }
 }

@@ -1,5 +1,6 @@
 import Logging
 import XCTest
+
 @testable import HubHostKit
 
 final class LogFilterTests: XCTestCase {
@@ -21,11 +22,13 @@ final class LogFilterTests: XCTestCase {
                 for recordSeverity in severityOrder.dropFirst() {
                     for recordVerbosity in verbosityOrder.dropFirst() {
                         let off = settingSeverity == .none || settingVerbosity == .none
-                        let expected = !off
+                        let expected =
+                            !off
                             && severityOrder.firstIndex(of: recordSeverity)! <= severityOrder.firstIndex(of: settingSeverity)!
                             && verbosityOrder.firstIndex(of: recordVerbosity)! <= verbosityOrder.firstIndex(of: settingVerbosity)!
-                        XCTAssertEqual(filter.allows(severity: recordSeverity, verbosity: recordVerbosity), expected,
-                                       "setting \(settingSeverity)/\(settingVerbosity), record \(recordSeverity)/\(recordVerbosity)")
+                        XCTAssertEqual(
+                            filter.allows(severity: recordSeverity, verbosity: recordVerbosity), expected,
+                            "setting \(settingSeverity)/\(settingVerbosity), record \(recordSeverity)/\(recordVerbosity)")
                         if expected { passed += 1 }
                     }
                 }

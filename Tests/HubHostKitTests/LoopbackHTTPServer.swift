@@ -37,7 +37,9 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         socketAddress.sin_addr.s_addr = inet_addr(address)
         socketAddress.sin_port = 0
         let fd = listener
-        let bound = withUnsafePointer(to: &socketAddress) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard bound == 0, listen(fd, 16) == 0 else {
             close(fd)
             throw NSError(domain: "LoopbackHTTPServer", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "cannot listen on \(address)"])
@@ -56,10 +58,16 @@ final class LoopbackHTTPServer: @unchecked Sendable {
             while true {
                 let fd = accept(listener, nil, nil)
                 if fd < 0 { return }
-                if lock.withLock({ stopped }) { close(fd); return }
+                if lock.withLock({ stopped }) {
+                    close(fd)
+                    return
+                }
                 var timeout = timeval(tv_sec: 5, tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                guard let request = Self.read(fd) else { close(fd); continue }
+                guard let request = Self.read(fd) else {
+                    close(fd)
+                    continue
+                }
                 handle(fd, request)
             }
         }
@@ -77,7 +85,10 @@ final class LoopbackHTTPServer: @unchecked Sendable {
             guard !stopped else { return nil }  // the first stop closes the listener
             stopped = true
             shutdown(listener, Int32(SHUT_RDWR))  // wakes the accept thread
-            for fd in openConnections { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+            for fd in openConnections {
+                shutdown(fd, Int32(SHUT_RDWR))
+                close(fd)
+            }
             openConnections = []
             return acceptThreadStarted
         }

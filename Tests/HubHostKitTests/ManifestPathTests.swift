@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// A manifest path that names a folder says so, and names the plugin.yaml inside when there is one.
@@ -7,16 +8,19 @@ final class ManifestPathTests: XCTestCase {
     func testAFolderWhereAManifestIsExpectedIsNamedAsAFolder() throws {
         let folder = try TestSupport.temporaryFolder(self)
         try FileManager.default.createDirectory(atPath: folder + "/empty", withIntermediateDirectories: true)
-        try TestSupport.write("""
-        plugins:
-          - id: noop
-            use: \(TestSupport.repository)/Plugins/Noop
-          - id: empty
-            use: empty
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: noop
+                use: \(TestSupport.repository)/Plugins/Noop
+              - id: empty
+                use: empty
+            """, to: folder + "/plugins.yaml")
         let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
         let messages = manifest.diagnostics.map(\.message)
-        XCTAssertTrue(messages.contains("this is a folder, not a manifest file: name its plugin.yaml, \(TestSupport.repository)/Plugins/Noop/plugin.yaml"), "\(messages)")
+        XCTAssertTrue(
+            messages.contains("this is a folder, not a manifest file: name its plugin.yaml, \(TestSupport.repository)/Plugins/Noop/plugin.yaml"),
+            "\(messages)")
         XCTAssertTrue(messages.contains("this is a folder, not a manifest file: a YAML file was expected"), "\(messages)")
         XCTAssertFalse(messages.contains { $0.contains("permissions") }, "\(messages)")
         // The host manifest itself given as a folder: the same words, exit 2 (unusable).

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The configuration floor: each engine parses its own section of plugins.yaml, the Manifest layer
@@ -7,14 +8,15 @@ import XCTest
 final class ManifestSectionsTests: XCTestCase {
     func testResolvedShowsEverySectionWithDurationsInSeconds() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0, idle_timeout: 2m}
-        events: {augmentation_timeout: 1m 30s, cache_size: 7}
-        campaigns: {context_rule: any}
-        hub: {frame_ancestors: "'none'"}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0, idle_timeout: 2m}
+            events: {augmentation_timeout: 1m 30s, cache_size: 7}
+            campaigns: {context_rule: any}
+            hub: {frame_ancestors: "'none'"}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let result = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml", "--resolved", "--json"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let report = try result.json(as: [String: Any].self)
@@ -31,7 +33,8 @@ final class ManifestSectionsTests: XCTestCase {
 
     func testConfigShowReportsTheSameValuesWithTheirSource() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("data_dir: data\nevents: {augmentation_timeout: 2m}\nhub: {color_scheme: light}\nplugins: []\n", to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nevents: {augmentation_timeout: 2m}\nhub: {color_scheme: light}\nplugins: []\n", to: folder + "/plugins.yaml")
         let result = try TestSupport.hubhost(["config", "show", "--json", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(result.status, 0, result.stderr)
         let rows = try result.json(as: [[String: Any]].self)
@@ -45,13 +48,14 @@ final class ManifestSectionsTests: XCTestCase {
 
     func testEveryEngineReportsItsOwnProblemsWithPositions() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 70000}
-        events: {cache_sise: 3}
-        campaigns: {context_rule: most}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 70000}
+            events: {cache_sise: 3}
+            campaigns: {context_rule: most}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
         XCTAssertEqual(Set(manifest.diagnostics.map(\.key)), ["server.port", "events.cache_sise", "campaigns.context_rule"])
         XCTAssertTrue(manifest.diagnostics.allSatisfy { $0.line >= 2 && $0.line <= 4 }, "\(manifest.diagnostics)")
@@ -62,8 +66,10 @@ final class ManifestSectionsTests: XCTestCase {
     /// own folders and the runtime lists them.
     func testTheManifestLayerNamesNoEngineType() throws {
         let folder = TestSupport.repository + "/Host/HubHostKit/Manifest"
-        let engineTypes = ["EventSettings", "EventEngine", "CampaignSettings", "CampaignEngine", "HubSettings", "HubEngine",
-                           "ContentDelivery", "DeepLinkRouter", "ServerSettings"]
+        let engineTypes = [
+            "EventSettings", "EventEngine", "CampaignSettings", "CampaignEngine", "HubSettings", "HubEngine",
+            "ContentDelivery", "DeepLinkRouter", "ServerSettings"
+        ]
         for file in try FileManager.default.contentsOfDirectory(atPath: folder) where file.hasSuffix(".swift") {
             let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
             for name in engineTypes {

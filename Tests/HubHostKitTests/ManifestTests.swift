@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 final class ManifestTests: XCTestCase {
@@ -12,18 +13,23 @@ final class ManifestTests: XCTestCase {
     func testDefaultManifestIsValid() throws {
         let manifest = try HostManifest.load(path: TestSupport.repository + "/plugins.yaml")
         XCTAssertEqual(manifest.diagnostics, [])
-        XCTAssertEqual(manifest.instances.map(\.id), ["console", "logfile", "advertiser", "location", "operators", "extra-operators",
-                                                      "content", "location-augmentation", "weather"])
+        XCTAssertEqual(
+            manifest.instances.map(\.id),
+            [
+                "console", "logfile", "advertiser", "location", "operators", "extra-operators",
+                "content", "location-augmentation", "weather"
+            ])
         XCTAssertEqual(manifest.dataDirectory, TestSupport.repository + "/.hubhost")
     }
 
     func testUnknownKeyHasLineColumnAndSuggestion() throws {
-        let m = try manifest("""
-        data_dir: data
-        logging:
-          severity: error
-          verbositty: debug
-        """)
+        let m = try manifest(
+            """
+            data_dir: data
+            logging:
+              severity: error
+              verbositty: debug
+            """)
         XCTAssertEqual(m.diagnostics.count, 1)
         let d = try XCTUnwrap(m.diagnostics.first)
         XCTAssertEqual(d.line, 4)
@@ -35,25 +41,30 @@ final class ManifestTests: XCTestCase {
 
     func testEveryProblemIsReportedInOneRun() throws {
         let console = TestSupport.plugin("ConsoleLogger")
-        let m = try manifest("""
-        data_dirr: x
-        logging:
-          severity: loud
-        plugins:
-          - id: console
-            use: \(console)
-            config:
-              timestamps: sometimes
-              colour: true
-          - id: console
-            use: \(console)
-          - use: \(console)
-          - id: ghost
-            use: missing/plugin.yaml
-        """)
+        let m = try manifest(
+            """
+            data_dirr: x
+            logging:
+              severity: loud
+            plugins:
+              - id: console
+                use: \(console)
+                config:
+                  timestamps: sometimes
+                  colour: true
+              - id: console
+                use: \(console)
+              - use: \(console)
+              - id: ghost
+                use: missing/plugin.yaml
+            """)
         let keys = m.diagnostics.map(\.key)
-        XCTAssertEqual(keys, ["data_dirr", "logging.severity", "plugins[0].config.colour", "plugins[0].config.timestamps",
-                              "plugins[1].id", "plugins[2].id", "plugins[3].use"])
+        XCTAssertEqual(
+            keys,
+            [
+                "data_dirr", "logging.severity", "plugins[0].config.colour", "plugins[0].config.timestamps",
+                "plugins[1].id", "plugins[2].id", "plugins[3].use"
+            ])
         XCTAssertTrue(m.diagnostics[0].message.contains("did you mean 'data_dir'?"))
         XCTAssertTrue(m.diagnostics[3].message.contains("expected true or false, found the string \"sometimes\""), m.diagnostics[3].message)
         XCTAssertEqual(m.diagnostics[3].line, 8)
@@ -64,14 +75,15 @@ final class ManifestTests: XCTestCase {
     }
 
     func testWrongConfigTypeNamesKeyAndExpectedType() throws {
-        let m = try manifest("""
-        plugins:
-          - id: geo
-            use: \(TestSupport.plugin("FixedLocation"))
-            config:
-              latitude: north
-              longitude: 3
-        """)
+        let m = try manifest(
+            """
+            plugins:
+              - id: geo
+                use: \(TestSupport.plugin("FixedLocation"))
+                config:
+                  latitude: north
+                  longitude: 3
+            """)
         let d = try XCTUnwrap(m.diagnostics.first)
         XCTAssertEqual(m.diagnostics.count, 1)
         XCTAssertEqual(d.key, "plugins[0].config.latitude")
@@ -99,15 +111,16 @@ final class ManifestTests: XCTestCase {
     }
 
     func testHubSectionWithListsAndItsProblemsAtTheirLines() throws {
-        let m = try manifest("""
-        hub:
-          db_service_url: http://127.0.0.1:9/
-          public_key: keys/pubkey.der
-          content_source: local_only
-          whitelist_urls: [https://cdn.example.com/a.png?x=1]
-          whitelist_domains: [images.example.com]
-          custom_url_schemes: ["myapp://", other]
-        """)
+        let m = try manifest(
+            """
+            hub:
+              db_service_url: http://127.0.0.1:9/
+              public_key: keys/pubkey.der
+              content_source: local_only
+              whitelist_urls: [https://cdn.example.com/a.png?x=1]
+              whitelist_domains: [images.example.com]
+              custom_url_schemes: ["myapp://", other]
+            """)
         XCTAssertEqual(m.diagnostics, [])
         XCTAssertEqual(m.hub.dbServiceURL, "http://127.0.0.1:9/")
         XCTAssertTrue(m.hub.publicKeyPath?.hasSuffix("/keys/pubkey.der") ?? false, "\(m.hub.publicKeyPath ?? "nil")")
@@ -126,20 +139,21 @@ final class ManifestTests: XCTestCase {
 
     func testPluginManifestProblems() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        abi: "2.0"
-        id: Bad_ID
-        name: x
-        version: one
-        library: libx.so
-        exports:
-          - id: a
-            kind: trigger_operatr
-        config:
-          - key: timeout
-            type: duration
-            default: 3 fortnights
-        """, to: folder + "/plugin.yaml")
+        try TestSupport.write(
+            """
+            abi: "2.0"
+            id: Bad_ID
+            name: x
+            version: one
+            library: libx.so
+            exports:
+              - id: a
+                kind: trigger_operatr
+            config:
+              - key: timeout
+                type: duration
+                default: 3 fortnights
+            """, to: folder + "/plugin.yaml")
         let loaded = PluginManifest.load(path: folder + "/plugin.yaml")
         XCTAssertNil(loaded.manifest)
         let messages = loaded.diagnostics.map(\.message)
@@ -151,26 +165,28 @@ final class ManifestTests: XCTestCase {
 
     func testDurationConfigIsNormalizedToSeconds() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        abi: "1.0"
-        id: timed
-        name: Timed
-        version: 1.0.0
-        library: libtimed.so
-        exports: [{id: timed, kind: augmentation}]
-        config:
-          - {key: cache_lifespan, type: duration, default: 1 hr}
-          - {key: timeout, type: duration, required: true}
-        """, to: folder + "/timed/plugin.yaml")
-        try TestSupport.write("""
-        plugins:
-          - id: timed
-            use: timed/plugin.yaml
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: timed
+            name: Timed
+            version: 1.0.0
+            library: libtimed.so
+            exports: [{id: timed, kind: augmentation}]
             config:
-              timeout: 1d 7h 23m 15s
-          - id: untimed
-            use: timed/plugin.yaml
-        """, to: folder + "/plugins.yaml")
+              - {key: cache_lifespan, type: duration, default: 1 hr}
+              - {key: timeout, type: duration, required: true}
+            """, to: folder + "/timed/plugin.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: timed
+                use: timed/plugin.yaml
+                config:
+                  timeout: 1d 7h 23m 15s
+              - id: untimed
+                use: timed/plugin.yaml
+            """, to: folder + "/plugins.yaml")
         let m = try HostManifest.load(path: folder + "/plugins.yaml")
         XCTAssertEqual(m.instances[0].config["timeout"], .double(112_995))
         XCTAssertEqual(m.instances[0].config["cache_lifespan"], .double(3600))

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// Markdown articles through cmark-gfm: raw HTML and unsafe URLs never reach a page, GitHub's
@@ -9,24 +10,30 @@ final class MarkdownRendererTests: XCTestCase {
     // MARK: Safety
 
     func testRawHTMLIsShownAsTextNeverAsHTML() {
-        XCTAssertEqual(render("Hello <script>alert('x')</script> & \"friends\""),
-                       "<p>Hello &lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;friends&quot;</p>\n")
+        XCTAssertEqual(
+            render("Hello <script>alert('x')</script> & \"friends\""),
+            "<p>Hello &lt;script&gt;alert('x')&lt;/script&gt; &amp; &quot;friends&quot;</p>\n")
         XCTAssertEqual(render("# <b>Title</b>"), "<h1>&lt;b&gt;Title&lt;/b&gt;</h1>\n")
-        XCTAssertEqual(render("<script>\nalert(1)\n</script>\n\nafter"), "<p>&lt;script&gt;\nalert(1)\n&lt;/script&gt;</p>\n<p>after</p>\n",
-                       "an HTML block becomes a paragraph of its text")
+        XCTAssertEqual(
+            render("<script>\nalert(1)\n</script>\n\nafter"), "<p>&lt;script&gt;\nalert(1)\n&lt;/script&gt;</p>\n<p>after</p>\n",
+            "an HTML block becomes a paragraph of its text")
         XCTAssertEqual(render("<div onclick=\"x()\">\n*a*\n</div>"), "<p>&lt;div onclick=&quot;x()&quot;&gt;\n*a*\n&lt;/div&gt;</p>\n")
         XCTAssertFalse(render("<img src=x onerror=alert(1)>").contains("<img"))
         XCTAssertEqual(render("> <img src=x onerror=alert(1)>"), "<blockquote>\n<p>&lt;img src=x onerror=alert(1)&gt;</p>\n</blockquote>\n")
         XCTAssertEqual(render("- <!-- hidden -->\n- <?php x ?>"), "<ul>\n<li>&lt;!-- hidden --&gt;</li>\n<li>&lt;?php x ?&gt;</li>\n</ul>\n")
         XCTAssertEqual(render("`<script>`"), "<p><code>&lt;script&gt;</code></p>\n")
-        XCTAssertEqual(render("```html\n<script>alert(1)</script>\n```"),
-                       "<pre><code class=\"language-html\">&lt;script&gt;alert(1)&lt;/script&gt;\n</code></pre>\n")
-        XCTAssertEqual(render("[x\"><script>](https://a.example/\"onmouseover=\"x)"),
-                       "<p><a href=\"https://a.example/%22onmouseover=%22x\">x&quot;&gt;&lt;script&gt;</a></p>\n")
+        XCTAssertEqual(
+            render("```html\n<script>alert(1)</script>\n```"),
+            "<pre><code class=\"language-html\">&lt;script&gt;alert(1)&lt;/script&gt;\n</code></pre>\n")
+        XCTAssertEqual(
+            render("[x\"><script>](https://a.example/\"onmouseover=\"x)"),
+            "<p><a href=\"https://a.example/%22onmouseover=%22x\">x&quot;&gt;&lt;script&gt;</a></p>\n")
         XCTAssertEqual(render("![a\" onerror=\"x](p.png)"), "<p><img src=\"p.png\" alt=\"a&quot; onerror=&quot;x\" /></p>\n")
         XCTAssertEqual(render("[t](/u \"a\\\" onmouseover=\\\"x\")"), "<p><a href=\"/u\" title=\"a&quot; onmouseover=&quot;x\">t</a></p>\n")
-        XCTAssertEqual(render("| <b>h</b> |\n| - |\n| <i>c</i> |"),
-                       "<table>\n<thead>\n<tr>\n<th>&lt;b&gt;h&lt;/b&gt;</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>&lt;i&gt;c&lt;/i&gt;</td>\n</tr>\n</tbody>\n</table>\n")
+        XCTAssertEqual(
+            render("| <b>h</b> |\n| - |\n| <i>c</i> |"),
+            "<table>\n<thead>\n<tr>\n<th>&lt;b&gt;h&lt;/b&gt;</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td>&lt;i&gt;c&lt;/i&gt;</td>\n</tr>\n</tbody>\n</table>\n"
+        )
         XCTAssertEqual(render("a\u{0}b"), "<p>a\u{FFFD}b</p>\n", "U+0000 becomes U+FFFD and does not end the text")
     }
 
@@ -53,8 +60,9 @@ final class MarkdownRendererTests: XCTestCase {
         XCTAssertEqual(render("<myapp://checkout>"), "<p><a href=\"myapp://checkout\">myapp://checkout</a></p>\n")
         XCTAssertEqual(render("[next](zbimdb://article/news/sports/final)"), "<p><a href=\"zbimdb://article/news/sports/final\">next</a></p>\n")
         XCTAssertEqual(render("<https://example.com/a?b=1>"), "<p><a href=\"https://example.com/a?b=1\">https://example.com/a?b=1</a></p>\n")
-        XCTAssertEqual(render("[site](resources/site.css) ![logo](resources/logo.png)"),
-                       "<p><a href=\"resources/site.css\">site</a> <img src=\"resources/logo.png\" alt=\"logo\" /></p>\n")
+        XCTAssertEqual(
+            render("[site](resources/site.css) ![logo](resources/logo.png)"),
+            "<p><a href=\"resources/site.css\">site</a> <img src=\"resources/logo.png\" alt=\"logo\" /></p>\n")
     }
 
     func testDeepNestingFinishesAndStaysEscaped() {
@@ -73,13 +81,18 @@ final class MarkdownRendererTests: XCTestCase {
 
     func testGitHubExtensionsTablesStrikethroughAutolinksAndTaskLists() {
         XCTAssertEqual(MarkdownRenderer.extensions, ["table", "strikethrough", "autolink", "tasklist"])
-        XCTAssertEqual(render("| a | b |\n| :- | -: |\n| 1 | **2** |"),
-                       "<table>\n<thead>\n<tr>\n<th align=\"left\">a</th>\n<th align=\"right\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td align=\"left\">1</td>\n<td align=\"right\"><strong>2</strong></td>\n</tr>\n</tbody>\n</table>\n")
+        XCTAssertEqual(
+            render("| a | b |\n| :- | -: |\n| 1 | **2** |"),
+            "<table>\n<thead>\n<tr>\n<th align=\"left\">a</th>\n<th align=\"right\">b</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td align=\"left\">1</td>\n<td align=\"right\"><strong>2</strong></td>\n</tr>\n</tbody>\n</table>\n"
+        )
         XCTAssertEqual(render("~~gone~~ and ~also~"), "<p><del>gone</del> and <del>also</del></p>\n")
-        XCTAssertEqual(render("see www.example.com/a and https://example.org."),
-                       "<p>see <a href=\"http://www.example.com/a\">www.example.com/a</a> and <a href=\"https://example.org\">https://example.org</a>.</p>\n")
-        XCTAssertEqual(render("- [ ] todo\n- [x] done"),
-                       "<ul>\n<li><input type=\"checkbox\" disabled=\"\" /> todo</li>\n<li><input type=\"checkbox\" checked=\"\" disabled=\"\" /> done</li>\n</ul>\n")
+        XCTAssertEqual(
+            render("see www.example.com/a and https://example.org."),
+            "<p>see <a href=\"http://www.example.com/a\">www.example.com/a</a> and <a href=\"https://example.org\">https://example.org</a>.</p>\n")
+        XCTAssertEqual(
+            render("- [ ] todo\n- [x] done"),
+            "<ul>\n<li><input type=\"checkbox\" disabled=\"\" /> todo</li>\n<li><input type=\"checkbox\" checked=\"\" disabled=\"\" /> done</li>\n</ul>\n"
+        )
     }
 
     /// What the hand-written renderer got wrong (issue 14), each as the spec says.
@@ -93,8 +106,9 @@ final class MarkdownRendererTests: XCTestCase {
         XCTAssertEqual(render("&copy; &amp; &#35; &#x22;"), "<p>© &amp; # &quot;</p>\n")
         XCTAssertEqual(render("**foo*"), "<p>*<em>foo</em></p>\n")
         XCTAssertEqual(render("[foo [bar](/uri)](/uri)"), "<p>[foo <a href=\"/uri\">bar</a>](/uri)</p>\n")
-        XCTAssertEqual(render("a *em* **strong** ***both*** _u_ __uu__ snake_case_name"),
-                       "<p>a <em>em</em> <strong>strong</strong> <em><strong>both</strong></em> <em>u</em> <strong>uu</strong> snake_case_name</p>\n")
+        XCTAssertEqual(
+            render("a *em* **strong** ***both*** _u_ __uu__ snake_case_name"),
+            "<p>a <em>em</em> <strong>strong</strong> <em><strong>both</strong></em> <em>u</em> <strong>uu</strong> snake_case_name</p>\n")
         XCTAssertEqual(render("3. three\n4. four"), "<ol start=\"3\">\n<li>three</li>\n<li>four</li>\n</ol>\n")
     }
 
@@ -109,14 +123,17 @@ final class MarkdownRendererTests: XCTestCase {
 
     func testBundleBuildRendersSanitisesAndTitlesArticles() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("Wrapped *emphasis\nacross lines*\n===\n\n<script>alert(1)</script>\n\n| a |\n| - |\n| ~~b~~ |\n", to: folder + "/c/h/ch/md.md")
+        try TestSupport.write(
+            "Wrapped *emphasis\nacross lines*\n===\n\n<script>alert(1)</script>\n\n| a |\n| - |\n| ~~b~~ |\n", to: folder + "/c/h/ch/md.md")
         try TestSupport.write("---\ntitle: Page\n---\n<h1 onclick=\"x()\">Hi</h1><script>alert(1)</script>", to: folder + "/c/h/ch/page.html")
         try TestSupport.write("a\u{0}b", to: folder + "/c/h/ch/nul.md")
         try BundleBuilder.build(from: folder + "/c", to: folder + "/b.sqlite3")
         let bundle = try ContentBundle(path: folder + "/b.sqlite3")
         XCTAssertEqual(bundle.article("h/ch/md")?.title, "Wrapped emphasis across lines", "a setext heading is a title too")
-        XCTAssertEqual(bundle.body(ofArticle: "h/ch/md"), "<h1>Wrapped <em>emphasis\nacross lines</em></h1>\n<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"
-                       + "<table>\n<thead>\n<tr>\n<th>a</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td><del>b</del></td>\n</tr>\n</tbody>\n</table>\n")
+        XCTAssertEqual(
+            bundle.body(ofArticle: "h/ch/md"),
+            "<h1>Wrapped <em>emphasis\nacross lines</em></h1>\n<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"
+                + "<table>\n<thead>\n<tr>\n<th>a</th>\n</tr>\n</thead>\n<tbody>\n<tr>\n<td><del>b</del></td>\n</tr>\n</tbody>\n</table>\n")
         XCTAssertEqual(bundle.body(ofArticle: "h/ch/page"), "<h1>Hi</h1>")
         XCTAssertEqual(bundle.article("h/ch/nul")?.title, "nul")
         XCTAssertEqual(bundle.body(ofArticle: "h/ch/nul"), "<p>a\u{FFFD}b</p>\n")
@@ -125,7 +142,8 @@ final class MarkdownRendererTests: XCTestCase {
     func testMarkdownThatIsNotUTF8IsAProblemWithItsPathAmongTheOthers() throws {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write("fine\n", to: folder + "/c/h/ch/good.md")
-        try Data([0x23, 0x20, 0x54, 0x0A, 0x0A, 0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: folder + "/c/h/ch/latin1.md"))  // "café" in Latin-1
+        // "café" in Latin-1
+        try Data([0x23, 0x20, 0x54, 0x0A, 0x0A, 0x63, 0x61, 0x66, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: folder + "/c/h/ch/latin1.md"))
         try Data([0x61, 0xF0, 0x9F, 0x98]).write(to: URL(fileURLWithPath: folder + "/c/h/ch/cut.md"))  // an emoji cut short
         try TestSupport.write("stray", to: folder + "/c/notes.txt")
         XCTAssertThrowsError(try BundleBuilder.build(from: folder + "/c", to: folder + "/b.sqlite3")) { error in
@@ -137,12 +155,14 @@ final class MarkdownRendererTests: XCTestCase {
             XCTAssertTrue(problems.contains { $0.path.hasSuffix("/cut.md") && $0.line == 1 }, "\(problems)")
         }
         let keys = try TestKeys.make("EC", name: "key", in: folder)
-        let result = try TestSupport.hubhost(["bundle", "build", "c", "-o", "out.sqlite3", "--key", keys.privateKey, "--json"],
-                                             in: folder)
+        let result = try TestSupport.hubhost(
+            ["bundle", "build", "c", "-o", "out.sqlite3", "--key", keys.privateKey, "--json"],
+            in: folder)
         XCTAssertEqual(result.status, 1, result.stderr)
         let json = try XCTUnwrap(try result.json as? [String: Any], result.stdout)
         let problems = try XCTUnwrap(json["problems"] as? [[String: Any]])
-        XCTAssertEqual(Set(problems.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }), ["latin1.md", "cut.md", "notes.txt"])
+        XCTAssertEqual(
+            Set(problems.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }), ["latin1.md", "cut.md", "notes.txt"])
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/out.sqlite3"))
     }
 }

@@ -79,8 +79,12 @@ final class NatsServerProcess {
         let binary = folder + "/nats_stream_reader"
         if FileManager.default.isExecutableFile(atPath: binary) { return binary }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try TestSupport.run("/usr/bin/env", ["cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
-                                                          TestSupport.repository + "/Tests/Fixtures/nats_stream_reader.c", "-lnats"])
+        let result = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
+                TestSupport.repository + "/Tests/Fixtures/nats_stream_reader.c", "-lnats"
+            ])
         guard result.status == 0 else { throw Failure(description: "cc nats_stream_reader.c failed: \(result.stderr)") }
         return binary
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The bundled NATS JetStream sink (Plugins/NatsSink, libnats) against a real `nats-server -js` on
@@ -18,24 +19,25 @@ final class NatsSinkTests: XCTestCase {
     }
 
     private func host(createStream: Bool = true) throws -> HubHost {
-        try TestSupport.write("""
-        data_dir: data
-        logging: {severity: error}
-        events:
-          sink: nats
-          cache_size: 10000
-          retry_base_delay: 0
-          max_num_retries: 5
-          post_timeout: 2 sec
-        plugins:
-          - id: nats
-            use: \(TestSupport.plugin("NatsSink"))
-            config:
-              url: \(server.url)
-              subject: "app.events.{type}"
-              stream: EVENTS
-              create_stream: \(createStream)
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: error}
+            events:
+              sink: nats
+              cache_size: 10000
+              retry_base_delay: 0
+              max_num_retries: 5
+              post_timeout: 2 sec
+            plugins:
+              - id: nats
+                use: \(TestSupport.plugin("NatsSink"))
+                config:
+                  url: \(server.url)
+                  subject: "app.events.{type}"
+                  stream: EVENTS
+                  create_stream: \(createStream)
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         addTeardownBlock { host.shutdown() }
         return host
@@ -68,7 +70,10 @@ final class NatsSinkTests: XCTestCase {
         var tracked = try track(engine, count: 400, tag: "K")
         // Deliver on another thread while the server is killed under it.
         let flushed = expectation(description: "flush")
-        DispatchQueue.global().async { _ = engine.flush(); flushed.fulfill() }
+        DispatchQueue.global().async {
+            _ = engine.flush()
+            flushed.fulfill()
+        }
         usleep(5_000)
         server.kill()
         wait(for: [flushed], timeout: 30)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// openapi.yaml against the live `hubhost serve`: the document is a valid OpenAPI 3.1 document
@@ -35,7 +36,8 @@ final class OpenAPITests: XCTestCase {
         // The content: the fixture folder with two notifications already due, built and signed.
         let content = folder + "/content"
         try FileManager.default.copyItem(atPath: TestSupport.repository + "/Tests/Fixtures/content", toPath: content)
-        try TestSupport.write("""
+        try TestSupport.write(
+            """
             - id: past-1
               at: "2020-01-01T08:00:00Z"
               message: The first reminder
@@ -83,7 +85,8 @@ final class OpenAPITests: XCTestCase {
         try TestSupport.write(Self.campaigns, to: folder + "/campaigns.json")
         let token = "openapi-test-token"
         try TestSupport.write(token + "\n", to: folder + "/token")
-        try TestSupport.write("""
+        try TestSupport.write(
+            """
             data_dir: data
             server: {port: 0, auth_token_file: token, max_body_size: 16384}
             events: {cache_size: 1000, flush_interval: 1 hr}
@@ -118,8 +121,14 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/metrics", authorized: false, expect: 401)
 
         // Events.
-        api.call("POST", "/v1/events", json: #"[{"type":"app_start"},{"type":"named_event","name":"PLAYER LOADED","attributes":{"Level":3,"Started":{"type":"time","value":1402358400000}}}]"#, expect: 201)
-        api.call("POST", "/v1/events", json: #"{"type":"purchase_successful","purchase":{"amount":50,"currency_code":"USD","item_list":["box"]}}"#, expect: 201)
+        api.call(
+            "POST", "/v1/events",
+            json:
+                #"[{"type":"app_start"},{"type":"named_event","name":"PLAYER LOADED","attributes":{"Level":3,"Started":{"type":"time","value":1402358400000}}}]"#,
+            expect: 201)
+        api.call(
+            "POST", "/v1/events", json: #"{"type":"purchase_successful","purchase":{"amount":50,"currency_code":"USD","item_list":["box"]}}"#,
+            expect: 201)
         api.call("POST", "/v1/events", json: #"{"type":"app_strat"}"#, expect: 400)
         api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"ONCE"}"#, expect: 201)
         api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"TWICE"}"#, expect: 409)
@@ -225,9 +234,11 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": "\"other\""], expect: 200)
         let script = api.call("GET", "/hub/hubhost.js", expect: 200)
         api.call("GET", "/hub/hubhost.js", headers: ["If-None-Match": "W/" + (script.headers["etag"] ?? "")], expect: 304)
-        let report = #"{"csp-report":{"document-uri":"http://127.0.0.1/hub/home","violated-directive":"img-src","blocked-uri":"https://tracker.example/p.gif"}}"#
+        let report =
+            #"{"csp-report":{"document-uri":"http://127.0.0.1/hub/home","violated-directive":"img-src","blocked-uri":"https://tracker.example/p.gif"}}"#
         api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", expect: 204)
-        api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"], expect: 403)
+        api.call(
+            "POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"], expect: 403)
         api.call("GET", "/v1/hub/csp-reports", expect: 200)
         api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", expect: 204)
         api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("https://example.com/"))", expect: 400)
@@ -291,7 +302,9 @@ final class OpenAPITests: XCTestCase {
         api.call("POST", "/v1/prefetch/purge", expect: 200)
         api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?source=acme&content_id=354", expect: 200)
         api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?content_id=354", expect: 400)
-        api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#, expect: 200)
+        api.call(
+            "POST", "/v1/prefetch/import", json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#,
+            expect: 200)
         api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77"}"#, expect: 400)
         api.call("GET", "/v1/prefetch/policy", expect: 200)
         api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"both"}"#, expect: 200)
@@ -311,7 +324,8 @@ final class OpenAPITests: XCTestCase {
 
     /// A query value, percent-encoded.
     private func q(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? value
+        value.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? value
     }
 
     /// Two campaigns: "welcome" (app start, offers an opt-out) and "promo" (a custom trigger, no opt-out).
@@ -368,9 +382,11 @@ private final class LiveAPI {
     /// One request to the route `template` (`target` defaults to it); `json` is sent as
     /// application/json, `body` with `contentType`. The token is sent unless `authorized` is false.
     @discardableResult
-    func call(_ method: String, _ template: String, _ target: String? = nil, json: String? = nil, body: String? = nil,
-              contentType: String? = nil, headers: [String: String] = [:], authorized: Bool = true, expect: Int,
-              stream: Bool = false) -> Answer {
+    func call(
+        _ method: String, _ template: String, _ target: String? = nil, json: String? = nil, body: String? = nil,
+        contentType: String? = nil, headers: [String: String] = [:], authorized: Bool = true, expect: Int,
+        stream: Bool = false
+    ) -> Answer {
         let target = target ?? template
         let payload = json ?? body
         let type = json != nil ? "application/json" : contentType
@@ -383,10 +399,12 @@ private final class LiveAPI {
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         let request = Data((head + "\r\n").utf8) + Data((payload ?? "").utf8)
         let answer = Self.exchange(port: port, request: request, stream: stream)
-        exchanges.append(Exchange(method: method, path: template, target: target, requestContentType: type, requestBody: payload,
-                                  expectedStatus: expect, status: answer.status, contentType: answer.headers["content-type"],
-                                  headers: answer.headers, body: answer.failure ?? String(decoding: answer.body, as: UTF8.self),
-                                  bodyTruncated: answer.truncated))
+        exchanges.append(
+            Exchange(
+                method: method, path: template, target: target, requestContentType: type, requestBody: payload,
+                expectedStatus: expect, status: answer.status, contentType: answer.headers["content-type"],
+                headers: answer.headers, body: answer.failure ?? String(decoding: answer.body, as: UTF8.self),
+                bodyTruncated: answer.truncated))
         return answer
     }
 
@@ -401,7 +419,10 @@ private final class LiveAPI {
     static func exchange(port: Int, request: Data, stream: Bool) -> Answer {
         var answer = Answer()
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { answer.failure = "socket: errno \(errno)"; return answer }
+        guard fd >= 0 else {
+            answer.failure = "socket: errno \(errno)"
+            return answer
+        }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -413,7 +434,10 @@ private final class LiveAPI {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { answer.failure = "connect: errno \(errno)"; return answer }
+        guard connected == 0 else {
+            answer.failure = "connect: errno \(errno)"
+            return answer
+        }
         request.withUnsafeBytes { raw in
             var sent = 0
             for _ in 0..<10_000 where sent < raw.count {
@@ -429,8 +453,14 @@ private final class LiveAPI {
             let count = recv(fd, &buffer, buffer.count, 0)
             if count <= 0 { break }
             data.append(contentsOf: buffer[0..<count])
-            if stream, hasCompleteEvent(data) { answer.truncated = true; break }
-            if Date() > deadline { answer.truncated = true; break }
+            if stream, hasCompleteEvent(data) {
+                answer.truncated = true
+                break
+            }
+            if Date() > deadline {
+                answer.truncated = true
+                break
+            }
         }
         guard let headEnd = data.range(of: Data("\r\n\r\n".utf8)) else {
             answer.failure = "no HTTP answer (\(data.count) bytes): \(String(decoding: data.prefix(200), as: UTF8.self))"
@@ -440,7 +470,8 @@ private final class LiveAPI {
         answer.status = head.first.flatMap { $0.split(separator: " ").dropFirst().first.flatMap { Int($0) } } ?? 0
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased(), value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             answer.headers[name] = answer.headers[name].map { "\($0), \(value)" } ?? value
         }
         let body = Data(data[headEnd.upperBound...])
@@ -457,7 +488,8 @@ private final class LiveAPI {
     /// Whether a stream's bytes hold a whole server-sent event with data (`data: ...` then a blank line).
     static func hasCompleteEvent(_ data: Data) -> Bool {
         guard let headEnd = data.range(of: Data("\r\n\r\n".utf8)),
-              let dataLine = data.range(of: Data("\ndata: ".utf8), in: headEnd.upperBound..<data.endIndex) else { return false }
+            let dataLine = data.range(of: Data("\ndata: ".utf8), in: headEnd.upperBound..<data.endIndex)
+        else { return false }
         return data.range(of: Data("\n\n".utf8), in: dataLine.upperBound..<data.endIndex) != nil
     }
 

@@ -25,13 +25,18 @@ final class OperatorTests: XCTestCase {
     func testWireCodesAndNames() {
         let ids = ["equals", "is-not-equal", "greater-than", "less-than", "is-blank", "is-not-blank", "matches-regex", "does-not-match-regex"]
         XCTAssertEqual(ids.map { op($0).wireCode }, [1, 2, 3, 4, 5, 6, 7, 8])
-        XCTAssertEqual(ids.map { op($0).operatorName }, ["EQUALS", "IS_NOT_EQUAL", "GREATER_THAN", "LESS_THAN", "IS_BLANK", "IS_NOT_BLANK",
-                                                        "MATCHES_REGEX", "DOES_NOT_MATCH_REGEX"])
+        XCTAssertEqual(
+            ids.map { op($0).operatorName },
+            [
+                "EQUALS", "IS_NOT_EQUAL", "GREATER_THAN", "LESS_THAN", "IS_BLANK", "IS_NOT_BLANK",
+                "MATCHES_REGEX", "DOES_NOT_MATCH_REGEX"
+            ])
         XCTAssertEqual([op("starts-with"), op("in-list")].map(\.wireCode), [0, 0])
     }
 
     func testEqualityOfEveryTypeAndTimeTolerance() {
-        let equals = op("equals"), notEqual = op("is-not-equal")
+        let equals = op("equals")
+        let notEqual = op("is-not-equal")
         XCTAssertTrue(equals.compare(event: .string("Gold"), trigger: .string("Gold")).result)
         XCTAssertFalse(equals.compare(event: .string("gold"), trigger: .string("Gold")).result, "case-sensitive")
         XCTAssertTrue(equals.compare(event: .int(5), trigger: .int(5)).result)
@@ -54,12 +59,12 @@ final class OperatorTests: XCTestCase {
     func testOperatorMatrixForEveryType() {
         let pairs: [(type: String, small: PluginValue, large: PluginValue)] = [
             ("string", .string("apple"), .string("banana")), ("int", .int(1), .int(2)), ("double", .double(1.5), .double(2.5)),
-            ("bool", .bool(false), .bool(true)), ("time", .timeMs(0), .timeMs(5000)),
+            ("bool", .bool(false), .bool(true)), ("time", .timeMs(0), .timeMs(5000))
         ]
         let accepts: [String: Set<String>] = [
             "equals": ["string", "int", "double", "bool", "time"], "is-not-equal": ["string", "int", "double", "bool", "time"],
             "greater-than": ["int", "double", "time"], "less-than": ["int", "double", "time"],
-            "is-blank": ["string"], "is-not-blank": ["string"], "matches-regex": ["string"], "does-not-match-regex": ["string"],
+            "is-blank": ["string"], "is-not-blank": ["string"], "matches-regex": ["string"], "does-not-match-regex": ["string"]
         ]
         for (id, types) in accepts.sorted(by: { $0.key < $1.key }) {
             let operatorPlugin = op(id)
@@ -75,8 +80,10 @@ final class OperatorTests: XCTestCase {
                 switch id {
                 case "equals": XCTAssertEqual([same.result, lower.result], [true, false], "\(id) \(pair.type)")
                 case "is-not-equal": XCTAssertEqual([same.result, lower.result], [false, true], "\(id) \(pair.type)")
-                case "greater-than": XCTAssertEqual([same.result, lower.result, operatorPlugin.compare(event: pair.large, trigger: pair.small).result],
-                                                    [false, false, true], "\(id) \(pair.type)")
+                case "greater-than":
+                    XCTAssertEqual(
+                        [same.result, lower.result, operatorPlugin.compare(event: pair.large, trigger: pair.small).result],
+                        [false, false, true], "\(id) \(pair.type)")
                 case "less-than": XCTAssertEqual([same.result, lower.result], [false, true], "\(id) \(pair.type)")
                 case "is-blank": XCTAssertEqual(same.result, false)
                 case "is-not-blank": XCTAssertEqual(same.result, true)
@@ -91,7 +98,8 @@ final class OperatorTests: XCTestCase {
     }
 
     func testOrderingOnlyForArithmeticTypes() {
-        let greater = op("greater-than"), less = op("less-than")
+        let greater = op("greater-than")
+        let less = op("less-than")
         XCTAssertTrue(greater.compare(event: .int(10), trigger: .int(5)).result)
         XCTAssertFalse(greater.compare(event: .int(5), trigger: .int(5)).result)
         XCTAssertTrue(less.compare(event: .double(1.5), trigger: .int(2)).result)
@@ -107,7 +115,8 @@ final class OperatorTests: XCTestCase {
     }
 
     func testBlankOnlyForStrings() {
-        let blank = op("is-blank"), notBlank = op("is-not-blank")
+        let blank = op("is-blank")
+        let notBlank = op("is-not-blank")
         XCTAssertTrue(blank.compare(event: .string(""), trigger: .null).result)
         XCTAssertTrue(blank.compare(event: .string(" \t\n"), trigger: .string("ignored")).result)
         XCTAssertFalse(blank.compare(event: .string(" x "), trigger: .null).result)
@@ -116,13 +125,14 @@ final class OperatorTests: XCTestCase {
     }
 
     func testRegexFeaturesAndTheBound() {
-        let matches = op("matches-regex"), notMatches = op("does-not-match-regex")
+        let matches = op("matches-regex")
+        let notMatches = op("does-not-match-regex")
         let cases: [(String, String, Bool)] = [
             ("^ORD-[0-9]{4}$", "ORD-2024", true), ("^ORD-[0-9]{4}$", "ORD-20245", false), ("sale", "Summer sale!", true),
             ("^(gold|silver)$", "silver", true), ("^(gold|silver)$", "bronze", false), ("\\d+\\.\\d\\d", "price 12.50", true),
             ("^[^@\\s]+@[^@\\s]+\\.\\w+$", "a@b.io", true), ("^[^@\\s]+@[^@\\s]+\\.\\w+$", "a b@c.io", false), ("colou?r", "color", true),
             ("^a.c$", "abc", true), ("^$", "", true), ("x*", "", true), ("^(ab)+$", "ababab", true), ("^(ab)+$", "ababa", false),
-            ("[a-c]{2,3}z", "xxbcaz", true), ("h\\.t", "hat", false),
+            ("[a-c]{2,3}z", "xxbcaz", true), ("h\\.t", "hat", false)
         ]
         for (pattern, text, expected) in cases {
             XCTAssertEqual(matches.compare(event: .string(text), trigger: .string(pattern)).result, expected, "/\(pattern)/ on '\(text)'")
@@ -136,8 +146,9 @@ final class OperatorTests: XCTestCase {
         XCTAssertFalse(blown.result)
         XCTAssertEqual(blown.status, 6)
         XCTAssertEqual(blown.reason, "MATCHES_REGEX: matching took more than 20000 steps; answering false")
-        XCTAssertFalse(notMatches.compare(event: .string(String(repeating: "a", count: 5000)), trigger: .string("(a|aa|aaa)*b")).result,
-                       "a blown bound is false for DOES_NOT_MATCH_REGEX too")
+        XCTAssertFalse(
+            notMatches.compare(event: .string(String(repeating: "a", count: 5000)), trigger: .string("(a|aa|aaa)*b")).result,
+            "a blown bound is false for DOES_NOT_MATCH_REGEX too")
         XCTAssertEqual(matches.compare(event: .int(1), trigger: .string("1")).status, 4)
     }
 
@@ -177,14 +188,19 @@ final class OperatorTests: XCTestCase {
     /// DOES_NOT_MATCH_REGEX true (the reference catches the error and answers false, then negates).
     /// Before: a failure, false for both. The same rules as ICU decide what is invalid.
     func testRegexInvalidPatternMatchesNothing() {
-        for pattern in ["(unclosed", "a)", "[z-a]", "x{", "{", "}", "a**", "*a", "a{2}{3}", "a{2,1}", "\\", "\\x", "\\u004", "(?z)a",
-                        "(?<n>a)(?<n>b)", "\\1", "[abc", "\\b*"] {
+        for pattern in [
+            "(unclosed", "a)", "[z-a]", "x{", "{", "}", "a**", "*a", "a{2}{3}", "a{2,1}", "\\", "\\x", "\\u004", "(?z)a",
+            "(?<n>a)(?<n>b)", "\\1", "[abc", "\\b*"
+        ] {
             assertRegex(pattern, "x", false, "ICU refuses /\(pattern)/")
         }
         // The user learns why from the log (a warning; the answer itself is not a failure).
-        XCTAssertTrue(standard.logged.contains { $0.severity == .warning
-                && $0.message == "MATCHES_REGEX: invalid pattern, which matches nothing: missing ) to close a group" },
-                      "\(standard.logged.map(\.message))")
+        XCTAssertTrue(
+            standard.logged.contains {
+                $0.severity == .warning
+                    && $0.message == "MATCHES_REGEX: invalid pattern, which matches nothing: missing ) to close a group"
+            },
+            "\(standard.logged.map(\.message))")
         // Valid in ICU although other libraries refuse them.
         assertRegex("]", "]", true, "a lone ] is a literal")
         assertRegex("[]a]", "]", true, "a ] first in a class is a literal")
@@ -278,7 +294,8 @@ final class OperatorTests: XCTestCase {
     }
 
     func testExtraOperators() {
-        let startsWith = op("starts-with"), inList = op("in-list")
+        let startsWith = op("starts-with")
+        let inList = op("in-list")
         XCTAssertTrue(startsWith.compare(event: .string("ORD-1"), trigger: .string("ORD-")).result)
         XCTAssertFalse(startsWith.compare(event: .string("OR"), trigger: .string("ORD-")).result)
         XCTAssertTrue(inList.compare(event: .string("silver"), trigger: .string("gold, silver ,bronze")).result)
@@ -291,9 +308,12 @@ final class OperatorTests: XCTestCase {
         let list = try TestSupport.hubhost(["operators", "list", "--json"])
         XCTAssertEqual(list.status, 0, list.stderr)
         let rows = try list.json(as: [[String: Any]].self)
-        XCTAssertEqual(rows.compactMap { $0["name"] as? String },
-                       ["EQUALS", "IS_NOT_EQUAL", "GREATER_THAN", "LESS_THAN", "IS_BLANK", "IS_NOT_BLANK", "MATCHES_REGEX",
-                        "DOES_NOT_MATCH_REGEX", "STARTS_WITH", "IN_LIST"])
+        XCTAssertEqual(
+            rows.compactMap { $0["name"] as? String },
+            [
+                "EQUALS", "IS_NOT_EQUAL", "GREATER_THAN", "LESS_THAN", "IS_BLANK", "IS_NOT_BLANK", "MATCHES_REGEX",
+                "DOES_NOT_MATCH_REGEX", "STARTS_WITH", "IN_LIST"
+            ])
         func test(_ arguments: [String]) throws -> (String, String) {
             let result = try TestSupport.hubhost(["operators", "test"] + arguments)
             return (result.stdout.trimmingCharacters(in: .whitespacesAndNewlines), result.stderr)

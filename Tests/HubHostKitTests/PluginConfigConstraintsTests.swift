@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// A plugin.yaml's config keys may declare what the plugin will refuse (`minimum`, `maximum`,
@@ -8,27 +9,28 @@ import XCTest
 final class PluginConfigConstraintsTests: XCTestCase {
     func testTheKafkaSinksRefusalsAreCaughtByManifestCheck() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        plugins:
-          - id: kafka
-            use: \(TestSupport.plugin("KafkaSink"))
-            config:
-              bootstrap_servers: ""
-              topic: "  "
-              client_settings: "linger.ms=5;acks=1"
-              compression: brotli
-              message_timeout: 0
-          - id: good
-            use: \(TestSupport.plugin("KafkaSink"))
-            config:
-              bootstrap_servers: 127.0.0.1:9
-              topic: t
-              client_settings: "security.protocol=plaintext\\nlinger.ms=5"
-              message_timeout: 1 day
-          - id: nats
-            use: \(TestSupport.plugin("NatsSink"))
-            config: {url: ""}
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            plugins:
+              - id: kafka
+                use: \(TestSupport.plugin("KafkaSink"))
+                config:
+                  bootstrap_servers: ""
+                  topic: "  "
+                  client_settings: "linger.ms=5;acks=1"
+                  compression: brotli
+                  message_timeout: 0
+              - id: good
+                use: \(TestSupport.plugin("KafkaSink"))
+                config:
+                  bootstrap_servers: 127.0.0.1:9
+                  topic: t
+                  client_settings: "security.protocol=plaintext\\nlinger.ms=5"
+                  message_timeout: 1 day
+              - id: nats
+                use: \(TestSupport.plugin("NatsSink"))
+                config: {url: ""}
+            """, to: folder + "/plugins.yaml")
         let manifest = try HostManifest.load(path: folder + "/plugins.yaml")
         let byKey = Dictionary(grouping: manifest.diagnostics, by: \.key).mapValues { $0.map(\.message) }
         XCTAssertEqual(byKey["plugins[0].config.bootstrap_servers"], ["must not be empty"])
@@ -41,28 +43,30 @@ final class PluginConfigConstraintsTests: XCTestCase {
         XCTAssertEqual(manifest.diagnostics.count, 6, "\(manifest.diagnostics)")
         let check = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml"])
         XCTAssertEqual(check.status, 1)
-        XCTAssertTrue((check.stdout + check.stderr).contains("plugins.yaml:5:26: plugins[0].config.bootstrap_servers: must not be empty"),
-                      check.stdout + check.stderr)
+        XCTAssertTrue(
+            (check.stdout + check.stderr).contains("plugins.yaml:5:26: plugins[0].config.bootstrap_servers: must not be empty"),
+            check.stdout + check.stderr)
     }
 
     func testConstraintsAreCheckedForTheirTypeAndTheDefaultMustSatisfyThem() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write("""
-        abi: "1.0"
-        id: constrained
-        name: Constrained
-        version: 1.0.0
-        library: libconstrained.so
-        exports: [{id: constrained, kind: logging}]
-        config:
-          - {key: count, type: int, default: 5, minimum: 1, maximum: 4}
-          - {key: name, type: string, minimum: 1}
-          - {key: level, type: int, allowed: [a, b]}
-          - {key: mode, type: string, default: fast, allowed: [slow, careful]}
-          - {key: code, type: string, pattern: "[a-z"}
-          - {key: span, type: duration, minimum: 2 s, maximum: 1 s}
-          - {key: host, type: string, default: "", non_empty: true}
-        """, to: folder + "/plugin.yaml")
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: constrained
+            name: Constrained
+            version: 1.0.0
+            library: libconstrained.so
+            exports: [{id: constrained, kind: logging}]
+            config:
+              - {key: count, type: int, default: 5, minimum: 1, maximum: 4}
+              - {key: name, type: string, minimum: 1}
+              - {key: level, type: int, allowed: [a, b]}
+              - {key: mode, type: string, default: fast, allowed: [slow, careful]}
+              - {key: code, type: string, pattern: "[a-z"}
+              - {key: span, type: duration, minimum: 2 s, maximum: 1 s}
+              - {key: host, type: string, default: "", non_empty: true}
+            """, to: folder + "/plugin.yaml")
         let loaded = PluginManifest.load(path: folder + "/plugin.yaml")
         XCTAssertNil(loaded.manifest)
         let byKey = Dictionary(grouping: loaded.diagnostics, by: \.key).mapValues { $0.map(\.message) }
@@ -79,9 +83,11 @@ final class PluginConfigConstraintsTests: XCTestCase {
     func testTheSwiftAPIRefusesAsTheManifestDoes() throws {
         let schema = ConfigSchema(keys: [
             ConfigKey(key: "servers", type: .string, required: true, nonEmpty: true),
-            ConfigKey(key: "settings", type: .string, defaultValue: .string(""), pattern: "(?!(?:.*;)?acks=).*"),
+            ConfigKey(key: "settings", type: .string, defaultValue: .string(""), pattern: "(?!(?:.*;)?acks=).*")
         ])
-        XCTAssertThrowsError(try schema.resolve(values: ["servers": .string(" ")])) { XCTAssertTrue("\($0)".contains("'servers' must not be empty"), "\($0)") }
+        XCTAssertThrowsError(try schema.resolve(values: ["servers": .string(" ")])) {
+            XCTAssertTrue("\($0)".contains("'servers' must not be empty"), "\($0)")
+        }
         XCTAssertThrowsError(try schema.resolve(values: ["servers": .string("h:1"), "settings": .string("x=1;acks=0")])) {
             XCTAssertTrue("\($0)".contains("'settings' 'x=1;acks=0' does not match"), "\($0)")
         }

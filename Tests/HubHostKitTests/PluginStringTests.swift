@@ -1,5 +1,6 @@
-import XCTest
 import HubHostABI
+import XCTest
+
 @testable import HubHostKit
 
 final class PluginStringTests: XCTestCase {

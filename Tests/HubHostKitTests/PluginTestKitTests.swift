@@ -6,8 +6,9 @@ import XCTest
 /// directory, no network; fixtures in, results and logs out. This is how plugin authors test theirs.
 final class PluginTestKitTests: XCTestCase {
     func testFixedLocationAnswersItsConfig() throws {
-        let harness = try PluginHarness(manifest: TestSupport.plugin("FixedLocation"),
-                                        config: ["latitude": .double(48.8584), "longitude": .int(2), "location_id": .string("eiffel")])
+        let harness = try PluginHarness(
+            manifest: TestSupport.plugin("FixedLocation"),
+            config: ["latitude": .double(48.8584), "longitude": .int(2), "location_id": .string("eiffel")])
         defer { harness.destroy() }
         guard case .location(let location) = harness.location() else { return XCTFail("no location") }
         XCTAssertEqual(location.latitude, 48.8584)
@@ -17,8 +18,9 @@ final class PluginTestKitTests: XCTestCase {
     }
 
     func testTheABI11KindsThroughTheHarness() throws {
-        let conditions = try PluginHarness(manifest: TestSupport.plugin("FixedDeviceConditions"),
-                                           config: ["network": .string("wifi"), "battery_level": .double(0.3)])
+        let conditions = try PluginHarness(
+            manifest: TestSupport.plugin("FixedDeviceConditions"),
+            config: ["network": .string("wifi"), "battery_level": .double(0.3)])
         defer { conditions.destroy() }
         XCTAssertEqual(try conditions.deviceConditions(), DeviceConditions(network: .wifi, metered: false, batteryLevel: 0.3))
         let header = try PluginHarness(manifest: TestSupport.plugin("DownloadRequestHeader"), config: ["headers": .string("X-A: 1")])
@@ -43,8 +45,9 @@ final class PluginTestKitTests: XCTestCase {
     func testStaticAdvertiserID() throws {
         let harness = try PluginHarness(manifest: TestSupport.plugin("StaticAdvertiserID"), config: ["advertiser_id": .string("abc")])
         XCTAssertEqual(harness.advertiserID(), .id("abc"))
-        let limited = try PluginHarness(manifest: TestSupport.plugin("StaticAdvertiserID"),
-                                        config: ["advertiser_id": .string("abc"), "limit_ad_tracking": .bool(true)])
+        let limited = try PluginHarness(
+            manifest: TestSupport.plugin("StaticAdvertiserID"),
+            config: ["advertiser_id": .string("abc"), "limit_ad_tracking": .bool(true)])
         XCTAssertEqual(limited.advertiserID(), .limitAdTracking)
         let silent = try PluginHarness(manifest: TestSupport.plugin("StaticAdvertiserID"))
         XCTAssertEqual(silent.advertiserID(), .noOpinion)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `hubhost prefetch ...` as a user runs it: the licence source status reports, sync, items with
@@ -26,8 +27,9 @@ final class PrefetchCLITests: PrefetchTestCase {
     /// `hubhost prefetch ARGS --manifest plugins.yaml`, with no licence from the environment
     /// unless `environment` gives one.
     private func prefetch(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-        try TestSupport.hubhost(["prefetch"] + arguments, manifest: manifestPath,
-                                environment: environment.merging([PrefetchLicense.environmentVariable: ""]) { given, _ in given })
+        try TestSupport.hubhost(
+            ["prefetch"] + arguments, manifest: manifestPath,
+            environment: environment.merging([PrefetchLicense.environmentVariable: ""]) { given, _ in given })
     }
 
     func testStatusSaysWhichLicenceSourceWon() throws {
@@ -104,10 +106,13 @@ final class PrefetchCLITests: PrefetchTestCase {
     }
 
     func testBenchPrefetchRunsSmallBesideAria2c() throws {
-        let result = try TestSupport.hubhost(["bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1",
-                                             "--catalog-items", "2000", "--query-runs", "3", "--listeners", "5",
-                                             "--changes", "2", "--json"],
-                                             timeout: 300)
+        let result = try TestSupport.hubhost(
+            [
+                "bench", "prefetch", "--files", "4", "--size", "100000", "--rounds", "1",
+                "--catalog-items", "2000", "--query-runs", "3", "--listeners", "5",
+                "--changes", "2", "--json"
+            ],
+            timeout: 300)
         XCTAssertEqual(result.status, 0, result.stderr)
         let report = try result.json(as: [String: Any].self)
         XCTAssertEqual(report["files"] as? Int, 4)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Local playback of prefetched items (seed 4.4-4.5): real HLS content made here with ffmpeg,
@@ -15,10 +16,13 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
     private func makeHLS() throws -> (playlist: String, segments: [String: Data]) {
         let out = folder + "/ffmpeg-hls"
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        let made = try TestSupport.run("/usr/bin/ffmpeg", [
-            "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=10", "-f", "lavfi", "-i", "sine=duration=6",
-            "-c:v", "libx264", "-g", "10", "-keyint_min", "10", "-sc_threshold", "0", "-c:a", "aac", "-shortest",
-            "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod", "-hls_segment_filename", out + "/seg%d.ts", out + "/index.m3u8"])
+        let made = try TestSupport.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=10", "-f", "lavfi", "-i", "sine=duration=6",
+                "-c:v", "libx264", "-g", "10", "-keyint_min", "10", "-sc_threshold", "0", "-c:a", "aac", "-shortest",
+                "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod", "-hls_segment_filename", out + "/seg%d.ts", out + "/index.m3u8"
+            ])
         XCTAssertEqual(made.status, 0, made.stderr)
         var segments: [String: Data] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: out) where name.hasSuffix(".ts") {
@@ -51,8 +55,10 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
 
     /// plugins.yaml for serve: policy downloads nothing by itself, a failed attempt waits an hour.
     private func writeManifest(license: Bool = true) throws {
-        try writeManifest(prefetchManifest("\(license ? ", license: good-licence" : ""), item_download_behavior: none, retry_delay: 3600",
-                                           sections: [("server", "{port: 0}")]))
+        try writeManifest(
+            prefetchManifest(
+                "\(license ? ", license: good-licence" : ""), item_download_behavior: none, retry_delay: 3600",
+                sections: [("server", "{port: 0}")]))
     }
 
     private func item(_ server: ServeProcess, _ id: String) -> [String: Any] {
@@ -79,8 +85,12 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
 
     /// ffprobe reads every packet of `url`: the number of video packets (0 when it failed).
     private func videoPackets(_ url: String) throws -> Int {
-        let probe = try TestSupport.run("/usr/bin/ffprobe", ["-v", "error", "-count_packets", "-select_streams", "v:0",
-                                                             "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", url], timeout: 60)
+        let probe = try TestSupport.run(
+            "/usr/bin/ffprobe",
+            [
+                "-v", "error", "-count_packets", "-select_streams", "v:0",
+                "-show_entries", "stream=nb_read_packets", "-of", "csv=p=0", url
+            ], timeout: 60)
         XCTAssertEqual(probe.status, 0, "ffprobe \(url): \(probe.stderr)")
         return probe.stdout.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.first ?? 0
     }
@@ -104,17 +114,22 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         serveHLS(hls, prefix: "b/media")
         // The origin fails segment 3 of item c: its download stops there (segments 0-2 on disk).
         service.lock.withLock { service.steadyFaults["c/seg3.ts"] = .status(500) }
-        service.pages[""] = catalogPage([hlsItem("full", url: service.fileURL("a/index.m3u8")),
-                                         hlsItem("none", url: service.fileURL("b/master.m3u8")),
-                                         hlsItem("part", url: service.fileURL("c/index.m3u8"))])
+        service.pages[""] = catalogPage([
+            hlsItem("full", url: service.fileURL("a/index.m3u8")),
+            hlsItem("none", url: service.fileURL("b/master.m3u8")),
+            hlsItem("part", url: service.fileURL("c/index.m3u8"))
+        ])
         // No licence in plugins.yaml: serve's --license is the one that registers.
         try writeManifest(license: false)
         let server = try ServeProcess(manifest: folder + "/plugins.yaml", arguments: ["--license", "good-licence"])
 
         // The HLS endpoint was announced when the server started listening.
-        let watch = try TestSupport.hubhost(["hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
-                                            "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
-                                            "--count", "1", "--timeout", "10", "--json"], timeout: 30)
+        let watch = try TestSupport.hubhost(
+            [
+                "hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
+                "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
+                "--count", "1", "--timeout", "10", "--json"
+            ], timeout: 30)
         XCTAssertEqual(watch.status, 0, watch.stderr)
         XCTAssertTrue(watch.stdout.contains("\(server.base)/v1/prefetch/hls/"), watch.stdout)
 
@@ -140,7 +155,8 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertEqual(full["relativePath"] as? String, "full/index.m3u8")
         let playlistRequests = service.requestRanges("a/index.m3u8").count
         XCTAssertEqual(try videoPackets(try XCTUnwrap(full["url"] as? String)), 60)
-        XCTAssertEqual(requests("a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1], "no segment from the origin")
+        XCTAssertEqual(
+            requests("a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1], "no segment from the origin")
         XCTAssertEqual(service.requestRanges("a/index.m3u8").count, playlistRequests, "nor the playlist")
 
         // Partly cached: segments 0-2 from disk, 3-5 from the origin (which answers again).
@@ -149,8 +165,9 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertEqual(part["local"] as? Bool, false)
         XCTAssertEqual(try videoPackets(try XCTUnwrap(part["url"] as? String)), 60)
         let partRequests = requests("c")
-        XCTAssertEqual(partRequests.filter { ["seg0.ts", "seg1.ts", "seg2.ts"].contains($0.key) }, ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1],
-                       "cached segments are not asked again")
+        XCTAssertEqual(
+            partRequests.filter { ["seg0.ts", "seg1.ts", "seg2.ts"].contains($0.key) }, ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1],
+            "cached segments are not asked again")
         for name in ["seg3.ts", "seg4.ts", "seg5.ts"] {
             XCTAssertGreaterThan(partRequests[name] ?? 0, name == "seg3.ts" ? 1 : 0, "\(name) came from the origin")
         }
@@ -176,13 +193,18 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/none/hls"), "playback keeps nothing on disk")
 
         // The CLI's answer is the same URL.
-        let cli = try TestSupport.hubhost(["prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
-                                          "--url", server.base, "--json"])
+        let cli = try TestSupport.hubhost([
+            "prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
+            "--url", server.base, "--json"
+        ])
         XCTAssertEqual(cli.status, 0, cli.stderr)
-        XCTAssertTrue(cli.stdout.contains("\"url\" : \"\(server.base)/v1/prefetch/hls/full/index.m3u8\"") ||
-                      cli.stdout.contains("\"url\":\"\(server.base)/v1/prefetch/hls/full/index.m3u8\""), cli.stdout)
-        let unknown = try TestSupport.hubhost(["prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
-                                              "--url", server.base])
+        XCTAssertTrue(
+            cli.stdout.contains("\"url\" : \"\(server.base)/v1/prefetch/hls/full/index.m3u8\"")
+                || cli.stdout.contains("\"url\":\"\(server.base)/v1/prefetch/hls/full/index.m3u8\""), cli.stdout)
+        let unknown = try TestSupport.hubhost([
+            "prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
+            "--url", server.base
+        ])
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.stderr.contains("no item 'nope'"), unknown.stderr)
     }
@@ -277,21 +299,33 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
 
     func testCachedFileServedWithRangesAndPlayedOverHTTP() throws {
         // A real MP4 (its index at the end, so a player seeks with Range requests).
-        let made = try TestSupport.run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=10",
-                                                           "-c:v", "libx264", "-g", "10", folder + "/clip.mp4"])
+        let made = try TestSupport.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=10",
+                "-c:v", "libx264", "-g", "10", folder + "/clip.mp4"
+            ])
         XCTAssertEqual(made.status, 0, made.stderr)
         let clip = try Data(contentsOf: URL(fileURLWithPath: folder + "/clip.mp4"))
-        service.lock.withLock { service.files["clip.mp4"] = clip; service.files["other.mp4"] = clip; service.files["half.mp4"] = clip }
-        service.pages[""] = catalogPage(["""
+        service.lock.withLock {
+            service.files["clip.mp4"] = clip
+            service.files["other.mp4"] = clip
+            service.files["half.mp4"] = clip
+        }
+        service.pages[""] = catalogPage([
+            """
             {"unique_id": "clip", "content_id": "1", "source": "acme", "categories": ["news"], "title": "Clip",
              "files": [{"role": "main", "url": "\(service.fileURL("clip.mp4"))", "size": \(clip.count), "sha256": "\(SHA256.hex(of: clip))"}]}
-            """, """
+            """,
+            """
             {"unique_id": "other", "content_id": "2", "source": "acme", "categories": ["news"], "title": "Other",
              "files": [{"role": "main", "url": "\(service.fileURL("other.mp4"))", "size": \(clip.count)}]}
-            """, """
+            """,
+            """
             {"unique_id": "half", "content_id": "3", "source": "acme", "categories": ["news"], "title": "Half",
              "files": [{"role": "main", "url": "\(service.fileURL("half.mp4"))", "size": \(clip.count), "sha256": "\(SHA256.hex(of: clip))"}]}
-            """])
+            """
+        ])
         try writeManifest()
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         wait(server, "clip", "discovered") { $0["state"] as? String == "discovered" }
@@ -370,10 +404,11 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertEqual(response.body, clip, "the start from disk and the rest from the origin make the file")
         XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(half)-\(size - 1)")
         XCTAssertEqual(try videoPackets(halfURL), 60)
-        XCTAssertTrue(service.requestRanges("half.mp4").dropFirst().allSatisfy { range in
-            guard let range, let from = Int(range.dropFirst(6).split(separator: "-").first ?? "") else { return false }
-            return from >= half
-        }, "the origin is never asked for bytes on disk: \(service.requestRanges("half.mp4"))")
+        XCTAssertTrue(
+            service.requestRanges("half.mp4").dropFirst().allSatisfy { range in
+                guard let range, let from = Int(range.dropFirst(6).split(separator: "-").first ?? "") else { return false }
+                return from >= half
+            }, "the origin is never asked for bytes on disk: \(service.requestRanges("half.mp4"))")
         // The file changed at the origin: its end is not spliced onto the old start.
         service.lock.withLock { service.files["half.mp4"] = Data(clip.map { $0 ^ 0x5a }) }
         response = try rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
@@ -388,13 +423,16 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         serveHLS(hls, prefix: "ok")
         service.lock.withLock {
             // A segment on another host (e.g. a cloud metadata address), and one more than 1 MiB of playlist.
-            service.files["evil/index.m3u8"] = Data("#EXTM3U\n#EXTINF:1,\nseg0.ts\n#EXTINF:1,\nhttp://169.254.169.254/latest/meta-data\n#EXT-X-ENDLIST\n".utf8)
+            service.files["evil/index.m3u8"] = Data(
+                "#EXTM3U\n#EXTINF:1,\nseg0.ts\n#EXTINF:1,\nhttp://169.254.169.254/latest/meta-data\n#EXT-X-ENDLIST\n".utf8)
             service.files["evil/seg0.ts"] = hls.segments["seg0.ts"]
             service.files["huge/index.m3u8"] = Data(("#EXTM3U\n" + String(repeating: "#EXTINF:1,\nseg0.ts\n", count: 60_000)).utf8)
         }
-        service.pages[""] = catalogPage([hlsItem("ok", url: service.fileURL("ok/index.m3u8")),
-                                         hlsItem("evil", url: service.fileURL("evil/index.m3u8")),
-                                         hlsItem("huge", url: service.fileURL("huge/index.m3u8"))])
+        service.pages[""] = catalogPage([
+            hlsItem("ok", url: service.fileURL("ok/index.m3u8")),
+            hlsItem("evil", url: service.fileURL("evil/index.m3u8")),
+            hlsItem("huge", url: service.fileURL("huge/index.m3u8"))
+        ])
         try writeManifest()
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         wait(server, "ok", "discovered") { $0["state"] as? String == "discovered" }
@@ -413,8 +451,10 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             XCTAssertEqual(((body as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "not_playable")
         }
         // Names that are not the layout's never reach the disk: traversal, the layout file, the catalog.
-        for path in ["/v1/prefetch/hls/ok/layout.json", "/v1/prefetch/hls/ok/..%2F..%2Fprefetch.sqlite", "/v1/prefetch/hls/ok/..",
-                     "/v1/prefetch/hls/ok/m-99.ts", "/v1/prefetch/hls/..%2Fok/index.m3u8", "/v1/prefetch/hls/ok/%2Fetc%2Fpasswd"] {
+        for path in [
+            "/v1/prefetch/hls/ok/layout.json", "/v1/prefetch/hls/ok/..%2F..%2Fprefetch.sqlite", "/v1/prefetch/hls/ok/..",
+            "/v1/prefetch/hls/ok/m-99.ts", "/v1/prefetch/hls/..%2Fok/index.m3u8", "/v1/prefetch/hls/ok/%2Fetc%2Fpasswd"
+        ] {
             let (status, _) = try rawGet(server.base + path)
             XCTAssertEqual(status, 404, path)
         }
@@ -441,7 +481,10 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             http://cdn.test:8080/abs/seg.ts
             #EXT-X-ENDLIST
             """
-        let layout = try await HLSLayout.build(indexURL: base, indexText: text) { _ in XCTFail("a media playlist fetches nothing"); return "" }
+        let layout = try await HLSLayout.build(indexURL: base, indexText: text) { _ in
+            XCTFail("a media playlist fetches nothing")
+            return ""
+        }
         XCTAssertEqual(layout.order, ["m-0.key", "m-1.mp4", "m-2.bin", "m-3.ts", "m-4.ts"], "one name per URL, made by hubhost")
         XCTAssertEqual(layout.starts, ["m-0.key": 0, "m-1.mp4": 0, "m-2.bin": 0, "m-3.ts": 1, "m-4.ts": 2], "seconds before each, by #EXTINF")
         XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n#EXTINF:nan,\ns.ts\n", url: base, origin: base))
@@ -459,18 +502,22 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             XCTAssertFalse(HLSLayout.isLocalName(name), name)
         }
 
-        for (uri, why) in [("http://169.254.169.254/x.ts", "another origin"), ("//evil.test/x.ts", "another origin"),
-                           ("https://cdn.test:8080/x.ts", "another origin"), ("http://cdn.test:9090/x.ts", "another origin"),
-                           ("file:///etc/passwd", "not an http(s) URL"), ("data:text/plain,hi", "not an http(s) URL")] {
+        for (uri, why) in [
+            ("http://169.254.169.254/x.ts", "another origin"), ("//evil.test/x.ts", "another origin"),
+            ("https://cdn.test:8080/x.ts", "another origin"), ("http://cdn.test:9090/x.ts", "another origin"),
+            ("file:///etc/passwd", "not an http(s) URL"), ("data:text/plain,hi", "not an http(s) URL")
+        ] {
             XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n#EXTINF:1,\n\(uri)\n", url: base, origin: base), uri) { error in
                 XCTAssertTrue("\(error)".contains(why), "\(uri): \(error)")
             }
         }
         XCTAssertThrowsError(try HLSPlaylist(text: "not a playlist\nseg.ts\n", url: base, origin: base))
-        XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n" + String(repeating: "#EXTINF:1,\nseg.ts\n", count: 20_001), url: base, origin: base)) { error in
+        XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n" + String(repeating: "#EXTINF:1,\nseg.ts\n", count: 20_001), url: base, origin: base)) {
+            error in
             XCTAssertTrue("\(error)".contains("more than 20000 URIs"), "\(error)")
         }
-        XCTAssertThrowsError(try HLSPlaylist(text: "#EXTM3U\n" + String(repeating: "#", count: HLSPlaylist.Limits.maxPlaylistBytes), url: base, origin: base))
+        XCTAssertThrowsError(
+            try HLSPlaylist(text: "#EXTM3U\n" + String(repeating: "#", count: HLSPlaylist.Limits.maxPlaylistBytes), url: base, origin: base))
         // A master whose variant is a master again is refused; variants are fetched in order and named v0, v1.
         var fetched: [String] = []
         let master = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1\nlow/i.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=2\nhigh/i.m3u8\n"
@@ -499,7 +546,10 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         let engine = try XCTUnwrap(host.prefetch())
         try engine.register()
         _ = try engine.sync()
-        final class Seen: @unchecked Sendable { let lock = NSLock(); var list: [HostNotification] = [] }
+        final class Seen: @unchecked Sendable {
+            let lock = NSLock()
+            var list: [HostNotification] = []
+        }
         let seen = Seen()
         let token = host.notifications.subscribe { notification in seen.lock.withLock { seen.list.append(notification) } }
         defer { host.notifications.unsubscribe(token) }
@@ -519,7 +569,8 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertNil(engine.hlsServerURL)
         let names = seen.lock.withLock { seen.list.filter { $0.name.hasPrefix("PrefetchHLS") } }
         XCTAssertEqual(names.map(\.name), [PrefetchNotificationName.hlsServerStarted, PrefetchNotificationName.hlsServerStopped])
-        XCTAssertEqual(names.map { $0.payload["url"] }, [.string("http://127.0.0.1:9/v1/prefetch/hls/"), .string("http://127.0.0.1:9/v1/prefetch/hls/")])
+        XCTAssertEqual(
+            names.map { $0.payload["url"] }, [.string("http://127.0.0.1:9/v1/prefetch/hls/"), .string("http://127.0.0.1:9/v1/prefetch/hls/")])
 
         // A deleted item does not play.
         _ = try engine.delete(["h"])

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The prefetch engine as `hubhost serve` runs it: the runtime's `prefetch` service registers,
@@ -17,12 +18,16 @@ final class PrefetchServeTests: PrefetchTestCase {
             """
         let conditions = folder + "/conditions.txt"
         try TestSupport.write("network = cellular\nmetered = true\n", to: conditions)
-        try writeManifest(prefetchManifest(", license: good-licence, device_conditions: device, download_request: signer, storage_low: 1000000",
-                                           sections: [("server", "{port: 0}")], plugins: [
-            .init(id: "device", use: TestSupport.plugin("FixedDeviceConditions"),
-                  ("config", ManifestText.flow(("network", "wifi"), ("free_bytes", "900000000000"), ("file", ManifestText.quoted(conditions))))),
-            .init(id: "signer", use: TestSupport.plugin("DownloadRequestHeader"), ("config", #"{headers: "X-Token: t1"}"#)),
-        ]))
+        try writeManifest(
+            prefetchManifest(
+                ", license: good-licence, device_conditions: device, download_request: signer, storage_low: 1000000",
+                sections: [("server", "{port: 0}")],
+                plugins: [
+                    .init(
+                        id: "device", use: TestSupport.plugin("FixedDeviceConditions"),
+                        ("config", ManifestText.flow(("network", "wifi"), ("free_bytes", "900000000000"), ("file", ManifestText.quoted(conditions))))),
+                    .init(id: "signer", use: TestSupport.plugin("DownloadRequestHeader"), ("config", #"{headers: "X-Token: t1"}"#))
+                ]))
         let server = try ServeProcess(manifest: manifestPath)
 
         /// The item as the server shows it; empty until the first sync found it (404).

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Category and source routes under `hubhost serve` (lists, toggles, live sets as server-sent
@@ -51,8 +52,10 @@ final class PrefetchSetsServeTests: PrefetchTestCase {
         XCTAssertEqual(try list("/v1/prefetch/sources?category=sport&with_content=true", "name"), ["acme"])
         XCTAssertEqual(try list("/v1/prefetch/sources?search=beta&name=beta&name=acme", "name"), ["beta"])
         XCTAssertEqual(try list("/v1/prefetch/sources?sort=display_name:desc", "name"), ["beta", "acme"])
-        for bad in ["/v1/prefetch/categories?sort=size", "/v1/prefetch/categories?selected=yes", "/v1/prefetch/sources?limit=-1",
-                    "/v1/prefetch/sources/watch?subscribed=1"] {
+        for bad in [
+            "/v1/prefetch/categories?sort=size", "/v1/prefetch/categories?selected=yes", "/v1/prefetch/sources?limit=-1",
+            "/v1/prefetch/sources/watch?subscribed=1"
+        ] {
             let (status, body) = try server.call("GET", bad)
             XCTAssertEqual(status, 400, "\(bad): \(body)")
             XCTAssertNotNil((body as? [String: Any])?["error"], "\(bad): the one error shape")
@@ -72,17 +75,23 @@ final class PrefetchSetsServeTests: PrefetchTestCase {
         XCTAssertEqual(try list("/v1/prefetch/sources?subscribed=false", "name"), ["acme"])
 
         // The CLI beside the server, on the shared catalog.
-        let cli = try TestSupport.hubhost(["prefetch", "categories", "--selected", "--sort", "name:desc", "--json",
-                                          "--manifest", folder + "/plugins.yaml"])
+        let cli = try TestSupport.hubhost([
+            "prefetch", "categories", "--selected", "--sort", "name:desc", "--json",
+            "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(cli.status, 0, cli.stderr)
         XCTAssertEqual(((try cli.json) as? [[String: Any]])?.map { $0["id"] as? String }, ["weather", "sport"])
-        let toggled = try TestSupport.hubhost(["prefetch", "sources", "--subscribe", "acme", "--unsubscribe", "nope",
-                                              "--subscribed", "--manifest", folder + "/plugins.yaml"])
+        let toggled = try TestSupport.hubhost([
+            "prefetch", "sources", "--subscribe", "acme", "--unsubscribe", "nope",
+            "--subscribed", "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(toggled.status, 1, "an unknown source is refused")
         XCTAssertTrue(toggled.stderr.contains("no source 'nope'"), toggled.stderr)
         XCTAssertTrue(toggled.stdout.contains("Acme TV") && toggled.stdout.contains("Beta"), toggled.stdout)
-        let bad = try TestSupport.hubhost(["prefetch", "categories", "--selected", "--not-selected",
-                                          "--manifest", folder + "/plugins.yaml"])
+        let bad = try TestSupport.hubhost([
+            "prefetch", "categories", "--selected", "--not-selected",
+            "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(bad.status, 64)
         XCTAssertTrue(bad.stderr.contains("not both"), bad.stderr)
     }
@@ -147,12 +156,18 @@ final class PrefetchSetsServeTests: PrefetchTestCase {
         // the watch sees is the download below.
         let settled = Date().addingTimeInterval(20)
         while Date() < settled {
-            if let (_, body) = try? server.call("GET", "/v1/prefetch/items/a"), (body as? [String: Any])?["waitReason"] as? String == "download_behavior_none" { break }
+            if let (_, body) = try? server.call("GET", "/v1/prefetch/items/a"),
+                (body as? [String: Any])?["waitReason"] as? String == "download_behavior_none"
+            {
+                break
+            }
             Thread.sleep(forTimeInterval: 0.1)
         }
         // Items of category news as JSON: initial, then a download's willChange and didChange.
-        let items = try Child(["prefetch", "watch", "--items", "--category", "news", "--sort", "title", "--json", "--url", server.base,
-                               "--count", "3", "--timeout", "30", "--manifest", folder + "/plugins.yaml"])
+        let items = try Child([
+            "prefetch", "watch", "--items", "--category", "news", "--sort", "title", "--json", "--url", server.base,
+            "--count", "3", "--timeout", "30", "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertTrue(items.wait(for: "\"name\":\"initial\""), items.output)
         let (status, _) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["a"]}"#)
         XCTAssertEqual(status, 200)
@@ -166,8 +181,10 @@ final class PrefetchSetsServeTests: PrefetchTestCase {
         XCTAssertNotEqual(after?["state"] as? String, "discovered", "the change is the download")
 
         // Selected categories as text lines: deselecting sport removes it.
-        let categories = try Child(["prefetch", "watch", "--categories", "--selected", "--url", server.base, "--count", "3", "--timeout", "30",
-                                    "--manifest", folder + "/plugins.yaml"])
+        let categories = try Child([
+            "prefetch", "watch", "--categories", "--selected", "--url", server.base, "--count", "3", "--timeout", "30",
+            "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertTrue(categories.wait(for: "initial"), categories.output)
         XCTAssertTrue(categories.output.contains("+news,sport,weather"), categories.output)
         _ = try server.call("POST", "/v1/prefetch/categories/deselect", #"{"ids": ["sport"]}"#)
@@ -177,15 +194,21 @@ final class PrefetchSetsServeTests: PrefetchTestCase {
         XCTAssertTrue(text.last?.contains("didChange -sport (2 categories)") ?? false, categories.output)
 
         // Bounded: nothing changes, --count is not reached before --timeout: exit 1 saying so.
-        let quiet = try TestSupport.hubhost(["prefetch", "watch", "--sources", "--url", server.base, "--count", "2",
-                                            "--timeout", "1", "--manifest", folder + "/plugins.yaml"])
+        let quiet = try TestSupport.hubhost([
+            "prefetch", "watch", "--sources", "--url", server.base, "--count", "2",
+            "--timeout", "1", "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(quiet.status, 1)
         XCTAssertTrue(quiet.stderr.contains("1 of 2 changes"), quiet.stderr)
-        let both = try TestSupport.hubhost(["prefetch", "watch", "--items", "--sources", "--url", server.base,
-                                           "--manifest", folder + "/plugins.yaml"])
+        let both = try TestSupport.hubhost([
+            "prefetch", "watch", "--items", "--sources", "--url", server.base,
+            "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(both.status, 64)
-        let badState = try TestSupport.hubhost(["prefetch", "watch", "--items", "--state", "nope", "--url", server.base,
-                                               "--manifest", folder + "/plugins.yaml"])
+        let badState = try TestSupport.hubhost([
+            "prefetch", "watch", "--items", "--state", "nope", "--url", server.base,
+            "--manifest", folder + "/plugins.yaml"
+        ])
         XCTAssertEqual(badState.status, 64)
         XCTAssertTrue(badState.stderr.contains("unknown state 'nope'"), badState.stderr)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Category and source filters and their live sets (seed 4.11-4.14), and the merge of an imported
@@ -17,8 +18,10 @@ final class PrefetchSetsTests: PrefetchTestCase {
         try openEngine(prefetchManifest(", license: good-licence, retry_delay: 0.05, read_timeout: 1" + prefetch))
     }
 
-    private func item(_ id: String, content: String, source: String, categories: [String], title: String, file: String = "x.mp4",
-                      size: Int = 1000, sha: String? = nil, thumbnail: Bool = false, type: String = "video") -> String {
+    private func item(
+        _ id: String, content: String, source: String, categories: [String], title: String, file: String = "x.mp4",
+        size: Int = 1000, sha: String? = nil, thumbnail: Bool = false, type: String = "video"
+    ) -> String {
         let digest = sha.map { #", "sha256": "\#($0)""# } ?? ""
         let thumb = thumbnail ? #", {"role": "thumbnail", "url": "\#(service.fileURL("t.jpg"))"}"# : ""
         return """
@@ -64,7 +67,8 @@ final class PrefetchSetsTests: PrefetchTestCase {
         XCTAssertEqual(PrefetchCategoryFilter.Sort("name:desc"), .init(field: .name, descending: true))
         // The seed's video filters: items of type video (videosInStates:withCategory: and the like).
         XCTAssertEqual(try engine.items(PrefetchItemFilter(types: ["video"])).map(\.uniqueId), ["a"])
-        XCTAssertEqual(try engine.items(PrefetchItemFilter(states: [.discovered], category: "sport", types: ["audio", "video"])).map(\.uniqueId), ["b"])
+        XCTAssertEqual(
+            try engine.items(PrefetchItemFilter(states: [.discovered], category: "sport", types: ["audio", "video"])).map(\.uniqueId), ["b"])
         XCTAssertEqual(try engine.items(PrefetchItemFilter(category: "news", types: ["audio"])).map(\.uniqueId), [])
 
         // The user's toggles: answers per id, an unknown id refused; the next sync does not undo them.
@@ -141,7 +145,10 @@ final class PrefetchSetsTests: PrefetchTestCase {
         var synced: PrefetchCategorySetChange?
         for _ in 0..<10 {
             guard let change = await categories.next() else { break }
-            if change.phase == .didChange { synced = change; break }
+            if change.phase == .didChange {
+                synced = change
+                break
+            }
         }
         XCTAssertEqual(synced?.added, ["culture"])
         XCTAssertEqual(synced?.updated, ["sport"])
@@ -152,7 +159,10 @@ final class PrefetchSetsTests: PrefetchTestCase {
         var subscribed: PrefetchSourceSetChange?
         for _ in 0..<10 {
             guard let change = await sources.next() else { break }
-            if change.phase == .didChange { subscribed = change; break }
+            if change.phase == .didChange {
+                subscribed = change
+                break
+            }
         }
         XCTAssertEqual(subscribed?.added, ["beta"])
         XCTAssertEqual(subscribed?.sources.map(\.name), ["acme", "beta", "zed"])
@@ -165,7 +175,8 @@ final class PrefetchSetsTests: PrefetchTestCase {
         private let lock = NSLock()
         private var lines: [String] = []
         func add(_ change: PrefetchSetChange) {
-            let line = "\(change.phase.rawValue) +\(change.added.joined(separator: ",")) ~\(change.updated.joined(separator: ","))"
+            let line =
+                "\(change.phase.rawValue) +\(change.added.joined(separator: ",")) ~\(change.updated.joined(separator: ","))"
                 + " -\(change.removed.joined(separator: ",")) =\(change.items.map(\.uniqueId).joined(separator: ","))"
             lock.withLock { lines.append(line) }
         }
@@ -188,9 +199,11 @@ final class PrefetchSetsTests: PrefetchTestCase {
         try engine.sync()
         // Three sets, three listeners each; the third is sorted and limited: its window is the
         // first two not-viewed items by title.
-        let filters = [PrefetchItemFilter(saved: true, sort: [.init(field: .title)]),
-                       PrefetchItemFilter(category: "news", sort: [.init(field: .title)]),
-                       PrefetchItemFilter(notViewed: true, sort: [.init(field: .title)], limit: 2)]
+        let filters = [
+            PrefetchItemFilter(saved: true, sort: [.init(field: .title)]),
+            PrefetchItemFilter(category: "news", sort: [.init(field: .title)]),
+            PrefetchItemFilter(notViewed: true, sort: [.init(field: .title)], limit: 2)
+        ]
         var heard: [[Heard]] = []
         var tasks: [Task<Void, Never>] = []
         for filter in filters {
@@ -212,12 +225,12 @@ final class PrefetchSetsTests: PrefetchTestCase {
 
         // Each step: one change, then how many changes (will + did) each set has heard in all.
         let steps: [(PrefetchEngine.Flag, Bool, [String], [Int])] = [
-            (.saved, true, ["a"], [3, 3, 3]),    // saved: into set 0; a changed in 1 and 2
-            (.viewed, true, ["a"], [5, 5, 5]),   // a leaves the window of 2, c comes in
-            (.saved, false, ["a"], [7, 7, 5]),   // out of 0; not in 2's window any more: nothing there
-            (.saved, true, ["d"], [9, 7, 5]),    // into 0 only
+            (.saved, true, ["a"], [3, 3, 3]),  // saved: into set 0; a changed in 1 and 2
+            (.viewed, true, ["a"], [5, 5, 5]),  // a leaves the window of 2, c comes in
+            (.saved, false, ["a"], [7, 7, 5]),  // out of 0; not in 2's window any more: nothing there
+            (.saved, true, ["d"], [9, 7, 5]),  // into 0 only
             (.viewed, false, ["a"], [9, 9, 7]),  // a back in 2's window, c out; not in 0
-            (.locked, true, ["a", "d"], [11, 11, 9]),
+            (.locked, true, ["a", "d"], [11, 11, 9])
         ]
         for (flag, value, ids, counts) in steps {
             let answers = try await BlockingPool.run { engine.set(flag, value, on: ids) }
@@ -225,23 +238,29 @@ final class PrefetchSetsTests: PrefetchTestCase {
             try await heardAll(heard, count: counts)
         }
         let expected = [
-            ["initial + ~ - =",
-             "willChange +a ~ - =a", "didChange +a ~ - =a",
-             "willChange + ~a - =a", "didChange + ~a - =a",
-             "willChange + ~ -a =", "didChange + ~ -a =",
-             "willChange +d ~ - =d", "didChange +d ~ - =d",
-             "willChange + ~d - =d", "didChange + ~d - =d"],
-            ["initial +a,b ~ - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b"],
-            ["initial +a,b ~ - =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b",
-             "willChange +c ~ -a =b,c", "didChange +c ~ -a =b,c",
-             "willChange +a ~ -c =a,b", "didChange +a ~ -c =a,b",
-             "willChange + ~a - =a,b", "didChange + ~a - =a,b"],
+            [
+                "initial + ~ - =",
+                "willChange +a ~ - =a", "didChange +a ~ - =a",
+                "willChange + ~a - =a", "didChange + ~a - =a",
+                "willChange + ~ -a =", "didChange + ~ -a =",
+                "willChange +d ~ - =d", "didChange +d ~ - =d",
+                "willChange + ~d - =d", "didChange + ~d - =d"
+            ],
+            [
+                "initial +a,b ~ - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b"
+            ],
+            [
+                "initial +a,b ~ - =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b",
+                "willChange +c ~ -a =b,c", "didChange +c ~ -a =b,c",
+                "willChange +a ~ -c =a,b", "didChange +a ~ -c =a,b",
+                "willChange + ~a - =a,b", "didChange + ~a - =a,b"
+            ]
         ]
         for (set, group) in heard.enumerated() {
             for listener in group { XCTAssertEqual(listener.all, expected[set], "set \(set)") }
@@ -277,9 +296,11 @@ final class PrefetchSetsTests: PrefetchTestCase {
         defer { host.notifications.unsubscribe(token) }
         try data.write(to: URL(fileURLWithPath: folder + "/app.mp4"))
         try thumb.write(to: URL(fileURLWithPath: folder + "/app.jpg"))
-        let imported = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "354", provider: "acme", downloadStatus: .fullyDownloaded,
-                                                                           filePath: folder + "/app.mp4", size: 30_000, title: "Old title",
-                                                                           thumbFile: folder + "/app.jpg"))
+        let imported = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "354", provider: "acme", downloadStatus: .fullyDownloaded,
+                filePath: folder + "/app.mp4", size: 30_000, title: "Old title",
+                thumbFile: folder + "/app.jpg"))
         XCTAssertEqual(imported.uniqueId, "acme:354")
         _ = engine.set(.saved, true, on: ["acme:354"])
         _ = engine.set(.locked, true, on: ["acme:354"])
@@ -333,10 +354,14 @@ final class PrefetchSetsTests: PrefetchTestCase {
         let (_, engine) = try engine(", item_download_behavior: full_auto")
         try appCopy.write(to: URL(fileURLWithPath: folder + "/app.mp4"))
         try appCopy.prefix(19_000).write(to: URL(fileURLWithPath: folder + "/short.mp4"))
-        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "1", provider: "acme", downloadStatus: .fullyDownloaded,
-                                                                filePath: folder + "/app.mp4", size: 20_000))
-        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "2", provider: "acme", downloadStatus: .fullyDownloaded,
-                                                                filePath: folder + "/short.mp4"))
+        _ = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "1", provider: "acme", downloadStatus: .fullyDownloaded,
+                filePath: folder + "/app.mp4", size: 20_000))
+        _ = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "2", provider: "acme", downloadStatus: .fullyDownloaded,
+                filePath: folder + "/short.mp4"))
         _ = engine.set(.saved, true, on: ["acme:1", "acme:2"])
         service.lock.withLock {
             service.pages[""] = """

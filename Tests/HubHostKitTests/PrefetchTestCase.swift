@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// What the prefetch tests share: a temporary folder, a PrefetchTestService on 127.0.0.1
@@ -20,18 +21,22 @@ class PrefetchTestCase: XCTestCase {
 
     /// The bundled http-content-provider as instance `catalog`, reading `service`.
     var catalogPlugin: ManifestText.Plugin {
-        ManifestText.Plugin(id: "catalog", use: TestSupport.plugin("HTTPContentProvider"),
-                            ("config", ManifestText.flow(("db_service_url", ManifestText.quoted(service.serviceURL)))),
-                            ("http_allow", "[127.0.0.1]"))
+        ManifestText.Plugin(
+            id: "catalog", use: TestSupport.plugin("HTTPContentProvider"),
+            ("config", ManifestText.flow(("db_service_url", ManifestText.quoted(service.serviceURL)))),
+            ("http_allow", "[127.0.0.1]"))
     }
 
     /// plugins.yaml text: `data_dir: data`, the `sections`, `prefetch: {enabled: true<prefetch>}`
     /// (`prefetch` goes on after `enabled: true`, e.g. ", license: good-licence"), then the
     /// catalog plugin and `plugins`.
-    func prefetchManifest(_ prefetch: String, sections: [(key: String, value: String)] = [],
-                          plugins: [ManifestText.Plugin] = []) -> ManifestText {
-        ManifestText(sections: [("data_dir", "data")] + sections + [("prefetch", "{enabled: true\(prefetch)}")],
-                     plugins: [catalogPlugin] + plugins)
+    func prefetchManifest(
+        _ prefetch: String, sections: [(key: String, value: String)] = [],
+        plugins: [ManifestText.Plugin] = []
+    ) -> ManifestText {
+        ManifestText(
+            sections: [("data_dir", "data")] + sections + [("prefetch", "{enabled: true\(prefetch)}")],
+            plugins: [catalogPlugin] + plugins)
     }
 
     /// Writes `manifest` to plugins.yaml.

@@ -72,11 +72,18 @@ final class PrefetchTestService: @unchecked Sendable {
         case "/svc/prefetch/register":
             let (fail, license, policy) = lock.withLock { () -> (Bool, String, String) in
                 registerQueries.append(query)
-                if registerFailures > 0 { registerFailures -= 1; return (true, self.license, self.policy) }
+                if registerFailures > 0 {
+                    registerFailures -= 1
+                    return (true, self.license, self.policy)
+                }
                 return (false, self.license, self.policy)
             }
-            if fail { LoopbackHTTPServer.respond(fd, 500, Data("down".utf8)); return }
-            let body = query["license"] == license
+            if fail {
+                LoopbackHTTPServer.respond(fd, 500, Data("down".utf8))
+                return
+            }
+            let body =
+                query["license"] == license
                 ? #"{"registered": true, "registration_id": "reg-\#(query["device_id"] ?? "x")", "policy": \#(policy)}"#
                 : #"{"registered": false, "reason": "unknown licence"}"#
             LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"], Data(body.utf8))
@@ -85,19 +92,32 @@ final class PrefetchTestService: @unchecked Sendable {
                 catalogQueries.append(query)
                 return pages[query["since"] ?? ""]
             }
-            guard let page else { LoopbackHTTPServer.respond(fd, 404, Data("no such page".utf8)); return }
+            guard let page else {
+                LoopbackHTTPServer.respond(fd, 404, Data("no such page".utf8))
+                return
+            }
             LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"], Data(page.utf8))
         case "/svc/prefetch/items":
             let ids = parts.count == 2 ? parts[1].split(separator: "&").filter { $0.hasPrefix("content_id=") }.map { String($0.dropFirst(11)) } : []
             let (fail, entries) = lock.withLock { () -> (Bool, [String]) in
                 lookups += 1
-                if lookupFailures > 0 { lookupFailures -= 1; return (true, []) }
+                if lookupFailures > 0 {
+                    lookupFailures -= 1
+                    return (true, [])
+                }
                 return (false, ids.compactMap { lookupItems[$0] })
             }
-            if fail { LoopbackHTTPServer.respond(fd, 500, Data("down".utf8)); return }
-            LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"], Data(#"{"items": [\#(entries.joined(separator: ","))]}"#.utf8))
+            if fail {
+                LoopbackHTTPServer.respond(fd, 500, Data("down".utf8))
+                return
+            }
+            LoopbackHTTPServer.respond(
+                fd, 200, headers: ["Content-Type": "application/json"], Data(#"{"items": [\#(entries.joined(separator: ","))]}"#.utf8))
         default:
-            guard path.hasPrefix("/files/") else { LoopbackHTTPServer.respond(fd, 404, Data()); return }
+            guard path.hasPrefix("/files/") else {
+                LoopbackHTTPServer.respond(fd, 404, Data())
+                return
+            }
             serveFile(fd, String(path.dropFirst(7)), request)
         }
     }
@@ -107,10 +127,18 @@ final class PrefetchTestService: @unchecked Sendable {
             ranges[name, default: []].append(request.headers["range"])
             fileHeaders[name, default: []].append(request.headers)
             var fault: Fault?
-            if var queue = faults[name], !queue.isEmpty { fault = queue.removeFirst(); faults[name] = queue } else { fault = steadyFaults[name] }
+            if var queue = faults[name], !queue.isEmpty {
+                fault = queue.removeFirst()
+                faults[name] = queue
+            } else {
+                fault = steadyFaults[name]
+            }
             return (files[name], fault)
         }
-        guard var body = data else { LoopbackHTTPServer.respond(fd, 404, Data()); return }
+        guard var body = data else {
+            LoopbackHTTPServer.respond(fd, 404, Data())
+            return
+        }
         let etag = "\"\(body.count)-\(body.first ?? 0)\""
         var start = 0
         var end = body.count - 1
@@ -124,23 +152,33 @@ final class PrefetchTestService: @unchecked Sendable {
                 ranged = start > 0 || end < body.count - 1
             }
         }
-        if case .status(let code)? = fault { LoopbackHTTPServer.respond(fd, code, Data("fault".utf8)); return }
-        if case .hang? = fault { server.keepOpen(fd); return }
+        if case .status(let code)? = fault {
+            LoopbackHTTPServer.respond(fd, code, Data("fault".utf8))
+            return
+        }
+        if case .hang? = fault {
+            server.keepOpen(fd)
+            return
+        }
         if case .wrongBytes? = fault { body = Data(body.map { $0 ^ 0x5a }) }
         let slice = body[start..<(end + 1)]
-        var head = "HTTP/1.1 \(ranged ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\nETag: \(etag)\r\nAccept-Ranges: bytes\r\n"
+        var head =
+            "HTTP/1.1 \(ranged ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\nETag: \(etag)\r\nAccept-Ranges: bytes\r\n"
         if ranged { head += "Content-Range: bytes \(start)-\(end)/\(body.count)\r\n" }
         var toSend = Data(slice)
         var chunk = toSend.count
         var delayMs = 0
         if case .truncate(let count)? = fault { toSend = toSend.prefix(count) }
-        if case .slow(let size, let delay)? = fault { chunk = max(1, size); delayMs = delay }
+        if case .slow(let size, let delay)? = fault {
+            chunk = max(1, size)
+            delayMs = delay
+        }
         _ = sendAll(fd, Data((head + "\r\n").utf8))
         var offset = 0
         var rounds = 0
         while offset < toSend.count && rounds < 1_000_000 {
             rounds += 1
-            let piece = toSend[toSend.startIndex + offset ..< toSend.startIndex + min(toSend.count, offset + chunk)]
+            let piece = toSend[toSend.startIndex + offset..<toSend.startIndex + min(toSend.count, offset + chunk)]
             guard sendAll(fd, Data(piece)) else { break }
             offset += piece.count
             lock.withLock { bytesSent[name, default: 0] += piece.count }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The prefetch engine end to end: a catalog service and file server on 127.0.0.1
@@ -20,14 +21,16 @@ final class PrefetchTests: PrefetchTestCase {
     private func content(_ seed: Int, size: Int) -> Data { Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) }) }
 
     /// A catalog item entry; `sha` nil leaves the digest out.
-    private func itemJSON(_ id: String, file: String, data: Data, category: String = "news", withSHA: Bool = true,
-                          thumbnail: String? = nil) -> String {
+    private func itemJSON(
+        _ id: String, file: String, data: Data, category: String = "news", withSHA: Bool = true,
+        thumbnail: String? = nil
+    ) -> String {
         let sha = withSHA ? #", "sha256": "\#(SHA256.hex(of: data))""# : ""
         let thumb = thumbnail.map { #", {"role": "thumbnail", "url": "\#(service.fileURL($0))", "auto_download": true}"# } ?? ""
         return """
-        {"unique_id": "\(id)", "content_id": "c-\(id)", "source": "acme", "categories": ["\(category)"], "title": "Title \(id)",
-         "summary": "About \(id)", "type": "video", "files": [{"role": "main", "url": "\(service.fileURL(file))", "size": \(data.count)\(sha)}\(thumb)]}
-        """
+            {"unique_id": "\(id)", "content_id": "c-\(id)", "source": "acme", "categories": ["\(category)"], "title": "Title \(id)",
+             "summary": "About \(id)", "type": "video", "files": [{"role": "main", "url": "\(service.fileURL(file))", "size": \(data.count)\(sha)}\(thumb)]}
+            """
     }
 
     private func page(cursor: String, items: [String], deleted: [String] = [], more: Bool = false) -> String {
@@ -96,7 +99,9 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(missing.source, .none)
         XCTAssertTrue(missing.problem?.contains("no such file") ?? false, "\(missing)")
         try TestSupport.write("[1, 2]", to: json)
-        XCTAssertTrue(PrefetchLicense.resolve(option: nil, manifest: nil, environment: [PrefetchLicense.environmentVariable: json]).problem?.contains("mapping") ?? false)
+        XCTAssertTrue(
+            PrefetchLicense.resolve(option: nil, manifest: nil, environment: [PrefetchLicense.environmentVariable: json]).problem?.contains("mapping")
+                ?? false)
 
         // Through the host: the Swift API option wins over prefetch.license, and status says so.
         let (_, engine) = try host(", license: good-licence", license: "from-api")
@@ -151,11 +156,15 @@ final class PrefetchTests: PrefetchTestCase {
         let (host, engine) = try host()
         let notes = record(host)
         // Every state change must already be in the catalog when it is announced.
-        final class Mismatches: @unchecked Sendable { var list: [String] = []; let lock = NSLock() }
+        final class Mismatches: @unchecked Sendable {
+            var list: [String] = []
+            let lock = NSLock()
+        }
         let mismatches = Mismatches()
         let token = host.notifications.subscribe { note in
             guard note.name == PrefetchNotificationName.itemStateChanged, case .string(let id)? = note.payload["id"],
-                  case .string(let state)? = note.payload["state"] else { return }
+                case .string(let state)? = note.payload["state"]
+            else { return }
             let stored = (try? engine.store.item(id))?.state.rawValue
             // The stored state may have moved on since; it must never be behind the announcement.
             if stored == nil { mismatches.lock.withLock { mismatches.list.append("\(id) \(state) not stored") } }
@@ -174,14 +183,18 @@ final class PrefetchTests: PrefetchTestCase {
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), data)
         }
         let names = notes.names
-        for expected in [PrefetchNotificationName.didRegister, PrefetchNotificationName.itemsDiscovered, PrefetchNotificationName.didInitialize,
-                         PrefetchNotificationName.itemsStartDownloading, PrefetchNotificationName.itemsDownloaded] {
+        for expected in [
+            PrefetchNotificationName.didRegister, PrefetchNotificationName.itemsDiscovered, PrefetchNotificationName.didInitialize,
+            PrefetchNotificationName.itemsStartDownloading, PrefetchNotificationName.itemsDownloaded
+        ] {
             XCTAssertTrue(names.contains(expected), "\(expected) missing from \(names)")
         }
         XCTAssertEqual(mismatches.lock.withLock { mismatches.list }, [])
         // The states each item went through, in order.
-        let path = notes.lock.withLock { notes.items }.filter { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["id"] == .string("item1") }
-            .compactMap { $0.payload["state"]?.plainText }
+        let path = notes.lock.withLock { notes.items }.filter {
+            $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["id"] == .string("item1")
+        }
+        .compactMap { $0.payload["state"]?.plainText }
         XCTAssertEqual(path, ["queued", "downloading", "cached"])
 
         // Asking again: refused with the reason, nothing fetched twice.
@@ -222,7 +235,8 @@ final class PrefetchTests: PrefetchTestCase {
         let answers = try engine.download(["item2"])
         XCTAssertEqual(answers.first?.accepted, true)
         // Asked twice: still one download.
-        XCTAssertEqual(try engine.download(["item2"]).first?.reason?.hasPrefix("already downloading") ?? (try engine.item("item2")?.state == .cached), true)
+        XCTAssertEqual(
+            try engine.download(["item2"]).first?.reason?.hasPrefix("already downloading") ?? (try engine.item("item2")?.state == .cached), true)
         try until(engine, "item2 cached") { try state(engine, "item2") == .cached }
         XCTAssertEqual(service.sent("item2.mp4"), 50_000)
         XCTAssertEqual(try state(engine, "item1"), .discovered)
@@ -234,11 +248,15 @@ final class PrefetchTests: PrefetchTestCase {
         let data = content(7, size: 200_000)
         service.lock.withLock {
             service.files["clip.mp4"] = data
-            service.pages[""] = page(cursor: "c1", items: ["""
-                {"unique_id": "clip", "content_id": "c-clip", "source": "acme", "categories": ["news"], "type": "video",
-                 "files": [{"role": "main", "url": "\(service.fileURL("clip.mp4"))", "size": 200000, "duration": 100,
-                            "sha256": "\(SHA256.hex(of: data))"}]}
-                """])
+            service.pages[""] = page(
+                cursor: "c1",
+                items: [
+                    """
+                    {"unique_id": "clip", "content_id": "c-clip", "source": "acme", "categories": ["news"], "type": "video",
+                     "files": [{"role": "main", "url": "\(service.fileURL("clip.mp4"))", "size": 200000, "duration": 100,
+                                "sha256": "\(SHA256.hex(of: data))"}]}
+                    """
+                ])
         }
         let (host, engine) = try host(", license: good-licence, item_download_behavior: none")
         try engine.register()
@@ -254,7 +272,10 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(FileDownloader.partialLength(item.files[0].localPath), 20_000, "the bytes asked for are on disk")
         XCTAssertEqual(service.sent("clip.mp4"), 20_000, "fewer bytes fetched than the file")
         XCTAssertEqual(service.requestRanges("clip.mp4"), ["bytes=0-19999"])
-        XCTAssertTrue(notes.lock.withLock { notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["state"] == .string("partially_cached") } })
+        XCTAssertTrue(
+            notes.lock.withLock {
+                notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["state"] == .string("partially_cached") }
+            })
         XCTAssertFalse(notes.names.contains(PrefetchNotificationName.itemsDownloaded), "a partial item is not announced downloaded")
         // Asking again for no more than is on disk changes nothing.
         XCTAssertEqual(try engine.download(["clip"], partial: .bytes(10_000)).first?.reason?.hasPrefix("nothing to change"), true)
@@ -265,8 +286,9 @@ final class PrefetchTests: PrefetchTestCase {
         item = try XCTUnwrap(engine.item("clip"))
         XCTAssertNil(item.files[0].partialLength)
         XCTAssertEqual(service.requestRanges("clip.mp4"), ["bytes=0-19999", "bytes=20000-"])
-        XCTAssertEqual(service.lock.withLock { service.fileHeaders["clip.mp4"]?.last?["if-range"] }, "\"200000-\(data[0])\"",
-                       "the resume is guarded by the first answer's ETag")
+        XCTAssertEqual(
+            service.lock.withLock { service.fileHeaders["clip.mp4"]?.last?["if-range"] }, "\"200000-\(data[0])\"",
+            "the resume is guarded by the first answer's ETag")
         XCTAssertEqual(service.sent("clip.mp4"), 200_000, "the bytes on disk were not fetched again")
         XCTAssertEqual(SHA256.hex(ofFile: item.files[0].localPath), SHA256.hex(of: data))
         XCTAssertEqual(item.bytesDownloaded, 200_000)
@@ -311,7 +333,10 @@ final class PrefetchTests: PrefetchTestCase {
         let (host, engine) = try host(", license: good-licence, item_download_behavior: thumbnail_only")
         try engine.register()
         try engine.sync()
-        _ = try engine.store.update("item1") { item in item.downloadBehavior = .fullAuto; return true }
+        _ = try engine.store.update("item1") { item in
+            item.downloadBehavior = .fullAuto
+            return true
+        }
         let notes = record(host)
         try until(engine, "item0's thumbnail and item1 cached") {
             try engine.item("item0")?.files[1].done == true && state(engine, "item1") == .cached
@@ -323,9 +348,15 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: item.files[0].localPath))
         XCTAssertEqual(FileDownloader.partialLength(item.files[0].localPath), 0)
         XCTAssertEqual(service.sent("thumb0.jpg"), 3_000)
-        XCTAssertFalse(notes.lock.withLock { notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["id"] == .string("item0") } })
+        XCTAssertFalse(
+            notes.lock.withLock {
+                notes.items.contains { $0.name == PrefetchNotificationName.itemStateChanged && $0.payload["id"] == .string("item0") }
+            })
         // More rounds fetch nothing more: the thumbnail is done and the main file waits.
-        for _ in 0..<5 { try engine.round(); Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<5 {
+            try engine.round()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         XCTAssertEqual(service.sent("item0.mp4"), 0, "the main file of a thumbnail_only item is never fetched by policy")
         XCTAssertEqual(service.requestRanges("thumb0.jpg").count, 1)
         XCTAssertEqual(try state(engine, "item0"), .discovered)
@@ -348,7 +379,10 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 4, "one attempt and 3 retries")
         XCTAssertFalse(FileManager.default.fileExists(atPath: item.files[0].localPath + ".part"))
         // No automatic retry after Failed.
-        for _ in 0..<5 { try engine.round(); Thread.sleep(forTimeInterval: 0.06) }
+        for _ in 0..<5 {
+            try engine.round()
+            Thread.sleep(forTimeInterval: 0.06)
+        }
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 4)
         // An explicit download tries again.
         service.lock.withLock { service.steadyFaults["item0.mp4"] = nil }
@@ -397,7 +431,9 @@ final class PrefetchTests: PrefetchTestCase {
         try engine.sync()
         try until(engine, "failed") { try state(engine, "item0") == .failed }
         XCTAssertEqual(try engine.item("item0")?.downloadError, "sha256 mismatch: the file was discarded")
-        let states = notes.lock.withLock { notes.items }.compactMap { $0.name == PrefetchNotificationName.itemStateChanged ? $0.payload["state"]?.plainText : nil }
+        let states = notes.lock.withLock { notes.items }.compactMap {
+            $0.name == PrefetchNotificationName.itemStateChanged ? $0.payload["state"]?.plainText : nil
+        }
         XCTAssertFalse(states.contains("cached"), "\(states)")
         XCTAssertFalse(notes.names.contains(PrefetchNotificationName.itemsDownloaded))
     }
@@ -415,7 +451,10 @@ final class PrefetchTests: PrefetchTestCase {
         while engine.isDownloadingHere("item0") && Date() < stopBy { Thread.sleep(forTimeInterval: 0.02) }
         XCTAssertFalse(engine.isDownloadingHere("item0"), "the paused download's task ended")
         // Paused is left only by an explicit download.
-        for _ in 0..<5 { try engine.round(); Thread.sleep(forTimeInterval: 0.05) }
+        for _ in 0..<5 {
+            try engine.round()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         XCTAssertEqual(try state(engine, "item0"), .paused)
         XCTAssertEqual(try engine.item("item0")?.waitReason, "paused_by_user")
         let kept = FileDownloader.partialLength(try XCTUnwrap(engine.item("item0")).files[0].localPath)
@@ -464,8 +503,9 @@ final class PrefetchTests: PrefetchTestCase {
         try engine.register()
         try engine.sync()
         XCTAssertEqual(try engine.items(PrefetchItemFilter(category: "sport")).map(\.uniqueId), ["item1", "item3"])
-        XCTAssertEqual(try engine.items(PrefetchItemFilter(sort: [.init(field: .title, descending: true)])).map(\.uniqueId),
-                       ["item3", "item2", "item1", "item0"])
+        XCTAssertEqual(
+            try engine.items(PrefetchItemFilter(sort: [.init(field: .title, descending: true)])).map(\.uniqueId),
+            ["item3", "item2", "item1", "item0"])
         XCTAssertEqual(try engine.items(PrefetchItemFilter(contentIds: ["c-item2"], source: "acme")).map(\.uniqueId), ["item2"])
         XCTAssertEqual(engine.set(.saved, true, on: ["item0"]).first?.accepted, true)
         XCTAssertEqual(try engine.items(PrefetchItemFilter(saved: true)).map(\.uniqueId), ["item0"])
@@ -563,7 +603,8 @@ final class PrefetchTests: PrefetchTestCase {
             service.lock.withLock { service.files["item\(index).mp4"] = d }
             return itemJSON("item\(index)", file: "item\(index).mp4", data: d)
         }
-        items.append(itemJSON("old", file: "old.mp4", data: data).replacingOccurrences(of: #""type": "video","#, with: #""type": "video", "expiry": 1000,"#))
+        items.append(
+            itemJSON("old", file: "old.mp4", data: data).replacingOccurrences(of: #""type": "video","#, with: #""type": "video", "expiry": 1000,"#))
         service.lock.withLock { service.pages[""] = page(cursor: "c1", items: items) }
         let (_, engine) = try host(", license: good-licence, cache_size_limit: 120000")
         try engine.register()
@@ -601,7 +642,9 @@ final class PrefetchTests: PrefetchTestCase {
         let (host, engine) = try host(", license: good-licence, item_download_behavior: none")
         try until(engine, "initialized") { engine.serviceState == .initialized }
         let asked = service.lock.withLock { service.catalogQueries.count }
-        service.lock.withLock { service.pages["c1"] = page(cursor: "c2", items: [itemJSON("late", file: "item0.mp4", data: content(0, size: 50_000))]) }
+        service.lock.withLock {
+            service.pages["c1"] = page(cursor: "c2", items: [itemJSON("late", file: "item0.mp4", data: content(0, size: 50_000))])
+        }
         // Within the sync interval: a round does not sync by itself, an unrelated payload does nothing.
         try engine.round()
         _ = try host.events().notification(opened: false, payload: ["CurrentCampaign": "x"])
@@ -618,8 +661,10 @@ final class PrefetchTests: PrefetchTestCase {
         let (_, engine) = try host(", license: good-licence, item_download_behavior: none")
         try engine.register()
         try engine.sync()
-        var changes = engine.watch(PrefetchItemFilter(states: [.discovered, .queued, .downloading, .cached], sort: [.init(field: .title)]),
-                                   pollInterval: 0.2).makeAsyncIterator()
+        var changes = engine.watch(
+            PrefetchItemFilter(states: [.discovered, .queued, .downloading, .cached], sort: [.init(field: .title)]),
+            pollInterval: 0.2
+        ).makeAsyncIterator()
         let initial = await changes.next()
         XCTAssertEqual(initial?.phase, .initial)
         XCTAssertEqual(initial?.added, ["item0", "item1", "item2"])
@@ -636,7 +681,10 @@ final class PrefetchTests: PrefetchTestCase {
         var removed: [String] = []
         for _ in 0..<20 {
             guard let change = await changes.next() else { break }
-            if change.phase == .didChange && !change.removed.isEmpty { removed = change.removed; break }
+            if change.phase == .didChange && !change.removed.isEmpty {
+                removed = change.removed
+                break
+            }
         }
         XCTAssertEqual(removed, ["item1"])
     }
@@ -648,23 +696,33 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(engine.serviceState, .notRegistered)
         let local = folder + "/old.mp4"
         try data.write(to: URL(fileURLWithPath: local))
-        let cached = try engine.addDownloadedItem(PrefetchImportMetadata(
-            contentId: "12345678", provider: "Provider_ABC", downloadStatus: .fullyDownloaded, filePath: local, size: 40_000,
-            contentType: "video", title: "New Downloaded Content", expiryDate: 1_481_876_040, sdkPassthroughInfo: "saved=YES"))
+        let cached = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "12345678", provider: "Provider_ABC", downloadStatus: .fullyDownloaded, filePath: local, size: 40_000,
+                contentType: "video", title: "New Downloaded Content", expiryDate: 1_481_876_040, sdkPassthroughInfo: "saved=YES"))
         XCTAssertEqual(cached.uniqueId, "Provider_ABC:12345678")
         XCTAssertEqual(cached.state, .cached)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: cached.files[0].localPath)), data)
         XCTAssertTrue(cached.files[0].localPath.hasPrefix(folder + "/data/prefetch/items/Provider_ABC:12345678/"))
-        XCTAssertThrowsError(try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "12345678", provider: "Provider_ABC", downloadStatus: .partiallyDownloaded)),
-                             "the same content twice is refused")
-        XCTAssertThrowsError(try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "9", provider: "P", downloadStatus: .fullyDownloaded,
-                                                                                filePath: local, size: 1)), "a size mismatch is refused")
-        let partial = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "2", provider: "P", downloadStatus: .partiallyDownloaded,
-                                                                          filePath: local, contentUrl: service.fileURL("new.mp4")))
+        XCTAssertThrowsError(
+            try engine.addDownloadedItem(
+                PrefetchImportMetadata(contentId: "12345678", provider: "Provider_ABC", downloadStatus: .partiallyDownloaded)),
+            "the same content twice is refused")
+        XCTAssertThrowsError(
+            try engine.addDownloadedItem(
+                PrefetchImportMetadata(
+                    contentId: "9", provider: "P", downloadStatus: .fullyDownloaded,
+                    filePath: local, size: 1)), "a size mismatch is refused")
+        let partial = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "2", provider: "P", downloadStatus: .partiallyDownloaded,
+                filePath: local, contentUrl: service.fileURL("new.mp4")))
         XCTAssertEqual(partial.state, .discovered, "a partly downloaded file imports metadata only")
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial.files[0].localPath))
-        _ = try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "3", provider: "P", downloadStatus: .newlyAdding, size: 40_000,
-                                                                contentUrl: service.fileURL("new.mp4")))
+        _ = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "3", provider: "P", downloadStatus: .newlyAdding, size: 40_000,
+                contentUrl: service.fileURL("new.mp4")))
         try until(engine, "the newly added item cached") { try state(engine, "P:3") == .cached }
         XCTAssertEqual(service.sent("new.mp4"), 40_000)
     }
@@ -673,7 +731,8 @@ final class PrefetchTests: PrefetchTestCase {
         catalog(1)
         let data = content(7, size: 1_000)
         service.lock.withLock {
-            service.lookupItems["c-x1"] = itemJSON("x1", file: "x1.mp4", data: data).replacingOccurrences(of: #""content_id": "c-x1""#, with: #""content_id": "c-x1""#)
+            service.lookupItems["c-x1"] = itemJSON("x1", file: "x1.mp4", data: data).replacingOccurrences(
+                of: #""content_id": "c-x1""#, with: #""content_id": "c-x1""#)
             service.lookupFailures = 2
         }
         let (_, engine) = try host(", license: good-licence, item_download_behavior: none, lookup_retry_delay: 0.05")

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// `hub.preloaded_bundle` naming a content folder: built into the data directory on first use,
@@ -23,8 +24,9 @@ final class PreloadedContentFolderTests: XCTestCase {
         host.shutdown()
 
         (host, hub) = try openHub()
-        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: try XCTUnwrap(hub.activeBundle).path)[.modificationDate] as? Date, builtAt,
-                       "an unchanged folder is not rebuilt")
+        XCTAssertEqual(
+            try FileManager.default.attributesOfItem(atPath: try XCTUnwrap(hub.activeBundle).path)[.modificationDate] as? Date, builtAt,
+            "an unchanged folder is not rebuilt")
         host.shutdown()
 
         // A new article (a later modification time) makes the next start rebuild.

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HubHostKit
 
 /// Presenting for the active user through HubHost (its users database, its event pipeline and its
@@ -10,26 +11,35 @@ final class PresentTests: XCTestCase {
 
     /// A host whose hub has the test bundle active; `advertiser` is the static delegate's config.
     private func host(advertiser: String = "{advertiser_id: ad-123}") throws -> (HubHost, HubEngine) {
-        try TestSupport.write("""
-        data_dir: data
-        hub: {custom_url_schemes: [myapp]}
-        plugins:
-          - id: ads
-            use: \(TestSupport.plugin("StaticAdvertiserID"))
-            config: \(advertiser)
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            hub: {custom_url_schemes: [myapp]}
+            plugins:
+              - id: ads
+                use: \(TestSupport.plugin("StaticAdvertiserID"))
+                config: \(advertiser)
+            """, to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         addTeardownBlock { host.shutdown() }
         let hub = try XCTUnwrap(try host.hub())
         let path = folder + "/bundle.sqlite3"
         if !FileManager.default.fileExists(atPath: path) {
-            try TestBundle.write(to: path, hubs: [
-                .init("news", tags: ["news"], channels: [
-                    .init("sports", articles: [.init("a", tags: ["golf"], sourceURL: "https://example.com/golf?id=1"),
-                                               .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])]),
-                ]),
-                .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking", "baking"])])]),
-            ])
+            try TestBundle.write(
+                to: path,
+                hubs: [
+                    .init(
+                        "news", tags: ["news"],
+                        channels: [
+                            .init(
+                                "sports",
+                                articles: [
+                                    .init("a", tags: ["golf"], sourceURL: "https://example.com/golf?id=1"),
+                                    .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])
+                                ])
+                        ]),
+                    .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking", "baking"])])])
+                ])
         }
         hub.activate(try ContentBundle(path: path))
         return (host, hub)
@@ -69,8 +79,10 @@ final class PresentTests: XCTestCase {
         XCTAssertEqual(deepLink.target, ContentURI(.channel, "news/sports"), "the custom scheme was replaced by zbimdb://")
         let indexed = try hub.present(uri: "https://example.com/golf?id=1")
         XCTAssertEqual(indexed.target, ContentURI(.article, "news/sports/a"), "app indexing: the article's source URL, query included")
-        for missing in ["zbimdb://article/news/sports/zzz", "myapp://hub/sports", "https://example.com/golf?id=2",
-                        "otherapp://article/news/sports/a", "not a uri", "zbimdb://video/x"] {
+        for missing in [
+            "zbimdb://article/news/sports/zzz", "myapp://hub/sports", "https://example.com/golf?id=2",
+            "otherapp://article/news/sports/a", "not a uri", "zbimdb://video/x"
+        ] {
             XCTAssertThrowsError(try hub.present(uri: missing), missing) { error in
                 guard case .notFound? = error as? HubEngine.PresentError else { return XCTFail("\(missing): \(error)") }
             }

@@ -1,5 +1,6 @@
 import Logging
 import XCTest
+
 @testable import HubHostKit
 
 /// Libraries log with swift-log's process-wide LoggingSystem; once routed, their records go

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The runtime embedded as a Swift app would: no CLI, no HTTP server. Its services deliver events
@@ -11,13 +12,14 @@ final class RuntimeTests: XCTestCase {
         defer { collector.stop() }
         let list = #"{"currentPingMillis": 0, "nextPingMillis": 60000, "data": []}"#
         collector.routes = ["/config": (200, "{\"enabled\": true, \"pingUrl\": \"\(collector.url("/ping"))\"}"), "/ping": (200, list)]
-        try TestSupport.write("""
-        data_dir: data
-        events: {collector_url: "\(collector.url)", flush_interval: 0.2, cache_size: 1000}
-        campaigns: {config_url: "\(collector.url("/config"))"}
-        hub: {enabled: false}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events: {collector_url: "\(collector.url)", flush_interval: 0.2, cache_size: 1000}
+            campaigns: {config_url: "\(collector.url("/config"))"}
+            hub: {enabled: false}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let runtime = try HubHostRuntime(host: HubHost(manifestPath: folder + "/plugins.yaml"))
         let running = Task { try await runtime.run(signals: []) }
         let tracked = try runtime.host.events().track(Event(type: .namedEvent, name: "EMBEDDED"), autoFlush: false)
@@ -40,13 +42,14 @@ final class RuntimeTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let collector = try TestCollector()
         defer { collector.stop() }
-        try TestSupport.write("""
-        data_dir: data
-        events: {collector_url: "\(collector.url)", flush_interval: 1 hr, cache_size: 3}
-        campaigns: {enabled: false}
-        hub: {enabled: false}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            events: {collector_url: "\(collector.url)", flush_interval: 1 hr, cache_size: 3}
+            campaigns: {enabled: false}
+            hub: {enabled: false}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let runtime = try HubHostRuntime(host: HubHost(manifestPath: folder + "/plugins.yaml"))
         let running = Task { try await runtime.run(signals: []) }
         let engine = try runtime.host.events()

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import HubHostKit
 
 /// `hubhost serve` on a test's plugins.yaml, as a child process: started, its address read from
@@ -36,7 +37,8 @@ final class ServeProcess {
             banner += String(decoding: chunk, as: UTF8.self)
         }
         guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
-              address.hasPrefix("\(scheme)://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "") else {
+            address.hasPrefix("\(scheme)://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "")
+        else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw DidNotStart(output: banner)
@@ -47,8 +49,10 @@ final class ServeProcess {
 
     /// One JSON request: the status and the decoded body (fragments allowed).
     func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
-        let response = try http.fetch(method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
-                                      timeoutSeconds: 10).get()
+        let response = try http.fetch(
+            method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
+            timeoutSeconds: 10
+        ).get()
         return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
     }
 

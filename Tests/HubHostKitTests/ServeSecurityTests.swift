@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// `hubhost serve` tried as an attacker would, where it takes a real server: other web pages and
@@ -26,11 +27,13 @@ final class ServeSecurityTests: XCTestCase {
         let server = try serve()
         let json = ["Content-Type": "application/json"]
         // A cross-site "simple" POST (text/plain, foreign Origin), as any page the user visits could send.
-        var answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: ["Content-Type": "text/plain", "Origin": "http://evil.example"], body: #"{"name":"x"}"#)
+        var answer = try RawHTTPClient(port: server.port).request(
+            "POST", "/v1/events", headers: ["Content-Type": "text/plain", "Origin": "http://evil.example"], body: #"{"name":"x"}"#)
         XCTAssertEqual(answer.status, 403, answer.body)
         XCTAssertTrue(answer.body.contains(#""code":"foreign_origin""#), answer.body)
         // The same with a JSON content type still comes from a foreign origin.
-        answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: json.merging(["Origin": "http://evil.example"]) { a, _ in a }, body: #"{"name":"x"}"#)
+        answer = try RawHTTPClient(port: server.port).request(
+            "POST", "/v1/events", headers: json.merging(["Origin": "http://evil.example"]) { a, _ in a }, body: #"{"name":"x"}"#)
         XCTAssertEqual(answer.status, 403, answer.body)
         // No Origin (a command-line client), but not JSON: refused, nothing stored.
         answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: ["Content-Type": "text/plain"], body: #"{"name":"x"}"#)
@@ -41,7 +44,10 @@ final class ServeSecurityTests: XCTestCase {
         XCTAssertEqual(answer.status, 421, answer.body)
         XCTAssertFalse(answer.body.contains("timestampMs"))
         // The server's own origin and loopback names work.
-        answer = try RawHTTPClient(port: server.port).request("POST", "/v1/events", headers: json.merging(["Origin": "http://127.0.0.1:\(server.port)", "Host": "127.0.0.1:\(server.port)"]) { a, _ in a }, body: #"{"name":"ok"}"#)
+        answer = try RawHTTPClient(port: server.port).request(
+            "POST", "/v1/events",
+            headers: json.merging(["Origin": "http://127.0.0.1:\(server.port)", "Host": "127.0.0.1:\(server.port)"]) { a, _ in a },
+            body: #"{"name":"ok"}"#)
         XCTAssertEqual(answer.status, 201, answer.body)
         XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/health", headers: ["Host": "localhost:\(server.port)"]).status, 200)
     }
@@ -58,8 +64,10 @@ final class ServeSecurityTests: XCTestCase {
         try "s3cret-token\n".write(toFile: folder + "/token", atomically: true, encoding: .utf8)
         let server = try serve(server: "{port: 0, auth_token_file: token}")
         XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events").status, 401)
-        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-tokeX"]).status, 401)
-        XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-token"]).status, 200)
+        XCTAssertEqual(
+            try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-tokeX"]).status, 401)
+        XCTAssertEqual(
+            try RawHTTPClient(port: server.port).request("GET", "/v1/events", headers: ["Authorization": "Bearer s3cret-token"]).status, 200)
         XCTAssertEqual(try RawHTTPClient(port: server.port).request("GET", "/v1/health").status, 200, "health stays open for probes")
 
         // Listening beyond loopback without a token: serve refuses to start, with the reason.
@@ -75,14 +83,20 @@ extension ServeSecurityTests {
     /// command as the client), and plain HTTP to that port gets no answer.
     func testTLSFromCertificateAndKeyFiles() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        let made = try TestSupport.run("/usr/bin/env", ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-                                                        "-days", "1", "-keyout", folder + "/key.pem", "-out", folder + "/cert.pem"])
+        let made = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                "-days", "1", "-keyout", folder + "/key.pem", "-out", folder + "/cert.pem"
+            ])
         XCTAssertEqual(made.status, 0, made.stderr)
-        try TestSupport.write("data_dir: data\nserver: {port: 0, tls_certificate: cert.pem, tls_key: key.pem}\nplugins: []\n", to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            "data_dir: data\nserver: {port: 0, tls_certificate: cert.pem, tls_key: key.pem}\nplugins: []\n", to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml", scheme: "https")
         let request = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"
-        let answer = try TestSupport.run("/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-quiet"],
-                                         timeout: 30, input: request)
+        let answer = try TestSupport.run(
+            "/usr/bin/env", ["openssl", "s_client", "-connect", "127.0.0.1:\(server.port)", "-quiet"],
+            timeout: 30, input: request)
         XCTAssertTrue(answer.stdout.contains("HTTP/1.1 200"), answer.stdout + answer.stderr)
         XCTAssertTrue(answer.stdout.contains(#"{"status":"ok"}"#), answer.stdout)
         let plain = try? RawHTTPClient(port: server.port).request("GET", "/v1/health")
@@ -98,12 +112,13 @@ extension ServeSecurityTests {
         let collector = try TestCollector()
         defer { collector.stop() }
         collector.script([.hang, .hang, .hang], then: .hang)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0}
-        events: {cache_size: 1, collector_url: "\(collector.url)", post_timeout: 1 hr, flush_interval: 1 hr}
-        plugins: []
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            events: {cache_size: 1, collector_url: "\(collector.url)", post_timeout: 1 hr, flush_interval: 1 hr}
+            plugins: []
+            """, to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         // The first event wakes delivery, whose POST then hangs for the hour of post_timeout.
         XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name":"first"}"#).0, 201)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// One data directory, many processes (issue 16): `hubhost serve` running, and CLI commands (the
@@ -25,22 +26,33 @@ final class SharedCampaignStateTests: XCTestCase {
     override func setUpWithError() throws {
         folder = try TestSupport.temporaryFolder(self)
         func campaign(_ id: String, max: Int, event: String) -> [String: Any] {
-            ["campaignData": ["campaignId": id, "maxImpressions": max, "type": 1,
-                              "triggers": [["type": 1, "eventType": 4, "eventName": event, "attributes": []]],
-                              "messagePayload": ["title": "Title \(id)",
-                                                 "messageSettings": ["displaySettings": ["optOut": true]]]]]
+            [
+                "campaignData": [
+                    "campaignId": id, "maxImpressions": max, "type": 1,
+                    "triggers": [["type": 1, "eventType": 4, "eventName": event, "attributes": []]],
+                    "messagePayload": [
+                        "title": "Title \(id)",
+                        "messageSettings": ["displaySettings": ["optOut": true]]
+                    ]
+                ]
+            ]
         }
-        let list: [String: Any] = ["data": [campaign("promo", max: 5, event: "show_promo"), campaign("other", max: 5, event: "show_promo"),
-                                            campaign("bulk", max: 100, event: "never_tracked")]]
+        let list: [String: Any] = [
+            "data": [
+                campaign("promo", max: 5, event: "show_promo"), campaign("other", max: 5, event: "show_promo"),
+                campaign("bulk", max: 100, event: "never_tracked")
+            ]
+        ]
         try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
-        try TestSupport.write("""
-        data_dir: data
-        campaigns: {file: campaigns.json}
-        server: {host: 127.0.0.1, port: 0}
-        plugins:
-          - id: operators
-            use: \(TestSupport.plugin("StandardOperators"))
-        """, to: manifest)
+        try TestSupport.write(
+            """
+            data_dir: data
+            campaigns: {file: campaigns.json}
+            server: {host: 127.0.0.1, port: 0}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+            """, to: manifest)
     }
 
     /// The campaigns as `GET /v1/campaigns` answers them, by id.
@@ -102,7 +114,10 @@ final class SharedCampaignStateTests: XCTestCase {
 
     func testConcurrentImpressionsFromTwoCLIStreamsAndServeEndWithTheExactTotal() throws {
         let server = try ServeProcess(manifest: manifest)
-        final class Failures: @unchecked Sendable { let lock = NSLock(); var list: [String] = [] }
+        final class Failures: @unchecked Sendable {
+            let lock = NSLock()
+            var list: [String] = []
+        }
         let failures = Failures()
         let manifest = self.manifest
         // Two CLI streams of 20 impressions each and 10 over HTTP, all at once.
@@ -129,9 +144,14 @@ final class SharedCampaignStateTests: XCTestCase {
 
     /// The same in one process: two hosts (two engines) on one data directory, as two apps would be.
     func testTwoEnginesOnOneDataDirectoryShareImpressionsTriggersAndTheList() throws {
-        let a = try HubHost(manifestPath: manifest), b = try HubHost(manifestPath: manifest)
-        defer { a.shutdown(); b.shutdown() }
-        let campaignsA = try XCTUnwrap(try a.campaigns()), campaignsB = try XCTUnwrap(try b.campaigns())
+        let a = try HubHost(manifestPath: manifest)
+        let b = try HubHost(manifestPath: manifest)
+        defer {
+            a.shutdown()
+            b.shutdown()
+        }
+        let campaignsA = try XCTUnwrap(try a.campaigns())
+        let campaignsB = try XCTUnwrap(try b.campaigns())
         try campaignsA.displayed("promo")
         try campaignsB.displayed("promo")
         try campaignsA.displayed("promo")
@@ -142,9 +162,17 @@ final class SharedCampaignStateTests: XCTestCase {
         XCTAssertEqual(campaignsA.next()?.id, "promo", "the current message is shared")
 
         // A new list loaded by one engine is the other's.
-        let list: [String: Any] = ["data": [["campaignData": ["campaignId": "fresh", "maxImpressions": 3,
-                                                              "triggers": [["type": 1, "eventType": 2, "eventName": "login_successful"]],
-                                                              "messagePayload": ["title": "Fresh"]]]]]
+        let list: [String: Any] = [
+            "data": [
+                [
+                    "campaignData": [
+                        "campaignId": "fresh", "maxImpressions": 3,
+                        "triggers": [["type": 1, "eventType": 2, "eventName": "login_successful"]],
+                        "messagePayload": ["title": "Fresh"]
+                    ]
+                ]
+            ]
+        ]
         try campaignsA.load(try JSONSerialization.data(withJSONObject: list))
         XCTAssertEqual(campaignsB.campaigns.map(\.id), ["fresh"])
         _ = try b.events().track(Event(type: .loginSuccessful))
@@ -165,16 +193,21 @@ final class SharedHubStateTests: XCTestCase {
         service = try TestContentService()
         addTeardownBlock { [service] in service?.stop() }
         privateKey = folder + "/key.pem"
-        XCTAssertEqual(try TestSupport.run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", privateKey]).status, 0)
-        XCTAssertEqual(try TestSupport.run("/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-outform", "DER", "-out", folder + "/pubkey.der"]).status, 0)
-        try TestSupport.write("""
-        data_dir: data
-        hub: {db_service_url: "\(service.baseURL)", public_key: pubkey.der, download_timeout: 30 sec}
-        server: {host: 127.0.0.1, port: 0}
-        plugins:
-          - id: content
-            use: \(TestSupport.plugin("HTTPContentProvider"))
-        """, to: manifest)
+        XCTAssertEqual(
+            try TestSupport.run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", privateKey])
+                .status, 0)
+        XCTAssertEqual(
+            try TestSupport.run("/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-outform", "DER", "-out", folder + "/pubkey.der"]).status,
+            0)
+        try TestSupport.write(
+            """
+            data_dir: data
+            hub: {db_service_url: "\(service.baseURL)", public_key: pubkey.der, download_timeout: 30 sec}
+            server: {host: 127.0.0.1, port: 0}
+            plugins:
+              - id: content
+                use: \(TestSupport.plugin("HTTPContentProvider"))
+            """, to: manifest)
     }
 
     /// Makes the content service offer a signed bundle whose hub is titled "Hub v<version>"; returns its SHA-256.
@@ -182,12 +215,14 @@ final class SharedHubStateTests: XCTestCase {
     private func publish(_ version: String) throws -> String {
         let path = folder + "/build-\(version).sqlite3"
         let articles = (0..<3).map { TestBundle.Article("a\($0)", body: "<p>content v\(version) \($0)</p>") }
-        try TestBundle.write(to: path, version: version, hubs: [.init("news", title: "Hub v\(version)", channels: [.init("main", articles: articles)])])
+        try TestBundle.write(
+            to: path, version: version, hubs: [.init("news", title: "Hub v\(version)", channels: [.init("main", articles: articles)])])
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
         let signature = try BundleSignature.sign(data, privateKeyPEM: Data(contentsOf: URL(fileURLWithPath: privateKey)))
         let sha = try XCTUnwrap(SHA256.hex(ofFile: path))
-        let metadata = BundleMetadata(version: version, size: Int64(data.count), sha256: sha, signature: signature.base64EncodedString(),
-                                      created: "2026-11-22T00:00:00Z")
+        let metadata = BundleMetadata(
+            version: version, size: Int64(data.count), sha256: sha, signature: signature.base64EncodedString(),
+            created: "2026-11-22T00:00:00Z")
         service.bundle = data
         service.metadata = (200, String(decoding: try JSONEncoder().encode(metadata), as: UTF8.self))
         return sha
@@ -300,7 +335,10 @@ final class SharedHubStateTests: XCTestCase {
         XCTAssertEqual(status, 200)
         XCTAssertEqual((active as? [String: Any])?["active"] as? String, "bob")
 
-        final class Failures: @unchecked Sendable { let lock = NSLock(); var list: [String] = [] }
+        final class Failures: @unchecked Sendable {
+            let lock = NSLock()
+            var list: [String] = []
+        }
         let failures = Failures()
         let manifest = self.manifest
         DispatchQueue.concurrentPerform(iterations: 2) { stream in
@@ -335,8 +373,12 @@ final class SharedBundleStoreTests: XCTestCase {
         let path = folder + "/b\(version).sqlite3"
         try TestBundle.write(to: path, version: version, hubs: [.init("news", title: "v\(version)", channels: [.init("c", articles: [.init("a")])])])
         let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return (data, BundleMetadata.describing(data, version: version, created: "2026-11-22T00:00:00Z",
-                                                signature: try BundleSignature.sign(data, privateKeyAt: key)))
+        return (
+            data,
+            BundleMetadata.describing(
+                data, version: version, created: "2026-11-22T00:00:00Z",
+                signature: try BundleSignature.sign(data, privateKeyAt: key))
+        )
     }
 
     func testAnotherEnginesInstallIsFollowedAndAnOpenBundleIsPrunedOnlyOnceReleased() throws {

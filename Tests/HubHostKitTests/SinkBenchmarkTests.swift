@@ -19,7 +19,8 @@ final class SinkBenchmarkTests: XCTestCase {
             XCTAssertGreaterThan(row["eventsPerSecond"] as? Double ?? 0, 0, "\(row)")
             XCTAssertGreaterThan(row["rawPerSecond"] as? Double ?? 0, 0, "\(row)")
             let eventsPerSecond = row["eventsPerSecond"] as? Double ?? 0
-            XCTAssertEqual(row["ceilingRatio"] as? Double ?? 0, eventsPerSecond / ceiling, accuracy: 1e-9 * max(1, eventsPerSecond / ceiling), "\(row)")
+            XCTAssertEqual(
+                row["ceilingRatio"] as? Double ?? 0, eventsPerSecond / ceiling, accuracy: 1e-9 * max(1, eventsPerSecond / ceiling), "\(row)")
             // Where the time went: the sink's calls happened within the run, and the store had its part.
             let seconds = row["seconds"] as? Double ?? 0
             XCTAssertGreaterThan(row["sinkSeconds"] as? Double ?? 0, 0, "\(row)")

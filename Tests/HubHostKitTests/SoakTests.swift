@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 @testable import HubHostTools
 
@@ -51,12 +52,13 @@ final class SoakTests: XCTestCase {
         let collector = try TestCollector()
         defer { collector.stop() }
         let manifest = folder + "/plugins.yaml"
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0, idle_timeout: 1 sec, max_body_size: \(Self.maxBodySize)}
-        events: {cache_size: 4, collector_url: "\(collector.url)", flush_interval: 200 ms, retry_base_delay: 100 ms}
-        plugins: []
-        """, to: manifest)
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0, idle_timeout: 1 sec, max_body_size: \(Self.maxBodySize)}
+            events: {cache_size: 4, collector_url: "\(collector.url)", flush_interval: 200 ms, retry_base_delay: 100 ms}
+            plugins: []
+            """, to: manifest)
         let server = try ServeProcess(manifest: manifest)
         XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
 
@@ -142,15 +144,16 @@ final class SoakTests: XCTestCase {
         for event in stored where (event.event.status == .successfullyPosted) != (deliveries[event.event.id] != nil) {
             XCTFail("event \(event.event.id) is \(event.event.status.rawValue) but the collector got it \(deliveries[event.event.id] ?? 0) times")
         }
-        print("soak: \(acknowledged.count) acknowledged, \(refused.count) refused ids, \(ledger.unknown.count) unanswered, "
-              + "\(stored.count) stored, \(keys.count) delivered; answers \(ledger.statuses.sorted { $0.key < $1.key })")
+        print(
+            "soak: \(acknowledged.count) acknowledged, \(refused.count) refused ids, \(ledger.unknown.count) unanswered, "
+                + "\(stored.count) stored, \(keys.count) delivered; answers \(ledger.statuses.sorted { $0.key < $1.key })")
     }
 
     // MARK: HTTP clients
 
     enum Kind: CaseIterable {
         case single, list, badTimestamp, wrongType, repeatedInList, repeatedStored, textPlain, foreignOrigin, oversized,
-             garbageBody, garbageRequest
+            garbageBody, garbageRequest
     }
 
     static func event(_ id: String, name: String = "SOAK", timestamp: String? = nil, extra: String = "") -> String {
@@ -183,11 +186,13 @@ final class SoakTests: XCTestCase {
                 body = Data(#"{"events":[\#(event(ids[0])),\#(event(ids[1], timestamp: stamp))]}"#.utf8)
             case .wrongType:
                 ids = ["\(prefix)-ok", "\(prefix)-bad"]
-                let bad = [#"{"id":"\#(ids[1])","name":5}"#, #"{"id":"\#(ids[1])","name":"x","attributes":[1,2]}"#,
-                           #"{"id":"\#(ids[1])","type":{"x":1}}"#, #"{"id":"\#(ids[1])","name":"x","timestamp":true}"#,
-                           #"{"id":"\#(ids[1])","name":"x","attributes":{"n":{"type":"int","value":1e300}}}"#,
-                           #"{"id":"\#(ids[1])","name":"x","attributes":{"l":[1]}}"#, #"{"id":"\#(ids[1])","nmae":"x"}"#]
-                    .randomElement(using: &random)!
+                let bad = [
+                    #"{"id":"\#(ids[1])","name":5}"#, #"{"id":"\#(ids[1])","name":"x","attributes":[1,2]}"#,
+                    #"{"id":"\#(ids[1])","type":{"x":1}}"#, #"{"id":"\#(ids[1])","name":"x","timestamp":true}"#,
+                    #"{"id":"\#(ids[1])","name":"x","attributes":{"n":{"type":"int","value":1e300}}}"#,
+                    #"{"id":"\#(ids[1])","name":"x","attributes":{"l":[1]}}"#, #"{"id":"\#(ids[1])","nmae":"x"}"#
+                ]
+                .randomElement(using: &random)!
                 body = Data("[\(event(ids[0])),\(bad)]".utf8)
             case .repeatedInList:
                 ids = ["\(prefix)-a", "\(prefix)-b"]
@@ -245,8 +250,9 @@ final class SoakTests: XCTestCase {
                 continue
             }
             if !expected.contains(answer.status) {
-                ledger.problem("\(kind) \(ids): expected \(expected.sorted()) but got \(answer.status): \(answer.body.prefix(300))"
-                               + " for body \(String(decoding: body.prefix(300), as: UTF8.self))")
+                ledger.problem(
+                    "\(kind) \(ids): expected \(expected.sorted()) but got \(answer.status): \(answer.body.prefix(300))"
+                        + " for body \(String(decoding: body.prefix(300), as: UTF8.self))")
             }
             if answer.status == 201 {
                 let list = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
@@ -258,7 +264,9 @@ final class SoakTests: XCTestCase {
                 mine += answered
             } else {
                 if answer.status >= 500 { ledger.problem("\(kind) \(ids): a server error \(answer.status): \(answer.body.prefix(300))") }
-                if !answer.body.contains(#""error":{"#) { ledger.problem("\(kind) \(answer.status): not the JSON error shape: \(answer.body.prefix(200))") }
+                if !answer.body.contains(#""error":{"#) {
+                    ledger.problem("\(kind) \(answer.status): not the JSON error shape: \(answer.body.prefix(200))")
+                }
                 ledger.refuse(ids)
             }
         }
@@ -310,7 +318,8 @@ final class SoakTests: XCTestCase {
                 ledger.problem("hubhost track --stdin failed with 'database is locked': \(track.stderr)")
             }
             if track.status == 0 {
-                let answered = ((try? track.json) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                let answered =
+                    ((try? track.json) as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
                     + [((try? track.json) as? [String: Any])?["id"] as? String].compactMap { $0 }
                 if shouldFail { ledger.problem("track of a batch that should be refused exited 0: \(track.stdout.prefix(300))") }
                 if Set(answered) != Set(ids) { ledger.problem("track --stdin: sent \(ids), --json printed \(answered)") }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// A plugin that never returns from a call, in process (it cannot be stopped): it must not take
@@ -52,14 +53,15 @@ final class StuckPluginTests: XCTestCase {
     func testALoopingInProcessAugmentationLeavesEveryRouteAnswering() throws {
         let folder = try TestSupport.temporaryFolder(self)
         let plugin = try TestSupport.faultyFixture("HANG", in: folder)
-        try TestSupport.write("""
-        data_dir: data
-        server: {port: 0}
-        events: {augmentation_timeout: 1}
-        plugins:
-          - id: looping
-            use: \(plugin)
-        """, to: folder + "/plugins.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            events: {augmentation_timeout: 1}
+            plugins:
+              - id: looping
+                use: \(plugin)
+            """, to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
             let start = Date()
@@ -91,7 +93,8 @@ final class StuckPluginTests: XCTestCase {
         // Other routes answer too.
         XCTAssertEqual(try server.call("GET", "/v1/events?limit=1").0, 200)
         // One looping thread, not one per event: the process uses about one core.
-        let threads = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
+        let threads =
+            try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)
             .split(separator: "\n").first { $0.hasPrefix("Threads:") }.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
         XCTAssertLessThan(threads, 40, "threads do not pile up behind the stuck plugin")
     }

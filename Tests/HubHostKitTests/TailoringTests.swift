@@ -1,15 +1,23 @@
 import XCTest
+
 @testable import HubHostKit
 
 final class TailoringTests: XCTestCase {
     private func bundle() throws -> ContentBundle {
         let folder = try TestSupport.temporaryFolder(self)
-        return try ContentBundle(path: TestBundle.write(to: folder + "/b.sqlite3", hubs: [
-            .init("news", tags: ["news"], channels: [
-                .init("sports", articles: [.init("a", tags: ["golf"]), .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])]),
-            ]),
-            .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread")])]),
-        ]))
+        return try ContentBundle(
+            path: TestBundle.write(
+                to: folder + "/b.sqlite3",
+                hubs: [
+                    .init(
+                        "news", tags: ["news"],
+                        channels: [
+                            .init(
+                                "sports",
+                                articles: [.init("a", tags: ["golf"]), .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])])
+                        ]),
+                    .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread")])])
+                ]))
     }
 
     func testHubSelectionAndArticleOrder() throws {
@@ -20,10 +28,12 @@ final class TailoringTests: XCTestCase {
         XCTAssertEqual(Tailoring.selectHub(bundle.hubs, counts: ["news": 2, "cooking": 1, "recipes": 1])?.id, "news", "a tie keeps bundle order")
         let articles = try XCTUnwrap(bundle.channel("news/sports")).articles
         XCTAssertEqual(Tailoring.order(articles, counts: [:]).map(\.id), ["news/sports/a", "news/sports/b", "news/sports/c"])
-        XCTAssertEqual(Tailoring.order(articles, counts: ["football": 2, "golf": 1]).map(\.id),
-                       ["news/sports/c", "news/sports/b", "news/sports/a"])
-        XCTAssertEqual(Tailoring.order(articles, counts: ["football": 1, "golf": 1]).map(\.id),
-                       ["news/sports/c", "news/sports/a", "news/sports/b"], "ties keep bundle order")
+        XCTAssertEqual(
+            Tailoring.order(articles, counts: ["football": 2, "golf": 1]).map(\.id),
+            ["news/sports/c", "news/sports/b", "news/sports/a"])
+        XCTAssertEqual(
+            Tailoring.order(articles, counts: ["football": 1, "golf": 1]).map(\.id),
+            ["news/sports/c", "news/sports/a", "news/sports/b"], "ties keep bundle order")
     }
 
     func testContentURIs() {

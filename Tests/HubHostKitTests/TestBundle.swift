@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+
 @testable import HubHostKit
 
 /// Writes content bundles for tests straight into SQLite (ContentBundle.schema), without the
@@ -22,27 +23,37 @@ enum TestBundle {
     struct Channel {
         var name: String, title: String, tags: [String], articles: [Article]
         init(_ name: String, title: String? = nil, tags: [String] = [], articles: [Article] = []) {
-            self.name = name; self.title = title ?? name.capitalized; self.tags = tags; self.articles = articles
+            self.name = name
+            self.title = title ?? name.capitalized
+            self.tags = tags
+            self.articles = articles
         }
     }
     struct Hub {
         var name: String, title: String, tags: [String], channels: [Channel]
         init(_ name: String, title: String? = nil, tags: [String] = [], channels: [Channel] = []) {
-            self.name = name; self.title = title ?? name.capitalized; self.tags = tags; self.channels = channels
+            self.name = name
+            self.title = title ?? name.capitalized
+            self.tags = tags
+            self.channels = channels
         }
     }
 
     /// Writes the bundle (positions follow the arrays' order) and returns `path`.
     @discardableResult
-    static func write(to path: String, version: String = "1", hubs: [Hub],
-                      resources: [(path: String, mimeType: String, data: Data)] = [],
-                      notifications: [ContentBundle.ScheduledNotification] = []) throws -> String {
+    static func write(
+        to path: String, version: String = "1", hubs: [Hub],
+        resources: [(path: String, mimeType: String, data: Data)] = [],
+        notifications: [ContentBundle.ScheduledNotification] = []
+    ) throws -> String {
         try? FileManager.default.removeItem(atPath: path)
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
             try db.execute(sql: ContentBundle.schema)
-            for (key, value) in [(ContentBundle.MetadataKey.version, version), (ContentBundle.MetadataKey.created, "2026-11-22T00:00:00Z"),
-                                 (ContentBundle.MetadataKey.contentSource, "tests"), (ContentBundle.MetadataKey.formatVersion, "1")] {
+            for (key, value) in [
+                (ContentBundle.MetadataKey.version, version), (ContentBundle.MetadataKey.created, "2026-11-22T00:00:00Z"),
+                (ContentBundle.MetadataKey.contentSource, "tests"), (ContentBundle.MetadataKey.formatVersion, "1")
+            ] {
                 try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [key, value])
             }
             func json(_ tags: [String]) -> String { String(data: try! JSONSerialization.data(withJSONObject: tags), encoding: .utf8)! }
@@ -50,10 +61,14 @@ enum TestBundle {
                 try db.execute(sql: "INSERT INTO hubs VALUES (?, ?, ?, ?)", arguments: [hub.name, hub.title, json(hub.tags), h])
                 for (c, channel) in hub.channels.enumerated() {
                     let channelID = "\(hub.name)/\(channel.name)"
-                    try db.execute(sql: "INSERT INTO channels VALUES (?, ?, ?, ?, ?)", arguments: [channelID, hub.name, channel.title, json(channel.tags), c])
+                    try db.execute(
+                        sql: "INSERT INTO channels VALUES (?, ?, ?, ?, ?)", arguments: [channelID, hub.name, channel.title, json(channel.tags), c])
                     for (a, article) in channel.articles.enumerated() {
-                        try db.execute(sql: "INSERT INTO articles VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                       arguments: ["\(channelID)/\(article.name)", channelID, article.title, json(article.tags), a, article.body, article.sourceURL])
+                        try db.execute(
+                            sql: "INSERT INTO articles VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            arguments: [
+                                "\(channelID)/\(article.name)", channelID, article.title, json(article.tags), a, article.body, article.sourceURL
+                            ])
                     }
                 }
             }

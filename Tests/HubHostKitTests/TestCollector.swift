@@ -29,7 +29,10 @@ final class TestCollector: @unchecked Sendable {
     init(address: String = "127.0.0.1") throws {
         server = try LoopbackHTTPServer(address: address)
         server.start { [weak self] fd, request in
-            guard let self else { close(fd); return }
+            guard let self else {
+                close(fd)
+                return
+            }
             self.handle(fd, request)
         }
     }
@@ -42,7 +45,11 @@ final class TestCollector: @unchecked Sendable {
         get { lock.withLock { forecastAnswer } }
         set { lock.withLock { forecastAnswer = newValue } }
     }
-    private var forecastAnswer = (status: 200, body: #"{"latitude":47.61,"current_units":{"temperature_2m":"°C"},"current":{"time":"2026-11-22T08:00","temperature_2m":11.5,"weather_code":3}}"#)
+    private var forecastAnswer = (
+        status: 200,
+        body:
+            #"{"latitude":47.61,"current_units":{"temperature_2m":"°C"},"current":{"time":"2026-11-22T08:00","temperature_2m":11.5,"weather_code":3}}"#
+    )
     /// Fixed answers for other paths (e.g. a campaign config or ping endpoint): path -> (status, body).
     var routes: [String: (status: Int, body: String)] {
         get { lock.withLock { fixedRoutes } }
@@ -108,7 +115,8 @@ final class TestCollector: @unchecked Sendable {
         switch behavior {
         case .status(let code):
             if (200..<300).contains(code), let json = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any],
-               let events = json["events"] as? [[String: Any]] {
+                let events = json["events"] as? [[String: Any]]
+            {
                 lock.withLock { accepted += events.compactMap { $0["idempotencyKey"] as? String } }
             }
             respond(fd, code, "{}")

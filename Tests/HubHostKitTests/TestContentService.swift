@@ -5,7 +5,11 @@ import Foundation
 /// with `Range: bytes=a-b` support (or, with `honorsRange = false`, the whole body with 200).
 /// It records every request (path with query, Range header).
 final class TestContentService: @unchecked Sendable {
-    struct Request { var path: String; var query: [String: String]; var range: String? }
+    struct Request {
+        var path: String
+        var query: [String: String]
+        var range: String?
+    }
 
     private let lock = NSLock()
     private let server: LoopbackHTTPServer
@@ -47,7 +51,10 @@ final class TestContentService: @unchecked Sendable {
     init() throws {
         server = try LoopbackHTTPServer()
         server.start { [weak self] fd, request in
-            guard let self else { close(fd); return }
+            guard let self else {
+                close(fd)
+                return
+            }
             self.handle(fd, request)
         }
     }
@@ -80,7 +87,8 @@ final class TestContentService: @unchecked Sendable {
             if let cutAfter {
                 // The connection breaks at byte `cutAfter` of the bundle: a whole answer stops
                 // there, and so does the Range answer that spans it (later ones send nothing).
-                let (start, last) = honors ? (range.flatMap(parse).map { ($0.0, min($0.1, bytes.count - 1)) } ?? (0, bytes.count - 1)) : (0, bytes.count - 1)
+                let (start, last) =
+                    honors ? (range.flatMap(parse).map { ($0.0, min($0.1, bytes.count - 1)) } ?? (0, bytes.count - 1)) : (0, bytes.count - 1)
                 if last >= cutAfter {
                     let sent = start < cutAfter ? bytes.subdata(in: start..<cutAfter) : Data()
                     let head = honors && range != nil ? ["Content-Range": "bytes \(start)-\(last)/\(bytes.count)"] : [:]

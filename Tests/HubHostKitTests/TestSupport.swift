@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// Paths and helpers shared by the tests: the repository, the build folder with the bundled
@@ -34,14 +35,17 @@ enum TestSupport {
 
     /// Runs a program to completion (bounded by `timeout` seconds) and returns its exit status and output.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                    currentDirectory: String? = nil, timeout: TimeInterval = 120, input: String? = nil) throws -> CommandResult {
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+        currentDirectory: String? = nil, timeout: TimeInterval = 120, input: String? = nil
+    ) throws -> CommandResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         let stdin = input.map { _ in Pipe() }
@@ -58,26 +62,37 @@ enum TestSupport {
         let collected = Collected()
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            collected.out = out.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
         group.enter()
-        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async {
+            collected.err = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
         if group.wait(timeout: .now() + timeout) == .timedOut {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw NSError(domain: "TestSupport", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) timed out after \(timeout)s"])
+            throw NSError(
+                domain: "TestSupport", code: 1, userInfo: [NSLocalizedDescriptionKey: "\(executable) \(arguments) timed out after \(timeout)s"])
         }
         process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus, stdout: String(decoding: collected.out, as: UTF8.self),
-                             stderr: String(decoding: collected.err, as: UTF8.self), reason: process.terminationReason)
+        return CommandResult(
+            status: process.terminationStatus, stdout: String(decoding: collected.out, as: UTF8.self),
+            stderr: String(decoding: collected.err, as: UTF8.self), reason: process.terminationReason)
     }
 
     /// Runs the built hubhost executable with `arguments` (then `--manifest MANIFEST` when `manifest`
     /// is given) in `folder` (the repository when not given), as `run` does.
     @discardableResult
-    static func hubhost(_ arguments: [String], manifest: String? = nil, in folder: String? = nil, environment: [String: String]? = nil,
-                        timeout: TimeInterval = 120, input: String? = nil) throws -> CommandResult {
-        try run(hubhostExecutable, arguments + (manifest.map { ["--manifest", $0] } ?? []), environment: environment,
-                currentDirectory: folder ?? repository, timeout: timeout, input: input)
+    static func hubhost(
+        _ arguments: [String], manifest: String? = nil, in folder: String? = nil, environment: [String: String]? = nil,
+        timeout: TimeInterval = 120, input: String? = nil
+    ) throws -> CommandResult {
+        try run(
+            hubhostExecutable, arguments + (manifest.map { ["--manifest", $0] } ?? []), environment: environment,
+            currentDirectory: folder ?? repository, timeout: timeout, input: input)
     }
 
     /// `text` parsed as JSON; a top-level string, number or null too. Throws when it is not JSON.
@@ -93,13 +108,18 @@ enum TestSupport {
 
     /// Compiles Tests/Fixtures/<source> into a shared library with the strict flags the ABI promises
     /// to pass, with extra `-D` defines. Returns the library path.
-    static func compileFixture(_ source: String = "fault_plugin.c", defines: [String] = [], into folder: String,
-                               name: String) throws -> String {
+    static func compileFixture(
+        _ source: String = "fault_plugin.c", defines: [String] = [], into folder: String,
+        name: String
+    ) throws -> String {
         let output = "\(folder)/\(name)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try run("/usr/bin/env", ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                                             "-I", "\(repository)/Protocols/include"] + defines.map { "-D" + $0 } +
-                                            ["-o", output, "\(repository)/Tests/Fixtures/\(source)"])
+        let result = try run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
+                "-I", "\(repository)/Protocols/include"
+            ] + defines.map { "-D" + $0 } + ["-o", output, "\(repository)/Tests/Fixtures/\(source)"])
         guard result.status == 0 else {
             throw NSError(domain: "TestSupport", code: 2, userInfo: [NSLocalizedDescriptionKey: "cc failed: \(result.stderr)"])
         }
@@ -111,16 +131,17 @@ enum TestSupport {
     static func faultyFixture(_ fault: String?, in folder: String) throws -> String {
         let dir = folder + "/" + (fault ?? "GOOD")
         _ = try compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
-        try write("""
-        abi: "1.0"
-        id: faulty
-        name: Faulty
-        version: 1.0.0
-        library: libfaulty.so
-        exports:
-          - {id: faulty-augmentation, kind: augmentation}
-          - {id: faulty-operator, kind: trigger_operator}
-        """, to: dir + "/plugin.yaml")
+        try write(
+            """
+            abi: "1.0"
+            id: faulty
+            name: Faulty
+            version: 1.0.0
+            library: libfaulty.so
+            exports:
+              - {id: faulty-augmentation, kind: augmentation}
+              - {id: faulty-operator, kind: trigger_operator}
+            """, to: dir + "/plugin.yaml")
         return dir + "/plugin.yaml"
     }
 
@@ -129,21 +150,23 @@ enum TestSupport {
     /// plugin.yaml, and returns the plugin.yaml's path. `abiMinor` makes the library claim ABI
     /// 1.<abiMinor>; `testMode` becomes the manifest's test_config for `hubhost plugins test`.
     static func prefetchKindsFixture(in folder: String, abiMinor: Int? = nil, testMode: String? = nil) throws -> String {
-        _ = try compileFixture("prefetch_kinds_plugins.c", defines: abiMinor.map { ["FIXTURE_ABI_MINOR=\($0)"] } ?? [],
-                               into: folder, name: "libprefetch-kinds-fixture.so")
-        try write("""
-        abi: "1.1"
-        id: prefetch-kinds-fixture
-        name: Prefetch kinds fixture
-        version: 1.0.0
-        library: libprefetch-kinds-fixture.so
-        exports:
-          - {id: fixture-conditions, kind: device_conditions}
-          - {id: fixture-request, kind: download_request}
-        config:
-          - {key: mode, type: string, default: good}
-        \(testMode.map { "test_config: {mode: \($0)}" } ?? "")
-        """, to: folder + "/plugin.yaml")
+        _ = try compileFixture(
+            "prefetch_kinds_plugins.c", defines: abiMinor.map { ["FIXTURE_ABI_MINOR=\($0)"] } ?? [],
+            into: folder, name: "libprefetch-kinds-fixture.so")
+        try write(
+            """
+            abi: "1.1"
+            id: prefetch-kinds-fixture
+            name: Prefetch kinds fixture
+            version: 1.0.0
+            library: libprefetch-kinds-fixture.so
+            exports:
+              - {id: fixture-conditions, kind: device_conditions}
+              - {id: fixture-request, kind: download_request}
+            config:
+              - {key: mode, type: string, default: good}
+            \(testMode.map { "test_config: {mode: \($0)}" } ?? "")
+            """, to: folder + "/plugin.yaml")
         return folder + "/plugin.yaml"
     }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// A fake Engage XMLAPI service and OAuth token endpoint on 127.0.0.1 (LoopbackHTTPServer). It
@@ -49,7 +50,10 @@ final class TestXMLAPIService: @unchecked Sendable {
     init() throws {
         server = try LoopbackHTTPServer()
         server.start { [weak self] fd, request in
-            guard let self else { close(fd); return }
+            guard let self else {
+                close(fd)
+                return
+            }
             self.handle(fd, request)
         }
     }
@@ -92,8 +96,9 @@ final class TestXMLAPIService: @unchecked Sendable {
                 validToken = "token-\(tokenSerial)"
                 return validToken!
             }
-            LoopbackHTTPServer.respond(fd, 200, headers: ["Content-Type": "application/json"],
-                                       Data(#"{"access_token":"\#(token)","expires_in":3600}"#.utf8))
+            LoopbackHTTPServer.respond(
+                fd, 200, headers: ["Content-Type": "application/json"],
+                Data(#"{"access_token":"\#(token)","expires_in":3600}"#.utf8))
             return
         }
         guard request.path == "/XMLAPI", request.method == "POST" else {
@@ -102,8 +107,12 @@ final class TestXMLAPIService: @unchecked Sendable {
         }
         let scripted: Behavior? = lock.withLock { script.isEmpty ? nil : script.removeFirst() }
         switch scripted {
-        case .hang?: server.keepOpen(fd); return
-        case .status(let code)?: LoopbackHTTPServer.respond(fd, code, Data("scripted".utf8)); return
+        case .hang?:
+            server.keepOpen(fd)
+            return
+        case .status(let code)?:
+            LoopbackHTTPServer.respond(fd, code, Data("scripted".utf8))
+            return
         default: break
         }
         let authorized = lock.withLock { validToken == nil || request.headers["authorization"] == "Bearer \(validToken!)" }
@@ -117,7 +126,9 @@ final class TestXMLAPIService: @unchecked Sendable {
             guard body.hasPrefix("xml=") else { throw Problem(text: "no xml= form field") }
             let xml = String(body.dropFirst(4)).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
             let envelope = try Self.parse(xml)
-            guard envelope.name == "Envelope", let op = envelope.child("Body")?.children.first else { throw Problem(text: "not an Envelope/Body/operation") }
+            guard envelope.name == "Envelope", let op = envelope.child("Body")?.children.first else {
+                throw Problem(text: "not an Envelope/Body/operation")
+            }
             lock.withLock {
                 rawBodies.append(xml)
                 parsedRequests.append(op)
@@ -156,10 +167,14 @@ final class TestXMLAPIService: @unchecked Sendable {
                 return !wanted.isEmpty || op.child("EMAIL") != nil ? wanted.allSatisfy { recipient.columns[$0.0] == $0.1 } : false
             }
             guard let match else { return Self.fault(128, "Recipient is not a member of this list.") }
-            let cols = match.columns.sorted { $0.key < $1.key }.map { "<COLUMN><NAME>\(Self.escape($0.key))</NAME><VALUE>\(Self.escape($0.value))</VALUE></COLUMN>" }.joined()
+            let cols = match.columns.sorted { $0.key < $1.key }.map {
+                "<COLUMN><NAME>\(Self.escape($0.key))</NAME><VALUE>\(Self.escape($0.value))</VALUE></COLUMN>"
+            }.joined()
             return Self.success("<RecipientId>\(match.id)</RecipientId><COLUMNS>\(cols)</COLUMNS>")
         case "UpdateRecipient":
-            guard let id = op.child("RECIPIENT_ID")?.text, var recipient = recipientsByID[id] else { return Self.fault(128, "Recipient is not a member of this list.") }
+            guard let id = op.child("RECIPIENT_ID")?.text, var recipient = recipientsByID[id] else {
+                return Self.fault(128, "Recipient is not a member of this list.")
+            }
             for (name, value) in columns(op) { recipient.columns[name] = value }
             recipientsByID[id] = recipient
             return Self.success("<RecipientId>\(id)</RecipientId>")
@@ -193,7 +208,9 @@ final class TestXMLAPIService: @unchecked Sendable {
         final class Builder: NSObject, XMLParserDelegate {
             var stack: [Node] = []
             var root: Node?
-            func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            func parser(
+                _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]
+            ) {
                 stack.append(Node(name: name, attributes: attributes, text: "", children: []))
             }
             func parser(_ parser: XMLParser, foundCharacters string: String) {

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// UserCache's JSON is written by hand (every campaign state change writes it); JSONDecoder, which

@@ -1,5 +1,6 @@
 import GRDB
 import XCTest
+
 @testable import HubHostKit
 
 /// Users, the active user and tag usage counts in a real SQLite file.
@@ -59,7 +60,8 @@ final class UserStoreTests: XCTestCase {
 
     func testGeneratedIDsAndValidation() throws {
         let users = try open()
-        let first = users.generateID(), second = users.generateID()
+        let first = users.generateID()
+        let second = users.generateID()
         XCTAssertNotEqual(first, second)
         XCTAssertNotNil(UUID(uuidString: first), first)
         let created = try users.createUser(id: nil, tags: [])

@@ -1,10 +1,12 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
-import XCTest
-@testable import HubHostKit
 import HubHostTools
+import XCTest
+
+@testable import HubHostKit
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
 
 /// `hubhost plugins test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
 /// each fault is reported as its own test's failure, with its cause, and the run goes on.
@@ -46,14 +48,22 @@ final class ValidatorTests: XCTestCase {
             ("ABORT", { $0.signal == SIGABRT && $0.message.hasPrefix("crashed: SIGABRT (signal 6)") }, "SIGABRT"),
             ("OVERFLOW", { $0.signal != nil }, "a crash by signal"),
             ("HANG", { $0.timedOut && $0.message.contains("did not return within its 300 ms budget") }, "a budget overrun"),
-            ("GARBAGE_STATUS", { $0.message.contains("returned status 12345, which the ABI does not define") }, "the garbage status"),
+            ("GARBAGE_STATUS", { $0.message.contains("returned status 12345, which the ABI does not define") }, "the garbage status")
         ]
         for (fault, check, describe) in cases {
-            let (status, report, _) = try validate(try fixture(fault), ["--call-budget", "300", "--filter", "augment-empty",
-                                                                         "--filter", "compare-every-type", "--filter", "library/"])
+            let (status, report, _) = try validate(
+                try fixture(fault),
+                [
+                    "--call-budget", "300", "--filter", "augment-empty",
+                    "--filter", "compare-every-type", "--filter", "library/"
+                ])
             XCTAssertEqual(status, 1, fault)
-            XCTAssertEqual(report.results.map(\.name), ["library/load", "library/manifest-agrees", "faulty-augmentation/augment-empty",
-                                                        "faulty-operator/compare-every-type"], fault)
+            XCTAssertEqual(
+                report.results.map(\.name),
+                [
+                    "library/load", "library/manifest-agrees", "faulty-augmentation/augment-empty",
+                    "faulty-operator/compare-every-type"
+                ], fault)
             // The library loads fine; the fault fires in the calls, and each call's test fails alone.
             XCTAssertEqual(report.result("library/load")?.outcome, .passed, fault)
             for name in ["faulty-augmentation/augment-empty", "faulty-operator/compare-every-type"] {
@@ -96,8 +106,10 @@ final class ValidatorTests: XCTestCase {
 
         let junit = folder + "/results.xml"
         let segv = try fixture("SEGFAULT")
-        let run = try TestSupport.hubhost(["plugins", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
-                                          "--junit", junit])
+        let run = try TestSupport.hubhost([
+            "plugins", "test", segv, "--filter", "augment-empty", "--filter", "library/load",
+            "--junit", junit
+        ])
         XCTAssertEqual(run.status, 1)
         XCTAssertTrue(run.stdout.contains("1 passed, 1 failed"), run.stdout)
         let xml = try String(contentsOfFile: junit, encoding: .utf8)
@@ -111,15 +123,21 @@ final class ValidatorTests: XCTestCase {
     func testInProcessModeRunsTheSameSuite() throws {
         let (status, report, _) = try validate(try fixture(nil), ["--in-process", "--filter", "faulty-operator/"])
         XCTAssertEqual(status, 0)
-        XCTAssertEqual(report.results.map(\.name), ["faulty-operator/create-destroy", "faulty-operator/create-destroy-repeated",
-                                                    "faulty-operator/create-missing-config", "faulty-operator/create-wrong-config",
-                                                    "faulty-operator/compare-every-type", "faulty-operator/compare-concurrent"])
+        XCTAssertEqual(
+            report.results.map(\.name),
+            [
+                "faulty-operator/create-destroy", "faulty-operator/create-destroy-repeated",
+                "faulty-operator/create-missing-config", "faulty-operator/create-wrong-config",
+                "faulty-operator/compare-every-type", "faulty-operator/compare-concurrent"
+            ])
     }
 
     func testEveryBundledPluginPassesTheSuite() throws {
-        for name in ["ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop", "LocationAugmentation", "WeatherAugmentation",
-                     "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider",
-                     "LinuxDeviceConditions", "FixedDeviceConditions", "DownloadRequestHeader"] {
+        for name in [
+            "ConsoleLogger", "JSONLinesLogger", "StaticAdvertiserID", "FixedLocation", "Noop", "LocationAugmentation", "WeatherAugmentation",
+            "StandardOperators", "ExtraOperators", "HTTPContentProvider", "LocalContentProvider",
+            "LinuxDeviceConditions", "FixedDeviceConditions", "DownloadRequestHeader"
+        ] {
             let (status, report, _) = try validate(TestSupport.plugin(name))
             XCTAssertEqual(status, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
             XCTAssertGreaterThanOrEqual(report.passed, 7, name)
@@ -130,12 +148,18 @@ final class ValidatorTests: XCTestCase {
     /// crash, each as that test's failure with its cause.
     func testGarbageAndCrashesOfTheABI11KindsAreReported() throws {
         let cases: [(mode: String, test: String, check: (ConformanceResult) -> Bool)] = [
-            ("battery-1.5", "fixture-conditions/read-conditions", { $0.message.contains("gave an invalid answer: battery_level 1.5 is outside 0...1") }),
+            (
+                "battery-1.5", "fixture-conditions/read-conditions",
+                { $0.message.contains("gave an invalid answer: battery_level 1.5 is outside 0...1") }
+            ),
             ("network-7", "fixture-conditions/read-conditions-concurrent", { $0.message.contains("network code 7 is not one of") }),
             ("crlf-header", "fixture-request/convert-plain", { $0.message.contains("header 'X-Evil' has a value holding CR, LF or NUL") }),
-            ("ftp-url", "fixture-request/convert-awkward", { $0.message.contains("'ftp://example.com/file' is not an absolute http:// or https:// URL") }),
+            (
+                "ftp-url", "fixture-request/convert-awkward",
+                { $0.message.contains("'ftp://example.com/file' is not an absolute http:// or https:// URL") }
+            ),
             ("crash", "fixture-request/convert-plain", { $0.signal == SIGSEGV }),
-            ("crash", "fixture-conditions/read-conditions", { $0.signal == SIGSEGV }),
+            ("crash", "fixture-conditions/read-conditions", { $0.signal == SIGSEGV })
         ]
         for (mode, test, check) in cases {
             let manifest = try TestSupport.prefetchKindsFixture(in: folder + "/" + mode, testMode: mode)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The web Content Hub in a real browser: the built `hubhost serve` as a child process with a test
@@ -51,8 +52,11 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertTrue(external.paths.contains("/external.gif"), "\(external.paths)")
 
         // Each page view was a ContentTypeChanged notification (read back with hub watch --replay).
-        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay", "--json",
-                                              "--name", "ContentTypeChanged", "--count", "9", "--timeout", "20"], timeout: 60)
+        let watched = try TestSupport.hubhost(
+            [
+                "hub", "watch", "--url", server.base, "--replay", "--json",
+                "--name", "ContentTypeChanged", "--count", "9", "--timeout", "20"
+            ], timeout: 60)
         XCTAssertEqual(watched.status, 0, watched.stderr)
         let views = watched.stdout.split(separator: "\n").compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String]
@@ -130,8 +134,12 @@ final class WebHubBrowserTests: XCTestCase {
         try cli(["create", "--id", "reader", "--tags", "x"])
         try cli(["create", "--id", "fan", "--tags", "football"])
         try cli(["activate", "reader"])
-        func hub() throws -> String { String(decoding: try HTTPFetcher().fetch("GET", server.base + "/hub", timeoutSeconds: 10).get().body, as: UTF8.self) }
-        func view(_ path: String) throws { XCTAssertEqual(try HTTPFetcher().fetch("GET", server.base + path, timeoutSeconds: 10).get().status, 200, path) }
+        func hub() throws -> String {
+            String(decoding: try HTTPFetcher().fetch("GET", server.base + "/hub", timeoutSeconds: 10).get().body, as: UTF8.self)
+        }
+        func view(_ path: String) throws {
+            XCTAssertEqual(try HTTPFetcher().fetch("GET", server.base + path, timeoutSeconds: 10).get().status, 200, path)
+        }
 
         try assertOrder(["Alpha", "Gamma", "Beta"], in: try hub())  // reader {x: 1}
         try view("/hub/article/news/sports/a")  // rendered now
@@ -196,11 +204,13 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertEqual(resource.status, 200)
         XCTAssertTrue(resource.text.contains("<circle"), resource.text)
         XCTAssertTrue(resource.text.lowercased().contains("content-type: image/svg+xml"), resource.text)
-        for path in ["/hub/resources/../secret.txt", "/hub/resources/%2e%2e/secret.txt", "/hub/resources/%2E%2E%2Fsecret.txt",
-                     "/hub/resources/..%2f..%2fsecret.txt", "/hub/resources//\(folder)/secret.txt", "/hub/resources/\(folder)/secret.txt",
-                     "/hub/article/../../secret.txt", "/hub/article/%2e%2e/%2e%2e/secret.txt", "/hub/channel/news/../news/sports",
-                     "/hub/../secret.txt", "/secret.txt", "/hub/resources/nope.css", "/hub/article/news/sports/nope",
-                     "/hub/article/" + folder + "/secret.txt"] {
+        for path in [
+            "/hub/resources/../secret.txt", "/hub/resources/%2e%2e/secret.txt", "/hub/resources/%2E%2E%2Fsecret.txt",
+            "/hub/resources/..%2f..%2fsecret.txt", "/hub/resources//\(folder)/secret.txt", "/hub/resources/\(folder)/secret.txt",
+            "/hub/article/../../secret.txt", "/hub/article/%2e%2e/%2e%2e/secret.txt", "/hub/channel/news/../news/sports",
+            "/hub/../secret.txt", "/secret.txt", "/hub/resources/nope.css", "/hub/article/news/sports/nope",
+            "/hub/article/" + folder + "/secret.txt"
+        ] {
             let answer = try rawGET(server.port, path)
             XCTAssertEqual(answer.status, 404, "\(path): \(answer.text)")
             XCTAssertFalse(answer.text.contains("SECRET-FILE-CONTENT"), path)
@@ -215,24 +225,30 @@ final class WebHubBrowserTests: XCTestCase {
     func testLocalOnlyBlocksExternalResourcesReportsThemAndLoadsWhitelistedOnes() throws {
         let external = try TestCollector()
         let domain = try TestCollector(address: "127.0.0.2")
-        defer { external.stop(); domain.stop() }
-        try writeBundle(techBody: """
-            <p>Delta body</p>
-            <img id="allowed" src="\(external.url("/allowed.gif"))">
-            <img id="blocked" src="\(external.url("/blocked.gif"))">
-            <img id="query-allowed" src="\(external.url("/q.gif?v=1&amp;w=2"))">
-            <img id="query-blocked" src="\(external.url("/q.gif?v=2"))">
-            <img id="domain" src="http://127.0.0.2:\(domain.port)/domain.gif">
-            <script src="\(external.url("/blocked.js"))"></script>
-            <img id="local" src="resources/dot.svg">
-            """)
-        let server = try HubServer(folder: folder, hub: """
-            preloaded_bundle: bundle.sqlite3
-              content_source: local_only
-              color_scheme: light
-              whitelist_urls: ["\(external.url("/allowed.gif"))", "\(external.url("/q.gif?v=1&w=2"))"]
-              whitelist_domains: ["127.0.0.2"]
-            """)
+        defer {
+            external.stop()
+            domain.stop()
+        }
+        try writeBundle(
+            techBody: """
+                <p>Delta body</p>
+                <img id="allowed" src="\(external.url("/allowed.gif"))">
+                <img id="blocked" src="\(external.url("/blocked.gif"))">
+                <img id="query-allowed" src="\(external.url("/q.gif?v=1&amp;w=2"))">
+                <img id="query-blocked" src="\(external.url("/q.gif?v=2"))">
+                <img id="domain" src="http://127.0.0.2:\(domain.port)/domain.gif">
+                <script src="\(external.url("/blocked.js"))"></script>
+                <img id="local" src="resources/dot.svg">
+                """)
+        let server = try HubServer(
+            folder: folder,
+            hub: """
+                preloaded_bundle: bundle.sqlite3
+                  content_source: local_only
+                  color_scheme: light
+                  whitelist_urls: ["\(external.url("/allowed.gif"))", "\(external.url("/q.gif?v=1&w=2"))"]
+                  whitelist_domains: ["127.0.0.2"]
+                """)
         defer { server.stop() }
         XCTAssertTrue(try browse(server.base + "/hub").contains("scheme-light"))
         let page = try browse(server.base + "/hub/article/news/tech/d")
@@ -266,8 +282,11 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertFalse(external.paths.contains("/q.gif?v=2"))
 
         // Each report was also a ContentSecurityViolation notification.
-        let watched = try TestSupport.hubhost(["hub", "watch", "--url", server.base, "--replay",
-                                              "--name", "ContentSecurityViolation", "--count", "3", "--timeout", "20"], timeout: 60)
+        let watched = try TestSupport.hubhost(
+            [
+                "hub", "watch", "--url", server.base, "--replay",
+                "--name", "ContentSecurityViolation", "--count", "3", "--timeout", "20"
+            ], timeout: 60)
         XCTAssertEqual(watched.status, 0, watched.stderr)
         XCTAssertTrue(watched.stdout.contains("blocked-uri=\(external.url("/blocked.js"))"), watched.stdout)
     }
@@ -275,26 +294,29 @@ final class WebHubBrowserTests: XCTestCase {
     // MARK: Custom URL schemes
 
     func testCustomSchemeLinksBecomeAppActions() throws {
-        try writeBundle(techBody: """
-            <p>Delta body</p>
-            <a id="buy" href="myapp://checkout?sku=1">Buy</a>
-            <a id="web" href="https://example.invalid/page">Web</a>
-            <script>
-              window.addEventListener('load', function () {
-                var later = document.createElement('a');
-                later.href = 'myapp://later?x=2';
-                later.textContent = 'later';
-                document.body.appendChild(later);
-                later.click();
-                setTimeout(function () { document.getElementById('buy').click(); }, 200);
-              });
-            </script>
-            """)
-        let server = try HubServer(folder: folder, hub: """
-            preloaded_bundle: bundle.sqlite3
-              content_source: local_only
-              custom_url_schemes: [myapp]
-            """)
+        try writeBundle(
+            techBody: """
+                <p>Delta body</p>
+                <a id="buy" href="myapp://checkout?sku=1">Buy</a>
+                <a id="web" href="https://example.invalid/page">Web</a>
+                <script>
+                  window.addEventListener('load', function () {
+                    var later = document.createElement('a');
+                    later.href = 'myapp://later?x=2';
+                    later.textContent = 'later';
+                    document.body.appendChild(later);
+                    later.click();
+                    setTimeout(function () { document.getElementById('buy').click(); }, 200);
+                  });
+                </script>
+                """)
+        let server = try HubServer(
+            folder: folder,
+            hub: """
+                preloaded_bundle: bundle.sqlite3
+                  content_source: local_only
+                  custom_url_schemes: [myapp]
+                """)
         defer { server.stop() }
         XCTAssertEqual(try rawGET(server.port, "/hub").status, 200)
         let page = try rawGET(server.port, "/hub/article/news/tech/d").text
@@ -320,9 +342,10 @@ final class WebHubBrowserTests: XCTestCase {
         if browser.isRunning { kill(browser.processIdentifier, SIGKILL) }
         browser.waitUntilExit()
         XCTAssertEqual(watch.terminationStatus, 0, watched)
-        let urls = Set(watched.split(separator: "\n").compactMap { line in
-            ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String])?["url"]
-        })
+        let urls = Set(
+            watched.split(separator: "\n").compactMap { line in
+                ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["payload"] as? [String: String])?["url"]
+            })
         XCTAssertEqual(urls, ["myapp://checkout?sku=1", "myapp://later?x=2"])
         let events = try server.get("/v1/events?limit=100") as? [[String: Any]] ?? []
         let actions = events.filter { $0["name"] as? String == "App Action" }
@@ -342,8 +365,9 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertTrue(checking.contains("scheme-dark"), checking)
         XCTAssertEqual(try server.state()["isReady"], false)
         XCTAssertEqual(try server.state()["isDisplayingContentHub"], true, "a status view is a hub session too")
-        try TestSupport.write(#"<html><body><p id="mine">Mine: {{message}} ({{percent}})</p></body></html>"#,
-                              to: folder + "/data/hub/templates/checking.html")
+        try TestSupport.write(
+            #"<html><body><p id="mine">Mine: {{message}} ({{percent}})</p></body></html>"#,
+            to: folder + "/data/hub/templates/checking.html")
         let custom = try browse(server.base + "/hub", virtualTime: false)
         XCTAssertTrue(custom.contains("Mine: Checking for content… ()"), custom)
     }
@@ -353,15 +377,28 @@ final class WebHubBrowserTests: XCTestCase {
     /// news (hub) -> sports [a (x), b (football), c (football, x)], tech [d]; the title needs escaping.
     private func writeBundle(techBody: String) throws {
         let link = #"<p><a href="zbimdb://article/news/tech/d">Delta</a></p>"#
-        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
-            .init("news", title: "News & <Views>", tags: ["news"], channels: [
-                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
-                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>"),
-                                           .init("c", title: "Gamma", tags: ["football", "x"], body: "<p>Gamma body</p>" + link)]),
-                .init("tech", articles: [.init("d", title: "Delta", body: techBody)]),
-            ]),
-        ], resources: [(path: "resources/dot.svg", mimeType: "image/svg+xml",
-                        data: Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><circle cx="4" cy="4" r="4"/></svg>"#.utf8))])
+        try TestBundle.write(
+            to: folder + "/bundle.sqlite3",
+            hubs: [
+                .init(
+                    "news", title: "News & <Views>", tags: ["news"],
+                    channels: [
+                        .init(
+                            "sports",
+                            articles: [
+                                .init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
+                                .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>"),
+                                .init("c", title: "Gamma", tags: ["football", "x"], body: "<p>Gamma body</p>" + link)
+                            ]),
+                        .init("tech", articles: [.init("d", title: "Delta", body: techBody)])
+                    ])
+            ],
+            resources: [
+                (
+                    path: "resources/dot.svg", mimeType: "image/svg+xml",
+                    data: Data(#"<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><circle cx="4" cy="4" r="4"/></svg>"#.utf8)
+                )
+            ])
     }
 
     private func assertOrder(_ titles: [String], in html: String, file: StaticString = #filePath, line: UInt = #line) throws {
@@ -375,8 +412,12 @@ final class WebHubBrowserTests: XCTestCase {
 
     private func chromiumArguments() throws -> [String] {
         guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            throw NSError(domain: "WebHubBrowserTests", code: 1, userInfo: [NSLocalizedDescriptionKey:
-                "the browser tests need Debian's chromium at \(Self.chromium) (apt-get install chromium)"])
+            throw NSError(
+                domain: "WebHubBrowserTests", code: 1,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "the browser tests need Debian's chromium at \(Self.chromium) (apt-get install chromium)"
+                ])
         }
         return ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(folder)/chromium-profile"]
     }
@@ -384,8 +425,10 @@ final class WebHubBrowserTests: XCTestCase {
     /// The DOM Chromium built for `url`: after its scripts ran in 3 s of virtual time, or (for pages
     /// that navigate by themselves) as soon as it loaded.
     private func browse(_ url: String, virtualTime: Bool = true) throws -> String {
-        let result = try TestSupport.run(Self.chromium, try chromiumArguments() + (virtualTime ? ["--virtual-time-budget=3000"] : [])
-                                         + ["--dump-dom", url], timeout: 90)
+        let result = try TestSupport.run(
+            Self.chromium,
+            try chromiumArguments() + (virtualTime ? ["--virtual-time-budget=3000"] : [])
+                + ["--dump-dom", url], timeout: 90)
         XCTAssertEqual(result.status, 0, result.stderr)
         return result.stdout
     }
@@ -415,7 +458,9 @@ final class WebHubBrowserTests: XCTestCase {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard connected == 0 else { throw NSError(domain: "rawGET", code: Int(errno)) }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
         _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
@@ -440,7 +485,8 @@ private final class HubServer {
     var port: Int { server.port }
 
     init(folder: String, hub: String) throws {
-        try TestSupport.write("""
+        try TestSupport.write(
+            """
             data_dir: data
             server: {port: 0}
             events: {flush_interval: 1 hr}
@@ -457,8 +503,10 @@ private final class HubServer {
     }
 
     func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, json: Any?) {
-        let response = try HTTPFetcher().fetch(method, base + path, headers: ["Content-Type": "application/json"],
-                                               body: body.map { Data($0.utf8) }, timeoutSeconds: 10).get()
+        let response = try HTTPFetcher().fetch(
+            method, base + path, headers: ["Content-Type": "application/json"],
+            body: body.map { Data($0.utf8) }, timeoutSeconds: 10
+        ).get()
         return (response.status, try? JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
     }
 

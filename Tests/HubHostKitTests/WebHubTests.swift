@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import HubHostKit
 
 /// The web Content Hub's parts without a server: session history, the security policy, link
@@ -41,12 +42,20 @@ final class WebHubTests: XCTestCase {
     /// articles "a" (Alpha, tag x) and "b" (Beta, tag football).
     private func newsHost() throws -> HubHost {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestBundle.write(to: folder + "/bundle.sqlite3", hubs: [
-            .init("news", title: "News", tags: ["news"], channels: [
-                .init("sports", articles: [.init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
-                                           .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>")]),
-            ]),
-        ])
+        try TestBundle.write(
+            to: folder + "/bundle.sqlite3",
+            hubs: [
+                .init(
+                    "news", title: "News", tags: ["news"],
+                    channels: [
+                        .init(
+                            "sports",
+                            articles: [
+                                .init("a", title: "Alpha", tags: ["x"], body: "<p>Alpha body</p>"),
+                                .init("b", title: "Beta", tags: ["football"], body: "<p>Beta body</p>")
+                            ])
+                    ])
+            ])
         try TestSupport.write("data_dir: data\nplugins: []\nhub: {preloaded_bundle: bundle.sqlite3}\n", to: folder + "/plugins.yaml")
         return try HubHost(manifestPath: folder + "/plugins.yaml")
     }
@@ -131,8 +140,9 @@ final class WebHubTests: XCTestCase {
         XCTAssertTrue(engine.viewRecorder.waitUntilDrained())
         XCTAssertEqual(try engine.users.tagCounts(of: "ann"), ["football": 2], "both readings of Beta taught the profile")
         XCTAssertEqual(engine.viewRecorder.counts.pending, 0)
-        XCTAssertEqual(engine.viewRecorder.counts.recorded, 7,
-                       "Hub Presented, the channel twice, Beta, the hub (leaving Beta), Beta, the channel (leaving Beta)")
+        XCTAssertEqual(
+            engine.viewRecorder.counts.recorded, 7,
+            "Hub Presented, the channel twice, Beta, the hub (leaving Beta), Beta, the channel (leaving Beta)")
         XCTAssertEqual(web.pageCache.counts.renders, 3)
     }
 
@@ -167,14 +177,21 @@ final class WebHubTests: XCTestCase {
 
     func testPolicyForBothContentSources() {
         var settings = HubSettings()
-        XCTAssertEqual(ContentSecurityPolicy(settings: settings).header,
-                       "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'self'; report-uri /hub/csp-report")
+        XCTAssertEqual(
+            ContentSecurityPolicy(settings: settings).header,
+            "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; frame-ancestors 'self'; report-uri /hub/csp-report")
         settings.contentSource = .localOnly
         settings.whitelistDomains = ["cdn.example.com", "127.0.0.2", "bad domain;"]
-        settings.whitelistURLs = ["https://img.example.com/a.png", "https://img.example.com/q.png?v=1", "https://x.example.com/p;q,r#frag", "ftp://x/y"]
+        settings.whitelistURLs = [
+            "https://img.example.com/a.png", "https://img.example.com/q.png?v=1", "https://x.example.com/p;q,r#frag", "ftp://x/y"
+        ]
         let policy = ContentSecurityPolicy(settings: settings)
-        XCTAssertEqual(policy.allowedSources, ["cdn.example.com:*", "*.cdn.example.com:*", "127.0.0.2:*",
-                                               "https://img.example.com/a.png", "https://x.example.com/p%3Bq%2Cr"])
+        XCTAssertEqual(
+            policy.allowedSources,
+            [
+                "cdn.example.com:*", "*.cdn.example.com:*", "127.0.0.2:*",
+                "https://img.example.com/a.png", "https://x.example.com/p%3Bq%2Cr"
+            ])
         XCTAssertTrue(policy.header.hasPrefix("default-src 'self' cdn.example.com:* "), policy.header)
         XCTAssertTrue(policy.header.contains("img-src 'self' data: cdn.example.com:*"), policy.header)
         XCTAssertTrue(policy.header.contains("object-src 'none'"))
@@ -210,11 +227,13 @@ final class WebHubTests: XCTestCase {
     func testEscapingAndStatusTemplates() throws {
         XCTAssertEqual(HubPageTemplates.escape(#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;")
         let folder = try TestSupport.temporaryFolder(self)
-        let builtIn = HubPageTemplates.statusView(.downloading, message: "<b>", percent: 42, templatesDirectory: folder, colorScheme: .light, chrome: "")
+        let builtIn = HubPageTemplates.statusView(
+            .downloading, message: "<b>", percent: 42, templatesDirectory: folder, colorScheme: .light, chrome: "")
         XCTAssertTrue(builtIn.contains(#"data-percent="42""#) && builtIn.contains("&lt;b&gt;") && builtIn.contains("scheme-light"), builtIn)
         try TestSupport.write("E: {{message}}", to: folder + "/error.html")
-        XCTAssertEqual(HubPageTemplates.statusView(.error, message: "a & b", percent: nil, templatesDirectory: folder, colorScheme: .dark, chrome: ""),
-                       "E: a &amp; b")
+        XCTAssertEqual(
+            HubPageTemplates.statusView(.error, message: "a & b", percent: nil, templatesDirectory: folder, colorScheme: .dark, chrome: ""),
+            "E: a &amp; b")
     }
 
     func testStatusViewsFollowDownloadProgressAndErrors() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import XCTest
+
 @testable import HubHostKit
 
 /// The XMLAPI client against the fake service (TestXMLAPIService on 127.0.0.1): serialisation and
@@ -10,10 +11,13 @@ final class XMLAPITests: XCTestCase {
         var resource = try XMLAPIResource(XMLAPIOperation.selectRecipientData)
         try resource.addParams([("LIST_ID", "45654"), ("EMAIL", "someone@adomain.com")])
         resource.addColumns([("Customer Id", "123-45-6789")])
-        XCTAssertEqual(resource.xml, "<Envelope><Body><SelectRecipientData><LIST_ID>45654</LIST_ID><EMAIL>someone@adomain.com</EMAIL>"
-                                     + "<COLUMN><NAME>Customer Id</NAME><VALUE>123-45-6789</VALUE></COLUMN></SelectRecipientData></Body></Envelope>")
-        XCTAssertEqual(XMLAPIResource.selectRecipientData(email: "someone@adomain.com", list: "45654").xml,
-                       "<Envelope><Body><SelectRecipientData><LIST_ID>45654</LIST_ID><EMAIL>someone@adomain.com</EMAIL></SelectRecipientData></Body></Envelope>")
+        XCTAssertEqual(
+            resource.xml,
+            "<Envelope><Body><SelectRecipientData><LIST_ID>45654</LIST_ID><EMAIL>someone@adomain.com</EMAIL>"
+                + "<COLUMN><NAME>Customer Id</NAME><VALUE>123-45-6789</VALUE></COLUMN></SelectRecipientData></Body></Envelope>")
+        XCTAssertEqual(
+            XMLAPIResource.selectRecipientData(email: "someone@adomain.com", list: "45654").xml,
+            "<Envelope><Body><SelectRecipientData><LIST_ID>45654</LIST_ID><EMAIL>someone@adomain.com</EMAIL></SelectRecipientData></Body></Envelope>")
         XCTAssertThrowsError(try XMLAPIResource("Bad Op")) { XCTAssertTrue("\($0)".contains("not a valid XMLAPI element name")) }
         XCTAssertThrowsError(try resource.addParams([("A><B", "x")]))
     }
@@ -37,10 +41,12 @@ final class XMLAPITests: XCTestCase {
     }
 
     func testAnswersAreParsedSuccessFaultAndMalformed() throws {
-        let success = try XMLAPIResult(data: Data("""
-            <Envelope><Body><RESULT><SUCCESS>TRUE</SUCCESS><RecipientId>702003</RecipientId>
-            <COLUMNS><COLUMN><NAME>Mobile User Id</NAME><VALUE>m-1</VALUE></COLUMN></COLUMNS></RESULT></Body></Envelope>
-            """.utf8))
+        let success = try XMLAPIResult(
+            data: Data(
+                """
+                <Envelope><Body><RESULT><SUCCESS>TRUE</SUCCESS><RecipientId>702003</RecipientId>
+                <COLUMNS><COLUMN><NAME>Mobile User Id</NAME><VALUE>m-1</VALUE></COLUMN></COLUMNS></RESULT></Body></Envelope>
+                """.utf8))
         XCTAssertTrue(success.isSuccess)
         XCTAssertEqual(success.value(forShortPath: "RecipientId"), "702003")
         XCTAssertEqual(success.value(forShortPath: "result.recipientid"), "702003")
@@ -51,17 +57,21 @@ final class XMLAPITests: XCTestCase {
         XCTAssertEqual(fault.errorID, 128)
         XCTAssertEqual(fault.faultString, "Recipient is not a member of this list.")
         // A string-matching reader would take a SUCCESS inside a CDATA value for the real one.
-        let sneaky = try XMLAPIResult(data: Data("<Envelope><Body><RESULT><SUCCESS>false</SUCCESS><X><![CDATA[<SUCCESS>TRUE</SUCCESS>]]></X></RESULT></Body></Envelope>".utf8))
+        let sneaky = try XMLAPIResult(
+            data: Data("<Envelope><Body><RESULT><SUCCESS>false</SUCCESS><X><![CDATA[<SUCCESS>TRUE</SUCCESS>]]></X></RESULT></Body></Envelope>".utf8))
         XCTAssertFalse(sneaky.isSuccess)
         XCTAssertThrowsError(try XMLAPIResult(data: Data("<Envelope><Body>".utf8)))
         XCTAssertThrowsError(try XMLAPIResult(data: Data("<html>error</html>".utf8)))
     }
 
     private func client(_ service: TestXMLAPIService, retries: Int = 2, timeout: Double = 5) -> XMLAPIClient {
-        let credentials = OAuthTokenCache.Credentials(tokenURL: service.tokenURL, clientID: "client", clientSecret: "secret+/=",
-                                                      refreshToken: "refresh-\(UUID().uuidString)")
-        return XMLAPIClient(settings: .init(host: service.host + "/", credentials: credentials, timeoutSeconds: timeout,
-                                            maxRetries: retries, retryBaseDelay: 0.01), logger: Logger(label: "test"))
+        let credentials = OAuthTokenCache.Credentials(
+            tokenURL: service.tokenURL, clientID: "client", clientSecret: "secret+/=",
+            refreshToken: "refresh-\(UUID().uuidString)")
+        return XMLAPIClient(
+            settings: .init(
+                host: service.host + "/", credentials: credentials, timeoutSeconds: timeout,
+                maxRetries: retries, retryBaseDelay: 0.01), logger: Logger(label: "test"))
     }
 
     func testAFaultIsTypedAndNotRetried() throws {

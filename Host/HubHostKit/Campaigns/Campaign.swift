@@ -172,7 +172,9 @@ public enum CampaignParser {
                 if required { throw Problem(description: "\(context)missing \(path)\(key) (a string)") }
                 return nil
             }
-            guard case .string(let text) = value, !(nonEmpty && text.isEmpty) else { throw fail(key, nonEmpty ? "a non-empty string" : "a string", value) }
+            guard case .string(let text) = value, !(nonEmpty && text.isEmpty) else {
+                throw fail(key, nonEmpty ? "a non-empty string" : "a string", value)
+            }
             return text
         }
 
@@ -195,8 +197,10 @@ public enum CampaignParser {
                 if required { throw Problem(description: "\(context)missing \(path)\(key) (\(expected))") }
                 return nil
             }
-            guard case .number(let number) = value, number == number.rounded(), number >= Double(range.lowerBound), number <= Double(range.upperBound),
-                  choices.map({ $0[Int64(number)] != nil }) ?? true else {
+            guard case .number(let number) = value, number == number.rounded(), number >= Double(range.lowerBound),
+                number <= Double(range.upperBound),
+                choices.map({ $0[Int64(number)] != nil }) ?? true
+            else {
                 throw fail(key, expected, value)
             }
             return Int64(number)
@@ -242,8 +246,9 @@ public enum CampaignParser {
             guard case .object(let button) = item else { throw Fields(object: [:], context: "").fail("button \(index + 1)", "an object", item) }
             let buttonFields = Fields(object: button, context: "button \(index + 1): ")
             let behavior = try buttonFields.object("buttonBehavior") ?? buttonFields
-            return Campaign.Button(text: try buttonFields.string("buttonText") ?? buttonFields.string("text") ?? "",
-                                   action: Int(try behavior.int("action", in: 1...3, choices: buttonActions) ?? 0), uri: try behavior.string("uri"))
+            return Campaign.Button(
+                text: try buttonFields.string("buttonText") ?? buttonFields.string("text") ?? "",
+                action: Int(try behavior.int("action", in: 1...3, choices: buttonActions) ?? 0), uri: try behavior.string("uri"))
         }
 
         guard let rawTriggers = try fields.array("triggers"), !rawTriggers.isEmpty else { throw Problem(description: "no triggers") }
@@ -251,7 +256,9 @@ public enum CampaignParser {
             guard case .object(let t) = item else { throw Fields(object: [:], context: "").fail("trigger \(index + 1)", "an object", item) }
             let trigger = Fields(object: t, context: "trigger \(index + 1): ")
             _ = try trigger.int("type", in: 1...1, choices: triggerTypes)
-            guard let eventType = try trigger.int("eventType", in: 1...4, choices: eventTypes, required: true) else { throw Problem(description: "no eventType") }
+            guard let eventType = try trigger.int("eventType", in: 1...4, choices: eventTypes, required: true) else {
+                throw Problem(description: "no eventType")
+            }
             let eventName = try trigger.string("eventName") ?? ""
             if eventType == 4 && eventName.isEmpty { throw Problem(description: "trigger \(index + 1): a custom trigger needs an eventName") }
             let attributes = try (trigger.array("attributes") ?? []).enumerated().map { position, item -> Campaign.Attribute in
@@ -259,7 +266,9 @@ public enum CampaignParser {
                 let attribute = Fields(object: a, context: "trigger \(index + 1), attribute \(position + 1): ")
                 guard let name = try attribute.string("name", required: true, nonEmpty: true) else { throw Problem(description: "no name") }
                 let named = Fields(object: a, context: "trigger \(index + 1), attribute '\(name)': ")
-                guard let type = try named.int("type", in: 1...5, choices: attributeTypes, required: true) else { throw Problem(description: "no type") }
+                guard let type = try named.int("type", in: 1...5, choices: attributeTypes, required: true) else {
+                    throw Problem(description: "no type")
+                }
                 let text: String
                 switch a["value"] {
                 case .string(let s)?: text = s
@@ -278,9 +287,10 @@ public enum CampaignParser {
             }
             return Campaign.Trigger(eventType: Int(eventType), eventName: eventName, attributes: attributes)
         }
-        return Campaign(id: id, maxImpressions: Int(maxImpressions), type: Int(type), isTest: isTest, title: title,
-                        header: header, body: body, imageURL: imageURL, endTimeMillis: endTimeMillis,
-                        optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers)
+        return Campaign(
+            id: id, maxImpressions: Int(maxImpressions), type: Int(type), isTest: isTest, title: title,
+            header: header, body: body, imageURL: imageURL, endTimeMillis: endTimeMillis,
+            optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers)
     }
 
     static func value(_ text: String, type: Int, attribute: String) throws -> PluginValue {

@@ -40,7 +40,9 @@ extension CampaignEngine {
     public func sync(configURL: String?, pingURL: String?, http: HTTPFetcher, nowMs: Int64 = Clock.wallMs()) throws -> SyncReport {
         var ping = pingURL
         if let configURL {
-            let response = try http.fetch("GET", configURL, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "config endpoint: \($0)") }.get()
+            let response = try http.fetch("GET", configURL, timeoutSeconds: 15).mapError {
+                CampaignParser.Problem(description: "config endpoint: \($0)")
+            }.get()
             guard response.status == 200 else {
                 throw CampaignParser.Problem(description: "config endpoint answered HTTP \(response.status)")
             }
@@ -58,7 +60,10 @@ extension CampaignEngine {
             }
             if let named { ping = named }
         }
-        guard let ping else { throw CampaignParser.Problem(description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name one (data.endpoints.ping, or pingUrl)") }
+        guard let ping else {
+            throw CampaignParser.Problem(
+                description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name one (data.endpoints.ping, or pingUrl)")
+        }
         let response = try http.fetch("GET", ping, timeoutSeconds: 15).mapError { CampaignParser.Problem(description: "ping endpoint: \($0)") }.get()
         guard response.status == 200 else { throw CampaignParser.Problem(description: "ping endpoint answered HTTP \(response.status)") }
         try load(response.body)

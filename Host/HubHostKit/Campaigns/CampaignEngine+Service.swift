@@ -10,10 +10,14 @@ extension CampaignEngine {
     public func pingService(settings: CampaignSettings, onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService? {
         guard settings.configURL != nil || settings.pingURL != nil else { return nil }
         let http = HTTPFetcher()
-        let configURL = settings.configURL, pingURL = settings.pingURL
-        return PeriodicService(name: "campaign pings", every: Self.pingCheckInterval, first: { [self] in
-            _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
-        }, onError: onError) { [self] in
+        let configURL = settings.configURL
+        let pingURL = settings.pingURL
+        return PeriodicService(
+            name: "campaign pings", every: Self.pingCheckInterval,
+            first: { [self] in
+                _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
+            }, onError: onError
+        ) { [self] in
             guard isPingDue() else { return }
             _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
         }

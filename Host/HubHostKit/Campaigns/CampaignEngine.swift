@@ -127,16 +127,36 @@ public final class CampaignEngine: @unchecked Sendable {
     // MARK: What is loaded, for the current user
 
     /// The loaded campaigns, as stored now (another process may have loaded a new list).
-    public var campaigns: [Campaign] { lock.withLock { refreshQuietly(); return loaded } }
+    public var campaigns: [Campaign] {
+        lock.withLock {
+            refreshQuietly()
+            return loaded
+        }
+    }
 
     /// Campaigns skipped while loading the stored list, with why.
-    public var skipped: [String] { lock.withLock { refreshQuietly(); return loadedSkipped } }
+    public var skipped: [String] {
+        lock.withLock {
+            refreshQuietly()
+            return loadedSkipped
+        }
+    }
 
     /// The current user, shared by every process on the data directory.
-    public var user: User { lock.withLock { refreshQuietly(); return currentUser } }
+    public var user: User {
+        lock.withLock {
+            refreshQuietly()
+            return currentUser
+        }
+    }
 
     /// False when the configuration endpoint says messaging is disabled: every call does nothing.
-    public var isEnabled: Bool { lock.withLock { refreshQuietly(); return enabled } }
+    public var isEnabled: Bool {
+        lock.withLock {
+            refreshQuietly()
+            return enabled
+        }
+    }
 
     /// Changes the user: their own cache is loaded (and the campaigns re-evaluated for them). Every
     /// process on the data directory follows.
@@ -159,11 +179,14 @@ public final class CampaignEngine: @unchecked Sendable {
             refreshQuietly()
             let now = Clock.wallMs()
             return loaded.map { c in
-                let satisfied = c.triggers.indices.filter { c.triggers[$0].eventType == 1 ? appStartLogged : (cache.satisfied[c.id] ?? []).contains($0) }.count
-                return Status(id: c.id, title: c.title, contexts: c.contexts, maxImpressions: c.maxImpressions,
-                              impressionsLeft: max(0, cache.impressionsLeft[c.id] ?? c.maxImpressions), optedOut: cache.optedOut.contains(c.id),
-                              expired: c.isExpired(nowMs: now), ready: queuedIDs.contains(c.id) && eligible(c, in: cache, now: now),
-                              triggersSatisfied: satisfied, triggers: c.triggers.count)
+                let satisfied = c.triggers.indices.filter {
+                    c.triggers[$0].eventType == 1 ? appStartLogged : (cache.satisfied[c.id] ?? []).contains($0)
+                }.count
+                return Status(
+                    id: c.id, title: c.title, contexts: c.contexts, maxImpressions: c.maxImpressions,
+                    impressionsLeft: max(0, cache.impressionsLeft[c.id] ?? c.maxImpressions), optedOut: cache.optedOut.contains(c.id),
+                    expired: c.isExpired(nowMs: now), ready: queuedIDs.contains(c.id) && eligible(c, in: cache, now: now),
+                    triggersSatisfied: satisfied, triggers: c.triggers.count)
             }
         }
     }

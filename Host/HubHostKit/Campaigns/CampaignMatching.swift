@@ -46,41 +46,45 @@ extension CampaignEngine {
             var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
             var attributes = EventAttributes(names: compiled.names.count)
-            compiled.triggers.withUnsafeBufferPointer { triggers in compiled.conditions.withUnsafeBufferPointer { conditions in
-                for event in events {
-                    var byType: Int?
-                    var appStart = false
-                    switch event.type {
-                    case .appStart:
-                        if !appStartLogged {  // persistent for the launch: later logs are ignored
-                            appStartLogged = true
-                            appStart = true
-                            byType = 1
+            compiled.triggers.withUnsafeBufferPointer { triggers in
+                compiled.conditions.withUnsafeBufferPointer { conditions in
+                    for event in events {
+                        var byType: Int?
+                        var appStart = false
+                        switch event.type {
+                        case .appStart:
+                            if !appStartLogged {  // persistent for the launch: later logs are ignored
+                                appStartLogged = true
+                                appStart = true
+                                byType = 1
+                            }
+                        case .loginSuccessful: byType = 2
+                        case .purchaseSuccessful: byType = 3
+                        default: break
                         }
-                    case .loginSuccessful: byType = 2
-                    case .purchaseSuccessful: byType = 3
-                    default: break
+                        touched.removeAll(keepingCapacity: true)
+                        attributes.forget()
+                        var ranges = 0
+                        if let byType, let range = compiled.byType[byType] {
+                            ranges += 1
+                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                        }
+                        if !event.name.isEmpty, let range = compiled.byName[event.name] {
+                            ranges += 1
+                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                        }
+                        if appStart {
+                            for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) {
+                                touched.append(c)
+                            }
+                            ranges += 1
+                        }
+                        // One event's campaigns in list order, as before (one range is in list order already).
+                        if ranges > 1 { touched.sort() }
+                        for c in touched { progress.touch(c) }
                     }
-                    touched.removeAll(keepingCapacity: true)
-                    attributes.forget()
-                    var ranges = 0
-                    if let byType, let range = compiled.byType[byType] {
-                        ranges += 1
-                        match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
-                    }
-                    if !event.name.isEmpty, let range = compiled.byName[event.name] {
-                        ranges += 1
-                        match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
-                    }
-                    if appStart {
-                        for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) { touched.append(c) }
-                        ranges += 1
-                    }
-                    // One event's campaigns in list order, as before (one range is in list order already).
-                    if ranges > 1 { touched.sort() }
-                    for c in touched { progress.touch(c) }
                 }
-            } }
+            }
             guard !progress.touched.isEmpty else { return }
             // Only a real change costs a commit: asked of the state as last read, without copying it.
             guard changes(progress, cache, queued: queuedIDs, now: Clock.wallMs()) else { return }
@@ -136,10 +140,18 @@ extension CampaignEngine {
             switch event.attributes[found].value {
             case .null: value.type = HH_VALUE_NULL
             case .string: value.type = Self.borrowPerCall
-            case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
-            case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
-            case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
-            case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
+            case .int(let i):
+                value.type = HH_VALUE_INT64
+                value.of.int64 = i
+            case .double(let d):
+                value.type = HH_VALUE_DOUBLE
+                value.of.real = d
+            case .bool(let b):
+                value.type = HH_VALUE_BOOL
+                value.of.boolean = b
+            case .timeMs(let t):
+                value.type = HH_VALUE_TIME_MS
+                value.of.time_ms = t
             }
             raw[name] = value
             return (found, value)
@@ -149,9 +161,11 @@ extension CampaignEngine {
     /// Records the triggers of `triggers` that `event` satisfies in `progress`, and their
     /// campaigns in `touched` (each once: a range is in list order, so a campaign's triggers in it
     /// are next to each other).
-    private func match(_ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
-                       _ compiled: CompiledTriggers, _ event: Event, _ attributes: inout EventAttributes,
-                       _ progress: inout Progress, _ touched: inout [Int]) {
+    private func match(
+        _ triggers: Slice<UnsafeBufferPointer<CompiledTriggers.Trigger>>, _ conditions: UnsafeBufferPointer<CompiledTriggers.Condition>,
+        _ compiled: CompiledTriggers, _ event: Event, _ attributes: inout EventAttributes,
+        _ progress: inout Progress, _ touched: inout [Int]
+    ) {
         let first = touched.count
         for trigger in triggers {
             var all = true
@@ -168,8 +182,10 @@ extension CampaignEngine {
     /// Whether `event` meets `condition` (at `k` in `compiled.conditions`): one C call for an
     /// in-process operator, with both values made before.
     @inline(__always)
-    private func holds(_ condition: CompiledTriggers.Condition, _ k: Int, _ compiled: CompiledTriggers, _ event: Event,
-                       _ attributes: inout EventAttributes) -> Bool {
+    private func holds(
+        _ condition: CompiledTriggers.Condition, _ k: Int, _ compiled: CompiledTriggers, _ event: Event,
+        _ attributes: inout EventAttributes
+    ) -> Bool {
         guard condition.op >= 0 else { return false }
         let (position, raw) = attributes.find(condition.name, in: event, names: compiled.names)
         guard position >= 0 else { return false }
@@ -178,7 +194,9 @@ extension CampaignEngine {
             if answer.status != 0 { failed(compiled, condition, answer.reason) }
             return answer.status == 0 && answer.result
         }
-        var result = false, trigger = condition.value, status: hh_status_t
+        var result = false
+        var trigger = condition.value
+        var status: hh_status_t
         if raw.type == EventAttributes.borrowPerCall {
             status = event.attributes[position].value.withRawValue { compare(condition.instance, $0, &trigger, &result) }
         } else {
@@ -193,7 +211,8 @@ extension CampaignEngine {
     }
 
     private func failed(_ compiled: CompiledTriggers, _ condition: CompiledTriggers.Condition, _ reason: String) {
-        logger.info("trigger attribute '\(compiled.names[condition.name])' \(compiled.operators[condition.op].operatorName) answered false: \(reason)")
+        logger.info(
+            "trigger attribute '\(compiled.names[condition.name])' \(compiled.operators[condition.op].operatorName) answered false: \(reason)")
     }
 
     /// Whether `apply` would change `cache`: a trigger not satisfied yet, or else (the satisfied
@@ -211,7 +230,9 @@ extension CampaignEngine {
         var changed = false
         for (c, trigger) in progress.satisfied where cache.satisfied[loaded[c].id, default: []].insert(trigger).inserted { changed = true }
         for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
-            guard let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) else { continue }
+            guard let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) else {
+                continue
+            }
             cache.queue.append(id)
             queued.insert(id)
             changed = true
@@ -231,8 +252,9 @@ extension CampaignEngine {
         let now = Clock.wallMs()
         for campaign in loaded {
             let known = cache.knownMaxImpressions[campaign.id]
-            if known == nil { cache.impressionsLeft[campaign.id] = campaign.maxImpressions }
-            else if known != campaign.maxImpressions {
+            if known == nil {
+                cache.impressionsLeft[campaign.id] = campaign.maxImpressions
+            } else if known != campaign.maxImpressions {
                 let left = max(0, cache.impressionsLeft[campaign.id] ?? 0)
                 cache.impressionsLeft[campaign.id] = min(campaign.maxImpressions, max(0, left + campaign.maxImpressions - known!))
             }

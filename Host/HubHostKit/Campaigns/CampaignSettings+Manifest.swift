@@ -3,7 +3,8 @@ import Yams
 /// `campaigns:` in plugins.yaml, parsed by the campaign engine's own settings type.
 extension CampaignSettings: ManifestSection {
     public static let sectionName = "campaigns"
-    public static let summary = "The campaign engine (Rakuten In-App Messaging): where the campaign list comes from and when a message with contexts may show."
+    public static let summary =
+        "The campaign engine (Rakuten In-App Messaging): where the campaign list comes from and when a message with contexts may show."
 
     public init(section node: Node, context: ManifestSectionContext) {
         self.init()
@@ -17,8 +18,10 @@ extension CampaignSettings: ManifestSection {
     }
 
     public var effectiveValues: [EffectiveSetting] {
-        let values: [String: PluginValue] = ["enabled": .bool(enabled), "file": .string(file ?? ""), "config_url": .string(configURL ?? ""),
-                                             "ping_url": .string(pingURL ?? ""), "context_rule": .string(contextRule.rawValue)]
+        let values: [String: PluginValue] = [
+            "enabled": .bool(enabled), "file": .string(file ?? ""), "config_url": .string(configURL ?? ""),
+            "ping_url": .string(pingURL ?? ""), "context_rule": .string(contextRule.rawValue)
+        ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)
     }
 }

@@ -2,15 +2,21 @@
 public struct CampaignSettings: Sendable, Equatable {
     public static let schema = ConfigSchema(keys: [
         ConfigKey(key: "enabled", type: .bool, defaultValue: .bool(true), doc: "false turns the engine off: its calls do nothing."),
-        ConfigKey(key: "file", type: .string, defaultValue: .string(""),
-                  doc: "A campaign list in the ping response format, for offline use and tests (relative to plugins.yaml)."),
-        ConfigKey(key: "config_url", type: .string, defaultValue: .string(""),
-                  doc: "The configuration endpoint: {\"data\": {\"enabled\": bool, \"endpoints\": {\"ping\": \"...\"}}} or {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off."),
-        ConfigKey(key: "ping_url", type: .string, defaultValue: .string(""),
-                  doc: "The ping endpoint answering the campaign list (used when the config endpoint names none)."),
-        ConfigKey(key: "context_rule", type: .string, defaultValue: .string("all"),
-                  doc: "When a message with [contexts] may show: all (every context allowed by the caller), any, or none.",
-                  allowedValues: CampaignEngine.ContextRule.allCases.map(\.rawValue)),
+        ConfigKey(
+            key: "file", type: .string, defaultValue: .string(""),
+            doc: "A campaign list in the ping response format, for offline use and tests (relative to plugins.yaml)."),
+        ConfigKey(
+            key: "config_url", type: .string, defaultValue: .string(""),
+            doc:
+                "The configuration endpoint: {\"data\": {\"enabled\": bool, \"endpoints\": {\"ping\": \"...\"}}} or {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off."
+        ),
+        ConfigKey(
+            key: "ping_url", type: .string, defaultValue: .string(""),
+            doc: "The ping endpoint answering the campaign list (used when the config endpoint names none)."),
+        ConfigKey(
+            key: "context_rule", type: .string, defaultValue: .string("all"),
+            doc: "When a message with [contexts] may show: all (every context allowed by the caller), any, or none.",
+            allowedValues: CampaignEngine.ContextRule.allCases.map(\.rawValue))
     ])
 
     public var enabled = true

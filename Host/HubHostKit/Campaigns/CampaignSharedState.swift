@@ -125,7 +125,8 @@ extension CampaignEngine {
                     try shared.setCache(db, cache, for: currentUser)
                     wrote = true
                 }
-                let userBefore = currentUser, cacheBefore = cache
+                let userBefore = currentUser
+                let cacheBefore = cache
                 let result = try body(db, &wrote)
                 if currentUser != userBefore || cache != cacheBefore {
                     try shared.setCache(db, cache, for: currentUser)

@@ -24,8 +24,11 @@ struct CompiledTriggers {
     }
 
     /// The operator's compare, as the ABI declares it.
-    typealias Compare = @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<hh_value_t>?, UnsafePointer<hh_value_t>?,
-                                        UnsafeMutablePointer<Bool>?) -> hh_status_t
+    typealias Compare =
+        @convention(c) (
+            UnsafeMutableRawPointer?, UnsafePointer<hh_value_t>?, UnsafePointer<hh_value_t>?,
+            UnsafeMutablePointer<Bool>?
+        ) -> hh_status_t
 
     /// One attribute condition: plain values only (no reference counted field), so that reading it
     /// in the matching loop costs no retain. Its name and value as Swift values are in `names` and
@@ -67,14 +70,19 @@ struct CompiledTriggers {
     init() {}
 
     init(_ campaigns: [Campaign], operators set: OperatorSet) {
-        var named: [String: [(Int, Int)]] = [:], typed: [Int: [(Int, Int)]] = [:]
+        var named: [String: [(Int, Int)]] = [:]
+        var typed: [Int: [(Int, Int)]] = [:]
         for (c, campaign) in campaigns.enumerated() {
             for (t, trigger) in campaign.triggers.enumerated() {
-                if trigger.eventType == 4 { named[trigger.eventName, default: []].append((c, t)) }
-                else { typed[trigger.eventType, default: []].append((c, t)) }
+                if trigger.eventType == 4 {
+                    named[trigger.eventName, default: []].append((c, t))
+                } else {
+                    typed[trigger.eventType, default: []].append((c, t))
+                }
             }
         }
-        var found: [String: Int] = [:], nameIDs: [String: Int] = [:]
+        var found: [String: Int] = [:]
+        var nameIDs: [String: Int] = [:]
         var strings: [(condition: Int, bytes: [UInt8])] = []
         func add(_ positions: [(Int, Int)]) -> Range<Int> {
             let start = triggers.count
@@ -84,13 +92,24 @@ struct CompiledTriggers {
                 for attribute in trigger.attributes {
                     if found[attribute.op] == nil {
                         if let op = set.find(attribute.op) {
-                            found[attribute.op] = operators.firstIndex { $0 === op } ?? { operators.append(op); return operators.count - 1 }()
+                            found[attribute.op] =
+                                operators.firstIndex { $0 === op }
+                                ?? {
+                                    operators.append(op)
+                                    return operators.count - 1
+                                }()
                         } else {
                             found[attribute.op] = -1
                         }
                     }
                     let op = found[attribute.op]!
-                    let name = nameIDs[attribute.name] ?? { names.append(attribute.name); nameIDs[attribute.name] = names.count - 1; return names.count - 1 }()
+                    let name =
+                        nameIDs[attribute.name]
+                        ?? {
+                            names.append(attribute.name)
+                            nameIDs[attribute.name] = names.count - 1
+                            return names.count - 1
+                        }()
                     let entry = op >= 0 ? operators[op].inProcessCompare : nil
                     var raw = hh_value_t()
                     switch attribute.value {
@@ -98,17 +117,29 @@ struct CompiledTriggers {
                     case .string(let text):
                         raw.type = HH_VALUE_STRING  // its bytes are placed below, once all are known
                         strings.append((conditions.count, Array(text.utf8)))
-                    case .int(let i): raw.type = HH_VALUE_INT64; raw.of.int64 = i
-                    case .double(let d): raw.type = HH_VALUE_DOUBLE; raw.of.real = d
-                    case .bool(let b): raw.type = HH_VALUE_BOOL; raw.of.boolean = b
-                    case .timeMs(let t): raw.type = HH_VALUE_TIME_MS; raw.of.time_ms = t
+                    case .int(let i):
+                        raw.type = HH_VALUE_INT64
+                        raw.of.int64 = i
+                    case .double(let d):
+                        raw.type = HH_VALUE_DOUBLE
+                        raw.of.real = d
+                    case .bool(let b):
+                        raw.type = HH_VALUE_BOOL
+                        raw.of.boolean = b
+                    case .timeMs(let t):
+                        raw.type = HH_VALUE_TIME_MS
+                        raw.of.time_ms = t
                     }
-                    conditions.append(Condition(name: name, value: raw, op: op,
-                                                compare: entry?.compare, instance: entry?.instance))
+                    conditions.append(
+                        Condition(
+                            name: name, value: raw, op: op,
+                            compare: entry?.compare, instance: entry?.instance))
                     values.append(attribute.value)
                 }
-                triggers.append(Trigger(campaign: c, trigger: t, recorded: trigger.eventType != 1, slot: triggers.count,
-                                        conditions: first..<conditions.count))
+                triggers.append(
+                    Trigger(
+                        campaign: c, trigger: t, recorded: trigger.eventType != 1, slot: triggers.count,
+                        conditions: first..<conditions.count))
             }
             return start..<triggers.count
         }

@@ -25,19 +25,23 @@ struct AdvertiserIDResolver {
             case .id(let value):
                 return AdvertiserIDDecision(advertiserID: value, limitAdTracking: false, decidedBy: id, reason: nil)
             case .limitAdTracking:
-                return AdvertiserIDDecision(advertiserID: nil, limitAdTracking: true, decidedBy: id,
-                                            reason: "limit ad tracking is on: no advertiser ID is used")
+                return AdvertiserIDDecision(
+                    advertiserID: nil, limitAdTracking: true, decidedBy: id,
+                    reason: "limit ad tracking is on: no advertiser ID is used")
             case .none:
-                return AdvertiserIDDecision(advertiserID: nil, limitAdTracking: false, decidedBy: id,
-                                            reason: "the delegate has no advertiser ID")
+                return AdvertiserIDDecision(
+                    advertiserID: nil, limitAdTracking: false, decidedBy: id,
+                    reason: "the delegate has no advertiser ID")
             case .noOpinion:
                 continue
             case .failed(let status, let message):
                 logger.error("advertiser-ID delegate '\(id)' failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")")
             }
         }
-        return AdvertiserIDDecision(advertiserID: nil, limitAdTracking: false, decidedBy: nil,
-                                    reason: plugins.isEmpty ? "no advertiser_id delegate is loaded: none is used"
-                                                            : "no advertiser_id delegate has an ID: none is used")
+        return AdvertiserIDDecision(
+            advertiserID: nil, limitAdTracking: false, decidedBy: nil,
+            reason: plugins.isEmpty
+                ? "no advertiser_id delegate is loaded: none is used"
+                : "no advertiser_id delegate has an ID: none is used")
     }
 }

@@ -80,12 +80,18 @@ package enum AttributeJSON {
         }
 
         mutating func integer(_ value: Int64) {
-            if value == 0 { byte(UInt8(ascii: "0")); return }
+            if value == 0 {
+                byte(UInt8(ascii: "0"))
+                return
+            }
             if value < 0 { byte(UInt8(ascii: "-")) }
             var magnitude = value.magnitude
             var digits = 0
             var scan = magnitude
-            while scan > 0 { digits += 1; scan /= 10 }
+            while scan > 0 {
+                digits += 1
+                scan /= 10
+            }
             var position = count + digits - 1
             while magnitude > 0 {
                 base[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)

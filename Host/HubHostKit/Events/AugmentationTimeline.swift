@@ -80,7 +80,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
             }
         }
         guard completed else {
-            logger.warning("augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was")
+            logger.warning(
+                "augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was"
+            )
             var expired = event
             expired.status = .expired
             return expired
@@ -118,7 +120,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
             }
         }
         if !completed {
-            logger.warning("augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); unfinished events are EXPIRED and sent as they were")
+            logger.warning(
+                "augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); unfinished events are EXPIRED and sent as they were"
+            )
         }
         return events.indices.map { i in
             if let done = results[i] { return done }
@@ -142,8 +146,10 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// default the timeout from now). When the wait ends, finished or not, `timedOut` is set and
     /// the value read in the same step: later writes by the work change nothing. Returns that value
     /// and whether the work finished in time.
-    private func waitForWork<Value>(_ shared: UntilDeadline<Value>, deadline: DispatchTime?,
-                                    _ work: @escaping @Sendable () -> Void) -> (value: Value, completed: Bool) {
+    private func waitForWork<Value>(
+        _ shared: UntilDeadline<Value>, deadline: DispatchTime?,
+        _ work: @escaping @Sendable () -> Void
+    ) -> (value: Value, completed: Bool) {
         let finished = DispatchSemaphore(value: 0)
         Self.onOwnThread {
             work()
@@ -208,7 +214,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
             return true
         }
         if warn {
-            logger.warning("augmentation '\(plugin.handle.instanceID)/\(plugin.handle.pluginID)' is stuck in a call past augmentation_timeout; events are EXPIRED and sent as they were, without calling it, until that call returns")
+            logger.warning(
+                "augmentation '\(plugin.handle.instanceID)/\(plugin.handle.pluginID)' is stuck in a call past augmentation_timeout; events are EXPIRED and sent as they were, without calling it, until that call returns"
+            )
         }
         var expired = event
         expired.status = .expired
@@ -225,7 +233,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// A plugin's failure on one event: logged with its id and the event's; its edits are dropped.
     private func logFailure(of plugin: AugmentationPlugin, on eventID: String, _ outcome: AugmentationOutcome) {
         let handle = plugin.handle
-        logger.error("augmentation '\(handle.instanceID)/\(handle.pluginID)' failed on event \(eventID) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data")
+        logger.error(
+            "augmentation '\(handle.instanceID)/\(handle.pluginID)' failed on event \(eventID) (\(StatusCode.name(outcome.status)))\(outcome.message.isEmpty ? "" : ": \(outcome.message)"); the event goes on without its data"
+        )
     }
 
     /// Applies what one plugin changed (relative to `input`) to `working`.

@@ -4,19 +4,26 @@ import Yams
 /// `deep_links:` in plugins.yaml, parsed by the router itself.
 extension DeepLinkRouter: ManifestSection {
     public static let sectionName = "deep_links"
-    public static let summary = "Deep link routes (the Engage SDK's MobileDeepLinkingConfig): which parts of an opened URL are parameters, such as the current campaign. Query items are parameters too; a URL that matches no route still produces its event."
+    public static let summary =
+        "Deep link routes (the Engage SDK's MobileDeepLinkingConfig): which parts of an opened URL are parameters, such as the current campaign. Query items are parameters too; a URL that matches no route still produces its event."
     /// deep_links has no scalar keys: its routes are described by `structuredKeys`.
     public static let schema = ConfigSchema(keys: [])
     public static var structuredKeys: [ConfigReferenceEntry] {
         [
-            ConfigReferenceEntry(key: "deep_links.routes", type: "list of maps", defaultValue: "[]",
-                                 doc: "The routes, tried in order; the first that matches an opened URL's path names its parameters."),
-            ConfigReferenceEntry(key: "deep_links.routes[].route", type: "string, required",
-                                 doc: "A pattern matched against the URL's host and path segment by segment, :name capturing a parameter, e.g. campaign/:CurrentCampaign."),
-            ConfigReferenceEntry(key: "deep_links.routes[].parameters.NAME.required", type: "bool", defaultValue: "false",
-                                 doc: "true: a URL without this parameter does not match the route."),
-            ConfigReferenceEntry(key: "deep_links.routes[].parameters.NAME.regex", type: "string",
-                                 doc: "A regular expression the whole value must match."),
+            ConfigReferenceEntry(
+                key: "deep_links.routes", type: "list of maps", defaultValue: "[]",
+                doc: "The routes, tried in order; the first that matches an opened URL's path names its parameters."),
+            ConfigReferenceEntry(
+                key: "deep_links.routes[].route", type: "string, required",
+                doc:
+                    "A pattern matched against the URL's host and path segment by segment, :name capturing a parameter, e.g. campaign/:CurrentCampaign."
+            ),
+            ConfigReferenceEntry(
+                key: "deep_links.routes[].parameters.NAME.required", type: "bool", defaultValue: "false",
+                doc: "true: a URL without this parameter does not match the route."),
+            ConfigReferenceEntry(
+                key: "deep_links.routes[].parameters.NAME.regex", type: "string",
+                doc: "A regular expression the whole value must match.")
         ]
     }
 
@@ -33,11 +40,14 @@ extension DeepLinkRouter: ManifestSection {
             guard let itemEntries = reader.mapping(item, key: path) else { continue }
             let routeFields = reader.known(itemEntries, allowed: ["route", "parameters"], in: path)
             guard let routeNode = routeFields["route"]?.value, let pattern = reader.string(routeNode, key: "\(path).route") else {
-                if routeFields["route"] == nil { reader.report(item, key: "\(path).route", "missing required key 'route' (e.g. campaign/:CurrentCampaign)") }
+                if routeFields["route"] == nil {
+                    reader.report(item, key: "\(path).route", "missing required key 'route' (e.g. campaign/:CurrentCampaign)")
+                }
                 continue
             }
             var parameters: [DeepLinkRouter.Parameter] = []
-            if let parametersNode = routeFields["parameters"]?.value, let parameterEntries = reader.mapping(parametersNode, key: "\(path).parameters") {
+            if let parametersNode = routeFields["parameters"]?.value, let parameterEntries = reader.mapping(parametersNode, key: "\(path).parameters")
+            {
                 for entry in parameterEntries {
                     let key = "\(path).parameters.\(entry.key)"
                     guard let settings = reader.mapping(entry.value, key: key) else { continue }
@@ -56,12 +66,26 @@ extension DeepLinkRouter: ManifestSection {
     }
 
     public var effectiveValues: [EffectiveSetting] {
-        [EffectiveSetting(key: "deep_links.routes", value: .array(routes.map { route in
-            .object(["route": .string(route.pattern),
-                     "parameters": .object(Dictionary(uniqueKeysWithValues: route.parameters.map { parameter in
-                         (parameter.name, JSONValue.object(["required": .bool(parameter.required), "regex": parameter.regex.map(JSONValue.string) ?? .null]))
-                     }))])
-        }), line: nil, doc: "Deep link routes: a pattern and its parameters.")]
+        [
+            EffectiveSetting(
+                key: "deep_links.routes",
+                value: .array(
+                    routes.map { route in
+                        .object([
+                            "route": .string(route.pattern),
+                            "parameters": .object(
+                                Dictionary(
+                                    uniqueKeysWithValues: route.parameters.map { parameter in
+                                        (
+                                            parameter.name,
+                                            JSONValue.object([
+                                                "required": .bool(parameter.required), "regex": parameter.regex.map(JSONValue.string) ?? .null
+                                            ])
+                                        )
+                                    }))
+                        ])
+                    }), line: nil, doc: "Deep link routes: a pattern and its parameters.")
+        ]
     }
 }
 

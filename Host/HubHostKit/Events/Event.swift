@@ -34,8 +34,10 @@ public struct Event: Codable, Equatable, Sendable {
     public var attempts: Int
 
     /// An event to track; `id` defaults to a new unique id and `timestampMs` to now.
-    public init(id: String = EventID.make(), type: EventType, name: String = "",
-                timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0) {
+    public init(
+        id: String = EventID.make(), type: EventType, name: String = "",
+        timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0
+    ) {
         self.id = id
         self.type = type
         self.name = name
@@ -65,8 +67,9 @@ public struct Event: Codable, Equatable, Sendable {
     }
 
     var augmentable: AugmentableEvent {
-        AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs,
-                         attributes: attributes.map { (name: $0.name, value: $0.value) })
+        AugmentableEvent(
+            id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs,
+            attributes: attributes.map { (name: $0.name, value: $0.value) })
     }
 }
 
@@ -85,8 +88,9 @@ extension PluginValue: Codable {
         case "bool": self = .bool(try container.decode(Bool.self, forKey: .value))
         case "time": self = .timeMs(try container.decode(Int64.self, forKey: .value))
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: container,
-                                                   debugDescription: "unknown value type '\(other)' (expected string, int, double, bool, time or null)")
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: container,
+                debugDescription: "unknown value type '\(other)' (expected string, int, double, bool, time or null)")
         }
     }
 

@@ -6,8 +6,10 @@ extension EventEngine {
     /// what is due and purges old posted events; at shutdown it flushes one last time. The engine
     /// wakes the service through `onDeliveryDue`, which the runtime clears at shutdown.
     public func deliveryService(onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService {
-        let service = PeriodicService(name: "event delivery", every: settings.flushInterval,
-                                      final: { [self] in _ = flush() }, onError: onError) { [self] in
+        let service = PeriodicService(
+            name: "event delivery", every: settings.flushInterval,
+            final: { [self] in _ = flush() }, onError: onError
+        ) { [self] in
             _ = try expireStaleHolds()
             _ = flush()
             _ = try purge()

@@ -56,8 +56,10 @@ public final class EventEngine: @unchecked Sendable {
     /// Opens (creating) `events.sqlite` in `dataDirectory`: a corrupt file is moved aside and logged,
     /// and events a dead process left in HOLD become EXPIRED. Throws when the store cannot be opened.
     /// `HubHost.events()` opens the host's engine; call this only to run an engine of your own.
-    public init(settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
-                deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil) throws {
+    public init(
+        settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
+        deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil
+    ) throws {
         self.settings = settings
         self.deepLinks = deepLinks
         logger = Logger(label: "hubhost.events", pipeline: pipeline)
@@ -68,18 +70,21 @@ public final class EventEngine: @unchecked Sendable {
         let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"))
         store = opened.store
         if let aside = opened.movedAside {
-            logger.error("the event database \(opened.store.path) was not a valid SQLite database; it was moved aside to \(aside) and a new one started")
+            logger.error(
+                "the event database \(opened.store.path) was not a valid SQLite database; it was moved aside to \(aside) and a new one started")
         }
         let recovered = try store.expireStaleHolds(olderThanMs: Clock.wallMs().saturatingSubtracting(Self.holdGraceMs(settings)))
         if recovered > 0 {
-            logger.warning("\(recovered) event\(recovered == 1 ? " was" : "s were") left in HOLD by an earlier run; now EXPIRED and sent as they were")
+            logger.warning(
+                "\(recovered) event\(recovered == 1 ? " was" : "s were") left in HOLD by an earlier run; now EXPIRED and sent as they were")
         }
         state = try KeyValueState(store: store)
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
         timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
-        delivery = EventDelivery(settings: settings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
-                                 logger: logger)
+        delivery = EventDelivery(
+            settings: settings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
+            logger: logger)
     }
 
     /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or
@@ -196,7 +201,10 @@ public final class EventEngine: @unchecked Sendable {
             stored.reserveCapacity(events.count + 1)
             do {
                 defer {  // no chunk, and no producer, outlives this block (the catches below re-read state)
-                    while next < chunkCount { slots[next].ready.wait(); next += 1 }
+                    while next < chunkCount {
+                        slots[next].ready.wait()
+                        next += 1
+                    }
                     producerDone.wait()
                 }
                 try store.insertStreaming(states: { self.pendingStates() }) {

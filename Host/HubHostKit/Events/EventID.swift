@@ -10,7 +10,8 @@ public enum EventID {
         let millis = UInt64(max(0, nowMs))
         for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: millis >> (40 - 8 * UInt64(i))) }
         var random = SystemRandomNumberGenerator()
-        let high = random.next() as UInt64, low = random.next() as UInt64
+        let high = random.next() as UInt64
+        let low = random.next() as UInt64
         for i in 6..<8 { bytes[i] = UInt8(truncatingIfNeeded: high >> (8 * UInt64(i))) }
         for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (8 * UInt64(i - 8))) }
         bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7

@@ -71,7 +71,11 @@ private struct CommonShapeReader {
     /// most once, every one optional; built and checked as the general reader builds and checks it.
     private mutating func event() -> Event? {
         guard take() == Self.openBrace else { return nil }
-        var typeText: String?, name: String?, id: String?, timestamp: Int64?, attributes: [Event.Attribute]?
+        var typeText: String?
+        var name: String?
+        var id: String?
+        var timestamp: Int64?
+        var attributes: [Event.Attribute]?
         var seen = Set<String>()
         skipWhitespace()
         if peek() == Self.closeBrace {
@@ -83,13 +87,21 @@ private struct CommonShapeReader {
                 guard take() == Self.colon else { return nil }
                 skipWhitespace()
                 switch key {
-                case "type": guard let text = string() else { return nil }; typeText = text
-                case "name": guard let text = string() else { return nil }; name = text
-                case "id": guard let text = string() else { return nil }; id = text
+                case "type":
+                    guard let text = string() else { return nil }
+                    typeText = text
+                case "name":
+                    guard let text = string() else { return nil }
+                    name = text
+                case "id":
+                    guard let text = string() else { return nil }
+                    id = text
                 case "timestamp":
                     guard case .int(let value)? = number() else { return nil }
                     timestamp = value
-                case "attributes": guard let list = attributeObject() else { return nil }; attributes = list
+                case "attributes":
+                    guard let list = attributeObject() else { return nil }
+                    attributes = list
                 default: return nil  // purchase, events, or a key the general reader refuses
                 }
                 skipWhitespace()

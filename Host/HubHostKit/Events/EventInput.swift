@@ -47,8 +47,9 @@ public enum EventInput {
             do {
                 return try event(item)
             } catch let problem as Problem {
-                throw Problem(description: items.count > 1 ? "event \(index + 1): \(problem.description)" : problem.description,
-                              tooLarge: problem.tooLarge)
+                throw Problem(
+                    description: items.count > 1 ? "event \(index + 1): \(problem.description)" : problem.description,
+                    tooLarge: problem.tooLarge)
             }
         }
     }
@@ -59,7 +60,10 @@ public enum EventInput {
     static func event(_ item: Any) throws -> Event {
         guard let object = item as? [String: Any] else { throw Problem(description: "an event must be a JSON object") }
         for key in object.keys.sorted() where !knownKeys.contains(key) {
-            throw Problem(description: "unknown key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: knownKeys)); expected: \(knownKeys.joined(separator: ", "))")
+            throw Problem(
+                description:
+                    "unknown key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: knownKeys)); expected: \(knownKeys.joined(separator: ", "))"
+            )
         }
         let typeText: String
         switch object["type"] {
@@ -70,7 +74,10 @@ public enum EventInput {
         }
         guard let type = EventType(text: typeText) else {
             let names = EventType.allCases.map(\.rawValue)
-            throw Problem(description: "unknown event type '\(Suggestion.clip(typeText))'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))")
+            throw Problem(
+                description:
+                    "unknown event type '\(Suggestion.clip(typeText))'\(Suggestion.hint(for: typeText, in: names)); expected one of: \(names.joined(separator: ", "))"
+            )
         }
         var event = Event(type: type, name: try text(object["name"], key: "name") ?? "")
         if let id = try text(object["id"], key: "id"), !id.isEmpty {
@@ -98,7 +105,9 @@ public enum EventInput {
         }
         do {
             if let raw = object["purchase"] {
-                guard type == .purchaseSuccessful else { throw Problem(description: "'purchase' belongs to a purchase_successful event, not \(type.rawValue)") }
+                guard type == .purchaseSuccessful else {
+                    throw Problem(description: "'purchase' belongs to a purchase_successful event, not \(type.rawValue)")
+                }
                 for attribute in try purchase(raw).attributes() { event.set(attribute.name, attribute.value) }
             }
             try Purchase.validate(event)
@@ -133,7 +142,9 @@ public enum EventInput {
         if objCType == "d" || objCType == "f" {
             let double = number.doubleValue
             // 2^63 itself is not representable: strictly below it.
-            guard double.isFinite, double == double.rounded(), double >= -9.223372036854775808e18, double < 9.223372036854775808e18 else { return nil }
+            guard double.isFinite, double == double.rounded(), double >= -9.223372036854775808e18, double < 9.223372036854775808e18 else {
+                return nil
+            }
             return Int64(double)
         }
         return number.int64Value
@@ -141,9 +152,14 @@ public enum EventInput {
 
     /// `{"amount": 50, "currency_code": "USD", "item_list": ["box", "hammer"], "number_of_items": 2}`
     static func purchase(_ raw: Any) throws -> Purchase {
-        guard let object = raw as? [String: Any] else { throw Problem(description: "'purchase' must be an object with \(purchaseKeys.joined(separator: ", "))") }
+        guard let object = raw as? [String: Any] else {
+            throw Problem(description: "'purchase' must be an object with \(purchaseKeys.joined(separator: ", "))")
+        }
         for key in object.keys.sorted() where !purchaseKeys.contains(key) {
-            throw Problem(description: "unknown purchase key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: purchaseKeys)); expected: \(purchaseKeys.joined(separator: ", "))")
+            throw Problem(
+                description:
+                    "unknown purchase key '\(Suggestion.clip(key))'\(Suggestion.hint(for: key, in: purchaseKeys)); expected: \(purchaseKeys.joined(separator: ", "))"
+            )
         }
         func integer(_ key: String) throws -> Int64? {
             guard let value = object[key] else { return nil }
@@ -151,7 +167,9 @@ public enum EventInput {
             return integer
         }
         guard let amount = try integer("amount") else { throw Problem(description: "purchase 'amount' is required") }
-        guard let currency = object["currency_code"] as? String else { throw Problem(description: "purchase 'currency_code' is required (e.g. \"USD\")") }
+        guard let currency = object["currency_code"] as? String else {
+            throw Problem(description: "purchase 'currency_code' is required (e.g. \"USD\")")
+        }
         let items: [String]
         switch object["item_list"] {
         case nil: items = []
@@ -173,7 +191,9 @@ public enum EventInput {
             // An integer JSON number beyond Int64 (2^63 to 2^64-1 arrive as unsigned) would wrap
             // to a negative number: refused, not corrupted.
             guard objCType != "Q" || number.uint64Value <= UInt64(Int64.max) else {
-                throw Problem(description: "attribute '\(Suggestion.clip(name))': \(number) is outside the 64-bit integer range (send it as a double or a string)")
+                throw Problem(
+                    description:
+                        "attribute '\(Suggestion.clip(name))': \(number) is outside the 64-bit integer range (send it as a double or a string)")
             }
             return .int(number.int64Value)
         case let typed as [String: Any]:

@@ -53,7 +53,10 @@ public enum EventLimits {
 
     static func checkTime(_ ms: Int64, what: String) throws {
         guard SafeTime.validMs.contains(ms) else {
-            throw Refusal(description: "\(what) is \(ms) ms since 1970, outside the valid range \(SafeTime.validMs.lowerBound)...\(SafeTime.validMs.upperBound) (1970-01-01 to 9999-12-31)", tooLarge: false)
+            throw Refusal(
+                description:
+                    "\(what) is \(ms) ms since 1970, outside the valid range \(SafeTime.validMs.lowerBound)...\(SafeTime.validMs.upperBound) (1970-01-01 to 9999-12-31)",
+                tooLarge: false)
         }
     }
 }

@@ -35,15 +35,21 @@ package struct EventRowWriter {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
         var row = row
-        let code: Int32 = bindText(handle, 1, &row.id) { bindText(handle, 2, &row.type) { bindText(handle, 3, &row.name) {
-            bindText(handle, 5, &row.attributes) { bindText(handle, 6, &row.status) {
-                sqlite3_bind_int64(handle, 4, row.timestampMs)
-                sqlite3_bind_int64(handle, 7, Int64(row.attempts))
-                sqlite3_bind_int64(handle, 8, nowMs)
-                sqlite3_bind_int64(handle, 9, nowMs)
-                return sqlite3_step(handle)
-            } }
-        } } }
+        let code: Int32 = bindText(handle, 1, &row.id) {
+            bindText(handle, 2, &row.type) {
+                bindText(handle, 3, &row.name) {
+                    bindText(handle, 5, &row.attributes) {
+                        bindText(handle, 6, &row.status) {
+                            sqlite3_bind_int64(handle, 4, row.timestampMs)
+                            sqlite3_bind_int64(handle, 7, Int64(row.attempts))
+                            sqlite3_bind_int64(handle, 8, nowMs)
+                            sqlite3_bind_int64(handle, 9, nowMs)
+                            return sqlite3_step(handle)
+                        }
+                    }
+                }
+            }
+        }
         guard code == SQLITE_DONE else {
             let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
             sqlite3_reset(handle)
@@ -66,7 +72,8 @@ package struct EventRowWriter {
 
 extension EventRowWriter.Row {
     package init(_ event: Event, attributes: String) {
-        self.init(id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
-                  status: event.status.rawValue, attempts: event.attempts)
+        self.init(
+            id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
+            status: event.status.rawValue, attempts: event.attempts)
     }
 }

@@ -3,7 +3,8 @@ import Yams
 /// `events:` in plugins.yaml: every key through EventSettings.schema.
 extension EventSettings: ManifestSection {
     public static let sectionName = "events"
-    public static let summary = "The event pipeline: augmentation, batching, delivery through a sink, retries, sessions, campaign attribution and the core values sent with every event (the Engage SDK's settings, with its defaults)."
+    public static let summary =
+        "The event pipeline: augmentation, batching, delivery through a sink, retries, sessions, campaign attribution and the core values sent with every event (the Engage SDK's settings, with its defaults)."
 
     public init() { self.init(values: [:], lines: [:]) }
 

@@ -6,39 +6,55 @@ import Foundation
 public struct EventSettings: Sendable {
     /// Every key of `events:`, its type, default and meaning.
     public static let schema = ConfigSchema(keys: [
-        ConfigKey(key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
-                  doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange),
-        ConfigKey(key: "cache_size", type: .int, defaultValue: .int(3),
-                  doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000)),
-        ConfigKey(key: "flush_interval", type: .duration, defaultValue: .double(60),
-                  doc: "hubhost serve posts what is waiting at least this often.", range: durationRange),
-        ConfigKey(key: "sink", type: .string, defaultValue: .string(""),
-                  doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url)."),
-        ConfigKey(key: "collector_url", type: .string, defaultValue: .string(""),
-                  doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk."),
-        ConfigKey(key: "max_num_retries", type: .int, defaultValue: .int(3),
-                  doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries).", range: .between(1, 100)),
-        ConfigKey(key: "retry_base_delay", type: .duration, defaultValue: .double(1),
-                  doc: "First retry delay; doubled each attempt, with jitter.", range: .between(0, SafeTime.maxDurationSeconds)),
-        ConfigKey(key: "post_timeout", type: .duration, defaultValue: .double(30),
-                  doc: "Deadline of one POST to the collector.", range: durationRange),
-        ConfigKey(key: "expire_local_events_after", type: .duration, defaultValue: .double(30 * 86_400),
-                  doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays).", range: durationRange),
-        ConfigKey(key: "session_timeout", type: .duration, defaultValue: .double(30 * 60),
-                  doc: "Inactivity that ends a session (Session->sessionLifecycleExpiration).", range: durationRange),
-        ConfigKey(key: "default_current_campaign_expiration", type: .duration, defaultValue: .double(86_400),
-                  doc: "How long a current campaign lasts without an end time (General->defaultCurrentCampaignExpiration).", range: durationRange),
-        ConfigKey(key: "param_current_campaign", type: .string, defaultValue: .string("CurrentCampaign"),
-                  doc: "URL or notification parameter naming the current campaign (ParamFieldNames->ParamCurrentCampaign)."),
-        ConfigKey(key: "param_campaign_end_time", type: .string, defaultValue: .string("CampaignEndTimeStamp"),
-                  doc: "Parameter with the campaign's end, epoch seconds GMT."),
+        ConfigKey(
+            key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
+            doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange),
+        ConfigKey(
+            key: "cache_size", type: .int, defaultValue: .int(3),
+            doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000)),
+        ConfigKey(
+            key: "flush_interval", type: .duration, defaultValue: .double(60),
+            doc: "hubhost serve posts what is waiting at least this often.", range: durationRange),
+        ConfigKey(
+            key: "sink", type: .string, defaultValue: .string(""),
+            doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url)."),
+        ConfigKey(
+            key: "collector_url", type: .string, defaultValue: .string(""),
+            doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk."),
+        ConfigKey(
+            key: "max_num_retries", type: .int, defaultValue: .int(3),
+            doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries).", range: .between(1, 100)),
+        ConfigKey(
+            key: "retry_base_delay", type: .duration, defaultValue: .double(1),
+            doc: "First retry delay; doubled each attempt, with jitter.", range: .between(0, SafeTime.maxDurationSeconds)),
+        ConfigKey(
+            key: "post_timeout", type: .duration, defaultValue: .double(30),
+            doc: "Deadline of one POST to the collector.", range: durationRange),
+        ConfigKey(
+            key: "expire_local_events_after", type: .duration, defaultValue: .double(30 * 86_400),
+            doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays).", range: durationRange),
+        ConfigKey(
+            key: "session_timeout", type: .duration, defaultValue: .double(30 * 60),
+            doc: "Inactivity that ends a session (Session->sessionLifecycleExpiration).", range: durationRange),
+        ConfigKey(
+            key: "default_current_campaign_expiration", type: .duration, defaultValue: .double(86_400),
+            doc: "How long a current campaign lasts without an end time (General->defaultCurrentCampaignExpiration).", range: durationRange),
+        ConfigKey(
+            key: "param_current_campaign", type: .string, defaultValue: .string("CurrentCampaign"),
+            doc: "URL or notification parameter naming the current campaign (ParamFieldNames->ParamCurrentCampaign)."),
+        ConfigKey(
+            key: "param_campaign_end_time", type: .string, defaultValue: .string("CampaignEndTimeStamp"),
+            doc: "Parameter with the campaign's end, epoch seconds GMT."),
         ConfigKey(key: "event_name_field", type: .string, defaultValue: .string("Event Name"), doc: "UBFFieldNames->UBFEventNameFieldName."),
-        ConfigKey(key: "session_duration_field", type: .string, defaultValue: .string("Session Duration"),
-                  doc: "UBFFieldNames->UBFSessionDurationFieldName."),
-        ConfigKey(key: "current_campaign_field", type: .string, defaultValue: .string("Campaign Name"),
-                  doc: "UBFFieldNames->UBFCurrentCampaignFieldName."),
-        ConfigKey(key: "last_campaign_field", type: .string, defaultValue: .string("Last Campaign"),
-                  doc: "UBFFieldNames->UBFLastCampaignFieldName."),
+        ConfigKey(
+            key: "session_duration_field", type: .string, defaultValue: .string("Session Duration"),
+            doc: "UBFFieldNames->UBFSessionDurationFieldName."),
+        ConfigKey(
+            key: "current_campaign_field", type: .string, defaultValue: .string("Campaign Name"),
+            doc: "UBFFieldNames->UBFCurrentCampaignFieldName."),
+        ConfigKey(
+            key: "last_campaign_field", type: .string, defaultValue: .string("Last Campaign"),
+            doc: "UBFFieldNames->UBFLastCampaignFieldName."),
         ConfigKey(key: "device_name", type: .string, defaultValue: .string(""), doc: "Core value sent with every event."),
         ConfigKey(key: "device_version", type: .string, defaultValue: .string(""), doc: "Core value sent with every event."),
         ConfigKey(key: "os_name", type: .string, defaultValue: .string("Linux"), doc: "Core value sent with every event."),
@@ -47,11 +63,12 @@ public struct EventSettings: Sendable {
         ConfigKey(key: "app_version", type: .string, defaultValue: .string(""), doc: "Core value sent with every event."),
         ConfigKey(key: "device_id", type: .string, defaultValue: .string(""), doc: "Core value sent with every event."),
         ConfigKey(key: "mobile_user_id", type: .string, defaultValue: .string(""), doc: "User identifier sent with every event."),
-        ConfigKey(key: "auth_token_url", type: .string, defaultValue: .string(""),
-                  doc: "OAuth 2 token endpoint (refresh-token grant); empty sends no Authorization header."),
+        ConfigKey(
+            key: "auth_token_url", type: .string, defaultValue: .string(""),
+            doc: "OAuth 2 token endpoint (refresh-token grant); empty sends no Authorization header."),
         ConfigKey(key: "auth_client_id", type: .string, defaultValue: .string(""), doc: "OAuth 2 client id."),
         ConfigKey(key: "auth_client_secret", type: .string, defaultValue: .string(""), doc: "OAuth 2 client secret."),
-        ConfigKey(key: "auth_refresh_token", type: .string, defaultValue: .string(""), doc: "OAuth 2 refresh token."),
+        ConfigKey(key: "auth_refresh_token", type: .string, defaultValue: .string(""), doc: "OAuth 2 refresh token.")
     ])
 
     /// The accepted durations: positive, and small enough for the clock arithmetic they feed.
@@ -93,13 +110,16 @@ public struct EventSettings: Sendable {
 
     /// The OAuth 2 refresh-token grant's credentials (auth_*), shared with the XMLAPI client.
     public var oauthCredentials: OAuthTokenCache.Credentials {
-        OAuthTokenCache.Credentials(tokenURL: string("auth_token_url"), clientID: string("auth_client_id"),
-                                    clientSecret: string("auth_client_secret"), refreshToken: string("auth_refresh_token"))
+        OAuthTokenCache.Credentials(
+            tokenURL: string("auth_token_url"), clientID: string("auth_client_id"),
+            clientSecret: string("auth_client_secret"), refreshToken: string("auth_refresh_token"))
     }
 
     /// The core values and identifiers added to every event (when set and not given by the caller).
     var coreValues: [(field: String, key: String)] {
-        [("Device Name", "device_name"), ("Device Version", "device_version"), ("OS Name", "os_name"), ("OS Version", "os_version"),
-         ("App Name", "app_name"), ("App Version", "app_version"), ("Device Id", "device_id"), ("Mobile User Id", "mobile_user_id")]
+        [
+            ("Device Name", "device_name"), ("Device Version", "device_version"), ("OS Name", "os_name"), ("OS Version", "os_version"),
+            ("App Name", "app_name"), ("App Version", "app_version"), ("Device Id", "device_id"), ("Mobile User Id", "mobile_user_id")
+        ]
     }
 }

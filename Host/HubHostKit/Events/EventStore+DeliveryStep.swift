@@ -28,8 +28,9 @@ extension EventStore {
             let now = Clock.wallMs()
             if !step.posted.isEmpty { try Self.markPosted(db, .seqs(step.posted), nowMs: now) }
             for failure in step.failed where !failure.seqs.isEmpty {
-                try Self.markAttemptFailed(db, .seqs(failure.seqs), error: failure.error, retryAtMs: failure.retryAtMs,
-                                           maxAttempts: failure.maxAttempts, nowMs: now)
+                try Self.markAttemptFailed(
+                    db, .seqs(failure.seqs), error: failure.error, retryAtMs: failure.retryAtMs,
+                    maxAttempts: failure.maxAttempts, nowMs: now)
             }
             for lease in step.endedLeases { try Self.endLease(db, lease) }
             guard let claim = step.claim else { return ClaimedBatch() }

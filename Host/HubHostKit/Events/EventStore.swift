@@ -51,49 +51,51 @@ public final class EventStore: @unchecked Sendable {
     private func migrate() throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 events") { db in
-            try db.execute(sql: """
-                CREATE TABLE events (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    id TEXT NOT NULL UNIQUE,
-                    type TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    timestamp_ms INTEGER NOT NULL,
-                    attributes TEXT NOT NULL,
-                    status TEXT NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                    created_ms INTEGER NOT NULL,
-                    updated_ms INTEGER NOT NULL,
-                    last_error TEXT
-                );
-                CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE events (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        id TEXT NOT NULL UNIQUE,
+                        type TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        timestamp_ms INTEGER NOT NULL,
+                        attributes TEXT NOT NULL,
+                        status TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                        created_ms INTEGER NOT NULL,
+                        updated_ms INTEGER NOT NULL,
+                        last_error TEXT
+                    );
+                    CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
+                    """)
         }
         // AUTOINCREMENT updated sqlite_sequence on every insert. `seq` only orders the events that
         // exist (deliverable: oldest first), and a plain rowid is always above every row that
         // exists, so the table is rebuilt without it; existing events keep their seq.
         migrator.registerMigration("v2 events without AUTOINCREMENT") { db in
-            try db.execute(sql: """
-                CREATE TABLE events_v2 (
-                    seq INTEGER PRIMARY KEY,
-                    id TEXT NOT NULL UNIQUE,
-                    type TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    timestamp_ms INTEGER NOT NULL,
-                    attributes TEXT NOT NULL,
-                    status TEXT NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                    created_ms INTEGER NOT NULL,
-                    updated_ms INTEGER NOT NULL,
-                    last_error TEXT
-                );
-                INSERT INTO events_v2 (seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error)
-                    SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error FROM events;
-                DROP TABLE events;
-                ALTER TABLE events_v2 RENAME TO events;
-                CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE events_v2 (
+                        seq INTEGER PRIMARY KEY,
+                        id TEXT NOT NULL UNIQUE,
+                        type TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        timestamp_ms INTEGER NOT NULL,
+                        attributes TEXT NOT NULL,
+                        status TEXT NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        next_attempt_ms INTEGER NOT NULL DEFAULT 0,
+                        created_ms INTEGER NOT NULL,
+                        updated_ms INTEGER NOT NULL,
+                        last_error TEXT
+                    );
+                    INSERT INTO events_v2 (seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error)
+                        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts, next_attempt_ms, created_ms, updated_ms, last_error FROM events;
+                    DROP TABLE events;
+                    ALTER TABLE events_v2 RENAME TO events;
+                    CREATE INDEX events_by_status ON events(status, next_attempt_ms, seq);
+                    """)
         }
         // Small persistent state (sessions, the current campaign, campaign users...). Stores made
         // before this migration existed created the table on open: IF NOT EXISTS keeps theirs.
@@ -110,10 +112,11 @@ public final class EventStore: @unchecked Sendable {
         // cost O(N) per batch); ordered by (status, seq, next_attempt_ms), each status is read in seq
         // order and the read stops after the batch (see dueSeqsSQL). An index only: no event changes.
         migrator.registerMigration("v5 status index in seq order") { db in
-            try db.execute(sql: """
-                DROP INDEX IF EXISTS events_by_status;
-                CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
-                """)
+            try db.execute(
+                sql: """
+                    DROP INDEX IF EXISTS events_by_status;
+                    CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
+                    """)
         }
         // A claim wrote every claimed row (its next_attempt_ms moved to the lease's end): one page
         // write per few events, and the status index rewritten for each, on top of the statuses'
@@ -121,14 +124,15 @@ public final class EventStore: @unchecked Sendable {
         // the statuses stay per event. A v5 store's leased rows keep their next_attempt_ms in the
         // future, so they stay held until that lease ends, as before.
         migrator.registerMigration("v6 delivery leases") { db in
-            try db.execute(sql: """
-                CREATE TABLE delivery_leases (
-                    id INTEGER PRIMARY KEY,
-                    first_seq INTEGER NOT NULL,
-                    last_seq INTEGER NOT NULL,
-                    until_ms INTEGER NOT NULL
-                )
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE delivery_leases (
+                        id INTEGER PRIMARY KEY,
+                        first_seq INTEGER NOT NULL,
+                        last_seq INTEGER NOT NULL,
+                        until_ms INTEGER NOT NULL
+                    )
+                    """)
         }
         try migrator.migrate(pool)
     }
@@ -194,8 +198,9 @@ public final class EventStore: @unchecked Sendable {
     /// Replaces an event's attributes and status (after augmentation).
     public func update(_ event: Event) throws {
         try pool.write { db in
-            try db.execute(sql: "UPDATE events SET attributes = ?, status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
-                           arguments: [AttributeJSON.encode(event.attributes), event.status.rawValue, Clock.wallMs(), event.id])
+            try db.execute(
+                sql: "UPDATE events SET attributes = ?, status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
+                arguments: [AttributeJSON.encode(event.attributes), event.status.rawValue, Clock.wallMs(), event.id])
         }
     }
 
@@ -226,16 +231,18 @@ public final class EventStore: @unchecked Sendable {
     @discardableResult
     public func expireStaleHolds(olderThanMs: Int64) throws -> Int {
         try pool.write { db in
-            let holds = try Row.fetchAll(db, sql: "SELECT id, holder, updated_ms FROM events WHERE status = ?",
-                                         arguments: [EventStatus.hold.rawValue])
+            let holds = try Row.fetchAll(
+                db, sql: "SELECT id, holder, updated_ms FROM events WHERE status = ?",
+                arguments: [EventStatus.hold.rawValue])
             let now = Clock.wallMs()
             var expired = 0
             for row in holds {
                 let holder: String? = row["holder"]
                 let updated: Int64 = row["updated_ms"]
                 guard updated < olderThanMs || !(holder.map(ProcessIdentity.isRunning) ?? false) else { continue }
-                try db.execute(sql: "UPDATE events SET status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
-                               arguments: [EventStatus.expired.rawValue, now, row["id"] as String])
+                try db.execute(
+                    sql: "UPDATE events SET status = ?, updated_ms = ?, holder = NULL WHERE id = ?",
+                    arguments: [EventStatus.expired.rawValue, now, row["id"] as String])
                 expired += 1
             }
             return expired
@@ -261,8 +268,9 @@ public final class EventStore: @unchecked Sendable {
     @discardableResult
     public func purgePosted(olderThanMs: Int64) throws -> Int {
         try pool.write { db in
-            try db.execute(sql: "DELETE FROM events WHERE status = ? AND updated_ms < ?",
-                           arguments: [EventStatus.successfullyPosted.rawValue, olderThanMs])
+            try db.execute(
+                sql: "DELETE FROM events WHERE status = ? AND updated_ms < ?",
+                arguments: [EventStatus.successfullyPosted.rawValue, olderThanMs])
             return db.changesCount
         }
     }
@@ -275,8 +283,9 @@ public final class EventStore: @unchecked Sendable {
         try pool.read { db in
             var events: [Event] = []
             for range in Self.unleasedRanges(try Self.activeLeases(db, nowMs: nowMs)) where events.count < limit {
-                events += try Self.events(db, sql: "SELECT * FROM events WHERE seq IN (\(Self.dueSeqsSQL)) ORDER BY seq",
-                                          arguments: Self.dueArguments(nowMs: nowMs, limit: limit - events.count, in: range))
+                events += try Self.events(
+                    db, sql: "SELECT * FROM events WHERE seq IN (\(Self.dueSeqsSQL)) ORDER BY seq",
+                    arguments: Self.dueArguments(nowMs: nowMs, limit: limit - events.count, in: range))
             }
             return events
         }
@@ -311,8 +320,10 @@ public final class EventStore: @unchecked Sendable {
     package static let expireLeasesSQL = "DELETE FROM delivery_leases WHERE until_ms <= ?"
 
     package static func dueArguments(nowMs: Int64, limit: Int, in range: ClosedRange<Int64> = Int64.min...Int64.max) -> StatementArguments {
-        [EventStatus.notPosted.rawValue, range.lowerBound, range.upperBound, nowMs, limit,
-         EventStatus.expired.rawValue, range.lowerBound, range.upperBound, nowMs, limit, limit]
+        [
+            EventStatus.notPosted.rawValue, range.lowerBound, range.upperBound, nowMs, limit,
+            EventStatus.expired.rawValue, range.lowerBound, range.upperBound, nowMs, limit, limit
+        ]
     }
 
     /// The seq ranges no lease holds, in order, given the running leases' ranges (any order, maybe
@@ -344,8 +355,9 @@ public final class EventStore: @unchecked Sendable {
         guard count > 0 else { return true }
         return try pool.read { db in
             // Cached: asked after every group commit, where compiling it was most of its cost.
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE status IN (?, ?) LIMIT ?)"),
-                             arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, count]) ?? 0
+            try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM (SELECT 1 FROM events WHERE status IN (?, ?) LIMIT ?)"),
+                arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, count]) ?? 0
         } >= count
     }
 
@@ -355,7 +367,8 @@ public final class EventStore: @unchecked Sendable {
         try pool.read { db in
             let rows: [Row]
             if let status {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM events WHERE status = ? ORDER BY seq DESC LIMIT ?", arguments: [status.rawValue, limit])
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT * FROM events WHERE status = ? ORDER BY seq DESC LIMIT ?", arguments: [status.rawValue, limit])
             } else {
                 rows = try Row.fetchAll(db, sql: "SELECT * FROM events ORDER BY seq DESC LIMIT ?", arguments: [limit])
             }
@@ -426,11 +439,13 @@ public final class EventStore: @unchecked Sendable {
     }
 
     static func markAttemptFailed(_ db: Database, _ selection: Selection, error: String, retryAtMs: Int64, maxAttempts: Int, nowMs: Int64) throws {
-        try db.cachedStatement(sql: """
-            UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
-                status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
-            WHERE \(selection.clause)
-            """).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, selection.json])
+        try db.cachedStatement(
+            sql: """
+                UPDATE events SET attempts = attempts + 1, last_error = ?, updated_ms = ?, next_attempt_ms = ?,
+                    status = CASE WHEN attempts + 1 >= ? THEN ? ELSE status END
+                WHERE \(selection.clause)
+                """
+        ).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, selection.json])
     }
 
     /// A claimed batch: its events in tracked (seq) order, their seqs, and the lease holding them
@@ -464,9 +479,11 @@ public final class EventStore: @unchecked Sendable {
             var code = sqlite3_step(handle)
             while code == SQLITE_ROW {
                 batch.seqs.append(sqlite3_column_int64(handle, 0))
-                batch.events.append(Event(id: text(1), type: EventType(rawValue: text(2)) ?? .namedEvent, name: text(3),
-                                          timestampMs: sqlite3_column_int64(handle, 4), attributes: try AttributeJSONReader.decodeOrThrow(text(5)),
-                                          status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7))))
+                batch.events.append(
+                    Event(
+                        id: text(1), type: EventType(rawValue: text(2)) ?? .namedEvent, name: text(3),
+                        timestampMs: sqlite3_column_int64(handle, 4), attributes: try AttributeJSONReader.decodeOrThrow(text(5)),
+                        status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7))))
                 code = sqlite3_step(handle)
             }
             guard code == SQLITE_DONE else {
@@ -488,12 +505,14 @@ public final class EventStore: @unchecked Sendable {
 
     /// Ends every lease holding one of `ids` (the public API's callers know ids, not leases).
     static func endLeases(_ db: Database, holding ids: [String]) throws {
-        try db.cachedStatement(sql: """
-            DELETE FROM delivery_leases WHERE id IN (
-                SELECT delivery_leases.id FROM delivery_leases JOIN events
-                ON events.seq BETWEEN delivery_leases.first_seq AND delivery_leases.last_seq
-                WHERE events.id IN (SELECT value FROM json_each(?)))
-            """).execute(arguments: [jsonArray(ids)])
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM delivery_leases WHERE id IN (
+                    SELECT delivery_leases.id FROM delivery_leases JOIN events
+                    ON events.seq BETWEEN delivery_leases.first_seq AND delivery_leases.last_seq
+                    WHERE events.id IN (SELECT value FROM json_each(?)))
+                """
+        ).execute(arguments: [jsonArray(ids)])
     }
 
     /// Ends the claims of `ids` without an attempt: their leases end, and a v5 store's lease on
@@ -525,9 +544,10 @@ public final class EventStore: @unchecked Sendable {
 
     static func stored(_ row: Row) throws -> StoredEvent {
         let attributes = try AttributeJSONReader.decodeOrThrow(row["attributes"])
-        let event = Event(id: row["id"], type: EventType(rawValue: row["type"]) ?? .namedEvent, name: row["name"],
-                          timestampMs: row["timestamp_ms"], attributes: attributes,
-                          status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"])
+        let event = Event(
+            id: row["id"], type: EventType(rawValue: row["type"]) ?? .namedEvent, name: row["name"],
+            timestampMs: row["timestamp_ms"], attributes: attributes,
+            status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"])
         return StoredEvent(event: event, createdMs: row["created_ms"], updatedMs: row["updated_ms"], lastError: row["last_error"])
     }
 }

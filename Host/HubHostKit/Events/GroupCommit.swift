@@ -67,7 +67,8 @@ final class GroupCommit: @unchecked Sendable {
                 }
             }
             // At least one submission; then as many as fit.
-            var taken = 1, events = pending[0].events.count
+            var taken = 1
+            var events = pending[0].events.count
             while taken < pending.count, events + pending[taken].events.count <= Self.maxEventsPerGroup {
                 events += pending[taken].events.count
                 taken += 1
@@ -84,7 +85,8 @@ final class GroupCommit: @unchecked Sendable {
     /// `committed` runs before the answers: a caller keeps the engine alive until it is answered.
     private func commit(_ group: [Submission]) {
         var ids = Set<String>()
-        var together: [Submission] = [], after: [Submission] = []
+        var together: [Submission] = []
+        var after: [Submission] = []
         for submission in group {
             if submission.events.contains(where: { ids.contains($0.id) }) {
                 after.append(submission)

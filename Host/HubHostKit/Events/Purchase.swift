@@ -9,10 +9,10 @@ import Foundation
 public struct Purchase: Codable, Equatable, Sendable {
     /// Attribute names.
     public enum Field {
-        public static let amount = "purchaseAmount"            // int
-        public static let numberOfItems = "numberOfItems"      // int, default: the item list's length
-        public static let currencyCode = "currencyCode"        // string, ISO 4217: three letters
-        public static let itemList = "itemList"                // string: the item ids joined with ","
+        public static let amount = "purchaseAmount"  // int
+        public static let numberOfItems = "numberOfItems"  // int, default: the item list's length
+        public static let currencyCode = "currencyCode"  // string, ISO 4217: three letters
+        public static let itemList = "itemList"  // string: the item ids joined with ","
         public static let all: [String: ConfigType] = [amount: .int, numberOfItems: .int, currencyCode: .string, itemList: .string]
     }
 
@@ -41,8 +41,10 @@ public struct Purchase: Codable, Equatable, Sendable {
         for item in itemList where item.isEmpty || item.contains(",") {
             throw Invalid(description: "item id '\(item)' is empty or contains ',' (the item list's separator)")
         }
-        return [.init(Field.amount, .int(amount)), .init(Field.numberOfItems, .int(numberOfItems ?? Int64(itemList.count))),
-                .init(Field.currencyCode, .string(currencyCode)), .init(Field.itemList, .string(itemList.joined(separator: ",")))]
+        return [
+            .init(Field.amount, .int(amount)), .init(Field.numberOfItems, .int(numberOfItems ?? Int64(itemList.count))),
+            .init(Field.currencyCode, .string(currencyCode)), .init(Field.itemList, .string(itemList.joined(separator: ",")))
+        ]
     }
 
     static func checkCurrency(_ code: String) throws {
@@ -63,7 +65,10 @@ public struct Purchase: Codable, Equatable, Sendable {
             case (.string, .string(let text)):
                 if attribute.name == Field.currencyCode { try checkCurrency(text) }
             default:
-                throw Invalid(description: "purchase_successful: '\(attribute.name)' must be \(expected == .int ? "an integer" : "a string"), not \(attribute.value.typeName)")
+                throw Invalid(
+                    description:
+                        "purchase_successful: '\(attribute.name)' must be \(expected == .int ? "an integer" : "a string"), not \(attribute.value.typeName)"
+                )
             }
         }
     }

@@ -31,10 +31,10 @@ public final class ContentBundle: @unchecked Sendable {
 
     /// `metadata` keys.
     public enum MetadataKey {
-        public static let version = "version"            // the author's version string, e.g. "2026.11.22-1"
-        public static let created = "created"            // ISO 8601, UTC
+        public static let version = "version"  // the author's version string, e.g. "2026.11.22-1"
+        public static let created = "created"  // ISO 8601, UTC
         public static let contentSource = "content_source"  // the content source's name
-        public static let formatVersion = "format"       // this schema's version: "1"
+        public static let formatVersion = "format"  // this schema's version: "1"
     }
 
     public struct Metadata: Codable, Equatable, Sendable {
@@ -132,7 +132,9 @@ public final class ContentBundle: @unchecked Sendable {
         } catch {
             throw OpenError.notABundle(path: path, reason: "\(error)")
         }
-        var hubIndex: [String: Int] = [:], channelIndex: [String: (Int, Int)] = [:], articleIndex: [String: (Int, Int, Int)] = [:]
+        var hubIndex: [String: Int] = [:]
+        var channelIndex: [String: (Int, Int)] = [:]
+        var articleIndex: [String: (Int, Int, Int)] = [:]
         for (h, hub) in hubs.enumerated() {
             hubIndex[hub.id] = h
             for (c, channel) in hub.channels.enumerated() {
@@ -165,9 +167,11 @@ public final class ContentBundle: @unchecked Sendable {
 
     /// The article whose original source URL is `url` (app indexing), compared verbatim.
     public func article(sourceURL url: String) -> Article? {
-        guard let id = try? database.read({ db in
-            try String.fetchOne(db, sql: "SELECT id FROM articles WHERE source_url = ? ORDER BY position LIMIT 1", arguments: [url])
-        }) else { return nil }
+        guard
+            let id = try? database.read({ db in
+                try String.fetchOne(db, sql: "SELECT id FROM articles WHERE source_url = ? ORDER BY position LIMIT 1", arguments: [url])
+            })
+        else { return nil }
         return article(id)
     }
 
@@ -178,11 +182,15 @@ public final class ContentBundle: @unchecked Sendable {
 
     /// A resource stored in the bundle (e.g. `resources/site.css`), nil when absent.
     public func resource(_ path: String) -> Resource? {
-        guard let row = try? database.read({ db in
-            try Row.fetchOne(db, sql: "SELECT mime_type, data FROM resources WHERE path = ?", arguments: [path])
-        }) else { return nil }
+        guard
+            let row = try? database.read({ db in
+                try Row.fetchOne(db, sql: "SELECT mime_type, data FROM resources WHERE path = ?", arguments: [path])
+            })
+        else { return nil }
         // Optional reads: a damaged row is an absent resource, never a trap.
-        guard let mimeType = try? row.decode(String.self, forColumn: "mime_type"), let data = try? row.decode(Data.self, forColumn: "data") else { return nil }
+        guard let mimeType = try? row.decode(String.self, forColumn: "mime_type"), let data = try? row.decode(Data.self, forColumn: "data") else {
+            return nil
+        }
         return Resource(path: path, mimeType: mimeType, data: data)
     }
 
@@ -206,11 +214,13 @@ public final class ContentBundle: @unchecked Sendable {
                 throw OpenError.notABundle(path: path, reason: "\(table).\(column) holds \(found.prefix(80)) where \(T.self) belongs")
             }
         }
-        let meta = Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM metadata").map {
-            (try value($0, "key", in: "metadata") as String, try value($0, "value", in: "metadata") as String)
-        }, uniquingKeysWith: { first, _ in first })
-        let metadata = Metadata(version: meta[MetadataKey.version] ?? "", created: meta[MetadataKey.created] ?? "",
-                                contentSource: meta[MetadataKey.contentSource] ?? "")
+        let meta = Dictionary(
+            try Row.fetchAll(db, sql: "SELECT key, value FROM metadata").map {
+                (try value($0, "key", in: "metadata") as String, try value($0, "value", in: "metadata") as String)
+            }, uniquingKeysWith: { first, _ in first })
+        let metadata = Metadata(
+            version: meta[MetadataKey.version] ?? "", created: meta[MetadataKey.created] ?? "",
+            contentSource: meta[MetadataKey.contentSource] ?? "")
         func tags(_ row: Row, in table: String) throws -> [String] {
             let text: String = try value(row, "tags", in: table)
             guard let list = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String] else {
@@ -221,24 +231,28 @@ public final class ContentBundle: @unchecked Sendable {
         }
         var articlesByChannel: [String: [Article]] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT id, channel_id, title, tags, position, source_url FROM articles ORDER BY position, id") {
-            let article = Article(id: try value(row, "id", in: "articles"), channelID: try value(row, "channel_id", in: "articles"),
-                                  title: try value(row, "title", in: "articles"), tags: try tags(row, in: "articles"),
-                                  position: try value(row, "position", in: "articles"), sourceURL: try value(row, "source_url", in: "articles"))
+            let article = Article(
+                id: try value(row, "id", in: "articles"), channelID: try value(row, "channel_id", in: "articles"),
+                title: try value(row, "title", in: "articles"), tags: try tags(row, in: "articles"),
+                position: try value(row, "position", in: "articles"), sourceURL: try value(row, "source_url", in: "articles"))
             articlesByChannel[article.channelID, default: []].append(article)
         }
         var channelsByHub: [String: [Channel]] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT id, hub_id, title, tags, position FROM channels ORDER BY position, id") {
             let id: String = try value(row, "id", in: "channels")
-            let channel = Channel(id: id, hubID: try value(row, "hub_id", in: "channels"), title: try value(row, "title", in: "channels"),
-                                  tags: try tags(row, in: "channels"), position: try value(row, "position", in: "channels"),
-                                  articles: articlesByChannel.removeValue(forKey: id) ?? [])
+            let channel = Channel(
+                id: id, hubID: try value(row, "hub_id", in: "channels"), title: try value(row, "title", in: "channels"),
+                tags: try tags(row, in: "channels"), position: try value(row, "position", in: "channels"),
+                articles: articlesByChannel.removeValue(forKey: id) ?? [])
             channelsByHub[channel.hubID, default: []].append(channel)
         }
         var hubs: [Hub] = []
         for row in try Row.fetchAll(db, sql: "SELECT id, title, tags, position FROM hubs ORDER BY position, id") {
             let id: String = try value(row, "id", in: "hubs")
-            hubs.append(Hub(id: id, title: try value(row, "title", in: "hubs"), tags: try tags(row, in: "hubs"),
-                            position: try value(row, "position", in: "hubs"), channels: channelsByHub.removeValue(forKey: id) ?? []))
+            hubs.append(
+                Hub(
+                    id: id, title: try value(row, "title", in: "hubs"), tags: try tags(row, in: "hubs"),
+                    position: try value(row, "position", in: "hubs"), channels: channelsByHub.removeValue(forKey: id) ?? []))
         }
         if let orphan = articlesByChannel.values.first?.first {
             throw OpenError.notABundle(path: path, reason: "article '\(orphan.id)' names channel '\(orphan.channelID)', which does not exist")
@@ -247,8 +261,9 @@ public final class ContentBundle: @unchecked Sendable {
             throw OpenError.notABundle(path: path, reason: "channel '\(orphan.id)' names hub '\(orphan.hubID)', which does not exist")
         }
         let notifications = try Row.fetchAll(db, sql: "SELECT id, fire_at_ms, message, action_uri FROM notifications ORDER BY fire_at_ms, id").map {
-            ScheduledNotification(id: try value($0, "id", in: "notifications"), fireAtMs: try value($0, "fire_at_ms", in: "notifications"),
-                                  message: try value($0, "message", in: "notifications"), actionURI: try value($0, "action_uri", in: "notifications"))
+            ScheduledNotification(
+                id: try value($0, "id", in: "notifications"), fireAtMs: try value($0, "fire_at_ms", in: "notifications"),
+                message: try value($0, "message", in: "notifications"), actionURI: try value($0, "action_uri", in: "notifications"))
         }
         return (metadata, hubs, notifications)
     }

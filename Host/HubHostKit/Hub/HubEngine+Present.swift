@@ -18,8 +18,10 @@ extension HubEngine {
     /// a bundle another process activates meanwhile cannot split a hub session between two bundles.
     /// With `track` false, "Hub Presented" is left to the caller (the web hub hands it to its
     /// page-view recorder, in order with the page views).
-    public func presentFromBundle(tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true,
-                                  track: Bool = true) throws -> (presentation: Presentation, bundle: ContentBundle) {
+    public func presentFromBundle(
+        tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true,
+        track: Bool = true
+    ) throws -> (presentation: Presentation, bundle: ContentBundle) {
         try beforePresent?(waitForContent)
         let bundle = activeBundle
         let target = try uri.map { try contentURI(for: $0, in: bundle) }

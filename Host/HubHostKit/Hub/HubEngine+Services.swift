@@ -8,14 +8,19 @@ extension HubEngine {
     /// when a content provider delivers bundles (`delivery`), the immediate download at start-up
     /// and the recurring re-syncs.
     public func services(delivery: ContentDelivery?, onError: @escaping @Sendable (String, Error) -> Void) -> [PeriodicService] {
-        var services = [PeriodicService(name: "local notifications", every: Self.notificationCheckInterval, onError: onError) { [self] in
-            try localNotifications.announceDue()
-        }]
+        var services = [
+            PeriodicService(name: "local notifications", every: Self.notificationCheckInterval, onError: onError) { [self] in
+                try localNotifications.announceDue()
+            }
+        ]
         if let delivery {
-            services.append(PeriodicService(name: "content delivery", every: ContentDelivery.syncCheckInterval,
-                                            first: { delivery.serveStartUp() }, onError: onError) {
-                if delivery.isRecurringSyncDue { _ = try delivery.sync() }
-            })
+            services.append(
+                PeriodicService(
+                    name: "content delivery", every: ContentDelivery.syncCheckInterval,
+                    first: { delivery.serveStartUp() }, onError: onError
+                ) {
+                    if delivery.isRecurringSyncDue { _ = try delivery.sync() }
+                })
         }
         return services
     }

@@ -44,8 +44,10 @@ public final class HubEngine: @unchecked Sendable {
     /// Opens (creating) `<dataDirectory>/hub` and its stores, and activates the stored bundle or the
     /// preloaded one. Throws when a directory or database cannot be opened. `HubHost.hub()` opens the
     /// host's engine.
-    public init(settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
-                metrics: HubMetrics = HubMetrics()) throws {
+    public init(
+        settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
+        metrics: HubMetrics = HubMetrics()
+    ) throws {
         self.settings = settings
         self.notifications = notifications
         self.pipeline = pipeline
@@ -120,7 +122,9 @@ public final class HubEngine: @unchecked Sendable {
                     return
                 }
                 setActive(opened.bundle, sha256: opened.sha256, stamp: opened.stamp, follow: true)
-                pipeline.log(.info, .info, source: "hub", "content bundle \(opened.bundle.metadata.version) was activated by another process; now presenting it (\(opened.bundle.path))")
+                pipeline.log(
+                    .info, .info, source: "hub",
+                    "content bundle \(opened.bundle.metadata.version) was activated by another process; now presenting it (\(opened.bundle.path))")
             } catch {
                 lock.withLock { seenStamp = stamp }
                 pipeline.log(.error, .debug, source: "hub", "\(error)")
@@ -180,7 +184,8 @@ public final class HubEngine: @unchecked Sendable {
         guard var preloaded = settings.preloadedBundle, !preloaded.isEmpty else { return }
         do {
             if PreloadedContentFolder.isFolder(preloaded) {
-                preloaded = try PreloadedContentFolder.bundle(for: preloaded, cacheDirectory: (directory as NSString).appendingPathComponent("preloaded"))
+                preloaded = try PreloadedContentFolder.bundle(
+                    for: preloaded, cacheDirectory: (directory as NSString).appendingPathComponent("preloaded"))
             }
             let metadataPath = BundleMetadata.path(besideBundle: preloaded)
             if FileManager.default.fileExists(atPath: metadataPath) {

@@ -4,21 +4,27 @@ import Yams
 /// `hub:` in plugins.yaml, parsed by the hub's own settings type.
 extension HubSettings: ManifestSection {
     public static let sectionName = "hub"
-    public static let summary = "The Content Hub (the ZBiM SDK): where signed bundles come from, the key they must be signed with, and the web hub's security policy."
+    public static let summary =
+        "The Content Hub (the ZBiM SDK): where signed bundles come from, the key they must be signed with, and the web hub's security policy."
     public static var structuredKeys: [ConfigReferenceEntry] {
         [
-            ConfigReferenceEntry(key: "hub.whitelist_urls", type: "list of strings", defaultValue: "[]",
-                                 doc: "URLs a local_only hub may still load, compared verbatim (query and fragment included)."),
-            ConfigReferenceEntry(key: "hub.whitelist_domains", type: "list of strings", defaultValue: "[]",
-                                 doc: "Domains a local_only hub may still load from."),
-            ConfigReferenceEntry(key: "hub.custom_url_schemes", type: "list of strings", defaultValue: "[]",
-                                 doc: "Schemes whose links are app actions for the integrating app, e.g. myapp (a trailing :// is dropped)."),
+            ConfigReferenceEntry(
+                key: "hub.whitelist_urls", type: "list of strings", defaultValue: "[]",
+                doc: "URLs a local_only hub may still load, compared verbatim (query and fragment included)."),
+            ConfigReferenceEntry(
+                key: "hub.whitelist_domains", type: "list of strings", defaultValue: "[]",
+                doc: "Domains a local_only hub may still load from."),
+            ConfigReferenceEntry(
+                key: "hub.custom_url_schemes", type: "list of strings", defaultValue: "[]",
+                doc: "Schemes whose links are app actions for the integrating app, e.g. myapp (a trailing :// is dropped).")
         ]
     }
 
     /// `hub:`: scalar keys through HubSettings.schema, the whitelists and schemes as lists of strings.
     public init(section node: Node, context: ManifestSectionContext) {
-        let reader = context.reader, anchor = context.anchor, folder = context.folder
+        let reader = context.reader
+        let anchor = context.anchor
+        let folder = context.folder
         var settings = HubSettings()
         defer { self = settings }
         guard let entries = reader.mapping(node, key: "hub") else { return }
@@ -30,7 +36,10 @@ extension HubSettings: ManifestSection {
         let values = HubSettings.schema.resolve(Node.mapping(Node.Mapping(scalars)), path: "hub", reader: reader, reportAt: anchor, lines: &lines)
         settings.lines = lines
         for key in HubSettings.listKeys { if let line = known[key]?.keyNode.mark?.line { settings.lines[key] = line } }
-        func text(_ key: String) -> String? { if case .string(let value)? = values[key], !value.isEmpty { return value }; return nil }
+        func text(_ key: String) -> String? {
+            if case .string(let value)? = values[key], !value.isEmpty { return value }
+            return nil
+        }
         if case .bool(let enabled)? = values["enabled"] { settings.enabled = enabled }
         settings.provider = text("provider")
         settings.dbServiceURL = text("db_service_url")
@@ -42,7 +51,8 @@ extension HubSettings: ManifestSection {
             if ancestors.range(of: #"^[A-Za-z0-9'*:/._ -]+$"#, options: .regularExpression) != nil {
                 settings.frameAncestors = ancestors
             } else if let node = known["frame_ancestors"]?.keyNode {
-                reader.report(node, key: "hub.frame_ancestors", "expected CSP sources such as 'self', 'none' or https://app.example, not '\(ancestors)'")
+                reader.report(
+                    node, key: "hub.frame_ancestors", "expected CSP sources such as 'self', 'none' or https://app.example, not '\(ancestors)'")
             }
         }
         // Allowed values were checked against the schema: a refused value arrives as the default.
@@ -59,8 +69,9 @@ extension HubSettings: ManifestSection {
 
     public var effectiveValues: [EffectiveSetting] {
         func setting(_ key: String, _ value: JSONValue) -> EffectiveSetting {
-            EffectiveSetting(key: "hub.\(key)", value: value, line: lines[key],
-                             doc: Self.schema.keys.first { $0.key == key }?.doc ?? "")
+            EffectiveSetting(
+                key: "hub.\(key)", value: value, line: lines[key],
+                doc: Self.schema.keys.first { $0.key == key }?.doc ?? "")
         }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         return [
@@ -70,7 +81,7 @@ extension HubSettings: ManifestSection {
             setting("color_scheme", .string(colorScheme.rawValue)), setting("download_timeout", .number(downloadTimeout)),
             setting("whitelist_urls", .array(whitelistURLs.map(JSONValue.string))),
             setting("whitelist_domains", .array(whitelistDomains.map(JSONValue.string))),
-            setting("custom_url_schemes", .array(customURLSchemes.map(JSONValue.string))),
+            setting("custom_url_schemes", .array(customURLSchemes.map(JSONValue.string)))
         ]
     }
 

@@ -4,23 +4,31 @@
 public struct HubSettings: Sendable, Equatable {
     public static let schema = ConfigSchema(keys: [
         ConfigKey(key: "enabled", type: .bool, defaultValue: .bool(true), doc: "false turns the Content Hub off."),
-        ConfigKey(key: "provider", type: .string, defaultValue: .string(""),
-                  doc: "The content_provider instance that fetches bundles; empty: the first one in plugins:."),
-        ConfigKey(key: "db_service_url", type: .string, defaultValue: .string(""),
-                  doc: "The content service (dbServiceUrl), handed to the provider as its db_service_url config value."),
-        ConfigKey(key: "public_key", type: .string, defaultValue: .string(""),
-                  doc: "The DER SubjectPublicKeyInfo key (pubkey.der) bundles must be signed for; relative to plugins.yaml."),
-        ConfigKey(key: "preloaded_bundle", type: .string, defaultValue: .string(""),
-                  doc: "A bundle shipped with the app (contentDB.sqlite3), shown at once while a newer one downloads."),
-        ConfigKey(key: "content_source", type: .string, defaultValue: .string("external_allowed"),
-                  doc: "external_allowed: hub pages may load external resources; local_only: only the hub's own origin and the whitelists.",
-                  allowedValues: ContentSource.allCases.map(\.rawValue)),
-        ConfigKey(key: "frame_ancestors", type: .string, defaultValue: .string("'self'"),
-                  doc: "Who may show hub pages in a frame: a CSP frame-ancestors source list ('self', 'none', or origins like https://app.example)."),
-        ConfigKey(key: "color_scheme", type: .string, defaultValue: .string("dark"), doc: "dark or light: the hub's chrome and status views.",
-                  allowedValues: ColorScheme.allCases.map(\.rawValue)),
-        ConfigKey(key: "download_timeout", type: .duration, defaultValue: .double(120), doc: "The most one bundle download may take.",
-                  range: .positive(atMost: SafeTime.maxDurationSeconds)),
+        ConfigKey(
+            key: "provider", type: .string, defaultValue: .string(""),
+            doc: "The content_provider instance that fetches bundles; empty: the first one in plugins:."),
+        ConfigKey(
+            key: "db_service_url", type: .string, defaultValue: .string(""),
+            doc: "The content service (dbServiceUrl), handed to the provider as its db_service_url config value."),
+        ConfigKey(
+            key: "public_key", type: .string, defaultValue: .string(""),
+            doc: "The DER SubjectPublicKeyInfo key (pubkey.der) bundles must be signed for; relative to plugins.yaml."),
+        ConfigKey(
+            key: "preloaded_bundle", type: .string, defaultValue: .string(""),
+            doc: "A bundle shipped with the app (contentDB.sqlite3), shown at once while a newer one downloads."),
+        ConfigKey(
+            key: "content_source", type: .string, defaultValue: .string("external_allowed"),
+            doc: "external_allowed: hub pages may load external resources; local_only: only the hub's own origin and the whitelists.",
+            allowedValues: ContentSource.allCases.map(\.rawValue)),
+        ConfigKey(
+            key: "frame_ancestors", type: .string, defaultValue: .string("'self'"),
+            doc: "Who may show hub pages in a frame: a CSP frame-ancestors source list ('self', 'none', or origins like https://app.example)."),
+        ConfigKey(
+            key: "color_scheme", type: .string, defaultValue: .string("dark"), doc: "dark or light: the hub's chrome and status views.",
+            allowedValues: ColorScheme.allCases.map(\.rawValue)),
+        ConfigKey(
+            key: "download_timeout", type: .duration, defaultValue: .double(120), doc: "The most one bundle download may take.",
+            range: .positive(atMost: SafeTime.maxDurationSeconds))
     ])
     /// Keys whose value is a list of strings.
     static let listKeys = ["whitelist_urls", "whitelist_domains", "custom_url_schemes"]

@@ -22,6 +22,6 @@ public struct HubState: Codable, Equatable, Sendable {
         (\.isDisplayingContentHub, "isDisplayingContentHub", HostNotification.Name.displayingContentHubStateChanged),
         (\.isReady, "isReady", HostNotification.Name.readyStateChanged),
         (\.isDisabled, "isDisabled", HostNotification.Name.disabledStateChanged),
-        (\.notPartOfPilotProgram, "notPartOfPilotProgram", HostNotification.Name.notPartOfPilotProgramStateChanged),
+        (\.notPartOfPilotProgram, "notPartOfPilotProgram", HostNotification.Name.notPartOfPilotProgramStateChanged)
     ]
 }

@@ -90,7 +90,9 @@ public final class HubViewRecorder: @unchecked Sendable {
                 try users.learn(reads)
             } catch {
                 let ids = views.compactMap { $0.read?.id }
-                logger.error("hub: the reading of \(ids.count) article(s) was not added to the user's tag counts (\(ids.prefix(10).joined(separator: ", "))): \(error)")
+                logger.error(
+                    "hub: the reading of \(ids.count) article(s) was not added to the user's tag counts (\(ids.prefix(10).joined(separator: ", "))): \(error)"
+                )
             }
         }
     }

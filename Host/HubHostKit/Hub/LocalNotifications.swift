@@ -40,10 +40,11 @@ public struct LocalNotifications: Sendable {
             let announced = try String.fetchSet(db, sql: "SELECT id FROM local_notifications WHERE announced_ms IS NOT NULL")
             let fresh = due.filter { !announced.contains($0.id) }
             for notification in fresh {
-                try db.execute(sql: """
-                    INSERT INTO local_notifications (id, announced_ms) VALUES (?, ?)
-                    ON CONFLICT(id) DO UPDATE SET announced_ms = excluded.announced_ms
-                    """, arguments: [notification.id, now])
+                try db.execute(
+                    sql: """
+                        INSERT INTO local_notifications (id, announced_ms) VALUES (?, ?)
+                        ON CONFLICT(id) DO UPDATE SET announced_ms = excluded.announced_ms
+                        """, arguments: [notification.id, now])
             }
             return fresh
         }
@@ -59,10 +60,11 @@ public struct LocalNotifications: Sendable {
     public func handle(id: String, showAlert: Bool = true, now: Int64 = Clock.wallMs()) throws -> Outcome {
         guard let notification = engine.activeBundle?.notifications.first(where: { $0.id == id }) else { return .notOurs(id: id) }
         try log { db in
-            try db.execute(sql: """
-                INSERT INTO local_notifications (id, handled_ms) VALUES (?, ?)
-                ON CONFLICT(id) DO UPDATE SET handled_ms = excluded.handled_ms
-                """, arguments: [id, now])
+            try db.execute(
+                sql: """
+                    INSERT INTO local_notifications (id, handled_ms) VALUES (?, ?)
+                    ON CONFLICT(id) DO UPDATE SET handled_ms = excluded.handled_ms
+                    """, arguments: [id, now])
         }
         engine.metrics.localNotificationHandled(notification, showAlert: showAlert)
         return .handled(notification: notification, uri: notification.actionURI, showAlert: showAlert)
@@ -70,15 +72,18 @@ public struct LocalNotifications: Sendable {
 
     /// The payload of a `LocalNotificationDue` notification.
     public static func payload(_ notification: ScheduledNotification) -> [String: JSONValue] {
-        ["id": .string(notification.id), "message": .string(notification.message), "action_uri": .string(notification.actionURI),
-         "fire_at_ms": .number(Double(notification.fireAtMs))]
+        [
+            "id": .string(notification.id), "message": .string(notification.message), "action_uri": .string(notification.actionURI),
+            "fire_at_ms": .number(Double(notification.fireAtMs))
+        ]
     }
 
     private func log<T>(_ work: (Database) throws -> T) throws -> T {
         try engine.users.pool.write { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS local_notifications (id TEXT PRIMARY KEY NOT NULL, announced_ms INTEGER, handled_ms INTEGER)
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS local_notifications (id TEXT PRIMARY KEY NOT NULL, announced_ms INTEGER, handled_ms INTEGER)
+                    """)
             return try work(db)
         }
     }

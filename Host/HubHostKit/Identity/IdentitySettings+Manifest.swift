@@ -5,7 +5,8 @@ import Yams
 /// mapped to hubhost's key names.
 extension IdentitySettings: ManifestSection {
     public static let sectionName = "identity"
-    public static let summary = "The mobile identity manager and its XMLAPI client (the Engage SDK): the recipient list, the mobile user id, merges and their audit records. Keys are also accepted with the Engage SDK's group prefixes (Recipient->, AuditRecord->, General->)."
+    public static let summary =
+        "The mobile identity manager and its XMLAPI client (the Engage SDK): the recipient list, the mobile user id, merges and their audit records. Keys are also accepted with the Engage SDK's group prefixes (Recipient->, AuditRecord->, General->)."
 
     public init() { self.init(values: [:], lines: [:]) }
 
@@ -14,8 +15,9 @@ extension IdentitySettings: ManifestSection {
         let values = context.resolve(Self.seedKeysMapped(node), schema: Self.schema, lines: &lines)
         self.init(values: values, lines: lines)
         if mergeHistoryInAuditRecordTable && auditRecordListID.isEmpty {
-            context.report(node.mapping?["mergeHistoryInAuditRecordTable"], key: "identity.auditRecordListId",
-                           "mergeHistoryInAuditRecordTable is true but auditRecordListId (the audit table's id) is not set: merges would fail at the audit step")
+            context.report(
+                node.mapping?["mergeHistoryInAuditRecordTable"], key: "identity.auditRecordListId",
+                "mergeHistoryInAuditRecordTable is true but auditRecordListId (the audit table's id) is not set: merges would fail at the audit step")
         }
     }
 
@@ -23,7 +25,9 @@ extension IdentitySettings: ManifestSection {
     static func seedKeysMapped(_ node: Node) -> Node {
         guard let mapping = node.mapping else { return node }
         let pairs: [(Node, Node)] = mapping.map { pair in
-            guard let key = pair.key.scalar, let prefix = seedPrefixes.first(where: { key.string.hasPrefix($0) }) else { return (pair.key, pair.value) }
+            guard let key = pair.key.scalar, let prefix = seedPrefixes.first(where: { key.string.hasPrefix($0) }) else {
+                return (pair.key, pair.value)
+            }
             let renamed = Node.Scalar(String(key.string.dropFirst(prefix.count)), key.tag, key.style, key.mark)
             return (.scalar(renamed), pair.value)
         }

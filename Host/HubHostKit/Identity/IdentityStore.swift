@@ -55,33 +55,34 @@ public final class IdentityStore: @unchecked Sendable {
         pool = try SharedSQLite.open(path: path, label: "identity")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 identity") { db in
-            try db.execute(sql: """
-                CREATE TABLE identity (
-                    slot INTEGER PRIMARY KEY CHECK (slot = 1),
-                    recipient_id TEXT,
-                    mobile_user_id TEXT,
-                    add_recipient_sent INTEGER NOT NULL DEFAULT 0,
-                    updated_ms INTEGER NOT NULL
-                );
-                CREATE TABLE merges (
-                    id INTEGER PRIMARY KEY,
-                    old_recipient_id TEXT NOT NULL,
-                    new_recipient_id TEXT NOT NULL,
-                    new_mobile_user_id TEXT NOT NULL,
-                    merged_date TEXT NOT NULL,
-                    created_ms INTEGER NOT NULL,
-                    completed_ms INTEGER,
-                    last_error TEXT
-                );
-                CREATE TABLE merge_steps (
-                    merge_id INTEGER NOT NULL REFERENCES merges(id),
-                    step INTEGER NOT NULL,
-                    summary TEXT NOT NULL,
-                    resource TEXT NOT NULL,
-                    done_ms INTEGER,
-                    PRIMARY KEY (merge_id, step)
-                );
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE identity (
+                        slot INTEGER PRIMARY KEY CHECK (slot = 1),
+                        recipient_id TEXT,
+                        mobile_user_id TEXT,
+                        add_recipient_sent INTEGER NOT NULL DEFAULT 0,
+                        updated_ms INTEGER NOT NULL
+                    );
+                    CREATE TABLE merges (
+                        id INTEGER PRIMARY KEY,
+                        old_recipient_id TEXT NOT NULL,
+                        new_recipient_id TEXT NOT NULL,
+                        new_mobile_user_id TEXT NOT NULL,
+                        merged_date TEXT NOT NULL,
+                        created_ms INTEGER NOT NULL,
+                        completed_ms INTEGER,
+                        last_error TEXT
+                    );
+                    CREATE TABLE merge_steps (
+                        merge_id INTEGER NOT NULL REFERENCES merges(id),
+                        step INTEGER NOT NULL,
+                        summary TEXT NOT NULL,
+                        resource TEXT NOT NULL,
+                        done_ms INTEGER,
+                        PRIMARY KEY (merge_id, step)
+                    );
+                    """)
         }
         try migrator.migrate(pool)
     }
@@ -97,8 +98,13 @@ public final class IdentityStore: @unchecked Sendable {
     public func set(recipientId: String? = nil, mobileUserId: String? = nil) throws {
         try pool.write { db in
             try ensureRow(db)
-            if let recipientId { try db.execute(sql: "UPDATE identity SET recipient_id = ?, updated_ms = ? WHERE slot = 1", arguments: [recipientId, Clock.wallMs()]) }
-            if let mobileUserId { try db.execute(sql: "UPDATE identity SET mobile_user_id = ?, updated_ms = ? WHERE slot = 1", arguments: [mobileUserId, Clock.wallMs()]) }
+            if let recipientId {
+                try db.execute(sql: "UPDATE identity SET recipient_id = ?, updated_ms = ? WHERE slot = 1", arguments: [recipientId, Clock.wallMs()])
+            }
+            if let mobileUserId {
+                try db.execute(
+                    sql: "UPDATE identity SET mobile_user_id = ?, updated_ms = ? WHERE slot = 1", arguments: [mobileUserId, Clock.wallMs()])
+            }
         }
     }
 
@@ -121,7 +127,10 @@ public final class IdentityStore: @unchecked Sendable {
         try pool.write { db in
             if let pending = try Int64.fetchOne(db, sql: "SELECT id FROM merges WHERE completed_ms IS NULL LIMIT 1") {
                 guard force else {
-                    throw Refused(description: "merge \(pending) is pending in the journal (see hubhost identity show); a reset now would leave two recipients half merged. Run a setup or check to finish it, or reset --force to drop it")
+                    throw Refused(
+                        description:
+                            "merge \(pending) is pending in the journal (see hubhost identity show); a reset now would leave two recipients half merged. Run a setup or check to finish it, or reset --force to drop it"
+                    )
                 }
                 try db.execute(sql: "DELETE FROM merge_steps WHERE merge_id IN (SELECT id FROM merges WHERE completed_ms IS NULL)")
                 try db.execute(sql: "DELETE FROM merges WHERE completed_ms IS NULL")
@@ -132,20 +141,24 @@ public final class IdentityStore: @unchecked Sendable {
 
     /// Journals a merge: the plan and all its steps in one transaction. Refused when another merge
     /// is pending (from this process or another on the same data directory).
-    public func beginMerge(oldRecipientId: String, newRecipientId: String, newMobileUserId: String, mergedDate: String,
-                           steps: [(summary: String, resource: XMLAPIResource)]) throws -> Merge {
+    public func beginMerge(
+        oldRecipientId: String, newRecipientId: String, newMobileUserId: String, mergedDate: String,
+        steps: [(summary: String, resource: XMLAPIResource)]
+    ) throws -> Merge {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let id: Int64 = try pool.write { db in
             if let pending = try Int64.fetchOne(db, sql: "SELECT id FROM merges WHERE completed_ms IS NULL LIMIT 1") {
                 throw Refused(description: "merge \(pending) is still pending in the journal; it is finished first")
             }
-            try db.execute(sql: "INSERT INTO merges (old_recipient_id, new_recipient_id, new_mobile_user_id, merged_date, created_ms) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [oldRecipientId, newRecipientId, newMobileUserId, mergedDate, Clock.wallMs()])
+            try db.execute(
+                sql: "INSERT INTO merges (old_recipient_id, new_recipient_id, new_mobile_user_id, merged_date, created_ms) VALUES (?, ?, ?, ?, ?)",
+                arguments: [oldRecipientId, newRecipientId, newMobileUserId, mergedDate, Clock.wallMs()])
             let id = db.lastInsertedRowID
             for (index, step) in steps.enumerated() {
-                try db.execute(sql: "INSERT INTO merge_steps (merge_id, step, summary, resource) VALUES (?, ?, ?, ?)",
-                               arguments: [id, index + 1, step.summary, String(decoding: try encoder.encode(step.resource), as: UTF8.self)])
+                try db.execute(
+                    sql: "INSERT INTO merge_steps (merge_id, step, summary, resource) VALUES (?, ?, ?, ?)",
+                    arguments: [id, index + 1, step.summary, String(decoding: try encoder.encode(step.resource), as: UTF8.self)])
             }
             return id
         }
@@ -155,7 +168,8 @@ public final class IdentityStore: @unchecked Sendable {
 
     /// The pending merge, if any (there is at most one).
     public func pendingMerge() throws -> Merge? {
-        guard let id = try pool.read({ db in try Int64.fetchOne(db, sql: "SELECT id FROM merges WHERE completed_ms IS NULL ORDER BY id LIMIT 1") }) else { return nil }
+        guard let id = try pool.read({ db in try Int64.fetchOne(db, sql: "SELECT id FROM merges WHERE completed_ms IS NULL ORDER BY id LIMIT 1") })
+        else { return nil }
         return try merge(id)
     }
 
@@ -168,23 +182,27 @@ public final class IdentityStore: @unchecked Sendable {
     func merge(_ id: Int64) throws -> Merge? {
         try pool.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM merges WHERE id = ?", arguments: [id]) else { return nil }
-            let steps = try Row.fetchAll(db, sql: "SELECT step, summary, resource, done_ms FROM merge_steps WHERE merge_id = ? ORDER BY step", arguments: [id])
-                .map { step -> Step in
-                    let text: String = step["resource"]
-                    let resource = try JSONDecoder().decode(XMLAPIResource.self, from: Data(text.utf8))
-                    return Step(index: step["step"], summary: step["summary"], resource: resource, done: (step["done_ms"] as Int64?) != nil)
-                }
-            return Merge(id: id, oldRecipientId: row["old_recipient_id"], newRecipientId: row["new_recipient_id"],
-                         newMobileUserId: row["new_mobile_user_id"], mergedDate: row["merged_date"], steps: steps,
-                         completed: (row["completed_ms"] as Int64?) != nil, lastError: row["last_error"])
+            let steps = try Row.fetchAll(
+                db, sql: "SELECT step, summary, resource, done_ms FROM merge_steps WHERE merge_id = ? ORDER BY step", arguments: [id]
+            )
+            .map { step -> Step in
+                let text: String = step["resource"]
+                let resource = try JSONDecoder().decode(XMLAPIResource.self, from: Data(text.utf8))
+                return Step(index: step["step"], summary: step["summary"], resource: resource, done: (step["done_ms"] as Int64?) != nil)
+            }
+            return Merge(
+                id: id, oldRecipientId: row["old_recipient_id"], newRecipientId: row["new_recipient_id"],
+                newMobileUserId: row["new_mobile_user_id"], mergedDate: row["merged_date"], steps: steps,
+                completed: (row["completed_ms"] as Int64?) != nil, lastError: row["last_error"])
         }
     }
 
     /// Marks a step confirmed by the service.
     public func markDone(merge: Int64, step: Int) throws {
         try pool.write { db in
-            try db.execute(sql: "UPDATE merge_steps SET done_ms = ? WHERE merge_id = ? AND step = ? AND done_ms IS NULL",
-                           arguments: [Clock.wallMs(), merge, step])
+            try db.execute(
+                sql: "UPDATE merge_steps SET done_ms = ? WHERE merge_id = ? AND step = ? AND done_ms IS NULL",
+                arguments: [Clock.wallMs(), merge, step])
         }
     }
 
@@ -195,12 +213,16 @@ public final class IdentityStore: @unchecked Sendable {
     /// Closes a merge whose steps are all done and switches to the new ids, in one transaction.
     public func complete(_ merge: Merge) throws {
         try pool.write { db in
-            let open = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM merge_steps WHERE merge_id = ? AND done_ms IS NULL", arguments: [merge.id]) ?? 0
+            let open =
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM merge_steps WHERE merge_id = ? AND done_ms IS NULL", arguments: [merge.id]) ?? 0
             guard open == 0 else { throw Refused(description: "merge \(merge.id) still has \(open) step(s) not confirmed") }
             try ensureRow(db)
-            try db.execute(sql: "UPDATE identity SET recipient_id = ?, mobile_user_id = ?, updated_ms = ? WHERE slot = 1",
-                           arguments: [merge.newRecipientId, merge.newMobileUserId, Clock.wallMs()])
-            try db.execute(sql: "UPDATE merges SET completed_ms = ?, last_error = NULL WHERE id = ? AND completed_ms IS NULL", arguments: [Clock.wallMs(), merge.id])
+            try db.execute(
+                sql: "UPDATE identity SET recipient_id = ?, mobile_user_id = ?, updated_ms = ? WHERE slot = 1",
+                arguments: [merge.newRecipientId, merge.newMobileUserId, Clock.wallMs()])
+            try db.execute(
+                sql: "UPDATE merges SET completed_ms = ?, last_error = NULL WHERE id = ? AND completed_ms IS NULL",
+                arguments: [Clock.wallMs(), merge.id])
         }
     }
 

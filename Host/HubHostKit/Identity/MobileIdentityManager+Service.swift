@@ -7,7 +7,9 @@ extension MobileIdentityManager {
     /// The identity manager's background work: a pending merge finished at start, then retried
     /// every `journalRetryInterval` seconds until it completes.
     public func journalService(onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService {
-        PeriodicService(name: "identity journal", every: Self.journalRetryInterval, first: { [self] in _ = try resumePendingMerge() },
-                        onError: onError) { [self] in _ = try resumePendingMerge() }
+        PeriodicService(
+            name: "identity journal", every: Self.journalRetryInterval, first: { [self] in _ = try resumePendingMerge() },
+            onError: onError
+        ) { [self] in _ = try resumePendingMerge() }
     }
 }

@@ -33,8 +33,10 @@ public final class MobileIdentityManager: @unchecked Sendable {
 
     /// A manager over `store`; nothing is sent until a call. `onChange` hears every identity change.
     /// `HubHost.identity()` builds the host's manager from plugins.yaml.
-    public init(settings: IdentitySettings, client: XMLAPIClient, store: IdentityStore, mobileUserIDs: any IdentifierGenerator,
-                auditKeys: any IdentifierGenerator, logger: Logger, onChange: @escaping @Sendable (IdentityChange) -> Void = { _ in }) {
+    public init(
+        settings: IdentitySettings, client: XMLAPIClient, store: IdentityStore, mobileUserIDs: any IdentifierGenerator,
+        auditKeys: any IdentifierGenerator, logger: Logger, onChange: @escaping @Sendable (IdentityChange) -> Void = { _ in }
+    ) {
         self.settings = settings
         self.client = client
         self.store = store
@@ -66,8 +68,9 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// database error.
     public func status() throws -> Status {
         let identity = try store.identity()
-        return Status(recipientId: identity.recipientId, mobileUserId: identity.mobileUserId, isSetUp: identity.isSetUp,
-                      pendingMerge: try store.pendingMerge())
+        return Status(
+            recipientId: identity.recipientId, mobileUserId: identity.mobileUserId, isSetUp: identity.isSetUp,
+            pendingMerge: try store.pendingMerge())
     }
 
     /// The Engage SDK's `EngageConfig storeMobileUserId`: sets the mobile user id by hand (what an app
@@ -107,11 +110,17 @@ public final class MobileIdentityManager: @unchecked Sendable {
         try requireList()  // before an id is made: a setup that cannot be sent changes nothing
         if (identity.mobileUserId ?? "").isEmpty {
             guard settings.autoAnonymousTracking else {
-                throw Failure(description: "no mobile user id is set and identity.enableAutoAnonymousTracking is false: set one first (hubhost identity setup --mobile-user-id ID)")
+                throw Failure(
+                    description:
+                        "no mobile user id is set and identity.enableAutoAnonymousTracking is false: set one first (hubhost identity setup --mobile-user-id ID)"
+                )
             }
             let generated = try mobileUserIDs.generate()
             guard !generated.isEmpty, generated.count <= 1024 else {
-                throw Failure(description: "the mobile user id generator (\(mobileUserIDs.name)) gave \(generated.isEmpty ? "an empty id" : "an id over 1024 characters")")
+                throw Failure(
+                    description:
+                        "the mobile user id generator (\(mobileUserIDs.name)) gave \(generated.isEmpty ? "an empty id" : "an id over 1024 characters")"
+                )
             }
             try store.set(mobileUserId: generated)  // before AddRecipient: a retry reuses it
             identity.mobileUserId = generated
@@ -121,7 +130,8 @@ public final class MobileIdentityManager: @unchecked Sendable {
         if try store.addRecipientSent(), let found = try findRecipient(columns: [(settings.mobileUserIdColumn, mobile)]) {
             return try finishSetup(recipientId: found.recipientId, mobile: mobile)
         }
-        var add = try XMLAPIResource(XMLAPIOperation.addRecipient, params: [("LIST_ID", settings.listID), ("CREATED_FROM", String(settings.createdFrom))])
+        var add = try XMLAPIResource(
+            XMLAPIOperation.addRecipient, params: [("LIST_ID", settings.listID), ("CREATED_FROM", String(settings.createdFrom))])
         add.addColumns([(settings.mobileUserIdColumn, mobile)])
         try store.setAddRecipientSent(true)
         let result = try client.post(add)
@@ -195,7 +205,9 @@ public final class MobileIdentityManager: @unchecked Sendable {
 
     private func resumeLocked() throws -> IdentityStore.Merge? {
         guard let pending = try store.pendingMerge() else { return nil }
-        logger.warning("resuming merge \(pending.id) of recipient \(pending.oldRecipientId) into \(pending.newRecipientId) from the journal (\(pending.steps.filter(\.done).count) of \(pending.steps.count) steps confirmed)")
+        logger.warning(
+            "resuming merge \(pending.id) of recipient \(pending.oldRecipientId) into \(pending.newRecipientId) from the journal (\(pending.steps.filter(\.done).count) of \(pending.steps.count) steps confirmed)"
+        )
         try runMerge(pending)
         return pending
     }
@@ -230,15 +242,22 @@ public final class MobileIdentityManager: @unchecked Sendable {
             resource.addColumns(columns)
             return resource
         }
-        let stamp: [(String, String)] = settings.mergeHistoryInMarketingDatabase
+        let stamp: [(String, String)] =
+            settings.mergeHistoryInMarketingDatabase
             ? [(settings.mergedRecipientIdColumn, found.recipientId), (settings.mergedDateColumn, date)] : []
         let newMobile: String
         if found.mobileUserId.isEmpty {
             newMobile = ours
-            steps.append(("move mobile user id \(ours) onto recipient \(found.recipientId)",
-                          try update(found.recipientId, [(settings.mobileUserIdColumn, ours)])))
-            steps.append(("clear the mobile user id of recipient \(old)\(stamp.isEmpty ? "" : " and stamp it merged into \(found.recipientId)")",
-                          try update(old, [(settings.mobileUserIdColumn, "")] + stamp)))
+            steps.append(
+                (
+                    "move mobile user id \(ours) onto recipient \(found.recipientId)",
+                    try update(found.recipientId, [(settings.mobileUserIdColumn, ours)])
+                ))
+            steps.append(
+                (
+                    "clear the mobile user id of recipient \(old)\(stamp.isEmpty ? "" : " and stamp it merged into \(found.recipientId)")",
+                    try update(old, [(settings.mobileUserIdColumn, "")] + stamp)
+                ))
         } else {
             newMobile = found.mobileUserId
             if !stamp.isEmpty {
@@ -250,13 +269,18 @@ public final class MobileIdentityManager: @unchecked Sendable {
                 throw Failure(description: "identity.mergeHistoryInAuditRecordTable is true but identity.auditRecordListId is not set")
             }
             let key = try auditKeys.generate()
-            guard !key.isEmpty, key.count <= 1024 else { throw Failure(description: "the audit record key generator (\(auditKeys.name)) gave an unusable key") }
+            guard !key.isEmpty, key.count <= 1024 else {
+                throw Failure(description: "the audit record key generator (\(auditKeys.name)) gave an unusable key")
+            }
             var audit = try XMLAPIResource(XMLAPIOperation.insertUpdateRelationalTable, params: [("TABLE_ID", settings.auditRecordListID)])
-            audit.addRow([(settings.string("auditRecordPrimaryKeyColumnName"), key), (settings.string("oldRecipientIdColumnName"), old),
-                          (settings.string("newRecipientIdColumnName"), found.recipientId), (settings.string("createDateColumnName"), date)])
+            audit.addRow([
+                (settings.string("auditRecordPrimaryKeyColumnName"), key), (settings.string("oldRecipientIdColumnName"), old),
+                (settings.string("newRecipientIdColumnName"), found.recipientId), (settings.string("createDateColumnName"), date)
+            ])
             steps.append(("audit row \(key): \(old) merged into \(found.recipientId)", audit))
         }
-        return try store.beginMerge(oldRecipientId: old, newRecipientId: found.recipientId, newMobileUserId: newMobile, mergedDate: date, steps: steps)
+        return try store.beginMerge(
+            oldRecipientId: old, newRecipientId: found.recipientId, newMobileUserId: newMobile, mergedDate: date, steps: steps)
     }
 
     /// Sends every step not yet confirmed, in order, then switches to the new ids.
@@ -268,14 +292,19 @@ public final class MobileIdentityManager: @unchecked Sendable {
                 try client.post(step.resource)
             } catch {
                 try? store.recordError(merge: merge.id, "step \(step.index) (\(step.summary)): \(error)")
-                throw Failure(description: "merge \(merge.id) stopped at step \(step.index) of \(merge.steps.count) (\(step.summary)): \(error). It is journaled and resumes at the next setup or check, or when serve starts")
+                throw Failure(
+                    description:
+                        "merge \(merge.id) stopped at step \(step.index) of \(merge.steps.count) (\(step.summary)): \(error). It is journaled and resumes at the next setup or check, or when serve starts"
+                )
             }
             if killAfter == step.index { kill(getpid(), SIGKILL) }
             try store.markDone(merge: merge.id, step: step.index)
         }
         try store.complete(merge)
         logger.info("merged recipient \(merge.oldRecipientId) into \(merge.newRecipientId)")
-        onChange(IdentityChange(kind: .merged, recipientId: merge.newRecipientId, mobileUserId: merge.newMobileUserId, mergedRecipientId: merge.oldRecipientId))
+        onChange(
+            IdentityChange(
+                kind: .merged, recipientId: merge.newRecipientId, mobileUserId: merge.newMobileUserId, mergedRecipientId: merge.oldRecipientId))
     }
 
     // MARK: The Engage SDK's deprecated anonymous-user calls
@@ -284,7 +313,10 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// and storing the id), so it is that, for the configured list only.
     public func createAnonymousUser(list: String) throws -> SetupResult {
         guard list == settings.listID else {
-            throw Failure(description: "createAnonymousUserToList is deprecated and maps onto setupRecipient, which uses identity.databaseListId (\(settings.listID.isEmpty ? "not set" : settings.listID)), not list \(list)")
+            throw Failure(
+                description:
+                    "createAnonymousUserToList is deprecated and maps onto setupRecipient, which uses identity.databaseListId (\(settings.listID.isEmpty ? "not set" : settings.listID)), not list \(list)"
+            )
         }
         return try setupRecipient()
     }
@@ -293,7 +325,10 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// refused: it linked two recipients through a merge column with no record of a half-done link;
     /// checkIdentity with the primary user's columns does that merge, journaled.
     public func updateAnonymousToPrimaryUser(_ primaryUserId: String, list: String, primaryUserColumn: String, mergeColumn: String) throws -> Never {
-        throw Failure(description: "updateAnonymousToPrimaryUser is deprecated and not supported: it links recipients through a merge column ('\(mergeColumn)') without a journal, so a failure leaves them half linked. Use checkIdentity with the primary user's columns (e.g. \(primaryUserColumn)=\(primaryUserId)): it finds that recipient and merges into it, journaled")
+        throw Failure(
+            description:
+                "updateAnonymousToPrimaryUser is deprecated and not supported: it links recipients through a merge column ('\(mergeColumn)') without a journal, so a failure leaves them half linked. Use checkIdentity with the primary user's columns (e.g. \(primaryUserColumn)=\(primaryUserId)): it finds that recipient and merges into it, journaled"
+        )
     }
 
     /// Forgets the ids (a new setup makes a new recipient); refused while a merge is pending unless `force`.
@@ -307,7 +342,9 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// The Engage host and the recipient list are set (else XMLAPIError.notConfigured: HTTP 503).
     private func requireList() throws {
         guard !settings.host.isEmpty else { throw XMLAPIError.notConfigured("identity.host (the Engage base URL) is not set in plugins.yaml") }
-        guard !settings.listID.isEmpty else { throw XMLAPIError.notConfigured("identity.databaseListId (the Engage recipient list) is not set in plugins.yaml") }
+        guard !settings.listID.isEmpty else {
+            throw XMLAPIError.notConfigured("identity.databaseListId (the Engage recipient list) is not set in plugins.yaml")
+        }
     }
 
     /// The merged date as Engage date columns take it: MM/dd/yyyy HH:mm:ss, UTC.

@@ -49,13 +49,20 @@ enum IsolatedCalls {
     static func operatorInfo(_ handle: PluginHandle) -> (String, Int32) {
         let (worker, index) = worker(handle)
         guard case .success(var reader) = worker.call(index, .operatorInfo, { _ in }),
-              let name = try? reader.string(), let code = try? reader.i32() else { return (handle.pluginID, 0) }
+            let name = try? reader.string(), let code = try? reader.i32()
+        else { return (handle.pluginID, 0) }
         return (name, code)
     }
 
     static func compare(_ handle: PluginHandle, _ event: PluginValue, _ trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
         let (worker, index) = worker(handle)
-        switch worker.call(index, .compare, { $0.value(event); $0.value(trigger) }) {
+        switch worker.call(
+            index, .compare,
+            {
+                $0.value(event)
+                $0.value(trigger)
+            })
+        {
         case .success(var reader):
             guard let result = try? reader.bool(), let status = try? reader.i32(), let reason = try? reader.string() else {
                 return (false, HH_ERR_INTERNAL, "bad answer from the worker")
@@ -93,11 +100,13 @@ enum IsolatedCalls {
             do {
                 switch try reader.u8() {
                 case 0:
-                    return .location(Location(latitude: try reader.optionalDouble(), longitude: try reader.optionalDouble(),
-                                              accuracyMeters: try reader.optionalDouble(),
-                                              timeMs: try reader.bool() ? try reader.i64() : nil,
-                                              locationID: try reader.optionalString(), name: try reader.optionalString(),
-                                              address: try reader.optionalString()))
+                    return .location(
+                        Location(
+                            latitude: try reader.optionalDouble(), longitude: try reader.optionalDouble(),
+                            accuracyMeters: try reader.optionalDouble(),
+                            timeMs: try reader.bool() ? try reader.i64() : nil,
+                            locationID: try reader.optionalString(), name: try reader.optionalString(),
+                            address: try reader.optionalString()))
                 case 1: return .unavailable
                 default: return .failed(status: try reader.i32(), message: try reader.string())
                 }
@@ -144,8 +153,10 @@ enum IsolatedCalls {
     /// decode HH_ERR_INTERNAL. `decode` checks the value again as if the plugin had answered in
     /// process (throwing `.invalidAnswer`), so a worker cannot hand over what the in-process path
     /// would refuse.
-    static func valueCall<T>(_ handle: PluginHandle, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void,
-                             decode: (inout WireReader) throws -> T) throws -> T {
+    static func valueCall<T>(
+        _ handle: PluginHandle, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void,
+        decode: (inout WireReader) throws -> T
+    ) throws -> T {
         let (worker, index) = worker(handle)
         switch worker.call(index, op, arguments) {
         case .success(var reader):
@@ -164,12 +175,17 @@ enum IsolatedCalls {
 
     static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
         try valueCall(handle, .deviceConditions, { $0.string(dataDirectory) }) { reader in
-            let network = try reader.i32(), metered = try reader.bool()
-            let hasBattery = try reader.bool(), level = try reader.f64(), charging = try reader.i32()
-            let hasFree = try reader.bool(), free = try reader.u64()
+            let network = try reader.i32()
+            let metered = try reader.bool()
+            let hasBattery = try reader.bool()
+            let level = try reader.f64()
+            let charging = try reader.i32()
+            let hasFree = try reader.bool()
+            let free = try reader.u64()
             do {
-                return try DeviceConditions.checked(network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
-                                                    charging: charging, hasFreeBytes: hasFree, freeBytes: free)
+                return try DeviceConditions.checked(
+                    network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
+                    charging: charging, hasFreeBytes: hasFree, freeBytes: free)
             } catch let problem as DeviceConditionsProblem {
                 throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
             }
@@ -238,7 +254,8 @@ enum IsolatedCalls {
             out.string(op.operatorName)
             out.i32(op.wireCode)
         case .compare:
-            let event = try request.value(), trigger = try request.value()
+            let event = try request.value()
+            let trigger = try request.value()
             let answer = TriggerOperatorPlugin(handle).compare(event: event, trigger: trigger)
             out.bool(answer.result)
             out.i32(answer.status)
@@ -247,26 +264,44 @@ enum IsolatedCalls {
         case .flush: LoggingPlugin(handle).flush()
         case .advertiserID:
             switch AdvertiserIDPlugin(handle).answer() {
-            case .id(let id): out.u8(0); out.string(id)
+            case .id(let id):
+                out.u8(0)
+                out.string(id)
             case .limitAdTracking: out.u8(1)
             case .none: out.u8(2)
             case .noOpinion: out.u8(3)
-            case .failed(let status, let message): out.u8(4); out.i32(status); out.string(message)
+            case .failed(let status, let message):
+                out.u8(4)
+                out.i32(status)
+                out.string(message)
             }
         case .location:
             switch LocationPlugin(handle).current() {
             case .location(let l):
                 out.u8(0)
-                out.optionalDouble(l.latitude); out.optionalDouble(l.longitude); out.optionalDouble(l.accuracyMeters)
-                out.bool(l.timeMs != nil); if let t = l.timeMs { out.i64(t) }
-                out.optionalString(l.locationID); out.optionalString(l.name); out.optionalString(l.address)
+                out.optionalDouble(l.latitude)
+                out.optionalDouble(l.longitude)
+                out.optionalDouble(l.accuracyMeters)
+                out.bool(l.timeMs != nil)
+                if let t = l.timeMs { out.i64(t) }
+                out.optionalString(l.locationID)
+                out.optionalString(l.name)
+                out.optionalString(l.address)
             case .unavailable: out.u8(1)
-            case .failed(let status, let message): out.u8(2); out.i32(status); out.string(message)
+            case .failed(let status, let message):
+                out.u8(2)
+                out.i32(status)
+                out.string(message)
             }
         case .userID:
             switch UserIDGeneratorPlugin(handle).answer() {
-            case .id(let id): out.u8(0); out.string(id)
-            case .failed(let status, let message): out.u8(1); out.i32(status); out.string(message)
+            case .id(let id):
+                out.u8(0)
+                out.string(id)
+            case .failed(let status, let message):
+                out.u8(1)
+                out.i32(status)
+                out.string(message)
             }
         case .fetch:
             let fetched = ContentProviderPlugin(handle).fetch(try request.string())
@@ -277,11 +312,16 @@ enum IsolatedCalls {
             do {
                 let c = try DeviceConditionsPlugin(handle).read(dataDirectory: try request.string())
                 out.u8(0)
-                out.i32(c.networkCode); out.bool(c.metered)
-                out.bool(c.batteryLevel != nil); out.f64(c.batteryLevel ?? 0); out.i32(c.chargingCode)
-                out.bool(c.freeBytes != nil); out.u64(c.freeBytes ?? 0)
+                out.i32(c.networkCode)
+                out.bool(c.metered)
+                out.bool(c.batteryLevel != nil)
+                out.f64(c.batteryLevel ?? 0)
+                out.i32(c.chargingCode)
+                out.bool(c.freeBytes != nil)
+                out.u64(c.freeBytes ?? 0)
             } catch let error as PluginCallError {
-                out.u8(1); out.callError(error)
+                out.u8(1)
+                out.callError(error)
             }
         case .convertDownloadRequest:
             do {
@@ -289,7 +329,8 @@ enum IsolatedCalls {
                 out.u8(0)
                 out.downloadRequest(converted)
             } catch let error as PluginCallError {
-                out.u8(1); out.callError(error)
+                out.u8(1)
+                out.callError(error)
             }
         case .deliver:
             let timeoutMs = try request.u32()
@@ -303,46 +344,76 @@ enum IsolatedCalls {
             out.string(raw.message)
             guard raw.status == HH_OK else { return }
             out.u32(UInt32(raw.answers.count))
-            for (code, reason) in raw.answers { out.i32(code); out.string(reason) }
+            for (code, reason) in raw.answers {
+                out.i32(code)
+                out.string(reason)
+            }
         }
     }
 }
 
 extension WireWriter {
     mutating func event(_ e: AugmentableEvent) {
-        string(e.id); i32(e.typeCode); string(e.name); i64(e.timeMs)
+        string(e.id)
+        i32(e.typeCode)
+        string(e.name)
+        i64(e.timeMs)
         u32(UInt32(e.attributes.count))
-        for attribute in e.attributes { string(attribute.name); value(attribute.value) }
+        for attribute in e.attributes {
+            string(attribute.name)
+            value(attribute.value)
+        }
     }
 
     mutating func sinkEvent(_ e: SinkEvent) {
-        string(e.idempotencyKey); i32(e.typeCode); i64(e.timeMs); data(e.json); string(e.mobileUserID); string(e.anonymousID)
+        string(e.idempotencyKey)
+        i32(e.typeCode)
+        i64(e.timeMs)
+        data(e.json)
+        string(e.mobileUserID)
+        string(e.anonymousID)
     }
 
     mutating func logRecord(_ r: LogRecord) {
-        i32(r.severity.rawValue); i32(r.verbosity.rawValue); i64(r.timeMs); string(r.source); string(r.message)
+        i32(r.severity.rawValue)
+        i32(r.verbosity.rawValue)
+        i64(r.timeMs)
+        string(r.source)
+        string(r.message)
     }
 }
 
 extension WireWriter {
     mutating func downloadRequest(_ r: DownloadRequest) {
-        string(r.url); string(r.itemId); string(r.fileRole)
+        string(r.url)
+        string(r.itemId)
+        string(r.fileRole)
         u32(UInt32(r.headers.count))
-        for (name, value) in r.headers.sorted(by: { $0.key < $1.key }) { string(name); string(value) }
+        for (name, value) in r.headers.sorted(by: { $0.key < $1.key }) {
+            string(name)
+            string(value)
+        }
     }
 
     /// A PluginCallError without its instance id (the host side knows it).
     mutating func callError(_ e: PluginCallError) {
         switch e {
-        case .failed(_, let status, let message): u8(0); i32(status); string(message)
-        case .invalidAnswer(_, let reason): u8(1); string(reason)
+        case .failed(_, let status, let message):
+            u8(0)
+            i32(status)
+            string(message)
+        case .invalidAnswer(_, let reason):
+            u8(1)
+            string(reason)
         }
     }
 }
 
 extension WireReader {
     mutating func downloadRequest() throws -> DownloadRequest {
-        let url = try string(), itemId = try string(), fileRole = try string()
+        let url = try string()
+        let itemId = try string()
+        let fileRole = try string()
         let count = Int(try u32())
         guard count <= DownloadRequestLimits.maxHeaders else { throw WireError(description: "\(count) headers") }
         var headers: [String: String] = [:]
@@ -358,7 +429,10 @@ extension WireReader {
     }
 
     mutating func event() throws -> AugmentableEvent {
-        let id = try string(), typeCode = try i32(), name = try string(), timeMs = try i64()
+        let id = try string()
+        let typeCode = try i32()
+        let name = try string()
+        let timeMs = try i64()
         let count = Int(try u32())
         var attributes: [(name: String, value: PluginValue)] = []
         attributes.reserveCapacity(min(count, 4096))
@@ -367,8 +441,9 @@ extension WireReader {
     }
 
     mutating func sinkEvent() throws -> SinkEvent {
-        SinkEvent(idempotencyKey: try string(), typeCode: try i32(), timeMs: try i64(), json: try data(), mobileUserID: try string(),
-                  anonymousID: try string())
+        SinkEvent(
+            idempotencyKey: try string(), typeCode: try i32(), timeMs: try i64(), json: try data(), mobileUserID: try string(),
+            anonymousID: try string())
     }
 
     mutating func logRecord() throws -> LogRecord {

@@ -10,9 +10,9 @@ public enum IsolationWorker {
         guard case .frame(let bytes) = reader.next(deadlineNs: nil) else { return 3 }
         var hello = WireReader(bytes)
         guard (try? hello.u8()) == FrameType.hello.rawValue,
-              let instanceID = try? hello.string(), let manifestPath = try? hello.string(), let libraryPath = try? hello.string(),
-              let dataDirectory = try? hello.string(), let severity = (try? hello.i32()).flatMap(LogSeverity.init(rawValue:)),
-              let verbosity = (try? hello.i32()).flatMap(LogVerbosity.init(rawValue:)), let count = try? hello.u32()
+            let instanceID = try? hello.string(), let manifestPath = try? hello.string(), let libraryPath = try? hello.string(),
+            let dataDirectory = try? hello.string(), let severity = (try? hello.i32()).flatMap(LogSeverity.init(rawValue:)),
+            let verbosity = (try? hello.i32()).flatMap(LogVerbosity.init(rawValue:)), let count = try? hello.u32()
         else { return 3 }
         var config: [String: PluginValue] = [:]
         for _ in 0..<count {
@@ -47,9 +47,12 @@ public enum IsolationWorker {
                 descriptors = manifest.exports.compactMap { export in library.descriptors.first { $0.id == export.id } }
             }
             for descriptor in descriptors {
-                handles.append(PluginHandle(try PluginInstance.create(descriptor, of: library, instanceID: instanceID, config: config,
-                                                                      dataDirectory: dataDirectory, pipeline: pipeline,
-                                                                      environment: environment)))
+                handles.append(
+                    PluginHandle(
+                        try PluginInstance.create(
+                            descriptor, of: library, instanceID: instanceID, config: config,
+                            dataDirectory: dataDirectory, pipeline: pipeline,
+                            environment: environment)))
             }
             ready.bool(true)
             ready.u32(UInt32(handles.count))
@@ -73,7 +76,8 @@ public enum IsolationWorker {
             guard let type = try? request.u8() else { break }
             if type == FrameType.shutdown.rawValue { break }
             guard type == FrameType.call.rawValue, let id = try? request.u32(), let index = try? request.u32(),
-                  let opCode = try? request.u8() else { break }
+                let opCode = try? request.u8()
+            else { break }
             var answer = WireWriter()
             answer.u8(FrameType.result.rawValue)
             answer.u32(id)
@@ -120,4 +124,3 @@ public enum IsolationWorker {
         func flush() {}
     }
 }
-

@@ -45,8 +45,10 @@ public final class PluginWorker: @unchecked Sendable {
         /// The hubhost executable that runs `hubhost worker`.
         public var executable: String
 
-        public init(instanceID: String, manifestPath: String, libraryPath: String, dataDirectory: String,
-                    config: [String: PluginValue], logFilter: LogFilter, executable: String) {
+        public init(
+            instanceID: String, manifestPath: String, libraryPath: String, dataDirectory: String,
+            config: [String: PluginValue], logFilter: LogFilter, executable: String
+        ) {
             self.instanceID = instanceID
             self.manifestPath = manifestPath
             self.libraryPath = libraryPath
@@ -150,7 +152,8 @@ public final class PluginWorker: @unchecked Sendable {
                     continue
                 }
                 guard type == FrameType.result.rawValue, let answerID = try? reader.u32(), answerID == id,
-                      let ok = try? reader.bool() else {
+                    let ok = try? reader.bool()
+                else {
                     return .failure(recordCrash("broke the protocol (unexpected frame)", during: "\(op)"))
                 }
                 if !ok { return .failure(.crashed((try? reader.string()) ?? "the worker refused the call")) }
@@ -185,12 +188,16 @@ public final class PluginWorker: @unchecked Sendable {
         crashTimes = crashTimes.filter { now - $0 < window } + [now]
         if crashTimes.count >= settings.maxCrashes {
             state = .gaveUp(crashes: crashTimes.count, cause: cause)
-            logger.error("instance '\(instanceID)': worker \(cause) during \(op); given up after \(crashTimes.count) crashes in \(settings.crashWindowSeconds) s, its calls fail until hubhost restarts")
+            logger.error(
+                "instance '\(instanceID)': worker \(cause) during \(op); given up after \(crashTimes.count) crashes in \(settings.crashWindowSeconds) s, its calls fail until hubhost restarts"
+            )
             return .gaveUp(cause)
         }
         state = .restarting(cause: cause)
         restartAtNs = now + UInt64(backoffMs) * 1_000_000
-        logger.error("instance '\(instanceID)': worker \(cause) during \(op); restarting in \(backoffMs) ms (crash \(crashTimes.count) of \(settings.maxCrashes) allowed in \(settings.crashWindowSeconds) s)")
+        logger.error(
+            "instance '\(instanceID)': worker \(cause) during \(op); restarting in \(backoffMs) ms (crash \(crashTimes.count) of \(settings.maxCrashes) allowed in \(settings.crashWindowSeconds) s)"
+        )
         backoffMs = min(backoffMs * 2, settings.maxBackoffMs)
         return .crashed(cause)
     }

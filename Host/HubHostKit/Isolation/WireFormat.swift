@@ -32,11 +32,21 @@ struct WireWriter {
     mutating func value(_ v: PluginValue) {
         switch v {
         case .null: u8(0)
-        case .string(let s): u8(1); string(s)
-        case .int(let i): u8(2); i64(i)
-        case .double(let d): u8(3); f64(d)
-        case .bool(let b): u8(4); bool(b)
-        case .timeMs(let t): u8(5); i64(t)
+        case .string(let s):
+            u8(1)
+            string(s)
+        case .int(let i):
+            u8(2)
+            i64(i)
+        case .double(let d):
+            u8(3)
+            f64(d)
+        case .bool(let b):
+            u8(4)
+            bool(b)
+        case .timeMs(let t):
+            u8(5)
+            i64(t)
         }
     }
 
@@ -195,7 +205,9 @@ final class FrameReader {
         let available = buffer.count - start
         guard available >= 4 else { return nil }
         let length = Int(buffer[start..<start + 4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-        guard length <= maxFrameBytes else { return .failure(WireError(description: "frame of \(length) bytes is over the \(maxFrameBytes) byte limit")) }
+        guard length <= maxFrameBytes else {
+            return .failure(WireError(description: "frame of \(length) bytes is over the \(maxFrameBytes) byte limit"))
+        }
         guard available >= 4 + length else { return nil }
         let frame = Array(buffer[start + 4..<start + 4 + length])
         start += 4 + length

@@ -70,10 +70,14 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
     /// A regular expression the whole string must match (string type); nil: any.
     public var pattern: String?
 
-    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", required, doc, minimum, maximum, allowed, nonEmpty = "non_empty", pattern }
+    enum CodingKeys: String, CodingKey {
+        case key, type, defaultValue = "default", required, doc, minimum, maximum, allowed, nonEmpty = "non_empty", pattern
+    }
 
-    public init(key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
-                range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil) {
+    public init(
+        key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
+        range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil
+    ) {
         self.key = key
         self.type = type
         self.defaultValue = defaultValue
@@ -174,8 +178,9 @@ public struct ConfigSchema: Equatable, Sendable {
         var resolved: [String: PluginValue] = [:]
         var given: [String: (keyNode: Node, value: Node)] = [:]
         if let config, let entries = reader.mapping(config, key: path) {
-            given = reader.known(entries, allowed: keys.map(\.key), in: path, what: "config key",
-                                 none: "the plugin takes no config keys (its plugin.yaml declares no config:); remove the instance's config")
+            given = reader.known(
+                entries, allowed: keys.map(\.key), in: path, what: "config key",
+                none: "the plugin takes no config keys (its plugin.yaml declares no config:); remove the instance's config")
         }
         for key in keys {
             if let entry = given[key.key], !reader.isNull(entry.value) {
@@ -192,8 +197,9 @@ public struct ConfigSchema: Equatable, Sendable {
             } else if let fallback = key.defaultValue {
                 resolved[key.key] = fallback
             } else if key.required {
-                reader.report(given[key.key]?.keyNode ?? config ?? anchor, key: "\(path).\(key.key)",
-                              "required config key '\(key.key)' (\(key.type.rawValue)) is missing\(key.doc.isEmpty ? "" : ": \(key.doc)")")
+                reader.report(
+                    given[key.key]?.keyNode ?? config ?? anchor, key: "\(path).\(key.key)",
+                    "required config key '\(key.key)' (\(key.type.rawValue)) is missing\(key.doc.isEmpty ? "" : ": \(key.doc)")")
             }
         }
         return resolved
@@ -207,12 +213,16 @@ extension ConfigSchema {
         var problems: [String] = []
         var resolved: [String: PluginValue] = [:]
         for key in values.keys.sorted() where !keys.contains(where: { $0.key == key }) {
-            problems.append("unknown config key '\(key)'" + (keys.isEmpty ? ": the plugin takes no config keys" : Suggestion.hint(for: key, in: keys.map(\.key))))
+            problems.append(
+                "unknown config key '\(key)'" + (keys.isEmpty ? ": the plugin takes no config keys" : Suggestion.hint(for: key, in: keys.map(\.key))))
         }
         for key in keys {
             guard let value = values[key.key], value != .null else {
-                if let fallback = key.defaultValue { resolved[key.key] = fallback }
-                else if key.required { problems.append("required config key '\(key.key)' (\(key.type.rawValue)) is missing") }
+                if let fallback = key.defaultValue {
+                    resolved[key.key] = fallback
+                } else if key.required {
+                    problems.append("required config key '\(key.key)' (\(key.type.rawValue)) is missing")
+                }
                 continue
             }
             switch (key.type, value) {

@@ -11,7 +11,7 @@ public enum EngageDuration {
         (["m", "min", "mins", "minute", "minutes"], 60),
         (["h", "hr", "hrs", "hour", "hours"], 3600),
         (["d", "day", "days"], 86_400),
-        (["w", "wk", "wks", "week", "weeks"], 604_800),
+        (["w", "wk", "wks", "week", "weeks"], 604_800)
     ]
 
     /// The duration in seconds, or an explanation of what is wrong.
@@ -42,7 +42,11 @@ public enum EngageDuration {
             while index < trimmed.endIndex, trimmed[index].isLetter { index = trimmed.index(after: index) }
             let unit = trimmed[unitStart..<index].lowercased()
             guard !unit.isEmpty else {
-                return .failure(.init(text: text, reason: "the number \(trimmed[numberStart..<unitStart].trimmingCharacters(in: .whitespaces)) has no unit (use s, m, h, d or w)"))
+                return .failure(
+                    .init(
+                        text: text,
+                        reason:
+                            "the number \(trimmed[numberStart..<unitStart].trimmingCharacters(in: .whitespaces)) has no unit (use s, m, h, d or w)"))
             }
             guard let seconds = units.first(where: { $0.names.contains(unit) })?.seconds else {
                 let all = units.flatMap(\.names)

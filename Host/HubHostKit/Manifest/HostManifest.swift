@@ -77,9 +77,10 @@ public struct HostManifest: Sendable {
 
     /// Every section's effective values, in `sectionTypes` order.
     public var effectiveSettings: [String: [EffectiveSetting]] {
-        Dictionary(uniqueKeysWithValues: Self.sectionTypes.map { type in
-            (type.sectionName, (sections[type.sectionName] ?? type.init()).effectiveValues)
-        })
+        Dictionary(
+            uniqueKeysWithValues: Self.sectionTypes.map { type in
+                (type.sectionName, (sections[type.sectionName] ?? type.init()).effectiveValues)
+            })
     }
     /// The keys of `logging:` and of a `plugins:` entry: the ones the configuration reference documents.
     static let loggingKeys = hostKeys(of: "logging", prefix: "logging.")
@@ -91,8 +92,9 @@ public struct HostManifest: Sendable {
 
     /// The manifest with no file: data in `./.hubhost`, default logging, no plugins.
     public static func empty(folder: String = FileManager.default.currentDirectoryPath) -> HostManifest {
-        HostManifest(file: "", dataDirectory: (folder as NSString).appendingPathComponent(".hubhost"),
-                     logging: LogFilter(), instances: [], diagnostics: [])
+        HostManifest(
+            file: "", dataDirectory: (folder as NSString).appendingPathComponent(".hubhost"),
+            logging: LogFilter(), instances: [], diagnostics: [])
     }
 
     /// Reads plugins.yaml and every plugin.yaml it uses. Throws only when the file cannot be used
@@ -114,13 +116,17 @@ public struct HostManifest: Sendable {
         if let node = top["logging"]?.value, let loggingEntries = reader.mapping(node, key: "logging") {
             let fields = reader.known(loggingEntries, allowed: loggingKeys, in: "logging")
             if let node = fields["severity"]?.value,
-               let severity = reader.choice(node, key: "logging.severity", what: "severity",
-                                            options: LogSeverity.allCases.map(\.name), parse: LogSeverity.init(name:)) {
+                let severity = reader.choice(
+                    node, key: "logging.severity", what: "severity",
+                    options: LogSeverity.allCases.map(\.name), parse: LogSeverity.init(name:))
+            {
                 manifest.logging.severity = severity
             }
             if let node = fields["verbosity"]?.value,
-               let verbosity = reader.choice(node, key: "logging.verbosity", what: "verbosity",
-                                             options: LogVerbosity.allCases.map(\.name), parse: LogVerbosity.init(name:)) {
+                let verbosity = reader.choice(
+                    node, key: "logging.verbosity", what: "verbosity",
+                    options: LogVerbosity.allCases.map(\.name), parse: LogVerbosity.init(name:))
+            {
                 manifest.logging.verbosity = verbosity
             }
         }
@@ -150,8 +156,9 @@ public struct HostManifest: Sendable {
     static func parseInstance(_ item: Node, index: Int, folder: String, file: String, seenIDs: inout [String: Int]) -> Instance {
         let reader = YAMLReader(file: file)
         let path = "plugins[\(index)]"
-        var instance = Instance(id: "#\(index + 1)", use: "", enabled: true, sha256: nil, plugin: nil, config: [:],
-                                problems: [], line: item.mark?.line ?? 1)
+        var instance = Instance(
+            id: "#\(index + 1)", use: "", enabled: true, sha256: nil, plugin: nil, config: [:],
+            problems: [], line: item.mark?.line ?? 1)
         guard let entries = reader.mapping(item, key: path) else {
             instance.problems = reader.diagnostics
             return instance
@@ -162,7 +169,8 @@ public struct HostManifest: Sendable {
             if !PluginManifest.isValidID(id) {
                 reader.report(node, key: "\(path).id", "'\(id)' is not a valid instance id: use lowercase letters, digits, '-', '_' and '.'")
             } else if let firstLine = seenIDs[id] {
-                reader.report(node, key: "\(path).id", "duplicate instance id '\(id)' (first used on line \(firstLine)); each instance needs its own id")
+                reader.report(
+                    node, key: "\(path).id", "duplicate instance id '\(id)' (first used on line \(firstLine)); each instance needs its own id")
             } else {
                 seenIDs[id] = node.mark?.line ?? 0
             }
@@ -181,8 +189,10 @@ public struct HostManifest: Sendable {
             }
         }
         if let node = fields["isolation"]?.value,
-           let isolation = reader.choice(node, key: "\(path).isolation", what: "isolation",
-                                         options: Isolation.allCases.map(\.rawValue), parse: Isolation.init(rawValue:)) {
+            let isolation = reader.choice(
+                node, key: "\(path).isolation", what: "isolation",
+                options: Isolation.allCases.map(\.rawValue), parse: Isolation.init(rawValue:))
+        {
             instance.isolation = isolation
         }
         if let node = fields["call_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).call_timeout") {
@@ -196,7 +206,9 @@ public struct HostManifest: Sendable {
             if megabytes >= Instance.minimumMemoryLimitMB && megabytes <= Int64(Int32.max) {
                 instance.memoryLimitMB = Int(megabytes)
             } else {
-                reader.report(node, key: "\(path).memory_limit", "the worker's memory limit must be at least \(Instance.minimumMemoryLimitMB) (MiB), not \(megabytes)")
+                reader.report(
+                    node, key: "\(path).memory_limit",
+                    "the worker's memory limit must be at least \(Instance.minimumMemoryLimitMB) (MiB), not \(megabytes)")
             }
         }
         if let node = fields["http_allow"]?.value, let items = reader.sequence(node, key: "\(path).http_allow") {

@@ -80,8 +80,9 @@ extension ConfigSchema {
     /// The effective values of a schema-checked section, in schema order.
     func effective(_ values: [String: PluginValue], lines: [String: Int], section: String) -> [EffectiveSetting] {
         keys.map { key in
-            EffectiveSetting(key: "\(section).\(key.key)", value: values[key.key]?.json ?? key.defaultValue?.json ?? .null,
-                             line: lines[key.key], doc: key.doc)
+            EffectiveSetting(
+                key: "\(section).\(key.key)", value: values[key.key]?.json ?? key.defaultValue?.json ?? .null,
+                line: lines[key.key], doc: key.doc)
         }
     }
 }

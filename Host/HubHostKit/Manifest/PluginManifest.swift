@@ -143,14 +143,18 @@ public struct PluginManifest: Sendable {
                 }
                 guard let kind = PluginKind(rawValue: kindText) else {
                     let all = PluginKind.allCases.map(\.rawValue)
-                    reader.report(kindNode, key: "\(path).kind",
-                                  "unknown plugin kind '\(kindText)'\(Suggestion.hint(for: kindText, in: all)); expected one of: \(all.joined(separator: ", "))")
+                    reader.report(
+                        kindNode, key: "\(path).kind",
+                        "unknown plugin kind '\(kindText)'\(Suggestion.hint(for: kindText, in: all)); expected one of: \(all.joined(separator: ", "))"
+                    )
                     continue
                 }
                 let manifestMinor = abi.flatMap { $0.split(separator: ".").dropFirst().first.flatMap { UInt32($0) } }
                 if let manifestMinor, manifestMinor < kind.introducedInMinor {
-                    reader.report(kindNode, key: "\(path).kind",
-                                  "kind '\(kindText)' was added in ABI 1.\(kind.introducedInMinor); set abi: \"1.\(kind.introducedInMinor)\" (it says \"\(abi ?? "")\")")
+                    reader.report(
+                        kindNode, key: "\(path).kind",
+                        "kind '\(kindText)' was added in ABI 1.\(kind.introducedInMinor); set abi: \"1.\(kind.introducedInMinor)\" (it says \"\(abi ?? "")\")"
+                    )
                 }
                 if exports.contains(where: { $0.id == exportID }) {
                     reader.report(idNode, key: "\(path).id", "export id '\(exportID)' appears twice")
@@ -178,8 +182,10 @@ public struct PluginManifest: Sendable {
                 }
                 guard let type = ConfigType(rawValue: typeText) else {
                     let all = ConfigType.allCases.map(\.rawValue)
-                    reader.report(typeNode, key: "\(path).type",
-                                  "unknown config type '\(typeText)'\(Suggestion.hint(for: typeText, in: all)); expected one of: \(all.joined(separator: ", "))")
+                    reader.report(
+                        typeNode, key: "\(path).type",
+                        "unknown config type '\(typeText)'\(Suggestion.hint(for: typeText, in: all)); expected one of: \(all.joined(separator: ", "))"
+                    )
                     continue
                 }
                 if keys.contains(where: { $0.key == key }) {
@@ -198,11 +204,13 @@ public struct PluginManifest: Sendable {
         }
 
         let schema = ConfigSchema(keys: keys)
-        let testConfig = top["test_config"].map { schema.resolve($0.value, path: "test_config", reader: reader, reportAt: $0.keyNode) }
+        let testConfig =
+            top["test_config"].map { schema.resolve($0.value, path: "test_config", reader: reader, reportAt: $0.keyNode) }
             ?? keys.reduce(into: [:]) { defaults, key in defaults[key.key] = key.defaultValue }
         guard let id, let name, let version, let abi, let library else { return nil }
-        var manifest = PluginManifest(file: reader.file, id: id, name: name, version: version, description: description,
-                                      abi: abi, library: library, capabilities: capabilities, exports: exports, config: schema)
+        var manifest = PluginManifest(
+            file: reader.file, id: id, name: name, version: version, description: description,
+            abi: abi, library: library, capabilities: capabilities, exports: exports, config: schema)
         manifest.testConfig = testConfig
         return manifest
     }
@@ -232,7 +240,8 @@ extension PluginManifest {
             }
             return key.type == .duration ? reader.duration(field.value, key: "\(path).\(name)") : reader.double(field.value, key: "\(path).\(name)")
         }
-        let minimum = bound("minimum"), maximum = bound("maximum")
+        let minimum = bound("minimum")
+        let maximum = bound("maximum")
         if minimum != nil || maximum != nil {
             if let minimum, let maximum, minimum > maximum, let node = fields["maximum"]?.keyNode {
                 reader.report(node, key: "\(path).maximum", "maximum \(maximum) is below minimum \(minimum)")

@@ -54,16 +54,18 @@ public struct ResolvedManifest: Encodable, Sendable {
         }
         logging = manifest.logging
         plugins = manifest.instances.map { instance in
-            var library: String?, problem: String?
+            var library: String?
+            var problem: String?
             if let plugin = instance.plugin {
                 switch locator.locate(library: plugin.library, manifestFolder: plugin.folder) {
                 case .success(let path): library = path
                 case .failure(let error): problem = error.description
                 }
             }
-            return Instance(id: instance.id, use: instance.use, plugin: instance.plugin?.id, version: instance.plugin?.version,
-                            kinds: instance.plugin?.kinds.map(\.rawValue) ?? [], enabled: instance.enabled, sha256: instance.sha256,
-                            library: library, libraryProblem: problem, config: instance.config.mapValues(\.json))
+            return Instance(
+                id: instance.id, use: instance.use, plugin: instance.plugin?.id, version: instance.plugin?.version,
+                kinds: instance.plugin?.kinds.map(\.rawValue) ?? [], enabled: instance.enabled, sha256: instance.sha256,
+                library: library, libraryProblem: problem, config: instance.config.mapValues(\.json))
         }
     }
 }

@@ -33,7 +33,8 @@ enum Suggestion {
     /// Edit distance where swapping two neighbouring letters counts as one typo ("nmae" -> "name"),
     /// as do an insertion, a deletion and a substitution (optimal string alignment distance).
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)

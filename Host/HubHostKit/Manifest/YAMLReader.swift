@@ -36,12 +36,13 @@ final class YAMLReader {
         } catch let error as YamlError {
             switch error {
             case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-                 .composer(let context, let problem, let mark, _):
+                .composer(let context, let problem, let mark, _):
                 let detail = context.map { " (\($0.text) at \($0.mark.line):\($0.mark.column))" } ?? ""
                 report(line: mark.line, column: mark.column, key: "", "invalid YAML: \(problem)\(detail)")
             case .duplicatedKeysInMapping(let duplicates, let context):
-                report(line: context.mark.line, column: context.mark.column, key: "",
-                       "duplicate key\(duplicates.count > 1 ? "s" : "") \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in one mapping")
+                report(
+                    line: context.mark.line, column: context.mark.column, key: "",
+                    "duplicate key\(duplicates.count > 1 ? "s" : "") \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in one mapping")
             default:
                 report(line: 1, column: 1, key: "", "invalid YAML: \(error)")
             }
@@ -75,8 +76,10 @@ final class YAMLReader {
 
     /// Reports every key not in `allowed`, with a suggestion; returns the known entries by key.
     /// `none` says why when nothing is allowed at all (default: "no <what>s are accepted here").
-    func known(_ entries: [(key: String, keyNode: Node, value: Node)], allowed: [String], in path: String,
-               what: String = "key", none: String? = nil) -> [String: (keyNode: Node, value: Node)] {
+    func known(
+        _ entries: [(key: String, keyNode: Node, value: Node)], allowed: [String], in path: String,
+        what: String = "key", none: String? = nil
+    ) -> [String: (keyNode: Node, value: Node)] {
         var result: [String: (keyNode: Node, value: Node)] = [:]
         for entry in entries {
             if allowed.contains(entry.key) {
@@ -84,8 +87,10 @@ final class YAMLReader {
             } else if allowed.isEmpty {
                 report(entry.keyNode, key: join(path, entry.key), "unknown \(what) '\(entry.key)': \(none ?? "no \(what)s are accepted here")")
             } else {
-                report(entry.keyNode, key: join(path, entry.key),
-                       "unknown \(what) '\(entry.key)'\(Suggestion.hint(for: entry.key, in: allowed)); expected one of: \(allowed.joined(separator: ", "))")
+                report(
+                    entry.keyNode, key: join(path, entry.key),
+                    "unknown \(what) '\(entry.key)'\(Suggestion.hint(for: entry.key, in: allowed)); expected one of: \(allowed.joined(separator: ", "))"
+                )
             }
         }
         return result
@@ -146,7 +151,9 @@ final class YAMLReader {
     func choice<T>(_ node: Node, key: String, what: String, options: [String], parse: (String) -> T?) -> T? {
         guard let text = string(node, key: key) else { return nil }
         if let value = parse(text) { return value }
-        report(node, key: key, "unknown \(what) '\(text)'\(Suggestion.hint(for: text, in: options)); expected one of: \(options.joined(separator: ", "))")
+        report(
+            node, key: key, "unknown \(what) '\(text)'\(Suggestion.hint(for: text, in: options)); expected one of: \(options.joined(separator: ", "))"
+        )
         return nil
     }
 

@@ -13,9 +13,11 @@ final class EngineErrorNotifications: LogDestination, @unchecked Sendable {
 
     func write(_ record: LogRecord) {
         guard record.severity <= .warning, record.severity != .none, Self.sources.contains(record.source) else { return }
-        notifications.post(HostNotification(name: HostNotification.Name.error,
-                                            payload: ["source": .string(record.source), "severity": .string(record.severity.name), "message": .string(record.message)],
-                                            timestampMs: record.timeMs))
+        notifications.post(
+            HostNotification(
+                name: HostNotification.Name.error,
+                payload: ["source": .string(record.source), "severity": .string(record.severity.name), "message": .string(record.message)],
+                timestampMs: record.timeMs))
     }
 
     func flush() {}

@@ -44,51 +44,55 @@ enum HostExtensions {
     }
 }
 
-private let httpFetch: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<hh_http_request_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> hh_status_t = { host, request, out in
-    guard let services = HostServices.from(host), let request, let out else { return HH_ERR_INVALID_ARGUMENT }
-    let r = request.pointee
-    let url = lossyUTF8(r.url)
-    let method = r.method.length == 0 ? "GET" : lossyUTF8(r.method)
-    let policy = services.environment.http
-    guard let target = URL(string: url), let hostName = target.host?.lowercased() else {
-        services.recordError(HH_ERR_INVALID_ARGUMENT, "'\(url)' is not a URL")
-        return HH_ERR_INVALID_ARGUMENT
-    }
-    guard policy.allowedHosts.contains(hostName) else {
-        services.pipeline.log(.warning, source: services.instanceID,
-                              "HTTP request to \(hostName) refused: not in http_allow of instance '\(services.instanceID)' (allowed: \(policy.allowedHosts.isEmpty ? "none" : policy.allowedHosts.joined(separator: ", ")))")
-        return HH_ERR_UNSUPPORTED
-    }
-    var headers: [String: String] = [:]
-    for i in 0..<r.header_count {
-        guard let header = r.headers?[i] else { break }
-        headers[lossyUTF8(header.name)] = lossyUTF8(header.value)
-    }
-    let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
-    var timeout = policy.timeoutSeconds
-    if r.timeout_ms > 0 { timeout = min(timeout, Double(r.timeout_ms) / 1000) }
-    switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout) {
-    case .success(let response):
-        var result = hh_http_response_t()
-        result.status_code = Int32(response.status)
-        let buffer = malloc(max(1, response.body.count))!
-        response.body.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: response.body.count)
-        result.body = UnsafeRawPointer(buffer)
-        result.body_length = response.body.count
-        let table = UnsafeMutablePointer<hh_http_header_t>.allocate(capacity: max(1, response.headers.count))
-        for (i, (name, value)) in response.headers.enumerated() {
-            table[i] = hh_http_header_t(name: HostExtensions.copy(name), value: HostExtensions.copy(value))
+private let httpFetch:
+    @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<hh_http_request_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> hh_status_t = {
+        host, request, out in
+        guard let services = HostServices.from(host), let request, let out else { return HH_ERR_INVALID_ARGUMENT }
+        let r = request.pointee
+        let url = lossyUTF8(r.url)
+        let method = r.method.length == 0 ? "GET" : lossyUTF8(r.method)
+        let policy = services.environment.http
+        guard let target = URL(string: url), let hostName = target.host?.lowercased() else {
+            services.recordError(HH_ERR_INVALID_ARGUMENT, "'\(url)' is not a URL")
+            return HH_ERR_INVALID_ARGUMENT
         }
-        result.headers = UnsafePointer(table)
-        result.header_count = response.headers.count
-        out.pointee = result
-        return HH_OK
-    case .failure(.timedOut):
-        return HH_ERR_TIMEOUT
-    case .failure:
-        return HH_ERR_IO
+        guard policy.allowedHosts.contains(hostName) else {
+            services.pipeline.log(
+                .warning, source: services.instanceID,
+                "HTTP request to \(hostName) refused: not in http_allow of instance '\(services.instanceID)' (allowed: \(policy.allowedHosts.isEmpty ? "none" : policy.allowedHosts.joined(separator: ", ")))"
+            )
+            return HH_ERR_UNSUPPORTED
+        }
+        var headers: [String: String] = [:]
+        for i in 0..<r.header_count {
+            guard let header = r.headers?[i] else { break }
+            headers[lossyUTF8(header.name)] = lossyUTF8(header.value)
+        }
+        let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
+        var timeout = policy.timeoutSeconds
+        if r.timeout_ms > 0 { timeout = min(timeout, Double(r.timeout_ms) / 1000) }
+        switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout) {
+        case .success(let response):
+            var result = hh_http_response_t()
+            result.status_code = Int32(response.status)
+            let buffer = malloc(max(1, response.body.count))!
+            response.body.copyBytes(to: buffer.assumingMemoryBound(to: UInt8.self), count: response.body.count)
+            result.body = UnsafeRawPointer(buffer)
+            result.body_length = response.body.count
+            let table = UnsafeMutablePointer<hh_http_header_t>.allocate(capacity: max(1, response.headers.count))
+            for (i, (name, value)) in response.headers.enumerated() {
+                table[i] = hh_http_header_t(name: HostExtensions.copy(name), value: HostExtensions.copy(value))
+            }
+            result.headers = UnsafePointer(table)
+            result.header_count = response.headers.count
+            out.pointee = result
+            return HH_OK
+        case .failure(.timedOut):
+            return HH_ERR_TIMEOUT
+        case .failure:
+            return HH_ERR_IO
+        }
     }
-}
 
 private let httpRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<hh_http_response_t>?) -> Void = { _, response in
     guard let response else { return }
@@ -103,7 +107,8 @@ private let httpRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutabl
     response.pointee = hh_http_response_t()
 }
 
-private let locationGet: @convention(c) (UnsafePointer<hh_host_t>?, Int64, Int64, UnsafeMutablePointer<hh_location_t>?) -> hh_status_t = { host, maxAge, timeout, out in
+private let locationGet: @convention(c) (UnsafePointer<hh_host_t>?, Int64, Int64, UnsafeMutablePointer<hh_location_t>?) -> hh_status_t = {
+    host, maxAge, timeout, out in
     guard let services = HostServices.from(host), let out, let service = services.environment.location else { return HH_ERR_UNAVAILABLE }
     switch service.current(maxAgeMs: maxAge, timeoutMs: timeout) {
     case .location(let l):
@@ -134,23 +139,26 @@ private let locationRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMu
 }
 
 /// "hubhost.event_auth.v1" get_token: the delivery's access token into the plugin's buffer.
-private let eventAuthGetToken: @convention(c) (UnsafePointer<hh_host_t>?, Bool, UnsafeMutablePointer<CChar>?, Int,
-                                               UnsafeMutablePointer<Int>?) -> hh_status_t = { host, forceRefresh, out, capacity, outLength in
-    guard let services = HostServices.from(host), let out, capacity > 0 else { return HH_ERR_INVALID_ARGUMENT }
-    guard let tokens = services.environment.eventAuth else { return HH_ERR_NOT_FOUND }
-    switch tokens.token(forceRefresh: forceRefresh) {
-    case .success(let token):
-        let bytes = Array(token.utf8)
-        outLength?.pointee = bytes.count
-        guard bytes.count < capacity else {
-            services.recordError(HH_ERR_INVALID_ARGUMENT, "the access token has \(bytes.count) bytes; the buffer holds \(capacity - 1)")
-            return HH_ERR_INVALID_ARGUMENT
+private let eventAuthGetToken:
+    @convention(c) (
+        UnsafePointer<hh_host_t>?, Bool, UnsafeMutablePointer<CChar>?, Int,
+        UnsafeMutablePointer<Int>?
+    ) -> hh_status_t = { host, forceRefresh, out, capacity, outLength in
+        guard let services = HostServices.from(host), let out, capacity > 0 else { return HH_ERR_INVALID_ARGUMENT }
+        guard let tokens = services.environment.eventAuth else { return HH_ERR_NOT_FOUND }
+        switch tokens.token(forceRefresh: forceRefresh) {
+        case .success(let token):
+            let bytes = Array(token.utf8)
+            outLength?.pointee = bytes.count
+            guard bytes.count < capacity else {
+                services.recordError(HH_ERR_INVALID_ARGUMENT, "the access token has \(bytes.count) bytes; the buffer holds \(capacity - 1)")
+                return HH_ERR_INVALID_ARGUMENT
+            }
+            bytes.withUnsafeBufferPointer { memcpy(out, $0.baseAddress!, bytes.count) }
+            out[bytes.count] = 0
+            return HH_OK
+        case .failure(let failure):
+            services.recordError(HH_ERR_UNAVAILABLE, failure.reason)
+            return HH_ERR_UNAVAILABLE
         }
-        bytes.withUnsafeBufferPointer { memcpy(out, $0.baseAddress!, bytes.count) }
-        out[bytes.count] = 0
-        return HH_OK
-    case .failure(let failure):
-        services.recordError(HH_ERR_UNAVAILABLE, failure.reason)
-        return HH_ERR_UNAVAILABLE
     }
-}

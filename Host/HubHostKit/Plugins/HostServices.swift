@@ -20,8 +20,10 @@ final class HostServices: @unchecked Sendable {
     private let errorLock = NSLock()
     private var lastErrors: [UInt: (status: Int32, message: String)] = [:]
 
-    init(instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
-         environment: HostEnvironment = HostEnvironment()) {
+    init(
+        instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
+        environment: HostEnvironment = HostEnvironment()
+    ) {
         self.instanceID = instanceID
         self.environment = environment
         self.config = config
@@ -30,13 +32,14 @@ final class HostServices: @unchecked Sendable {
         for (key, value) in config {
             if case .string(let text) = value { configStrings[key] = own(text) }
         }
-        table.initialize(to: hh_host_t(
-            abi_version: ABIVersion.host.raw,
-            host_data: nil,
-            instance_id: UnsafePointer(own(instanceID)),
-            data_directory: UnsafePointer(own(dataDirectory)),
-            log: hostLog, config_get: hostConfigGet, monotonic_ns: hostMonotonicNs,
-            report_error: hostReportError, get_extension: hostGetExtension))
+        table.initialize(
+            to: hh_host_t(
+                abi_version: ABIVersion.host.raw,
+                host_data: nil,
+                instance_id: UnsafePointer(own(instanceID)),
+                data_directory: UnsafePointer(own(dataDirectory)),
+                log: hostLog, config_get: hostConfigGet, monotonic_ns: hostMonotonicNs,
+                report_error: hostReportError, get_extension: hostGetExtension))
         table.pointee.host_data = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -66,10 +69,18 @@ final class HostServices: @unchecked Sendable {
             let pointer = configStrings[key]!
             result.type = HH_VALUE_STRING
             result.of.string = hh_string_t(data: UnsafePointer(pointer), length: strlen(pointer))
-        case .int(let i): result.type = HH_VALUE_INT64; result.of.int64 = i
-        case .double(let d): result.type = HH_VALUE_DOUBLE; result.of.real = d
-        case .bool(let b): result.type = HH_VALUE_BOOL; result.of.boolean = b
-        case .timeMs(let t): result.type = HH_VALUE_TIME_MS; result.of.time_ms = t
+        case .int(let i):
+            result.type = HH_VALUE_INT64
+            result.of.int64 = i
+        case .double(let d):
+            result.type = HH_VALUE_DOUBLE
+            result.of.real = d
+        case .bool(let b):
+            result.type = HH_VALUE_BOOL
+            result.of.boolean = b
+        case .timeMs(let t):
+            result.type = HH_VALUE_TIME_MS
+            result.of.time_ms = t
         }
         out.pointee = result
         return HH_OK
@@ -85,15 +96,18 @@ final class HostServices: @unchecked Sendable {
     }
 }
 
-private let hostLog: @convention(c) (UnsafePointer<hh_host_t>?, hh_severity_t, hh_verbosity_t, hh_string_t) -> Void = { host, severity, verbosity, message in
+private let hostLog: @convention(c) (UnsafePointer<hh_host_t>?, hh_severity_t, hh_verbosity_t, hh_string_t) -> Void = {
+    host, severity, verbosity, message in
     guard let services = HostServices.from(host),
-          let severity = LogSeverity(rawValue: severity), severity != .none,
-          let verbosity = LogVerbosity(rawValue: verbosity), verbosity != .none else { return }
+        let severity = LogSeverity(rawValue: severity), severity != .none,
+        let verbosity = LogVerbosity(rawValue: verbosity), verbosity != .none
+    else { return }
     guard services.pipeline.allows(severity: severity, verbosity: verbosity) else { return }
     services.pipeline.log(severity, verbosity, source: services.instanceID, lossyUTF8(message))
 }
 
-private let hostConfigGet: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<CChar>?, UnsafeMutablePointer<hh_value_t>?) -> hh_status_t = { host, key, out in
+private let hostConfigGet: @convention(c) (UnsafePointer<hh_host_t>?, UnsafePointer<CChar>?, UnsafeMutablePointer<hh_value_t>?) -> hh_status_t = {
+    host, key, out in
     guard let services = HostServices.from(host), let key, let out else { return HH_ERR_INVALID_ARGUMENT }
     return services.value(for: String(cString: key), into: out)
 }

@@ -7,7 +7,9 @@ public struct LibraryLocator: Sendable {
     public var searchPath: [String]
     public var executableFolder: String?
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, executableFolder: String? = LibraryLocator.runningExecutableFolder()) {
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment, executableFolder: String? = LibraryLocator.runningExecutableFolder()
+    ) {
         self.searchPath = (environment["HUBHOST_PLUGIN_PATH"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
         self.executableFolder = executableFolder
     }
@@ -24,7 +26,8 @@ public struct LibraryLocator: Sendable {
     /// The library's absolute path, or the folders that were searched.
     public func locate(library: String, manifestFolder: String?) -> Result<String, PluginLoadError> {
         if library.hasPrefix("/") {
-            return FileManager.default.fileExists(atPath: library) ? .success(library)
+            return FileManager.default.fileExists(atPath: library)
+                ? .success(library)
                 : .failure(.libraryNotFound(library: library, searched: [(library as NSString).deletingLastPathComponent]))
         }
         let folders = folders(manifestFolder: manifestFolder)

@@ -57,8 +57,9 @@ extension PluginRegistry {
         let now = Clock.monotonicNs()
         return PluginKind.allCases.flatMap { plugins(of: $0) }.compactMap { handle in
             guard let since = handle.calls.stuckSinceNs else { return nil }
-            return StuckPlugin(instance: handle.instanceID, plugin: handle.pluginID, kind: handle.kind.rawValue,
-                               runningMs: Int64(clamping: (now &- since) / 1_000_000))
+            return StuckPlugin(
+                instance: handle.instanceID, plugin: handle.pluginID, kind: handle.kind.rawValue,
+                runningMs: Int64(clamping: (now &- since) / 1_000_000))
         }
     }
 }

@@ -17,8 +17,10 @@ public final class PluginInstance: @unchecked Sendable {
     private let destroyLock = NSLock()
     private var destroyed = false
 
-    private init(instanceID: String, descriptor: PluginDescriptor, library: PluginLibrary, services: HostServices,
-                 handle: UnsafeMutableRawPointer?) {
+    private init(
+        instanceID: String, descriptor: PluginDescriptor, library: PluginLibrary, services: HostServices,
+        handle: UnsafeMutableRawPointer?
+    ) {
         self.instanceID = instanceID
         self.descriptor = descriptor
         self.library = library
@@ -28,11 +30,14 @@ public final class PluginInstance: @unchecked Sendable {
 
     /// Creates an instance of `descriptor` with `config` (already checked against the schema).
     /// A failing create throws `.createFailed` with the plugin's own message.
-    public static func create(_ descriptor: PluginDescriptor, of library: PluginLibrary, instanceID: String,
-                              config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
-                              environment: HostEnvironment = HostEnvironment()) throws -> PluginInstance {
-        let services = HostServices(instanceID: instanceID, config: config, dataDirectory: dataDirectory, pipeline: pipeline,
-                                    environment: environment)
+    public static func create(
+        _ descriptor: PluginDescriptor, of library: PluginLibrary, instanceID: String,
+        config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
+        environment: HostEnvironment = HostEnvironment()
+    ) throws -> PluginInstance {
+        let services = HostServices(
+            instanceID: instanceID, config: config, dataDirectory: dataDirectory, pipeline: pipeline,
+            environment: environment)
         var handle: UnsafeMutableRawPointer?
         let status = descriptor.raw.pointee.create(UnsafePointer(services.table), &handle)
         guard status == HH_OK else {

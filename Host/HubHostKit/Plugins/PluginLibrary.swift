@@ -95,8 +95,10 @@ public final class PluginLibrary: @unchecked Sendable {
         return PluginLibrary(path: path, abiVersion: version, descriptors: descriptors, library: library)
     }
 
-    private static func readDescriptor(_ pointer: UnsafePointer<hh_plugin_descriptor_t>?, index: Int, path: String,
-                                       abi: ABIVersion) throws -> PluginDescriptor {
+    private static func readDescriptor(
+        _ pointer: UnsafePointer<hh_plugin_descriptor_t>?, index: Int, path: String,
+        abi: ABIVersion
+    ) throws -> PluginDescriptor {
         func fail(_ reason: String) -> PluginLoadError { .invalidDescriptor(path: path, index: index, reason: reason) }
         guard let pointer else { throw fail("get_plugin(\(index)) returned NULL") }
         let d = pointer.pointee
@@ -113,9 +115,10 @@ public final class PluginLibrary: @unchecked Sendable {
         }
         guard d.create != nil, d.destroy != nil else { throw fail("'\(id)' lacks create or destroy") }
         guard let version = d.version.map({ String(cString: $0) }) else { throw fail("'\(id)' has no version") }
-        return PluginDescriptor(id: id, name: d.name.map { String(cString: $0) } ?? id,
-                                description: d.description.map { String(cString: $0) } ?? "",
-                                version: version, kind: kind, raw: pointer)
+        return PluginDescriptor(
+            id: id, name: d.name.map { String(cString: $0) } ?? id,
+            description: d.description.map { String(cString: $0) } ?? "",
+            version: version, kind: kind, raw: pointer)
     }
 
     /// Differences between this binary and its plugin.yaml (empty when they agree).
@@ -127,7 +130,9 @@ public final class PluginLibrary: @unchecked Sendable {
         }
         for export in manifest.exports {
             guard let descriptor = descriptors.first(where: { $0.id == export.id }) else {
-                problems.append("plugin.yaml exports '\(export.id)', the binary does not (it exports \(descriptors.map { "'\($0.id)'" }.joined(separator: ", ")))")
+                problems.append(
+                    "plugin.yaml exports '\(export.id)', the binary does not (it exports \(descriptors.map { "'\($0.id)'" }.joined(separator: ", ")))"
+                )
                 continue
             }
             if descriptor.kind != export.kind {
@@ -143,4 +148,3 @@ public final class PluginLibrary: @unchecked Sendable {
         return problems
     }
 }
-

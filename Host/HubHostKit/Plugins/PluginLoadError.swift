@@ -22,9 +22,11 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
         case .libraryNotFound(let library, let searched):
             let found = "library \(library) not found; looked in: \(searched.joined(separator: ", "))"
             if let package = searched.first.flatMap(LibraryLocator.packageBundling(manifestFolder:)) {
-                return found + ". It is a plugin bundled with hubhost: build it with `swift build` in \(package) (or add the folder that holds it to HUBHOST_PLUGIN_PATH)"
+                return found
+                    + ". It is a plugin bundled with hubhost: build it with `swift build` in \(package) (or add the folder that holds it to HUBHOST_PLUGIN_PATH)"
             }
-            return found + ". Add the folder that holds it to HUBHOST_PLUGIN_PATH (colon-separated), or give its path as `library:` in the plugin's plugin.yaml (relative to that file, or absolute)"
+            return found
+                + ". Add the folder that holds it to HUBHOST_PLUGIN_PATH (colon-separated), or give its path as `library:` in the plugin's plugin.yaml (relative to that file, or absolute)"
         case .sha256Mismatch(let path, let expected, let actual):
             return "\(path): sha256 is \(actual) but plugins.yaml pins \(expected); the library changed since it was pinned (not loaded)"
         case .notASharedObject(let path, let reason):
@@ -34,7 +36,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
         case .nullLibrary(let path):
             return "\(path): hubhost_library_entry() returned NULL"
         case .abiMismatch(let path, let plugin, let host):
-            return "\(path) was built for plugin ABI \(plugin), but this hubhost speaks ABI \(host); rebuild the plugin against the ABI \(host.major).x headers"
+            return
+                "\(path) was built for plugin ABI \(plugin), but this hubhost speaks ABI \(host); rebuild the plugin against the ABI \(host.major).x headers"
         case .libraryInitFailed(let path, let status, let message):
             return "\(path): library init failed (status \(status))\(message.isEmpty ? "" : ": \(message)")"
         case .invalidDescriptor(let path, let index, let reason):

@@ -59,8 +59,10 @@ public final class PluginRegistry: @unchecked Sendable {
 
     /// `workerExecutable` is the hubhost executable that runs `hubhost worker` for instances with
     /// `isolation: process` (default: the running hubhost, or a `hubhost` beside the running program).
-    public init(manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator(),
-                workerExecutable: String? = nil) {
+    public init(
+        manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator(),
+        workerExecutable: String? = nil
+    ) {
         self.manifest = manifest
         self.pipeline = pipeline
         self.locator = locator
@@ -77,7 +79,9 @@ public final class PluginRegistry: @unchecked Sendable {
             do {
                 try load(configuration, into: &entry)
                 entry.state = .loaded
-                logger.info("instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))")
+                logger.info(
+                    "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
+                )
             } catch let error as PluginLoadError {
                 entry.state = error == .disabled ? .disabled : .failed(error)
                 // Refused for its ABI version: the version is the binary's, whatever plugin.yaml claims.
@@ -112,9 +116,10 @@ public final class PluginRegistry: @unchecked Sendable {
             guard let executable = workerExecutable else {
                 throw PluginLoadError.workerFailed(instance: configuration.id, reason: "no hubhost executable found to run the worker")
             }
-            var settings = PluginWorker.Settings(instanceID: configuration.id, manifestPath: plugin.file, libraryPath: path,
-                                                 dataDirectory: manifest.dataDirectory, config: configuration.config,
-                                                 logFilter: manifest.logging, executable: executable)
+            var settings = PluginWorker.Settings(
+                instanceID: configuration.id, manifestPath: plugin.file, libraryPath: path,
+                dataDirectory: manifest.dataDirectory, config: configuration.config,
+                logFilter: manifest.logging, executable: executable)
             settings.callTimeoutMs = Int((configuration.callTimeoutSeconds * 1000).rounded(.up))
             settings.memoryLimitMB = configuration.memoryLimitMB
             settings.http = configuration.http
@@ -122,7 +127,9 @@ public final class PluginRegistry: @unchecked Sendable {
             entry.worker = worker
             let exports = try worker.start()
             entry.binaryABI = ABIVersion.host
-            entry.plugins = exports.enumerated().map { PluginHandle(worker: worker, index: $0.offset, pluginID: $0.element.id, kind: $0.element.kind) }
+            entry.plugins = exports.enumerated().map {
+                PluginHandle(worker: worker, index: $0.offset, pluginID: $0.element.id, kind: $0.element.kind)
+            }
             return
         }
         let library = try PluginLibrary.open(path: path)
@@ -135,11 +142,14 @@ public final class PluginRegistry: @unchecked Sendable {
         for export in plugin.exports {
             let descriptor = library.descriptors.first { $0.id == export.id }!
             do {
-                created.append(try PluginInstance.create(descriptor, of: library, instanceID: configuration.id,
-                                                         config: configuration.config, dataDirectory: manifest.dataDirectory,
-                                                         pipeline: pipeline,
-                                                         environment: HostEnvironment(http: configuration.http, location: locationService,
-                                                                                      eventAuth: eventAuth)))
+                created.append(
+                    try PluginInstance.create(
+                        descriptor, of: library, instanceID: configuration.id,
+                        config: configuration.config, dataDirectory: manifest.dataDirectory,
+                        pipeline: pipeline,
+                        environment: HostEnvironment(
+                            http: configuration.http, location: locationService,
+                            eventAuth: eventAuth)))
             } catch {
                 // All of an instance's plugins load, or none: undo the ones already created.
                 for instance in created.reversed() { instance.destroy() }

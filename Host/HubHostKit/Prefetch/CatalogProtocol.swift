@@ -50,7 +50,10 @@ public enum CatalogProtocol {
         public var name: String
         public var displayName: String?
         public var subscribed: Bool?
-        enum CodingKeys: String, CodingKey { case name, subscribed; case displayName = "display_name" }
+        enum CodingKeys: String, CodingKey {
+            case name, subscribed
+            case displayName = "display_name"
+        }
     }
 
     public struct CategoryEntry: Codable, Sendable, Equatable {
@@ -70,7 +73,10 @@ public enum CatalogProtocol {
         /// The play length in seconds of a main video file, when the service knows it: what turns a
         /// partial download's seconds into bytes (videoPartialDownloadLength).
         public var duration: Double?
-        enum CodingKeys: String, CodingKey { case role, url, size, sha256, duration; case autoDownload = "auto_download" }
+        enum CodingKeys: String, CodingKey {
+            case role, url, size, sha256, duration
+            case autoDownload = "auto_download"
+        }
     }
 
     public struct ItemEntry: Codable, Sendable, Equatable {
@@ -141,17 +147,23 @@ public enum CatalogProtocol {
 
     static func checkItem(_ item: ItemEntry) throws {
         guard isValidID(item.uniqueId) else { throw Invalid(description: "item unique_id '\(item.uniqueId.prefix(64))' is not a valid id") }
-        guard !item.contentId.isEmpty, item.contentId.utf8.count <= maxIdLength else { throw Invalid(description: "item \(item.uniqueId): bad content_id") }
+        guard !item.contentId.isEmpty, item.contentId.utf8.count <= maxIdLength else {
+            throw Invalid(description: "item \(item.uniqueId): bad content_id")
+        }
         guard !item.source.isEmpty else { throw Invalid(description: "item \(item.uniqueId): no source") }
         guard !item.categories.isEmpty else { throw Invalid(description: "item \(item.uniqueId): an item belongs to one or more categories") }
         guard item.files.count <= maxFilesPerItem else { throw Invalid(description: "item \(item.uniqueId): more than \(maxFilesPerItem) files") }
-        guard item.files.contains(where: { mainRoles.contains($0.role) }) else { throw Invalid(description: "item \(item.uniqueId): no main or hls_main_index file") }
+        guard item.files.contains(where: { mainRoles.contains($0.role) }) else {
+            throw Invalid(description: "item \(item.uniqueId): no main or hls_main_index file")
+        }
         for file in item.files {
             guard roles.contains(file.role) else { throw Invalid(description: "item \(item.uniqueId): unknown file role '\(file.role)'") }
             guard let url = URL(string: file.url), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
                 throw Invalid(description: "item \(item.uniqueId): file URL '\(file.url.prefix(100))' is not http(s)")
             }
-            if let size = file.size, !(0...maxFileSize).contains(size) { throw Invalid(description: "item \(item.uniqueId): file size \(size) out of range") }
+            if let size = file.size, !(0...maxFileSize).contains(size) {
+                throw Invalid(description: "item \(item.uniqueId): file size \(size) out of range")
+            }
             if let duration = file.duration, !(duration.isFinite && duration > 0 && duration <= 1_000_000) {
                 throw Invalid(description: "item \(item.uniqueId): file duration \(duration) out of range (0 < seconds <= 1000000)")
             }
@@ -159,16 +171,24 @@ public enum CatalogProtocol {
                 throw Invalid(description: "item \(item.uniqueId): sha256 must be 64 hex digits")
             }
         }
-        if let expiry = item.expiry, !(0...253_402_300_799).contains(expiry) { throw Invalid(description: "item \(item.uniqueId): expiry out of range") }
+        if let expiry = item.expiry, !(0...253_402_300_799).contains(expiry) {
+            throw Invalid(description: "item \(item.uniqueId): expiry out of range")
+        }
     }
 
     static func checkPolicy(_ policy: ServerPolicy) throws {
         if let network = policy.networkSelection, PrefetchSettings.NetworkSelection(rawValue: network) == nil {
             throw Invalid(description: "policy network_selection '\(network)': expected wifi, cellular or both")
         }
-        if let count = policy.itemsPerCategory, !(0...1_000_000).contains(count) { throw Invalid(description: "policy items_per_category \(count) out of range") }
-        if let bytes = policy.dailyByteLimit, !(0...maxFileSize).contains(bytes) { throw Invalid(description: "policy daily_byte_limit \(bytes) out of range") }
-        if let bytes = policy.maxFileSize, !(0...maxFileSize).contains(bytes) { throw Invalid(description: "policy max_file_size \(bytes) out of range") }
+        if let count = policy.itemsPerCategory, !(0...1_000_000).contains(count) {
+            throw Invalid(description: "policy items_per_category \(count) out of range")
+        }
+        if let bytes = policy.dailyByteLimit, !(0...maxFileSize).contains(bytes) {
+            throw Invalid(description: "policy daily_byte_limit \(bytes) out of range")
+        }
+        if let bytes = policy.maxFileSize, !(0...maxFileSize).contains(bytes) {
+            throw Invalid(description: "policy max_file_size \(bytes) out of range")
+        }
         for time in [policy.windowStart, policy.windowEnd].compactMap({ $0 }) where PrefetchPolicy.minutes(time) == nil {
             throw Invalid(description: "policy window time '\(time)': expected HH:MM")
         }

@@ -24,7 +24,8 @@ final class CatalogService: @unchecked Sendable {
     private func document<T: Decodable>(_ resource: String, as type: T.Type) throws -> T {
         let fetched = provider.fetch(resource, limit: Self.maxDocumentBytes)
         guard fetched.status == HH_OK else {
-            throw PrefetchError.service("\(StatusCode.name(fetched.status)): \(fetched.message.isEmpty ? "the provider gave no reason" : fetched.message)")
+            throw PrefetchError.service(
+                "\(StatusCode.name(fetched.status)): \(fetched.message.isEmpty ? "the provider gave no reason" : fetched.message)")
         }
         do { return try JSONDecoder().decode(T.self, from: fetched.data) } catch {
             throw PrefetchError.service("the answer to \(resource.split(separator: "?").first ?? "") is not the expected JSON (\(error))")
@@ -32,8 +33,9 @@ final class CatalogService: @unchecked Sendable {
     }
 
     func register(license: String, deviceID: String) throws -> CatalogProtocol.RegisterAnswer {
-        let answer = try document("prefetch/register?" + Self.query([("license", license), ("device_id", deviceID)]),
-                                  as: CatalogProtocol.RegisterAnswer.self)
+        let answer = try document(
+            "prefetch/register?" + Self.query([("license", license), ("device_id", deviceID)]),
+            as: CatalogProtocol.RegisterAnswer.self)
         if let policy = answer.policy {
             do { try CatalogProtocol.checkPolicy(policy) } catch { throw PrefetchError.service("\(error)") }
         }

@@ -3,8 +3,9 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Downloads one file to disk with AsyncHTTPClient, streamed (never whole in memory), resuming
@@ -43,7 +44,12 @@ final class FileDownloader: Sendable {
     /// What one request got: bytes received in this request, the validator to keep, and whether the
     /// file is complete (verified and moved into place) or, for a download stopped at `stopAt`, still
     /// the `.part` file with `onDisk` bytes made durable (fsync) before the answer.
-    struct Outcome: Sendable { var fetched: Int64; var validator: String?; var complete = true; var onDisk: Int64 = 0 }
+    struct Outcome: Sendable {
+        var fetched: Int64
+        var validator: String?
+        var complete = true
+        var onDisk: Int64 = 0
+    }
 
     /// - Parameter readTimeout: the longest wait for the next bytes (a hanging server fails the attempt).
     init(readTimeout: Double) {
@@ -68,15 +74,18 @@ final class FileDownloader: Sendable {
     /// download, less than `expectedSize`) asks only up to that byte (`Range: bytes=N-(stopAt-1)`),
     /// keeps the `.part` file, fsyncs it and answers `complete: false`; a later call without it
     /// resumes from there.
-    func download(url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
-                  validator: String?, stopAt requestedStop: Int64? = nil, maxSize: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,
-                  progress: @escaping @Sendable (Int64) async -> Bool) async throws -> Outcome {
+    func download(
+        url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
+        validator: String?, stopAt requestedStop: Int64? = nil, maxSize: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,
+        progress: @escaping @Sendable (Int64) async -> Bool
+    ) async throws -> Outcome {
         let part = localPath + ".part"
         // A stop at or past the whole file is a full download.
         let stopAt = requestedStop.flatMap { stop in stop > 0 && (expectedSize.map { stop < $0 } ?? true) ? stop : nil }
         try await BlockingPool.run {
-            try FileManager.default.createDirectory(atPath: (localPath as NSString).deletingLastPathComponent,
-                                                    withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: (localPath as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if !FileManager.default.fileExists(atPath: part) {
                 guard FileManager.default.createFile(atPath: part, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                     throw Failure.disk("cannot create \(part)")
@@ -127,7 +136,9 @@ final class FileDownloader: Sendable {
             case 200:
                 if offset > 0 { try await BlockingPool.run { try Self.truncate(part, to: 0) } }
                 offset = 0
-                total = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap { (0...CatalogProtocol.maxFileSize).contains($0) ? $0 : nil }
+                total = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap {
+                    (0...CatalogProtocol.maxFileSize).contains($0) ? $0 : nil
+                }
                 keptValidator = response.headers.first(name: "etag") ?? response.headers.first(name: "last-modified")
                 onValidator(keptValidator)
             case 416 where expectedSize != nil && offset == expectedSize:
@@ -205,7 +216,13 @@ final class FileDownloader: Sendable {
             var attempts = 0
             while written < raw.count {
                 let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 { if errno == EINTR && attempts < 1000 { attempts += 1; continue }; throw Failure.disk("write failed: errno \(errno)") }
+                if n < 0 {
+                    if errno == EINTR && attempts < 1000 {
+                        attempts += 1
+                        continue
+                    }
+                    throw Failure.disk("write failed: errno \(errno)")
+                }
                 if n == 0 { throw Failure.disk("write wrote nothing") }
                 written += n
             }
@@ -220,7 +237,8 @@ final class FileDownloader: Sendable {
         guard parts.count == 2 else { return nil }
         let bounds = parts[0].split(separator: "-", maxSplits: 1)
         guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start >= 0, end >= start,
-              end <= CatalogProtocol.maxFileSize else { return nil }
+            end <= CatalogProtocol.maxFileSize
+        else { return nil }
         let total = Int64(parts[1])
         if let total, total <= end || total > CatalogProtocol.maxFileSize { return nil }
         return (start, end, total)

@@ -62,7 +62,9 @@ public struct HLSLayout: Codable, Sendable, Equatable {
             for (index, variant) in variants.enumerated() {
                 let text = try await fetch(variant.url)
                 let playlist = try HLSPlaylist(text: text, url: variant.url, origin: indexURL)
-                guard !playlist.isMaster else { throw HLSPlaylist.Invalid(description: "variant \(variant.url.prefix(200)) is a master playlist too") }
+                guard !playlist.isMaster else {
+                    throw HLSPlaylist.Invalid(description: "variant \(variant.url.prefix(200)) is a master playlist too")
+                }
                 layout.playlists[variant.name] = addResources(playlist, prefix: "v\(index)")
                 guard layout.resources.count <= HLSPlaylist.Limits.maxResourcesPerItem else {
                     throw HLSPlaylist.Invalid(description: "the item names more than \(HLSPlaylist.Limits.maxResourcesPerItem) segments")

@@ -54,13 +54,16 @@ public struct HLSPlaylist: Sendable, Equatable {
             throw Invalid(description: "\(url.prefix(200)) is not an M3U8 playlist (no #EXTM3U first line)")
         }
         guard let base = URL(string: url), let home = URL(string: origin) else { throw Invalid(description: "bad playlist URL \(url.prefix(200))") }
-        let isMaster = lines.contains { $0.hasPrefix("#EXT-X-STREAM-INF") || $0.hasPrefix("#EXT-X-MEDIA:") || $0.hasPrefix("#EXT-X-I-FRAME-STREAM-INF") }
+        let isMaster = lines.contains {
+            $0.hasPrefix("#EXT-X-STREAM-INF") || $0.hasPrefix("#EXT-X-MEDIA:") || $0.hasPrefix("#EXT-X-I-FRAME-STREAM-INF")
+        }
         var references: [Reference] = []
         var clock = 0.0
         var segmentDuration: Double?
         func add(_ uri: String, line: Int, place: Place) throws {
             guard references.count < (isMaster ? Limits.maxVariants : Limits.maxURIsPerPlaylist) else {
-                throw Invalid(description: "playlist \(url.prefix(200)) names more than \(isMaster ? Limits.maxVariants : Limits.maxURIsPerPlaylist) URIs")
+                throw Invalid(
+                    description: "playlist \(url.prefix(200)) names more than \(isMaster ? Limits.maxVariants : Limits.maxURIsPerPlaylist) URIs")
             }
             references.append(Reference(line: line, place: place, url: try Self.resolve(uri, against: base, origin: home), start: clock))
         }
@@ -83,7 +86,9 @@ public struct HLSPlaylist: Sendable, Equatable {
                 if tags.contains(where: { line.hasPrefix($0) }), let uri = Self.uriAttribute(line) {
                     try add(uri, line: index, place: .attribute)
                 }
-                if !isMaster, line.hasPrefix("#EXT-X-STREAM-INF") { throw Invalid(description: "playlist \(url.prefix(200)) mixes master and media tags") }
+                if !isMaster, line.hasPrefix("#EXT-X-STREAM-INF") {
+                    throw Invalid(description: "playlist \(url.prefix(200)) mixes master and media tags")
+                }
                 continue
             }
             try add(line, line: index, place: .line)
@@ -116,12 +121,14 @@ public struct HLSPlaylist: Sendable, Equatable {
     /// The absolute URL of `uri`, which must be http(s) on the origin's scheme, host and port.
     static func resolve(_ uri: String, against base: URL, origin: URL) throws -> String {
         guard uri.utf8.count <= 4096, let resolved = URL(string: uri, relativeTo: base)?.absoluteURL,
-              let scheme = resolved.scheme?.lowercased(), ["http", "https"].contains(scheme), let host = resolved.host?.lowercased() else {
+            let scheme = resolved.scheme?.lowercased(), ["http", "https"].contains(scheme), let host = resolved.host?.lowercased()
+        else {
             throw Invalid(description: "playlist URI '\(uri.prefix(200))' is not an http(s) URL")
         }
         func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80) }
         guard scheme == origin.scheme?.lowercased(), host == origin.host?.lowercased(), port(resolved) == port(origin) else {
-            throw Invalid(description: "playlist URI '\(uri.prefix(200))' points to another origin than the item's main index (\(origin.host ?? "?"))")
+            throw Invalid(
+                description: "playlist URI '\(uri.prefix(200))' points to another origin than the item's main index (\(origin.host ?? "?"))")
         }
         return resolved.absoluteString
     }

@@ -35,17 +35,23 @@ public struct PrefetchSourceSetChange: Codable, Sendable, Equatable {
 
 extension PrefetchEngine {
     /// The live set of categories matching `filter` (keyed by id).
-    public func watchCategories(_ filter: PrefetchCategoryFilter = PrefetchCategoryFilter(), pollInterval: Double = 2) -> AsyncStream<PrefetchCategorySetChange> {
-        PrefetchLiveSet.stream(sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval, key: { $0.id },
-                               read: { [self] in try self.categories(filter) },
-                               make: { PrefetchCategorySetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, categories: $0.objects) })
+    public func watchCategories(_ filter: PrefetchCategoryFilter = PrefetchCategoryFilter(), pollInterval: Double = 2) -> AsyncStream<
+        PrefetchCategorySetChange
+    > {
+        PrefetchLiveSet.stream(
+            sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval, key: { $0.id },
+            read: { [self] in try self.categories(filter) },
+            make: { PrefetchCategorySetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, categories: $0.objects) })
     }
 
     /// The live set of sources matching `filter` (keyed by name).
-    public func watchSources(_ filter: PrefetchSourceFilter = PrefetchSourceFilter(), pollInterval: Double = 2) -> AsyncStream<PrefetchSourceSetChange> {
-        PrefetchLiveSet.stream(sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval, key: { $0.name },
-                               read: { [self] in try self.sources(filter) },
-                               make: { PrefetchSourceSetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, sources: $0.objects) })
+    public func watchSources(_ filter: PrefetchSourceFilter = PrefetchSourceFilter(), pollInterval: Double = 2) -> AsyncStream<
+        PrefetchSourceSetChange
+    > {
+        PrefetchLiveSet.stream(
+            sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval, key: { $0.name },
+            read: { [self] in try self.sources(filter) },
+            make: { PrefetchSourceSetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, sources: $0.objects) })
     }
 
     /// Selects or deselects categories; one answer per id (refused for an unknown id). Announced

@@ -34,8 +34,10 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
         }
     }
 
-    public init(ids: [String] = [], selected: Bool? = nil, parent: String? = nil, search: String? = nil, source: String? = nil,
-                withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+    public init(
+        ids: [String] = [], selected: Bool? = nil, parent: String? = nil, search: String? = nil, source: String? = nil,
+        withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil
+    ) {
         self.ids = ids
         self.selected = selected
         self.parent = parent
@@ -61,14 +63,24 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
             parts.append("id IN (\(ids.map { _ in "?" }.joined(separator: ", ")))")
             arguments += ids
         }
-        if let selected { parts.append("selected = ?"); arguments.append(selected) }
-        if let parent { parts.append("parent = ?"); arguments.append(parent) }
+        if let selected {
+            parts.append("selected = ?")
+            arguments.append(selected)
+        }
+        if let parent {
+            parts.append("parent = ?")
+            arguments.append(parent)
+        }
         if let search, !search.isEmpty {
             parts.append("(instr(lower(name), lower(?)) > 0 OR instr(lower(id), lower(?)) > 0)")
             arguments += [search, search]
         }
-        let hasItem = "EXISTS (SELECT 1 FROM item_category l JOIN item i ON i.unique_id = l.item_id WHERE l.category_id = category.id AND i.state <> 'deleted'"
-        if let source { parts.append(hasItem + " AND i.source_name = ?)"); arguments.append(source) }
+        let hasItem =
+            "EXISTS (SELECT 1 FROM item_category l JOIN item i ON i.unique_id = l.item_id WHERE l.category_id = category.id AND i.state <> 'deleted'"
+        if let source {
+            parts.append(hasItem + " AND i.source_name = ?)")
+            arguments.append(source)
+        }
         if withContent { parts.append(hasItem + ")") }
         return (parts.joined(separator: " AND "), StatementArguments(arguments))
     }
@@ -86,7 +98,10 @@ public protocol PrefetchSortField: RawRepresentable, CaseIterable, Sendable, Cod
 public struct PrefetchSortDescriptor<Field: PrefetchSortField>: Sendable, Equatable, Codable {
     public var field: Field
     public var descending: Bool
-    public init(field: Field, descending: Bool = false) { self.field = field; self.descending = descending }
+    public init(field: Field, descending: Bool = false) {
+        self.field = field
+        self.descending = descending
+    }
 
     /// "name", "name:desc"...; nil when the field is not one of Field.
     public init?(_ text: String) {

@@ -35,19 +35,27 @@ extension PrefetchEngine {
         let record = Consumption(itemId: id, atMs: Int64(seconds * 1000), start: start, end: end)
         let item = try store.pool.write { db -> PrefetchItem in
             guard var item = try PrefetchStore.item(db, id) else { throw PrefetchError.unknownItem(id) }
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS consumption (item_id TEXT NOT NULL, at_ms INTEGER NOT NULL, start REAL NOT NULL, \"end\" REAL NOT NULL)")
-            try db.execute(sql: "INSERT INTO consumption (item_id, at_ms, start, \"end\") VALUES (?, ?, ?, ?)",
-                           arguments: [id, record.atMs, start, end])
+            try db.execute(
+                sql:
+                    "CREATE TABLE IF NOT EXISTS consumption (item_id TEXT NOT NULL, at_ms INTEGER NOT NULL, start REAL NOT NULL, \"end\" REAL NOT NULL)"
+            )
+            try db.execute(
+                sql: "INSERT INTO consumption (item_id, at_ms, start, \"end\") VALUES (?, ?, ?, ?)",
+                arguments: [id, record.atMs, start, end])
             item.viewed = true
             item.updatedMs = Clock.wallMs()
             try PrefetchStore.write(db, item)
             return item
         }
         if let trackEvent {
-            try trackEvent(Event(type: .namedEvent, name: Self.consumptionEventName, attributes: [
-                .init("Item ID", .string(item.uniqueId)), .init("Content ID", .string(item.contentId)), .init("Source", .string(item.sourceName)),
-                .init("Start", .double(start)), .init("End", .double(end)), .init("Consumed At", .timeMs(record.atMs)),
-            ]))
+            try trackEvent(
+                Event(
+                    type: .namedEvent, name: Self.consumptionEventName,
+                    attributes: [
+                        .init("Item ID", .string(item.uniqueId)), .init("Content ID", .string(item.contentId)),
+                        .init("Source", .string(item.sourceName)),
+                        .init("Start", .double(start)), .init("End", .double(end)), .init("Consumed At", .timeMs(record.atMs))
+                    ]))
         }
         return record
     }

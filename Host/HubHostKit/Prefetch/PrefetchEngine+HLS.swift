@@ -1,8 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// HLS items (an `hls_main_index` file): the download fetches the main index, the playlists it
@@ -39,7 +40,9 @@ extension PrefetchEngine {
             return stored
         }
         let indexText: String
-        if let indexOnDisk { indexText = indexOnDisk } else {
+        if let indexOnDisk {
+            indexText = indexOnDisk
+        } else {
             indexText = try await fetchPlaylistText(id, url: file.url)
             if let sha = file.sha256, SHA256.hex(of: Data(indexText.utf8)).lowercased() != sha.lowercased() {
                 throw FileDownloader.Failure.checksumMismatch
@@ -119,7 +122,10 @@ extension PrefetchEngine {
                 }
                 return FileDownloader.fileLength(path)
             }
-            if let existing { total += existing; continue }
+            if let existing {
+                total += existing
+                continue
+            }
             let (target, headers) = try await BlockingPool.run { try convert(url, [:], id, file.role) }
             let outcome = try await downloader.download(
                 url: target, headers: headers, localPath: path, expectedSize: nil, sha256: nil, validator: nil,

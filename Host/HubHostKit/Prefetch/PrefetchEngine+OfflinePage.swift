@@ -16,7 +16,9 @@ extension PrefetchEngine {
         }
         let changes = try apply(delta, cursor: nil)
         for (item, previous) in changes.transitions { announceState(item, previous: previous) }
-        if !changes.discovered.isEmpty { notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(changes.discovered.map(JSONValue.string))]) }
+        if !changes.discovered.isEmpty {
+            notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(changes.discovered.map(JSONValue.string))])
+        }
         var report = SyncReport(pages: 1, discovered: changes.discovered, updated: changes.updated, evicted: changes.evicted, cursor: "")
         for merge in changes.merges { report.merged[merge.imported.uniqueId] = merge.item.uniqueId }
         return report

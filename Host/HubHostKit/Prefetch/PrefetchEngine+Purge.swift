@@ -39,12 +39,14 @@ extension PrefetchEngine {
         var onDisk = try cachedBytes()
         var free = device?.freeBytes.map { Int64(clamping: $0) }
         let unprotected = "saved = 0 AND locked = 0 AND state NOT IN ('deleted', 'downloading')"
-        var candidates = try store.items(where: "\(unprotected) AND expiry_ms IS NOT NULL AND expiry_ms < ?", arguments: [now],
-                                         orderBy: "expiry_ms, unique_id")
+        var candidates = try store.items(
+            where: "\(unprotected) AND expiry_ms IS NOT NULL AND expiry_ms < ?", arguments: [now],
+            orderBy: "expiry_ms, unique_id")
         // The whole list of items with files only under pressure: a round without pressure stays cheap.
         if free.map({ $0 < Int64(settings.storageLow) }) == true || (limit > 0 && onDisk > limit) {
-            candidates += try store.items(where: "\(unprotected) AND bytes_downloaded > 0 AND (expiry_ms IS NULL OR expiry_ms >= ?)",
-                                          arguments: [now], orderBy: "viewed DESC, updated_ms, unique_id")
+            candidates += try store.items(
+                where: "\(unprotected) AND bytes_downloaded > 0 AND (expiry_ms IS NULL OR expiry_ms >= ?)",
+                arguments: [now], orderBy: "viewed DESC, updated_ms, unique_id")
         }
         for item in candidates {
             let expired = (item.expiryMs ?? Int64.max) < now
@@ -67,8 +69,12 @@ extension PrefetchEngine {
             free = free.map { $0 + item.bytesDownloaded }
         }
         if !report.evicted.isEmpty {
-            notifications.post(PrefetchNotificationName.itemsEvicted, ["ids": .array(report.evicted.map(JSONValue.string)),
-                                                                       "reason": .string(report.pressure ?? "expired")])
+            notifications.post(
+                PrefetchNotificationName.itemsEvicted,
+                [
+                    "ids": .array(report.evicted.map(JSONValue.string)),
+                    "reason": .string(report.pressure ?? "expired")
+                ])
         }
         return report
     }

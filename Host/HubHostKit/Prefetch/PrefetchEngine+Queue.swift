@@ -47,7 +47,7 @@ extension PrefetchEngine {
     func applyPolicy() throws {
         let now = Clock.wallMs()
         for item in try store.items(where: "state = 'idle' AND (retry_at_ms IS NULL OR retry_at_ms <= ?)", arguments: [now])
-            where item.waitReason != PrefetchWaitReason.cancelled.rawValue || (item.retryAtMs ?? 0) <= now {
+        where item.waitReason != PrefetchWaitReason.cancelled.rawValue || (item.retryAtMs ?? 0) <= now {
             try transition(item.uniqueId) { item in
                 guard item.state == .idle else { return false }
                 item.state = .queued
@@ -64,9 +64,10 @@ extension PrefetchEngine {
         let defaultBehavior = settings.itemDownloadBehavior.rawValue
         func mark(_ behavior: PrefetchSettings.DownloadBehavior, _ reason: PrefetchWaitReason) throws {
             try store.pool.write { db in
-                try db.execute(sql: """
-                    UPDATE item SET wait_reason = ? WHERE state = 'discovered' AND COALESCE(download_behavior, ?) = ? AND wait_reason IS NOT ?
-                    """, arguments: [reason.rawValue, defaultBehavior, behavior.rawValue, reason.rawValue])
+                try db.execute(
+                    sql: """
+                        UPDATE item SET wait_reason = ? WHERE state = 'discovered' AND COALESCE(download_behavior, ?) = ? AND wait_reason IS NOT ?
+                        """, arguments: [reason.rawValue, defaultBehavior, behavior.rawValue, reason.rawValue])
             }
         }
         try mark(.none, .downloadBehaviorNone)
@@ -98,10 +99,13 @@ extension PrefetchEngine {
     func categoryCounts() throws -> [String: Int] {
         try store.pool.read { db in
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: """
-                SELECT c.category_id AS id, count(*) AS n FROM item_category c JOIN item i ON i.unique_id = c.item_id
-                WHERE i.state IN ('queued', 'downloading', 'cached', 'partially_cached') GROUP BY c.category_id
-                """) { counts[row["id"]] = row["n"] }
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT c.category_id AS id, count(*) AS n FROM item_category c JOIN item i ON i.unique_id = c.item_id
+                    WHERE i.state IN ('queued', 'downloading', 'cached', 'partially_cached') GROUP BY c.category_id
+                    """)
+            { counts[row["id"]] = row["n"] }
             return counts
         }
     }
@@ -133,8 +137,9 @@ extension PrefetchEngine {
         }
         // What the rest of the queue waits for.
         try store.pool.write { db in
-            try db.execute(sql: "UPDATE item SET wait_reason = ? WHERE state = 'queued' AND wait_reason IS NOT ?",
-                           arguments: [PrefetchWaitReason.waitingForSlot.rawValue, PrefetchWaitReason.waitingForSlot.rawValue])
+            try db.execute(
+                sql: "UPDATE item SET wait_reason = ? WHERE state = 'queued' AND wait_reason IS NOT ?",
+                arguments: [PrefetchWaitReason.waitingForSlot.rawValue, PrefetchWaitReason.waitingForSlot.rawValue])
         }
     }
 
@@ -250,7 +255,9 @@ extension PrefetchEngine {
                 return true
             }
         }
-        logger.debug("prefetch: \(id) file \(index) \(outcome.complete ? "done" : "partial, \(outcome.onDisk) bytes on disk"), \(outcome.fetched) bytes fetched (\(before) were on disk)")
+        logger.debug(
+            "prefetch: \(id) file \(index) \(outcome.complete ? "done" : "partial, \(outcome.onDisk) bytes on disk"), \(outcome.fetched) bytes fetched (\(before) were on disk)"
+        )
     }
 
     /// Stores a file's progress; false when the item is no longer Downloading.
@@ -264,8 +271,9 @@ extension PrefetchEngine {
             return true
         }
         if let item {
-            notifications.post(PrefetchNotificationName.downloadProgress,
-                               ["id": .string(id), "bytesDownloaded": .number(Double(item.bytesDownloaded)), "size": .number(Double(item.size))])
+            notifications.post(
+                PrefetchNotificationName.downloadProgress,
+                ["id": .string(id), "bytesDownloaded": .number(Double(item.bytesDownloaded)), "size": .number(Double(item.size))])
         }
         return still
     }

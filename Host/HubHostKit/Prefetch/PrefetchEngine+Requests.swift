@@ -51,8 +51,10 @@ extension PrefetchEngine {
     /// `partial` (videoPartialDownloadLength) asks for only the start of the item's `main` file:
     /// the item ends `partially_cached` once that much is on disk; a later download without it
     /// resumes from there to `cached` (the bytes on disk are not fetched again).
-    public func download(_ ids: [String], behavior: PrefetchSettings.DownloadBehavior? = nil,
-                         partial: PrefetchPartialLength? = nil) throws -> [Answer] {
+    public func download(
+        _ ids: [String], behavior: PrefetchSettings.DownloadBehavior? = nil,
+        partial: PrefetchPartialLength? = nil
+    ) throws -> [Answer] {
         let partial = try partial?.validated()
         let answers = ids.map { id in
             answer(id) { item in
@@ -71,7 +73,8 @@ extension PrefetchEngine {
                     guard !item.userInitiated else { return .success(item.files.map(\.partialLength) != before) }
                     item.userInitiated = true
                     return .success(true)
-                case .partiallyCached where item.files.allSatisfy({ file in
+                case .partiallyCached
+                where item.files.allSatisfy({ file in
                     file.done || !file.isMain || file.partialLength.map { FileDownloader.partialLength(file.localPath) >= $0 } == true
                         || file.partialSeconds.map { wanted in
                             secondsBefore.indices.contains(file.index) && (secondsBefore[file.index].map { $0 >= wanted } ?? false)
@@ -98,7 +101,10 @@ extension PrefetchEngine {
     /// Sets (or, for a full download, clears) the partial target of each `main` file of `item`.
     static func setPartialLength(_ item: inout PrefetchItem, _ partial: PrefetchPartialLength?) -> Result<Void, PrefetchError> {
         guard let partial else {
-            for index in item.files.indices { item.files[index].partialLength = nil; item.files[index].partialSeconds = nil }
+            for index in item.files.indices {
+                item.files[index].partialLength = nil
+                item.files[index].partialSeconds = nil
+            }
             return .success(())
         }
         if !item.files.contains(where: { $0.role == "main" }), let hls = item.files.firstIndex(where: { $0.role == "hls_main_index" }) {
@@ -222,9 +228,15 @@ extension PrefetchEngine {
             answer(id) { item in
                 if item.state == .deleted { return .failure(.refused(id: id, reason: "the item was deleted")) }
                 switch flag {
-                case .saved: guard item.saved != value else { return .success(false) }; item.saved = value
-                case .locked: guard item.locked != value else { return .success(false) }; item.locked = value
-                case .viewed: guard item.viewed != value else { return .success(false) }; item.viewed = value
+                case .saved:
+                    guard item.saved != value else { return .success(false) }
+                    item.saved = value
+                case .locked:
+                    guard item.locked != value else { return .success(false) }
+                    item.locked = value
+                case .viewed:
+                    guard item.viewed != value else { return .success(false) }
+                    item.viewed = value
                 }
                 return .success(true)
             }
@@ -234,7 +246,14 @@ extension PrefetchEngine {
     /// Sets an item's persistentUserInfo, which is kept in the catalog (unlike `userInfo`).
     /// Throws PrefetchError.unknownItem for an id not in the catalog.
     public func setPersistentUserInfo(_ id: String, _ info: [String: JSONValue]) throws {
-        guard try store.update(id, { item in item.persistentUserInfo = info; return true }) != nil else { throw PrefetchError.unknownItem(id) }
+        guard
+            try store.update(
+                id,
+                { item in
+                    item.persistentUserInfo = info
+                    return true
+                }) != nil
+        else { throw PrefetchError.unknownItem(id) }
     }
 
     /// Stops this process's download tasks of `ids` (their state was already changed).
@@ -246,14 +265,18 @@ extension PrefetchEngine {
     /// Runs the queue in this process until every item of `ids` left Queued/Downloading/Idle (or
     /// `timeout` passed): what `prefetch download --wait` uses when no server runs the queue.
     /// `onProgress` hears each item as it is after each round. Returns the items as they are.
-    public func waitForDownloads(_ ids: [String], timeout: Double, onProgress: @escaping ([PrefetchItem]) -> Void = { _ in }) async throws -> [PrefetchItem] {
+    public func waitForDownloads(_ ids: [String], timeout: Double, onProgress: @escaping ([PrefetchItem]) -> Void = { _ in }) async throws
+        -> [PrefetchItem]
+    {
         let deadline = Clock.monotonicNs() &+ SafeTime.durationNs(timeout)
         let busy: Set<PrefetchItemState> = [.queued, .downloading, .idle]
         while true {
             try await BlockingPool.run { [self] in try round() }
             let items = try await BlockingPool.run { [self] in try ids.compactMap { try store.item($0) } }
             onProgress(items)
-            let settled = items.allSatisfy { !busy.contains($0.state) || ($0.state == .idle && $0.waitReason == PrefetchWaitReason.cancelled.rawValue) }
+            let settled = items.allSatisfy {
+                !busy.contains($0.state) || ($0.state == .idle && $0.waitReason == PrefetchWaitReason.cancelled.rawValue)
+            }
             if settled || Clock.monotonicNs() >= deadline { return items }
             try await Task.sleep(nanoseconds: 200_000_000)
         }

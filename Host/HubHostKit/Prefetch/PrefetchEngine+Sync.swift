@@ -65,11 +65,19 @@ extension PrefetchEngine {
         let first = try store.meta("initialized") == nil
         try store.setMeta(["last_sync_ms": "\(now)", "initialized": "1", "sync_requested": nil])
         setSynced(now)
-        if !report.discovered.isEmpty { notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(report.discovered.map(JSONValue.string))]) }
-        if !report.evicted.isEmpty { notifications.post(PrefetchNotificationName.itemsEvicted, ["ids": .array(report.evicted.map(JSONValue.string))]) }
+        if !report.discovered.isEmpty {
+            notifications.post(PrefetchNotificationName.itemsDiscovered, ["ids": .array(report.discovered.map(JSONValue.string))])
+        }
+        if !report.evicted.isEmpty {
+            notifications.post(PrefetchNotificationName.itemsEvicted, ["ids": .array(report.evicted.map(JSONValue.string))])
+        }
         if !catalogObjects.categories.isEmpty || !catalogObjects.sources.isEmpty {
-            notifications.post(PrefetchNotificationName.catalogChanged, ["categories": .array(catalogObjects.categories.map(JSONValue.string)),
-                                                                         "sources": .array(catalogObjects.sources.map(JSONValue.string))])
+            notifications.post(
+                PrefetchNotificationName.catalogChanged,
+                [
+                    "categories": .array(catalogObjects.categories.map(JSONValue.string)),
+                    "sources": .array(catalogObjects.sources.map(JSONValue.string))
+                ])
         }
         if first { notifications.post(PrefetchNotificationName.didInitialize, ["items": .number(Double(report.discovered.count))]) }
         return report
@@ -106,26 +114,29 @@ extension PrefetchEngine {
         try store.pool.write { db in
             for source in delta.sources ?? [] where !source.name.isEmpty {
                 // Subscription is the user's: the server's value only seeds a new source.
-                try db.execute(sql: """
-                    INSERT INTO source(name, display_name, subscribed) VALUES (?, ?, ?)
-                    ON CONFLICT(name) DO UPDATE SET display_name = excluded.display_name
-                    """, arguments: [source.name, source.displayName ?? source.name, source.subscribed ?? true])
+                try db.execute(
+                    sql: """
+                        INSERT INTO source(name, display_name, subscribed) VALUES (?, ?, ?)
+                        ON CONFLICT(name) DO UPDATE SET display_name = excluded.display_name
+                        """, arguments: [source.name, source.displayName ?? source.name, source.subscribed ?? true])
                 changes.sources.append(source.name)
             }
             for category in delta.categories ?? [] where !category.id.isEmpty {
-                try db.execute(sql: """
-                    INSERT INTO category(id, name, parent, selected) VALUES (?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent = excluded.parent
-                    """, arguments: [category.id, category.name ?? category.id, category.parent, category.selected ?? true])
+                try db.execute(
+                    sql: """
+                        INSERT INTO category(id, name, parent, selected) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent = excluded.parent
+                        """, arguments: [category.id, category.name ?? category.id, category.parent, category.selected ?? true])
                 changes.categories.append(category.id)
             }
             let now = Clock.wallMs()
             for entry in delta.items ?? [] {
                 let files = entry.files.enumerated().map { index, file in
-                    PrefetchFile(role: file.role, index: index, url: file.url, size: file.size, sha256: file.sha256?.lowercased(),
-                                 autoDownload: file.autoDownload ?? CatalogProtocol.mainRoles.contains(file.role),
-                                 localPath: localPath(item: entry.uniqueId, index: index, role: file.role, url: file.url),
-                                 bytesDownloaded: 0, done: false, validator: nil, duration: file.duration)
+                    PrefetchFile(
+                        role: file.role, index: index, url: file.url, size: file.size, sha256: file.sha256?.lowercased(),
+                        autoDownload: file.autoDownload ?? CatalogProtocol.mainRoles.contains(file.role),
+                        localPath: localPath(item: entry.uniqueId, index: index, role: file.role, url: file.url),
+                        bytesDownloaded: 0, done: false, validator: nil, duration: file.duration)
                 }
                 let size = files.filter { $0.isMain || $0.autoDownload }.reduce(Int64(0)) { $0 + ($1.size ?? 0) }
                 if var item = try PrefetchStore.item(db, entry.uniqueId) {
@@ -139,14 +150,19 @@ extension PrefetchEngine {
                     item.type = entry.type
                     item.expiryMs = entry.expiry.map { $0 * 1000 }
                     item.sdkMetadataPassthrough = entry.sdkMetadataPassthrough
-                    let same = item.files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] } == files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] }
+                    let same =
+                        item.files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] }
+                        == files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] }
                     if !same && item.state != .deleted && item.state != .downloading {
                         // The files changed at the origin: the old ones are dropped and the item starts again.
                         doomedFolders.append(folder(item.uniqueId))
                         item.files = files
                         item.bytesDownloaded = 0
                         item.size = size
-                        if [.cached, .partiallyCached, .failed, .idle].contains(item.state) { item.state = .discovered; item.attempts = 0 }
+                        if [.cached, .partiallyCached, .failed, .idle].contains(item.state) {
+                            item.state = .discovered
+                            item.attempts = 0
+                        }
                     }
                     item.updatedMs = now
                     try PrefetchStore.write(db, item)
@@ -156,13 +172,14 @@ extension PrefetchEngine {
                     changes.merges.append(merge)
                     changes.updated.append(merge.item.uniqueId)
                 } else {
-                    let item = PrefetchItem(uniqueId: entry.uniqueId, contentId: entry.contentId, sourceName: entry.source, categories: entry.categories,
-                                            title: entry.title ?? "", summary: entry.summary ?? "", shareURL: entry.shareUrl, type: entry.type,
-                                            state: .discovered, downloadError: nil, waitReason: nil, retryAtMs: nil, attempts: 0,
-                                            downloadBehavior: nil, userInitiated: false, bytesDownloaded: 0, size: size, files: files,
-                                            persistentUserInfo: [:], sdkMetadataPassthrough: entry.sdkMetadataPassthrough,
-                                            expiryMs: entry.expiry.map { $0 * 1000 }, saved: false, locked: false, viewed: false,
-                                            discoveredMs: now, updatedMs: now)
+                    let item = PrefetchItem(
+                        uniqueId: entry.uniqueId, contentId: entry.contentId, sourceName: entry.source, categories: entry.categories,
+                        title: entry.title ?? "", summary: entry.summary ?? "", shareURL: entry.shareUrl, type: entry.type,
+                        state: .discovered, downloadError: nil, waitReason: nil, retryAtMs: nil, attempts: 0,
+                        downloadBehavior: nil, userInitiated: false, bytesDownloaded: 0, size: size, files: files,
+                        persistentUserInfo: [:], sdkMetadataPassthrough: entry.sdkMetadataPassthrough,
+                        expiryMs: entry.expiry.map { $0 * 1000 }, saved: false, locked: false, viewed: false,
+                        discoveredMs: now, updatedMs: now)
                     try PrefetchStore.write(db, item)
                     changes.discovered.append(item.uniqueId)
                 }
@@ -171,7 +188,12 @@ extension PrefetchEngine {
                 guard var item = try PrefetchStore.item(db, id), item.state != .deleted else { continue }
                 let previous = item.state
                 doomedFolders.append(folder(id))
-                item.files = item.files.map { var file = $0; file.done = false; file.bytesDownloaded = 0; return file }
+                item.files = item.files.map {
+                    var file = $0
+                    file.done = false
+                    file.bytesDownloaded = 0
+                    return file
+                }
                 item.bytesDownloaded = 0
                 item.state = .deleted
                 item.waitReason = nil

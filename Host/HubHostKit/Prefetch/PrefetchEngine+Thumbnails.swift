@@ -12,10 +12,11 @@ extension PrefetchEngine {
         let policy = try currentPolicy()
         guard try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil) == nil else { return }
         let now = Clock.wallMs()
-        let candidates = try store.items(where: """
-            state = 'discovered' AND COALESCE(download_behavior, ?) = 'thumbnail_only' AND (retry_at_ms IS NULL OR retry_at_ms <= ?)
-            AND EXISTS (SELECT 1 FROM json_each(item.files) WHERE json_extract(value, '$.role') = 'thumbnail' AND json_extract(value, '$.done') = 0)
-            """, arguments: [settings.itemDownloadBehavior.rawValue, now], limit: 64)
+        let candidates = try store.items(
+            where: """
+                state = 'discovered' AND COALESCE(download_behavior, ?) = 'thumbnail_only' AND (retry_at_ms IS NULL OR retry_at_ms <= ?)
+                AND EXISTS (SELECT 1 FROM json_each(item.files) WHERE json_extract(value, '$.role') = 'thumbnail' AND json_extract(value, '$.done') = 0)
+                """, arguments: [settings.itemDownloadBehavior.rawValue, now], limit: 64)
         for item in candidates {
             let (busy, full, isClosed) = lock.withLock { (running[item.uniqueId] != nil, running.count >= settings.maxConcurrentDownloads, closed) }
             if full || isClosed { break }
@@ -66,7 +67,8 @@ extension PrefetchStore {
     func claimWithoutStateChange(_ id: String, state: PrefetchItemState, owner: String) throws -> Bool {
         try pool.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT state, owner FROM item WHERE unique_id = ?", arguments: [id]),
-                  (row["state"] as String) == state.rawValue else { return false }
+                (row["state"] as String) == state.rawValue
+            else { return false }
             if let current = row["owner"] as String?, current != owner, ProcessIdentity.isRunning(current) { return false }
             try db.execute(sql: "UPDATE item SET owner = ? WHERE unique_id = ?", arguments: [owner, id])
             return true

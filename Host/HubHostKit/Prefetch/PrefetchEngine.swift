@@ -37,7 +37,8 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// Tracks an event in the event pipeline (HubHost.prefetch wires the event engine): consumption.
     var trackEvent: (@Sendable (Event) throws -> Void)?
     /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
-    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) = { url, headers, _, _ in (url, headers) }
+    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) =
+        { url, headers, _, _ in (url, headers) }
 
     let lock = NSLock()
     // Guarded by `lock`.
@@ -60,8 +61,10 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// The most catalog pages fetched in one sync.
     static let maxPages = 1000
 
-    init(settings: PrefetchSettings, dataDirectory: String, licenseOption: String?, provider: ContentProviderPlugin?,
-         providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger) throws {
+    init(
+        settings: PrefetchSettings, dataDirectory: String, licenseOption: String?, provider: ContentProviderPlugin?,
+        providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger
+    ) throws {
         self.settings = settings
         license = PrefetchLicense.resolve(option: licenseOption, manifest: settings.license)
         let root = (dataDirectory as NSString).appendingPathComponent("prefetch")
@@ -146,7 +149,10 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
         let policy = answer.policy.map { String(decoding: (try? PrefetchStore.encoder.encode($0)) ?? Data("{}".utf8), as: UTF8.self) }
         try store.setMeta(["registration_id": id, "server_policy": policy])
-        lock.withLock { registerFailures = 0; nextRegisterAtMs = 0 }
+        lock.withLock {
+            registerFailures = 0
+            nextRegisterAtMs = 0
+        }
         let initialized = try store.meta("initialized") != nil
         setState(initialized ? .initialized : .registered, failure: .some(nil))
         notifications.post(PrefetchNotificationName.didRegister, ["registrationId": .string(id)])
@@ -154,7 +160,13 @@ public final class PrefetchEngine: @unchecked Sendable {
     }
 
     func recordFailure(_ why: String) { lock.withLock { lastFailure = why } }
-    func setSynced(_ ms: Int64) { lock.withLock { lastSyncMs = ms; lastFailure = nil; if state == .registered { state = .initialized } } }
+    func setSynced(_ ms: Int64) {
+        lock.withLock {
+            lastSyncMs = ms
+            lastFailure = nil
+            if state == .registered { state = .initialized }
+        }
+    }
 
     /// The service no longer knows this device (the PCD SDK's didBecomeNotRegistered): back to
     /// NotRegistered; `round` registers again with backoff.
@@ -214,12 +226,13 @@ public final class PrefetchEngine: @unchecked Sendable {
         let policy = try currentPolicy()
         let reason = try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil)
         let snapshot = lock.withLock { (state, lastFailure, lastSyncMs, Array(running.keys).sorted()) }
-        return Status(serviceState: snapshot.0, lastFailure: snapshot.1, licenseSource: license.source, licenseProblem: license.problem,
-                      deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.2,
-                      items: counts, itemDownloadBehavior: settings.itemDownloadBehavior, networkSelection: policy.networkSelection,
-                      networkSelectionOverride: try networkSelectionOverride(), maxConcurrentDownloads: settings.maxConcurrentDownloads,
-                      serverPolicy: try serverPolicy(), downloadAllowed: reason == nil,
-                      downloadPolicyStatus: reason?.rawValue ?? "InPolicy", downloadingHere: snapshot.3)
+        return Status(
+            serviceState: snapshot.0, lastFailure: snapshot.1, licenseSource: license.source, licenseProblem: license.problem,
+            deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.2,
+            items: counts, itemDownloadBehavior: settings.itemDownloadBehavior, networkSelection: policy.networkSelection,
+            networkSelectionOverride: try networkSelectionOverride(), maxConcurrentDownloads: settings.maxConcurrentDownloads,
+            serverPolicy: try serverPolicy(), downloadAllowed: reason == nil,
+            downloadPolicyStatus: reason?.rawValue ?? "InPolicy", downloadingHere: snapshot.3)
     }
 
     // MARK: policy
@@ -241,10 +254,12 @@ public final class PrefetchEngine: @unchecked Sendable {
 
     func currentPolicy() throws -> PrefetchPolicy {
         let server = try serverPolicy() ?? CatalogProtocol.ServerPolicy()
-        let selection = try networkSelectionOverride() ?? settings.networkSelection
+        let selection =
+            try networkSelectionOverride() ?? settings.networkSelection
             ?? server.networkSelection.flatMap(PrefetchSettings.NetworkSelection.init(rawValue:)) ?? .wifi
-        return PrefetchPolicy(networkSelection: selection, server: server, requiresCharging: settings.requiresCharging,
-                              batteryLow: settings.batteryLow, storageLow: UInt64(max(0, settings.storageLow)))
+        return PrefetchPolicy(
+            networkSelection: selection, server: server, requiresCharging: settings.requiresCharging,
+            batteryLow: settings.batteryLow, storageLow: UInt64(max(0, settings.storageLow)))
     }
 
     /// Bytes downloaded today (UTC day), for the daily limit.
@@ -259,7 +274,8 @@ public final class PrefetchEngine: @unchecked Sendable {
         let day = Clock.wallMs() / 86_400_000
         try store.pool.write { db in
             let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'bytes_day'").flatMap { Int64($0) }
-            let before = stored == day ? (try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'bytes_today'").flatMap { Int64($0) } ?? 0) : 0
+            let before =
+                stored == day ? (try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'bytes_today'").flatMap { Int64($0) } ?? 0) : 0
             let (sum, overflow) = before.addingReportingOverflow(count)
             try PrefetchStore.setMeta(db, ["bytes_day": "\(day)", "bytes_today": "\(overflow ? Int64.max : sum)"])
         }
@@ -302,7 +318,9 @@ public final class PrefetchEngine: @unchecked Sendable {
     }
 
     func announceState(_ item: PrefetchItem, previous: PrefetchItemState) {
-        var payload: [String: JSONValue] = ["id": .string(item.uniqueId), "state": .string(item.state.rawValue), "previous": .string(previous.rawValue)]
+        var payload: [String: JSONValue] = [
+            "id": .string(item.uniqueId), "state": .string(item.state.rawValue), "previous": .string(previous.rawValue)
+        ]
         if let reason = item.waitReason { payload["reason"] = .string(reason) }
         if let error = item.downloadError { payload["downloadError"] = .string(error) }
         notifications.post(PrefetchNotificationName.itemStateChanged, payload)

@@ -12,7 +12,9 @@ import Foundation
 /// The item's uniqueId is `Provider:ContentId` (the service's id is not known yet); an item of the
 /// same source and contentId already in the catalog is refused. Works before and after registration.
 public struct PrefetchImportMetadata: Codable, Sendable, Equatable {
-    public enum Status: String, Codable, Sendable { case fullyDownloaded = "FullyDownloaded", newlyAdding = "NewlyAdding", partiallyDownloaded = "PartiallyDownloaded" }
+    public enum Status: String, Codable, Sendable {
+        case fullyDownloaded = "FullyDownloaded", newlyAdding = "NewlyAdding", partiallyDownloaded = "PartiallyDownloaded"
+    }
 
     public var contentId: String
     public var provider: String
@@ -31,10 +33,12 @@ public struct PrefetchImportMetadata: Codable, Sendable, Equatable {
     public var downloadFinishedTime: Int64?
     public var sdkPassthroughInfo: String?
 
-    public init(contentId: String, provider: String, downloadStatus: Status, filePath: String? = nil, duration: Double? = nil,
-                size: Int64? = nil, contentType: String? = nil, contentUrl: String? = nil, title: String? = nil, summary: String? = nil,
-                thumbFile: String? = nil, expiryDate: Int64? = nil, timeStamp: Int64? = nil, downloadFinishedTime: Int64? = nil,
-                sdkPassthroughInfo: String? = nil) {
+    public init(
+        contentId: String, provider: String, downloadStatus: Status, filePath: String? = nil, duration: Double? = nil,
+        size: Int64? = nil, contentType: String? = nil, contentUrl: String? = nil, title: String? = nil, summary: String? = nil,
+        thumbFile: String? = nil, expiryDate: Int64? = nil, timeStamp: Int64? = nil, downloadFinishedTime: Int64? = nil,
+        sdkPassthroughInfo: String? = nil
+    ) {
         self.contentId = contentId
         self.provider = provider
         self.downloadStatus = downloadStatus
@@ -71,16 +75,19 @@ extension PrefetchEngine {
         if let expiry = metadata.expiryDate, !(0...253_402_300_799).contains(expiry) { throw PrefetchError.invalid("ExpiryDate is out of range") }
         let id = "\(metadata.provider):\(metadata.contentId)"
         guard CatalogProtocol.isValidID(id) else { throw PrefetchError.invalid("Provider:ContentId is longer than 256 bytes") }
-        if try !store.items(where: "source_name = ? AND content_id = ? AND state <> 'deleted'", arguments: [metadata.provider, metadata.contentId]).isEmpty {
+        if try !store.items(where: "source_name = ? AND content_id = ? AND state <> 'deleted'", arguments: [metadata.provider, metadata.contentId])
+            .isEmpty
+        {
             throw PrefetchError.invalid("\(metadata.provider)/\(metadata.contentId) is already in the catalog")
         }
         let url = metadata.contentUrl ?? ""
         let validURL = URL(string: url).map { ["http", "https"].contains($0.scheme?.lowercased() ?? "") && $0.host != nil } ?? false
         if metadata.downloadStatus == .newlyAdding && !validURL { throw PrefetchError.invalid("NewlyAdding needs an http(s) ContentUrl") }
         let extensionSource = metadata.filePath ?? url
-        var main = PrefetchFile(role: "main", index: 0, url: url, size: metadata.size, sha256: nil, autoDownload: true,
-                                localPath: localPath(item: id, index: 0, role: "main", url: URL(fileURLWithPath: extensionSource).absoluteString),
-                                bytesDownloaded: 0, done: false, validator: nil)
+        var main = PrefetchFile(
+            role: "main", index: 0, url: url, size: metadata.size, sha256: nil, autoDownload: true,
+            localPath: localPath(item: id, index: 0, role: "main", url: URL(fileURLWithPath: extensionSource).absoluteString),
+            bytesDownloaded: 0, done: false, validator: nil)
         var files: [PrefetchFile] = []
         var state = PrefetchItemState.discovered
         switch metadata.downloadStatus {
@@ -106,9 +113,10 @@ extension PrefetchEngine {
         }
         files.append(main)
         if let thumb = metadata.thumbFile, FileManager.default.fileExists(atPath: thumb) {
-            var file = PrefetchFile(role: "thumbnail", index: 1, url: "", size: FileDownloader.fileLength(thumb), sha256: nil, autoDownload: false,
-                                    localPath: localPath(item: id, index: 1, role: "thumbnail", url: URL(fileURLWithPath: thumb).absoluteString),
-                                    bytesDownloaded: 0, done: false, validator: nil)
+            var file = PrefetchFile(
+                role: "thumbnail", index: 1, url: "", size: FileDownloader.fileLength(thumb), sha256: nil, autoDownload: false,
+                localPath: localPath(item: id, index: 1, role: "thumbnail", url: URL(fileURLWithPath: thumb).absoluteString),
+                bytesDownloaded: 0, done: false, validator: nil)
             try FileManager.default.createDirectory(atPath: folder(id), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try? FileManager.default.removeItem(atPath: file.localPath)
             try FileManager.default.copyItem(atPath: thumb, toPath: file.localPath)
@@ -117,13 +125,14 @@ extension PrefetchEngine {
             files.append(file)
         }
         let now = Clock.wallMs()
-        let item = PrefetchItem(uniqueId: id, contentId: metadata.contentId, sourceName: metadata.provider, categories: [],
-                                title: metadata.title ?? "", summary: metadata.summary ?? "", shareURL: nil, type: metadata.contentType,
-                                state: state, downloadError: nil, waitReason: nil, retryAtMs: nil, attempts: 0, downloadBehavior: nil,
-                                userInitiated: state == .queued, bytesDownloaded: files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded },
-                                size: metadata.size ?? main.size ?? 0, files: files, persistentUserInfo: [:],
-                                sdkMetadataPassthrough: metadata.sdkPassthroughInfo, expiryMs: metadata.expiryDate.map { $0 * 1000 },
-                                saved: false, locked: false, viewed: false, discoveredMs: now, updatedMs: now)
+        let item = PrefetchItem(
+            uniqueId: id, contentId: metadata.contentId, sourceName: metadata.provider, categories: [],
+            title: metadata.title ?? "", summary: metadata.summary ?? "", shareURL: nil, type: metadata.contentType,
+            state: state, downloadError: nil, waitReason: nil, retryAtMs: nil, attempts: 0, downloadBehavior: nil,
+            userInitiated: state == .queued, bytesDownloaded: files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded },
+            size: metadata.size ?? main.size ?? 0, files: files, persistentUserInfo: [:],
+            sdkMetadataPassthrough: metadata.sdkPassthroughInfo, expiryMs: metadata.expiryDate.map { $0 * 1000 },
+            saved: false, locked: false, viewed: false, discoveredMs: now, updatedMs: now)
         try store.pool.write { db in
             // A deleted tombstone of the same id gives way to the import.
             try PrefetchStore.write(db, item)

@@ -39,9 +39,10 @@ extension PrefetchEngine {
         for entry in entries {
             let id = Self.importedID(source: entry.source, contentId: entry.contentId)
             guard id != entry.uniqueId, entry.files.contains(where: { $0.role == "main" && $0.sha256 != nil }),
-                  let imported = try? store.item(id), imported.state == .cached,
-                  let main = imported.files.first(where: { $0.role == "main" && $0.done }),
-                  let digest = SHA256.hex(ofFile: main.localPath) else { continue }
+                let imported = try? store.item(id), imported.state == .cached,
+                let main = imported.files.first(where: { $0.role == "main" && $0.done }),
+                let digest = SHA256.hex(ofFile: main.localPath)
+            else { continue }
             digests[id] = digest.lowercased()
         }
         return digests
@@ -50,23 +51,28 @@ extension PrefetchEngine {
     /// The merged item for a catalog entry not yet in the catalog, when an import of the same
     /// content is; nil when there is none. Writes it and removes the imported row, in `db`'s
     /// transaction; the caller removes the imported folder after the commit.
-    func mergeImport(_ db: Database, entry: CatalogProtocol.ItemEntry, files: [PrefetchFile], size: Int64,
-                     now: Int64, digests: [String: String]) throws -> Merge? {
+    func mergeImport(
+        _ db: Database, entry: CatalogProtocol.ItemEntry, files: [PrefetchFile], size: Int64,
+        now: Int64, digests: [String: String]
+    ) throws -> Merge? {
         let importedID = Self.importedID(source: entry.source, contentId: entry.contentId)
         guard importedID != entry.uniqueId, let imported = try PrefetchStore.item(db, importedID),
-              imported.sourceName == entry.source, imported.contentId == entry.contentId, imported.state != .deleted else { return nil }
-        var item = PrefetchItem(uniqueId: entry.uniqueId, contentId: entry.contentId, sourceName: entry.source, categories: entry.categories,
-                                title: entry.title ?? imported.title, summary: entry.summary ?? imported.summary, shareURL: entry.shareUrl,
-                                type: entry.type ?? imported.type, state: .discovered, downloadError: nil, waitReason: nil, retryAtMs: nil,
-                                attempts: 0, downloadBehavior: imported.downloadBehavior, userInitiated: false, bytesDownloaded: 0, size: size,
-                                files: files, persistentUserInfo: imported.persistentUserInfo,
-                                sdkMetadataPassthrough: entry.sdkMetadataPassthrough ?? imported.sdkMetadataPassthrough,
-                                expiryMs: entry.expiry.map { $0 * 1000 } ?? imported.expiryMs, saved: imported.saved, locked: imported.locked,
-                                viewed: imported.viewed, discoveredMs: imported.discoveredMs, updatedMs: now)
+            imported.sourceName == entry.source, imported.contentId == entry.contentId, imported.state != .deleted
+        else { return nil }
+        var item = PrefetchItem(
+            uniqueId: entry.uniqueId, contentId: entry.contentId, sourceName: entry.source, categories: entry.categories,
+            title: entry.title ?? imported.title, summary: entry.summary ?? imported.summary, shareURL: entry.shareUrl,
+            type: entry.type ?? imported.type, state: .discovered, downloadError: nil, waitReason: nil, retryAtMs: nil,
+            attempts: 0, downloadBehavior: imported.downloadBehavior, userInitiated: false, bytesDownloaded: 0, size: size,
+            files: files, persistentUserInfo: imported.persistentUserInfo,
+            sdkMetadataPassthrough: entry.sdkMetadataPassthrough ?? imported.sdkMetadataPassthrough,
+            expiryMs: entry.expiry.map { $0 * 1000 } ?? imported.expiryMs, saved: imported.saved, locked: imported.locked,
+            viewed: imported.viewed, discoveredMs: imported.discoveredMs, updatedMs: now)
         let mains = files.filter(\.isMain)
         var kept = false
         if imported.state == .cached, mains.count == 1, mains[0].role == "main",
-           let source = imported.files.first(where: { $0.role == "main" && $0.done }) {
+            let source = imported.files.first(where: { $0.role == "main" && $0.done })
+        {
             let length = FileDownloader.fileLength(source.localPath)
             let target = mains[0]
             let sizeMatches = length > 0 && (target.size.map { $0 == length } ?? true)
@@ -75,8 +81,9 @@ extension PrefetchEngine {
                 item.files[target.index].done = true
                 item.files[target.index].bytesDownloaded = length
                 if let thumb = imported.files.first(where: { $0.role == "thumbnail" && $0.done }),
-                   let slot = item.files.firstIndex(where: { $0.role == "thumbnail" }),
-                   try link(thumb.localPath, to: item.files[slot].localPath, folder: folder(entry.uniqueId)) {
+                    let slot = item.files.firstIndex(where: { $0.role == "thumbnail" }),
+                    try link(thumb.localPath, to: item.files[slot].localPath, folder: folder(entry.uniqueId))
+                {
                     item.files[slot].done = true
                     item.files[slot].bytesDownloaded = FileDownloader.fileLength(thumb.localPath)
                 }
@@ -123,10 +130,12 @@ extension PrefetchEngine {
         stopLocal(merges.map(\.imported.uniqueId))
         for merge in merges {
             try? FileManager.default.removeItem(atPath: folder(merge.imported.uniqueId))
-            notifications.post(PrefetchNotificationName.importMerged, [
-                "id": .string(merge.item.uniqueId), "imported": .string(merge.imported.uniqueId),
-                "state": .string(merge.item.state.rawValue), "keptFile": .bool(merge.keptFile),
-            ])
+            notifications.post(
+                PrefetchNotificationName.importMerged,
+                [
+                    "id": .string(merge.item.uniqueId), "imported": .string(merge.imported.uniqueId),
+                    "state": .string(merge.item.state.rawValue), "keptFile": .bool(merge.keptFile)
+                ])
             if merge.item.state != merge.imported.state { announceState(merge.item, previous: merge.imported.state) }
         }
         if merges.contains(where: { $0.item.state == .queued }) { try? pump() }

@@ -22,7 +22,10 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
     public struct Sort: Sendable, Equatable, Codable {
         public var field: Field
         public var descending: Bool
-        public init(field: Field, descending: Bool = false) { self.field = field; self.descending = descending }
+        public init(field: Field, descending: Bool = false) {
+            self.field = field
+            self.descending = descending
+        }
 
         /// "title", "size:desc"...; nil when the field is not one of Field.
         public init?(_ text: String) {
@@ -50,8 +53,10 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
         }
     }
 
-    public init(states: [PrefetchItemState] = [], category: String? = nil, contentIds: [String] = [], source: String? = nil,
-                saved: Bool? = nil, notViewed: Bool = false, types: [String] = [], sort: [Sort] = [], limit: Int? = nil) {
+    public init(
+        states: [PrefetchItemState] = [], category: String? = nil, contentIds: [String] = [], source: String? = nil,
+        saved: Bool? = nil, notViewed: Bool = false, types: [String] = [], sort: [Sort] = [], limit: Int? = nil
+    ) {
         self.states = states
         self.category = category
         self.contentIds = contentIds
@@ -81,8 +86,14 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
             parts.append("content_id IN (\(contentIds.map { _ in "?" }.joined(separator: ", ")))")
             arguments += contentIds
         }
-        if let source { parts.append("source_name = ?"); arguments.append(source) }
-        if let saved { parts.append("saved = ?"); arguments.append(saved) }
+        if let source {
+            parts.append("source_name = ?")
+            arguments.append(source)
+        }
+        if let saved {
+            parts.append("saved = ?")
+            arguments.append(saved)
+        }
         if notViewed { parts.append("viewed = 0") }
         if !types.isEmpty {
             parts.append("type IN (\(types.map { _ in "?" }.joined(separator: ", ")))")

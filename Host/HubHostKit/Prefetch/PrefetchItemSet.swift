@@ -24,8 +24,10 @@ public struct PrefetchSetChange: Codable, Sendable, Equatable {
 extension PrefetchEngine {
     /// The live set of items matching `filter`; ends when the consumer stops iterating (or cancels).
     public func watch(_ filter: PrefetchItemFilter = PrefetchItemFilter(), pollInterval: Double = 2) -> AsyncStream<PrefetchSetChange> {
-        PrefetchLiveSet.stream(sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval, key: { $0.uniqueId },
-                               read: { [self] in try self.items(filter) },
-                               make: { PrefetchSetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, items: $0.objects) })
+        PrefetchLiveSet.stream(
+            sets: liveSets, filterKey: PrefetchLiveSet.filterKey(filter), notifications: notifications, pollInterval: pollInterval,
+            key: { $0.uniqueId },
+            read: { [self] in try self.items(filter) },
+            make: { PrefetchSetChange(phase: $0.phase, added: $0.added, updated: $0.updated, removed: $0.removed, items: $0.objects) })
     }
 }

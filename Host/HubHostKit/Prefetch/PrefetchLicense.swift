@@ -28,8 +28,10 @@ public struct PrefetchLicense: Sendable, Equatable, Codable {
     static let maxFileBytes = 64 * 1024
 
     /// Resolves the licence in precedence order. Blank values count as absent.
-    public static func resolve(option: String?, manifest: String?,
-                               environment: [String: String] = ProcessInfo.processInfo.environment) -> PrefetchLicense {
+    public static func resolve(
+        option: String?, manifest: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> PrefetchLicense {
         func given(_ value: String?) -> String? {
             guard let value = value?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
             return value
@@ -48,7 +50,8 @@ public struct PrefetchLicense: Sendable, Equatable, Codable {
     /// The `license` key of a YAML or JSON file (JSON is read as YAML, of which it is a subset).
     static func readFile(_ path: String) -> Result<String, FileProblem> {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = (attributes[.size] as? NSNumber)?.intValue else {
+            let size = (attributes[.size] as? NSNumber)?.intValue
+        else {
             return .failure(FileProblem(message: "\(environmentVariable)=\(path): no such file"))
         }
         guard size <= maxFileBytes else {

@@ -57,8 +57,10 @@ final class PrefetchLiveSets: @unchecked Sendable {
     private var groups: [String: AnyObject] = [:]
     private var nextID: UInt64 = 0
 
-    func join<Object, Change>(_ key: String, _ continuation: AsyncStream<Change>.Continuation,
-                              create: () -> PrefetchLiveSetGroup<Object, Change>) -> UInt64 {
+    func join<Object, Change>(
+        _ key: String, _ continuation: AsyncStream<Change>.Continuation,
+        create: () -> PrefetchLiveSetGroup<Object, Change>
+    ) -> UInt64 {
         lock.withLock {
             nextID += 1
             let group: PrefetchLiveSetGroup<Object, Change>
@@ -109,8 +111,10 @@ final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>
     private let ticker: Task<Void, Never>
     private var reader: Task<Void, Never>?
 
-    init(notifications: HostNotifications, pollInterval: Double, key: @escaping @Sendable (Object) -> String,
-         read: @escaping @Sendable () throws -> [Object], make: @escaping @Sendable (PrefetchLiveSet.Diff<Object>) -> Change) {
+    init(
+        notifications: HostNotifications, pollInterval: Double, key: @escaping @Sendable (Object) -> String,
+        read: @escaping @Sendable () throws -> [Object], make: @escaping @Sendable (PrefetchLiveSet.Diff<Object>) -> Change
+    ) {
         let (pokes, poke) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.poke = poke
         self.notifications = notifications
@@ -131,16 +135,21 @@ final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>
                 // The listeners waiting for their initial before this reading starts get it from this reading.
                 guard let waiting = self?.waitingIDs() else { break }
                 let before = previous
-                guard let reading = try? await BlockingPool.run({ () -> ([String: Object], [Object], PrefetchLiveSet.Diff<Object>?) in
-                    let objects = try read()
-                    let after = Dictionary(objects.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
-                    guard let before else { return (after, objects, nil) }
-                    let added = objects.filter { before[key($0)] == nil }.map(key)
-                    let updated = objects.filter { object in before[key(object)].map { $0 != object } ?? false }.map(key)
-                    let removed = before.keys.filter { after[$0] == nil }.sorted()
-                    guard !(added.isEmpty && updated.isEmpty && removed.isEmpty) else { return (after, objects, nil) }
-                    return (after, objects, PrefetchLiveSet.Diff(phase: .willChange, added: added, updated: updated, removed: removed, objects: objects))
-                }) else { continue }
+                guard
+                    let reading = try? await BlockingPool.run({ () -> ([String: Object], [Object], PrefetchLiveSet.Diff<Object>?) in
+                        let objects = try read()
+                        let after = Dictionary(objects.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+                        guard let before else { return (after, objects, nil) }
+                        let added = objects.filter { before[key($0)] == nil }.map(key)
+                        let updated = objects.filter { object in before[key(object)].map { $0 != object } ?? false }.map(key)
+                        let removed = before.keys.filter { after[$0] == nil }.sorted()
+                        guard !(added.isEmpty && updated.isEmpty && removed.isEmpty) else { return (after, objects, nil) }
+                        return (
+                            after, objects,
+                            PrefetchLiveSet.Diff(phase: .willChange, added: added, updated: updated, removed: removed, objects: objects)
+                        )
+                    })
+                else { continue }
                 previous = reading.0
                 guard let self else { break }
                 let (changed, starting) = self.lock.withLock { () -> ([AsyncStream<Change>.Continuation], [AsyncStream<Change>.Continuation]) in

@@ -26,6 +26,8 @@ public enum PrefetchNotificationName {
     /// {"id", "imported", "state", "keptFile"} (PrefetchImportMerge).
     public static let importMerged = "PrefetchImportMerged"
 
-    public static let all = [didRegister, didFailToRegister, didBecomeNotRegistered, didInitialize, itemsDiscovered, itemsStartDownloading,
-                             itemsDownloaded, itemsEvicted, hlsServerStarted, hlsServerStopped, itemStateChanged, downloadProgress, catalogChanged, importMerged]
+    public static let all = [
+        didRegister, didFailToRegister, didBecomeNotRegistered, didInitialize, itemsDiscovered, itemsStartDownloading,
+        itemsDownloaded, itemsEvicted, hlsServerStarted, hlsServerStopped, itemStateChanged, downloadProgress, catalogChanged, importMerged
+    ]
 }

@@ -111,27 +111,35 @@ extension PrefetchEngine {
         let server = serverURL ?? playbackState.server
         if let index = item.files.first(where: { $0.role == "hls_main_index" }) {
             guard let server else {
-                throw PrefetchError.refused(id: id, reason: "not playable here: HLS plays through hubhost serve's HLS endpoint; no server is running in this process (give the server's address)")
+                throw PrefetchError.refused(
+                    id: id,
+                    reason:
+                        "not playable here: HLS plays through hubhost serve's HLS endpoint; no server is running in this process (give the server's address)"
+                )
             }
             let relative = "\(id)/\(HLSLayout.indexName)"
-            return PrefetchPlayback(id: id, state: item.state, kind: .hls, url: server + "/v1/prefetch/hls/" + relative, relativePath: relative,
-                                    localPath: nil, originURL: index.url, local: item.state == .cached)
+            return PrefetchPlayback(
+                id: id, state: item.state, kind: .hls, url: server + "/v1/prefetch/hls/" + relative, relativePath: relative,
+                localPath: nil, originURL: index.url, local: item.state == .cached)
         }
         guard let main = item.files.first(where: { $0.role == "main" }) else {
             throw PrefetchError.refused(id: id, reason: "not playable: the item has no main file")
         }
         if item.state == .cached, main.done {
-            return PrefetchPlayback(id: id, state: item.state, kind: .file, url: server.map { $0 + "/v1/prefetch/items/\(id)/file" },
-                                    relativePath: nil, localPath: main.localPath, originURL: main.url, local: true)
+            return PrefetchPlayback(
+                id: id, state: item.state, kind: .file, url: server.map { $0 + "/v1/prefetch/items/\(id)/file" },
+                relativePath: nil, localPath: main.localPath, originURL: main.url, local: true)
         }
         if let server, let size = main.size, size > 0, FileDownloader.partialLength(main.localPath) > 0 {
             // Its start is on disk (partially cached, or a download stopped midway): the file route
             // serves that from disk and asks the origin only for the rest.
-            return PrefetchPlayback(id: id, state: item.state, kind: .file, url: server + "/v1/prefetch/items/\(id)/file", relativePath: nil,
-                                    localPath: nil, originURL: main.url, local: false)
+            return PrefetchPlayback(
+                id: id, state: item.state, kind: .file, url: server + "/v1/prefetch/items/\(id)/file", relativePath: nil,
+                localPath: nil, originURL: main.url, local: false)
         }
-        return PrefetchPlayback(id: id, state: item.state, kind: .file, url: main.url, relativePath: nil, localPath: nil,
-                                originURL: main.url, local: false)
+        return PrefetchPlayback(
+            id: id, state: item.state, kind: .file, url: main.url, relativePath: nil, localPath: nil,
+            originURL: main.url, local: false)
     }
 
     /// A non-HLS item's main file as the file endpoint serves it: whole from disk when cached;
@@ -156,19 +164,24 @@ extension PrefetchEngine {
         guard let item = try store.item(id) else { throw PrefetchError.unknownItem(id) }
         guard item.state != .deleted else { throw PrefetchError.refused(id: id, reason: "not playable: the item is deleted") }
         guard let main = item.files.first(where: { $0.role == "main" }) else {
-            throw PrefetchError.refused(id: id, reason: "not playable as a file: the item has no main file (an HLS item plays through /v1/prefetch/hls/\(id)/\(HLSLayout.indexName))")
+            throw PrefetchError.refused(
+                id: id,
+                reason: "not playable as a file: the item has no main file (an HLS item plays through /v1/prefetch/hls/\(id)/\(HLSLayout.indexName))")
         }
         let type = Self.contentType(main.localPath)
         if main.done, let length = try? FileManager.default.attributesOfItem(atPath: main.localPath)[.size] as? NSNumber {
-            return PlaybackFile(path: main.localPath, contentType: type, size: length.int64Value, onDisk: length.int64Value, originURL: main.url,
-                                validator: main.validator)
+            return PlaybackFile(
+                path: main.localPath, contentType: type, size: length.int64Value, onDisk: length.int64Value, originURL: main.url,
+                validator: main.validator)
         }
         let onDisk = FileDownloader.partialLength(main.localPath)
         guard let size = main.size, size > 0, onDisk > 0 else {
-            throw PrefetchError.refused(id: id, reason: "nothing of it is on disk (state \(item.state.rawValue)): play its origin URL, or download it first")
+            throw PrefetchError.refused(
+                id: id, reason: "nothing of it is on disk (state \(item.state.rawValue)): play its origin URL, or download it first")
         }
-        return PlaybackFile(path: main.localPath + ".part", contentType: type, size: size, onDisk: min(onDisk, size), originURL: main.url,
-                            validator: main.validator)
+        return PlaybackFile(
+            path: main.localPath + ".part", contentType: type, size: size, onDisk: min(onDisk, size), originURL: main.url,
+            validator: main.validator)
     }
 
     static func contentType(_ path: String) -> String {
@@ -231,9 +244,12 @@ extension PrefetchEngine {
         }
         let code = Int(response.status.code)
         guard code == 200 || code == 206 else { throw PrefetchError.service("\(id): the origin answered HTTP \(code) for \(url.prefix(200))") }
-        let length = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap { (0...HLSPlaylist.Limits.maxResourceBytes).contains($0) ? $0 : nil }
-        return PrefetchOriginStream(status: code, contentLength: length,
-                                    contentRange: code == 206 ? response.headers.first(name: "content-range") : nil, body: response.body)
+        let length = response.headers.first(name: "content-length").flatMap { Int64($0) }.flatMap {
+            (0...HLSPlaylist.Limits.maxResourceBytes).contains($0) ? $0 : nil
+        }
+        return PrefetchOriginStream(
+            status: code, contentLength: length,
+            contentRange: code == 206 ? response.headers.first(name: "content-range") : nil, body: response.body)
     }
 
     /// Bytes `from...to` of a partly downloaded file (PlaybackFile) from its origin: asked with
@@ -243,8 +259,10 @@ extension PrefetchEngine {
         guard from >= 0, to >= from, to < file.size else { throw PrefetchError.invalid("bad range \(from)-\(to)") }
         let origin = try await openOrigin(id, url: file.originURL, range: "bytes=\(from)-\(to)", ifRange: file.validator)
         guard origin.status == 206, let range = origin.contentRange.flatMap(FileDownloader.contentRange), range.start == from, range.end == to,
-              range.total.map({ $0 == file.size }) ?? true else {
-            throw PrefetchError.service("\(id): the origin did not answer bytes \(from)-\(to) of the same file (HTTP \(origin.status)): the file may have changed")
+            range.total.map({ $0 == file.size }) ?? true
+        else {
+            throw PrefetchError.service(
+                "\(id): the origin did not answer bytes \(from)-\(to) of the same file (HTTP \(origin.status)): the file may have changed")
         }
         return origin
     }

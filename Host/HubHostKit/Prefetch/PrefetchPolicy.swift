@@ -36,7 +36,8 @@ struct PrefetchPolicy: Sendable, Equatable {
     static func minutes(_ text: String) -> Int? {
         let parts = text.split(separator: ":")
         guard parts.count == 2, parts[0].count <= 2, parts[1].count == 2, let hours = Int(parts[0]), let minutes = Int(parts[1]),
-              (0...23).contains(hours), (0...59).contains(minutes) else { return nil }
+            (0...23).contains(hours), (0...59).contains(minutes)
+        else { return nil }
         return hours * 60 + minutes
     }
 

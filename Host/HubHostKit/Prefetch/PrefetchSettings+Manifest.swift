@@ -4,12 +4,16 @@ import Yams
 /// `prefetch:` in plugins.yaml, parsed by the prefetch engine's own settings type.
 extension PrefetchSettings: ManifestSection {
     public static let sectionName = "prefetch"
-    public static let summary = "Content prefetch (the PCD SDK): the catalog service, what downloads by itself, and the device conditions downloads wait for. Off unless enabled."
+    public static let summary =
+        "Content prefetch (the PCD SDK): the catalog service, what downloads by itself, and the device conditions downloads wait for. Off unless enabled."
 
     public init(section node: Node, context: ManifestSectionContext) {
         self.init()
         let values = context.resolve(node, schema: Self.schema, lines: &lines)
-        func text(_ key: String) -> String? { if case .string(let value)? = values[key], !value.isEmpty { return value }; return nil }
+        func text(_ key: String) -> String? {
+            if case .string(let value)? = values[key], !value.isEmpty { return value }
+            return nil
+        }
         // Ranges and allowed values were checked against the schema: a refused value arrives as the default.
         func seconds(_ key: String, into target: inout Double) {
             if case .double(let value)? = values[key] { target = value }
@@ -41,10 +45,11 @@ extension PrefetchSettings: ManifestSection {
             "enabled": .bool(enabled), "license": .string(license == nil ? "" : "(set)"), "provider": .string(provider ?? ""),
             "device_id": .string(deviceID ?? ""), "max_concurrent_downloads": .int(Int64(maxConcurrentDownloads)),
             "item_download_behavior": .string(itemDownloadBehavior.rawValue), "network_selection": .string(networkSelection?.rawValue ?? ""),
-            "enable_auto_purge": .bool(enableAutoPurge), "cache_size_limit": .int(Int64(cacheSizeLimit)), "sync_interval": .double(syncInterval), "read_timeout": .double(readTimeout),
+            "enable_auto_purge": .bool(enableAutoPurge), "cache_size_limit": .int(Int64(cacheSizeLimit)), "sync_interval": .double(syncInterval),
+            "read_timeout": .double(readTimeout),
             "retry_delay": .double(retryDelay), "register_retry": .double(registerRetry), "lookup_retry_delay": .double(lookupRetryDelay),
             "requires_charging": .bool(requiresCharging), "battery_low": .double(batteryLow), "storage_low": .int(Int64(storageLow)),
-            "device_conditions": .string(deviceConditions ?? ""), "download_request": .string(downloadRequest ?? ""),
+            "device_conditions": .string(deviceConditions ?? ""), "download_request": .string(downloadRequest ?? "")
         ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)
     }

@@ -28,8 +28,10 @@ public struct PrefetchSourceFilter: Sendable, Equatable, Codable {
         }
     }
 
-    public init(names: [String] = [], subscribed: Bool? = nil, search: String? = nil, category: String? = nil,
-                withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil) {
+    public init(
+        names: [String] = [], subscribed: Bool? = nil, search: String? = nil, category: String? = nil,
+        withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil
+    ) {
         self.names = names
         self.subscribed = subscribed
         self.search = search
@@ -49,13 +51,17 @@ public struct PrefetchSourceFilter: Sendable, Equatable, Codable {
             parts.append("name IN (\(names.map { _ in "?" }.joined(separator: ", ")))")
             arguments += names
         }
-        if let subscribed { parts.append("subscribed = ?"); arguments.append(subscribed) }
+        if let subscribed {
+            parts.append("subscribed = ?")
+            arguments.append(subscribed)
+        }
         if let search, !search.isEmpty {
             parts.append("(instr(lower(name), lower(?)) > 0 OR instr(lower(display_name), lower(?)) > 0)")
             arguments += [search, search]
         }
         if let category {
-            parts.append("""
+            parts.append(
+                """
                 EXISTS (SELECT 1 FROM item i JOIN item_category l ON l.item_id = i.unique_id
                         WHERE i.source_name = source.name AND l.category_id = ? AND i.state <> 'deleted')
                 """)

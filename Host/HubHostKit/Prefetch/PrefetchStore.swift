@@ -18,24 +18,25 @@ final class PrefetchStore: @unchecked Sendable {
         pool = try SharedSQLite.open(path: path, label: "prefetch")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE item (
-                    unique_id TEXT PRIMARY KEY, content_id TEXT NOT NULL, source_name TEXT NOT NULL,
-                    title TEXT NOT NULL, summary TEXT NOT NULL, share_url TEXT, type TEXT,
-                    state TEXT NOT NULL, download_error TEXT, wait_reason TEXT, retry_at_ms INTEGER,
-                    attempts INTEGER NOT NULL DEFAULT 0, download_behavior TEXT, user_initiated INTEGER NOT NULL DEFAULT 0,
-                    bytes_downloaded INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0, files TEXT NOT NULL,
-                    persistent_user_info TEXT NOT NULL DEFAULT '{}', sdk_passthrough TEXT, expiry_ms INTEGER,
-                    saved INTEGER NOT NULL DEFAULT 0, locked INTEGER NOT NULL DEFAULT 0, viewed INTEGER NOT NULL DEFAULT 0,
-                    discovered_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, owner TEXT);
-                CREATE INDEX item_state ON item(state);
-                CREATE INDEX item_content ON item(source_name, content_id);
-                CREATE TABLE item_category (item_id TEXT NOT NULL, category_id TEXT NOT NULL, PRIMARY KEY (item_id, category_id));
-                CREATE INDEX item_category_category ON item_category(category_id);
-                CREATE TABLE category (id TEXT PRIMARY KEY, name TEXT NOT NULL, parent TEXT, selected INTEGER NOT NULL DEFAULT 1);
-                CREATE TABLE source (name TEXT PRIMARY KEY, display_name TEXT NOT NULL, subscribed INTEGER NOT NULL DEFAULT 1);
-                CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (
+                        unique_id TEXT PRIMARY KEY, content_id TEXT NOT NULL, source_name TEXT NOT NULL,
+                        title TEXT NOT NULL, summary TEXT NOT NULL, share_url TEXT, type TEXT,
+                        state TEXT NOT NULL, download_error TEXT, wait_reason TEXT, retry_at_ms INTEGER,
+                        attempts INTEGER NOT NULL DEFAULT 0, download_behavior TEXT, user_initiated INTEGER NOT NULL DEFAULT 0,
+                        bytes_downloaded INTEGER NOT NULL DEFAULT 0, size INTEGER NOT NULL DEFAULT 0, files TEXT NOT NULL,
+                        persistent_user_info TEXT NOT NULL DEFAULT '{}', sdk_passthrough TEXT, expiry_ms INTEGER,
+                        saved INTEGER NOT NULL DEFAULT 0, locked INTEGER NOT NULL DEFAULT 0, viewed INTEGER NOT NULL DEFAULT 0,
+                        discovered_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, owner TEXT);
+                    CREATE INDEX item_state ON item(state);
+                    CREATE INDEX item_content ON item(source_name, content_id);
+                    CREATE TABLE item_category (item_id TEXT NOT NULL, category_id TEXT NOT NULL, PRIMARY KEY (item_id, category_id));
+                    CREATE INDEX item_category_category ON item_category(category_id);
+                    CREATE TABLE category (id TEXT PRIMARY KEY, name TEXT NOT NULL, parent TEXT, selected INTEGER NOT NULL DEFAULT 1);
+                    CREATE TABLE source (name TEXT PRIMARY KEY, display_name TEXT NOT NULL, subscribed INTEGER NOT NULL DEFAULT 1);
+                    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    """)
         }
         try migrator.migrate(pool)
     }
@@ -53,8 +54,9 @@ final class PrefetchStore: @unchecked Sendable {
     static func setMeta(_ db: Database, _ values: [String: String?]) throws {
         for (key, value) in values {
             if let value {
-                try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               arguments: [key, value])
+                try db.execute(
+                    sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
             } else {
                 try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
             }
@@ -63,7 +65,11 @@ final class PrefetchStore: @unchecked Sendable {
 
     // MARK: items
 
-    static let encoder: JSONEncoder = { let e = JSONEncoder(); e.outputFormatting = [.sortedKeys]; return e }()
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
 
     static func item(from row: Row, categories: [String]) throws -> PrefetchItem {
         let files = try JSONDecoder().decode([PrefetchFile].self, from: Data((row["files"] as String).utf8))
@@ -91,8 +97,10 @@ final class PrefetchStore: @unchecked Sendable {
     func item(_ id: String) throws -> PrefetchItem? { try pool.read { db in try Self.item(db, id) } }
 
     /// Items matching `sql` (a WHERE clause over `item`, or nil for all), with their categories.
-    func items(where clause: String? = nil, arguments: StatementArguments = [], orderBy: String = "discovered_ms, unique_id",
-               limit: Int? = nil) throws -> [PrefetchItem] {
+    func items(
+        where clause: String? = nil, arguments: StatementArguments = [], orderBy: String = "discovered_ms, unique_id",
+        limit: Int? = nil
+    ) throws -> [PrefetchItem] {
         try pool.read { db in
             var sql = "SELECT * FROM item"
             if let clause { sql += " WHERE \(clause)" }
@@ -105,7 +113,8 @@ final class PrefetchStore: @unchecked Sendable {
             let ids: [String] = rows.map { $0["unique_id"] }
             for start in stride(from: 0, to: ids.count, by: 500) {
                 let chunk = Array(ids[start..<min(ids.count, start + 500)])
-                let sql = "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
+                let sql =
+                    "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
                 for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(chunk)) {
                     links[row["item_id"], default: []].append(row["category_id"])
                 }
@@ -118,24 +127,28 @@ final class PrefetchStore: @unchecked Sendable {
     static func write(_ db: Database, _ item: PrefetchItem) throws {
         let files = String(decoding: try encoder.encode(item.files), as: UTF8.self)
         let info = String(decoding: try encoder.encode(item.persistentUserInfo), as: UTF8.self)
-        try db.execute(sql: """
-            INSERT INTO item (unique_id, content_id, source_name, title, summary, share_url, type, state, download_error, wait_reason,
-                retry_at_ms, attempts, download_behavior, user_initiated, bytes_downloaded, size, files, persistent_user_info,
-                sdk_passthrough, expiry_ms, saved, locked, viewed, discovered_ms, updated_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(unique_id) DO UPDATE SET content_id = excluded.content_id, source_name = excluded.source_name,
-                title = excluded.title, summary = excluded.summary, share_url = excluded.share_url, type = excluded.type,
-                state = excluded.state, download_error = excluded.download_error, wait_reason = excluded.wait_reason,
-                retry_at_ms = excluded.retry_at_ms, attempts = excluded.attempts, download_behavior = excluded.download_behavior,
-                user_initiated = excluded.user_initiated, bytes_downloaded = excluded.bytes_downloaded, size = excluded.size,
-                files = excluded.files, persistent_user_info = excluded.persistent_user_info, sdk_passthrough = excluded.sdk_passthrough,
-                expiry_ms = excluded.expiry_ms, saved = excluded.saved, locked = excluded.locked, viewed = excluded.viewed,
-                updated_ms = excluded.updated_ms
-            """, arguments: [item.uniqueId, item.contentId, item.sourceName, item.title, item.summary, item.shareURL, item.type,
-                             item.state.rawValue, item.downloadError, item.waitReason, item.retryAtMs, item.attempts,
-                             item.downloadBehavior?.rawValue, item.userInitiated, item.bytesDownloaded, item.size, files, info,
-                             item.sdkMetadataPassthrough, item.expiryMs, item.saved, item.locked, item.viewed, item.discoveredMs,
-                             item.updatedMs])
+        try db.execute(
+            sql: """
+                INSERT INTO item (unique_id, content_id, source_name, title, summary, share_url, type, state, download_error, wait_reason,
+                    retry_at_ms, attempts, download_behavior, user_initiated, bytes_downloaded, size, files, persistent_user_info,
+                    sdk_passthrough, expiry_ms, saved, locked, viewed, discovered_ms, updated_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(unique_id) DO UPDATE SET content_id = excluded.content_id, source_name = excluded.source_name,
+                    title = excluded.title, summary = excluded.summary, share_url = excluded.share_url, type = excluded.type,
+                    state = excluded.state, download_error = excluded.download_error, wait_reason = excluded.wait_reason,
+                    retry_at_ms = excluded.retry_at_ms, attempts = excluded.attempts, download_behavior = excluded.download_behavior,
+                    user_initiated = excluded.user_initiated, bytes_downloaded = excluded.bytes_downloaded, size = excluded.size,
+                    files = excluded.files, persistent_user_info = excluded.persistent_user_info, sdk_passthrough = excluded.sdk_passthrough,
+                    expiry_ms = excluded.expiry_ms, saved = excluded.saved, locked = excluded.locked, viewed = excluded.viewed,
+                    updated_ms = excluded.updated_ms
+                """,
+            arguments: [
+                item.uniqueId, item.contentId, item.sourceName, item.title, item.summary, item.shareURL, item.type,
+                item.state.rawValue, item.downloadError, item.waitReason, item.retryAtMs, item.attempts,
+                item.downloadBehavior?.rawValue, item.userInitiated, item.bytesDownloaded, item.size, files, info,
+                item.sdkMetadataPassthrough, item.expiryMs, item.saved, item.locked, item.viewed, item.discoveredMs,
+                item.updatedMs
+            ])
         try db.execute(sql: "DELETE FROM item_category WHERE item_id = ?", arguments: [item.uniqueId])
         for category in Set(item.categories) {
             try db.execute(sql: "INSERT INTO item_category(item_id, category_id) VALUES (?, ?)", arguments: [item.uniqueId, category])
@@ -164,9 +177,11 @@ final class PrefetchStore: @unchecked Sendable {
     /// Queued -> Downloading with this process as owner, in one transaction.
     func claimNext(owner: String, excluding: Set<String>) throws -> PrefetchItem? {
         try pool.write { db in
-            let candidates = try String.fetchAll(db, sql: """
-                SELECT unique_id FROM item WHERE state = 'queued' ORDER BY user_initiated DESC, discovered_ms, unique_id LIMIT 64
-                """)
+            let candidates = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT unique_id FROM item WHERE state = 'queued' ORDER BY user_initiated DESC, discovered_ms, unique_id LIMIT 64
+                    """)
             guard let id = candidates.first(where: { !excluding.contains($0) }), var item = try Self.item(db, id) else { return nil }
             item.state = .downloading
             item.waitReason = nil

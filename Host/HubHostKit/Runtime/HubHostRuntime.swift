@@ -59,8 +59,10 @@ public final class HubHostRuntime: Sendable {
     /// Runs the engines' services and `additional` ones (an HTTP server) until one of
     /// `signals` arrives or a service fails; then shuts down gracefully and shuts the host down.
     public func run(with additional: [any Service] = [], signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
-        let group = ServiceGroup(configuration: .init(services: services + additional, gracefulShutdownSignals: signals,
-                                                      logger: host.logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services + additional, gracefulShutdownSignals: signals,
+                logger: host.logger))
         do {
             try await group.run()
         } catch {

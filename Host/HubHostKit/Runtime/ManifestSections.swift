@@ -2,7 +2,8 @@
 /// its engine's settings type. A new engine adds its settings type here.
 extension HostManifest {
     static let sectionTypes: [any ManifestSection.Type] = [
-        ServerSettings.self, EventSettings.self, DeepLinkRouter.self, CampaignSettings.self, HubSettings.self, IdentitySettings.self, PrefetchSettings.self,
+        ServerSettings.self, EventSettings.self, DeepLinkRouter.self, CampaignSettings.self, HubSettings.self, IdentitySettings.self,
+        PrefetchSettings.self
     ]
 
     /// The engine sections' names, in the order `config show` lists them.

@@ -23,9 +23,11 @@ public final class PeriodicService: Service, @unchecked Sendable {
     ///   - first: runs once before the first round (e.g. a content download at start-up).
     ///   - final: runs once after graceful shutdown (e.g. the last flush).
     ///   - onError: hears a round's error; the service goes on with the next round.
-    public init(name: String, every interval: Double, first: (@Sendable () throws -> Void)? = nil,
-                final: (@Sendable () throws -> Void)? = nil, onError: @escaping @Sendable (String, Error) -> Void,
-                round: @escaping @Sendable () throws -> Void) {
+    public init(
+        name: String, every interval: Double, first: (@Sendable () throws -> Void)? = nil,
+        final: (@Sendable () throws -> Void)? = nil, onError: @escaping @Sendable (String, Error) -> Void,
+        round: @escaping @Sendable () throws -> Void
+    ) {
         self.name = name
         self.interval = min(max(interval, 0.01), SafeTime.maxDurationSeconds)
         self.first = first

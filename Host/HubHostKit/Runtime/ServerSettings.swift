@@ -6,28 +6,38 @@ import Yams
 /// refuses to start.
 public struct ServerSettings: Codable, Equatable, Sendable {
     public static let schema = ConfigSchema(keys: [
-        ConfigKey(key: "host", type: .string, defaultValue: .string("127.0.0.1"),
-                  doc: "The address to listen on. Not a loopback address: a bearer token is required."),
+        ConfigKey(
+            key: "host", type: .string, defaultValue: .string("127.0.0.1"),
+            doc: "The address to listen on. Not a loopback address: a bearer token is required."),
         ConfigKey(key: "port", type: .int, defaultValue: .int(8420), doc: "The port (0: any free port).", range: .between(0, 65535)),
-        ConfigKey(key: "allowed_hosts", type: .string, defaultValue: .string(""),
-                  doc: "Host header names accepted besides localhost, 127.0.0.1, [::1] and `host` (comma-separated): others get 421 (DNS rebinding)."),
-        ConfigKey(key: "allowed_origins", type: .string, defaultValue: .string(""),
-                  doc: "Web origins (scheme://host:port, comma-separated) that may send state-changing requests besides the server's own."),
-        ConfigKey(key: "auth_token_env", type: .string, defaultValue: .string(""),
-                  doc: "An environment variable holding the bearer token every /v1 request must send (Authorization: Bearer ...)."),
-        ConfigKey(key: "auth_token_file", type: .string, defaultValue: .string(""),
-                  doc: "A file holding the bearer token (first line), as an alternative to auth_token_env."),
-        ConfigKey(key: "tls_certificate", type: .string, defaultValue: .string(""),
-                  doc: "A PEM certificate chain: with tls_key, serve speaks HTTPS (relative to plugins.yaml)."),
-        ConfigKey(key: "tls_key", type: .string, defaultValue: .string(""),
-                  doc: "The PEM private key of tls_certificate."),
-        ConfigKey(key: "idle_timeout", type: .duration, defaultValue: .double(30),
-                  doc: "A connection that sends nothing for this long (also while sending a request's head) is closed.",
-                  range: .atLeast(0.1)),
-        ConfigKey(key: "max_connections", type: .int, defaultValue: .int(512),
-                  doc: "Open connections at most; a connection beyond it waits until another closes.", range: .between(1, 1_000_000)),
-        ConfigKey(key: "max_body_size", type: .int, defaultValue: .int(Int64(defaultMaxBodySize)),
-                  doc: "The largest request body in bytes; a larger one is answered 413.", range: .between(1_024, Double(1 << 30))),
+        ConfigKey(
+            key: "allowed_hosts", type: .string, defaultValue: .string(""),
+            doc: "Host header names accepted besides localhost, 127.0.0.1, [::1] and `host` (comma-separated): others get 421 (DNS rebinding)."),
+        ConfigKey(
+            key: "allowed_origins", type: .string, defaultValue: .string(""),
+            doc: "Web origins (scheme://host:port, comma-separated) that may send state-changing requests besides the server's own."),
+        ConfigKey(
+            key: "auth_token_env", type: .string, defaultValue: .string(""),
+            doc: "An environment variable holding the bearer token every /v1 request must send (Authorization: Bearer ...)."),
+        ConfigKey(
+            key: "auth_token_file", type: .string, defaultValue: .string(""),
+            doc: "A file holding the bearer token (first line), as an alternative to auth_token_env."),
+        ConfigKey(
+            key: "tls_certificate", type: .string, defaultValue: .string(""),
+            doc: "A PEM certificate chain: with tls_key, serve speaks HTTPS (relative to plugins.yaml)."),
+        ConfigKey(
+            key: "tls_key", type: .string, defaultValue: .string(""),
+            doc: "The PEM private key of tls_certificate."),
+        ConfigKey(
+            key: "idle_timeout", type: .duration, defaultValue: .double(30),
+            doc: "A connection that sends nothing for this long (also while sending a request's head) is closed.",
+            range: .atLeast(0.1)),
+        ConfigKey(
+            key: "max_connections", type: .int, defaultValue: .int(512),
+            doc: "Open connections at most; a connection beyond it waits until another closes.", range: .between(1, 1_000_000)),
+        ConfigKey(
+            key: "max_body_size", type: .int, defaultValue: .int(Int64(defaultMaxBodySize)),
+            doc: "The largest request body in bytes; a larger one is answered 413.", range: .between(1_024, Double(1 << 30)))
     ])
 
     public var host = "127.0.0.1"
@@ -102,7 +112,8 @@ public struct ServerSettings: Codable, Equatable, Sendable {
         }
         if let path = authTokenFile {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8),
-                  let token = text.split(separator: "\n").first?.trimmingCharacters(in: .whitespaces), !token.isEmpty else {
+                let token = text.split(separator: "\n").first?.trimmingCharacters(in: .whitespaces), !token.isEmpty
+            else {
                 throw ServerSettingsError(description: "server.auth_token_file \(path) cannot be read or holds no token")
             }
             return token
@@ -114,7 +125,10 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     public func checkSafeToServe(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let token = try authToken(environment: environment)
         if !isLoopback, token == nil {
-            throw ServerSettingsError(description: "server.host \(host) is not a loopback address: other machines could reach the API, so set server.auth_token_env or server.auth_token_file (a bearer token every request must send), or listen on 127.0.0.1")
+            throw ServerSettingsError(
+                description:
+                    "server.host \(host) is not a loopback address: other machines could reach the API, so set server.auth_token_env or server.auth_token_file (a bearer token every request must send), or listen on 127.0.0.1"
+            )
         }
     }
 }
@@ -138,7 +152,7 @@ extension ServerSettings: ManifestSection {
             "allowed_origins": .string(allowedOrigins.joined(separator: ", ")), "auth_token_env": .string(authTokenEnv ?? ""),
             "auth_token_file": .string(authTokenFile ?? ""), "tls_certificate": .string(tlsCertificate ?? ""),
             "tls_key": .string(tlsKey ?? ""), "idle_timeout": .double(idleTimeout),
-            "max_connections": .int(Int64(maxConnections)), "max_body_size": .int(Int64(maxBodySize)),
+            "max_connections": .int(Int64(maxConnections)), "max_body_size": .int(Int64(maxBodySize))
         ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)
     }

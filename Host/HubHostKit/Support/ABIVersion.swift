@@ -15,8 +15,9 @@ public struct ABIVersion: Codable, Equatable, Sendable, CustomStringConvertible 
     init(_ version: hh_version_t) { self.init(major: version.major, minor: version.minor, patch: version.patch) }
 
     /// The version of the headers in Protocols/ this host was built with.
-    public static let host = ABIVersion(major: UInt32(HH_ABI_VERSION_MAJOR), minor: UInt32(HH_ABI_VERSION_MINOR),
-                                        patch: UInt32(HH_ABI_VERSION_PATCH))
+    public static let host = ABIVersion(
+        major: UInt32(HH_ABI_VERSION_MAJOR), minor: UInt32(HH_ABI_VERSION_MINOR),
+        patch: UInt32(HH_ABI_VERSION_PATCH))
 
     var raw: hh_version_t { hh_version_t(major: major, minor: minor, patch: patch) }
 

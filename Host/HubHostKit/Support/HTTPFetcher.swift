@@ -46,19 +46,23 @@ public final class HTTPFetcher: Sendable {
 
     public init() {}
 
-    public func fetch(_ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
-                      timeoutSeconds: Double) -> Result<Response, Failure> {
+    public func fetch(
+        _ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
+        timeoutSeconds: Double
+    ) -> Result<Response, Failure> {
         guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), ["http", "https"].contains(scheme), target.host != nil else {
             return .failure(.invalidURL(url))
         }
         if MultiThreadedEventLoopGroup.currentEventLoop != nil {
-            return .failure(.unreachable("\(url): a blocking HTTP request was made on an event loop (a hubhost bug: it must run on the BlockingPool)"))
+            return .failure(
+                .unreachable("\(url): a blocking HTTP request was made on an event loop (a hubhost bug: it must run on the BlockingPool)"))
         }
         let request: HTTPClient.Request
         do {
-            request = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: method.uppercased()),
-                                             headers: HTTPHeaders(headers.map { ($0.key, $0.value) }),
-                                             body: body.map { .bytes($0) })
+            request = try HTTPClient.Request(
+                url: url, method: HTTPMethod(rawValue: method.uppercased()),
+                headers: HTTPHeaders(headers.map { ($0.key, $0.value) }),
+                body: body.map { .bytes($0) })
         } catch {
             return .failure(.invalidURL(url))
         }
@@ -71,7 +75,8 @@ public final class HTTPFetcher: Sendable {
             guard buffer.readableBytes <= Self.maxBodyBytes else {
                 return .failure(.unreachable("\(url): the answer is larger than \(Self.maxBodyBytes) bytes"))
             }
-            return .success(Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
+            return .success(
+                Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             return .failure(.timedOut(url))
         } catch {

@@ -55,17 +55,22 @@ public final class OAuthTokenCache: @unchecked Sendable {
             if !forceRefresh, let token, token.expiresAtMs > Clock.wallMs() + 5000 { return .success(token.value) }
             token = nil
             var form = URLComponents()
-            form.queryItems = [URLQueryItem(name: "grant_type", value: "refresh_token"),
-                               URLQueryItem(name: "refresh_token", value: credentials.refreshToken),
-                               URLQueryItem(name: "client_id", value: credentials.clientID),
-                               URLQueryItem(name: "client_secret", value: credentials.clientSecret)]
+            form.queryItems = [
+                URLQueryItem(name: "grant_type", value: "refresh_token"),
+                URLQueryItem(name: "refresh_token", value: credentials.refreshToken),
+                URLQueryItem(name: "client_id", value: credentials.clientID),
+                URLQueryItem(name: "client_secret", value: credentials.clientSecret)
+            ]
             // URLComponents leaves '+' alone, which a form decoder reads as a space.
             let encoded = (form.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
-            switch http.fetch("POST", credentials.tokenURL, headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                              body: Data(encoded.utf8), timeoutSeconds: timeoutSeconds) {
+            switch http.fetch(
+                "POST", credentials.tokenURL, headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                body: Data(encoded.utf8), timeoutSeconds: timeoutSeconds)
+            {
             case .success(let response) where (200..<300).contains(response.status):
                 guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-                      let value = json["access_token"] as? String, !value.isEmpty else {
+                    let value = json["access_token"] as? String, !value.isEmpty
+                else {
                     return .failure(Failure(description: "the token endpoint answered without an access_token"))
                 }
                 // expires_in is the server's number: range-checked before it becomes milliseconds.

@@ -54,7 +54,8 @@ public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
 /// A minimal JSON value: for printing resolved configuration, notification payloads, and reading
 /// JSON whose types matter (a number is never taken for a boolean, nor the other way round).
 public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-                        ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral {
+    ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral
+{
     case null
     case string(String)
     case number(Double)
@@ -82,12 +83,19 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
-        else if let d = try? container.decode(Double.self) { self = .number(d) }
-        else if let s = try? container.decode(String.self) { self = .string(s) }
-        else if let a = try? container.decode([JSONValue].self) { self = .array(a) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let b = try? container.decode(Bool.self) {
+            self = .bool(b)
+        } else if let d = try? container.decode(Double.self) {
+            self = .number(d)
+        } else if let s = try? container.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? container.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
     }
 
     /// The value as compact JSON text, e.g. `"three"`, `-2`, `2.5`, `true`: how it was sent.

@@ -38,12 +38,15 @@ enum SharedSQLite {
             try FileManager.default.createDirectory(atPath: folder.isEmpty ? "." : folder, withIntermediateDirectories: true)
             descriptor = Glibc.open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
-                throw DatabaseError(resultCode: .SQLITE_CANTOPEN, message: "cannot open the folder of \(path) to lock it: \(String(cString: strerror(errno)))")
+                throw DatabaseError(
+                    resultCode: .SQLITE_CANTOPEN, message: "cannot open the folder of \(path) to lock it: \(String(cString: strerror(errno)))")
             }
             let deadline = Date().addingTimeInterval(SharedSQLite.busyTimeoutSeconds)
             while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
                 guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
-                    let reason = errno == EWOULDBLOCK ? "another process held it for \(Int(SharedSQLite.busyTimeoutSeconds)) s" : String(cString: strerror(errno))
+                    let reason =
+                        errno == EWOULDBLOCK
+                        ? "another process held it for \(Int(SharedSQLite.busyTimeoutSeconds)) s" : String(cString: strerror(errno))
                     Glibc.close(descriptor)
                     descriptor = -1
                     throw DatabaseError(resultCode: .SQLITE_BUSY, message: "cannot lock the folder of \(path) to open it: \(reason)")

@@ -11,7 +11,8 @@ public enum UTCTimestamp {
             return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
         }
         let seconds = ms / 1000
-        let days = seconds / 86_400, secondOfDay = seconds % 86_400
+        let days = seconds / 86_400
+        let secondOfDay = seconds % 86_400
         // Days since 1970-01-01 -> year, month, day (proleptic Gregorian).
         let z = days + 719_468
         let era = z / 146_097
@@ -34,12 +35,18 @@ public enum UTCTimestamp {
                 divisor /= 10
             }
         }
-        put(year, digits: 4); bytes.append(UInt8(ascii: "-"))
-        put(month, digits: 2); bytes.append(UInt8(ascii: "-"))
-        put(day, digits: 2); bytes.append(UInt8(ascii: "T"))
-        put(secondOfDay / 3600, digits: 2); bytes.append(UInt8(ascii: ":"))
-        put(secondOfDay / 60 % 60, digits: 2); bytes.append(UInt8(ascii: ":"))
-        put(secondOfDay % 60, digits: 2); bytes.append(UInt8(ascii: "Z"))
+        put(year, digits: 4)
+        bytes.append(UInt8(ascii: "-"))
+        put(month, digits: 2)
+        bytes.append(UInt8(ascii: "-"))
+        put(day, digits: 2)
+        bytes.append(UInt8(ascii: "T"))
+        put(secondOfDay / 3600, digits: 2)
+        bytes.append(UInt8(ascii: ":"))
+        put(secondOfDay / 60 % 60, digits: 2)
+        bytes.append(UInt8(ascii: ":"))
+        put(secondOfDay % 60, digits: 2)
+        bytes.append(UInt8(ascii: "Z"))
         return String(decoding: bytes, as: UTF8.self)
     }
 }

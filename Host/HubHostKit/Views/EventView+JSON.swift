@@ -62,9 +62,13 @@ extension JSONValue {
         case .null: out.append(contentsOf: "null".utf8)
         case .string(let s): CollectorJSON.string(s, into: &out)
         case .number(let d):
-            if d == d.rounded(), abs(d) < 9e15 { out.append(contentsOf: String(Int64(d)).utf8) }
-            else if d.isFinite { out.append(contentsOf: d.description.utf8) }
-            else { out.append(contentsOf: "null".utf8) }
+            if d == d.rounded(), abs(d) < 9e15 {
+                out.append(contentsOf: String(Int64(d)).utf8)
+            } else if d.isFinite {
+                out.append(contentsOf: d.description.utf8)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .array(let items):
             out.append(UInt8(ascii: "["))

@@ -10,9 +10,14 @@ public struct LocalNotificationOutcomeView: Codable, Equatable, Sendable {
     public init(_ outcome: LocalNotifications.Outcome) {
         switch outcome {
         case .handled(let notification, let uri, let showAlert):
-            id = notification.id; ours = true; self.uri = uri; self.showAlert = showAlert; message = notification.message
+            id = notification.id
+            ours = true
+            self.uri = uri
+            self.showAlert = showAlert
+            message = notification.message
         case .notOurs(let id):
-            self.id = id; ours = false
+            self.id = id
+            ours = false
         }
     }
 }

@@ -16,8 +16,10 @@ public final class XMLAPIClient: Sendable {
         public var maxRetries: Int
         public var retryBaseDelay: Double
 
-        public init(host: String, credentials: OAuthTokenCache.Credentials, timeoutSeconds: Double = 30,
-                    maxRetries: Int = 3, retryBaseDelay: Double = 1) {
+        public init(
+            host: String, credentials: OAuthTokenCache.Credentials, timeoutSeconds: Double = 30,
+            maxRetries: Int = 3, retryBaseDelay: Double = 1
+        ) {
             self.host = host
             self.credentials = credentials
             self.timeoutSeconds = timeoutSeconds
@@ -67,8 +69,10 @@ public final class XMLAPIClient: Sendable {
         while attempt < attempts {  // bounded: `attempts` tries plus at most one token refresh
             var headers = ["Content-Type": "application/x-www-form-urlencoded; charset=utf-8"]
             if !settings.credentials.isEmpty {
-                switch OAuthTokenCache.shared(settings.credentials).accessToken(http: http, timeoutSeconds: settings.timeoutSeconds,
-                                                                                  forceRefresh: refreshNow) {
+                switch OAuthTokenCache.shared(settings.credentials).accessToken(
+                    http: http, timeoutSeconds: settings.timeoutSeconds,
+                    forceRefresh: refreshNow)
+                {
                 case .success(let token): headers["Authorization"] = "Bearer \(token)"
                 case .failure(let failure): throw XMLAPIError.noToken(reason: failure.description)
                 }

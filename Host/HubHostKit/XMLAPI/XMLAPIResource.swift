@@ -49,7 +49,9 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
     public mutating func addParams(_ given: [(String, String)]) throws {
         for (name, value) in given {
             try Self.checkName(name)
-            if let index = params.firstIndex(where: { $0.name == name }) { params[index].value = value } else {
+            if let index = params.firstIndex(where: { $0.name == name }) {
+                params[index].value = value
+            } else {
                 params.append(Param(name: name, value: value))
             }
         }
@@ -59,7 +61,9 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
     /// so any name the list has is allowed.
     public mutating func addColumns(_ given: [(String, String)]) {
         for (name, value) in given {
-            if let index = columns.firstIndex(where: { $0.name == name }) { columns[index].value = value } else {
+            if let index = columns.firstIndex(where: { $0.name == name }) {
+                columns[index].value = value
+            } else {
                 columns.append(Column(name: name, value: value))
             }
         }
@@ -112,8 +116,8 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
 
     static func checkName(_ name: String) throws {
         guard let first = name.unicodeScalars.first, name.count <= 128,
-              CharacterSet.letters.contains(first) || first == "_",
-              name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) })
+            CharacterSet.letters.contains(first) || first == "_",
+            name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_-.".unicodeScalars.contains($0)) })
         else { throw InvalidName(name: name) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// One parsed XMLAPI answer (the Engage SDK's `ResultDictionary`), read with a real XML parser
@@ -75,7 +76,8 @@ public struct XMLAPIResult: Sendable, Encodable {
         var out: [(name: String, value: String)] = []
         func walk(_ element: Element) {
             if element.name.caseInsensitiveCompare("COLUMN") == .orderedSame,
-               let name = element.children.first(where: { $0.name.caseInsensitiveCompare("NAME") == .orderedSame }) {
+                let name = element.children.first(where: { $0.name.caseInsensitiveCompare("NAME") == .orderedSame })
+            {
                 let value = element.children.first { $0.name.caseInsensitiveCompare("VALUE") == .orderedSame }?.text ?? ""
                 out.append((name: name.text, value: value))
                 return
@@ -116,9 +118,14 @@ public struct XMLAPIResult: Sendable, Encodable {
         var root: Element?
         static let maxDepth = 64
 
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                    qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
-            guard stack.count < Self.maxDepth else { parser.abortParsing(); return }
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
+            guard stack.count < Self.maxDepth else {
+                parser.abortParsing()
+                return
+            }
             stack.append(Element(name: elementName, text: "", children: []))
         }
 

@@ -31,16 +31,21 @@ public struct ABIBenchmark {
         guard let descriptor = library.descriptors.first(where: { $0.kind == .triggerOperator }) else {
             throw PluginLoadError.manifestMismatch(path: libraryPath, reason: "it exports no trigger_operator plugin to call")
         }
-        let instance = try PluginInstance.create(descriptor, of: library, instanceID: "bench", config: [:],
-                                                 dataDirectory: NSTemporaryDirectory(), pipeline: LogPipeline(filter: LogFilter(severity: .none)))
+        let instance = try PluginInstance.create(
+            descriptor, of: library, instanceID: "bench", config: [:],
+            dataDirectory: NSTemporaryDirectory(), pipeline: LogPipeline(filter: LogFilter(severity: .none)))
         defer { instance.destroy() }
         let compare = instance.api(hh_trigger_operator_v1_t.self).pointee.compare!
         let handle = instance.handle
-        var event = hh_value_t(), trigger = hh_value_t()
-        event.type = HH_VALUE_INT64; event.of.int64 = 42
-        trigger.type = HH_VALUE_INT64; trigger.of.int64 = 42
+        var event = hh_value_t()
+        var trigger = hh_value_t()
+        event.type = HH_VALUE_INT64
+        event.of.int64 = 42
+        trigger.type = HH_VALUE_INT64
+        trigger.of.int64 = 42
 
-        var bestABI = Double.infinity, bestSwift = Double.infinity
+        var bestABI = Double.infinity
+        var bestSwift = Double.infinity
         var sink = 0
         for round in 1...max(1, rounds) {
             progress("round \(round)/\(rounds): \(iterations) calls each")
@@ -60,16 +65,19 @@ public struct ABIBenchmark {
             bestSwift = min(bestSwift, Double(Clock.monotonicNs() - start) / Double(iterations))
         }
         precondition(sink == 2 * iterations * max(1, rounds), "both no-op compares must answer true")
-        return Result(iterations: iterations, library: libraryPath, abiNsPerCall: bestABI, swiftNsPerCall: bestSwift,
-                      ratio: bestABI / max(bestSwift, 0.001), abiCallsPerSecond: 1e9 / bestABI)
+        return Result(
+            iterations: iterations, library: libraryPath, abiNsPerCall: bestABI, swiftNsPerCall: bestSwift,
+            ratio: bestABI / max(bestSwift, 0.001), abiCallsPerSecond: 1e9 / bestABI)
     }
 }
 
 /// The baseline: the noop plugin's compare written as a Swift function the optimizer may not inline
 /// or remove, called directly.
 @inline(never)
-func swiftNoopCompare(_ instance: UnsafeMutableRawPointer?, _ event: UnsafePointer<hh_value_t>, _ trigger: UnsafePointer<hh_value_t>,
-                      _ result: UnsafeMutablePointer<Bool>) -> hh_status_t {
+func swiftNoopCompare(
+    _ instance: UnsafeMutableRawPointer?, _ event: UnsafePointer<hh_value_t>, _ trigger: UnsafePointer<hh_value_t>,
+    _ result: UnsafeMutablePointer<Bool>
+) -> hh_status_t {
     result.pointee = true
     return HH_OK
 }

@@ -37,7 +37,9 @@ public struct BundleBuildBenchmark {
         let bodies = try writeFolder(folder + "/content")
         let markdownBytes = bodies.reduce(0) { $0 + $1.file.utf8.count }
 
-        var build = Double.infinity, renderer = Double.infinity, cmark = Double.infinity
+        var build = Double.infinity
+        var renderer = Double.infinity
+        var cmark = Double.infinity
         for round in 1...rounds {
             progress("round \(round) of \(rounds): bundle build")
             var start = Clock.monotonicNs()
@@ -56,9 +58,10 @@ public struct BundleBuildBenchmark {
             if bytes == 0 { throw CocoaError(.coderValueNotFound) }
         }
         let n = Double(articles)
-        return Result(articles: articles, markdownBytes: markdownBytes, rounds: rounds, buildSeconds: build,
-                      buildArticlesPerSecond: n / build, rendererArticlesPerSecond: n / renderer, cmarkArticlesPerSecond: n / cmark,
-                      buildToCmark: (n / build) / (n / cmark))
+        return Result(
+            articles: articles, markdownBytes: markdownBytes, rounds: rounds, buildSeconds: build,
+            buildArticlesPerSecond: n / build, rendererArticlesPerSecond: n / renderer, cmarkArticlesPerSecond: n / cmark,
+            buildToCmark: (n / build) / (n / cmark))
     }
 
     /// Writes DIR/hub<h>/channel<c>/article<a>.md (10 hubs of 10 channels) and returns each file and its body.
@@ -66,13 +69,16 @@ public struct BundleBuildBenchmark {
         var generator = SplitMix(seed: 14)
         var written: [(file: String, body: String)] = []
         written.reserveCapacity(articles)
-        try "version: bench\ncontent_source: hubhost bench bundle\n".write(toFile: root + "/bundle.yaml", atomically: false, encoding: .utf8, createIfNeeded: true)
+        try "version: bench\ncontent_source: hubhost bench bundle\n".write(
+            toFile: root + "/bundle.yaml", atomically: false, encoding: .utf8, createIfNeeded: true)
         for index in 0..<articles {
-            let hub = index % 10, channel = (index / 10) % 10
+            let hub = index % 10
+            let channel = (index / 10) % 10
             let folder = "\(root)/hub\(hub)/channel\(channel)"
             if index < 100 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
             let body = Self.article(index, &generator)
-            let file = "---\ntitle: Article \(index)\ntags: [tag\(generator.next() % 50), tag\(generator.next() % 50)]\norder: \(index / 100)\n"
+            let file =
+                "---\ntitle: Article \(index)\ntags: [tag\(generator.next() % 50), tag\(generator.next() % 50)]\norder: \(index / 100)\n"
                 + "source_url: https://example.com/articles/\(index)\n---\n" + body
             try file.write(toFile: "\(folder)/article\(index).md", atomically: false, encoding: .utf8)
             written.append((file, body))
@@ -83,25 +89,33 @@ public struct BundleBuildBenchmark {
     /// About 2.5 KB of what authors write: headings, wrapped paragraphs with emphasis, code, inline
     /// and reference links, a list, a task list, a table, a fenced code block, a quote, an image.
     static func article(_ index: Int, _ generator: inout SplitMix) -> String {
-        let words = ["market", "square", "*fresh*", "bread", "**local**", "farmers", "`code`", "season", "~~old~~", "town", "weather",
-                     "match", "team", "goal", "recipe", "soup", "tomato", "[the site][site]", "[a link](https://example.com/a?b=1&c=2)", "www.example.org"]
+        let words = [
+            "market", "square", "*fresh*", "bread", "**local**", "farmers", "`code`", "season", "~~old~~", "town", "weather",
+            "match", "team", "goal", "recipe", "soup", "tomato", "[the site][site]", "[a link](https://example.com/a?b=1&c=2)", "www.example.org"
+        ]
         func sentence(_ count: Int) -> String {
             (0..<count).map { _ in words[Int(generator.next() % UInt64(words.count))] }.joined(separator: " ")
         }
         var out = "# Article \(index): \(sentence(3))\n\n"
         for paragraph in 0..<4 {
             out += (0..<4).map { _ in sentence(12) + "." }.joined(separator: "\n") + "\n\n"
-            if paragraph == 1 { out += "## Details\n\n- \(sentence(6))\n- \(sentence(5))\n  - \(sentence(4))\n- [x] \(sentence(3))\n- [ ] \(sentence(3))\n\n" }
-            if paragraph == 2 { out += "| item | count | note |\n| :-- | --: | --- |\n| \(sentence(2)) | \(index) | \(sentence(3)) |\n| \(sentence(2)) | 7 | \(sentence(2)) |\n\n" }
+            if paragraph == 1 {
+                out += "## Details\n\n- \(sentence(6))\n- \(sentence(5))\n  - \(sentence(4))\n- [x] \(sentence(3))\n- [ ] \(sentence(3))\n\n"
+            }
+            if paragraph == 2 {
+                out +=
+                    "| item | count | note |\n| :-- | --: | --- |\n| \(sentence(2)) | \(index) | \(sentence(3)) |\n| \(sentence(2)) | 7 | \(sentence(2)) |\n\n"
+            }
         }
-        out += "```swift\nlet total = \(index) * 2 // \(sentence(2))\n```\n\n> \(sentence(10))\n\n![photo \(index)](resources/images/photo\(index % 20).png \"Photo\")\n\n"
+        out +=
+            "```swift\nlet total = \(index) * 2 // \(sentence(2))\n```\n\n> \(sentence(10))\n\n![photo \(index)](resources/images/photo\(index % 20).png \"Photo\")\n\n"
         out += "[site]: https://example.com/site \"The site\"\n"
         return out
     }
 }
 
-private extension String {
-    func write(toFile path: String, atomically: Bool, encoding: String.Encoding, createIfNeeded: Bool) throws {
+extension String {
+    fileprivate func write(toFile path: String, atomically: Bool, encoding: String.Encoding, createIfNeeded: Bool) throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try write(toFile: path, atomically: atomically, encoding: encoding)
     }

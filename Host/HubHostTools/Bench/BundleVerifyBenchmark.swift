@@ -29,7 +29,9 @@ public struct BundleVerifyBenchmark {
         let folder = NSTemporaryDirectory() + "hubhost-bench-verify-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let file = folder + "/bundle.sqlite3", privateKey = folder + "/key.pem", publicKey = folder + "/pubkey.der"
+        let file = folder + "/bundle.sqlite3"
+        let privateKey = folder + "/key.pem"
+        let publicKey = folder + "/pubkey.der"
 
         progress("writing a \(megabytes) MB file and a P-256 key")
         var generator = SplitMix(seed: 7)
@@ -43,11 +45,13 @@ public struct BundleVerifyBenchmark {
         _ = try BenchTool.run(openssl, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", privateKey])
         _ = try BenchTool.run(openssl, ["pkey", "-in", privateKey, "-pubout", "-outform", "DER", "-out", publicKey])
         let data = try Data(contentsOf: URL(fileURLWithPath: file), options: .mappedIfSafe)
-        let metadata = BundleMetadata.describing(data, version: "bench", created: "2026-01-01T00:00:00Z",
-                                                 signature: try BundleSignature.sign(data, privateKeyAt: privateKey))
+        let metadata = BundleMetadata.describing(
+            data, version: "bench", created: "2026-01-01T00:00:00Z",
+            signature: try BundleSignature.sign(data, privateKeyAt: privateKey))
 
         progress("verifying (hubhost) and hashing (openssl dgst -sha256), best of \(rounds)")
-        var verifySeconds = Double.infinity, opensslSeconds = Double.infinity
+        var verifySeconds = Double.infinity
+        var opensslSeconds = Double.infinity
         for _ in 0..<rounds {
             var start = Clock.monotonicNs()
             let mapped = try Data(contentsOf: URL(fileURLWithPath: file), options: .mappedIfSafe)
@@ -58,8 +62,10 @@ public struct BundleVerifyBenchmark {
             opensslSeconds = min(opensslSeconds, Double(Clock.monotonicNs() - start) / 1e9)
             guard printed.contains(metadata.sha256) else { throw PageServingBenchmark.Failure.failed("openssl's digest differs: \(printed)") }
         }
-        let verifyRate = Double(megabytes) / verifySeconds, opensslRate = Double(megabytes) / opensslSeconds
-        return Result(megabytes: megabytes, rounds: rounds, verifyMBPerSecond: verifyRate, opensslMBPerSecond: opensslRate,
-                      ratio: verifyRate / opensslRate)
+        let verifyRate = Double(megabytes) / verifySeconds
+        let opensslRate = Double(megabytes) / opensslSeconds
+        return Result(
+            megabytes: megabytes, rounds: rounds, verifyMBPerSecond: verifyRate, opensslMBPerSecond: opensslRate,
+            ratio: verifyRate / opensslRate)
     }
 }

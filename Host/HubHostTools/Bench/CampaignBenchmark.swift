@@ -42,10 +42,18 @@ public struct CampaignBenchmark {
 
         // Campaigns: one custom trigger each, on one of `names` event names, "level" GREATER_THAN a threshold.
         let data: [[String: Any]] = (0..<campaignCount).map { i in
-            ["campaignData": ["campaignId": "c\(i)", "maxImpressions": 1, "type": 1, "isTest": false,
-                              "messagePayload": ["title": "Campaign \(i)"],
-                              "triggers": [["type": 1, "eventType": 4, "eventName": "event_\(i % names)",
-                                            "attributes": [["name": "level", "value": String(i % 10), "type": 2, "operator": 3]]]]]]
+            [
+                "campaignData": [
+                    "campaignId": "c\(i)", "maxImpressions": 1, "type": 1, "isTest": false,
+                    "messagePayload": ["title": "Campaign \(i)"],
+                    "triggers": [
+                        [
+                            "type": 1, "eventType": 4, "eventName": "event_\(i % names)",
+                            "attributes": [["name": "level", "value": String(i % 10), "type": 2, "operator": 3]]
+                        ]
+                    ]
+                ]
+            ]
         }
         let list = try JSONSerialization.data(withJSONObject: ["data": data])
         let store = try EventStore.open(path: folder + "/bench.sqlite").store
@@ -54,7 +62,9 @@ public struct CampaignBenchmark {
         let campaigns = engine.campaigns
         var generator = SplitMix(seed: 42)
         let events = (0..<eventCount).map { _ in
-            Event(type: .custom, name: "event_\(Int(generator.next() % UInt64(names)))", attributes: [.init("level", .int(Int64(generator.next() % 12)))])
+            Event(
+                type: .custom, name: "event_\(Int(generator.next() % UInt64(names)))",
+                attributes: [.init("level", .int(Int64(generator.next() % 12)))])
         }
 
         progress("engine: \(eventCount) events against \(campaignCount) campaigns")
@@ -78,8 +88,10 @@ public struct CampaignBenchmark {
             }
         }
         let naiveSeconds = Double(Clock.monotonicNs() - start) / 1e9
-        let engineRate = Double(eventCount) / engineSeconds, naiveRate = Double(eventCount) / naiveSeconds
-        return Result(campaigns: campaignCount, events: eventCount, engineEventsPerSecond: engineRate, naiveEventsPerSecond: naiveRate,
-                      ratio: engineRate / naiveRate, engineMatches: engineMatches, naiveMatches: satisfied.count)
+        let engineRate = Double(eventCount) / engineSeconds
+        let naiveRate = Double(eventCount) / naiveSeconds
+        return Result(
+            campaigns: campaignCount, events: eventCount, engineEventsPerSecond: engineRate, naiveEventsPerSecond: naiveRate,
+            ratio: engineRate / naiveRate, engineMatches: engineMatches, naiveMatches: satisfied.count)
     }
 }

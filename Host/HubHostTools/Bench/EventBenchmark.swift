@@ -62,12 +62,14 @@ public struct EventBenchmark {
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         if let failed = host.registry.entries.first(where: { $0.state != .loaded }) {
-            throw PluginLoadError.manifestMismatch(path: failed.configuration.use, reason: "bench plugin '\(failed.id)' did not load: \(failed.state)")
+            throw PluginLoadError.manifestMismatch(
+                path: failed.configuration.use, reason: "bench plugin '\(failed.id)' did not load: \(failed.state)")
         }
         let engine = try host.events()
         func event(_ i: Int) -> Event {
-            Event(type: .namedEvent, name: "PLAYER LOADED", timestampMs: 1_700_000_000_000 + Int64(i),
-                  attributes: [.init("Level", .int(Int64(i % 50))), .init("Mode", .string("arcade")), .init("Score", .double(Double(i) * 1.5))])
+            Event(
+                type: .namedEvent, name: "PLAYER LOADED", timestampMs: 1_700_000_000_000 + Int64(i),
+                attributes: [.init("Level", .int(Int64(i % 50))), .init("Mode", .string("arcade")), .init("Score", .double(Double(i) * 1.5))])
         }
         // Warm the caches (location, weather) and check the pipeline does what it should.
         let warm = try engine.track(event(0), autoFlush: false)
@@ -118,9 +120,11 @@ public struct EventBenchmark {
         }
         let baselineSeconds = Double(Clock.monotonicNs() - baselineStart) / 1e9
 
-        let rate = Double(count) / pipelineSeconds, baseRate = Double(count) / baselineSeconds
-        return Result(count: count, batchSize: batchSize, eventsPerSecond: rate, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99),
-                      baselineRowsPerSecond: baseRate, ratio: rate / baseRate,
-                      singleTrackP50Ms: percentile(single, 0.5), singleTrackP99Ms: percentile(single, 0.99), singleTrackCount: singleTrackCount)
+        let rate = Double(count) / pipelineSeconds
+        let baseRate = Double(count) / baselineSeconds
+        return Result(
+            count: count, batchSize: batchSize, eventsPerSecond: rate, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99),
+            baselineRowsPerSecond: baseRate, ratio: rate / baseRate,
+            singleTrackP50Ms: percentile(single, 0.5), singleTrackP99Ms: percentile(single, 0.99), singleTrackCount: singleTrackCount)
     }
 }

@@ -71,12 +71,13 @@ public struct HubSelectionBenchmark {
         var sqlTimes: [Double] = []
         var agreeing = 0
         try queue.read { db in
-            let statement = try db.makeStatement(sql: """
-                SELECT hubs.id, COALESCE(SUM(counts.value), 0) AS score
-                FROM hubs LEFT JOIN json_each(hubs.tags) AS tag
-                LEFT JOIN json_each(?) AS counts ON counts.key = tag.value
-                GROUP BY hubs.id ORDER BY score DESC, hubs.position LIMIT 1
-                """)
+            let statement = try db.makeStatement(
+                sql: """
+                    SELECT hubs.id, COALESCE(SUM(counts.value), 0) AS score
+                    FROM hubs LEFT JOIN json_each(hubs.tags) AS tag
+                    LEFT JOIN json_each(?) AS counts ON counts.key = tag.value
+                    GROUP BY hubs.id ORDER BY score DESC, hubs.position LIMIT 1
+                    """)
             for (index, counts) in users.enumerated() {
                 let json = String(data: try JSONSerialization.data(withJSONObject: counts), encoding: .utf8)!
                 start = Clock.monotonicNs()
@@ -85,9 +86,10 @@ public struct HubSelectionBenchmark {
                 if id == chosen[index] { agreeing += 1 }
             }
         }
-        return Result(hubs: hubs, articles: articles, selections: selections, openMs: openMs,
-                      selectionMicrosecondsP50: percentile(engineTimes, 0.50), selectionMicrosecondsP99: percentile(engineTimes, 0.99),
-                      sqlBaselineMicrosecondsP50: percentile(sqlTimes, 0.50), sqlBaselineMicrosecondsP99: percentile(sqlTimes, 0.99),
-                      agreeing: agreeing)
+        return Result(
+            hubs: hubs, articles: articles, selections: selections, openMs: openMs,
+            selectionMicrosecondsP50: percentile(engineTimes, 0.50), selectionMicrosecondsP99: percentile(engineTimes, 0.99),
+            sqlBaselineMicrosecondsP50: percentile(sqlTimes, 0.50), sqlBaselineMicrosecondsP99: percentile(sqlTimes, 0.99),
+            agreeing: agreeing)
     }
 }

@@ -41,7 +41,8 @@ public struct IngestBenchmark {
         let folder = NSTemporaryDirectory() + "hubhost-bench-ingest-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let single = folder + "/single.lua", batched = folder + "/batched.lua"
+        let single = folder + "/single.lua"
+        let batched = folder + "/batched.lua"
         try Self.script(body: Self.eventJSON).write(toFile: single, atomically: true, encoding: .utf8)
         let list = "[" + Array(repeating: Self.eventJSON, count: eventsPerBatch).joined(separator: ",") + "]"
         try Self.script(body: list).write(toFile: batched, atomically: true, encoding: .utf8)
@@ -73,12 +74,17 @@ public struct IngestBenchmark {
 
     private func measure(_ wrk: String, script: String, connections: Int, eventsPerRequest: Int, seconds: Int? = nil) throws -> Run {
         let threads = min(2, connections)  // wrk needs at least one connection per thread
-        let output = try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s",
-                                             "--latency", "-s", script, baseURL + "/v1/events"])
+        let output = try BenchTool.run(
+            wrk,
+            [
+                "-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s",
+                "--latency", "-s", script, baseURL + "/v1/events"
+            ])
         let figures = try PageServingBenchmark.parseWrk(output)
-        return Run(connections: connections, eventsPerRequest: eventsPerRequest, requestsPerSecond: figures.requestsPerSecond,
-                   eventsPerSecond: figures.requestsPerSecond * Double(eventsPerRequest), p50Ms: figures.p50Ms, p99Ms: figures.p99Ms,
-                   non2xx: figures.non2xx, socketErrors: Self.socketErrors(output))
+        return Run(
+            connections: connections, eventsPerRequest: eventsPerRequest, requestsPerSecond: figures.requestsPerSecond,
+            eventsPerSecond: figures.requestsPerSecond * Double(eventsPerRequest), p50Ms: figures.p50Ms, p99Ms: figures.p99Ms,
+            non2xx: figures.non2xx, socketErrors: Self.socketErrors(output))
     }
 
     /// wrk's "Socket errors: connect 0, read 0, write 0, timeout 3" line, summed (0 when absent).

@@ -29,14 +29,18 @@ public struct IsolationBenchmark {
         guard let index = library.descriptors.firstIndex(where: { $0.kind == .augmentation }) else {
             throw PluginLoadError.manifestMismatch(path: libraryPath, reason: "it exports no augmentation plugin to call")
         }
-        let local = AugmentationPlugin(try PluginInstance.create(library.descriptors[index], of: library, instanceID: "bench", config: [:],
-                                                                 dataDirectory: NSTemporaryDirectory(), pipeline: quiet))
+        let local = AugmentationPlugin(
+            try PluginInstance.create(
+                library.descriptors[index], of: library, instanceID: "bench", config: [:],
+                dataDirectory: NSTemporaryDirectory(), pipeline: quiet))
         guard let executable = PluginRegistry.defaultWorkerExecutable() else {
             throw PluginLoadError.workerFailed(instance: "bench", reason: "no hubhost executable found to run the worker")
         }
-        let worker = PluginWorker(settings: .init(instanceID: "bench", manifestPath: "", libraryPath: libraryPath,
-                                                  dataDirectory: NSTemporaryDirectory(), config: [:], logFilter: LogFilter(severity: .none),
-                                                  executable: executable), pipeline: quiet)
+        let worker = PluginWorker(
+            settings: .init(
+                instanceID: "bench", manifestPath: "", libraryPath: libraryPath,
+                dataDirectory: NSTemporaryDirectory(), config: [:], logFilter: LogFilter(severity: .none),
+                executable: executable), pipeline: quiet)
         defer {
             worker.stop()
             local.handle.destroy()
@@ -44,8 +48,9 @@ public struct IsolationBenchmark {
         let exports = try worker.start()
         let remote = AugmentationPlugin(PluginHandle(worker: worker, index: index, pluginID: exports[index].id, kind: .augmentation))
         // A typical small event: a name and three attributes.
-        let event = AugmentableEvent(id: "bench", typeCode: 17, name: "PLAYER LOADED", timeMs: 1_402_358_400_000,
-                                     attributes: [("Level", .int(3)), ("Mode", .string("arcade")), ("Score", .double(1234.5))])
+        let event = AugmentableEvent(
+            id: "bench", typeCode: 17, name: "PLAYER LOADED", timeMs: 1_402_358_400_000,
+            attributes: [("Level", .int(3)), ("Mode", .string("arcade")), ("Score", .double(1234.5))])
         var best = (local: Double.infinity, remote: Double.infinity)
         for round in 1...max(1, rounds) {
             progress("round \(round)/\(rounds): \(iterations) calls each")
@@ -63,7 +68,8 @@ public struct IsolationBenchmark {
             }
             best.remote = min(best.remote, Double(Clock.monotonicNs() - start) / Double(iterations))
         }
-        return Result(iterations: iterations, library: libraryPath, inProcessNsPerCall: best.local, isolatedNsPerCall: best.remote,
-                      inProcessCallsPerSecond: 1e9 / best.local, isolatedCallsPerSecond: 1e9 / best.remote, ratio: best.remote / best.local)
+        return Result(
+            iterations: iterations, library: libraryPath, inProcessNsPerCall: best.local, isolatedNsPerCall: best.remote,
+            inProcessCallsPerSecond: 1e9 / best.local, isolatedCallsPerSecond: 1e9 / best.remote, ratio: best.remote / best.local)
     }
 }

@@ -30,7 +30,10 @@ final class LoopbackCollector: @unchecked Sendable {
     private func serve() {
         while true {
             let fd = accept(listener, nil, nil)
-            if fd < 0 || lock.withLock({ stopped }) { if fd >= 0 { close(fd) }; return }
+            if fd < 0 || lock.withLock({ stopped }) {
+                if fd >= 0 { close(fd) }
+                return
+            }
             Thread { Self.answer(fd) }.start()
         }
     }
@@ -50,7 +53,8 @@ final class LoopbackCollector: @unchecked Sendable {
                 if pending.count > 1 << 20 && headerEnd == nil { return }
             }
             let head = String(decoding: pending[0..<headerEnd!], as: UTF8.self).lowercased()
-            let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+            let length =
+                head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
                 .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
             guard (0...maxBody).contains(length) else { return }
             while pending.count < headerEnd! + length {

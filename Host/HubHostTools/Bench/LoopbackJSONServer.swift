@@ -27,7 +27,10 @@ final class LoopbackJSONServer: @unchecked Sendable {
     private func serve() {
         while true {
             let fd = accept(listener, nil, nil)
-            if fd < 0 || lock.withLock({ stopped }) { if fd >= 0 { close(fd) }; return }
+            if fd < 0 || lock.withLock({ stopped }) {
+                if fd >= 0 { close(fd) }
+                return
+            }
             var buffer = [UInt8](repeating: 0, count: 8192)
             _ = recv(fd, &buffer, buffer.count, 0)  // a GET: its headers fit
             let reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"

@@ -90,8 +90,9 @@ public struct PageServingBenchmark {
 
         // The same conditions as hubhost's: wrk's connections stay open for the whole run (nginx
         // would close each after 1,000 requests by default; hubhost never does).
-        let nginxServer = try LocalNginx.start(nginx, folder: folder, httpDirectives: "default_type text/html;\n    keepalive_requests 1000000;",
-                                               serverDirectives: "root \(root);\n        location / { try_files $uri/index.html =404; }")
+        let nginxServer = try LocalNginx.start(
+            nginx, folder: folder, httpDirectives: "default_type text/html;\n    keepalive_requests 1000000;",
+            serverDirectives: "root \(root);\n        location / { try_files $uri/index.html =404; }")
         defer { nginxServer.stop() }
         let server = nginxServer.process
         let nginxURL = nginxServer.baseURL
@@ -100,13 +101,13 @@ public struct PageServingBenchmark {
         let script = folder + "/paths.lua"
         let list = paths.map { "\"\($0.replacingOccurrences(of: "\"", with: "\\\""))\"" }.joined(separator: ",\n")
         try """
-            local paths = {\(list)}
-            local i = 0
-            request = function()
-                i = i % #paths + 1
-                return wrk.format("GET", paths[i])
-            end
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        local paths = {\(list)}
+        local i = 0
+        request = function()
+            i = i % #paths + 1
+            return wrk.format("GET", paths[i])
+        end
+        """.write(toFile: script, atomically: true, encoding: .utf8)
 
         progress("wrk: hubhost, \(seconds) s, \(connections) connections")
         let hubhost = try runWrk(wrk, url: baseURL, script: script)
@@ -120,14 +121,16 @@ public struct PageServingBenchmark {
         progress("wrk: nginx (static export of the same pages), \(seconds) s, \(connections) connections")
         let nginxFigures = try runWrk(wrk, url: nginxURL, script: script)
         let nginxRate = max(nginxFigures.requestsPerSecond, 1e-9)
-        return Result(pages: paths.count, connections: connections, threads: threads, seconds: seconds, hubhost: hubhost,
-                      nginx: nginxFigures, ratio: hubhost.requestsPerSecond / nginxRate, floor: floor,
-                      floorToNginx: floor.map { $0.requestsPerSecond / nginxRate },
-                      hubhostToFloor: floor.map { hubhost.requestsPerSecond / max($0.requestsPerSecond, 1e-9) })
+        return Result(
+            pages: paths.count, connections: connections, threads: threads, seconds: seconds, hubhost: hubhost,
+            nginx: nginxFigures, ratio: hubhost.requestsPerSecond / nginxRate, floor: floor,
+            floorToNginx: floor.map { $0.requestsPerSecond / nginxRate },
+            hubhostToFloor: floor.map { hubhost.requestsPerSecond / max($0.requestsPerSecond, 1e-9) })
     }
 
     private func runWrk(_ wrk: String, url: String, script: String) throws -> Figures {
-        try Self.parseWrk(try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
+        try Self.parseWrk(
+            try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
     }
 
     /// Reads "Requests/sec:", the --latency distribution's 50% and 99% lines and "Non-2xx".

@@ -52,8 +52,10 @@ public struct PrefetchCatalogBenchmark {
 
     static let categories = 100
     static let sources = 20
-    static let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
-                        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey"]
+    static let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima",
+        "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey"
+    ]
 
     /// A benchmark query: the engine's filter and the same SQL by hand.
     struct Case {
@@ -67,26 +69,34 @@ public struct PrefetchCatalogBenchmark {
         // Items i, i % 20 == 0 are source s0's.
         let contentIds = (0..<20).map { "k\($0 * 20)" }
         return [
-            Case(name: "one category by title (category c7, sort title)",
-                 filter: PrefetchItemFilter(category: "c7", sort: [.init(field: .title)]),
-                 sql: "SELECT * FROM item WHERE state <> 'deleted' AND unique_id IN (SELECT item_id FROM item_category WHERE category_id = ?) ORDER BY title COLLATE NOCASE ASC, discovered_ms, unique_id",
-                 arguments: ["c7"]),
-            Case(name: "downloaded not viewed, newest first, 50 (state cached, not viewed, sort discovered:desc, limit 50)",
-                 filter: PrefetchItemFilter(states: [.cached], notViewed: true, sort: [.init(field: .discovered, descending: true)], limit: 50),
-                 sql: "SELECT * FROM item WHERE state IN ('cached') AND viewed = 0 ORDER BY discovered_ms DESC, discovered_ms, unique_id LIMIT 50",
-                 arguments: []),
-            Case(name: "queued or downloading by size, 100 (states queued+downloading, sort size:desc, limit 100)",
-                 filter: PrefetchItemFilter(states: [.queued, .downloading], sort: [.init(field: .size, descending: true)], limit: 100),
-                 sql: "SELECT * FROM item WHERE state IN ('queued', 'downloading') ORDER BY size DESC, discovered_ms, unique_id LIMIT 100",
-                 arguments: []),
-            Case(name: "20 contentIds of one source (content_id x20, source s0)",
-                 filter: PrefetchItemFilter(contentIds: contentIds, source: "s0"),
-                 sql: "SELECT * FROM item WHERE state <> 'deleted' AND content_id IN (\(contentIds.map { _ in "?" }.joined(separator: ", "))) AND source_name = ? ORDER BY discovered_ms, unique_id",
-                 arguments: StatementArguments(contentIds + ["s0"])),
-            Case(name: "saved items by title, first 100 (saved, sort title, limit 100)",
-                 filter: PrefetchItemFilter(saved: true, sort: [.init(field: .title)], limit: 100),
-                 sql: "SELECT * FROM item WHERE state <> 'deleted' AND saved = ? ORDER BY title COLLATE NOCASE ASC, discovered_ms, unique_id LIMIT 100",
-                 arguments: [true]),
+            Case(
+                name: "one category by title (category c7, sort title)",
+                filter: PrefetchItemFilter(category: "c7", sort: [.init(field: .title)]),
+                sql:
+                    "SELECT * FROM item WHERE state <> 'deleted' AND unique_id IN (SELECT item_id FROM item_category WHERE category_id = ?) ORDER BY title COLLATE NOCASE ASC, discovered_ms, unique_id",
+                arguments: ["c7"]),
+            Case(
+                name: "downloaded not viewed, newest first, 50 (state cached, not viewed, sort discovered:desc, limit 50)",
+                filter: PrefetchItemFilter(states: [.cached], notViewed: true, sort: [.init(field: .discovered, descending: true)], limit: 50),
+                sql: "SELECT * FROM item WHERE state IN ('cached') AND viewed = 0 ORDER BY discovered_ms DESC, discovered_ms, unique_id LIMIT 50",
+                arguments: []),
+            Case(
+                name: "queued or downloading by size, 100 (states queued+downloading, sort size:desc, limit 100)",
+                filter: PrefetchItemFilter(states: [.queued, .downloading], sort: [.init(field: .size, descending: true)], limit: 100),
+                sql: "SELECT * FROM item WHERE state IN ('queued', 'downloading') ORDER BY size DESC, discovered_ms, unique_id LIMIT 100",
+                arguments: []),
+            Case(
+                name: "20 contentIds of one source (content_id x20, source s0)",
+                filter: PrefetchItemFilter(contentIds: contentIds, source: "s0"),
+                sql:
+                    "SELECT * FROM item WHERE state <> 'deleted' AND content_id IN (\(contentIds.map { _ in "?" }.joined(separator: ", "))) AND source_name = ? ORDER BY discovered_ms, unique_id",
+                arguments: StatementArguments(contentIds + ["s0"])),
+            Case(
+                name: "saved items by title, first 100 (saved, sort title, limit 100)",
+                filter: PrefetchItemFilter(saved: true, sort: [.init(field: .title)], limit: 100),
+                sql:
+                    "SELECT * FROM item WHERE state <> 'deleted' AND saved = ? ORDER BY title COLLATE NOCASE ASC, discovered_ms, unique_id LIMIT 100",
+                arguments: [true])
         ]
     }
 
@@ -95,11 +105,11 @@ public struct PrefetchCatalogBenchmark {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try """
-            data_dir: data
-            logging: {severity: warning}
-            prefetch: {enabled: true, item_download_behavior: none, enable_auto_purge: false, device_conditions: not-loaded}
-            plugins: []
-            """.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
+        data_dir: data
+        logging: {severity: warning}
+        prefetch: {enabled: true, item_download_behavior: none, enable_auto_purge: false, device_conditions: not-loaded}
+        plugins: []
+        """.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         guard let engine = try host.prefetch() else { throw PageServingBenchmark.Failure.failed("prefetch did not open") }
@@ -116,7 +126,8 @@ public struct PrefetchCatalogBenchmark {
         var queries: [Query] = []
         for query in cases() {
             progress("query: \(query.name), \(runs) runs each")
-            var ours: [Double] = [], theirs: [Double] = []
+            var ours: [Double] = []
+            var theirs: [Double] = []
             var rows = 0
             for _ in 0..<runs {
                 var start = Clock.monotonicNs()
@@ -125,10 +136,14 @@ public struct PrefetchCatalogBenchmark {
                 start = Clock.monotonicNs()
                 let plainRows = try plain.read { db in try Row.fetchAll(db, sql: query.sql, arguments: query.arguments) }.count
                 theirs.append(Double(Clock.monotonicNs() - start) / 1e6)
-                guard plainRows == rows else { throw PageServingBenchmark.Failure.failed("\(query.name): the engine found \(rows) items, SQLite \(plainRows)") }
+                guard plainRows == rows else {
+                    throw PageServingBenchmark.Failure.failed("\(query.name): the engine found \(rows) items, SQLite \(plainRows)")
+                }
             }
-            queries.append(Query(name: query.name, rows: rows, hubhostP50Ms: percentile(ours, 0.5), hubhostP99Ms: percentile(ours, 0.99),
-                                 sqliteP50Ms: percentile(theirs, 0.5), sqliteP99Ms: percentile(theirs, 0.99)))
+            queries.append(
+                Query(
+                    name: query.name, rows: rows, hubhostP50Ms: percentile(ours, 0.5), hubhostP99Ms: percentile(ours, 0.99),
+                    sqliteP50Ms: percentile(theirs, 0.5), sqliteP99Ms: percentile(theirs, 0.99)))
         }
 
         progress("live sets: \(listeners) listeners, \(changes) state changes")
@@ -138,8 +153,9 @@ public struct PrefetchCatalogBenchmark {
         let rereadStart = Clock.monotonicNs()
         for _ in 0..<listeners { _ = try plain.read { db in try Row.fetchAll(db, sql: listened.sql, arguments: listened.arguments) } }
         let rereadsMs = Double(Clock.monotonicNs() - rereadStart) / 1e6
-        return Result(items: items, seedSeconds: seedSeconds, queries: queries, listeners: listeners, changes: changes, setSize: setSize,
-                      listenerP50Ms: percentile(latencies, 0.5), listenerP99Ms: percentile(latencies, 0.99), rereadsMs: rereadsMs)
+        return Result(
+            items: items, seedSeconds: seedSeconds, queries: queries, listeners: listeners, changes: changes, setSize: setSize,
+            listenerP50Ms: percentile(latencies, 0.5), listenerP99Ms: percentile(latencies, 0.99), rereadsMs: rereadsMs)
     }
 
     /// The catalog, in pages of 5,000 items through the engine, then a mix of states and flags
@@ -156,7 +172,8 @@ public struct PrefetchCatalogBenchmark {
             for item in index..<end {
                 let title = (0..<3).map { _ in Self.words[Int(generator.next() % UInt64(Self.words.count))] }.joined(separator: " ")
                 let size = 1_000_000 + Int(generator.next() % 100_000_000)
-                entries.append("""
+                entries.append(
+                    """
                     {"unique_id": "i\(item)", "content_id": "k\(item)", "source": "s\(item % Self.sources)", "categories": ["c\(item % Self.categories)"], \
                     "title": "\(title) \(item)", "summary": "", "type": "video", "expiry": null, \
                     "files": [{"role": "main", "url": "http://127.0.0.1:9/i\(item).mp4", "size": \(size)}, \
@@ -169,13 +186,14 @@ public struct PrefetchCatalogBenchmark {
         }
         let queue = try DatabaseQueue(path: database)
         try queue.write { db in
-            try db.execute(sql: """
-                UPDATE item SET
-                    state = CASE rowid % 10 WHEN 0 THEN 'cached' WHEN 1 THEN 'cached' WHEN 2 THEN 'queued' WHEN 3 THEN 'idle'
-                                             WHEN 4 THEN 'failed' WHEN 5 THEN 'paused' WHEN 6 THEN 'partially_cached' ELSE 'discovered' END,
-                    viewed = (rowid % 3 = 0), saved = (rowid % 50 = 0), discovered_ms = discovered_ms + rowid
-                WHERE unique_id NOT LIKE 'i%7'
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE item SET
+                        state = CASE rowid % 10 WHEN 0 THEN 'cached' WHEN 1 THEN 'cached' WHEN 2 THEN 'queued' WHEN 3 THEN 'idle'
+                                                 WHEN 4 THEN 'failed' WHEN 5 THEN 'paused' WHEN 6 THEN 'partially_cached' ELSE 'discovered' END,
+                        viewed = (rowid % 3 = 0), saved = (rowid % 50 = 0), discovered_ms = discovered_ms + rowid
+                    WHERE unique_id NOT LIKE 'i%7'
+                    """)
         }
         try queue.close()
     }
@@ -200,18 +218,23 @@ public struct PrefetchCatalogBenchmark {
         for listener in 0..<listeners {
             // A long poll interval: only the change's notification wakes the sets.
             let stream = engine.watch(filter, pollInterval: 3600)
-            tasks.append(Task {
-                for await change in stream {
-                    let now = Clock.monotonicNs()
-                    arrivals.lock.withLock {
-                        if change.phase == .initial { arrivals.ready += 1; return }
-                        guard change.phase == .didChange, let target = arrivals.target, change.updated.contains(target),
-                              !arrivals.seen.contains(listener) else { return }
-                        arrivals.seen.insert(listener)
-                        arrivals.latencies.append(Double(now - arrivals.startNs) / 1e6)
+            tasks.append(
+                Task {
+                    for await change in stream {
+                        let now = Clock.monotonicNs()
+                        arrivals.lock.withLock {
+                            if change.phase == .initial {
+                                arrivals.ready += 1
+                                return
+                            }
+                            guard change.phase == .didChange, let target = arrivals.target, change.updated.contains(target),
+                                !arrivals.seen.contains(listener)
+                            else { return }
+                            arrivals.seen.insert(listener)
+                            arrivals.latencies.append(Double(now - arrivals.startNs) / 1e6)
+                        }
                     }
-                }
-            })
+                })
         }
         defer { tasks.forEach { $0.cancel() } }
         try wait(60, "\(listeners) live sets to start") { arrivals.lock.withLock { arrivals.ready } >= listeners }

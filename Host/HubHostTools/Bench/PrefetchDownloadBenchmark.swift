@@ -41,7 +41,8 @@ public struct PrefetchDownloadBenchmark {
     static func cpuSeconds(children: Bool) -> Double {
         var usage = rusage()
         getrusage(children ? RUSAGE_CHILDREN.rawValue : RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec)
+            / 1e6
     }
 
     public func run(progress: (String) -> Void = { _ in }) throws -> Result {
@@ -78,40 +79,46 @@ public struct PrefetchDownloadBenchmark {
             if best.hubhost.map({ ours.seconds < $0.seconds }) ?? true { best.hubhost = ours }
             if best.aria2c.map({ theirs.seconds < $0.seconds }) ?? true { best.aria2c = theirs }
         }
-        let hubhost = best.hubhost!, other = best.aria2c!
-        return Result(files: files, size: size, concurrency: concurrency, hubhost: hubhost, aria2c: other,
-                      ratio: hubhost.mebibytesPerSecond / max(other.mebibytesPerSecond, 1e-9))
+        let hubhost = best.hubhost!
+        let other = best.aria2c!
+        return Result(
+            files: files, size: size, concurrency: concurrency, hubhost: hubhost, aria2c: other,
+            ratio: hubhost.mebibytesPerSecond / max(other.mebibytesPerSecond, 1e-9))
     }
 
     private func figures(seconds: Double, cpu: Double) -> Figures {
         let bytes = Double(files) * Double(size)
-        return Figures(seconds: seconds, mebibytesPerSecond: bytes / 1_048_576 / max(seconds, 1e-9),
-                       cpuSecondsPerGiB: cpu / (bytes / 1_073_741_824))
+        return Figures(
+            seconds: seconds, mebibytesPerSecond: bytes / 1_048_576 / max(seconds, 1e-9),
+            cpuSecondsPerGiB: cpu / (bytes / 1_073_741_824))
     }
 
     private func runHubhost(_ urls: [String], folder: String) throws -> Figures {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try """
-            data_dir: data
-            logging: {severity: warning}
-            prefetch: {enabled: true, item_download_behavior: none, max_concurrent_downloads: \(concurrency), enable_auto_purge: false, storage_low: 0}
-            plugins: []
-            """.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
+        data_dir: data
+        logging: {severity: warning}
+        prefetch: {enabled: true, item_download_behavior: none, max_concurrent_downloads: \(concurrency), enable_auto_purge: false, storage_low: 0}
+        plugins: []
+        """.write(toFile: folder + "/plugins.yaml", atomically: true, encoding: .utf8)
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")
         defer { host.shutdown() }
         guard let engine = try host.prefetch() else { throw PageServingBenchmark.Failure.failed("prefetch did not open") }
         let cpuBefore = Self.cpuSeconds(children: false)
         let start = Clock.monotonicNs()
         for (index, url) in urls.enumerated() {
-            try engine.addDownloadedItem(PrefetchImportMetadata(contentId: "f\(index)", provider: "bench", downloadStatus: .newlyAdding,
-                                                                size: Int64(size), contentUrl: url))
+            try engine.addDownloadedItem(
+                PrefetchImportMetadata(
+                    contentId: "f\(index)", provider: "bench", downloadStatus: .newlyAdding,
+                    size: Int64(size), contentUrl: url))
         }
         let deadline = start &+ 3_600_000_000_000
         while true {
             try engine.round()
             let status = try engine.status()
-            let cached = status.items["cached"] ?? 0, failed = status.items["failed"] ?? 0
+            let cached = status.items["cached"] ?? 0
+            let failed = status.items["failed"] ?? 0
             if failed > 0 { throw PageServingBenchmark.Failure.failed("\(failed) downloads failed") }
             if cached == urls.count { break }
             guard Clock.monotonicNs() < deadline else { throw PageServingBenchmark.Failure.failed("the queue did not finish within an hour") }
@@ -127,9 +134,11 @@ public struct PrefetchDownloadBenchmark {
         try (urls.joined(separator: "\n") + "\n").write(toFile: folder + "/urls.txt", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: aria2c)
-        process.arguments = ["-i", folder + "/urls.txt", "-d", folder + "/out", "-j", "\(concurrency)", "-x", "1", "-s", "1",
-                             "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false", "--quiet=true",
-                             "--check-certificate=false", "--max-tries=1"]
+        process.arguments = [
+            "-i", folder + "/urls.txt", "-d", folder + "/out", "-j", "\(concurrency)", "-x", "1", "-s", "1",
+            "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false", "--quiet=true",
+            "--check-certificate=false", "--max-tries=1"
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let cpuBefore = Self.cpuSeconds(children: true)

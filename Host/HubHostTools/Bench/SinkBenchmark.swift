@@ -66,14 +66,19 @@ public struct SinkBenchmark {
         progress("http-collector: a collector on 127.0.0.1")
         let collector = try LoopbackCollector()
         defer { collector.stop() }
-        let http = try measure(name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
-                               events: "  collector_url: \(collector.url)\n", plugins: "", rawClient: "one POST per batch, same bodies") { messages in
+        let http = try measure(
+            name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
+            events: "  collector_url: \(collector.url)\n", plugins: "", rawClient: "one POST per batch, same bodies"
+        ) { messages in
             let fetcher = HTTPFetcher()
             let start = Clock.monotonicNs()
             for batch in stride(from: 0, to: messages.count, by: batchSize) {
                 let body = HTTPCollectorSink.body(messages[batch..<min(batch + batchSize, messages.count)].map(\.json))
-                guard case .success(let response) = fetcher.fetch("POST", collector.url, headers: ["Content-Type": "application/json"], body: body,
-                                                                  timeoutSeconds: 30), response.status == 200 else {
+                guard
+                    case .success(let response) = fetcher.fetch(
+                        "POST", collector.url, headers: ["Content-Type": "application/json"], body: body,
+                        timeoutSeconds: 30), response.status == 200
+                else {
                     throw Failure(description: "the raw POST failed")
                 }
             }
@@ -87,34 +92,44 @@ public struct SinkBenchmark {
         let ceiling = try SinkStoreCeiling(batchSize: batchSize).run(events: ceilingEvents, path: folder + "/ceiling.sqlite")
 
         progress("kafka-sink: a mock cluster of 3 brokers")
-        guard let bootstrapPointer = sink_bench_kafka_mock_start(3, "bench-events", 8) else { throw Failure(description: "the mock cluster did not start") }
+        guard let bootstrapPointer = sink_bench_kafka_mock_start(3, "bench-events", 8) else {
+            throw Failure(description: "the mock cluster did not start")
+        }
         defer { sink_bench_kafka_mock_stop() }
         let bootstrap = String(cString: bootstrapPointer)
-        rows.append(try measure(name: "kafka-sink", destination: "librdkafka mock cluster, 3 brokers, 8 partitions", folder: folder + "/kafka",
-                                events: "  sink: kafka\n", plugins: """
-                                  - id: kafka
-                                    use: \(pluginsFolder)/KafkaSink/plugin.yaml
-                                    config: {bootstrap_servers: "\(bootstrap)", topic: bench-events}
-                                """, rawClient: "librdkafka producing directly (idempotent, acks=all, lz4)") { messages in
-            try Self.raw(messages) { pointer, count, error in
-                sink_bench_kafka_produce(bootstrap, "bench-events", pointer, count, 120_000, error, 512)
-            }
-        }.row)
+        rows.append(
+            try measure(
+                name: "kafka-sink", destination: "librdkafka mock cluster, 3 brokers, 8 partitions", folder: folder + "/kafka",
+                events: "  sink: kafka\n",
+                plugins: """
+                      - id: kafka
+                        use: \(pluginsFolder)/KafkaSink/plugin.yaml
+                        config: {bootstrap_servers: "\(bootstrap)", topic: bench-events}
+                    """, rawClient: "librdkafka producing directly (idempotent, acks=all, lz4)"
+            ) { messages in
+                try Self.raw(messages) { pointer, count, error in
+                    sink_bench_kafka_produce(bootstrap, "bench-events", pointer, count, 120_000, error, 512)
+                }
+            }.row)
 
         if FileManager.default.isExecutableFile(atPath: natsServer) {
             progress("nats-sink: nats-server -js on 127.0.0.1")
             let server = try LocalNatsServer(executable: natsServer, storeDirectory: folder + "/nats-store")
             defer { server.stop() }
-            rows.append(try measure(name: "nats-sink", destination: "nats-server -js on 127.0.0.1 (file store)", folder: folder + "/nats",
-                                    events: "  sink: nats\n", plugins: """
-                                      - id: nats
-                                        use: \(pluginsFolder)/NatsSink/plugin.yaml
-                                        config: {url: "\(server.url)", subject: "bench.{type}", stream: BENCH, create_stream: true}
-                                    """, rawClient: "libnats publishing to JetStream directly (async, Nats-Msg-Id)") { messages in
-                try Self.raw(messages) { pointer, count, error in
-                    sink_bench_nats_publish(server.url, "bench.17", pointer, count, 120_000, error, 512)
-                }
-            }.row)
+            rows.append(
+                try measure(
+                    name: "nats-sink", destination: "nats-server -js on 127.0.0.1 (file store)", folder: folder + "/nats",
+                    events: "  sink: nats\n",
+                    plugins: """
+                          - id: nats
+                            use: \(pluginsFolder)/NatsSink/plugin.yaml
+                            config: {url: "\(server.url)", subject: "bench.{type}", stream: BENCH, create_stream: true}
+                        """, rawClient: "libnats publishing to JetStream directly (async, Nats-Msg-Id)"
+                ) { messages in
+                    try Self.raw(messages) { pointer, count, error in
+                        sink_bench_nats_publish(server.url, "bench.17", pointer, count, 120_000, error, 512)
+                    }
+                }.row)
         } else {
             notMeasured["nats-sink"] = "no nats-server at \(natsServer) (Debian: apt-get install nats-server)"
         }
@@ -125,8 +140,10 @@ public struct SinkBenchmark {
     /// Tracks `count` events into a host delivering through the sink, then times the delivery of all
     /// of them; then times `raw` on the same messages (their idempotency keys suffixed, so a
     /// deduplicating destination takes them as new). Returns the row and the events as stored.
-    private func measure(name: String, destination: String, folder: String, events: String, plugins: String, rawClient: String,
-                         raw: ([SinkEvent]) throws -> Double) throws -> (row: Row, stored: [Event]) {
+    private func measure(
+        name: String, destination: String, folder: String, events: String, plugins: String, rawClient: String,
+        raw: ([SinkEvent]) throws -> Double
+    ) throws -> (row: Row, stored: [Event]) {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try """
         data_dir: data
@@ -144,9 +161,12 @@ public struct SinkBenchmark {
         let engine = try host.events()
         engine.delivery.batchSize = batchSize
         for start in stride(from: 0, to: count, by: 1000) {
-            try engine.trackBatch((start..<min(start + 1000, count)).map { n in
-                Event(type: .namedEvent, name: "BENCH \(n)", attributes: [.init("Mobile User Id", .string("user-\(n % 64)")), .init("Level", .int(Int64(n)))])
-            })
+            try engine.trackBatch(
+                (start..<min(start + 1000, count)).map { n in
+                    Event(
+                        type: .namedEvent, name: "BENCH \(n)",
+                        attributes: [.init("Mobile User Id", .string("user-\(n % 64)")), .init("Level", .int(Int64(n)))])
+                })
         }
         let stored = try engine.store.deliverable(limit: count + 10)
         let messages = stored.map { event -> SinkEvent in
@@ -169,15 +189,18 @@ public struct SinkBenchmark {
         let rawSeconds = try raw(messages)
         let sinkRate = Double(posted) / max(seconds, 1e-9)
         let rawRate = Double(messages.count) / max(rawSeconds, 1e-9)
-        let row = Row(sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
-                      ceilingRatio: 0, rawClient: rawClient, seconds: seconds, sinkSeconds: times.sinkSeconds, storeSeconds: times.storeSeconds,
-                      waitingForSinkSeconds: times.waitingForSinkSeconds)  // ceilingRatio: set by run once the ceiling is measured
+        let row = Row(
+            sink: name, destination: destination, eventsPerSecond: sinkRate, rawPerSecond: rawRate, ratio: sinkRate / rawRate,
+            ceilingRatio: 0, rawClient: rawClient, seconds: seconds, sinkSeconds: times.sinkSeconds, storeSeconds: times.storeSeconds,
+            waitingForSinkSeconds: times.waitingForSinkSeconds)  // ceilingRatio: set by run once the ceiling is measured
         return (row, stored)
     }
 
     /// Lays the messages out as C structs over one block of bytes the call borrows, runs a raw client.
-    static func raw(_ messages: [SinkEvent],
-                    _ client: (UnsafePointer<sink_bench_message_t>, Int, UnsafeMutablePointer<CChar>) -> Double) throws -> Double {
+    static func raw(
+        _ messages: [SinkEvent],
+        _ client: (UnsafePointer<sink_bench_message_t>, Int, UnsafeMutablePointer<CChar>) -> Double
+    ) throws -> Double {
         var block = [UInt8]()
         var spans: [(key: Range<Int>, id: Range<Int>, value: Range<Int>)] = []
         func append(_ bytes: [UInt8]) -> Range<Int> {
@@ -194,8 +217,9 @@ public struct SinkBenchmark {
         let seconds = block.withUnsafeBufferPointer { bytes -> Double in
             let base = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
             let structs = zip(messages, spans).map { message, span in
-                sink_bench_message_t(key: base + span.key.lowerBound, key_length: span.key.count, idempotency_key: base + span.id.lowerBound,
-                                     value: base + span.value.lowerBound, value_length: span.value.count, type_code: message.typeCode)
+                sink_bench_message_t(
+                    key: base + span.key.lowerBound, key_length: span.key.count, idempotency_key: base + span.id.lowerBound,
+                    value: base + span.value.lowerBound, value_length: span.value.count, type_code: message.typeCode)
             }
             return structs.withUnsafeBufferPointer { buffer in
                 error.withUnsafeMutableBufferPointer { client(buffer.baseAddress!, messages.count, $0.baseAddress!) }

@@ -35,7 +35,8 @@ struct SinkStoreCeiling {
         }
 
         let start = Clock.monotonicNs()
-        var inFlight: (seqs: [Int64], lease: Int64?) = ([], nil), answered: (seqs: [Int64], lease: Int64?) = ([], nil)
+        var inFlight: (seqs: [Int64], lease: Int64?) = ([], nil)
+        var answered: (seqs: [Int64], lease: Int64?) = ([], nil)
         var drained = false
         for _ in 0..<(events.count / max(1, batchSize) + 4) {  // bounded: one batch per round, two rounds to drain
             let now = Clock.wallMs()
@@ -62,7 +63,9 @@ struct SinkStoreCeiling {
     /// written. Returns the seqs and the lease.
     static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> (seqs: [Int64], lease: Int64?) {
         try db.cachedStatement(sql: EventStore.expireLeasesSQL).execute(arguments: [nowMs])
-        let leases = try Row.fetchAll(db.cachedStatement(sql: EventStore.activeLeasesSQL), arguments: [nowMs]).map { (first: $0[0] as Int64, last: $0[1] as Int64) }
+        let leases = try Row.fetchAll(db.cachedStatement(sql: EventStore.activeLeasesSQL), arguments: [nowMs]).map {
+            (first: $0[0] as Int64, last: $0[1] as Int64)
+        }
         let handle = try db.cachedStatement(sql: claimRowsSQL).sqliteStatement
         var seqs: [Int64] = []
         seqs.reserveCapacity(limit)

@@ -23,8 +23,10 @@ struct SyntheticBundle {
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
             try db.execute(sql: ContentBundle.schema)
-            for (key, value) in [(ContentBundle.MetadataKey.version, "bench"), (ContentBundle.MetadataKey.created, "2026-11-22T00:00:00Z"),
-                                 (ContentBundle.MetadataKey.contentSource, "hubhost bench"), (ContentBundle.MetadataKey.formatVersion, "1")] {
+            for (key, value) in [
+                (ContentBundle.MetadataKey.version, "bench"), (ContentBundle.MetadataKey.created, "2026-11-22T00:00:00Z"),
+                (ContentBundle.MetadataKey.contentSource, "hubhost bench"), (ContentBundle.MetadataKey.formatVersion, "1")
+            ] {
                 try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [key, value])
             }
             func tags(_ n: Int) -> String {
@@ -45,8 +47,10 @@ struct SyntheticBundle {
                         let id = "\(channelID)/article\(a)"
                         ids.append(id)
                         let body = "<h1>Article \(a)</h1><p>" + String(repeating: "Words of article \(a) in \(channelID). ", count: 8) + "</p>"
-                        try articleStatement.execute(arguments: [id, channelID, "Article \(a) of \(channelID)", tags(3), a, body,
-                                                                 "https://example.com/\(id)"])
+                        try articleStatement.execute(arguments: [
+                            id, channelID, "Article \(a) of \(channelID)", tags(3), a, body,
+                            "https://example.com/\(id)"
+                        ])
                     }
                 }
             }

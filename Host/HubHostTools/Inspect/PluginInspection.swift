@@ -67,21 +67,25 @@ public struct PluginInspection: Encodable, Sendable {
             libraryPath = absolute
             let beside = ((absolute as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugin.yaml")
             if let candidate = PluginManifest.load(path: beside).manifest,
-               candidate.library == (absolute as NSString).lastPathComponent {
+                candidate.library == (absolute as NSString).lastPathComponent
+            {
                 manifest = candidate
             }
         }
         if let manifest {
-            result.manifest = ManifestPart(file: manifest.file, id: manifest.id, name: manifest.name, version: manifest.version,
-                                           abi: manifest.abi, library: manifest.library, description: manifest.description,
-                                           capabilities: manifest.capabilities, exports: manifest.exports, config: manifest.config.keys)
+            result.manifest = ManifestPart(
+                file: manifest.file, id: manifest.id, name: manifest.name, version: manifest.version,
+                abi: manifest.abi, library: manifest.library, description: manifest.description,
+                capabilities: manifest.capabilities, exports: manifest.exports, config: manifest.config.keys)
         }
         if let libraryPath {
             do {
                 let library = try PluginLibrary.open(path: libraryPath)
                 result.binary = BinaryPart(
                     path: library.path, abi: library.abiVersion.description, sha256: SHA256.hex(ofFile: library.path),
-                    plugins: library.descriptors.map { .init(id: $0.id, name: $0.name, kind: $0.kind, version: $0.version, description: $0.description) })
+                    plugins: library.descriptors.map {
+                        .init(id: $0.id, name: $0.name, kind: $0.kind, version: $0.version, description: $0.description)
+                    })
                 if let manifest { result.disagreements = library.disagreements(with: manifest) }
             } catch {
                 result.binaryProblem = "\(error)"

@@ -62,8 +62,10 @@ public final class CallBudget: @unchecked Sendable {
                 if stopped { return [(-1, "")] }
                 // Read the clock under the lock: a call registered after it would start "in the future".
                 let now = Clock.monotonicNs()
-                return inFlight.filter { now > $0.value.startNs && now - $0.value.startNs > UInt64(budgetMs) * 1_000_000 && !reported.contains($0.key) }
-                    .map { ($0.key, $0.value.label) }
+                return inFlight.filter {
+                    now > $0.value.startNs && now - $0.value.startNs > UInt64(budgetMs) * 1_000_000 && !reported.contains($0.key)
+                }
+                .map { ($0.key, $0.value.label) }
             }
             if late.first?.0 == -1 { return }
             for (token, label) in late {

@@ -20,7 +20,8 @@ enum ChildProcess {
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
@@ -29,11 +30,20 @@ enum ChildProcess {
         let collected = Collected()
         let readers = DispatchGroup()
         readers.enter()
-        DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); readers.leave() }
+        DispatchQueue.global().async {
+            collected.out = out.fileHandleForReading.readDataToEndOfFile()
+            readers.leave()
+        }
         readers.enter()
-        DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); readers.leave() }
+        DispatchQueue.global().async {
+            collected.err = err.fileHandleForReading.readDataToEndOfFile()
+            readers.leave()
+        }
         let exited = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async { process.waitUntilExit(); exited.signal() }
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
         var timedOut = false
         if exited.wait(timeout: .now() + .milliseconds(timeoutMs)) == .timedOut {
             timedOut = true
@@ -42,7 +52,8 @@ enum ChildProcess {
         }
         // A grandchild holding the pipes open must not hang the validator: bound the reads too.
         _ = readers.wait(timeout: .now() + .seconds(5))
-        let stdout = String(decoding: collected.out, as: UTF8.self), stderr = String(decoding: collected.err, as: UTF8.self)
+        let stdout = String(decoding: collected.out, as: UTF8.self)
+        let stderr = String(decoding: collected.err, as: UTF8.self)
         if timedOut { return Result(termination: .timedOut, stdout: stdout, stderr: stderr) }
         switch process.terminationReason {
         case .uncaughtSignal: return Result(termination: .signaled(process.terminationStatus), stdout: stdout, stderr: stderr)

@@ -26,8 +26,10 @@ public final class ConformanceContext: @unchecked Sendable {
     /// that allows no host (the suite never reaches the network).
     static let environment = HostEnvironment(
         http: .init(allowedHosts: [], timeoutSeconds: 2),
-        location: LocationService(fixed: Location(latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
-                                                  locationID: "test-place", name: "Test Place", address: "1 Test Street")))
+        location: LocationService(
+            fixed: Location(
+                latitude: 47.6097, longitude: -122.3422, accuracyMeters: nil, timeMs: nil,
+                locationID: "test-place", name: "Test Place", address: "1 Test Street")))
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: dataDirectory) }
 
@@ -56,16 +58,19 @@ public final class ConformanceContext: @unchecked Sendable {
         let library = try library()
         do {
             return try budget.run("\(id).create") {
-                try PluginInstance.create(descriptor, of: library, instanceID: "test", config: config,
-                                          dataDirectory: dataDirectory, pipeline: pipeline, environment: Self.environment)
+                try PluginInstance.create(
+                    descriptor, of: library, instanceID: "test", config: config,
+                    dataDirectory: dataDirectory, pipeline: pipeline, environment: Self.environment)
             }
         } catch PluginLoadError.createFailed(_, _, let status, let message) {
             try checkStatus(status, message: message, call: "\(id).create")
             guard allowFailure else {
-                throw ConformanceFailure("create failed with a valid config (\(StatusCode.name(status))): \(message.isEmpty ? "no message" : message)")
+                throw ConformanceFailure(
+                    "create failed with a valid config (\(StatusCode.name(status))): \(message.isEmpty ? "no message" : message)")
             }
             guard !message.isEmpty else {
-                throw ConformanceFailure("create failed (\(StatusCode.name(status))) without explaining why: call report_error before returning a failure")
+                throw ConformanceFailure(
+                    "create failed (\(StatusCode.name(status))) without explaining why: call report_error before returning a failure")
             }
             return nil
         }
@@ -82,7 +87,10 @@ public final class ConformanceContext: @unchecked Sendable {
     func concurrently(threads: Int = 8, iterations: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
         // Safe to share: `error` is written under `lock`, and read only after concurrentPerform has returned, when
         // every writer is done.
-        final class FirstError: @unchecked Sendable { var error: Error?; let lock = NSLock() }
+        final class FirstError: @unchecked Sendable {
+            var error: Error?
+            let lock = NSLock()
+        }
         let first = FirstError()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for i in 0..<iterations {
@@ -95,4 +103,3 @@ public final class ConformanceContext: @unchecked Sendable {
         if let error = first.error { throw error }
     }
 }
-

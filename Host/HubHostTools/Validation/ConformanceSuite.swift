@@ -19,16 +19,17 @@ public enum ConformanceSuite {
         var tests: [ConformanceTest] = [
             ConformanceTest("library/load", "dlopen, the entry symbol, the ABI version and valid descriptors") { context in
                 _ = try context.library()
-            },
+            }
         ]
         if target.manifest != nil || !target.manifestProblems.isEmpty {
-            tests.append(ConformanceTest("library/manifest-agrees", "plugin.yaml is valid and agrees with the binary (ids, kinds, versions)") { context in
-                if !context.target.manifestProblems.isEmpty {
-                    throw ConformanceFailure(context.target.manifestProblems.map(\.description).joined(separator: "; "))
-                }
-                let problems = try context.library().disagreements(with: context.target.manifest!)
-                if !problems.isEmpty { throw ConformanceFailure(problems.joined(separator: "; ")) }
-            })
+            tests.append(
+                ConformanceTest("library/manifest-agrees", "plugin.yaml is valid and agrees with the binary (ids, kinds, versions)") { context in
+                    if !context.target.manifestProblems.isEmpty {
+                        throw ConformanceFailure(context.target.manifestProblems.map(\.description).joined(separator: "; "))
+                    }
+                    let problems = try context.library().disagreements(with: context.target.manifest!)
+                    if !problems.isEmpty { throw ConformanceFailure(problems.joined(separator: "; ")) }
+                })
         }
         for (id, kind) in exports {
             tests += lifecycleTests(id)
@@ -44,8 +45,10 @@ public enum ConformanceSuite {
             ConformanceTest("\(id)/create-destroy", "create with a valid config, then destroy") { context in
                 try context.create(id, config: context.target.validConfig)?.destroy()
             },
-            ConformanceTest("\(id)/create-destroy-repeated",
-                            "\(lifecycleCycles) create/destroy cycles with a valid config (at least \(minimumLifecycleCycles) when they take over \(Int(lifecycleSeconds)) s)") { context in
+            ConformanceTest(
+                "\(id)/create-destroy-repeated",
+                "\(lifecycleCycles) create/destroy cycles with a valid config (at least \(minimumLifecycleCycles) when they take over \(Int(lifecycleSeconds)) s)"
+            ) { context in
                 let start = Date()
                 for cycle in 0..<lifecycleCycles {
                     if cycle >= minimumLifecycleCycles, Date().timeIntervalSince(start) > lifecycleSeconds { break }
@@ -56,7 +59,8 @@ public enum ConformanceSuite {
             ConformanceTest("\(id)/create-missing-config", "create with no config at all: succeeds, or fails with a message") { context in
                 try context.create(id, config: [:], allowFailure: true)?.destroy()
             },
-            ConformanceTest("\(id)/create-wrong-config", "create with every config key of the wrong type: succeeds, or fails with a message") { context in
+            ConformanceTest("\(id)/create-wrong-config", "create with every config key of the wrong type: succeeds, or fails with a message") {
+                context in
                 let keys = context.target.manifest?.config.keys.map(\.key) ?? []
                 var wrong: [String: PluginValue] = [:]
                 for key in keys {
@@ -68,7 +72,7 @@ public enum ConformanceSuite {
                     }
                 }
                 try context.create(id, config: wrong, allowFailure: true)?.destroy()
-            },
+            }
         ]
     }
 
@@ -117,9 +121,12 @@ public enum ConformanceSuite {
                 AugmentableEvent(id: "e-large", typeCode: 17, name: "LARGE", timeMs: 1_402_358_400_000, attributes: [("Blob", .string(large))])
             },
             augmentCase("augment-every-type", "augment an event with one attribute of every value type") {
-                AugmentableEvent(id: "e-types", typeCode: 17, name: "TYPES", timeMs: 1_402_358_400_000, attributes: [
-                    ("s", .string("text")), ("i", .int(-42)), ("d", .double(3.5)), ("b", .bool(true)), ("t", .timeMs(1_402_358_400_000)), ("n", .null),
-                ])
+                AugmentableEvent(
+                    id: "e-types", typeCode: 17, name: "TYPES", timeMs: 1_402_358_400_000,
+                    attributes: [
+                        ("s", .string("text")), ("i", .int(-42)), ("d", .double(3.5)), ("b", .bool(true)), ("t", .timeMs(1_402_358_400_000)),
+                        ("n", .null)
+                    ])
             },
             ConformanceTest("\(id)/augment-non-utf8", "augment an event whose attribute bytes are not UTF-8") { context in
                 try withInstance(id, context) { instance in
@@ -131,7 +138,8 @@ public enum ConformanceSuite {
                 try withInstance(id, context) { instance in
                     let plugin = AugmentationPlugin(instance)
                     try context.concurrently(iterations: 200) { n in
-                        let event = AugmentableEvent(id: "e-\(n)", typeCode: 17, name: "CONCURRENT", timeMs: Int64(n), attributes: [("n", .int(Int64(n)))])
+                        let event = AugmentableEvent(
+                            id: "e-\(n)", typeCode: 17, name: "CONCURRENT", timeMs: Int64(n), attributes: [("n", .int(Int64(n)))])
                         let outcome = context.budget.run("\(id).augment") { plugin.augment(event) }
                         try context.checkStatus(outcome.status, call: "\(id).augment")
                         if outcome.status == HH_OK, outcome.event[attribute: "n"] != .int(Int64(n)) {
@@ -139,7 +147,7 @@ public enum ConformanceSuite {
                         }
                     }
                 }
-            },
+            }
         ]
     }
 
@@ -164,14 +172,15 @@ public enum ConformanceSuite {
                     let op = TriggerOperatorPlugin(instance)
                     let expected = samples.map { event in samples.map { op.compare(event: event, trigger: $0).result } }
                     try context.concurrently(iterations: 100) { n in
-                        let e = n % samples.count, t = (n / samples.count) % samples.count
+                        let e = n % samples.count
+                        let t = (n / samples.count) % samples.count
                         let answer = context.budget.run("\(id).compare") { op.compare(event: samples[e], trigger: samples[t]) }
                         if answer.result != expected[e][t] {
                             throw ConformanceFailure("compare(\(samples[e]), \(samples[t])) answered differently under concurrency")
                         }
                     }
                 }
-            },
+            }
         ]
     }
 
@@ -182,8 +191,9 @@ public enum ConformanceSuite {
                     let plugin = LoggingPlugin(instance)
                     let long = String(repeating: "é", count: 4096)
                     for i in 0..<floodRecords {
-                        let record = LogRecord(severity: .error, verbosity: .debug, timeMs: Clock.wallMs(), source: "flood",
-                                               message: i % 100 == 0 ? long : "record \(i) with \"quotes\" and a\nnewline")
+                        let record = LogRecord(
+                            severity: .error, verbosity: .debug, timeMs: Clock.wallMs(), source: "flood",
+                            message: i % 100 == 0 ? long : "record \(i) with \"quotes\" and a\nnewline")
                         context.budget.run("\(id).log") { plugin.write(record) }
                     }
                     context.budget.run("\(id).flush") { plugin.flush() }
@@ -194,12 +204,13 @@ public enum ConformanceSuite {
                     let plugin = LoggingPlugin(instance)
                     try context.concurrently(iterations: 250) { n in
                         context.budget.run("\(id).log") {
-                            plugin.write(LogRecord(severity: .warning, verbosity: .debug, timeMs: Clock.wallMs(), source: "thread", message: "record \(n)"))
+                            plugin.write(
+                                LogRecord(severity: .warning, verbosity: .debug, timeMs: Clock.wallMs(), source: "thread", message: "record \(n)"))
                         }
                     }
                     context.budget.run("\(id).flush") { plugin.flush() }
                 }
-            },
+            }
         ]
     }
 
@@ -218,17 +229,22 @@ public enum ConformanceSuite {
                         if answer != first { throw ConformanceFailure("advertiser_id answered \(answer), then \(first), with nothing changed") }
                     }
                 }
-            },
+            }
         ]
     }
 
     static func userIDGeneratorTests(_ id: String) -> [ConformanceTest] {
         [
-            ConformanceTest("\(id)/generate-unique", "generate from 8 threads at once ([thread-safe]): 2,000 ids, each 1 to 1024 bytes, none repeated") { context in
+            ConformanceTest(
+                "\(id)/generate-unique", "generate from 8 threads at once ([thread-safe]): 2,000 ids, each 1 to 1024 bytes, none repeated"
+            ) { context in
                 try withInstance(id, context) { instance in
                     let plugin = UserIDGeneratorPlugin(instance)
                     // Safe to share: `ids` is read and written under `lock`.
-                    final class Seen: @unchecked Sendable { let lock = NSLock(); var ids = Set<String>() }
+                    final class Seen: @unchecked Sendable {
+                        let lock = NSLock()
+                        var ids = Set<String>()
+                    }
                     let seen = Seen()
                     try context.concurrently(iterations: 250) { _ in
                         switch context.budget.run("\(id).generate", { plugin.answer() }) {
@@ -241,7 +257,7 @@ public enum ConformanceSuite {
                         }
                     }
                 }
-            },
+            }
         ]
     }
 
@@ -264,7 +280,7 @@ public enum ConformanceSuite {
                         if case .failed(let status, _) = answer { try context.checkStatus(status, call: "\(id).get_location") }
                     }
                 }
-            },
+            }
         ]
     }
 
@@ -276,7 +292,7 @@ public enum ConformanceSuite {
                     try context.checkStatus(fetched.status, call: "\(id).fetch")
                     if fetched.status == HH_OK { throw ConformanceFailure("fetch of a resource that does not exist answered HH_OK") }
                 }
-            },
+            }
         ]
     }
 }
@@ -291,7 +307,9 @@ extension ConformanceSuite {
         } catch let error as PluginCallError {
             if case .failed(_, let status, let message) = error {
                 try context.checkStatus(status, call: call)
-                if message.isEmpty { throw ConformanceFailure("\(call) failed (\(StatusCode.name(status))) without explaining why: call report_error first") }
+                if message.isEmpty {
+                    throw ConformanceFailure("\(call) failed (\(StatusCode.name(status))) without explaining why: call report_error first")
+                }
                 return nil
             }
             throw ConformanceFailure("\(call): \(error)")
@@ -300,13 +318,16 @@ extension ConformanceSuite {
 
     static func deviceConditionsTests(_ id: String) -> [ConformanceTest] {
         [
-            ConformanceTest("\(id)/read-conditions", "read the conditions at the data directory: every field in range, or a failure with a message") { context in
+            ConformanceTest("\(id)/read-conditions", "read the conditions at the data directory: every field in range, or a failure with a message") {
+                context in
                 try withInstance(id, context) { instance in
                     let plugin = DeviceConditionsPlugin(instance)
                     _ = try checkCall(context, call: "\(id).read_conditions") { try plugin.read(dataDirectory: context.dataDirectory) }
                 }
             },
-            ConformanceTest("\(id)/read-conditions-missing-directory", "read the conditions at a directory that does not exist: in range, or a failure") { context in
+            ConformanceTest(
+                "\(id)/read-conditions-missing-directory", "read the conditions at a directory that does not exist: in range, or a failure"
+            ) { context in
                 try withInstance(id, context) { instance in
                     let plugin = DeviceConditionsPlugin(instance)
                     _ = try checkCall(context, call: "\(id).read_conditions") {
@@ -321,16 +342,18 @@ extension ConformanceSuite {
                         _ = try checkCall(context, call: "\(id).read_conditions") { try plugin.read(dataDirectory: context.dataDirectory) }
                     }
                 }
-            },
+            }
         ]
     }
 
     static func downloadRequestTests(_ id: String) -> [ConformanceTest] {
-        let plain = DownloadRequest(url: "https://cdn.example.com/items/item-1/main.mp4", headers: ["Accept": "*/*"],
-                                    itemId: "item-1", fileRole: "main")
-        let awkward = DownloadRequest(url: "http://cdn.example.com/caf%C3%A9/%E2%9C%93.m3u8?x=1&y=%20#frag",
-                                      headers: ["X-Long": String(repeating: "v", count: 8000), "x-empty": "", "X-UTF8": "café ✓"],
-                                      itemId: "ïtem ✓ \u{1F600}", fileRole: "no-such-role")
+        let plain = DownloadRequest(
+            url: "https://cdn.example.com/items/item-1/main.mp4", headers: ["Accept": "*/*"],
+            itemId: "item-1", fileRole: "main")
+        let awkward = DownloadRequest(
+            url: "http://cdn.example.com/caf%C3%A9/%E2%9C%93.m3u8?x=1&y=%20#frag",
+            headers: ["X-Long": String(repeating: "v", count: 8000), "x-empty": "", "X-UTF8": "café ✓"],
+            itemId: "ïtem ✓ \u{1F600}", fileRole: "no-such-role")
         func convertCase(_ name: String, _ summary: String, _ request: DownloadRequest) -> ConformanceTest {
             ConformanceTest("\(id)/\(name)", summary) { context in
                 try withInstance(id, context) { instance in
@@ -349,11 +372,12 @@ extension ConformanceSuite {
                     try context.concurrently(iterations: 100) { _ in
                         let answer = try checkCall(context, call: "\(id).convert") { try plugin.convert(plain) }
                         if answer != first {
-                            throw ConformanceFailure("convert answered \(String(describing: answer)), then \(String(describing: first)), for the same request")
+                            throw ConformanceFailure(
+                                "convert answered \(String(describing: answer)), then \(String(describing: first)), for the same request")
                         }
                     }
                 }
-            },
+            }
         ]
     }
 }
@@ -363,9 +387,11 @@ extension ConformanceSuite {
     static func sinkBatch(_ count: Int, prefix: String) -> [SinkEvent] {
         (0..<count).map { n in
             let key = "\(prefix)-\(n)-\(UUID().uuidString)"
-            let json = #"{"attributes":[{"name":"Event Name","value":"CONFORMANCE \#(n)"}],"eventTimestamp":"2014-06-10T00:00:00.000Z","eventTypeCode":"17","idempotencyKey":"\#(key)"}"#
-            return SinkEvent(idempotencyKey: key, typeCode: 17, timeMs: 1_402_358_400_000 + Int64(n), json: Data(json.utf8),
-                             mobileUserID: n == count - 1 ? "" : "user-\(n % 2)", anonymousID: n == count - 1 ? "" : "device-\(n % 2)")
+            let json =
+                #"{"attributes":[{"name":"Event Name","value":"CONFORMANCE \#(n)"}],"eventTimestamp":"2014-06-10T00:00:00.000Z","eventTypeCode":"17","idempotencyKey":"\#(key)"}"#
+            return SinkEvent(
+                idempotencyKey: key, typeCode: 17, timeMs: 1_402_358_400_000 + Int64(n), json: Data(json.utf8),
+                mobileUserID: n == count - 1 ? "" : "user-\(n % 2)", anonymousID: n == count - 1 ? "" : "device-\(n % 2)")
         }
     }
 
@@ -377,7 +403,8 @@ extension ConformanceSuite {
     static func checkSinkAnswer(_ answer: SinkAnswer, _ count: Int, _ call: String, _ context: ConformanceContext) throws {
         try context.checkStatus(answer.status, call: call)
         if let code = answer.undefinedOutcomes.first {
-            throw ConformanceFailure("\(call) answered outcome \(code), which the ABI does not define (HH_SINK_DELIVERED, HH_SINK_RETRY or HH_SINK_REJECTED)")
+            throw ConformanceFailure(
+                "\(call) answered outcome \(code), which the ABI does not define (HH_SINK_DELIVERED, HH_SINK_RETRY or HH_SINK_REJECTED)")
         }
         if answer.outcomes.count != count { throw ConformanceFailure("\(call) answered \(answer.outcomes.count) outcomes for \(count) events") }
     }
@@ -396,7 +423,9 @@ extension ConformanceSuite {
                 try withInstance(id, context) { instance in
                     let plugin = EventSinkPlugin(instance)
                     for n in 0..<5 {
-                        let answer = context.budget.run("\(id).deliver") { plugin.deliver(sinkBatch(1, prefix: "one-\(n)"), timeoutMs: sinkTimeoutMs) }
+                        let answer = context.budget.run("\(id).deliver") {
+                            plugin.deliver(sinkBatch(1, prefix: "one-\(n)"), timeoutMs: sinkTimeoutMs)
+                        }
                         try check(answer, 1, "\(id).deliver", context)
                     }
                 }
@@ -409,7 +438,7 @@ extension ConformanceSuite {
                     }
                     try check(answer, EventSinkPlugin.maxBatch, "\(id).deliver", context)
                 }
-            },
+            }
         ]
     }
 }
@@ -443,9 +472,10 @@ enum NonUTF8Event {
                         value?.pointee = context.value.pointee
                         return HH_OK
                     })
-                var editor = hh_event_editor_t(editor_data: nil,
-                                               set_attribute: { _, _, _ in HH_OK },
-                                               remove_attribute: { _, _ in HH_OK })
+                var editor = hh_event_editor_t(
+                    editor_data: nil,
+                    set_attribute: { _, _, _ in HH_OK },
+                    remove_attribute: { _, _ in HH_OK })
                 return withExtendedLifetime(context) { api.pointee.augment(instance.handle, &view, &editor) }
             }
         }

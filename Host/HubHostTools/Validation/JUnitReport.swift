@@ -16,7 +16,8 @@ public enum JUnitReport {
             out += "    <testcase classname=\"\(escape(classname))\" name=\"\(escape(name))\" time=\"\(seconds(result.durationMs / 1000))\""
             if result.outcome == .failed {
                 let kind = result.timedOut ? "timeout" : result.signal != nil ? "crash" : "failure"
-                out += ">\n      <failure type=\"\(kind)\" message=\"\(escape(result.message))\">\(escape(result.message))</failure>\n    </testcase>\n"
+                out +=
+                    ">\n      <failure type=\"\(kind)\" message=\"\(escape(result.message))\">\(escape(result.message))</failure>\n    </testcase>\n"
             } else {
                 out += "/>\n"
             }

@@ -34,8 +34,10 @@ final class LeakCheck {
     func wrap(_ command: [String]) -> [String] {
         var rest = Array(command.dropFirst())
         if let library { rest += ["--library", library] }
-        return ["/usr/bin/env", "valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=definite",
-                "--errors-for-leak-kinds=definite", "--log-file=\(logFile)", executable] + rest
+        return [
+            "/usr/bin/env", "valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=definite",
+            "--errors-for-leak-kinds=definite", "--log-file=\(logFile)", executable
+        ] + rest
     }
 
     /// A description of the plugin's definite leaks, or nil when there are none.
@@ -58,7 +60,8 @@ final class LeakCheck {
             if line.range(of: #"^==\d+== $"#, options: .regularExpression) != nil { close() } else { block.append(line) }
         }
         close()
-        return leaks.isEmpty ? nil : "memcheck: \(leaks.count) definite leak\(leaks.count == 1 ? "" : "s") in \(name): " + leaks.joined(separator: "; ")
+        return leaks.isEmpty
+            ? nil : "memcheck: \(leaks.count) definite leak\(leaks.count == 1 ? "" : "s") in \(name): " + leaks.joined(separator: "; ")
     }
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: folder) }

@@ -45,9 +45,9 @@ public final class ValidationRunner: @unchecked Sendable {
             return (try? PluginLibrary.open(path: path))?.descriptors.map { (id: $0.id, kind: $0.kind) } ?? fromManifest
         }
         guard let result = try? ChildProcess.run(childCommand + ["--probe"], timeoutMs: options.testTimeoutMs, environment: Self.childEnvironment),
-              case .exited(0) = result.termination,
-              let line = result.stdout.split(separator: "\n").last(where: { $0.hasPrefix(Self.resultMarker) }),
-              let probed = try? JSONDecoder().decode([ProbedExport].self, from: Data(line.dropFirst(Self.resultMarker.count).utf8))
+            case .exited(0) = result.termination,
+            let line = result.stdout.split(separator: "\n").last(where: { $0.hasPrefix(Self.resultMarker) }),
+            let probed = try? JSONDecoder().decode([ProbedExport].self, from: Data(line.dropFirst(Self.resultMarker.count).utf8))
         else { return fromManifest }
         return probed.map { (id: $0.id, kind: $0.kind) }
     }
@@ -78,14 +78,19 @@ public final class ValidationRunner: @unchecked Sendable {
     // MARK: In this process
 
     /// Runs one test here. A hang past the test deadline is reported and the test's thread abandoned.
-    public static func runInProcess(_ test: ConformanceTest, target: ValidationTarget, options: ValidationOptions,
-                                    onOverrun: @escaping @Sendable (String) -> Void = { _ in }) -> ConformanceResult {
+    public static func runInProcess(
+        _ test: ConformanceTest, target: ValidationTarget, options: ValidationOptions,
+        onOverrun: @escaping @Sendable (String) -> Void = { _ in }
+    ) -> ConformanceResult {
         let budget = CallBudget(budgetMs: options.callBudgetMs, onOverrun: onOverrun)
         defer { budget.stop() }
         let start = Clock.monotonicNs()
         // Safe to share: `failure` and `done` are written by the test thread before it signals `finished` and read only
         // after `finished.wait` succeeds; on a timeout they are never read.
-        final class Box: @unchecked Sendable { var failure: String?; var done = false }
+        final class Box: @unchecked Sendable {
+            var failure: String?
+            var done = false
+        }
         let box = Box()
         let finished = DispatchSemaphore(value: 0)
         let thread = Thread {
@@ -103,8 +108,9 @@ public final class ValidationRunner: @unchecked Sendable {
         thread.start()
         let elapsed = { Double(Clock.monotonicNs() - start) / 1e6 }
         guard finished.wait(timeout: .now() + .milliseconds(options.testTimeoutMs)) == .success else {
-            return ConformanceResult(name: test.name, outcome: .failed, message: "timed out after \(options.testTimeoutMs) ms (a call hung)",
-                                     durationMs: elapsed(), timedOut: true)
+            return ConformanceResult(
+                name: test.name, outcome: .failed, message: "timed out after \(options.testTimeoutMs) ms (a call hung)",
+                durationMs: elapsed(), timedOut: true)
         }
         if let failure = box.failure {
             return ConformanceResult(name: test.name, outcome: .failed, message: failure, durationMs: elapsed())
@@ -128,8 +134,11 @@ public final class ValidationRunner: @unchecked Sendable {
     }
 
     func runInChild(_ test: ConformanceTest) -> ConformanceResult {
-        var command = childCommand + ["--run-one", test.name, "--call-budget", String(options.callBudgetMs),
-                                      "--memory-limit", String(options.memoryLimitMB)]
+        var command =
+            childCommand + [
+                "--run-one", test.name, "--call-budget", String(options.callBudgetMs),
+                "--memory-limit", String(options.memoryLimitMB)
+            ]
         var leakCheck: LeakCheck?
         if options.leaks {
             do {
@@ -156,17 +165,21 @@ public final class ValidationRunner: @unchecked Sendable {
         }
         switch result.termination {
         case .timedOut:
-            return ConformanceResult(name: test.name, outcome: .failed,
-                                     message: "timed out after \(timeout) ms and was killed (a call hung)", durationMs: elapsed(), timedOut: true)
+            return ConformanceResult(
+                name: test.name, outcome: .failed,
+                message: "timed out after \(timeout) ms and was killed (a call hung)", durationMs: elapsed(), timedOut: true)
         case .signaled(let signal):
-            return ConformanceResult(name: test.name, outcome: .failed,
-                                     message: "crashed: \(SignalName.of(signal)) (signal \(signal))\(ChildProcess.lastLines(result.stderr))",
-                                     durationMs: elapsed(), signal: signal)
+            return ConformanceResult(
+                name: test.name, outcome: .failed,
+                message: "crashed: \(SignalName.of(signal)) (signal \(signal))\(ChildProcess.lastLines(result.stderr))",
+                durationMs: elapsed(), signal: signal)
         case .exited(let status):
             guard var reported else {
-                return ConformanceResult(name: test.name, outcome: .failed,
-                                         message: "the test process exited with status \(status) without a result (did the plugin call exit()?)\(ChildProcess.lastLines(result.stderr))",
-                                         durationMs: elapsed())
+                return ConformanceResult(
+                    name: test.name, outcome: .failed,
+                    message:
+                        "the test process exited with status \(status) without a result (did the plugin call exit()?)\(ChildProcess.lastLines(result.stderr))",
+                    durationMs: elapsed())
             }
             reported.durationMs = elapsed()
             if let leakCheck, reported.outcome == .passed, let leaks = leakCheck.definiteLeaks() {

@@ -30,12 +30,13 @@ void sink_bench_kafka_mock_stop(void);
 /* Produces every message to `topic` with an idempotent librdkafka producer (acks=all, lz4) and waits
  * for every delivery report, at most `timeout_ms`. Returns the seconds it took, or a negative
  * number when a report failed or the deadline passed (`error` then says why). */
-double sink_bench_kafka_produce(const char *bootstrap, const char *topic, const sink_bench_message_t *messages, size_t count,
-                                int timeout_ms, char *error, size_t error_capacity);
+double sink_bench_kafka_produce(const char *bootstrap, const char *topic,
+                                const sink_bench_message_t *messages, size_t count, int timeout_ms,
+                                char *error, size_t error_capacity);
 
 /* Publishes every message to `subject` on JetStream asynchronously (Nats-Msg-Id = idempotency key)
  * and waits for every ack, at most `timeout_ms`. Returns seconds or a negative number (see above). */
-double sink_bench_nats_publish(const char *url, const char *subject, const sink_bench_message_t *messages, size_t count,
-                               int timeout_ms, char *error, size_t error_capacity);
+double sink_bench_nats_publish(const char *url, const char *subject, const sink_bench_message_t *messages,
+                               size_t count, int timeout_ms, char *error, size_t error_capacity);
 
 #endif /* SINK_BENCH_CLIENTS_H */

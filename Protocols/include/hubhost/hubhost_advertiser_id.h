@@ -17,8 +17,8 @@ extern "C" {
 /* A place for the plugin to put a string result. The host owns it; `set` copies the bytes at once,
  * so the plugin may pass a stack buffer. Calling `set` more than once keeps the last value. */
 typedef struct hh_string_sink {
-    void *sink_data;                                        /* host-owned, opaque */
-    void (*set)(void *sink_data, hh_string_t value);        /* [thread-safe] within the call */
+    void *sink_data;                                 /* host-owned, opaque */
+    void (*set)(void *sink_data, hh_string_t value); /* [thread-safe] within the call */
 } hh_string_sink_t;
 
 typedef struct hh_advertiser_id_v1 {

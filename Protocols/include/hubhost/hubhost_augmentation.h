@@ -21,11 +21,11 @@ extern "C" {
 
 /* Read access to an event. Host-owned; valid only during the augment call. */
 typedef struct hh_event_view {
-    void *event_data;          /* host-owned, opaque: pass back unchanged */
-    hh_string_t event_id;      /* the host's id for the event, for log messages */
-    int32_t type_code;         /* the Universal Behavior code (e.g. 17 named event) */
-    hh_string_t name;          /* the event's name (may be empty) */
-    int64_t time_ms;           /* when the event happened, ms since epoch */
+    void *event_data;     /* host-owned, opaque: pass back unchanged */
+    hh_string_t event_id; /* the host's id for the event, for log messages */
+    int32_t type_code;    /* the Universal Behavior code (e.g. 17 named event) */
+    hh_string_t name;     /* the event's name (may be empty) */
+    int64_t time_ms;      /* when the event happened, ms since epoch */
 
     /* The number of attributes. [any-thread] during the call. */
     size_t (*attribute_count)(const struct hh_event_view *view);
@@ -33,19 +33,18 @@ typedef struct hh_event_view {
     /* Attribute at index (0 <= index < attribute_count): name and value are host-owned, valid
      * until the augment call returns or the attribute is changed through the editor.
      * HH_ERR_NOT_FOUND for an index out of range. [any-thread] during the call. */
-    hh_status_t (*attribute_at)(const struct hh_event_view *view, size_t index,
-                                hh_string_t *out_name, hh_value_t *out_value);
+    hh_status_t (*attribute_at)(const struct hh_event_view *view, size_t index, hh_string_t *out_name,
+                                hh_value_t *out_value);
 
     /* Attribute by exact name (case-sensitive). HH_ERR_NOT_FOUND when absent. Same lifetime as
      * attribute_at. [any-thread] during the call. */
-    hh_status_t (*get_attribute)(const struct hh_event_view *view, hh_string_t name,
-                                 hh_value_t *out_value);
+    hh_status_t (*get_attribute)(const struct hh_event_view *view, hh_string_t name, hh_value_t *out_value);
 } hh_event_view_t;
 
 /* Write access to an event. Host-owned; valid only during the augment call. The host copies
  * names and values at once. */
 typedef struct hh_event_editor {
-    void *editor_data;         /* host-owned, opaque: pass back unchanged */
+    void *editor_data; /* host-owned, opaque: pass back unchanged */
 
     /* Add or replace an attribute. HH_ERR_INVALID_ARGUMENT for an empty name, a string that is not
      * valid UTF-8, an unknown value type, or a value outside the host's event limits (a time
@@ -73,8 +72,7 @@ typedef struct hh_augmentation_v1 {
      * the message from report_error, the plugin id and the event id) and discards this plugin's
      * edits; the event goes on unchanged by it. The host may call augment for different events
      * concurrently. [thread-safe] */
-    hh_status_t (*augment)(void *instance, const hh_event_view_t *event,
-                           const hh_event_editor_t *editor);
+    hh_status_t (*augment)(void *instance, const hh_event_view_t *event, const hh_event_editor_t *editor);
 } hh_augmentation_v1_t;
 
 #ifdef __cplusplus

@@ -15,16 +15,16 @@ extern "C" {
 #endif
 
 /* Resource names a provider is asked for. */
-#define HH_CONTENT_RESOURCE_METADATA "metadata"  /* small JSON: version, size, sha256, signature */
-#define HH_CONTENT_RESOURCE_BUNDLE   "bundle"    /* the content bundle (one SQLite file) */
-#define HH_CONTENT_RESOURCE_SETTINGS "settings"  /* delivery settings document (JSON) */
+#define HH_CONTENT_RESOURCE_METADATA "metadata" /* small JSON: version, size, sha256, signature */
+#define HH_CONTENT_RESOURCE_BUNDLE   "bundle"   /* the content bundle (one SQLite file) */
+#define HH_CONTENT_RESOURCE_SETTINGS "settings" /* delivery settings document (JSON) */
 
 /* Where a provider writes what it fetched. Host-owned; valid during the fetch call only. The host
  * sets every function (none is NULL). A provider may call them from the thread that called fetch
  * or from a thread of its own, as long as the calls on one sink do not overlap and all end before
  * fetch returns. */
 typedef struct hh_content_sink {
-    void *sink_data;  /* host-owned, opaque: pass back unchanged */
+    void *sink_data; /* host-owned, opaque: pass back unchanged */
 
     /* Append bytes (borrowed; the host copies or writes them at once). A non-HH_OK answer means
      * the host wants no more (cancelled, disk full...): stop and return that status. [any-thread]

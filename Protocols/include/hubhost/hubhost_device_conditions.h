@@ -27,33 +27,33 @@ extern "C" {
  * invalid answer (a failure of the call, reported with the value). */
 typedef int32_t hh_network_type_t;
 
-#define HH_NETWORK_NONE      0  /* no usable network: nothing can be downloaded */
-#define HH_NETWORK_WIFI      1  /* a wireless LAN (802.11) */
-#define HH_NETWORK_CELLULAR  2  /* a mobile data link (WWAN: LTE, 5G, ...) */
-#define HH_NETWORK_ETHERNET  3  /* a wired link; the prefetch policy treats it like wifi */
+#define HH_NETWORK_NONE     0 /* no usable network: nothing can be downloaded */
+#define HH_NETWORK_WIFI     1 /* a wireless LAN (802.11) */
+#define HH_NETWORK_CELLULAR 2 /* a mobile data link (WWAN: LTE, 5G, ...) */
+#define HH_NETWORK_ETHERNET 3 /* a wired link; the prefetch policy treats it like wifi */
 
 /* Whether the device is charging. Any other value is refused by the host as an invalid answer. */
 typedef int32_t hh_charging_t;
 
-#define HH_CHARGING_UNKNOWN  0  /* the plugin cannot tell (also the zero-filled default) */
-#define HH_CHARGING_NO       1  /* on battery, or a full battery not being charged */
-#define HH_CHARGING_YES      2  /* connected to power: charging, or full on mains */
+#define HH_CHARGING_UNKNOWN 0 /* the plugin cannot tell (also the zero-filled default) */
+#define HH_CHARGING_NO      1 /* on battery, or a full battery not being charged */
+#define HH_CHARGING_YES     2 /* connected to power: charging, or full on mains */
 
 /* The answer. The host zero-fills it before the call, so a plugin fills only what it knows; the
  * zero values mean: no network, not metered, no battery, charging unknown, free bytes unknown.
  * The struct holds no pointers: there is nothing to release. */
 typedef struct hh_device_conditions {
-    hh_network_type_t network;  /* one of HH_NETWORK_* */
-    bool metered;               /* the network is billed by volume (cellular, a tethered hotspot) */
+    hh_network_type_t network; /* one of HH_NETWORK_* */
+    bool metered;              /* the network is billed by volume (cellular, a tethered hotspot) */
 
-    bool has_battery;           /* false: the device has no battery (a server, a desktop);
+    bool has_battery;       /* false: the device has no battery (a server, a desktop);
                                  * battery_level is then ignored */
-    double battery_level;       /* 0.0 (empty) ... 1.0 (full), when has_battery. A value outside
+    double battery_level;   /* 0.0 (empty) ... 1.0 (full), when has_battery. A value outside
                                  * 0...1, NaN or infinite is refused as an invalid answer. */
-    hh_charging_t charging;     /* one of HH_CHARGING_* */
+    hh_charging_t charging; /* one of HH_CHARGING_* */
 
-    bool has_free_bytes;        /* false: free space unknown; free_bytes is then ignored */
-    uint64_t free_bytes;        /* bytes available to an unprivileged writer on the file system
+    bool has_free_bytes; /* false: free space unknown; free_bytes is then ignored */
+    uint64_t free_bytes; /* bytes available to an unprivileged writer on the file system
                                  * that holds `data_directory` (statvfs: f_bavail * f_frsize) */
 } hh_device_conditions_t;
 

@@ -36,13 +36,13 @@ extern "C" {
 /* The request as the host would send it. Everything in it is host-owned and borrowed for the
  * call: copy what you keep. */
 typedef struct hh_download_request {
-    hh_string_t url;                  /* absolute http:// or https:// URL */
-    const hh_http_header_t *headers;  /* sorted by name without regard to case; may be NULL
+    hh_string_t url;                 /* absolute http:// or https:// URL */
+    const hh_http_header_t *headers; /* sorted by name without regard to case; may be NULL
                                        * when header_count is 0.
                                        * Names are unique, compared without regard to case. */
     size_t header_count;
-    hh_string_t item_id;              /* the content item's uniqueId (never changes) */
-    hh_string_t file_role;            /* which file of the item: "main", "hls_main_index",
+    hh_string_t item_id;   /* the content item's uniqueId (never changes) */
+    hh_string_t file_role; /* which file of the item: "main", "hls_main_index",
                                        * "thumbnail", "subtitle" (the README lists them; a role
                                        * added later is passed as is: treat an unknown one as
                                        * "leave the request alone" unless configured otherwise) */
@@ -53,7 +53,7 @@ typedef struct hh_download_request {
  * that received the editor, from the thread that made it. Edits apply in the order made.
  * Invalid values are not refused here but when convert returns (see the list above). */
 typedef struct hh_download_request_editor {
-    void *editor_data;  /* host-owned, opaque: pass it back unchanged */
+    void *editor_data; /* host-owned, opaque: pass it back unchanged */
 
     /* Replace the URL. */
     void (*set_url)(void *editor_data, hh_string_t url);

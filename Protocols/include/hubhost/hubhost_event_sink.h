@@ -40,11 +40,11 @@ typedef int32_t hh_sink_outcome_t;
 /* Not delivered now, may succeed later (a broker down, a full queue, a timeout). The host counts
  * an attempt and retries after its backoff; after `max_num_retries` attempts it is FAILED_POST.
  * This is what the host assumes for every answer the sink leaves untouched. */
-#define HH_SINK_RETRY     1
+#define HH_SINK_RETRY 1
 /* The destination refused this event for good (too large, invalid for it). The host marks it
  * FAILED_POST at once, with the reason as its last error. Never use it for a transient failure:
  * a rejected event is not retried. */
-#define HH_SINK_REJECTED  2
+#define HH_SINK_REJECTED 2
 
 /* ---------------------------------------------------------------------------------------------
  * A batch
@@ -144,7 +144,8 @@ typedef struct hh_host_event_auth_v1 {
      * returning HH_ERR_UNAVAILABLE from deliver retries the batch with that message.
      * HH_ERR_INVALID_ARGUMENT: `out` is NULL or too small (*out_length then says how long the token
      * is). HH_ERR_NOT_FOUND: no OAuth is configured. [thread-safe] */
-    hh_status_t (*get_token)(const hh_host_t *host, bool force_refresh, char *out, size_t capacity, size_t *out_length);
+    hh_status_t (*get_token)(const hh_host_t *host, bool force_refresh, char *out, size_t capacity,
+                             size_t *out_length);
 } hh_host_event_auth_v1_t;
 
 #ifdef __cplusplus

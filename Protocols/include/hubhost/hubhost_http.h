@@ -30,18 +30,18 @@ typedef struct hh_http_header {
 
 /* A request. Everything in it is plugin-owned and borrowed by the host for the call. */
 typedef struct hh_http_request {
-    hh_string_t method;               /* "GET", "POST"... */
-    hh_string_t url;                  /* absolute http:// or https:// URL */
-    const hh_http_header_t *headers;  /* may be NULL when header_count is 0 */
+    hh_string_t method;              /* "GET", "POST"... */
+    hh_string_t url;                 /* absolute http:// or https:// URL */
+    const hh_http_header_t *headers; /* may be NULL when header_count is 0 */
     size_t header_count;
-    const void *body;                 /* may be NULL when body_length is 0 */
+    const void *body; /* may be NULL when body_length is 0 */
     size_t body_length;
-    uint32_t timeout_ms;              /* 0: the host's default; the host caps it by its policy */
+    uint32_t timeout_ms; /* 0: the host's default; the host caps it by its policy */
 } hh_http_request_t;
 
 /* The response. Host-owned; valid until the plugin calls release on it. */
 typedef struct hh_http_response {
-    int32_t status_code;              /* e.g. 200; 0 when no response arrived */
+    int32_t status_code; /* e.g. 200; 0 when no response arrived */
     const hh_http_header_t *headers;
     size_t header_count;
     const void *body;

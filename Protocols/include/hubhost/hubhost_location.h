@@ -18,14 +18,14 @@ extern "C" {
  * String members are plugin-owned and stay valid until the host calls release_location on this
  * same struct (the host copies them first). */
 typedef struct hh_location {
-    bool has_coordinates;     /* latitude/longitude/accuracy_m are meaningful */
-    double latitude;          /* degrees, WGS84, -90..90 */
-    double longitude;         /* degrees, WGS84, -180..180 */
-    double accuracy_m;        /* radius of uncertainty in meters; 0 when unknown */
-    int64_t time_ms;          /* when the fix was taken, ms since epoch; 0 when unknown */
-    hh_string_t location_id;  /* an opaque id for the place (compared verbatim); length 0: none */
-    hh_string_t name;         /* e.g. "Pike Place Market"; length 0: none */
-    hh_string_t address;      /* a postal address on one line; length 0: none */
+    bool has_coordinates;    /* latitude/longitude/accuracy_m are meaningful */
+    double latitude;         /* degrees, WGS84, -90..90 */
+    double longitude;        /* degrees, WGS84, -180..180 */
+    double accuracy_m;       /* radius of uncertainty in meters; 0 when unknown */
+    int64_t time_ms;         /* when the fix was taken, ms since epoch; 0 when unknown */
+    hh_string_t location_id; /* an opaque id for the place (compared verbatim); length 0: none */
+    hh_string_t name;        /* e.g. "Pike Place Market"; length 0: none */
+    hh_string_t address;     /* a postal address on one line; length 0: none */
 } hh_location_t;
 
 typedef struct hh_location_v1 {
@@ -60,7 +60,8 @@ typedef struct hh_host_location_v1 {
      * its strings are host-owned and valid until release_location. HH_OK: *out is the answer;
      * HH_ERR_UNAVAILABLE: no delegate has a location; HH_ERR_TIMEOUT: none answered in time.
      * [thread-safe] */
-    hh_status_t (*get_location)(const hh_host_t *host, int64_t max_age_ms, int64_t timeout_ms, hh_location_t *out);
+    hh_status_t (*get_location)(const hh_host_t *host, int64_t max_age_ms, int64_t timeout_ms,
+                                hh_location_t *out);
 
     /* Release the strings of a location obtained from get_location. [thread-safe] */
     void (*release_location)(const hh_host_t *host, hh_location_t *location);

@@ -17,12 +17,12 @@ extern "C" {
 
 /* One log record. Everything in it is host-owned and borrowed for the duration of the call. */
 typedef struct hh_log_record {
-    hh_severity_t severity;    /* HH_SEVERITY_CRITICAL_ERROR .. HH_SEVERITY_INFO, never NONE */
-    hh_verbosity_t verbosity;  /* HH_VERBOSITY_DEBUG or HH_VERBOSITY_INFO, never NONE */
-    int64_t time_ms;           /* wall time of the record, ms since 1970-01-01T00:00:00Z */
-    hh_string_t source;        /* who logged: "hubhost", an engine ("hubhost.loader") or a
+    hh_severity_t severity;   /* HH_SEVERITY_CRITICAL_ERROR .. HH_SEVERITY_INFO, never NONE */
+    hh_verbosity_t verbosity; /* HH_VERBOSITY_DEBUG or HH_VERBOSITY_INFO, never NONE */
+    int64_t time_ms;          /* wall time of the record, ms since 1970-01-01T00:00:00Z */
+    hh_string_t source;       /* who logged: "hubhost", an engine ("hubhost.loader") or a
                                   plugin instance id */
-    hh_string_t message;       /* UTF-8 text, no trailing newline */
+    hh_string_t message;      /* UTF-8 text, no trailing newline */
 } hh_log_record_t;
 
 typedef struct hh_logging_v1 {

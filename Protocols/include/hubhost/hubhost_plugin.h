@@ -63,7 +63,8 @@ typedef struct hh_version {
 } hh_version_t;
 
 /* Use in hh_library_t.abi_version: the version of this header the plugin was compiled against. */
-#define HH_ABI_VERSION_INIT { HH_ABI_VERSION_MAJOR, HH_ABI_VERSION_MINOR, HH_ABI_VERSION_PATCH }
+#define HH_ABI_VERSION_INIT                                                                                  \
+    { HH_ABI_VERSION_MAJOR, HH_ABI_VERSION_MINOR, HH_ABI_VERSION_PATCH }
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes
@@ -71,16 +72,16 @@ typedef struct hh_version {
 
 typedef int32_t hh_status_t;
 
-#define HH_OK                       0  /* success */
-#define HH_ERR_INVALID_ARGUMENT     1  /* a NULL or malformed argument */
-#define HH_ERR_CONFIG               2  /* the instance configuration is wrong or incomplete */
-#define HH_ERR_UNSUPPORTED          3  /* the plugin does not support this request */
-#define HH_ERR_TYPE_MISMATCH        4  /* a value had a type the call cannot handle */
-#define HH_ERR_NOT_FOUND            5  /* no such key / resource / answer ("no opinion") */
-#define HH_ERR_TIMEOUT              6  /* a deadline passed */
-#define HH_ERR_IO                   7  /* file or network failure */
-#define HH_ERR_INTERNAL             8  /* a bug or an unexpected state inside the plugin */
-#define HH_ERR_UNAVAILABLE          9  /* temporarily unable to answer; the host may retry later */
+#define HH_OK                   0 /* success */
+#define HH_ERR_INVALID_ARGUMENT 1 /* a NULL or malformed argument */
+#define HH_ERR_CONFIG           2 /* the instance configuration is wrong or incomplete */
+#define HH_ERR_UNSUPPORTED      3 /* the plugin does not support this request */
+#define HH_ERR_TYPE_MISMATCH    4 /* a value had a type the call cannot handle */
+#define HH_ERR_NOT_FOUND        5 /* no such key / resource / answer ("no opinion") */
+#define HH_ERR_TIMEOUT          6 /* a deadline passed */
+#define HH_ERR_IO               7 /* file or network failure */
+#define HH_ERR_INTERNAL         8 /* a bug or an unexpected state inside the plugin */
+#define HH_ERR_UNAVAILABLE      9 /* temporarily unable to answer; the host may retry later */
 
 /* ---------------------------------------------------------------------------------------------
  * Typed values
@@ -94,12 +95,12 @@ typedef struct hh_string {
 
 typedef int32_t hh_value_type_t;
 
-#define HH_VALUE_NULL     0  /* no value */
-#define HH_VALUE_STRING   1  /* of.string, UTF-8 with explicit length */
-#define HH_VALUE_INT64    2  /* of.int64 */
-#define HH_VALUE_DOUBLE   3  /* of.real */
-#define HH_VALUE_BOOL     4  /* of.boolean */
-#define HH_VALUE_TIME_MS  5  /* of.time_ms: milliseconds since 1970-01-01T00:00:00Z (UTC) */
+#define HH_VALUE_NULL    0 /* no value */
+#define HH_VALUE_STRING  1 /* of.string, UTF-8 with explicit length */
+#define HH_VALUE_INT64   2 /* of.int64 */
+#define HH_VALUE_DOUBLE  3 /* of.real */
+#define HH_VALUE_BOOL    4 /* of.boolean */
+#define HH_VALUE_TIME_MS 5 /* of.time_ms: milliseconds since 1970-01-01T00:00:00Z (UTC) */
 
 /* A value crossing the boundary. Read `of` only through the member `type` names; a value whose
  * type a plugin does not know (added in a later minor version) must be treated as unsupported
@@ -121,17 +122,17 @@ typedef struct hh_value {
 
 typedef int32_t hh_severity_t;
 
-#define HH_SEVERITY_NONE            0  /* as a setting: logging off. Never a record's severity. */
-#define HH_SEVERITY_CRITICAL_ERROR  1
-#define HH_SEVERITY_ERROR           2
-#define HH_SEVERITY_WARNING         3
-#define HH_SEVERITY_INFO            4
+#define HH_SEVERITY_NONE           0 /* as a setting: logging off. Never a record's severity. */
+#define HH_SEVERITY_CRITICAL_ERROR 1
+#define HH_SEVERITY_ERROR          2
+#define HH_SEVERITY_WARNING        3
+#define HH_SEVERITY_INFO           4
 
 typedef int32_t hh_verbosity_t;
 
-#define HH_VERBOSITY_NONE   0  /* as a setting: logging off. Never a record's verbosity. */
-#define HH_VERBOSITY_DEBUG  1  /* ordinary detail */
-#define HH_VERBOSITY_INFO   2  /* the most detail */
+#define HH_VERBOSITY_NONE  0 /* as a setting: logging off. Never a record's verbosity. */
+#define HH_VERBOSITY_DEBUG 1 /* ordinary detail */
+#define HH_VERBOSITY_INFO  2 /* the most detail */
 
 /* ---------------------------------------------------------------------------------------------
  * Plugin kinds. Each kind's interface is in its own header (hubhost_<kind>.h).
@@ -139,17 +140,17 @@ typedef int32_t hh_verbosity_t;
 
 typedef int32_t hh_plugin_kind_t;
 
-#define HH_KIND_CONTENT_PROVIDER  1  /* hubhost_content_provider.h: hh_content_provider_v1_t */
-#define HH_KIND_AUGMENTATION      2  /* hubhost_augmentation.h:     hh_augmentation_v1_t */
-#define HH_KIND_TRIGGER_OPERATOR  3  /* hubhost_trigger_operator.h: hh_trigger_operator_v1_t */
-#define HH_KIND_ADVERTISER_ID     4  /* hubhost_advertiser_id.h:    hh_advertiser_id_v1_t */
-#define HH_KIND_LOGGING           5  /* hubhost_logging.h:          hh_logging_v1_t */
-#define HH_KIND_LOCATION          6  /* hubhost_location.h:         hh_location_v1_t */
+#define HH_KIND_CONTENT_PROVIDER 1 /* hubhost_content_provider.h: hh_content_provider_v1_t */
+#define HH_KIND_AUGMENTATION     2 /* hubhost_augmentation.h:     hh_augmentation_v1_t */
+#define HH_KIND_TRIGGER_OPERATOR 3 /* hubhost_trigger_operator.h: hh_trigger_operator_v1_t */
+#define HH_KIND_ADVERTISER_ID    4 /* hubhost_advertiser_id.h:    hh_advertiser_id_v1_t */
+#define HH_KIND_LOGGING          5 /* hubhost_logging.h:          hh_logging_v1_t */
+#define HH_KIND_LOCATION         6 /* hubhost_location.h:         hh_location_v1_t */
 /* Added in ABI 1.1: a library declaring one of these kinds sets abi_version to 1.1 or later. */
 #define HH_KIND_EVENT_SINK        7  /* hubhost_event_sink.h:        hh_event_sink_v1_t */
 #define HH_KIND_USER_ID_GENERATOR 8  /* hubhost_user_id_generator.h: hh_user_id_generator_v1_t */
 #define HH_KIND_DEVICE_CONDITIONS 9  /* hubhost_device_conditions.h: hh_device_conditions_v1_t */
-#define HH_KIND_DOWNLOAD_REQUEST 10  /* hubhost_download_request.h:  hh_download_request_v1_t */
+#define HH_KIND_DOWNLOAD_REQUEST  10 /* hubhost_download_request.h:  hh_download_request_v1_t */
 
 /* ---------------------------------------------------------------------------------------------
  * Host services: what the host gives every plugin instance at create.
@@ -178,8 +179,7 @@ struct hh_host {
      * instance's id. `message` is borrowed. Never fails; a record that cannot be delivered is
      * dropped. [thread-safe] Must not be called from inside a logging plugin's own `log` call
      * (such records are dropped to prevent recursion). */
-    void (*log)(const hh_host_t *host, hh_severity_t severity, hh_verbosity_t verbosity,
-                hh_string_t message);
+    void (*log)(const hh_host_t *host, hh_severity_t severity, hh_verbosity_t verbosity, hh_string_t message);
 
     /* Typed lookup in this instance's `config:` map from plugins.yaml, after the host checked it
      * against the plugin.yaml schema and filled in defaults. `key` is NUL-terminated, borrowed.

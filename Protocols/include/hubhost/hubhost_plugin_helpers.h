@@ -59,7 +59,8 @@
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
-#define HH_HELPERS_PRINTF(format_index, first_argument) __attribute__((format(printf, format_index, first_argument)))
+#define HH_HELPERS_PRINTF(format_index, first_argument)                                                      \
+    __attribute__((format(printf, format_index, first_argument)))
 #else
 #define HH_HELPERS_PRINTF(format_index, first_argument)
 #endif
@@ -80,7 +81,7 @@
  *     HH_PLUGIN_LIBRARY(my_plugins);
  *
  * Designated initializers (.id = ...) in the array work as well in C. */
-#define HH_PLUGIN_DESCRIPTOR(id, name, description, version, kind, kind_api, create, destroy) \
+#define HH_PLUGIN_DESCRIPTOR(id, name, description, version, kind, kind_api, create, destroy)                \
     { (id), (name), (description), (version), (kind), (kind_api), (create), (destroy), NULL }
 
 /* Defines the library of the static array `descriptors` (an array object, not a pointer: its
@@ -96,16 +97,16 @@
  * constant tables). Failure: none at run time; using it twice in a library, or with a pointer
  * instead of an array, is a compile-time error or a wrong count. At file scope, once, followed by
  * a semicolon (the expansion ends with a declaration of hubhost_library_entry). */
-#define HH_PLUGIN_LIBRARY(descriptors)                                                                  \
-    static const hh_plugin_descriptor_t *hh_helpers_get_plugin_(uint32_t index) {                      \
-        return index < sizeof(descriptors) / sizeof((descriptors)[0]) ? &(descriptors)[index] : NULL; \
-    }                                                                                                   \
-    static const hh_library_t hh_helpers_library_ = {                                                   \
-        HH_ABI_VERSION_INIT, NULL, NULL, (uint32_t)(sizeof(descriptors) / sizeof((descriptors)[0])),    \
-        hh_helpers_get_plugin_};                                                                        \
-    HH_HELPERS_EXTERN_C HH_EXPORT const hh_library_t *hubhost_library_entry(void) {                     \
-        return &hh_helpers_library_;                                                                    \
-    }                                                                                                   \
+#define HH_PLUGIN_LIBRARY(descriptors)                                                                       \
+    static const hh_plugin_descriptor_t *hh_helpers_get_plugin_(uint32_t index) {                            \
+        return index < sizeof(descriptors) / sizeof((descriptors)[0]) ? &(descriptors)[index] : NULL;        \
+    }                                                                                                        \
+    static const hh_library_t hh_helpers_library_ = {                                                        \
+        HH_ABI_VERSION_INIT, NULL, NULL, (uint32_t)(sizeof(descriptors) / sizeof((descriptors)[0])),         \
+        hh_helpers_get_plugin_};                                                                             \
+    HH_HELPERS_EXTERN_C HH_EXPORT const hh_library_t *hubhost_library_entry(void) {                          \
+        return &hh_helpers_library_;                                                                         \
+    }                                                                                                        \
     HH_HELPERS_EXTERN_C const hh_library_t *hubhost_library_entry(void)
 
 /* A library that exports one plugin: defines its descriptor (the arguments as for
@@ -118,9 +119,9 @@
  *
  * Ownership, threads and failure as HH_PLUGIN_LIBRARY: static tables, [thread-safe], no run-time
  * failure. At file scope, once per library, followed by a semicolon. */
-#define HH_SINGLE_PLUGIN_LIBRARY(id, name, description, version, kind, kind_api, create, destroy)      \
-    static const hh_plugin_descriptor_t hh_helpers_descriptors_[1] = {                                  \
-        HH_PLUGIN_DESCRIPTOR(id, name, description, version, kind, kind_api, create, destroy)};          \
+#define HH_SINGLE_PLUGIN_LIBRARY(id, name, description, version, kind, kind_api, create, destroy)            \
+    static const hh_plugin_descriptor_t hh_helpers_descriptors_[1] = {                                       \
+        HH_PLUGIN_DESCRIPTOR(id, name, description, version, kind, kind_api, create, destroy)};              \
     HH_PLUGIN_LIBRARY(hh_helpers_descriptors_)
 
 /* ---------------------------------------------------------------------------------------------
@@ -208,7 +209,8 @@ static inline hh_status_t hh_report(const hh_host_t *host, hh_status_t status, c
  * empty answer. */
 static inline hh_string_t hh_config_string(const hh_host_t *host, const char *key) {
     hh_value_t value;
-    if (host && host->config_get && host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_STRING) {
+    if (host && host->config_get && host->config_get(host, key, &value) == HH_OK &&
+        value.type == HH_VALUE_STRING) {
         return value.of.string;
     }
     return hh_string_from_cstr(NULL);

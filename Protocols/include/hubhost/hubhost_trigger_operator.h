@@ -31,8 +31,8 @@ typedef struct hh_trigger_operator_v1 {
      * false). Any other status: a failure (report_error first); the host treats it as false.
      * Must return in bounded time for any input (e.g. a regex engine with a step limit).
      * [thread-safe] */
-    hh_status_t (*compare)(void *instance, const hh_value_t *event_value,
-                           const hh_value_t *trigger_value, bool *out_result);
+    hh_status_t (*compare)(void *instance, const hh_value_t *event_value, const hh_value_t *trigger_value,
+                           bool *out_result);
 } hh_trigger_operator_v1_t;
 
 #ifdef __cplusplus

@@ -95,13 +95,20 @@ enum CollectorJSON {
             if digits.count < width { out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits.count)) }
             out.append(contentsOf: digits)
         }
-        pad(parts.tm_year + 1900, 4); out.append(UInt8(ascii: "-"))
-        pad(parts.tm_mon + 1, 2); out.append(UInt8(ascii: "-"))
-        pad(parts.tm_mday, 2); out.append(UInt8(ascii: "T"))
-        pad(parts.tm_hour, 2); out.append(UInt8(ascii: ":"))
-        pad(parts.tm_min, 2); out.append(UInt8(ascii: ":"))
-        pad(parts.tm_sec, 2); out.append(UInt8(ascii: "."))
-        pad(Int32(fraction), 3); out.append(UInt8(ascii: "Z"))
+        pad(parts.tm_year + 1900, 4)
+        out.append(UInt8(ascii: "-"))
+        pad(parts.tm_mon + 1, 2)
+        out.append(UInt8(ascii: "-"))
+        pad(parts.tm_mday, 2)
+        out.append(UInt8(ascii: "T"))
+        pad(parts.tm_hour, 2)
+        out.append(UInt8(ascii: ":"))
+        pad(parts.tm_min, 2)
+        out.append(UInt8(ascii: ":"))
+        pad(parts.tm_sec, 2)
+        out.append(UInt8(ascii: "."))
+        pad(Int32(fraction), 3)
+        out.append(UInt8(ascii: "Z"))
         return String(decoding: out, as: UTF8.self)
     }
 }

@@ -164,8 +164,9 @@ public final class EventDelivery: @unchecked Sendable {
                 case .answered(let answered) where answered.count == current.events.count:
                     outcomes = answered
                 case .answered(let answered):
-                    outcomes = Array(repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(current.events.count) events"),
-                                     count: current.events.count)
+                    outcomes = Array(
+                        repeating: .retry(reason: "the sink answered \(answered.count) outcomes for \(current.events.count) events"),
+                        count: current.events.count)
                 }
                 // Some to retry: the destination is struggling, the rest waits for the next flush.
                 if stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport) {
@@ -191,8 +192,10 @@ public final class EventDelivery: @unchecked Sendable {
 
     /// Puts each event of `batch`'s status by its outcome into `step`, with the end of its lease
     /// (and the counts into `stepReport`); true when some are to be retried.
-    private func stage(_ batch: EventStore.ClaimedBatch, _ outcomes: [SinkOutcome], nowMs: Int64, into step: inout EventStore.DeliveryStep,
-                       _ stepReport: inout DeliveryReport) -> Bool {
+    private func stage(
+        _ batch: EventStore.ClaimedBatch, _ outcomes: [SinkOutcome], nowMs: Int64, into step: inout EventStore.DeliveryStep,
+        _ stepReport: inout DeliveryReport
+    ) -> Bool {
         var delivered: [Int64] = []
         var rejected: [String: [Int64]] = [:]
         var retry: [String: [(seq: Int64, event: Event)]] = [:]
@@ -223,7 +226,9 @@ public final class EventDelivery: @unchecked Sendable {
             stepReport.failed += failedNow
             stepReport.retrying += events.count - failedNow
             stepReport.lastError = reason
-            logger.warning("posting \(events.count) event\(events.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s")
+            logger.warning(
+                "posting \(events.count) event\(events.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s"
+            )
         }
         return !retry.isEmpty
     }
@@ -234,8 +239,9 @@ public final class EventDelivery: @unchecked Sendable {
             guard let value = event[attribute: name] else { return "" }
             return Self.text(value)
         }
-        return SinkEvent(idempotencyKey: event.id, typeCode: Int32(clamping: event.type.code), timeMs: event.timestampMs,
-                         json: eventJSON(event, nameField: nameField), mobileUserID: text("Mobile User Id"), anonymousID: text("Device Id"))
+        return SinkEvent(
+            idempotencyKey: event.id, typeCode: Int32(clamping: event.type.code), timeMs: event.timestampMs,
+            json: eventJSON(event, nameField: nameField), mobileUserID: text("Mobile User Id"), anonymousID: text("Device Id"))
     }
 
     /// `{"events":[{"eventTypeCode":"17","eventTimestamp":"2014-06-10T00:00:00.000Z","idempotencyKey":"...",

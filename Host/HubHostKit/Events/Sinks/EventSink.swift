@@ -39,7 +39,9 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         let answer = plugin.deliver(events, timeoutMs: timeoutMs)
         if !answer.undefinedOutcomes.isEmpty {
-            onUndefinedOutcome("event sink '\(name)' answered outcome codes the ABI does not define (\(Set(answer.undefinedOutcomes).sorted().map(String.init).joined(separator: ", "))); those events are retried")
+            onUndefinedOutcome(
+                "event sink '\(name)' answered outcome codes the ABI does not define (\(Set(answer.undefinedOutcomes).sorted().map(String.init).joined(separator: ", "))); those events are retried"
+            )
         }
         return .answered(answer.outcomes)
     }

@@ -50,18 +50,21 @@ public enum BundleBuilder {
         let content = reader.read()
         guard reader.problems.isEmpty, let content else { throw BuildError(problems: reader.problems) }
         let created = ISO8601DateFormatter().string(from: now)
-        let summary = Summary(version: version ?? content.version ?? created, contentSource: content.contentSource ?? (directory as NSString).lastPathComponent,
-                              created: created, hubs: content.hubs.count, channels: content.hubs.reduce(0) { $0 + $1.channels.count },
-                              articles: content.hubs.reduce(0) { $0 + $1.channels.reduce(0) { $0 + $1.articles.count } },
-                              resources: content.resources.count, notifications: content.notifications.count)
+        let summary = Summary(
+            version: version ?? content.version ?? created, contentSource: content.contentSource ?? (directory as NSString).lastPathComponent,
+            created: created, hubs: content.hubs.count, channels: content.hubs.reduce(0) { $0 + $1.channels.count },
+            articles: content.hubs.reduce(0) { $0 + $1.channels.reduce(0) { $0 + $1.articles.count } },
+            resources: content.resources.count, notifications: content.notifications.count)
         try write(content, summary: summary, to: output)
         return summary
     }
 
     /// Builds, signs with the PEM private key at `privateKeyPath` and writes the metadata document to
     /// `FILE.json` (BundleMetadata.path(besideBundle:)). The key is checked before anything is built.
-    public static func buildSigned(from directory: String, to output: String, privateKeyPath: String, version: String? = nil,
-                                   now: Date = Date()) throws -> (summary: Summary, metadata: BundleMetadata) {
+    public static func buildSigned(
+        from directory: String, to output: String, privateKeyPath: String, version: String? = nil,
+        now: Date = Date()
+    ) throws -> (summary: Summary, metadata: BundleMetadata) {
         _ = try BundleSignature.sign(Data(), privateKeyAt: privateKeyPath)
         let summary = try build(from: directory, to: output, version: version, now: now)
         let data = try Data(contentsOf: URL(fileURLWithPath: output))
@@ -79,18 +82,22 @@ public enum BundleBuilder {
             let queue = try DatabaseQueue(path: temporary)
             try queue.write { db in
                 try db.execute(sql: ContentBundle.schema)
-                for (key, value) in [(ContentBundle.MetadataKey.version, summary.version), (ContentBundle.MetadataKey.created, summary.created),
-                                     (ContentBundle.MetadataKey.contentSource, summary.contentSource), (ContentBundle.MetadataKey.formatVersion, "1")] {
+                for (key, value) in [
+                    (ContentBundle.MetadataKey.version, summary.version), (ContentBundle.MetadataKey.created, summary.created),
+                    (ContentBundle.MetadataKey.contentSource, summary.contentSource), (ContentBundle.MetadataKey.formatVersion, "1")
+                ] {
                     try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [key, value])
                 }
                 for (h, hub) in content.hubs.enumerated() {
                     try db.execute(sql: "INSERT INTO hubs VALUES (?, ?, ?, ?)", arguments: [hub.id, hub.title, json(hub.tags), h])
                     for (c, channel) in hub.channels.enumerated() {
-                        try db.execute(sql: "INSERT INTO channels VALUES (?, ?, ?, ?, ?)",
-                                       arguments: [channel.id, hub.id, channel.title, json(channel.tags), c])
+                        try db.execute(
+                            sql: "INSERT INTO channels VALUES (?, ?, ?, ?, ?)",
+                            arguments: [channel.id, hub.id, channel.title, json(channel.tags), c])
                         for (a, article) in channel.articles.enumerated() {
-                            try db.execute(sql: "INSERT INTO articles VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                           arguments: [article.id, channel.id, article.title, json(article.tags), a, article.html, article.sourceURL])
+                            try db.execute(
+                                sql: "INSERT INTO articles VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                arguments: [article.id, channel.id, article.title, json(article.tags), a, article.html, article.sourceURL])
                         }
                     }
                 }

@@ -56,7 +56,8 @@ public struct FileStamp: Equatable, Sendable {
 
     /// True when `path` still names the file open as `descriptor`.
     static func sameFile(descriptor: Int32, path: String) -> Bool {
-        var open = stat(), named = stat()
+        var open = stat()
+        var named = stat()
         guard fstat(descriptor, &open) == 0, stat(path, &named) == 0 else { return false }
         return open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }

@@ -38,8 +38,11 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
     /// with that reason rather than as a malformed document).
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        if let text = try? c.decode(String.self, forKey: .version) { version = text }
-        else { version = String(try c.decode(Int.self, forKey: .version)) }
+        if let text = try? c.decode(String.self, forKey: .version) {
+            version = text
+        } else {
+            version = String(try c.decode(Int.self, forKey: .version))
+        }
         size = try c.decode(Int64.self, forKey: .size)
         sha256 = try c.decode(String.self, forKey: .sha256).lowercased()
         signature = try c.decodeIfPresent(String.self, forKey: .signature) ?? ""
@@ -52,7 +55,8 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
         public var description: String {
             switch self {
             case .invalid(let source, let reason):
-                return "\(source) is not a bundle metadata document (expected {\"version\", \"size\", \"sha256\", \"signature\", \"created\", \"format\"}): \(reason)"
+                return
+                    "\(source) is not a bundle metadata document (expected {\"version\", \"size\", \"sha256\", \"signature\", \"created\", \"format\"}): \(reason)"
             }
         }
     }
@@ -87,8 +91,9 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
 
     /// The metadata document for `bundle` (the file's bytes), signed with `signature` (empty: unsigned).
     public static func describing(_ bundle: Data, version: String, created: String, signature: Data) -> BundleMetadata {
-        BundleMetadata(version: version, size: Int64(bundle.count), sha256: SHA256.hex(of: bundle),
-                       signature: signature.base64EncodedString(), created: created)
+        BundleMetadata(
+            version: version, size: Int64(bundle.count), sha256: SHA256.hex(of: bundle),
+            signature: signature.base64EncodedString(), created: created)
     }
 
     /// `FILE.json`: where `bundle build` writes the document for `FILE`, and where the host looks for

@@ -17,11 +17,14 @@ public enum BundleSignature {
             switch self {
             case .unreadable(let path): return "\(path) cannot be read"
             case .notAPrivateKey(let source, let openssl):
-                return "\(source) is not a PEM private key (RSA, EC or Ed25519; make one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem`): \(openssl)"
+                return
+                    "\(source) is not a PEM private key (RSA, EC or Ed25519; make one with `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out key.pem`): \(openssl)"
             case .encryptedPrivateKey(let source):
-                return "\(source) is an encrypted private key; write an unencrypted copy with `openssl pkey -in \(source) -out plain.pem` and sign with that"
+                return
+                    "\(source) is an encrypted private key; write an unencrypted copy with `openssl pkey -in \(source) -out plain.pem` and sign with that"
             case .notAPublicKey(let source, let openssl):
-                return "\(source) is not a DER SubjectPublicKeyInfo public key (make one with `openssl pkey -in key.pem -pubout -outform DER -out pubkey.der`): \(openssl)"
+                return
+                    "\(source) is not a DER SubjectPublicKeyInfo public key (make one with `openssl pkey -in key.pem -pubout -outform DER -out pubkey.der`): \(openssl)"
             case .signingFailed(let openssl): return "OpenSSL could not sign: \(openssl)"
             }
         }
@@ -41,7 +44,9 @@ public enum BundleSignature {
             var length = 0
             guard EVP_DigestSign(context, nil, &length, input, bytes.count) == 1 else { throw KeyError.signingFailed(openssl: openSSLErrors()) }
             var signature = [UInt8](repeating: 0, count: length)
-            guard EVP_DigestSign(context, &signature, &length, input, bytes.count) == 1 else { throw KeyError.signingFailed(openssl: openSSLErrors()) }
+            guard EVP_DigestSign(context, &signature, &length, input, bytes.count) == 1 else {
+                throw KeyError.signingFailed(openssl: openSSLErrors())
+            }
             return Data(signature.prefix(length))
         }
     }
@@ -59,8 +64,10 @@ public enum BundleSignature {
     /// metadata first), is used for RSA and EC keys instead of hashing the bytes a second time:
     /// the signature is over that same digest, so verification costs one pass over the file.
     /// Ed25519 signs the bytes themselves and always reads them.
-    public static func verify(_ data: Data, signature: Data, publicKeyDER der: Data, source: String = "the public key",
-                              sha256: [UInt8]? = nil) throws -> Bool {
+    public static func verify(
+        _ data: Data, signature: Data, publicKeyDER der: Data, source: String = "the public key",
+        sha256: [UInt8]? = nil
+    ) throws -> Bool {
         let key = try publicKey(der, source: source)
         defer { EVP_PKEY_free(key) }
         if let sha256, sha256.count == 32, let md = digest(for: key) {
@@ -74,8 +81,9 @@ public enum BundleSignature {
         }
         let result = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int32 in
             signature.withUnsafeBytes { (sig: UnsafeRawBufferPointer) -> Int32 in
-                EVP_DigestVerify(context, sig.bindMemory(to: UInt8.self).baseAddress, sig.count,
-                                 bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count)
+                EVP_DigestVerify(
+                    context, sig.bindMemory(to: UInt8.self).baseAddress, sig.count,
+                    bytes.bindMemory(to: UInt8.self).baseAddress, bytes.count)
             }
         }
         _ = openSSLErrors()  // a failed verification leaves errors queued; clear them for the next call
@@ -122,7 +130,8 @@ public enum BundleSignature {
         guard let key else {
             let errors = openSSLErrors()
             if String(decoding: pem.prefix(200), as: UTF8.self).contains("ENCRYPTED") || errors.contains("bad decrypt")
-                || errors.contains("interrupted or cancelled") {
+                || errors.contains("interrupted or cancelled")
+            {
                 throw KeyError.encryptedPrivateKey(source: source)
             }
             throw KeyError.notAPrivateKey(source: source, openssl: errors)

@@ -67,7 +67,8 @@ public final class BundleStore: @unchecked Sendable {
         case damaged(path: String, reason: String)
         public var description: String {
             switch self {
-            case .damaged(let path, let reason): return "the stored bundle \(path) is damaged (\(reason)); it stays inactive until a new bundle is installed"
+            case .damaged(let path, let reason):
+                return "the stored bundle \(path) is damaged (\(reason)); it stays inactive until a new bundle is installed"
             }
         }
     }
@@ -112,7 +113,9 @@ public final class BundleStore: @unchecked Sendable {
         try BundleVerifier.verify(data, metadata: metadata, publicKeyPath: publicKeyPath)
         return try lock.withLock {
             let locked: Opened
-            do { locked = try FileLocks.exclusively(installLockPath) { try storeAndActivate(data, metadata: metadata) } } catch let rejection as BundleRejection {
+            do { locked = try FileLocks.exclusively(installLockPath) { try storeAndActivate(data, metadata: metadata) } } catch let rejection
+                as BundleRejection
+            {
                 throw rejection
             } catch {
                 throw BundleRejection(.unreadable, "the bundle store \(directory) cannot be locked: \(error)")
@@ -161,8 +164,9 @@ public final class BundleStore: @unchecked Sendable {
             throw BundleRejection(.notABundle, "\(error)")
         }
         let old = activePointer()
-        let pointer = ActivePointer(sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
-                                    previous: old?.sha256 == sha ? old?.previous : old?.sha256, created: bundle.metadata.created)
+        let pointer = ActivePointer(
+            sha256: sha, version: bundle.metadata.version, activated: ISO8601DateFormatter().string(from: Date()),
+            previous: old?.sha256 == sha ? old?.previous : old?.sha256, created: bundle.metadata.created)
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -185,7 +189,8 @@ public final class BundleStore: @unchecked Sendable {
             return ISO8601DateFormatter().date(from: text)
         }
         guard let active, let activeDate = date(active), let candidate = date(created), candidate < activeDate else { return }
-        throw BundleRejection(.older, "the bundle was created \(created), before the active bundle (\(active)): an older bundle never replaces newer content")
+        throw BundleRejection(
+            .older, "the bundle was created \(created), before the active bundle (\(active)): an older bundle never replaces newer content")
     }
 
     /// Reads the bundle file at `path` and installs it (see install(_:metadata:publicKeyPath:)).

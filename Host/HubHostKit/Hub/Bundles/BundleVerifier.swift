@@ -46,7 +46,9 @@ public enum BundleVerifier {
     /// with the DER public key at `publicKeyPath` (nil: none configured).
     public static func verify(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws {
         if Int64(data.count) != metadata.size {
-            throw BundleRejection(.truncated, "the bundle has \(data.count) bytes but its metadata says \(metadata.size): the download was cut short or the file is incomplete")
+            throw BundleRejection(
+                .truncated,
+                "the bundle has \(data.count) bytes but its metadata says \(metadata.size): the download was cut short or the file is incomplete")
         }
         let sha256 = SHA256.digest(of: data)  // also what an RSA or EC signature is checked against
         let digest = SHA256.hex(sha256)
@@ -73,7 +75,10 @@ public enum BundleVerifier {
             throw BundleRejection(.badPublicKey, "\(error)")
         }
         if !valid {
-            throw BundleRejection(.badSignature, "the signature does not verify with the public key \(publicKeyPath): the bundle was signed with another key or was changed after signing")
+            throw BundleRejection(
+                .badSignature,
+                "the signature does not verify with the public key \(publicKeyPath): the bundle was signed with another key or was changed after signing"
+            )
         }
         if metadata.format != 1 {
             throw BundleRejection(.notABundle, "the bundle's format is \(metadata.format); this host reads format 1")

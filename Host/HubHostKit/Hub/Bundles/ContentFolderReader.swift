@@ -4,10 +4,30 @@ import Yams
 /// Reads a content folder (the layout BundleBuilder documents) into hubs, channels, articles,
 /// resources and notifications, collecting every problem with its file and line.
 struct ContentFolderReader {
-    struct Article { var id: String; var title: String; var tags: [String]; var html: String; var sourceURL: String? }
-    struct Channel { var id: String; var title: String; var tags: [String]; var articles: [Article] }
-    struct Hub { var id: String; var title: String; var tags: [String]; var channels: [Channel] }
-    struct Resource { var path: String; var mimeType: String; var data: Data }
+    struct Article {
+        var id: String
+        var title: String
+        var tags: [String]
+        var html: String
+        var sourceURL: String?
+    }
+    struct Channel {
+        var id: String
+        var title: String
+        var tags: [String]
+        var articles: [Article]
+    }
+    struct Hub {
+        var id: String
+        var title: String
+        var tags: [String]
+        var channels: [Channel]
+    }
+    struct Resource {
+        var path: String
+        var mimeType: String
+        var data: Data
+    }
     struct Content {
         var version: String?
         var contentSource: String?
@@ -17,7 +37,12 @@ struct ContentFolderReader {
     }
 
     /// Front matter (or an _index.yaml) after validation.
-    struct FrontMatter { var title: String?; var tags: [String] = []; var order: Int?; var sourceURL: String? }
+    struct FrontMatter {
+        var title: String?
+        var tags: [String] = []
+        var order: Int?
+        var sourceURL: String?
+    }
 
     static let articleExtensions = ["md", "markdown", "html", "htm"]
     static let indexFiles = ["_index.md", "_index.yaml", "_index.yml"]
@@ -44,7 +69,10 @@ struct ContentFolderReader {
             case (_, true):
                 if let hub = readHub(path, name: name) { hubs.append(hub) }
             case (_, false):
-                report(path, "a file at the hub level; hubs are folders (DIR/<hub>/<channel>/<article>.md), styles and images go in DIR/resources/, settings in DIR/bundle.yaml")
+                report(
+                    path,
+                    "a file at the hub level; hubs are folders (DIR/<hub>/<channel>/<article>.md), styles and images go in DIR/resources/, settings in DIR/bundle.yaml"
+                )
             }
         }
         if hubs.isEmpty && problems.isEmpty { report(root, "no hubs: make one folder per hub, with one folder per channel holding the articles") }
@@ -67,7 +95,10 @@ struct ContentFolderReader {
                 channelFolders += 1
                 if let channel = readChannel(child, hubID: name, name: entry) { channels.append(channel) }
             } else {
-                report(child, "a file at the channel level; channels are folders inside the hub (\(name)/<channel>/<article>.md), only _index.md or _index.yaml may sit beside them")
+                report(
+                    child,
+                    "a file at the channel level; channels are folders inside the hub (\(name)/<channel>/<article>.md), only _index.md or _index.yaml may sit beside them"
+                )
             }
         }
         if entries(path).filter({ Self.indexFiles.contains($0) }).count > 1 { report(path, "more than one _index file; keep one") }
@@ -91,7 +122,10 @@ struct ContentFolderReader {
                 continue
             }
             if isDirectory(child) {
-                report(child, "a folder inside a channel; articles are files directly in the channel folder (\(id)/<article>.md), resources go in DIR/resources/")
+                report(
+                    child,
+                    "a folder inside a channel; articles are files directly in the channel folder (\(id)/<article>.md), resources go in DIR/resources/"
+                )
                 continue
             }
             let ext = (entry as NSString).pathExtension.lowercased()
@@ -121,7 +155,9 @@ struct ContentFolderReader {
 
     private mutating func readArticle(_ path: String, id: String, name: String, isHTML: Bool) -> (Int?, Article)? {
         guard let text = readText(path) else { return nil }
-        guard let (frontMatter, body, bodyLine) = splitFrontMatter(text, path: path, allowed: ["title", "tags", "order", "source_url"]) else { return nil }
+        guard let (frontMatter, body, bodyLine) = splitFrontMatter(text, path: path, allowed: ["title", "tags", "order", "source_url"]) else {
+            return nil
+        }
         let rendered = isHTML ? MarkdownRenderer.Article(html: HTMLSanitizer.sanitize(body), firstHeading: nil) : MarkdownRenderer.renderArticle(body)
         guard rendered.hazards.isEmpty else {
             for hazard in rendered.hazards { report(path, line: hazard.line + bodyLine - 1, hazard.message) }
@@ -144,9 +180,12 @@ struct ContentFolderReader {
     /// Splits `---\n<yaml>\n---\n<body>`; a file that does not start with `---` has no front matter.
     /// Only the front matter is cut into lines; the body is the rest of the text as it is.
     /// `bodyLine`: the file's line the body starts on.
-    private mutating func splitFrontMatter(_ text: String, path: String, allowed: [String]) -> (frontMatter: FrontMatter, body: String, bodyLine: Int)? {
+    private mutating func splitFrontMatter(_ text: String, path: String, allowed: [String]) -> (
+        frontMatter: FrontMatter, body: String, bodyLine: Int
+    )? {
         let utf8 = text.utf8
-        var lineStart = utf8.startIndex, lineNumber = 0
+        var lineStart = utf8.startIndex
+        var lineNumber = 0
         var yaml: [Substring] = []
         while true {
             let newline = utf8[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? utf8.endIndex
@@ -228,7 +267,7 @@ struct ContentFolderReader {
         } catch let error as YamlError {
             switch error {
             case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-                 .composer(let context, let problem, let mark, _):
+                .composer(let context, let problem, let mark, _):
                 let detail = context.map { " (\($0.text) that starts on line \($0.mark.line + lineOffset))" } ?? ""
                 // An error found at the end of the YAML is reported on its last line, not on the closing ---.
                 let lastLine = lineOffset + max(1, yaml.split(separator: "\n", omittingEmptySubsequences: false).count)
@@ -302,7 +341,9 @@ struct ContentFolderReader {
                 report(path, line: at, "the notification has no '\(key)'")
                 ok = false
             }
-            guard ok, let id = fields["id"], let when = fields["at"], let message = fields["message"], let action = fields["action_uri"] else { continue }
+            guard ok, let id = fields["id"], let when = fields["at"], let message = fields["message"], let action = fields["action_uri"] else {
+                continue
+            }
             guard let date = Self.parseDate(when) else {
                 report(path, line: at, "'at' must be an ISO 8601 time with its zone, e.g. 2026-12-01T09:00:00Z (got '\(when)')")
                 continue
@@ -350,7 +391,7 @@ struct ContentFolderReader {
     /// Entries with an `order` come first, lower first; then the rest; ties by name.
     static func before(_ a: (Int?, String), _ b: (Int?, String)) -> Bool {
         switch (a.0, b.0) {
-        case let (x?, y?) where x != y: return x < y
+        case (let x?, let y?) where x != y: return x < y
         case (.some, nil): return true
         case (nil, .some): return false
         default: return a.1 < b.1
@@ -367,9 +408,15 @@ struct ContentFolderReader {
 
     /// Names become ids and URL path segments: letters, digits, '-', '_' and '.', not starting with '_'.
     private mutating func checkName(_ name: String, at path: String) -> Bool {
-        let ok = !name.isEmpty && !name.hasPrefix("_")
+        let ok =
+            !name.isEmpty && !name.hasPrefix("_")
             && name.unicodeScalars.allSatisfy { ($0.isASCII && (CharacterSet.alphanumerics.contains($0))) || "-_.".unicodeScalars.contains($0) }
-        if !ok { report(path, "the name '\(name)' is not usable as an id: use letters, digits, '-', '_' and '.' (not starting with '_'); it becomes part of zbimdb:// URIs and page URLs") }
+        if !ok {
+            report(
+                path,
+                "the name '\(name)' is not usable as an id: use letters, digits, '-', '_' and '.' (not starting with '_'); it becomes part of zbimdb:// URIs and page URLs"
+            )
+        }
         return ok
     }
 

@@ -40,10 +40,12 @@ public enum HTMLSanitizer {
     /// Allowed elements and their own attributes (besides the global ones).
     static let elements: [String: Set<String>] = {
         var table: [String: Set<String>] = [:]
-        for name in ["p", "div", "span", "br", "hr", "wbr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "kbd", "samp", "var",
-                     "em", "strong", "b", "i", "u", "s", "mark", "small", "sub", "sup", "abbr", "cite", "dfn", "bdi", "bdo", "ruby", "rt", "rp",
-                     "section", "article", "header", "footer", "aside", "nav", "main", "address", "figure", "figcaption", "summary",
-                     "ul", "dl", "dt", "dd", "table", "caption", "thead", "tbody", "tfoot", "tr", "picture"] {
+        for name in [
+            "p", "div", "span", "br", "hr", "wbr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "code", "kbd", "samp", "var",
+            "em", "strong", "b", "i", "u", "s", "mark", "small", "sub", "sup", "abbr", "cite", "dfn", "bdi", "bdo", "ruby", "rt", "rp",
+            "section", "article", "header", "footer", "aside", "nav", "main", "address", "figure", "figcaption", "summary",
+            "ul", "dl", "dt", "dd", "table", "caption", "thead", "tbody", "tfoot", "tr", "picture"
+        ] {
             table[name] = []
         }
         table["blockquote"] = ["cite"]
@@ -73,7 +75,9 @@ public enum HTMLSanitizer {
     static let voidElements: Set<String> = ["br", "hr", "wbr", "img", "col", "source", "track", "link", "input"]
     static let urlAttributes: Set<String> = ["href", "src", "poster", "cite"]
     /// Elements whose content is text up to their end tag (as a browser reads them).
-    static let rawTextElements: Set<String> = ["script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"]
+    static let rawTextElements: Set<String> = [
+        "script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title", "plaintext"
+    ]
     /// Parsed elements removed with everything inside them.
     static let removedWithContent: Set<String> = ["template", "svg", "math", "object", "applet", "frameset", "select"]
     /// Deeper elements are dropped (their content kept), so closing tags costs a bounded search.
@@ -100,14 +104,22 @@ private struct Sanitizer {
     }
 
     mutating func run() {
-        var i = 0, textStart = 0
+        var i = 0
+        var textStart = 0
         let n = input.count
         while i < n {
-            guard input[i] == UInt8(ascii: "<") else { i += 1; continue }
+            guard input[i] == UInt8(ascii: "<") else {
+                i += 1
+                continue
+            }
             emitText(input[textStart..<i])
             let next = i + 1 < n ? input[i + 1] : 0
             if isLetter(next) || (next == UInt8(ascii: "/") && i + 2 < n && isLetter(input[i + 2])) {
-                guard let (tag, after) = readTag(at: i) else { i = n; textStart = n; break }  // a tag cut by the end: dropped
+                guard let (tag, after) = readTag(at: i) else {
+                    i = n
+                    textStart = n
+                    break
+                }  // a tag cut by the end: dropped
                 i = after
                 if !tag.isEnd, HTMLSanitizer.rawTextElements.contains(tag.name) {  // `<style/>` too, as a browser reads it
                     let (content, afterEnd) = rawText(of: tag.name, from: i)
@@ -143,17 +155,26 @@ private struct Sanitizer {
         let n = input.count
         var i = start + 1
         var tag = Tag(name: "")
-        if input[i] == UInt8(ascii: "/") { tag.isEnd = true; i += 1 }
+        if input[i] == UInt8(ascii: "/") {
+            tag.isEnd = true
+            i += 1
+        }
         let nameStart = i
         while i < n, !isSpace(input[i]), input[i] != UInt8(ascii: "/"), input[i] != UInt8(ascii: ">") { i += 1 }
         tag.name = lowered(input[nameStart..<i])
         while i < n {
             let c = input[i]
-            if isSpace(c) { i += 1; continue }
+            if isSpace(c) {
+                i += 1
+                continue
+            }
             if c == UInt8(ascii: ">") { return (tag, i + 1) }
             if c == UInt8(ascii: "/") {
                 i += 1
-                if i < n, input[i] == UInt8(ascii: ">") { tag.selfClosing = true; return (tag, i + 1) }
+                if i < n, input[i] == UInt8(ascii: ">") {
+                    tag.selfClosing = true
+                    return (tag, i + 1)
+                }
                 continue
             }
             // An attribute name: its first character may be '=', then up to a space, '/', '>' or '='.
@@ -193,7 +214,10 @@ private struct Sanitizer {
         while i + 1 < n {
             if input[i] == UInt8(ascii: "<"), input[i + 1] == UInt8(ascii: "/"), i + 2 + target.count <= n {
                 var matches = true
-                for (k, byte) in target.enumerated() where (input[i + 2 + k] | 0x20) != byte { matches = false; break }
+                for (k, byte) in target.enumerated() where (input[i + 2 + k] | 0x20) != byte {
+                    matches = false
+                    break
+                }
                 let after = i + 2 + target.count
                 if matches, after == n || isSpace(input[after]) || input[after] == UInt8(ascii: "/") || input[after] == UInt8(ascii: ">") {
                     let close = input[after...].firstIndex(of: UInt8(ascii: ">")).map { $0 + 1 } ?? n
@@ -238,7 +262,8 @@ private struct Sanitizer {
         }
         if tag.isEnd {
             guard HTMLSanitizer.elements[tag.name] != nil, !HTMLSanitizer.voidElements.contains(tag.name),
-                  let index = open.lastIndex(of: tag.name) else { return }  // stray: dropped
+                let index = open.lastIndex(of: tag.name)
+            else { return }  // stray: dropped
             while open.count > index { emitEnd(open.removeLast()) }
             return
         }
@@ -263,13 +288,15 @@ private struct Sanitizer {
             // Stylesheets only, with a safe href.
             let rel = attributes.first { $0.0 == "rel" }.map { lowered($0.1[...]) } ?? ""
             guard rel.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).contains("stylesheet"),
-                  let href = attributes.first(where: { $0.0 == "href" }) else { return }
+                let href = attributes.first(where: { $0.0 == "href" })
+            else { return }
             attributes = [("rel", Array("stylesheet".utf8)), href] + attributes.filter { $0.0 != "rel" && $0.0 != "href" }
         case "input":
             // Task-list checkboxes: always disabled.
             guard let type = attributes.first(where: { $0.0 == "type" }), lowered(type.1[...]) == "checkbox" else { return }
             let checked = attributes.contains { $0.0 == "checked" }
-            attributes = [("type", Array("checkbox".utf8)), ("disabled", [])] + (checked ? [("checked", [])] : [])
+            attributes =
+                [("type", Array("checkbox".utf8)), ("disabled", [])] + (checked ? [("checked", [])] : [])
                 + attributes.filter { !["type", "checked", "disabled"].contains($0.0) }
         default:
             break

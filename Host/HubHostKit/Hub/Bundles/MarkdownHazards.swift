@@ -34,23 +34,40 @@ enum MarkdownHazards {
         var bytes = Array(markdown.utf8)
         bytes.append(UInt8(ascii: "\n"))
         // A run of lines between blank lines (a paragraph at most).
-        var runStart = 1, runBytes = 0, bracketWork = 0
-        var brackets: [Bool] = [], openImages = 0  // the open '[' (true: an image's '![')
+        var runStart = 1
+        var runBytes = 0
+        var bracketWork = 0
+        var brackets: [Bool] = []
+        var openImages = 0  // the open '[' (true: an image's '![')
         // The table being read: its first line, columns, rows and bytes.
         var table: (line: Int, columns: Int, rows: Int, bytes: Int)?
         var previousLine: (start: Int, end: Int, pipes: Int)?
         var fence: (character: UInt8, length: Int)?
-        var lineNumber = 0, lineStart = 0
+        var lineNumber = 0
+        var lineStart = 0
 
         func endRun() {
             if bracketWork > bracketWorkPerByte * runBytes + bracketWorkSlack {
-                hazards.append(.init(line: runStart, message: "the paragraph starting here leaves too many '[' or '![' open before links (cmark-gfm 0.29.0.gfm.6 takes quadratic time on it); close or escape them (\\[)"))
+                hazards.append(
+                    .init(
+                        line: runStart,
+                        message:
+                            "the paragraph starting here leaves too many '[' or '![' open before links (cmark-gfm 0.29.0.gfm.6 takes quadratic time on it); close or escape them (\\[)"
+                    ))
             }
-            runBytes = 0; bracketWork = 0; brackets.removeAll(keepingCapacity: true); openImages = 0
+            runBytes = 0
+            bracketWork = 0
+            brackets.removeAll(keepingCapacity: true)
+            openImages = 0
         }
         func endTable() {
             if let t = table, t.columns * t.rows > paddedCellsPerByte * t.bytes + paddedCellsSlack {
-                hazards.append(.init(line: t.line, message: "the table starting here has \(t.columns) columns and \(t.rows) rows, most of them short: padding them takes cmark-gfm 0.29.0.gfm.6 too long; give the rows their cells or use fewer columns"))
+                hazards.append(
+                    .init(
+                        line: t.line,
+                        message:
+                            "the table starting here has \(t.columns) columns and \(t.rows) rows, most of them short: padding them takes cmark-gfm 0.29.0.gfm.6 too long; give the rows their cells or use fewer columns"
+                    ))
             }
             table = nil
         }
@@ -67,10 +84,13 @@ enum MarkdownHazards {
                 let length = trimmed.prefix { $0 == marker }.count
                 if length >= 3 {
                     if let open = fence {
-                        if open.character == marker, length >= open.length, trimmed.dropFirst(length).allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { fence = nil }
+                        if open.character == marker, length >= open.length, trimmed.dropFirst(length).allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
+                            fence = nil
+                        }
                         continue
                     } else if marker == UInt8(ascii: "~") || !trimmed.dropFirst(length).contains(UInt8(ascii: "`")) {
-                        endTable(); endRun()
+                        endTable()
+                        endRun()
                         fence = (marker, length)
                         previousLine = nil
                         continue
@@ -79,7 +99,8 @@ enum MarkdownHazards {
             }
             if fence != nil { continue }
             if content.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
-                endTable(); endRun()
+                endTable()
+                endRun()
                 runStart = lineNumber + 1
                 previousLine = nil
                 continue
@@ -87,7 +108,9 @@ enum MarkdownHazards {
             runBytes += content.count + 1
 
             // One pass over the line: pipes, brackets, and `www.` after `_` in a word.
-            var pipes = 0, wwwInWord = 0, reportedWord = false
+            var pipes = 0
+            var wwwInWord = 0
+            var reportedWord = false
             var i = content.startIndex
             while i < content.endIndex {
                 let c = content[i]
@@ -108,18 +131,32 @@ enum MarkdownHazards {
                         wwwInWord += 1
                         if wwwInWord > wwwAfterUnderscorePerWord, !reportedWord {
                             reportedWord = true
-                            hazards.append(.init(line: lineNumber, message: "a word with more than \(wwwAfterUnderscorePerWord) 'www.' after '_' (GitHub autolinks take cmark-gfm 0.29.0.gfm.6 quadratic time on it); put spaces or code spans in it"))
+                            hazards.append(
+                                .init(
+                                    line: lineNumber,
+                                    message:
+                                        "a word with more than \(wwwAfterUnderscorePerWord) 'www.' after '_' (GitHub autolinks take cmark-gfm 0.29.0.gfm.6 quadratic time on it); put spaces or code spans in it"
+                                ))
                         }
                     }
                 default:
-                    let isWordByte = (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
+                    let isWordByte =
+                        (c >= UInt8(ascii: "a") && c <= UInt8(ascii: "z")) || (c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z"))
                         || (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || c == UInt8(ascii: ".") || c == UInt8(ascii: "-") || c >= 0x80
-                    if !isWordByte { wwwInWord = 0; reportedWord = false }
+                    if !isWordByte {
+                        wwwInWord = 0
+                        reportedWord = false
+                    }
                 }
                 if i < content.endIndex { i = content.index(after: i) }
             }
             if pipes > pipesPerLine {
-                hazards.append(.init(line: lineNumber, message: "\(pipes) '|' on one line: table rows may have at most \(pipesPerLine) cells here (cmark-gfm 0.29.0.gfm.6 takes quadratic time on wider rows); escape them (\\|) or split the table"))
+                hazards.append(
+                    .init(
+                        line: lineNumber,
+                        message:
+                            "\(pipes) '|' on one line: table rows may have at most \(pipesPerLine) cells here (cmark-gfm 0.29.0.gfm.6 takes quadratic time on wider rows); escape them (\\|) or split the table"
+                    ))
             }
 
             // Tables: a delimiter row under a line with pipes starts one; rows follow to a blank line.
@@ -127,19 +164,23 @@ enum MarkdownHazards {
                 table!.rows += 1
                 table!.bytes += content.count + 1
             } else if let previous = previousLine, previous.pipes > 0, isDelimiterRow(trimmed) {
-                table = (lineNumber - 1, max(1, trimmed.split(separator: UInt8(ascii: "|")).filter { $0.contains(UInt8(ascii: "-")) }.count),
-                         0, previous.end - previous.start + content.count + 2)
+                table = (
+                    lineNumber - 1, max(1, trimmed.split(separator: UInt8(ascii: "|")).filter { $0.contains(UInt8(ascii: "-")) }.count),
+                    0, previous.end - previous.start + content.count + 2
+                )
             }
             previousLine = (lineStart, index, pipes)
         }
-        endTable(); endRun()
+        endTable()
+        endRun()
         return hazards
     }
 
     /// `| :-- | --: |`: pipes, colons, dashes and spaces, with a dash.
     private static func isDelimiterRow(_ line: ArraySlice<UInt8>) -> Bool {
-        line.contains(UInt8(ascii: "-")) && line.allSatisfy {
-            $0 == UInt8(ascii: "|") || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") || $0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "\r")
-        }
+        line.contains(UInt8(ascii: "-"))
+            && line.allSatisfy {
+                $0 == UInt8(ascii: "|") || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") || $0 == 0x20 || $0 == 0x09 || $0 == UInt8(ascii: "\r")
+            }
     }
 }

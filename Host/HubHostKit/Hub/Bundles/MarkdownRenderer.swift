@@ -101,7 +101,9 @@ public enum MarkdownRenderer {
     /// is rendered; returns the first level-1 heading's text on the way and how many nodes changed.
     /// One walk plus one step per changed node: linear.
     private static func neutralize(_ document: OpaquePointer) -> (firstHeading: String?, neutralized: Int) {
-        var htmlBlocks: [OpaquePointer] = [], htmlInlines: [OpaquePointer] = [], unsafe: [OpaquePointer] = []
+        var htmlBlocks: [OpaquePointer] = []
+        var htmlInlines: [OpaquePointer] = []
+        var unsafe: [OpaquePointer] = []
         var firstHeading: String?
         guard let iterator = cmark_iter_new(document) else { fatalError("cmark-gfm: cannot allocate an iterator") }
         defer { cmark_iter_free(iterator) }
@@ -115,7 +117,8 @@ public enum MarkdownRenderer {
             } else if type == CMARK_NODE_HTML_INLINE {
                 htmlInlines.append(node)
             } else if type == CMARK_NODE_LINK || type == CMARK_NODE_IMAGE {
-                let url = cmark_node_get_url(node).map { UnsafeBufferPointer(start: $0, count: strlen($0)) } ?? UnsafeBufferPointer(start: nil, count: 0)
+                let url =
+                    cmark_node_get_url(node).map { UnsafeBufferPointer(start: $0, count: strlen($0)) } ?? UnsafeBufferPointer(start: nil, count: 0)
                 if !ArticleURL.isSafe(url.lazy.map { UInt8(bitPattern: $0) }, image: type == CMARK_NODE_IMAGE) { unsafe.append(node) }
             } else if type == CMARK_NODE_HEADING, firstHeading == nil, cmark_node_get_heading_level(node) == 1 {
                 let text = plainText(node)
@@ -190,7 +193,9 @@ enum ArticleURL {
             prefix.withUTF8Buffer { start.starts(with: $0) }
         }
         if starts("javascript:") || starts("vbscript:") || starts("file:") { return false }
-        if starts("data:") { return image && (starts("data:image/png") || starts("data:image/gif") || starts("data:image/jpeg") || starts("data:image/webp")) }
+        if starts("data:") {
+            return image && (starts("data:image/png") || starts("data:image/gif") || starts("data:image/jpeg") || starts("data:image/webp"))
+        }
         return true
     }
 }

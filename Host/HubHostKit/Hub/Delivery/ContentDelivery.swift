@@ -38,8 +38,10 @@ public final class ContentDelivery: @unchecked Sendable {
     /// The most a small document (settings, metadata) may be.
     static let documentLimit = 4 << 20
 
-    public init(hub: HubEngine, provider: ContentProviderPlugin?, providerInstance: String?, providerProblem: String? = nil,
-                location: @escaping () -> Location? = { nil }, pipeline: LogPipeline) {
+    public init(
+        hub: HubEngine, provider: ContentProviderPlugin?, providerInstance: String?, providerProblem: String? = nil,
+        location: @escaping () -> Location? = { nil }, pipeline: LogPipeline
+    ) {
         self.hub = hub
         self.provider = provider
         self.providerInstance = providerInstance
@@ -136,7 +138,8 @@ public final class ContentDelivery: @unchecked Sendable {
             case .rejected(let why): return "the downloaded bundle was rejected: \(why)"
             case .storage(let why): return "the download could not be stored: \(why)"
             case .truncated(let received, let expected, let message):
-                return "the bundle download was cut short (truncated): \(received) of \(expected) bytes arrived\(message.isEmpty ? "" : " (the provider said: \(message))")"
+                return
+                    "the bundle download was cut short (truncated): \(received) of \(expected) bytes arrived\(message.isEmpty ? "" : " (the provider said: \(message))")"
             }
         }
     }
@@ -323,7 +326,8 @@ public final class ContentDelivery: @unchecked Sendable {
             return SyncReport(result: "skipped", message: "the content service disabled the Content Hub: nothing downloaded", settings: settings)
         }
         if settings.refusedByPilotProgram {
-            return SyncReport(result: "skipped", message: "not part of pilot program '\(settings.pilotProgram!.id)': nothing downloaded", settings: settings)
+            return SyncReport(
+                result: "skipped", message: "not part of pilot program '\(settings.pilotProgram!.id)': nothing downloaded", settings: settings)
         }
         let (status, message, data) = try fetchDocument(HH_CONTENT_RESOURCE_METADATA, deadline: deadline)
         guard status == HH_OK else {
@@ -335,16 +339,18 @@ public final class ContentDelivery: @unchecked Sendable {
         }
         let wanted = metadata.sha256.lowercased()
         if let active = hub.activeBundle, activeSHA256(of: active) == wanted {
-            return SyncReport(result: "current", message: "the active bundle \(metadata.version) is the service's", settings: settings,
-                              bundleVersion: metadata.version, bundleSHA256: wanted)
+            return SyncReport(
+                result: "current", message: "the active bundle \(metadata.version) is the service's", settings: settings,
+                bundleVersion: metadata.version, bundleSHA256: wanted)
         }
         let file = try download(metadata: metadata, deadline: deadline)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let installed: ContentBundle
         do { installed = try hub.install(metadata: metadata, bundleAt: file) } catch { throw SyncError.rejected("\(error)") }
         lock.withLock { activeDigest = (installed.path, wanted) }
-        return SyncReport(result: "updated", message: "bundle \(metadata.version) downloaded, verified and active", settings: settings,
-                          bundleVersion: metadata.version, bundleSHA256: wanted)
+        return SyncReport(
+            result: "updated", message: "bundle \(metadata.version) downloaded, verified and active", settings: settings,
+            bundleVersion: metadata.version, bundleSHA256: wanted)
     }
 
     /// Streams the bundle into a temporary file under `<data_dir>/hub/downloads`, posting
@@ -359,7 +365,12 @@ public final class ContentDelivery: @unchecked Sendable {
             guard FileManager.default.createFile(atPath: file, contents: nil) else { throw SyncError.storage("cannot create \(file)") }
             handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
         } catch let error as SyncError { throw error } catch { throw SyncError.storage("\(file): \(error.localizedDescription)") }
-        final class Progress { var written: Int64 = 0; var percent = -1; var tooLarge = false; var writeError: String? }
+        final class Progress {
+            var written: Int64 = 0
+            var percent = -1
+            var tooLarge = false
+            var writeError: String?
+        }
         let progress = Progress()
         let expected = max(metadata.size, 0)
         let notifications = hub.notifications
@@ -371,8 +382,14 @@ public final class ContentDelivery: @unchecked Sendable {
         post(0)
         let sink = ContentProviderPlugin.Sink(
             write: { bytes in
-                guard progress.written + Int64(bytes.count) <= expected else { progress.tooLarge = true; return false }
-                do { try handle.write(contentsOf: bytes) } catch { progress.writeError = "\(error)"; return false }
+                guard progress.written + Int64(bytes.count) <= expected else {
+                    progress.tooLarge = true
+                    return false
+                }
+                do { try handle.write(contentsOf: bytes) } catch {
+                    progress.writeError = "\(error)"
+                    return false
+                }
                 progress.written += Int64(bytes.count)
                 return true
             },
@@ -389,7 +406,9 @@ public final class ContentDelivery: @unchecked Sendable {
             if let why = progress.writeError { throw SyncError.storage("\(file): \(why)") }
             if status != HH_OK {
                 if lock.withLock({ isClosed }) { throw SyncError.closed }
-                if Clock.monotonicNs() >= deadline { throw SyncError.timedOut(resource: HH_CONTENT_RESOURCE_BUNDLE, seconds: hub.settings.downloadTimeout) }
+                if Clock.monotonicNs() >= deadline {
+                    throw SyncError.timedOut(resource: HH_CONTENT_RESOURCE_BUNDLE, seconds: hub.settings.downloadTimeout)
+                }
                 // Some bytes came, then the transfer failed: say it was cut short, not "unreachable".
                 if progress.written > 0, progress.written < expected {
                     throw SyncError.truncated(received: progress.written, expected: expected, message: message)
@@ -407,11 +426,17 @@ public final class ContentDelivery: @unchecked Sendable {
     /// A small document into memory. HH_OK and HH_ERR_NOT_FOUND are answers; anything else throws.
     private func fetchDocument(_ resource: String, deadline: UInt64) throws -> (Int32, String, Data) {
         guard let provider else { throw SyncError.noProvider(providerProblem ?? "none") }
-        final class Buffer { var data = Data(); var tooLarge = false }
+        final class Buffer {
+            var data = Data()
+            var tooLarge = false
+        }
         let buffer = Buffer()
         let sink = ContentProviderPlugin.Sink(
             write: { bytes in
-                guard buffer.data.count + bytes.count <= Self.documentLimit else { buffer.tooLarge = true; return false }
+                guard buffer.data.count + bytes.count <= Self.documentLimit else {
+                    buffer.tooLarge = true
+                    return false
+                }
                 buffer.data.append(contentsOf: bytes)
                 return true
             },

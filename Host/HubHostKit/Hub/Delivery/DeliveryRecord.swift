@@ -37,7 +37,8 @@ public struct DeliveryRecord: Codable, Equatable, Sendable {
     /// The record in `hubDirectory`; an empty record when there is none or it cannot be read.
     static func load(from hubDirectory: String) -> DeliveryRecord {
         guard let data = FileManager.default.contents(atPath: path(in: hubDirectory)),
-              let record = try? JSONDecoder().decode(DeliveryRecord.self, from: data) else { return DeliveryRecord() }
+            let record = try? JSONDecoder().decode(DeliveryRecord.self, from: data)
+        else { return DeliveryRecord() }
         return record
     }
 

@@ -87,7 +87,8 @@ public struct DeliverySettings: Codable, Equatable, Sendable {
         var settings = DeliverySettings()
         if let mode = document.initialDownloadMode {
             guard let parsed = InitialDownloadMode(rawValue: mode) else {
-                throw Invalid(reason: "initialDownloadMode '\(mode)' is not one of: \(InitialDownloadMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw Invalid(
+                    reason: "initialDownloadMode '\(mode)' is not one of: \(InitialDownloadMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             settings.initialDownloadMode = parsed
         }

@@ -29,11 +29,13 @@ extension ContentDelivery {
     public func status() -> DeliveryStatus {
         let record = lastRecord
         let bundle = hub.activeBundle.map { bundle in
-            DeliveryStatus.ActiveBundle(version: bundle.metadata.version, created: bundle.metadata.created,
-                                        contentSource: bundle.metadata.contentSource, sha256: activeBundleSHA256, path: bundle.path)
+            DeliveryStatus.ActiveBundle(
+                version: bundle.metadata.version, created: bundle.metadata.created,
+                contentSource: bundle.metadata.contentSource, sha256: activeBundleSHA256, path: bundle.path)
         }
-        return DeliveryStatus(state: hub.state, activeBundle: bundle, provider: providerInstance, providerProblem: providerProblem,
-                              serviceURL: hub.settings.dbServiceURL, settings: record.settings ?? DeliverySettings(),
-                              settingsFetchedMs: record.settingsFetchedMs, lastSync: record.lastSync, lastSuccessMs: record.lastSuccessMs)
+        return DeliveryStatus(
+            state: hub.state, activeBundle: bundle, provider: providerInstance, providerProblem: providerProblem,
+            serviceURL: hub.settings.dbServiceURL, settings: record.settings ?? DeliverySettings(),
+            settingsFetchedMs: record.settingsFetchedMs, lastSync: record.lastSync, lastSuccessMs: record.lastSuccessMs)
     }
 }

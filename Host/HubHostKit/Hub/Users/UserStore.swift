@@ -52,13 +52,14 @@ public final class UserStore: @unchecked Sendable {
         pool = try SharedSQLite.open(path: path, label: "hub-users")
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 users") { db in
-            try db.execute(sql: """
-                CREATE TABLE users (id TEXT PRIMARY KEY NOT NULL, created_ms INTEGER NOT NULL);
-                CREATE TABLE tag_counts (user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, tag TEXT NOT NULL,
-                                         count INTEGER NOT NULL, PRIMARY KEY (user_id, tag));
-                -- One row at most: the active user.
-                CREATE TABLE active_user (slot INTEGER PRIMARY KEY CHECK (slot = 1), user_id TEXT NOT NULL REFERENCES users(id));
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE users (id TEXT PRIMARY KEY NOT NULL, created_ms INTEGER NOT NULL);
+                    CREATE TABLE tag_counts (user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, tag TEXT NOT NULL,
+                                             count INTEGER NOT NULL, PRIMARY KEY (user_id, tag));
+                    -- One row at most: the active user.
+                    CREATE TABLE active_user (slot INTEGER PRIMARY KEY CHECK (slot = 1), user_id TEXT NOT NULL REFERENCES users(id));
+                    """)
         }
         try migrator.migrate(pool)
         versionReader = try DatabaseQueue(path: path, configuration: SharedSQLite.configuration(label: "hub-users-version"))

@@ -54,7 +54,7 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
                 "base-uri 'self'",
                 "form-action 'self'",
                 "frame-ancestors \(frameAncestors)",
-                "report-uri \(Self.reportPath)",
+                "report-uri \(Self.reportPath)"
             ].joined(separator: "; ")
         }
     }

@@ -13,8 +13,10 @@ public enum HubPageTemplates {
 
     /// `<data_dir>/hub/templates/<status>.html` when it exists, else the built-in view, with
     /// `{{message}}` and `{{percent}}` replaced by the escaped values.
-    public static func statusView(_ status: Status, message: String, percent: Int?, templatesDirectory: String,
-                                  colorScheme: HubSettings.ColorScheme, chrome: String) -> String {
+    public static func statusView(
+        _ status: Status, message: String, percent: Int?, templatesDirectory: String,
+        colorScheme: HubSettings.ColorScheme, chrome: String
+    ) -> String {
         let file = (templatesDirectory as NSString).appendingPathComponent(status.rawValue + ".html")
         let template = (try? String(contentsOfFile: file, encoding: .utf8)) ?? builtInStatusView(status, colorScheme: colorScheme, chrome: chrome)
         return template.replacingOccurrences(of: "{{message}}", with: escape(message))
@@ -25,9 +27,11 @@ public enum HubPageTemplates {
         let body: String
         switch status {
         case .checking:
-            body = #"<div class="hubhost-status" id="hubhost-status" data-status="checking"><div class="hubhost-spinner"></div><p>{{message}}</p></div>"#
+            body =
+                #"<div class="hubhost-status" id="hubhost-status" data-status="checking"><div class="hubhost-spinner"></div><p>{{message}}</p></div>"#
         case .downloading:
-            body = #"<div class="hubhost-status" id="hubhost-status" data-status="downloading" data-percent="{{percent}}"><p>{{message}}</p><progress max="100" value="{{percent}}"></progress><p class="hubhost-percent">{{percent}}%</p></div>"#
+            body =
+                #"<div class="hubhost-status" id="hubhost-status" data-status="downloading" data-percent="{{percent}}"><p>{{message}}</p><progress max="100" value="{{percent}}"></progress><p class="hubhost-percent">{{percent}}%</p></div>"#
         case .error:
             body = #"<div class="hubhost-status hubhost-error" id="hubhost-status" data-status="error"><p>{{message}}</p></div>"#
         }

@@ -64,9 +64,10 @@ public struct HubPages: Sendable {
 
     /// A status view (the hub has nothing to present yet, or cannot present).
     public func status(_ status: HubPageTemplates.Status, message: String, percent: Int?, session: HubSession?) -> String {
-        HubPageTemplates.statusView(status, message: message, percent: percent, templatesDirectory: templatesDirectory,
-                                    colorScheme: settings.colorScheme,
-                                    chrome: session.map { chrome(embed: $0.embed, HubSession.Navigation(canGoBack: false, canGoForward: false)) } ?? "")
+        HubPageTemplates.statusView(
+            status, message: message, percent: percent, templatesDirectory: templatesDirectory,
+            colorScheme: settings.colorScheme,
+            chrome: session.map { chrome(embed: $0.embed, HubSession.Navigation(canGoBack: false, canGoForward: false)) } ?? "")
     }
 
     /// The page after closing the hub.
@@ -83,7 +84,8 @@ public struct HubPages: Sendable {
         let e = HubPageTemplates.escape
         var list = "<ol class=\"hubhost-articles\">\n"
         for article in articles {
-            list += "<li data-article-id=\"\(e(article.id))\"><a href=\"\(e(HubPageLocation.article(article.id).path))\">\(e(article.title))</a></li>\n"
+            list +=
+                "<li data-article-id=\"\(e(article.id))\"><a href=\"\(e(HubPageLocation.article(article.id).path))\">\(e(article.title))</a></li>\n"
         }
         return list + "</ol>\n"
     }
@@ -108,7 +110,8 @@ public struct HubPages: Sendable {
     /// The four chromes (back x forward enabled), built once.
     private static let chromes: [String] = (0..<4).map { bits in
         func button(_ id: String, _ label: String, _ href: String, enabled: Bool) -> String {
-            enabled ? "<a id=\"\(id)\" class=\"hubhost-button\" href=\"\(href)\">\(label)</a>"
+            enabled
+                ? "<a id=\"\(id)\" class=\"hubhost-button\" href=\"\(href)\">\(label)</a>"
                 : "<span id=\"\(id)\" class=\"hubhost-button hubhost-disabled\">\(label)</span>"
         }
         let back = button("hubhost-back", "‹ Back", "/hub/back", enabled: bits & 1 != 0)

@@ -16,12 +16,14 @@ public struct HubWebResponse: Sendable {
     }
 
     static func html(_ text: String, status: Int = 200, policy: ContentSecurityPolicy) -> HubWebResponse {
-        HubWebResponse(status: status, body: Data(text.utf8),
-                       headers: policy.pageHeaders.merging(["Cache-Control": "no-store"]) { a, _ in a })
+        HubWebResponse(
+            status: status, body: Data(text.utf8),
+            headers: policy.pageHeaders.merging(["Cache-Control": "no-store"]) { a, _ in a })
     }
 
     static func redirect(_ location: String) -> HubWebResponse {
-        HubWebResponse(status: 303, contentType: "text/plain; charset=utf-8", body: Data(), headers: ["Location": location, "Cache-Control": "no-store"])
+        HubWebResponse(
+            status: 303, contentType: "text/plain; charset=utf-8", body: Data(), headers: ["Location": location, "Cache-Control": "no-store"])
     }
 
     static func notFound(_ message: String) -> HubWebResponse {
@@ -83,7 +85,8 @@ public final class WebContentHub: @unchecked Sendable {
                 }
                 self.lock.withLock { self.downloadPercent = percent }
             case HostNotification.Name.error:
-                let message = notification.payload["message"]?.plainText ?? notification.payload.values.map(\.plainText).sorted().joined(separator: " ")
+                let message =
+                    notification.payload["message"]?.plainText ?? notification.payload.values.map(\.plainText).sorted().joined(separator: " ")
                 self.lock.withLock { self.lastError = message }
             case HostNotification.Name.readyStateChanged:
                 self.lock.withLock { self.lastError = nil }
@@ -107,7 +110,8 @@ public final class WebContentHub: @unchecked Sendable {
     /// content it shows a status view (checking, downloading with its percent, or the error).
     public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
         var leaving = HubViewRecorder.View(leaving: takeOpenArticle())
-        let presentation: Presentation, bundle: ContentBundle
+        let presentation: Presentation
+        let bundle: ContentBundle
         do {
             if let entryPoint { engine.setEntryPoint(entryPoint) }
             // Without content a download starts in the background and the status view shows its progress.
@@ -191,13 +195,19 @@ public final class WebContentHub: @unchecked Sendable {
             case .article(let id): return present(uri: ContentURI(.article, id).description)
             }
         }
-        guard let page = pageCache.page(pageKey(location, session: session, bundle: bundle), render: {
-            guard var page = pages.render(location, presentation: presentation, bundle: bundle, embed: session.embed) else { return nil }
-            let uri = ContentURI(location.kind, location == .hub ? presentation.hubID : locationID(location))
-            page.contentTypeChanged = ["type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path),
-                                       "title": .string(page.title)]
-            return page
-        }) else {
+        guard
+            let page = pageCache.page(
+                pageKey(location, session: session, bundle: bundle),
+                render: {
+                    guard var page = pages.render(location, presentation: presentation, bundle: bundle, embed: session.embed) else { return nil }
+                    let uri = ContentURI(location.kind, location == .hub ? presentation.hubID : locationID(location))
+                    page.contentTypeChanged = [
+                        "type": .string(location.kind.rawValue), "url": .string(uri.description), "path": .string(location.path),
+                        "title": .string(page.title)
+                    ]
+                    return page
+                })
+        else {
             let id: String
             switch location {
             case .hub: id = presentation.hubID
@@ -217,8 +227,9 @@ public final class WebContentHub: @unchecked Sendable {
     /// are the same as `show`'s for the same view.
     public func showFromMemory(_ location: HubPageLocation) -> HubWebResponse? {
         guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle,
-              let page = pageCache.cached(pageKey(location, session: session, bundle: bundle)),
-              engine.viewRecorder.reserve(wait: false) else { return nil }
+            let page = pageCache.cached(pageKey(location, session: session, bundle: bundle)),
+            engine.viewRecorder.reserve(wait: false)
+        else { return nil }
         return answer(location, page: page, session: session, presentation: presentation, bundle: bundle)
     }
 
@@ -232,8 +243,10 @@ public final class WebContentHub: @unchecked Sendable {
     /// The view of a page found (or rendered): history, notification, the view's records handed
     /// to the recorder (its place `reserve`d by the caller), and the page with the session's bits.
     /// Memory only.
-    private func answer(_ location: HubPageLocation, page: RenderedHubPage, session: HubSession, presentation: Presentation,
-                        bundle: ContentBundle) -> HubWebResponse {
+    private func answer(
+        _ location: HubPageLocation, page: RenderedHubPage, session: HubSession, presentation: Presentation,
+        bundle: ContentBundle
+    ) -> HubWebResponse {
         var view = HubViewRecorder.View()
         // An article's reading starts when it is shown; the same article again (a reload) goes on.
         let now = Clock.wallMs()
@@ -254,8 +267,9 @@ public final class WebContentHub: @unchecked Sendable {
         let navigation = session.visit(location)  // with the view, so that back/forward match the new history
         engine.notifications.post(HostNotification.Name.contentTypeChanged, page.contentTypeChanged)
         engine.viewRecorder.submit(view)
-        return HubWebResponse(status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
-                              headers: pageHeaders)
+        return HubWebResponse(
+            status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
+            headers: pageHeaders)
     }
 
     /// The article on screen, which the reader is leaving now (nil when none).
@@ -268,8 +282,10 @@ public final class WebContentHub: @unchecked Sendable {
     }
 
     /// "Article Viewed" for the article left: the time spent on it (never negative).
-    private static func leaving(_ open: (id: String, shownAtMs: Int64, bundle: ContentBundle),
-                                now: Int64) -> (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)? {
+    private static func leaving(
+        _ open: (id: String, shownAtMs: Int64, bundle: ContentBundle),
+        now: Int64
+    ) -> (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)? {
         guard let article = open.bundle.article(open.id) else { return nil }
         return (article, open.bundle.channel(article.channelID)?.hubID, max(0, now - open.shownAtMs))
     }
@@ -300,8 +316,9 @@ public final class WebContentHub: @unchecked Sendable {
         guard let found = bundle.resource("resources/" + path) ?? bundle.resource(path) else {
             return .notFound("resources/\(path) is not in the content bundle")
         }
-        return HubWebResponse(status: 200, contentType: found.mimeType, body: found.data,
-                              headers: policy.pageHeaders)
+        return HubWebResponse(
+            status: 200, contentType: found.mimeType, body: found.data,
+            headers: policy.pageHeaders)
     }
 
     // MARK: App actions
@@ -311,8 +328,10 @@ public final class WebContentHub: @unchecked Sendable {
     /// browser stays on the page. A URL without a registered scheme is refused (400).
     public func appAction(_ url: String) -> HubWebResponse {
         guard HubLinkRewriter(settings: engine.settings).isAppAction(url) else {
-            return HubWebResponse(status: 400, contentType: "text/plain; charset=utf-8",
-                                  body: Data("'\(url)' does not use a registered custom URL scheme (hub.custom_url_schemes: \(engine.settings.customURLSchemes))\n".utf8))
+            return HubWebResponse(
+                status: 400, contentType: "text/plain; charset=utf-8",
+                body: Data(
+                    "'\(url)' does not use a registered custom URL scheme (hub.custom_url_schemes: \(engine.settings.customURLSchemes))\n".utf8))
         }
         let scheme = String(url[..<url.firstIndex(of: ":")!]).lowercased()
         engine.notifications.post(HostNotification.Name.appAction, ["url": .string(url), "scheme": .string(scheme)])
@@ -369,8 +388,9 @@ public final class WebContentHub: @unchecked Sendable {
                     if violations.count > Self.violationLimit { violations.removeFirst(violations.count - Self.violationLimit) }
                 }
             }
-            engine.notifications.post(HostNotification.Name.contentSecurityViolation,
-                                      ["blocked-uri": .string(blocked), "violated-directive": .string(directive), "document-uri": .string(document)])
+            engine.notifications.post(
+                HostNotification.Name.contentSecurityViolation,
+                ["blocked-uri": .string(blocked), "violated-directive": .string(directive), "document-uri": .string(document)])
         }
     }
 

@@ -36,10 +36,12 @@ public final class AdvertiserIDPlugin: @unchecked Sendable {
         let api = instance.api(hh_advertiser_id_v1_t.self)
         final class Box { var value: String? }
         let box = Box()
-        var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in
-            guard let data else { return }
-            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
-        })
+        var sink = hh_string_sink_t(
+            sink_data: Unmanaged.passUnretained(box).toOpaque(),
+            set: { data, value in
+                guard let data else { return }
+                Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
+            })
         var limit = false
         let status = withExtendedLifetime(box) { api.pointee.advertiser_id(instance.handle, &limit, &sink) }
         switch status {

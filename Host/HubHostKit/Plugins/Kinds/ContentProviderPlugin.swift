@@ -55,8 +55,9 @@ public final class ContentProviderPlugin: @unchecked Sendable {
             },
             is_cancelled: { _ in false })
         let status = withExtendedLifetime(collector) { lock.withLock { api.pointee.fetch(instance.handle, resource, &sink) } }
-        return Fetched(status: status, message: status == HH_OK ? "" : instance.takeError(), data: collector.data,
-                       progress: collector.progress.map { (done: $0.0, total: $0.1) })
+        return Fetched(
+            status: status, message: status == HH_OK ? "" : instance.takeError(), data: collector.data,
+            progress: collector.progress.map { (done: $0.0, total: $0.1) })
     }
 
     /// Where `stream` sends what the plugin fetched. `write` answers false to stop the fetch (the
@@ -66,8 +67,10 @@ public final class ContentProviderPlugin: @unchecked Sendable {
         public var progress: (_ done: UInt64, _ total: UInt64) -> Void
         public var isCancelled: () -> Bool
 
-        public init(write: @escaping (UnsafeRawBufferPointer) -> Bool, progress: @escaping (UInt64, UInt64) -> Void = { _, _ in },
-                    isCancelled: @escaping () -> Bool = { false }) {
+        public init(
+            write: @escaping (UnsafeRawBufferPointer) -> Bool, progress: @escaping (UInt64, UInt64) -> Void = { _, _ in },
+            isCancelled: @escaping () -> Bool = { false }
+        ) {
             self.write = write
             self.progress = progress
             self.isCancelled = isCancelled
@@ -87,7 +90,10 @@ public final class ContentProviderPlugin: @unchecked Sendable {
             return (HH_OK, "")
         }
         let api = instance.api(hh_content_provider_v1_t.self)
-        final class Box { let sink: Sink; init(_ sink: Sink) { self.sink = sink } }
+        final class Box {
+            let sink: Sink
+            init(_ sink: Sink) { self.sink = sink }
+        }
         let box = Box(sink)
         var table = hh_content_sink_t(
             sink_data: Unmanaged.passUnretained(box).toOpaque(),

@@ -30,8 +30,10 @@ extension DeviceConditions {
     /// Checks a raw answer field by field, as hubhost_device_conditions.h promises: an unknown
     /// network or charging code, or a battery level outside 0...1 (NaN included), is refused with
     /// the field and value named. Used for in-process answers and for what a worker sends back.
-    static func checked(network code: Int32, metered: Bool, hasBattery: Bool, batteryLevel: Double, charging chargingCode: Int32,
-                        hasFreeBytes: Bool, freeBytes: UInt64) throws(DeviceConditionsProblem) -> DeviceConditions {
+    static func checked(
+        network code: Int32, metered: Bool, hasBattery: Bool, batteryLevel: Double, charging chargingCode: Int32,
+        hasFreeBytes: Bool, freeBytes: UInt64
+    ) throws(DeviceConditionsProblem) -> DeviceConditions {
         let network: Network
         switch code {
         case HH_NETWORK_NONE: network = .none
@@ -50,8 +52,9 @@ extension DeviceConditions {
         case HH_CHARGING_YES: charging = true
         default: throw DeviceConditionsProblem("charging code \(chargingCode) is not one of HH_CHARGING_UNKNOWN/NO/YES (0...2)")
         }
-        return DeviceConditions(network: network, metered: metered, batteryLevel: hasBattery ? batteryLevel : nil,
-                                charging: charging, freeBytes: hasFreeBytes ? freeBytes : nil)
+        return DeviceConditions(
+            network: network, metered: metered, batteryLevel: hasBattery ? batteryLevel : nil,
+            charging: charging, freeBytes: hasFreeBytes ? freeBytes : nil)
     }
 
     /// The codes of hubhost_device_conditions.h, for the isolation wire.
@@ -111,9 +114,10 @@ public final class DeviceConditionsPlugin: @unchecked Sendable {
             throw PluginCallError.failed(instance: handle.instanceID, status: status, message: instance.takeError())
         }
         do {
-            return try DeviceConditions.checked(network: raw.network, metered: raw.metered, hasBattery: raw.has_battery,
-                                                batteryLevel: raw.battery_level, charging: raw.charging,
-                                                hasFreeBytes: raw.has_free_bytes, freeBytes: raw.free_bytes)
+            return try DeviceConditions.checked(
+                network: raw.network, metered: raw.metered, hasBattery: raw.has_battery,
+                batteryLevel: raw.battery_level, charging: raw.charging,
+                hasFreeBytes: raw.has_free_bytes, freeBytes: raw.free_bytes)
         } catch {
             throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: error.reason)
         }

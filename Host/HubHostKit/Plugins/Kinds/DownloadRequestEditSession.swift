@@ -38,8 +38,9 @@ final class DownloadRequestEditSession {
             set_header: { data, name, value in DownloadRequestEditSession.from(data).setHeader(name, value) },
             remove_header: { data, name in DownloadRequestEditSession.from(data).removeHeader(name) })
         return cHeaders.withUnsafeBufferPointer { headerBuffer in
-            var request = hh_download_request_t(url: copy(original.url), headers: headerBuffer.baseAddress, header_count: headerBuffer.count,
-                                                item_id: copy(original.itemId), file_role: copy(original.fileRole))
+            var request = hh_download_request_t(
+                url: copy(original.url), headers: headerBuffer.baseAddress, header_count: headerBuffer.count,
+                item_id: copy(original.itemId), file_role: copy(original.fileRole))
             return withExtendedLifetime(self) { body(&request, &editor) }
         }
     }

@@ -21,7 +21,8 @@ public enum DownloadRequestLimits {
             throw .init("the URL \(quoted(url)) holds a space or a control character")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             throw .init("\(quoted(url)) is not an absolute http:// or https:// URL with a host")
         }
         guard request.headers.count <= maxHeaders else { throw .init("\(request.headers.count) headers; at most \(maxHeaders)") }

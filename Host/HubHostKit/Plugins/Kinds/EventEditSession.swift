@@ -49,11 +49,21 @@ final class EventEditSession {
         var value = hh_value_t()
         switch swiftValue {
         case .null: value.type = HH_VALUE_NULL
-        case .string(let s): value.type = HH_VALUE_STRING; value.of.string = copy(s)
-        case .int(let i): value.type = HH_VALUE_INT64; value.of.int64 = i
-        case .double(let d): value.type = HH_VALUE_DOUBLE; value.of.real = d
-        case .bool(let b): value.type = HH_VALUE_BOOL; value.of.boolean = b
-        case .timeMs(let t): value.type = HH_VALUE_TIME_MS; value.of.time_ms = t
+        case .string(let s):
+            value.type = HH_VALUE_STRING
+            value.of.string = copy(s)
+        case .int(let i):
+            value.type = HH_VALUE_INT64
+            value.of.int64 = i
+        case .double(let d):
+            value.type = HH_VALUE_DOUBLE
+            value.of.real = d
+        case .bool(let b):
+            value.type = HH_VALUE_BOOL
+            value.of.boolean = b
+        case .timeMs(let t):
+            value.type = HH_VALUE_TIME_MS
+            value.of.time_ms = t
         }
         return value
     }
@@ -63,7 +73,8 @@ final class EventEditSession {
         // The id and name are lent as the bytes of local copies of the two Strings, valid for the
         // whole call: edits change only attributes, so nothing replaces them meanwhile. Two heap
         // copies per call (and freeing them) were about a sixth of the host's cost of a call.
-        var id = working.id, name = working.name
+        var id = working.id
+        var name = working.name
         return id.withUTF8 { idBytes in
             name.withUTF8 { nameBytes in
                 var view = hh_event_view_t(

@@ -109,16 +109,18 @@ public final class EventSinkPlugin: @unchecked Sendable {
             block.append(contentsOf: event.json)
             spans.append((key, jsonStart..<block.count, append(event.mobileUserID), append(event.anonymousID)))
         }
-        var answers = [hh_sink_answer_t](repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)),
-                                         count: events.count)
+        var answers = [hh_sink_answer_t](
+            repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)),
+            count: events.count)
         let (status, message, copied): (Int32, String, [(Int32, String)]) = block.withUnsafeBytes { raw in
             let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
             func string(_ range: Range<Int>) -> hh_string_t {
                 hh_string_t(data: range.isEmpty ? nil : base.map { $0 + range.lowerBound }, length: range.count)
             }
             let views = zip(events, spans).map { event, span in
-                hh_sink_event_t(idempotency_key: string(span.key), type_code: event.typeCode, time_ms: event.timeMs, json: string(span.json),
-                                mobile_user_id: string(span.user), anonymous_id: string(span.anonymous))
+                hh_sink_event_t(
+                    idempotency_key: string(span.key), type_code: event.typeCode, time_ms: event.timeMs, json: string(span.json),
+                    mobile_user_id: string(span.user), anonymous_id: string(span.anonymous))
             }
             return lock.withLock {
                 let status = views.withUnsafeBufferPointer { viewBuffer in

@@ -11,8 +11,10 @@ public struct Location: Codable, Equatable, Sendable {
     public var name: String?
     public var address: String?
 
-    public init(latitude: Double? = nil, longitude: Double? = nil, accuracyMeters: Double? = nil, timeMs: Int64? = nil,
-                locationID: String? = nil, name: String? = nil, address: String? = nil) {
+    public init(
+        latitude: Double? = nil, longitude: Double? = nil, accuracyMeters: Double? = nil, timeMs: Int64? = nil,
+        locationID: String? = nil, name: String? = nil, address: String? = nil
+    ) {
         self.latitude = latitude
         self.longitude = longitude
         self.accuracyMeters = accuracyMeters

@@ -26,13 +26,16 @@ public final class LoggingPlugin: LogDestination, @unchecked Sendable {
             return
         }
         let api = instance.api(hh_logging_v1_t.self)
-        var source = record.source, message = record.message
+        var source = record.source
+        var message = record.message
         source.withUTF8 { sourceBytes in
             message.withUTF8 { messageBytes in
                 var raw = hh_log_record_t(
                     severity: record.severity.rawValue, verbosity: record.verbosity.rawValue, time_ms: record.timeMs,
-                    source: hh_string_t(data: UnsafeRawPointer(sourceBytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: sourceBytes.count),
-                    message: hh_string_t(data: UnsafeRawPointer(messageBytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: messageBytes.count))
+                    source: hh_string_t(
+                        data: UnsafeRawPointer(sourceBytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: sourceBytes.count),
+                    message: hh_string_t(
+                        data: UnsafeRawPointer(messageBytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: messageBytes.count))
                 lock.withLock { api.pointee.log(instance.handle, &raw) }
             }
         }

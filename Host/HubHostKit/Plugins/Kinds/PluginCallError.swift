@@ -15,7 +15,7 @@ public enum PluginCallError: Error, Equatable, Sendable, CustomStringConvertible
     public var status: Int32 {
         switch self {
         case .failed(_, let status, _): return status
-        case .invalidAnswer: return 8 // HH_ERR_INTERNAL: the plugin broke its contract
+        case .invalidAnswer: return 8  // HH_ERR_INTERNAL: the plugin broke its contract
         }
     }
 

@@ -72,10 +72,18 @@ extension PluginValue {
                 raw.of.string = hh_string_t(data: UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: bytes.count)
                 return body(&raw)
             }
-        case .int(let i): raw.type = HH_VALUE_INT64; raw.of.int64 = i
-        case .double(let d): raw.type = HH_VALUE_DOUBLE; raw.of.real = d
-        case .bool(let b): raw.type = HH_VALUE_BOOL; raw.of.boolean = b
-        case .timeMs(let t): raw.type = HH_VALUE_TIME_MS; raw.of.time_ms = t
+        case .int(let i):
+            raw.type = HH_VALUE_INT64
+            raw.of.int64 = i
+        case .double(let d):
+            raw.type = HH_VALUE_DOUBLE
+            raw.of.real = d
+        case .bool(let b):
+            raw.type = HH_VALUE_BOOL
+            raw.of.boolean = b
+        case .timeMs(let t):
+            raw.type = HH_VALUE_TIME_MS
+            raw.of.time_ms = t
         }
         return body(&raw)
     }

@@ -32,14 +32,20 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
         let api = instance.api(hh_user_id_generator_v1_t.self)
         final class Box { var value: String? }
         let box = Box()
-        var sink = hh_string_sink_t(sink_data: Unmanaged.passUnretained(box).toOpaque(), set: { data, value in
-            guard let data else { return }
-            Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
-        })
+        var sink = hh_string_sink_t(
+            sink_data: Unmanaged.passUnretained(box).toOpaque(),
+            set: { data, value in
+                guard let data else { return }
+                Unmanaged<Box>.fromOpaque(data).takeUnretainedValue().value = lossyUTF8(value)
+            })
         let status = withExtendedLifetime(box) { api.pointee.generate(instance.handle, &sink) }
         guard status == HH_OK else { return .failed(status: status, message: instance.takeError()) }
         guard let id = box.value, !id.isEmpty, id.utf8.count <= Int(HH_USER_ID_MAX_BYTES) else {
-            return .failed(status: HH_ERR_INTERNAL, message: "answered HH_OK with \(box.value == nil ? "no id (no set call)" : "an id of \(box.value!.utf8.count) bytes (1 to \(HH_USER_ID_MAX_BYTES) allowed)")")
+            return .failed(
+                status: HH_ERR_INTERNAL,
+                message:
+                    "answered HH_OK with \(box.value == nil ? "no id (no set call)" : "an id of \(box.value!.utf8.count) bytes (1 to \(HH_USER_ID_MAX_BYTES) allowed)")"
+            )
         }
         return .id(id)
     }
@@ -48,7 +54,8 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
         switch answer() {
         case .id(let id): return id
         case .failed(let status, let message):
-            throw MobileIdentityManager.Failure(description: "\(name) failed (\(StatusCode.name(status))): \(message.isEmpty ? "no message" : message)")
+            throw MobileIdentityManager.Failure(
+                description: "\(name) failed (\(StatusCode.name(status))): \(message.isEmpty ? "no message" : message)")
         }
     }
 }
