@@ -66,6 +66,7 @@ public final class HubHost: @unchecked Sendable {
 
     private func openEngines() throws -> (events: EventEngine, campaigns: CampaignEngine?) {
         if let eventEngine { return (eventEngine, campaignEngine) }
+        try manifest.requireNoProblems(inSections: [EventSettings.sectionName, DeepLinkRouter.sectionName, CampaignSettings.sectionName])
         let engine = try EventEngine(
             settings: manifest.events, dataDirectory: manifest.dataDirectory,
             augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
@@ -128,6 +129,7 @@ public final class HubHost: @unchecked Sendable {
     /// checks and journaled merges over the Engage XMLAPI. Its ids go on every event from then on,
     /// and each identity change is tracked as an event.
     public func identity() throws -> MobileIdentityManager {
+        try manifest.requireNoProblems(inSections: [IdentitySettings.sectionName])
         let engine = try self.events()
         return try engineLock.withLock {
             if let identityManager { return identityManager }
@@ -186,6 +188,7 @@ public final class HubHost: @unchecked Sendable {
         try engineLock.withLock {
             guard manifest.hub.enabled else { return nil }
             if let hubEngine { return hubEngine }
+            try manifest.requireNoProblems(inSections: [HubSettings.sectionName])
             // Weak: the engine may outlive its host; its metrics then have nowhere to go (and say so in the log).
             let metrics = HubMetrics(
                 track: { [weak self] event in
@@ -246,6 +249,7 @@ public final class HubHost: @unchecked Sendable {
             let settings = manifest.prefetch
             guard settings.enabled else { return nil }
             if let prefetchEngine { return prefetchEngine }
+            try manifest.requireNoProblems(inSections: [PrefetchSettings.sectionName])
             let providers = registry.plugins(of: .contentProvider)
             let handle = settings.provider.map { id in providers.first { $0.instanceID == id } } ?? providers.first
             var problem: String?
@@ -257,7 +261,8 @@ public final class HubHost: @unchecked Sendable {
             let engine = try PrefetchEngine(
                 settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
                 provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
-                providerProblem: problem, notifications: notifications, logger: logger)
+                providerProblem: problem, notifications: notifications, logger: logger,
+                providerAllowedHosts: manifest.instances.first { $0.id == handle?.instanceID }?.http.allowedHosts ?? [])
             wirePrefetchPlugins(engine, settings)
             // Consumption records become events; weak: the engine may outlive its host.
             engine.trackEvent = { [weak self] event in

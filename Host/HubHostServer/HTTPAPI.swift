@@ -66,7 +66,13 @@ enum HTTPAPI {
     /// Runs blocking engine work (SQLite, plugin calls, files) on the BlockingPool, never on an
     /// event loop or a concurrency thread.
     static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingPool.run(work)
+        do {
+            return try await BlockingPool.run(work)
+        } catch let error as ManifestError {
+            // An engine whose plugins.yaml section has problems refuses to open: the route's engine
+            // is not usable until the manifest is fixed.
+            throw APIError(.serviceUnavailable, error.description, code: "not_configured")
+        }
     }
 
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {

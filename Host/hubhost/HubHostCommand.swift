@@ -42,6 +42,10 @@ struct HubHostCommand: ParsableCommand {
                   See '\(path.joined(separator: " ")) --help' for more information.
                 """)
             Foundation.exit(ExitCode.validationFailure.rawValue)
+        } catch let error as ManifestError {
+            // An engine refused to open because its section of plugins.yaml has problems.
+            Output.error(error.description)
+            Foundation.exit(ExitCode.failed.rawValue)
         } catch {
             exit(withError: error)
         }

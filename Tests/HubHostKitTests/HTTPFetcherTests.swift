@@ -39,3 +39,95 @@ final class HTTPFetcherTests: XCTestCase {
         XCTAssertNotNil(response.headers["content-length"])
     }
 }
+
+/// Redirects are followed hop by hop, each checked before anything is sent to it: two loopback
+/// servers on different names (127.0.0.1 and 127.0.0.2), and `localhost` as a third name.
+final class HTTPRedirectTests: XCTestCase {
+    var a: LoopbackHTTPServer!
+    var b: LoopbackHTTPServer!
+    /// What B received (method, path, headers, body).
+    var reachedB: [LoopbackHTTPServer.Request] { lock.withLock { bRequests } }
+    private let lock = NSLock()
+    private var bRequests: [LoopbackHTTPServer.Request] = []
+
+    override func setUpWithError() throws {
+        a = try LoopbackHTTPServer(address: "127.0.0.1")
+        b = try LoopbackHTTPServer(address: "127.0.0.2")
+        let aPort = a.port
+        let bBase = "http://127.0.0.2:\(b.port)"
+        a.start { fd, request in
+            let redirects: [String: (Int, String)] = [
+                "/to-b": (302, bBase + "/b"), "/post-to-b": (307, bBase + "/b"), "/to-a": (302, "/final"),
+                "/see-other": (303, "/final"), "/to-localhost": (302, "http://localhost:\(aPort)/final"),
+                "/loop": (302, "/loop"), "/to-file": (302, "file:///etc/passwd")
+            ]
+            if let (status, location) = redirects[request.path] {
+                LoopbackHTTPServer.respond(fd, status, headers: ["Location": location], Data())
+            } else {
+                LoopbackHTTPServer.respond(fd, 200, Data("a \(request.method) \(request.body.count)".utf8))
+            }
+        }
+        b.start { [self] fd, request in
+            lock.withLock { bRequests.append(request) }
+            LoopbackHTTPServer.respond(fd, 200, Data("b".utf8))
+        }
+        addTeardownBlock { [a, b] in
+            a?.stop()
+            b?.stop()
+        }
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(a.port)\(path)" }
+
+    func testAHopOutsideTheAllowListIsRefusedNamingItsHostAndNothingReachesIt() {
+        let result = HTTPFetcher().fetch(
+            "GET", url("/to-b"), timeoutSeconds: 10, redirects: .allowedHosts(["127.0.0.1"], owner: "catalog"))
+        guard case .failure(.redirectRefused(let why)) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(why.contains("127.0.0.2") && why.contains("http_allow of instance 'catalog'"), why)
+        XCTAssertEqual(reachedB.count, 0)
+        // Another name for the same machine is another host.
+        let named = HTTPFetcher().fetch(
+            "GET", url("/to-localhost"), timeoutSeconds: 10, redirects: .allowedHosts(["127.0.0.1"], owner: "catalog"))
+        guard case .failure(.redirectRefused(let namedWhy)) = named else { return XCTFail("\(named)") }
+        XCTAssertTrue(namedWhy.contains("localhost"), namedWhy)
+    }
+
+    func testTheHostsOwnRequestsFollowRedirectsOnlyOnTheirHost() throws {
+        guard case .failure(.redirectRefused(let why)) = HTTPFetcher().fetch("GET", url("/to-b"), timeoutSeconds: 10) else {
+            return XCTFail("followed to another host")
+        }
+        XCTAssertTrue(why.contains("only redirects on 127.0.0.1"), why)
+        XCTAssertEqual(reachedB.count, 0)
+        let same = try HTTPFetcher().fetch("GET", url("/to-a"), timeoutSeconds: 10).get()
+        XCTAssertEqual(String(decoding: same.body, as: UTF8.self), "a GET 0")
+    }
+
+    func testAnAllowedHopIsFollowedWithoutTheCredentials() throws {
+        let response = try HTTPFetcher().fetch(
+            "POST", url("/post-to-b"), headers: ["Authorization": "Bearer secret", "X-Kept": "1"], body: Data("{}".utf8),
+            timeoutSeconds: 10, redirects: .allowedHosts(["127.0.0.1", "127.0.0.2"], owner: "catalog")
+        ).get()
+        XCTAssertEqual(String(decoding: response.body, as: UTF8.self), "b")
+        let request = try XCTUnwrap(reachedB.first)
+        XCTAssertEqual(request.method, "POST", "307 keeps the method")
+        XCTAssertEqual(request.body, Data("{}".utf8), "and the body")
+        XCTAssertNil(request.headers["authorization"], "no credentials to another host")
+        XCTAssertEqual(request.headers["x-kept"], "1")
+    }
+
+    func testA303BecomesAGetAndLoopsAndOtherSchemesStop() throws {
+        let seeOther = try HTTPFetcher().fetch("POST", url("/see-other"), body: Data("xyz".utf8), timeoutSeconds: 10).get()
+        XCTAssertEqual(String(decoding: seeOther.body, as: UTF8.self), "a GET 0")
+        guard case .failure(.redirectRefused(let loop)) = HTTPFetcher().fetch("GET", url("/loop"), timeoutSeconds: 10) else {
+            return XCTFail("a redirect loop was followed for ever")
+        }
+        XCTAssertTrue(loop.contains("more than \(HTTPFetcher.maxRedirects) redirects"), loop)
+        guard case .failure(.redirectRefused(let file)) = HTTPFetcher().fetch("GET", url("/to-file"), timeoutSeconds: 10) else {
+            return XCTFail("a file: redirect was followed")
+        }
+        XCTAssertTrue(file.contains("not an http(s) URL"), file)
+        let none = try HTTPFetcher().fetch("GET", url("/to-b"), timeoutSeconds: 10, redirects: .none).get()
+        XCTAssertEqual(none.status, 302)
+        XCTAssertEqual(reachedB.count, 0)
+    }
+}

@@ -72,6 +72,44 @@ final class IdentityTests: XCTestCase {
         XCTAssertTrue(names.contains(IdentityChange.Kind.setUp.rawValue), "\(names)")
     }
 
+    /// The service adds the recipient and the answer is lost: the retry looks the mobile user id
+    /// up and keeps that recipient instead of adding a second one holding the same id.
+    func testALostAddRecipientAnswerIsLookedUpInsteadOfAddingASecondRecipient() throws {
+        try writeManifest()
+        service.script([.performThenDrop])
+        let setup = try openHost().identity().setupRecipient()
+        XCTAssertTrue(setup.created)
+        XCTAssertEqual(service.recipients.map(\.id), [setup.recipientId], "one recipient, and it is the one kept")
+        XCTAssertEqual(service.recipients.first?.columns["Mobile User Id"], setup.mobileUserId)
+        XCTAssertEqual(service.operations, ["AddRecipient", "SelectRecipientData"])
+    }
+
+    /// A 5xx that was not carried out: the lookup finds nobody, so AddRecipient is sent again.
+    func testAFailedAddRecipientIsSentAgainAfterTheLookupFindsNobody() throws {
+        try writeManifest()
+        service.script([.status(503)])
+        let setup = try openHost().identity().setupRecipient()
+        XCTAssertEqual(service.recipients.map(\.id), [setup.recipientId])
+        XCTAssertEqual(service.operations, ["SelectRecipientData", "AddRecipient"], "the 503 was not parsed as an operation")
+    }
+
+    /// Four processes run `identity setup` on one data directory at the same moment, against a
+    /// service slow enough that their setups overlap: one recipient is added, the others find it.
+    func testProcessesSettingUpTogetherAddOneRecipient() throws {
+        try writeManifest()
+        service.script([.slow(0.5)])
+        let results = try TestSupport.concurrently(4) { _ in
+            try TestSupport.hubhost(["identity", "setup", "--json"], manifest: self.folder + "/plugins.yaml", in: self.folder, timeout: 60)
+        }
+        for result in results { XCTAssertEqual(result.status, 0, result.description) }
+        XCTAssertEqual(service.recipients.count, 1, "\(service.recipients)")
+        XCTAssertEqual(service.operations.filter { $0 == "AddRecipient" }.count, 1, "\(service.operations)")
+        let created = try results.map { try XCTUnwrap(TestSupport.json($0.stdout) as? [String: Any])["created"] as? Bool }
+        XCTAssertEqual(created.filter { $0 == true }.count, 1, "\(created)")
+        let ids = Set(try results.map { try XCTUnwrap(TestSupport.json($0.stdout) as? [String: Any])["recipientId"] as? String })
+        XCTAssertEqual(ids, [service.recipients.first?.id])
+    }
+
     func testSetupWithoutAutoTrackingNeedsAMobileUserID() throws {
         try writeManifest(identity: "enableAutoAnonymousTracking: false")
         let identity = try openHost().identity()
@@ -290,6 +328,39 @@ final class IdentityTests: XCTestCase {
         let messages = manifest.diagnostics.map(\.message).joined(separator: "\n")
         XCTAssertTrue(messages.contains("mobileUserIdColumn"), messages)
         XCTAssertTrue(messages.contains("auditRecordListId"), messages)
+    }
+
+    /// A typo in `identity:` stops every identity command (no recipient is made with the default
+    /// column), with the problem at its line; logging off does not hide it.
+    func testIdentityCommandsRefuseAManifestWithProblemsInTheIdentitySection() throws {
+        try writeManifest(identity: "mobileUserIdColum: x")
+        try TestSupport.write(
+            try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8) + "\nlogging:\n  severity: none\n", to: folder + "/plugins.yaml")
+        for arguments in [["identity", "setup"], ["identity", "show"], ["identity", "check", "--column", "facebook_id=1"]] {
+            let result = try TestSupport.hubhost(arguments, manifest: folder + "/plugins.yaml", in: folder)
+            XCTAssertEqual(result.status, 1, "\(arguments): \(result)")
+            XCTAssertTrue(result.stderr.contains("plugins.yaml:"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("identity.mobileUserIdColum"), result.stderr)
+        }
+        XCTAssertEqual(service.operations, [], "nothing was sent")
+        XCTAssertThrowsError(try openHost().identity()) { XCTAssertTrue($0 is ManifestError, "\($0)") }
+        // Other engines are not held back by it.
+        XCTAssertNoThrow(try openHost().events().track(Event(type: .namedEvent, name: "STILL TRACKED")))
+    }
+
+    /// Engage list and table ids are numbers: a word is a problem at its line, not a request.
+    func testListIdsMustBeNumbers() throws {
+        try writeManifest(identity: "auditRecordListId: nine")
+        let text = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
+        try TestSupport.write(
+            text.replacingOccurrences(of: "databaseListId: \"45654\"", with: "databaseListId: forty-five"), to: folder + "/plugins.yaml")
+        let check = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml"], in: folder)
+        XCTAssertEqual(check.status, 1, check.description)
+        XCTAssertTrue(check.stdout.contains("identity.databaseListId") || check.stderr.contains("identity.databaseListId"), check.description)
+        XCTAssertTrue((check.stdout + check.stderr).contains("identity.auditRecordListId"), check.description)
+        let setup = try TestSupport.hubhost(["identity", "setup"], manifest: folder + "/plugins.yaml", in: folder)
+        XCTAssertEqual(setup.status, 1, setup.description)
+        XCTAssertEqual(service.operations, [])
     }
 
     func testTheUUIDGeneratorPluginMakesTheMobileUserID() throws {

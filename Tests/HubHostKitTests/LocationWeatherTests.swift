@@ -14,7 +14,7 @@ final class LocationWeatherTests: XCTestCase {
         addTeardownBlock { [server] in server?.stop() }
     }
 
-    private func host(allow: String = "[127.0.0.1]", weatherConfig: String = "") throws -> (HubHost, LogCapture) {
+    private func host(allow: String = "[127.0.0.1]", endpoint: String? = nil, weatherConfig: String = "") throws -> (HubHost, LogCapture) {
         try TestSupport.write(
             """
             data_dir: data
@@ -29,7 +29,7 @@ final class LocationWeatherTests: XCTestCase {
               - id: weather
                 use: \(TestSupport.plugin("WeatherAugmentation"))
                 http_allow: \(allow)
-                config: {endpoint: "\(server.forecastURL)"\(weatherConfig)}
+                config: {endpoint: "\(endpoint ?? server.forecastURL)"\(weatherConfig)}
             """, to: folder + "/plugins.yaml")
         let capture = LogCapture()
         let host = try HubHost(manifestPath: folder + "/plugins.yaml", extraDestinations: [capture])
@@ -70,6 +70,30 @@ final class LocationWeatherTests: XCTestCase {
                     "augmentation 'weather/weather' failed on event \(tracked.id) (HH_ERR_UNSUPPORTED): the weather endpoint's host is not in this instance's http_allow"
                 )
             }, "\(capture.messages)")
+    }
+
+    /// An allowed host that redirects to another name (`localhost`, the same machine): the hop is
+    /// checked against http_allow before it is followed, refused with the host it pointed to, and
+    /// followed once that name is allowed too.
+    func testARedirectToAHostOutsideHttpAllowIsNotFollowed() throws {
+        let redirector = try LoopbackHTTPServer(address: "127.0.0.1")
+        let target = server.forecastURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        redirector.start { fd, _ in LoopbackHTTPServer.respond(fd, 302, headers: ["Location": target], Data()) }
+        addTeardownBlock { redirector.stop() }
+        let endpoint = "http://127.0.0.1:\(redirector.port)/v1/forecast"
+        let (refusedHost, capture) = try host(endpoint: endpoint)
+        let tracked = try refusedHost.events().track(Event(type: .namedEvent, name: "REDIRECTED"))
+        XCTAssertNil(tracked[attribute: "Temperature C"])
+        XCTAssertTrue(server.forecastRequests.isEmpty, "nothing reached the host the redirect named")
+        XCTAssertTrue(
+            capture.messages.contains {
+                $0.contains("a redirect to localhost was refused: not in http_allow of instance 'weather' (allowed: 127.0.0.1)")
+            }, "\(capture.messages)")
+        refusedHost.shutdown()
+        let (allowedHost, _) = try host(allow: "[127.0.0.1, localhost]", endpoint: endpoint)
+        let followed = try allowedHost.events().track(Event(type: .namedEvent, name: "FOLLOWED"))
+        XCTAssertEqual(followed[attribute: "Temperature C"], .double(11.5))
+        XCTAssertEqual(server.forecastRequests.count, 1)
     }
 
     func testAFailingEndpointLosesNoEvent() throws {

@@ -83,6 +83,24 @@ enum TestSupport {
             stderr: String(decoding: collected.err, as: UTF8.self), reason: process.terminationReason)
     }
 
+    /// Runs `body(0)` ... `body(count - 1)` on threads of their own, all at once (a crowd of clients
+    /// or processes), and returns the results in index order; throws the first error after every
+    /// body returned. Each body bounds its own time (e.g. `run`'s timeout).
+    static func concurrently<T>(_ count: Int, _ body: @escaping (Int) throws -> T) throws -> [T] {
+        let results = ConcurrentResults<T>()
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread {
+                let result = Result { try body(index) }
+                results.lock.withLock { results.values[index] = result }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        return try (0..<count).map { index in try results.lock.withLock { results.values[index]! }.get() }
+    }
+
     /// Runs the built hubhost executable with `arguments` (then `--manifest MANIFEST` when `manifest`
     /// is given) in `folder` (the repository when not given), as `run` does.
     @discardableResult
@@ -188,6 +206,13 @@ enum TestSupport {
 }
 
 /// How a program run by `TestSupport.run` ended and what it wrote.
+/// The results `TestSupport.concurrently` collects from its threads.
+/// Safe to share: every access holds `lock`.
+final class ConcurrentResults<T>: @unchecked Sendable {
+    let lock = NSLock()
+    var values: [Int: Result<T, Error>] = [:]
+}
+
 struct CommandResult: CustomStringConvertible {
     var status: Int32
     var stdout: String

@@ -10,7 +10,8 @@ import Foundation
 /// audit (relational) table. AddRecipient, SelectRecipientData (by RECIPIENT_ID, EMAIL or ALL the
 /// COLUMNs; errorid 128 when none matches), UpdateRecipient and InsertUpdateRelationalTable
 /// (upsert by the row's first column). Faults on demand: an answer scripted for the next requests
-/// (a fault in a 200, an HTTP status, a hang), and a 401 for an access token it expired.
+/// (a fault in a 200, an HTTP status, a hang, an answer lost after the request was carried out, a
+/// slow answer), and a 401 for an access token it expired.
 final class TestXMLAPIService: @unchecked Sendable {
     enum Behavior: Equatable {
         /// Answer this one normally (to script a later request).
@@ -18,6 +19,10 @@ final class TestXMLAPIService: @unchecked Sendable {
         case fault(errorID: Int, text: String)
         case status(Int)
         case hang
+        /// Carry the request out, then close the connection without an answer (a lost answer).
+        case performThenDrop
+        /// Wait this many seconds, then answer normally (requests queue behind it: one thread).
+        case slow(Double)
     }
 
     struct Recipient: Equatable {
@@ -136,7 +141,12 @@ final class TestXMLAPIService: @unchecked Sendable {
             }
             if case .fault(let id, let text)? = scripted {
                 answer = Self.fault(id, text)
+            } else if case .performThenDrop? = scripted {
+                _ = lock.withLock { perform(op) }
+                close(fd)
+                return
             } else {
+                if case .slow(let seconds)? = scripted { Thread.sleep(forTimeInterval: seconds) }
                 answer = lock.withLock { perform(op) }
             }
         } catch {

@@ -11,7 +11,7 @@ public struct IdentitySettings: Sendable {
             doc: "The Engage base URL; XMLAPI requests go to {host}/XMLAPI (EngageSDK initializeSDKClient host:)."),
         ConfigKey(
             key: "databaseListId", type: .string, defaultValue: .string(""),
-            doc: "The Engage database (recipient list) id (General->databaseListId)."),
+            doc: "The Engage database (recipient list) id, a number (General->databaseListId).", pattern: "[0-9]{0,18}"),
         ConfigKey(
             key: "enableAutoAnonymousTracking", type: .bool, defaultValue: .bool(true),
             doc: "Generate a mobile user id when there is none (Recipient->enableAutoAnonymousTracking)."),
@@ -38,8 +38,8 @@ public struct IdentitySettings: Sendable {
         ConfigKey(
             key: "auditRecordListId", type: .string, defaultValue: .string(""),
             doc:
-                "The audit record relational table's id; required with mergeHistoryInAuditRecordTable (the Engage SDK's AuditRecord->auditRecordListId)."
-        ),
+                "The audit record relational table's id, a number; required with mergeHistoryInAuditRecordTable (the Engage SDK's AuditRecord->auditRecordListId).",
+            pattern: "[0-9]{0,18}"),
         ConfigKey(
             key: "auditRecordPrimaryKeyColumnName", type: .string, defaultValue: .string("Audit Record Id"),
             doc: "The audit table's primary-key column (AuditRecord->auditRecordPrimaryKeyColumnName)."),

@@ -50,7 +50,7 @@ public final class IdentityStore: @unchecked Sendable {
 
     public init(path: String) throws {
         self.path = path
-        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
         defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "identity")
         var migrator = DatabaseMigrator()

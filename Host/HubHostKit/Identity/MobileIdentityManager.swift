@@ -21,7 +21,26 @@ public final class MobileIdentityManager: @unchecked Sendable {
     let logger: Logger
     /// Hears every identity change (the host tracks it as an event).
     let onChange: @Sendable (IdentityChange) -> Void
-    private let lock = NSLock()  // one setup or check at a time in this process
+    private let lock = NSLock()  // one setup or check at a time in this process (exclusively)
+
+    /// How long a setup, check or reset waits for another process's (`identity.lock`): long enough
+    /// for a setup with every XMLAPI retry, short enough that a wedged holder is reported.
+    static let crossProcessWaitSeconds: TimeInterval = 300
+
+    /// Runs `body` as the only setup, check or reset on this identity: one thread of this process
+    /// and one process on the data directory at a time (an flock on `identity.lock` beside
+    /// identity.sqlite), so two processes setting up at once add one recipient, not two.
+    private func exclusively<T>(_ body: () throws -> T) throws -> T {
+        try lock.withLock {
+            let path = ((store.path as NSString).deletingPathExtension as NSString).appendingPathExtension("lock")!
+            let file: FileLock
+            do { file = try FileLock(path: path, waitSeconds: Self.crossProcessWaitSeconds) } catch {
+                throw Failure(description: "another process is setting up or checking this identity: \(error)")
+            }
+            defer { file.release() }
+            return try body()
+        }
+    }
 
     /// Errorid of "Recipient is not a member of this list" / no recipient matched (SelectRecipientData).
     public static let notFoundErrorID = 128
@@ -77,7 +96,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// does when enableAutoAnonymousTracking is off). Refused once a recipient holds another one.
     public func setMobileUserID(_ id: String) throws {
         guard !id.isEmpty, id.count <= 1024 else { throw Failure(description: "a mobile user id must be 1 to 1024 characters") }
-        try lock.withLock {
+        try exclusively {
             let identity = try store.identity()
             if let current = identity.mobileUserId, !current.isEmpty, current != id, !(identity.recipientId ?? "").isEmpty {
                 throw Failure(description: "recipient \(identity.recipientId!) already holds mobile user id \(current); reset the identity first")
@@ -100,7 +119,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// user id (when there is none and enableAutoAnonymousTracking is on) and adds a recipient
     /// holding it (AddRecipient with CREATED_FROM), storing its RecipientId.
     public func setupRecipient() throws -> SetupResult {
-        try lock.withLock { try setupLocked() }
+        try exclusively { try setupLocked() }
     }
 
     private func setupLocked() throws -> SetupResult {
@@ -134,7 +153,23 @@ public final class MobileIdentityManager: @unchecked Sendable {
             XMLAPIOperation.addRecipient, params: [("LIST_ID", settings.listID), ("CREATED_FROM", String(settings.createdFrom))])
         add.addColumns([(settings.mobileUserIdColumn, mobile)])
         try store.setAddRecipientSent(true)
-        let result = try client.post(add)
+        // AddRecipient is not idempotent: after an answer that was lost (or late, or a 5xx) the
+        // service may hold the recipient already, so look for it before sending it again.
+        var attempt = 1
+        var answer: XMLAPIResult?
+        while answer == nil {  // bounded: client.attempts sends at most
+            do {
+                answer = try client.post(add, resend: false)
+            } catch let error as XMLAPIError where error.mayHaveBeenApplied && attempt < client.attempts {
+                client.pauseBeforeRetry(attempt, after: error)
+                attempt += 1
+                if let found = try findRecipient(columns: [(settings.mobileUserIdColumn, mobile)]) {
+                    logger.info("AddRecipient's answer was lost; recipient \(found.recipientId) holds mobile user id \(mobile): using it")
+                    return try finishSetup(recipientId: found.recipientId, mobile: mobile)
+                }
+            }
+        }
+        let result = answer!
         guard let recipientId = result.value(forShortPath: "RecipientId"), !recipientId.isEmpty else {
             throw Failure(description: "AddRecipient succeeded without a RecipientId in its answer")
         }
@@ -177,7 +212,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
     public func checkIdentity(_ columns: [(String, String)]) throws -> CheckResult {
         guard !columns.isEmpty else { throw Failure(description: "give at least one column to check (NAME=VALUE)") }
         for (name, _) in columns where name.isEmpty { throw Failure(description: "a column name is empty") }
-        return try lock.withLock {
+        return try exclusively {
             let setup = try setupLocked()
             let current = setup.recipientId
             guard let found = try findRecipient(columns: columns) else {
@@ -200,7 +235,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// Finishes a pending merge, if there is one; nil when there was none. What `serve` runs at start.
     @discardableResult
     public func resumePendingMerge() throws -> IdentityStore.Merge? {
-        try lock.withLock { try resumeLocked() }
+        try exclusively { try resumeLocked() }
     }
 
     private func resumeLocked() throws -> IdentityStore.Merge? {
@@ -333,7 +368,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
 
     /// Forgets the ids (a new setup makes a new recipient); refused while a merge is pending unless `force`.
     public func reset(force: Bool = false) throws {
-        try lock.withLock {
+        try exclusively {
             try store.reset(force: force)
             onChange(IdentityChange(kind: .reset, recipientId: nil, mobileUserId: nil, mergedRecipientId: nil))
         }

@@ -62,6 +62,22 @@ public struct HostManifest: Sendable {
 
     public var isValid: Bool { diagnostics.isEmpty }
 
+    /// The problems in the sections named (`identity`, `events`, ...): keys inside them, the
+    /// section itself, or a problem with the whole of plugins.yaml. An engine refuses to open while its sections have
+    /// any, so a typo such as `mobileUserIdColum` stops the command instead of running on a default.
+    public func problems(inSections names: [String]) -> [ManifestDiagnostic] {
+        diagnostics.filter { diagnostic in
+            (diagnostic.key.isEmpty && diagnostic.file == file)
+                || names.contains { diagnostic.key == $0 || diagnostic.key.hasPrefix($0 + ".") || diagnostic.key.hasPrefix($0 + "[") }
+        }
+    }
+
+    /// Throws a ManifestError listing the problems in the sections named, when there are any.
+    public func requireNoProblems(inSections names: [String]) throws {
+        let problems = problems(inSections: names)
+        guard problems.isEmpty else { throw ManifestError(problems) }
+    }
+
     /// The sections plugins.yaml may have: the host's own and every engine's.
     static var topKeys: [String] { ["data_dir", "logging", "plugins"] + sectionTypes.map { $0.sectionName } }
 

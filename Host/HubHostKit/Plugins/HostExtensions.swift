@@ -71,7 +71,8 @@ private let httpFetch:
         let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
         var timeout = policy.timeoutSeconds
         if r.timeout_ms > 0 { timeout = min(timeout, Double(r.timeout_ms) / 1000) }
-        switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout) {
+        let redirects = HTTPFetcher.Redirects.allowedHosts(policy.allowedHosts, owner: services.instanceID)
+        switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout, redirects: redirects) {
         case .success(let response):
             var result = hh_http_response_t()
             result.status_code = Int32(response.status)
@@ -89,6 +90,11 @@ private let httpFetch:
             return HH_OK
         case .failure(.timedOut):
             return HH_ERR_TIMEOUT
+        case .failure(.redirectRefused(let why)):
+            // Refused as a first request to that host would be: the hop is outside http_allow.
+            services.pipeline.log(.warning, source: services.instanceID, "HTTP request refused: \(why)")
+            services.recordError(HH_ERR_UNSUPPORTED, why)
+            return HH_ERR_UNSUPPORTED
         case .failure:
             return HH_ERR_IO
         }

@@ -17,6 +17,10 @@ import NIOPosix
 /// Disk writes run on the BlockingPool, never on a concurrency thread.
 final class FileDownloader: Sendable {
     let client: HTTPClient
+    /// Hosts a redirect may lead to besides the requested URL's own: the provider instance's
+    /// `http_allow`, named in a refusal as `owner`.
+    let redirectHosts: [String]
+    let owner: String
 
     enum Failure: Error, CustomStringConvertible, Equatable {
         case http(Int)
@@ -25,6 +29,8 @@ final class FileDownloader: Sendable {
         case checksumMismatch
         case disk(String)
         case badAnswer(String)
+        /// A redirect outside the requested host and the provider's http_allow: not followed.
+        case redirectRefused(String)
         /// Stopped on purpose (pause, cancel): not a failure of the file.
         case stopped
 
@@ -36,6 +42,7 @@ final class FileDownloader: Sendable {
             case .checksumMismatch: return "sha256 mismatch: the file was discarded"
             case .disk(let why): return "disk: \(why)"
             case .badAnswer(let why): return why
+            case .redirectRefused(let why): return why
             case .stopped: return "stopped"
             }
         }
@@ -51,14 +58,49 @@ final class FileDownloader: Sendable {
         var onDisk: Int64 = 0
     }
 
-    /// - Parameter readTimeout: the longest wait for the next bytes (a hanging server fails the attempt).
-    init(readTimeout: Double) {
+    /// - Parameters:
+    ///   - readTimeout: the longest wait for the next bytes (a hanging server fails the attempt).
+    ///   - redirectHosts: hosts a redirect may lead to besides the requested URL's (lower case).
+    ///   - owner: the instance whose allow-list that is, for refusals.
+    init(readTimeout: Double, redirectHosts: [String] = [], owner: String = "") {
+        self.redirectHosts = redirectHosts.map { $0.lowercased() }
+        self.owner = owner
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .seconds(10), read: .nanoseconds(Int64(SafeTime.durationNs(readTimeout))))
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .disabled
-        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        configuration.redirectConfiguration = .disallow  // followed by `execute`, after each hop is checked
         client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+    }
+
+    /// Sends `request` (a GET), following at most HTTPFetcher.maxRedirects redirects, each only
+    /// when it stays on the requested URL's host or goes to one of `redirectHosts`; otherwise
+    /// throws `Failure.redirectRefused` naming the host, and nothing is sent there. Authorization
+    /// and Cookie headers are not carried to another host. `timeout` is per hop.
+    func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws -> HTTPClientResponse {
+        var request = request
+        guard let first = URL(string: request.url) else { return try await client.execute(request, timeout: timeout) }
+        let allowed = redirectHosts + [first.host?.lowercased() ?? ""]
+        for hop in 0...HTTPFetcher.maxRedirects {  // bounded: at most maxRedirects hops
+            let response = try await client.execute(request, timeout: timeout)
+            guard let current = URL(string: request.url),
+                let target = HTTPFetcher.redirectTarget(
+                    status: Int(response.status.code), location: response.headers.first(name: "location"), from: current)
+            else { return response }
+            _ = try? await response.body.collect(upTo: 64 << 10)  // the redirect's own body is not used
+            guard hop < HTTPFetcher.maxRedirects else {
+                throw Failure.redirectRefused("\(first.absoluteString.prefix(200)): more than \(HTTPFetcher.maxRedirects) redirects")
+            }
+            if let refusal = HTTPFetcher.refusal(of: target, from: first, .allowedHosts(allowed, owner: owner)) {
+                throw Failure.redirectRefused("\(current.absoluteString.prefix(200)): \(refusal)")
+            }
+            if target.host?.lowercased() != current.host?.lowercased() {
+                request.headers.remove(name: "Authorization")
+                request.headers.remove(name: "Cookie")
+            }
+            request.url = target.absoluteString
+        }
+        throw Failure.redirectRefused("\(first.absoluteString.prefix(200)): more than \(HTTPFetcher.maxRedirects) redirects")
     }
 
     func shutdown() async { try? await client.shutdown() }
@@ -116,7 +158,9 @@ final class FileDownloader: Sendable {
             }
             let response: HTTPClientResponse
             do {
-                response = try await client.execute(request, timeout: .hours(24))
+                response = try await execute(request, timeout: .hours(24))
+            } catch let failure as Failure {
+                throw failure
             } catch {
                 throw Failure.transport("\(url): \(HTTPFetcher.describe(error))")
             }

@@ -81,7 +81,9 @@ extension PrefetchEngine {
         var request = HTTPClientRequest(url: target)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response: HTTPClientResponse
-        do { response = try await downloader.client.execute(request, timeout: .seconds(60)) } catch {
+        do { response = try await downloader.execute(request, timeout: .seconds(60)) } catch let failure as FileDownloader.Failure {
+            throw failure
+        } catch {
             throw FileDownloader.Failure.transport("\(url): \(HTTPFetcher.describe(error))")
         }
         guard response.status.code == 200 else { throw FileDownloader.Failure.http(Int(response.status.code)) }

@@ -63,7 +63,8 @@ public final class PrefetchEngine: @unchecked Sendable {
 
     init(
         settings: PrefetchSettings, dataDirectory: String, licenseOption: String?, provider: ContentProviderPlugin?,
-        providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger
+        providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger,
+        providerAllowedHosts: [String] = []
     ) throws {
         self.settings = settings
         license = PrefetchLicense.resolve(option: licenseOption, manifest: settings.license)
@@ -77,7 +78,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         self.providerProblem = providerProblem
         self.notifications = notifications
         self.logger = logger
-        downloader = FileDownloader(readTimeout: settings.readTimeout)
+        downloader = FileDownloader(readTimeout: settings.readTimeout, redirectHosts: providerAllowedHosts, owner: providerInstance ?? "")
         if try store.meta("registration_id") != nil {
             state = try store.meta("initialized") != nil ? .initialized : .registered
         } else {

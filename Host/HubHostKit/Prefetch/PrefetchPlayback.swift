@@ -239,7 +239,9 @@ extension PrefetchEngine {
         let response: HTTPClientResponse
         // The deadline covers the whole relayed body (the rest of a large file may take long); a
         // hanging origin is caught by the client's read timeout (prefetch.read_timeout), as downloads are.
-        do { response = try await downloader.client.execute(request, timeout: .hours(24)) } catch {
+        do { response = try await downloader.execute(request, timeout: .hours(24)) } catch let failure as FileDownloader.Failure {
+            throw PrefetchError.service("\(id): the origin: \(failure)")
+        } catch {
             throw PrefetchError.service("\(id): the origin: \(HTTPFetcher.describe(error))")
         }
         let code = Int(response.status.code)

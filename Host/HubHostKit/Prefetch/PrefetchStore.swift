@@ -13,7 +13,7 @@ final class PrefetchStore: @unchecked Sendable {
     let pool: DatabasePool
 
     init(path: String) throws {
-        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
         defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "prefetch")
         var migrator = DatabaseMigrator()

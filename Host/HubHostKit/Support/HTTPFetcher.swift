@@ -20,14 +20,59 @@ public final class HTTPFetcher: Sendable {
         case timedOut(String)
         case unreachable(String)
         case invalidURL(String)
+        /// A redirect was not followed: its target is outside what the caller allows, not http(s),
+        /// or one hop too many. Nothing was sent to the target.
+        case redirectRefused(String)
 
         public var description: String {
             switch self {
             case .timedOut(let url): return "no answer from \(url) before the deadline"
             case .unreachable(let why): return why
             case .invalidURL(let url): return "'\(url)' is not an http(s) URL"
+            case .redirectRefused(let why): return why
             }
         }
+    }
+
+    /// Which redirects a request follows. Each hop is checked before anything is sent to it; at
+    /// most `maxRedirects` are followed.
+    public enum Redirects: Sendable {
+        /// Hops that stay on the host of the URL asked for (any port, http or https): what the
+        /// host's own requests (collector, XMLAPI, OAuth, campaign endpoints, whitelisted pages) follow.
+        case sameHost
+        /// Hops to a host in the list (lower case): a plugin instance's `http_allow`, named in the
+        /// refusal as `owner`.
+        case allowedHosts([String], owner: String)
+        /// None: a 3xx is the answer.
+        case none
+    }
+
+    /// The most redirects one request follows.
+    public static let maxRedirects = 5
+
+    /// Why `target`, a redirect from `from` (the URL asked for first), may not be followed; nil when it may.
+    static func refusal(of target: URL, from first: URL, _ redirects: Redirects) -> String? {
+        guard let scheme = target.scheme?.lowercased(), ["http", "https"].contains(scheme), let host = target.host?.lowercased() else {
+            return "a redirect to '\(target.absoluteString)' was refused: not an http(s) URL"
+        }
+        switch redirects {
+        case .none:
+            return nil
+        case .sameHost:
+            let origin = first.host?.lowercased() ?? ""
+            return host == origin ? nil : "a redirect to \(host) was refused: only redirects on \(origin) are followed"
+        case .allowedHosts(let allowed, let owner):
+            return allowed.contains(host)
+                ? nil
+                : "a redirect to \(host) was refused: not in http_allow of instance '\(owner)' (allowed: \(allowed.isEmpty ? "none" : allowed.joined(separator: ", ")))"
+        }
+    }
+
+    /// Where a 3xx answer points, resolved against the URL that answered; nil when it is not a
+    /// redirect (no Location, or a status other than 301, 302, 303, 307, 308).
+    static func redirectTarget(status: Int, location: String?, from url: URL) -> URL? {
+        guard [301, 302, 303, 307, 308].contains(status), let location, !location.isEmpty else { return nil }
+        return URL(string: location, relativeTo: url)?.absoluteURL
     }
 
     /// The process's one client (never shut down: it lives as long as the process). A refused
@@ -35,6 +80,7 @@ public final class HTTPFetcher: Sendable {
     /// attempt may take at most 10 s, so an absent collector costs milliseconds, not post_timeout.
     static let client: HTTPClient = {
         var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow  // followed by `fetch`, hop by hop, after its check
         configuration.timeout.connect = .seconds(10)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .disabled
@@ -46,41 +92,77 @@ public final class HTTPFetcher: Sendable {
 
     public init() {}
 
+    /// Sends one request and waits for the whole answer, at most `timeoutSeconds` for all of it,
+    /// redirects included. Redirects are followed as `redirects` allows (after a 303, and a 301 or
+    /// 302 to a POST, as a GET without a body; 307 and 308 keep the method and body); the
+    /// Authorization header is not sent to another host.
     public func fetch(
         _ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
-        timeoutSeconds: Double
+        timeoutSeconds: Double, redirects: Redirects = .sameHost
     ) -> Result<Response, Failure> {
-        guard let target = URL(string: url), let scheme = target.scheme?.lowercased(), ["http", "https"].contains(scheme), target.host != nil else {
+        guard let first = URL(string: url), let scheme = first.scheme?.lowercased(), ["http", "https"].contains(scheme), first.host != nil else {
             return .failure(.invalidURL(url))
         }
         if MultiThreadedEventLoopGroup.currentEventLoop != nil {
             return .failure(
                 .unreachable("\(url): a blocking HTTP request was made on an event loop (a hubhost bug: it must run on the BlockingPool)"))
         }
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(SafeTime.durationNs(max(0.001, timeoutSeconds))))
+        var current = first
+        var method = method.uppercased()
+        var headers = headers
+        var body = body
+        for hop in 0...Self.maxRedirects {  // bounded: at most maxRedirects hops
+            let answer = send(method, current, headers: headers, body: body, deadline: deadline)
+            if case .none = redirects { return answer }
+            guard case .success(let response) = answer,
+                let target = Self.redirectTarget(status: response.status, location: response.headers["location"], from: current)
+            else { return answer }
+            if hop == Self.maxRedirects {
+                return .failure(.redirectRefused("\(url): more than \(Self.maxRedirects) redirects"))
+            }
+            if let refusal = Self.refusal(of: target, from: first, redirects) {
+                return .failure(.redirectRefused("\(current.absoluteString): \(refusal)"))
+            }
+            if response.status == 303 || ([301, 302].contains(response.status) && method == "POST") {
+                method = "GET"
+                body = nil
+                headers = headers.filter { !["content-type", "content-length"].contains($0.key.lowercased()) }
+            }
+            if target.host?.lowercased() != current.host?.lowercased() {
+                headers = headers.filter { !["authorization", "cookie"].contains($0.key.lowercased()) }
+            }
+            current = target
+        }
+        return .failure(.redirectRefused("\(url): more than \(Self.maxRedirects) redirects"))  // not reached: the last hop returns
+    }
+
+    /// One request, no redirect followed.
+    private func send(_ method: String, _ url: URL, headers: [String: String], body: Data?, deadline: NIODeadline) -> Result<Response, Failure> {
+        let text = url.absoluteString
         let request: HTTPClient.Request
         do {
             request = try HTTPClient.Request(
-                url: url, method: HTTPMethod(rawValue: method.uppercased()),
+                url: text, method: HTTPMethod(rawValue: method),
                 headers: HTTPHeaders(headers.map { ($0.key, $0.value) }),
                 body: body.map { .bytes($0) })
         } catch {
-            return .failure(.invalidURL(url))
+            return .failure(.invalidURL(text))
         }
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(SafeTime.durationNs(max(0.001, timeoutSeconds))))
         do {
             let response = try Self.client.execute(request: request, deadline: deadline).wait()
             var fields: [String: String] = [:]
             for (name, value) in response.headers { fields[name.lowercased()] = fields[name.lowercased()].map { $0 + ", " + value } ?? value }
             var buffer = response.body ?? ByteBuffer()
             guard buffer.readableBytes <= Self.maxBodyBytes else {
-                return .failure(.unreachable("\(url): the answer is larger than \(Self.maxBodyBytes) bytes"))
+                return .failure(.unreachable("\(text): the answer is larger than \(Self.maxBodyBytes) bytes"))
             }
             return .success(
                 Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            return .failure(.timedOut(url))
+            return .failure(.timedOut(text))
         } catch {
-            return .failure(.unreachable("\(url): \(Self.describe(error))"))
+            return .failure(.unreachable("\(text): \(Self.describe(error))"))
         }
     }
 

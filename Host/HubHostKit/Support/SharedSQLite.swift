@@ -28,40 +28,14 @@ enum SharedSQLite {
     /// directory at the same moment do so one after another: each then finds the schema the first
     /// made, instead of two creating the same table ("table events already exists", "UNIQUE
     /// constraint failed: grdb_migrations.identifier"). It is an flock on the folder holding the
-    /// file (no file of its own), waited for at most `busyTimeoutSeconds`; a process that dies
-    /// holding it releases it with its descriptor.
-    final class OpeningLock {
-        private var descriptor: Int32
-
-        init(for path: String) throws {
-            let folder = (path as NSString).deletingLastPathComponent
-            try FileManager.default.createDirectory(atPath: folder.isEmpty ? "." : folder, withIntermediateDirectories: true)
-            descriptor = Glibc.open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else {
-                throw DatabaseError(
-                    resultCode: .SQLITE_CANTOPEN, message: "cannot open the folder of \(path) to lock it: \(String(cString: strerror(errno)))")
-            }
-            let deadline = Date().addingTimeInterval(SharedSQLite.busyTimeoutSeconds)
-            while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-                guard errno == EWOULDBLOCK || errno == EINTR, Date() < deadline else {
-                    let reason =
-                        errno == EWOULDBLOCK
-                        ? "another process held it for \(Int(SharedSQLite.busyTimeoutSeconds)) s" : String(cString: strerror(errno))
-                    Glibc.close(descriptor)
-                    descriptor = -1
-                    throw DatabaseError(resultCode: .SQLITE_BUSY, message: "cannot lock the folder of \(path) to open it: \(reason)")
-                }
-                usleep(5_000)
-            }
+    /// file (no file of its own), waited for at most `busyTimeoutSeconds`.
+    static func openingLock(for path: String) throws -> FileLock {
+        let folder = (path as NSString).deletingLastPathComponent
+        do {
+            return try FileLock(path: folder.isEmpty ? "." : folder, folder: true, waitSeconds: busyTimeoutSeconds)
+        } catch let failure as FileLock.Failure {
+            throw DatabaseError(
+                resultCode: failure.busy ? .SQLITE_BUSY : .SQLITE_CANTOPEN, message: "cannot lock the folder of \(path) to open it: \(failure)")
         }
-
-        /// Releases the lock (also when the lock is dropped).
-        func release() {
-            guard descriptor >= 0 else { return }
-            Glibc.close(descriptor)  // closing the descriptor releases the flock
-            descriptor = -1
-        }
-
-        deinit { release() }
     }
 }

@@ -46,9 +46,12 @@ public final class XMLAPIClient: Sendable {
     }
 
     /// Posts `resource`; returns the answer when SUCCESS is true, else throws XMLAPIError.
+    /// `resend: false` sends a request that is not idempotent (AddRecipient) once: after no answer,
+    /// a 5xx or an unreadable answer the service may have acted on it, so the caller looks before
+    /// sending it again (XMLAPIError.mayHaveBeenApplied).
     @discardableResult
-    public func post(_ resource: XMLAPIResource) throws -> XMLAPIResult {
-        let result = try send(resource)
+    public func post(_ resource: XMLAPIResource, resend: Bool = true) throws -> XMLAPIResult {
+        let result = try send(resource, resend: resend)
         guard result.isSuccess else {
             throw XMLAPIError.fault(operation: resource.operation, errorID: result.errorID, faultString: result.faultString ?? "")
         }
@@ -57,11 +60,11 @@ public final class XMLAPIClient: Sendable {
 
     /// Posts `resource` and returns the parsed answer whatever its SUCCESS (for `hubhost xmlapi
     /// call`, which prints faults); throws only service failures.
-    public func send(_ resource: XMLAPIResource) throws -> XMLAPIResult {
+    public func send(_ resource: XMLAPIResource, resend: Bool = true) throws -> XMLAPIResult {
         guard !settings.host.isEmpty else { throw XMLAPIError.notConfigured("identity.host (the Engage base URL) is not set in plugins.yaml") }
         let body = Data(("xml=" + Self.formEncode(resource.xml)).utf8)
         let op = resource.operation
-        let attempts = max(0, min(settings.maxRetries, 20)) + 1
+        let attempts = resend ? self.attempts : 1
         var triedRefresh = false
         var refreshNow = false
         var lastError = XMLAPIError.unreachable(operation: op, reason: "no attempt was made")
@@ -95,13 +98,21 @@ public final class XMLAPIClient: Sendable {
                 lastError = .unreachable(operation: op, reason: failure.description)
             }
             attempt += 1
-            if attempt < attempts {
-                let delay = min(settings.retryBaseDelay * pow(2, Double(attempt - 1)), 60) * Double.random(in: 0.8...1.2)
-                logger.warning("\(lastError); retry \(attempt) of \(attempts - 1) in \(String(format: "%.2f", delay)) s")
-                Thread.sleep(forTimeInterval: max(0, delay))
-            }
+            if attempt < attempts { pauseBeforeRetry(attempt, after: lastError) }
         }
         throw lastError
+    }
+
+    /// Tries a request gets: the first and `maxRetries` (0 to 20) more.
+    public var attempts: Int { max(0, min(settings.maxRetries, 20)) + 1 }
+
+    /// Waits out the backoff before retry `attempt` (1 for the first retry): `retryBaseDelay`
+    /// doubled each time, at most 60 s, with 20% jitter. Blocks the calling thread.
+    public func pauseBeforeRetry(_ attempt: Int, after error: XMLAPIError) {
+        let base = settings.retryBaseDelay.isFinite ? max(0, settings.retryBaseDelay) : 1
+        let delay = min(base * pow(2, Double(min(max(attempt, 1), 20) - 1)), 60) * Double.random(in: 0.8...1.2)
+        logger.warning("\(error); retry \(attempt) of \(attempts - 1) in \(String(format: "%.2f", delay)) s")
+        Thread.sleep(forTimeInterval: delay)
     }
 
     private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

@@ -19,6 +19,17 @@ public enum XMLAPIError: Error, CustomStringConvertible, Sendable {
 
     public var errorID: Int? { if case .fault(_, let id, _) = self { return id } else { return nil } }
 
+    /// True when the service may have carried the request out though no success was read: no
+    /// answer (a lost or late answer), a 5xx, or a 2xx that could not be read. A request that is not
+    /// idempotent is looked up before it is sent again.
+    public var mayHaveBeenApplied: Bool {
+        switch self {
+        case .unreachable, .malformed: return true
+        case .http(_, let status): return status >= 500
+        case .fault, .noToken, .notConfigured: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .fault(let operation, let id, let text):

@@ -50,6 +50,9 @@ typedef struct hh_http_response {
 
 typedef struct hh_host_http_v1 {
     /* Perform a request and wait for the whole response (blocking the calling thread).
+     * Redirects (301, 302, 303, 307, 308) are followed, at most 5, each only after its host is
+     * checked against the allow-list; Authorization and Cookie headers are not sent to a host
+     * other than the one that redirected. The timeout covers every hop.
      * HH_OK: *out_response is filled (any HTTP status, including 4xx/5xx); release it with
      * `release`, once.
      * Any other status: no response. The host writes nothing to *out_response and holds nothing
@@ -58,8 +61,9 @@ typedef struct hh_host_http_v1 {
      *   HH_ERR_TIMEOUT           no answer within the timeout (the request's, capped by the
      *                            instance's http_timeout);
      *   HH_ERR_IO                the server could not be reached or the transfer failed;
-     *   HH_ERR_UNSUPPORTED       the URL's host is not on the allow-list (the host logs a warning
-     *                            naming the host and the allow-list);
+     *   HH_ERR_UNSUPPORTED       the URL's host is not on the allow-list, or a redirect pointed
+     *                            to a host that is not (the host logs a warning naming that host
+     *                            and the allow-list, and leaves it as this thread's report);
      *   HH_ERR_INVALID_ARGUMENT  a NULL argument, or a URL that does not parse (the host leaves
      *                            that message as this thread's report).
      * The host logs nothing for timeouts and I/O failures: a plugin whose own call fails because

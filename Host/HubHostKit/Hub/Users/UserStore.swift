@@ -47,7 +47,7 @@ public final class UserStore: @unchecked Sendable {
     /// Opens (creating) the store at `path`.
     public init(path: String) throws {
         self.path = path
-        let opening = try SharedSQLite.OpeningLock(for: path)  // until migrated: see OpeningLock
+        let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
         defer { opening.release() }
         pool = try SharedSQLite.open(path: path, label: "hub-users")
         var migrator = DatabaseMigrator()
