@@ -12,6 +12,9 @@ import Foundation
 ///
 /// The library goes through the same loader the host uses (ABI check, descriptors, manifest
 /// agreement), and config through the same schema check.
+/// Safe to share: every stored property is a `let`; the adapters of the kinds the headers mark
+/// [host-serialized] (content provider, logging) are made once per instance, so calls from many
+/// threads go through one adapter and its lock, as the host's do.
 public final class PluginHarness: @unchecked Sendable {
     public let manifest: PluginManifest?
     public let library: PluginLibrary
@@ -21,6 +24,9 @@ public final class PluginHarness: @unchecked Sendable {
     public let dataDirectory: String
     private let capture = LogCapture()
     private let pipeline: LogPipeline
+    /// One adapter per instance of the serialized kinds, by instance.
+    private let contentProviders: [ObjectIdentifier: ContentProviderPlugin]
+    private let loggers: [ObjectIdentifier: LoggingPlugin]
 
     /// Loads the plugin described by `manifest` (a plugin.yaml) and creates every export with
     /// `config`, checked against the schema with defaults filled in. `logging` sets what the
@@ -86,6 +92,9 @@ public final class PluginHarness: @unchecked Sendable {
             throw error
         }
         plugins = created
+        contentProviders = Dictionary(
+            uniqueKeysWithValues: created.filter { $0.kind == .contentProvider }.map { (ObjectIdentifier($0), ContentProviderPlugin($0)) })
+        loggers = Dictionary(uniqueKeysWithValues: created.filter { $0.kind == .logging }.map { (ObjectIdentifier($0), LoggingPlugin($0)) })
     }
 
     /// What the plugins logged through the host services, in order.
@@ -127,7 +136,7 @@ public final class PluginHarness: @unchecked Sendable {
     }
 
     public func fetch(_ resource: String, plugin id: String? = nil) -> ContentProviderPlugin.Fetched {
-        ContentProviderPlugin(require(id, .contentProvider)).fetch(resource)
+        contentProviders[ObjectIdentifier(require(id, .contentProvider))]!.fetch(resource)
     }
 
     public func advertiserID(plugin id: String? = nil) -> AdvertiserIDAnswer {
@@ -153,13 +162,13 @@ public final class PluginHarness: @unchecked Sendable {
         _ severity: LogSeverity, _ message: String, verbosity: LogVerbosity = .debug, source: String = "test",
         plugin id: String? = nil
     ) {
-        LoggingPlugin(require(id, .logging)).write(
+        loggers[ObjectIdentifier(require(id, .logging))]!.write(
             LogRecord(
                 severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(),
                 source: source, message: message))
     }
 
-    public func flushLogging(plugin id: String? = nil) { LoggingPlugin(require(id, .logging)).flush() }
+    public func flushLogging(plugin id: String? = nil) { loggers[ObjectIdentifier(require(id, .logging))]!.flush() }
 
     /// Destroys every plugin and removes the scratch data directory. Safe to call twice.
     public func destroy() {

@@ -10,8 +10,9 @@
  *   on the first deliver): it must exist (or `create_stream` makes it, with the pattern's subjects)
  *   and every publish expects it, so an event captured by another stream is not counted delivered.
  * - Each event's answer is its publish ack: an ack (a duplicate included) is HH_SINK_DELIVERED;
- *   an error, no ack before the host's deadline, or no connection is HH_SINK_RETRY. The client
- *   reconnects by itself, forever, every 100 ms.
+ *   an error or no ack before the host's deadline is HH_SINK_RETRY. With no connection nothing is
+ *   published and deliver answers HH_ERR_UNAVAILABLE: a wait, not an attempt, so a server restart
+ *   does not spend the events' retries. The client reconnects by itself, forever, every 100 ms.
  *
  * Threads: deliver is [host-serialized]; acks are handled on libnats' own thread, so the slot table
  * is under a mutex. An ack that comes after deliver returned is matched by its message id against
@@ -307,7 +308,7 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
     }
     deadline = nats_Now() + (timeout_ms ? (int64_t)timeout_ms : 1);
     if (natsConnection_Status(sink->connection) != NATS_CONN_STATUS_CONNECTED) {
-        /* Nothing is buffered for a server that is away: the whole batch waits, as retries. */
+        /* Nothing is buffered for a server that is away: nothing is sent, the whole batch waits. */
         return hh_report(sink->host, HH_ERR_UNAVAILABLE, "nats: not connected (reconnecting)");
     }
     if ((checked = check_stream(sink)) != HH_OK) {

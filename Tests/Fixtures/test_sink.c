@@ -4,7 +4,8 @@
  *   deliver   every event HH_SINK_DELIVERED, except: an event whose JSON holds "reject-me" is
  *             HH_SINK_REJECTED ("refused: reject-me"), one holding "retry-me" HH_SINK_RETRY
  *   garbage   every outcome 12345 (no HH_SINK_* value)
- *   fail      the call returns HH_ERR_UNAVAILABLE after report_error("not connected")
+ *   fail      the call returns HH_ERR_UNAVAILABLE after report_error("not connected") (nothing sent)
+ *   broken    the call returns HH_ERR_IO after report_error("connection broken")
  *   crash     write through a NULL pointer
  *   hang      loop forever
  *   token     ask the host for the OAuth token ("hubhost.event_auth.v1") and answer every event
@@ -82,6 +83,9 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
     }
     if (strcmp(sink->mode, "fail") == 0) {
         return hh_report(created_by, HH_ERR_UNAVAILABLE, "not connected");
+    }
+    if (strcmp(sink->mode, "broken") == 0) {
+        return hh_report(created_by, HH_ERR_IO, "connection broken");
     }
     if (strcmp(sink->mode, "token") == 0) {
         static char reason[600];

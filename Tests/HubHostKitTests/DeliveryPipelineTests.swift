@@ -124,6 +124,42 @@ final class DeliveryPipelineTests: XCTestCase {
         XCTAssertEqual(try store.count(status: .successfullyPosted), 49)
     }
 
+    /// An event waiting out its backoff holds back its user's later events (by Mobile User Id, else
+    /// Device Id), and only theirs: other users and events with neither id go out meanwhile.
+    func testAUsersLaterEventsWaitBehindItsEventInBackoff() throws {
+        let store = try store()
+        let now = Clock.wallMs()
+        let users: [(String, String)?] = [
+            ("Mobile User Id", "u1"), ("Mobile User Id", "u2"), nil, ("Device Id", "d1"), ("Mobile User Id", "u1"),
+            ("Mobile User Id", "u2"), ("Device Id", "d1"), nil, ("Mobile User Id", "u1")
+        ]
+        let events = users.enumerated().map { index, user in
+            Event(type: .namedEvent, name: "E\(index)", attributes: user.map { [.init($0.0, .string($0.1))] } ?? [])
+        }
+        try store.insert(events)
+        // u1's first event and d1's first failed: they wait 60 s.
+        try store.markAttemptFailed([events[0].id, events[3].id], error: "broker down", retryAtMs: now + 60_000, maxAttempts: 10)
+        let claimed = try store.claimDeliverable(limit: 100, nowMs: now, leaseUntilMs: now + 1_000)
+        XCTAssertEqual(claimed.map(\.name), ["E1", "E2", "E5", "E7"], "u2's and the anonymous events; u1's and d1's later ones wait")
+        try store.markPosted(claimed.map(\.id))
+        // Once the backoff has passed, each user's events go out in tracked order.
+        let later = try store.claimDeliverable(limit: 100, nowMs: now + 61_000, leaseUntilMs: now + 62_000)
+        XCTAssertEqual(later.map(\.name), ["E0", "E3", "E4", "E6", "E8"])
+    }
+
+    /// Many events of waiting users ahead of one that may go: the claim reads past them (bounded)
+    /// instead of returning an empty batch.
+    func testAClaimReadsPastEventsHeldForOrder() throws {
+        let store = try store()
+        let now = Clock.wallMs()
+        let first = Event(type: .namedEvent, name: "FIRST", attributes: [.init("Mobile User Id", .string("busy"))])
+        let held = (0..<25).map { Event(type: .namedEvent, name: "H\($0)", attributes: [.init("Mobile User Id", .string("busy"))]) }
+        let free = Event(type: .namedEvent, name: "FREE", attributes: [.init("Mobile User Id", .string("other"))])
+        try store.insert([first] + held + [free])
+        try store.markAttemptFailed([first.id], error: "down", retryAtMs: now + 60_000, maxAttempts: 10)
+        XCTAssertEqual(try store.claimDeliverable(limit: 5, nowMs: now, leaseUntilMs: now + 1_000).map(\.name), ["FREE"])
+    }
+
     func testANotAttemptedBatchAndTheOneClaimedAheadStayAsTheyWere() throws {
         let store = try store()
         let ids = try track(store, 30)

@@ -125,13 +125,30 @@ final class EventSinkTests: XCTestCase {
     }
 
     func testAFailingCallRetriesTheWholeBatchWithTheSinksMessage() throws {
-        let (host, _) = try host(mode: "fail")
+        let (host, _) = try host(mode: "broken")
         let engine = try host.events()
         let event = try engine.track(Event(type: .namedEvent, name: "E"), autoFlush: false)
         let report = engine.flush()
         XCTAssertEqual(report.retrying, 2)
-        XCTAssertEqual(report.lastError, "not connected")
+        XCTAssertEqual(report.lastError, "connection broken")
         XCTAssertEqual(try engine.store.event(id: event.id)?.event.status, .notPosted)
+        XCTAssertEqual(try engine.store.event(id: event.id)?.event.attempts, 1)
+    }
+
+    /// HH_ERR_UNAVAILABLE says nothing was sent (not connected): a wait, however many flushes.
+    func testANotConnectedSinkIsAWaitNotAnAttempt() throws {
+        let (host, _) = try host(mode: "fail")
+        let engine = try host.events()
+        let event = try engine.track(Event(type: .namedEvent, name: "E"), autoFlush: false)
+        for round in 1...6 {  // more than max_num_retries
+            let report = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(round) * 600_000)
+            XCTAssertEqual(report.retrying, 0, "\(report)")
+            XCTAssertEqual(report.failed, 0)
+            XCTAssertEqual(report.lastError, "not connected")
+        }
+        let stored = try XCTUnwrap(engine.store.event(id: event.id))
+        XCTAssertEqual(stored.event.status, .notPosted)
+        XCTAssertEqual(stored.event.attempts, 0)
     }
 
     func testAnIsolatedSinkThatCrashesOrHangsLeavesTheHostUpAndLosesNothing() throws {

@@ -43,7 +43,12 @@ final class EventStoreMigrationTests: XCTestCase {
         let indexes = try store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL")
         }
-        XCTAssertEqual(indexes, ["CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms)"])
+        XCTAssertEqual(
+            indexes,
+            [
+                "CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms)",
+                "CREATE INDEX events_backoff ON events(status, next_attempt_ms) WHERE next_attempt_ms > 0"
+            ])
         let plan = try store.pool.read { db in
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN \(EventStore.dueSeqsSQL)", arguments: EventStore.dueArguments(nowMs: 0, limit: 10))
                 .map { $0["detail"] as String }

@@ -135,6 +135,44 @@ final class KafkaSinkTests: XCTestCase {
         XCTAssertEqual(Set(keys).count, try engine.store.count(status: .successfullyPosted))
     }
 
+    /// Events tracked while the cluster is down wait out their backoff; events of the same users
+    /// tracked after it is back wait behind them (only events without a user id go first), so each
+    /// user's events reach the topic in tracked order.
+    func testOneUsersEventsStayInTrackedOrderAcrossAnOutage() throws {
+        try TestSupport.write(manifest().replacingOccurrences(of: "retry_base_delay: 0", with: "retry_base_delay: 60"), to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        let engine = try host.events()
+        try deliverAll(engine)  // the session-started event
+        for broker in 1...3 { try cluster.setDown(broker) }
+        let before = try track(engine, count: 12, tag: "BEFORE")
+        let failed = engine.delivery.flush(nowMs: Clock.wallMs())
+        XCTAssertEqual(failed.posted, 0, "\(failed)")
+        XCTAssertGreaterThan(failed.retrying, 0, "\(failed)")
+        for broker in 1...3 { try cluster.setUp(broker) }
+        let after = try track(engine, count: 12, tag: "AFTER")
+        let anonymous = after.filter { $0[attribute: "Mobile User Id"] == nil }
+        // At the real time (the backoff not over): the anonymous events go once the producer is back.
+        for _ in 0..<50 {  // bounded: about 10 s
+            let pending = try anonymous.filter { try engine.store.event(id: $0.id)?.event.status != .successfullyPosted }
+            if pending.isEmpty { break }
+            _ = engine.delivery.flush(nowMs: Clock.wallMs())
+            usleep(200_000)
+        }
+        for event in anonymous { XCTAssertEqual(try engine.store.event(id: event.id)?.event.status, .successfullyPosted, event.name) }
+        for event in after where event[attribute: "Mobile User Id"] != nil {
+            XCTAssertEqual(try engine.store.event(id: event.id)?.event.status, .notPosted, "\(event.name) waits behind its user's earlier events")
+        }
+        try deliverAll(engine)
+        XCTAssertEqual(try engine.store.count(status: .notPosted), 0)
+        let records = try cluster.consume()
+        for user in ["user-0", "user-1", "user-2"] {
+            var seen = Set<String>()
+            let order = records.filter { $0.key == user }.sorted { $0.offset < $1.offset }.map(\.idempotencyKey).filter { seen.insert($0).inserted }
+            XCTAssertEqual(order, (before + after).filter { $0[attribute: "Mobile User Id"] == .string(user) }.map(\.id), user)
+        }
+    }
+
     func testTheClusterGoneEventsWaitAndFailOnlyAfterTheRetries() throws {
         let host = try host()
         let engine = try host.events()

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostTools
 import PluginTestKit
 import XCTest
 

@@ -81,6 +81,14 @@ final class NatsSinkTests: XCTestCase {
         let away = engine.delivery.flush(nowMs: Clock.wallMs() + 600_000)
         XCTAssertEqual(away.posted, 0)
         XCTAssertEqual(away.lastError, "nats: not connected (reconnecting)")
+        // Not connected is a wait, not an attempt: more flushes than max_num_retries spend nothing.
+        for round in 2...8 { _ = engine.delivery.flush(nowMs: Clock.wallMs() + Int64(round) * 600_000) }
+        for event in tracked.suffix(50) {
+            let stored = try XCTUnwrap(engine.store.event(id: event.id))
+            XCTAssertEqual(stored.event.attempts, 0, "\(event.name): no attempt while the server is away")
+            XCTAssertEqual(stored.event.status, .notPosted)
+        }
+        XCTAssertEqual(try engine.store.count(status: .failedPost), 0)
         try server.start()
         var left = -1
         for round in 1...30 {  // the client reconnects every 100 ms; bounded

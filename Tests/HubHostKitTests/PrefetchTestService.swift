@@ -1,4 +1,5 @@
 import Foundation
+import HubHostTools
 
 /// The prefetch tests' catalog service and file server on 127.0.0.1 (one LoopbackHTTPServer, each
 /// request answered on a thread of its own so that a slow or hanging file does not hold the

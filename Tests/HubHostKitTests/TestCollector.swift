@@ -1,4 +1,5 @@
 import Foundation
+import HubHostTools
 
 /// A real HTTP server on 127.0.0.1 (plain sockets, one connection at a time) that plays an event
 /// collector and an OAuth token endpoint, with faults on demand: an HTTP status, a hang, a closed

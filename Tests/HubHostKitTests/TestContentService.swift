@@ -1,4 +1,5 @@
 import Foundation
+import HubHostTools
 
 /// A content service on 127.0.0.1 for delivery tests (plain sockets, one connection at a time):
 /// GET /settings (its answer may depend on the query, e.g. location_id), /metadata, and /bundle

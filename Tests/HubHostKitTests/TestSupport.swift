@@ -58,18 +58,15 @@ enum TestSupport {
             try? stdin.fileHandleForWriting.close()
         }
         // Read both pipes while the child runs so a full pipe cannot block it.
-        final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
-        let collected = Collected()
+        let collected = ConcurrentResults<Data>()  // 0: stdout, 1: stderr
         let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            collected.out = out.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        group.enter()
-        DispatchQueue.global().async {
-            collected.err = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
+        for (index, pipe) in [out, err].enumerated() {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                collected.lock.withLock { collected.values[index] = .success(data) }
+                group.leave()
+            }
         }
         if group.wait(timeout: .now() + timeout) == .timedOut {
             kill(process.processIdentifier, SIGKILL)
@@ -79,8 +76,8 @@ enum TestSupport {
         }
         process.waitUntilExit()
         return CommandResult(
-            status: process.terminationStatus, stdout: String(decoding: collected.out, as: UTF8.self),
-            stderr: String(decoding: collected.err, as: UTF8.self), reason: process.terminationReason)
+            status: process.terminationStatus, stdout: String(decoding: try collected.value(0), as: UTF8.self),
+            stderr: String(decoding: try collected.value(1), as: UTF8.self), reason: process.terminationReason)
     }
 
     /// Runs `body(0)` ... `body(count - 1)` on threads of their own, all at once (a crowd of clients
@@ -211,6 +208,9 @@ enum TestSupport {
 final class ConcurrentResults<T>: @unchecked Sendable {
     let lock = NSLock()
     var values: [Int: Result<T, Error>] = [:]
+
+    /// The result at `index` (an empty default when none was stored), or its error.
+    func value(_ index: Int) throws -> T where T == Data { try lock.withLock { values[index] ?? .success(Data()) }.get() }
 }
 
 struct CommandResult: CustomStringConvertible {

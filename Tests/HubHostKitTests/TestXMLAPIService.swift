@@ -1,4 +1,5 @@
 import Foundation
+import HubHostTools
 
 #if canImport(FoundationXML)
     import FoundationXML

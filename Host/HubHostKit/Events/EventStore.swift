@@ -134,6 +134,12 @@ public final class EventStore: @unchecked Sendable {
                     )
                     """)
         }
+        // One user's events go out in tracked order: a claim looks for events waiting out a
+        // backoff (next_attempt_ms in the future). A partial index holds only rows that ever
+        // waited (next_attempt_ms > 0): a fresh event is not in it, so tracking writes nothing more.
+        migrator.registerMigration("v7 events waiting out a backoff") { db in
+            try db.execute(sql: "CREATE INDEX events_backoff ON events(status, next_attempt_ms) WHERE next_attempt_ms > 0")
+        }
         try migrator.migrate(pool)
     }
 
@@ -466,37 +472,100 @@ public final class EventStore: @unchecked Sendable {
         var batch = ClaimedBatch()
         batch.events.reserveCapacity(limit)
         batch.seqs.reserveCapacity(limit)
+        // One user's events go out in tracked order: an event whose user has an earlier event
+        // waiting out its backoff is not taken before it (other users' events are).
+        let waiting = try waitingUsers(db, nowMs: nowMs)
+        var scanned = 0
         let statement = try db.cachedStatement(sql: claimRowsSQL)
         for range in unleasedRanges(try activeLeases(db, nowMs: nowMs)) where batch.events.count < limit {
-            // Stepped through SQLite's C API, each column read by position straight into the Event:
-            // GRDB's Row copied every value first (and looked names up, lowercasing them, per row).
-            try statement.setArguments(dueArguments(nowMs: nowMs, limit: limit - batch.events.count, in: range))  // resets, binds
-            let handle = statement.sqliteStatement
-            func text(_ column: Int32) -> String {
-                guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-                return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
-            }
-            var code = sqlite3_step(handle)
-            while code == SQLITE_ROW {
-                batch.seqs.append(sqlite3_column_int64(handle, 0))
-                batch.events.append(
-                    Event(
+            var from = range.lowerBound
+            // Bounded: each read moves `from` past what it read, and at most maxClaimScan rows are read.
+            while batch.events.count < limit, scanned < limit * maxClaimScanFactor {
+                let asked = limit - batch.events.count
+                // Stepped through SQLite's C API, each column read by position straight into the Event:
+                // GRDB's Row copied every value first (and looked names up, lowercasing them, per row).
+                try statement.setArguments(dueArguments(nowMs: nowMs, limit: asked, in: from...range.upperBound))  // resets, binds
+                let handle = statement.sqliteStatement
+                func text(_ column: Int32) -> String {
+                    guard let bytes = sqlite3_column_text(handle, column) else { return "" }
+                    return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
+                }
+                var read = 0
+                var skipped = 0
+                var lastSeq = from
+                var code = sqlite3_step(handle)
+                while code == SQLITE_ROW {
+                    read += 1
+                    let seq = sqlite3_column_int64(handle, 0)
+                    lastSeq = seq
+                    let event = Event(
                         id: text(1), type: EventType(rawValue: text(2)) ?? .namedEvent, name: text(3),
                         timestampMs: sqlite3_column_int64(handle, 4), attributes: try AttributeJSONReader.decodeOrThrow(text(5)),
-                        status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7))))
-                code = sqlite3_step(handle)
-            }
-            guard code == SQLITE_DONE else {
-                let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+                        status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7)))
+                    if !waiting.isEmpty, let first = waiting[orderKey(event)], first < seq {
+                        skipped += 1
+                    } else {
+                        batch.seqs.append(seq)
+                        batch.events.append(event)
+                    }
+                    code = sqlite3_step(handle)
+                }
+                guard code == SQLITE_DONE else {
+                    let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+                    sqlite3_reset(handle)
+                    throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: claimRowsSQL)
+                }
                 sqlite3_reset(handle)
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: claimRowsSQL)
+                scanned += read
+                // Read on only when rows were passed over and the range may hold more.
+                guard skipped > 0, read == asked, lastSeq < range.upperBound else { break }
+                from = lastSeq + 1
             }
-            sqlite3_reset(handle)
         }
         guard let first = batch.seqs.first, let last = batch.seqs.last else { return batch }
         try db.cachedStatement(sql: insertLeaseSQL).execute(arguments: [first, last, leaseUntilMs])
         batch.lease = db.lastInsertedRowID
         return batch
+    }
+
+    /// A claim reads at most this many times its limit in rows passed over for order: the rest
+    /// waits for the next claim.
+    static let maxClaimScanFactor = 20
+
+    /// The key one user's events are kept in order by, as the sinks partition them: the `Mobile
+    /// User Id` attribute, else `Device Id`; empty (no order kept) when the event has neither.
+    static func orderKey(_ event: Event) -> String {
+        for name in ["Mobile User Id", "Device Id"] {
+            if let value = event[attribute: name] {
+                let text = CollectorJSON.text(value)
+                if !text.isEmpty { return text }
+            }
+        }
+        return ""
+    }
+
+    /// The order key of every event waiting out a backoff (due later), with its user's first
+    /// such seq. Read through the partial index `events_backoff`: nothing is read when no event
+    /// waits, the usual case.
+    static let waitingUsersSQL = """
+        SELECT key, MIN(seq) FROM (
+            SELECT seq, COALESCE(
+                (SELECT NULLIF(CAST(json_extract(a.value, '$.value.value') AS TEXT), '') FROM json_each(events.attributes) a
+                    WHERE json_extract(a.value, '$.name') = 'Mobile User Id'),
+                (SELECT NULLIF(CAST(json_extract(a.value, '$.value.value') AS TEXT), '') FROM json_each(events.attributes) a
+                    WHERE json_extract(a.value, '$.name') = 'Device Id')) AS key
+            FROM events INDEXED BY events_backoff WHERE status IN (?, ?) AND next_attempt_ms > 0 AND next_attempt_ms > ?)
+        WHERE key IS NOT NULL GROUP BY key
+        """
+
+    static func waitingUsers(_ db: Database, nowMs: Int64) throws -> [String: Int64] {
+        var users: [String: Int64] = [:]
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: waitingUsersSQL), arguments: [EventStatus.notPosted.rawValue, EventStatus.expired.rawValue, nowMs])
+        while let row = try rows.next() {
+            if let key = row[0] as String? { users[key] = row[1] }
+        }
+        return users
     }
 
     static func endLease(_ db: Database, _ lease: Int64) throws {

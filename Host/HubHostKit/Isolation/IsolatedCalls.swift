@@ -233,7 +233,8 @@ enum IsolatedCalls {
                 return .failed(HH_ERR_INTERNAL, "bad answer from the worker: \(error)", count: events.count)
             }
         case .failure(let failure):
-            return .failed(HH_ERR_UNAVAILABLE, failure.description, count: events.count)
+            // A worker that crashed or hung may have sent part of the batch: a retry, never a wait.
+            return .failed(HH_ERR_INTERNAL, failure.description, count: events.count)
         }
     }
 

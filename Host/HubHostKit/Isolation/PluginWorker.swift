@@ -79,8 +79,9 @@ public final class PluginWorker: @unchecked Sendable {
     private var restartAtNs: UInt64 = 0
     private var backoffMs: Int
     private var nextRequest: UInt32 = 0
+    private var crashCount = 0  // under lock
     /// Crashes since start, for `plugins list`.
-    public private(set) var totalCrashes = 0
+    public var totalCrashes: Int { lock.withLock { crashCount } }
 
     public init(settings: Settings, pipeline: LogPipeline) {
         self.settings = settings
@@ -181,7 +182,7 @@ public final class PluginWorker: @unchecked Sendable {
     /// Records a crash, logs it once, schedules the restart or gives up. Caller holds the lock.
     private func recordCrash(_ cause: String, during op: String) -> WorkerFailure {
         closeChannel()
-        totalCrashes += 1
+        crashCount += 1
         RuntimeMetrics.pluginCallError(instance: instanceID, kind: "crash")
         let now = Clock.monotonicNs()
         let window = UInt64(settings.crashWindowSeconds) * 1_000_000_000

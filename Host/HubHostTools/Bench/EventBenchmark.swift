@@ -42,12 +42,14 @@ public struct EventBenchmark {
         let folder = NSTemporaryDirectory() + "hubhost-bench-events-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let weather = try LoopbackJSONServer(body: #"{"current":{"temperature_2m":11.5,"weather_code":3}}"#)
+        let weather = try LoopbackHTTPServer()
+        weather.startKeepAlive(
+            .init(headers: ["Content-Type": "application/json"], body: Data(#"{"current":{"temperature_2m":11.5,"weather_code":3}}"#.utf8)))
         defer { weather.stop() }
         try """
         data_dir: data
         logging: {severity: error}
-        events: {cache_size: 1000000000, session_timeout: 1 day}
+        events: {cache_size: 1000000, session_timeout: 1 day}
         plugins:
           - id: place
             use: \(pluginsFolder)/FixedLocation/plugin.yaml

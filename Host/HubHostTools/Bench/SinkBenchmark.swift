@@ -64,7 +64,9 @@ public struct SinkBenchmark {
         var notMeasured: [String: String] = [:]
 
         progress("http-collector: a collector on 127.0.0.1")
-        let collector = try LoopbackCollector()
+        let server = try LoopbackHTTPServer()
+        server.startKeepAlive(.init(headers: ["Content-Type": "application/json"], body: Data("{}".utf8)))
+        let collector = (url: server.url("/events"), stop: server.stop)
         defer { collector.stop() }
         let http = try measure(
             name: "http-collector", destination: "collector on 127.0.0.1", folder: folder + "/http",
@@ -149,7 +151,7 @@ public struct SinkBenchmark {
         data_dir: data
         logging: {severity: error}
         events:
-          cache_size: 1000000000
+          cache_size: 1000000
           session_timeout: 1 day
           post_timeout: 60 sec
         \(events)

@@ -26,17 +26,25 @@ enum ChildProcess {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
+        // Safe to share: both fields are read and written under `lock` (a reader may still be
+        // writing after the bounded wait below gave up on it).
+        final class Collected: @unchecked Sendable {
+            private let lock = NSLock()
+            private var data = (out: Data(), err: Data())
+            func set(out: Data) { lock.withLock { data.out = out } }
+            func set(err: Data) { lock.withLock { data.err = err } }
+            var both: (out: Data, err: Data) { lock.withLock { data } }
+        }
         let collected = Collected()
         let readers = DispatchGroup()
         readers.enter()
         DispatchQueue.global().async {
-            collected.out = out.fileHandleForReading.readDataToEndOfFile()
+            collected.set(out: out.fileHandleForReading.readDataToEndOfFile())
             readers.leave()
         }
         readers.enter()
         DispatchQueue.global().async {
-            collected.err = err.fileHandleForReading.readDataToEndOfFile()
+            collected.set(err: err.fileHandleForReading.readDataToEndOfFile())
             readers.leave()
         }
         let exited = DispatchSemaphore(value: 0)
@@ -52,8 +60,9 @@ enum ChildProcess {
         }
         // A grandchild holding the pipes open must not hang the validator: bound the reads too.
         _ = readers.wait(timeout: .now() + .seconds(5))
-        let stdout = String(decoding: collected.out, as: UTF8.self)
-        let stderr = String(decoding: collected.err, as: UTF8.self)
+        let read = collected.both
+        let stdout = String(decoding: read.out, as: UTF8.self)
+        let stderr = String(decoding: read.err, as: UTF8.self)
         if timedOut { return Result(termination: .timedOut, stdout: stdout, stderr: stderr) }
         switch process.terminationReason {
         case .uncaughtSignal: return Result(termination: .signaled(process.terminationStatus), stdout: stdout, stderr: stderr)

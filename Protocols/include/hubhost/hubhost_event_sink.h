@@ -108,9 +108,13 @@ typedef struct hh_event_sink_v1 {
      * sink that keeps order per key sends them in that order.
      *
      * HH_OK: `answers` hold the outcome of every event.
+     * HH_ERR_UNAVAILABLE (report_error first): nothing was sent, because the sink cannot send now
+     * (not connected, reconnecting). Not an attempt: the host counts no retry, keeps the events
+     * waiting (NOT_POSTED) with the reported message as the flush's last error, and offers them
+     * again at its next flush. Use it only when no event of the batch left the sink.
      * Any other status (report_error first): the whole batch failed before any event could be
-     * judged (not connected, not configured); the host treats every event as HH_SINK_RETRY with
-     * the reported message, whatever `answers` hold.
+     * judged (not configured, a broken connection); the host treats every event as
+     * HH_SINK_RETRY with the reported message, whatever `answers` hold.
      *
      * Under `isolation: process` the batch crosses to the worker and the answers come back; a
      * sink that crashes or outlives its `call_timeout` counts as HH_SINK_RETRY for the whole

@@ -1,11 +1,12 @@
 import Foundation
+import HubHostABI
 
 /// What a sink did with one batch.
 public enum SinkBatchResult: Equatable, Sendable {
     /// One outcome per event, in the batch's order.
     case answered([SinkOutcome])
-    /// Nothing was sent and it is not an attempt (no access token yet, the sink not loaded): the
-    /// events wait, their retry count unchanged.
+    /// Nothing was sent and it is not an attempt (no access token yet, the sink not loaded, a sink
+    /// not connected that answered HH_ERR_UNAVAILABLE): the events wait, their retry count unchanged.
     case notAttempted(reason: String)
 }
 
@@ -38,6 +39,10 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
 
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         let answer = plugin.deliver(events, timeoutMs: timeoutMs)
+        if answer.status == HH_ERR_UNAVAILABLE {
+            // Nothing was sent (not connected, reconnecting): a wait, not an attempt.
+            return .notAttempted(reason: answer.message)
+        }
         if !answer.undefinedOutcomes.isEmpty {
             onUndefinedOutcome(
                 "event sink '\(name)' answered outcome codes the ABI does not define (\(Set(answer.undefinedOutcomes).sorted().map(String.init).joined(separator: ", "))); those events are retried"

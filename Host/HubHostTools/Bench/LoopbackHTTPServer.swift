@@ -1,21 +1,42 @@
 import Foundation
 
-/// The socket part of the tests' HTTP servers (TestCollector, TestContentService): listens on a
-/// loopback address and a free port, accepts one connection at a time on its own thread, reads each
-/// request (head and body, every read bounded) and hands it to the owner's handler, which answers
-/// with `respond`, closes, or keeps the connection open until `stop`.
-final class LoopbackHTTPServer: @unchecked Sendable {
-    struct Request {
-        var method: String
+/// The loopback HTTP server of the tests and the benchmarks: listens on a loopback address and a
+/// free port and reads each request (head and body, every read bounded). Two ways to serve:
+/// `start` accepts one connection at a time on its own thread and hands each request to a handler
+/// that answers with `respond`, closes, or keeps the connection open until `stop` (the tests' fake
+/// services, with faults); `startKeepAlive` serves each connection on a thread of its own, many
+/// requests per connection, with one fixed answer (the benchmarks' collector and weather endpoint,
+/// measured without the network).
+/// Safe to share: `stopped`, `openConnections` and `acceptThreadStarted` are read and written under
+/// `lock`; the listener, address and port are `let`s set in init.
+package final class LoopbackHTTPServer: @unchecked Sendable {
+    package struct Request: Sendable {
+        package var method: String
         /// The request target: path and query, as sent.
-        var path: String
+        package var path: String
         /// Header names lowercased.
-        var headers: [String: String]
-        var body: Data
+        package var headers: [String: String]
+        package var body: Data
     }
 
-    let address: String
-    let port: UInt16
+    /// One fixed answer (`startKeepAlive`).
+    package struct Answer: Sendable {
+        package var status: Int
+        package var headers: [String: String]
+        package var body: Data
+
+        package init(status: Int = 200, headers: [String: String] = [:], body: Data) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    /// The most a request body may carry: a number from outside, checked before it sizes anything.
+    package static let maxBody = 64 << 20
+
+    package let address: String
+    package let port: UInt16
     private let listener: Int32
     private let lock = NSLock()
     private var stopped = false
@@ -26,32 +47,22 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     private let acceptThreadDone = DispatchSemaphore(value: 0)
     private var acceptThreadStarted = false
 
-    /// Binds `address` on a free port. Call `start` to begin accepting.
-    init(address: String = "127.0.0.1") throws {
+    /// Binds `address` (a loopback address) on a free port. Call `start` or `startKeepAlive` to begin accepting.
+    package init(address: String = "127.0.0.1") throws {
         self.address = address
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var socketAddress = sockaddr_in()
-        socketAddress.sin_family = sa_family_t(AF_INET)
-        socketAddress.sin_addr.s_addr = inet_addr(address)
-        socketAddress.sin_port = 0
-        let fd = listener
-        let bound = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            close(fd)
+        guard let bound = LoopbackSocket.open(address: address), listen(bound.fd, 64) == 0 else {
             throw NSError(domain: "LoopbackHTTPServer", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "cannot listen on \(address)"])
         }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &socketAddress) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        port = UInt16(bigEndian: socketAddress.sin_port)
+        listener = bound.fd
+        port = bound.port
     }
+
+    /// `http://ADDRESS:PORT` followed by `path`.
+    package func url(_ path: String = "") -> String { "http://\(address):\(port)\(path)" }
 
     /// Accepts connections on a thread of its own until `stop`; a request that cannot be read
     /// (closed early, no head within the bounds) is dropped.
-    func start(_ handle: @escaping (Int32, Request) -> Void) {
+    package func start(_ handle: @escaping @Sendable (Int32, Request) -> Void) {
         lock.withLock { acceptThreadStarted = true }
         let thread = Thread { [self] in
             defer { acceptThreadDone.signal() }
@@ -75,12 +86,30 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         thread.start()
     }
 
+    /// Accepts connections until `stop`, each served on a thread of its own: request after request
+    /// on one connection (at most 1,000,000), each answered with `answer`, until the client closes it.
+    package func startKeepAlive(_ answer: Answer) {
+        var head = "HTTP/1.1 \(answer.status) X\r\nContent-Length: \(answer.body.count)\r\n"
+        for (name, value) in answer.headers { head += "\(name): \(value)\r\n" }
+        let reply = Data((head + "\r\n").utf8) + answer.body
+        start { fd, request in
+            Thread {
+                defer { close(fd) }
+                var next: Request? = request
+                for _ in 0..<1_000_000 {  // bounded: one request per round
+                    guard next != nil, Self.sendAll(fd, reply) else { return }
+                    next = Self.read(fd)
+                }
+            }.start()
+        }
+    }
+
     /// Leaves the connection unanswered (a hanging server); `stop` closes it.
-    func keepOpen(_ fd: Int32) {
+    package func keepOpen(_ fd: Int32) {
         lock.withLock { openConnections.append(fd) }
     }
 
-    func stop() {
+    package func stop() {
         let waitForThread: Bool? = lock.withLock {
             guard !stopped else { return nil }  // the first stop closes the listener
             stopped = true
@@ -103,25 +132,30 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Sends a whole answer and closes the connection. `declaredLength` (default: the body's) is the
     /// Content-Length sent: a larger one makes an answer cut short.
-    static func respond(_ fd: Int32, _ code: Int, headers: [String: String] = [:], declaredLength: Int? = nil, _ body: Data) {
+    package static func respond(_ fd: Int32, _ code: Int, headers: [String: String] = [:], declaredLength: Int? = nil, _ body: Data) {
         var head = "HTTP/1.1 \(code) X\r\nContent-Length: \(declaredLength ?? body.count)\r\nConnection: close\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        let data = Data((head + "\r\n").utf8) + body
+        _ = sendAll(fd, Data((head + "\r\n").utf8) + body)
+        close(fd)
+    }
+
+    /// Writes all of `data` (at most 100,000 sends); false when the connection failed first.
+    package static func sendAll(_ fd: Int32, _ data: Data) -> Bool {
         data.withUnsafeBytes { raw in
             var sent = 0
             var attempts = 0
             while sent < raw.count && attempts < 100_000 {
                 let n = send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-                if n <= 0 { break }
+                if n <= 0 { return false }
                 sent += n
                 attempts += 1
             }
+            return sent == raw.count
         }
-        close(fd)
     }
 
     /// Reads one request: the head (at most 10,000 reads), then `Content-Length` bytes of body.
-    static func read(_ fd: Int32) -> Request? {
+    package static func read(_ fd: Int32) -> Request? {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         var headerEnd: Range<Data.Index>?
@@ -144,7 +178,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
             }
         }
         var body = Data(data[headerEnd!.upperBound...])
-        let length = Int(headers["content-length"] ?? "0") ?? 0
+        guard let length = Int(headers["content-length"] ?? "0"), (0...maxBody).contains(length) else { return nil }
         while body.count < length {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n <= 0 { break }
