@@ -11,8 +11,15 @@ import Logging
 /// Safe to share: the engines and the shut-down flag are read and written under `engineLock`;
 /// every other stored property is a `let`.
 public final class HubHost: @unchecked Sendable {
-    /// The manifest the host was started from, with its defaults and diagnostics.
-    public let manifest: HostManifest
+    /// The manifest the host runs on, with its defaults and diagnostics: the one it was started
+    /// from, or the last one a reload applied.
+    public var manifest: HostManifest { manifestLock.withLock { currentManifest } }
+    private var currentManifest: HostManifest  // under manifestLock
+    private let manifestLock = NSLock()
+    /// One reload at a time.
+    let reloadLock = NSLock()
+    /// The destinations given at start beside the logging plugins (kept across reloads).
+    let extraDestinations: [LogDestination]
     /// The logging pipeline: applies the `logging:` filter and hands records to the logging plugins.
     public let pipeline: LogPipeline
     /// The plugin instances of plugins.yaml, loaded at start-up; destroyed by `shutdown()`.
@@ -35,7 +42,8 @@ public final class HubHost: @unchecked Sendable {
     /// Starts the runtime from a parsed manifest. `extraDestinations` receive log records beside the
     /// logging plugins (tests use it to capture records).
     public init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination] = []) throws {
-        self.manifest = manifest
+        currentManifest = manifest
+        self.extraDestinations = extraDestinations
         pipeline = LogPipeline(filter: manifest.logging)
         logger = Logger(label: "hubhost", pipeline: pipeline)
         try DataDirectory.prepare(manifest.dataDirectory)
@@ -44,14 +52,22 @@ public final class HubHost: @unchecked Sendable {
         }
         registry = PluginRegistry(manifest: manifest, pipeline: pipeline, locator: locator)
         registry.loadAll()
-        pipeline.attach(
-            registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations
-                + [EngineErrorNotifications(notifications)])
+        pipeline.attach(logDestinations())
     }
 
-    private let engineLock = NSLock()
-    private var eventEngine: EventEngine?
-    private var campaignEngine: CampaignEngine?
+    /// The logging plugins, the destinations given at start, and the engines' error notifications.
+    func logDestinations() -> [LogDestination] {
+        registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations + [EngineErrorNotifications(notifications)]
+    }
+
+    /// Replaces the manifest after a reload applied it.
+    func setManifest(_ manifest: HostManifest) {
+        manifestLock.withLock { currentManifest = manifest }
+    }
+
+    let engineLock = NSLock()
+    var eventEngine: EventEngine?
+    var campaignEngine: CampaignEngine?
 
     /// The event engine, opened on first use (its SQLite store lives in the data directory). When
     /// campaigns are enabled, the campaign engine hears every tracked event.
@@ -165,7 +181,7 @@ public final class HubHost: @unchecked Sendable {
 
     /// The sink `events.sink` names: nil for the built-in HTTP collector; a sink that sends nothing
     /// (and says why in every flush) when the name is not a loaded event_sink instance.
-    private func eventSink() -> EventSink? {
+    func eventSink() -> EventSink? {
         let id = manifest.events.sink
         guard !id.isEmpty else { return nil }
         guard let entry = registry.entry(id: id) else {

@@ -26,6 +26,7 @@ enum HTTPAPI {
             return json(Health(status: stuck.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck))
         }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
+        AdminRoutes.add(to: router, host: host)
         EventRoutes.add(to: router, engine: try host.events())
         CampaignRoutes.add(to: router, campaigns: try host.campaigns(), source: host.manifest.campaigns)
         UserRoutes.add(to: router, host: host)

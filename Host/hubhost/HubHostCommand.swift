@@ -17,7 +17,7 @@ struct HubHostCommand: ParsableCommand {
             OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self,
             NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
             LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self,
-            IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self
+            IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self, ReloadCommand.self
         ],
         defaultSubcommand: StatusCommand.self
     )
@@ -65,6 +65,28 @@ struct ManifestOption: ParsableArguments {
             Output.error(error.description)
             throw ExitCode.unusableInput
         }
+    }
+}
+
+extension ManifestOption {
+    /// The running server to talk to: `url` when given, else `server:` of the manifest; with the
+    /// bearer token the manifest's server settings name (nil when none is configured).
+    func server(_ url: String?) throws -> (url: String, token: String?) {
+        let manifest: HostManifest
+        do { manifest = try HostManifest.load(path: self.manifest) } catch {
+            Output.error("\(error)")
+            throw ExitCode.unusableInput
+        }
+        let token: String?
+        do { token = try manifest.server.authToken() } catch {
+            Output.error("\(error)")
+            throw ExitCode.unusableInput
+        }
+        if let url { return (url, token) }
+        guard manifest.server.port != 0 else {
+            throw ValidationError("server.port in \(self.manifest) is 0 (any free port): give the server's address with --url")
+        }
+        return ("http://\(manifest.server.host):\(manifest.server.port)", token)
     }
 }
 

@@ -44,7 +44,7 @@ struct HubWatchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let base = try serverURL()
+        let base = try manifestOption.server(url).url
         guard
             let streamURL = URL(
                 string: base.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/notifications" + (replay ? "?replay=1" : ""))
@@ -64,19 +64,6 @@ struct HubWatchCommand: ParsableCommand {
             Output.error("hub watch: \(streamURL.absoluteString): \(message) (is hubhost serve running there?)")
             throw ExitCode.failed
         }
-    }
-
-    private func serverURL() throws -> String {
-        if let url { return url }
-        let manifest: HostManifest
-        do { manifest = try HostManifest.load(path: manifestOption.manifest) } catch {
-            Output.error("\(error)")
-            throw ExitCode.unusableInput
-        }
-        guard manifest.server.port != 0 else {
-            throw ValidationError("server.port in \(manifestOption.manifest) is 0 (any free port): give the server's address with --url")
-        }
-        return "http://\(manifest.server.host):\(manifest.server.port)"
     }
 }
 

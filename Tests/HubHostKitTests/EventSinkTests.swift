@@ -135,6 +135,26 @@ final class EventSinkTests: XCTestCase {
         XCTAssertEqual(try engine.store.event(id: event.id)?.event.attempts, 1)
     }
 
+    /// An in-process sink that never returns: the flush gives its call up after post_timeout and a
+    /// margin (the batch is a retry), the next flush sends nothing while that call runs, and the
+    /// sink is reported stuck. In a child process, whose looping thread ends with it.
+    func testAnInProcessSinkThatNeverReturnsDoesNotHoldTheFlush() throws {
+        let (host, _) = try host(mode: "hang", events: "  post_timeout: 1 sec")
+        host.shutdown()
+        _ = try TestSupport.hubhost(["track", "STUCK", "--no-flush"], manifest: folder + "/plugins.yaml", in: folder)
+        let started = Date()
+        let flush = try TestSupport.hubhost(
+            ["events", "flush", "--json"], manifest: folder + "/plugins.yaml", in: folder, timeout: 60)
+        let seconds = Date().timeIntervalSince(started)
+        XCTAssertLessThan(seconds, 1 + PendingSinkDelivery.marginSeconds + 10, "bounded by post_timeout and the margin")
+        XCTAssertTrue(flush.stdout.contains("did not return within events.post_timeout"), flush.description)
+        let stats = try TestSupport.hubhost(["events", "list", "--json"], manifest: folder + "/plugins.yaml", in: folder)
+        let events = try TestSupport.json(stats.stdout, as: [[String: Any]].self)
+        let stuck = try XCTUnwrap(events.first { $0["name"] as? String == "STUCK" })
+        XCTAssertEqual(stuck["status"] as? String, "NOT_POSTED", "a retry: nothing is lost")
+        XCTAssertEqual(stuck["attempts"] as? Int, 1)
+    }
+
     /// HH_ERR_UNAVAILABLE says nothing was sent (not connected): a wait, however many flushes.
     func testANotConnectedSinkIsAWaitNotAnAttempt() throws {
         let (host, _) = try host(mode: "fail")

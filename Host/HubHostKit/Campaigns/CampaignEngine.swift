@@ -89,7 +89,8 @@ public final class CampaignEngine: @unchecked Sendable {
     /// Guards everything below; held while the shared state is read or written.
     let lock = NSLock()
     let shared: CampaignSharedState
-    let operators: OperatorSet
+    /// The trigger operators conditions call; replaced by a reload (under `lock`).
+    var operators: OperatorSet
     let logger: Logger
     /// How messages with contexts may show; set from `campaigns.context_rule`.
     public var contextRule: ContextRule = .all
@@ -116,6 +117,15 @@ public final class CampaignEngine: @unchecked Sendable {
     var appStartLogged = false
     var shownThisLaunch: Set<String> = []
     var nextPingAtMs: Int64 = 0
+
+    /// Uses `operators` from now on (a reload changed the trigger_operator instances): the triggers
+    /// are compiled again; an evaluation in progress finishes with the old ones first.
+    package func replaceOperators(_ operators: OperatorSet) {
+        lock.withLock {
+            self.operators = operators
+            rebuildIndex()
+        }
+    }
 
     package init(state: KeyValueState, operators: OperatorSet, pipeline: LogPipeline) throws {
         shared = CampaignSharedState(state: state)

@@ -14,8 +14,11 @@ public final class EventEngine: @unchecked Sendable {
     public let settings: EventSettings
     /// The durable event store (`events.sqlite` in the data directory).
     public let store: EventStore
-    /// Runs the augmentation plugins on each tracked event, within `augmentation_timeout`.
-    public let timeline: AugmentationTimeline
+    /// Runs the augmentation plugins on each tracked event, within `augmentation_timeout`. A reload
+    /// replaces it; each event is augmented wholly by the timeline it started with.
+    public var timeline: AugmentationTimeline { timelineLock.withLock { currentTimeline } }
+    private var currentTimeline: AugmentationTimeline  // under timelineLock
+    private let timelineLock = NSLock()
     /// Posts waiting events in batches to the sink (the HTTP collector unless one is given).
     public let delivery: EventDelivery
     private(set) var sessions: SessionTracker
@@ -81,7 +84,7 @@ public final class EventEngine: @unchecked Sendable {
         state = try KeyValueState(store: store)
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
-        timeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
+        currentTimeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
         delivery = EventDelivery(
             settings: settings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
             logger: logger)
@@ -91,8 +94,16 @@ public final class EventEngine: @unchecked Sendable {
     /// NOT_POSTED) before augmentation starts, so an acknowledged event survives a crash.
     /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
     @discardableResult
+    /// Augments events tracked from now on with `augmentations` (a reload changed them); an event
+    /// already in its timeline finishes with the old plugins.
+    package func replaceAugmentations(_ augmentations: [AugmentationPlugin]) {
+        let replacement = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
+        timelineLock.withLock { currentTimeline = replacement }
+    }
+
     public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
         try Self.check(event)  // a bad event is refused before anything is stored
+        let timeline = self.timeline  // one set of plugins for the whole event
         let prepared: [Event] = try trackLock.withLock {
             try reloadState()  // another process on the data directory may have moved the session on
             var event = event

@@ -43,6 +43,11 @@ public final class LogPipeline: @unchecked Sendable {
         deliver(record, to: targets)
     }
 
+    /// Filters records with `filter` from now on (a reload changed `logging:`).
+    public func setFilter(_ filter: LogFilter) {
+        lock.withLock { self.filter = filter }
+    }
+
     /// Sets the destinations and replays the records kept since start-up (those that still pass the filter).
     public func attach(_ newDestinations: [LogDestination]) {
         let (replay, targets): ([LogRecord], [LogDestination]) = lock.withLock {

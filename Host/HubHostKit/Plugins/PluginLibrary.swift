@@ -30,6 +30,9 @@ public final class PluginLibrary: @unchecked Sendable {
     private static let cacheLock = NSLock()
     nonisolated(unsafe) private static var cache: [String: PluginLibrary] = [:]
 
+    /// How many library files this process has dlopened (each stays mapped for the process's life).
+    public static var openedCount: Int { cacheLock.withLock { cache.count } }
+
     private init(path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], library: UnsafePointer<hh_library_t>) {
         self.path = path
         self.abiVersion = abiVersion

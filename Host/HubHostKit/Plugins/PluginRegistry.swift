@@ -3,10 +3,10 @@ import Logging
 
 /// The plugin instances of one host, loaded in plugins.yaml order. A bad instance (manifest
 /// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
-/// reason and skipped; the others load regardless.
-/// Safe to share: every field but `entries` is a `let` (the location service and token cache lock their own state), and
-/// `entries` is written only by `loadAll`, which HubHost.init runs before it shares the registry; after that it is only
-/// read.
+/// reason and skipped; the others load regardless. `reload` applies a new plugins.yaml: instances
+/// added, removed or changed are loaded or retired, unchanged ones are kept as they are.
+/// Safe to share: `current`, `generation`, `manifest` and `loadedLibraryHashes` are read and written under `lock`;
+/// every other field is a `let` (the location service and token cache lock their own state).
 public final class PluginRegistry: @unchecked Sendable {
     /// What became of a configured instance.
     public enum State: Equatable, Sendable {
@@ -40,18 +40,30 @@ public final class PluginRegistry: @unchecked Sendable {
         public var plugins: [PluginHandle]
         /// The worker process, for an instance with `isolation: process`.
         public var worker: PluginWorker?
+        /// The reload that loaded it (0: at start).
+        public var generation = 0
+        /// SHA-256 (hex) of its library file as loaded, when it got that far.
+        public var libraryHash: String?
 
         /// The instance id from plugins.yaml.
         public var id: String { configuration.id }
     }
 
     /// Every configured instance in plugins.yaml order, whatever became of it (after `loadAll`).
-    public private(set) var entries: [Entry] = []
+    public var entries: [Entry] { lock.withLock { current } }
+    /// How many reloads were applied (0 until the first).
+    public var generation: Int { lock.withLock { currentGeneration } }
+    private let lock = NSLock()
+    private var current: [Entry] = []
+    private var currentGeneration = 0
+    /// The SHA-256 of the file this process dlopened at each library path: a file replaced at the
+    /// same path since is loaded from a copy named by its own hash (dlopen would hand back the old one).
+    private var loadedLibraryHashes: [String: String] = [:]
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
     /// The OAuth token event sinks reach through "hubhost.event_auth.v1", when `events.auth_token_url` is set.
     public let eventAuth: EventAuthTokens?
-    private let manifest: HostManifest
+    private var manifest: HostManifest  // under lock once shared
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
     private let logger: Logger
@@ -75,27 +87,34 @@ public final class PluginRegistry: @unchecked Sendable {
     /// Loads every instance in order. Call once.
     public func loadAll() {
         for configuration in manifest.instances {
-            var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
-            do {
-                try load(configuration, into: &entry)
-                entry.state = .loaded
-                logger.info(
-                    "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
-                )
-            } catch let error as PluginLoadError {
-                entry.state = error == .disabled ? .disabled : .failed(error)
-                // Refused for its ABI version: the version is the binary's, whatever plugin.yaml claims.
-                if case .abiMismatch(_, let binary, _) = error { entry.binaryABI = binary }
-                if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
-            } catch {
-                entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
-            }
-            entries.append(entry)
+            let entry = loadEntry(configuration, generation: 0)
+            lock.withLock { current.append(entry) }
             // Location delegates serve the plugins loaded after them (the location augmentation).
             if entry.plugins.contains(where: { $0.kind == .location }) {
                 locationService.use(plugins(of: .location).map(LocationPlugin.init))
             }
         }
+    }
+
+    /// Loads one instance; a failure is recorded in the entry, never thrown.
+    private func loadEntry(_ configuration: HostManifest.Instance, generation: Int) -> Entry {
+        var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
+        entry.generation = generation
+        do {
+            try load(configuration, into: &entry)
+            entry.state = .loaded
+            logger.info(
+                "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
+            )
+        } catch let error as PluginLoadError {
+            entry.state = error == .disabled ? .disabled : .failed(error)
+            // Refused for its ABI version: the version is the binary's, whatever plugin.yaml claims.
+            if case .abiMismatch(_, let binary, _) = error { entry.binaryABI = binary }
+            if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
+        } catch {
+            entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
+        }
+        return entry
     }
 
     private func load(_ configuration: HostManifest.Instance, into entry: inout Entry) throws {
@@ -106,8 +125,10 @@ public final class PluginRegistry: @unchecked Sendable {
         }
         let path = try locator.locate(library: plugin.library, manifestFolder: plugin.folder).get()
         entry.libraryPath = path
+        let hash = SHA256.hex(ofFile: path)
+        entry.libraryHash = hash
         if let pin = configuration.sha256 {
-            let actual = SHA256.hex(ofFile: path) ?? "unreadable"
+            let actual = hash ?? "unreadable"
             guard actual == pin else { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: actual) }
         }
         if configuration.isolation == .process {
@@ -132,7 +153,7 @@ public final class PluginRegistry: @unchecked Sendable {
             }
             return
         }
-        let library = try PluginLibrary.open(path: path)
+        let library = try PluginLibrary.open(path: try loadablePath(path, hash: hash))
         entry.binaryABI = library.abiVersion
         let disagreements = library.disagreements(with: plugin)
         guard disagreements.isEmpty else {
@@ -157,6 +178,138 @@ public final class PluginRegistry: @unchecked Sendable {
             }
         }
         entry.plugins = created.map(PluginHandle.init)
+    }
+
+    /// The path to dlopen for the library at `path` whose content has `hash`: `path` itself, unless
+    /// this process already loaded other content from it; then a copy named by the hash in
+    /// `<data_dir>/plugin-libraries/`, so that the replaced file is loaded as the new file while the
+    /// old mapping stays valid for the instances still using it. Libraries are never unloaded: each
+    /// distinct content loaded costs its mapping for the process's life (`loadedLibraryCount`).
+    private func loadablePath(_ path: String, hash: String?) throws -> String {
+        let key = (path as NSString).resolvingSymlinksInPath
+        return try lock.withLock {
+            guard let hash, let loaded = loadedLibraryHashes[key], loaded != hash else {
+                if let hash, loadedLibraryHashes[key] == nil { loadedLibraryHashes[key] = hash }
+                return path
+            }
+            let folder = (manifest.dataDirectory as NSString).appendingPathComponent("plugin-libraries")
+            let copy = (folder as NSString).appendingPathComponent("\(hash.prefix(32))-\((path as NSString).lastPathComponent)")
+            if !FileManager.default.fileExists(atPath: copy) {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                let partial = copy + ".part-\(getpid())"
+                try? FileManager.default.removeItem(atPath: partial)
+                try FileManager.default.copyItem(atPath: path, toPath: partial)
+                guard SHA256.hex(ofFile: partial) == hash else {
+                    try? FileManager.default.removeItem(atPath: partial)
+                    throw PluginLoadError.notASharedObject(path: path, reason: "the file changed while it was copied; reload again")
+                }
+                _ = rename(partial, copy)
+            }
+            return copy
+        }
+    }
+
+    /// Distinct library contents this process has dlopened through reloads beside the originals.
+    public var loadedLibraryCount: Int { lock.withLock { loadedLibraryHashes.count } }
+
+    /// What a reload did to the instances.
+    public struct Change: Sendable {
+        /// Instance ids, in plugins.yaml order.
+        public var added: [String] = []
+        public var removed: [String] = []
+        public var changed: [String] = []
+        public var unchanged: [String] = []
+        /// The entries taken out: retire them (`retire`) once nothing uses them.
+        public var retired: [Entry] = []
+        /// The generation after the reload.
+        public var generation = 0
+    }
+
+    /// The instances `manifest` would add, remove or change, without loading anything. An instance
+    /// is changed when its entry in plugins.yaml differs (use, config, enabled, isolation, limits,
+    /// http policy, pin) or its library file's content does.
+    public func plan(_ manifest: HostManifest) -> Change {
+        let old = entries
+        var change = Change()
+        for instance in manifest.instances {
+            guard let entry = old.first(where: { $0.id == instance.id }) else {
+                change.added.append(instance.id)
+                continue
+            }
+            if Self.sameSettings(entry.configuration, instance) && libraryUnchanged(entry, instance) {
+                change.unchanged.append(instance.id)
+            } else {
+                change.changed.append(instance.id)
+            }
+        }
+        change.removed = old.map(\.id).filter { id in !manifest.instances.contains { $0.id == id } }
+        return change
+    }
+
+    /// Applies `manifest`: loads the added and changed instances first, then swaps the set in one
+    /// step (unchanged entries are the same objects), and returns the entries taken out, for
+    /// `retire`. Instances that fail to load are recorded as failed, as at start.
+    public func reload(_ manifest: HostManifest) -> Change {
+        var change = plan(manifest)
+        let old = entries
+        let generation = lock.withLock { currentGeneration + 1 }
+        lock.withLock { self.manifest = manifest }
+        var next: [Entry] = []
+        for instance in manifest.instances {
+            if change.unchanged.contains(instance.id), let kept = old.first(where: { $0.id == instance.id }) {
+                next.append(kept)
+            } else {
+                next.append(loadEntry(instance, generation: generation))
+            }
+        }
+        change.retired = old.filter { entry in !change.unchanged.contains(entry.id) }
+        lock.withLock {
+            current = next
+            currentGeneration = generation
+        }
+        locationService.use(plugins(of: .location).map(LocationPlugin.init))
+        change.generation = generation
+        return change
+    }
+
+    /// Destroys the plugins of `retired` entries once their calls in flight have returned (each
+    /// waited for at most `waitSeconds`, then `grace` more for calls the host does not track), and
+    /// stops their workers; on a thread of its own. A plugin still in a call after the wait is left
+    /// alive (and logged): destroying it under a running call would be worse than keeping it.
+    public func retire(_ retired: [Entry], waitSeconds: Double = 60, grace: Double = 0.5) {
+        guard !retired.isEmpty else { return }
+        let logger = self.logger
+        Thread {
+            Thread.sleep(forTimeInterval: grace)
+            for entry in retired {
+                var leftAlive = false
+                for handle in entry.plugins.reversed() {
+                    let deadline = Clock.monotonicNs() &+ SafeTime.durationNs(waitSeconds)
+                    while handle.calls.callsInFlight > 0 && Clock.monotonicNs() < deadline { usleep(10_000) }
+                    if handle.calls.callsInFlight > 0 {
+                        leftAlive = true
+                        logger.warning("instance '\(entry.id)' (\(handle.pluginID)) is still in a call after a reload: left alive, not destroyed")
+                    } else {
+                        handle.destroy()
+                    }
+                }
+                if !leftAlive { entry.worker?.stop() }
+            }
+        }.start()
+    }
+
+    /// Whether plugins.yaml gives an instance the same settings (everything but its position).
+    static func sameSettings(_ a: HostManifest.Instance, _ b: HostManifest.Instance) -> Bool {
+        a.id == b.id && a.use == b.use && a.enabled == b.enabled && a.sha256 == b.sha256 && a.config == b.config
+            && a.isolation == b.isolation && a.callTimeoutSeconds == b.callTimeoutSeconds && a.memoryLimitMB == b.memoryLimitMB
+            && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
+            && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
+    }
+
+    /// Whether the library file the entry loaded still has the content it had.
+    private func libraryUnchanged(_ entry: Entry, _ instance: HostManifest.Instance) -> Bool {
+        guard let path = entry.libraryPath else { return entry.state != .loaded && entry.configuration.enabled == instance.enabled }
+        return SHA256.hex(ofFile: path) == entry.libraryHash
     }
 
     /// The running hubhost, or a `hubhost` beside the running program (tests run from the build folder).

@@ -10,7 +10,7 @@ import UnixSignals
 ///     let runtime = try HubHostRuntime(host: HubHost(manifestPath: "plugins.yaml"))
 ///     try await runtime.run()          // until SIGINT/SIGTERM; or run(with: [myServer])
 ///
-/// The services: event delivery (every events.flush_interval, and at once when cache_size events
+/// The services: plugins.yaml reloaded on SIGHUP (ReloadOnHangUp), event delivery (every events.flush_interval, and at once when cache_size events
 /// wait; purge of old posted events; recovery of a dead process's holds; a last flush at
 /// shutdown), campaign pings (when a config or ping URL is set), the content bundle's local
 /// notifications (announced as they come due), the identity journal (a pending merge finished at
@@ -36,7 +36,7 @@ public final class HubHostRuntime: Sendable {
         // Each engine provides its own services, with its own cadence; the runtime only collects them.
         let delivery = try host.events().deliveryService(onError: onError)
         eventDelivery = delivery
-        var services: [any Service] = [delivery]
+        var services: [any Service] = [delivery, ReloadOnHangUp(host: host)]
         if let campaigns = try host.campaigns(), let pings = campaigns.pingService(settings: host.manifest.campaigns, onError: onError) {
             services.append(pings)
         }

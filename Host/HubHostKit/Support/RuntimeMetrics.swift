@@ -23,6 +23,11 @@ public enum RuntimeMetrics {
     }
 
     /// A plugin call that failed (`error`), timed out (`timeout`) or crashed its worker (`crash`).
+    /// One reload of plugins.yaml by its outcome (applied, unchanged, refused).
+    static func reload(_ outcome: String) {
+        Counter(label: "hubhost_reloads_total", dimensions: [("outcome", outcome)]).increment()
+    }
+
     static func pluginCallError(instance: String, kind: String) {
         Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment()
     }

@@ -36,11 +36,15 @@ public struct DeliveryReport: Codable, Equatable, Sendable {
 public final class EventDelivery: @unchecked Sendable {
     let settings: EventSettings
     let store: EventStore
-    public let sink: EventSink
+    /// Where batches go; a reload may replace it between flushes (`replaceSink`).
+    public var sink: EventSink { sinkLock.withLock { currentSink } }
+    private var currentSink: EventSink  // under sinkLock
+    private let sinkLock = NSLock()
     let logger: Logger
     private let lock = NSLock()  // one flush at a time
-    /// Where the sink's deliver calls run, one at a time, while the flush's thread does the store's part.
-    private let sinkQueue = DispatchQueue(label: "hubhost.events.sink")
+    /// A deliver call that overran post_timeout and has not returned (under `lock`): nothing more
+    /// is handed to the sink until it does.
+    private var overrunDelivery: PendingSinkDelivery?
     /// Where each claimed batch's sink messages are built (PreparedSinkMessages).
     private let prepareQueue = DispatchQueue(label: "hubhost.events.sink-messages")
     /// Events per batch (at most EventSinkPlugin.maxBatch).
@@ -62,7 +66,7 @@ public final class EventDelivery: @unchecked Sendable {
     public init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
         self.settings = settings
         self.store = store
-        self.sink = sink
+        currentSink = sink
         self.logger = logger
     }
 
@@ -81,20 +85,36 @@ public final class EventDelivery: @unchecked Sendable {
         return report
     }
 
-    /// The pipeline: while the sink delivers batch k (on `sinkQueue`), this thread commits, in one
+    /// The pipeline: while the sink delivers batch k (on a plugin-call thread), this thread commits, in one
     /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, whose sink
     /// messages are then built on `prepareQueue` while the sink is still at batch k. So the
     /// store's work and the messages' overlap the sink's instead of adding to it, and each batch
     /// costs one fsync instead of two. The sink still sees the batches one after the other in
     /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
     /// batch that is not sent is released (its lease ended) in the transaction that records the last one.
+    /// Delivers through `sink` from the next flush on; waits for a flush in progress to end, so the
+    /// old sink has no call in flight once this returns.
+    package func replaceSink(_ sink: EventSink) {
+        lock.withLock { sinkLock.withLock { currentSink = sink } }
+    }
+
     private func flushLocked(nowMs: Int64) -> DeliveryReport {
         lock.withLock {
+            let sink = self.sink  // one sink for the whole flush
             var report = DeliveryReport()
             if let reason = sink.unavailableReason {
                 report.noCollector = true
                 if !(sink is HTTPCollectorSink) { report.lastError = reason }  // no collector_url is a choice, not an error
                 return report
+            }
+            if let overrun = overrunDelivery {
+                guard overrun.isFinished else {
+                    // A wait, not an attempt: nothing is claimed while the sink is stuck.
+                    report.lastError =
+                        "event sink '\(sink.name)' is still in a deliver call that overran events.post_timeout: nothing is sent until it returns"
+                    return report
+                }
+                overrunDelivery = nil
             }
             let timeoutMs = UInt32(clamping: SafeTime.durationMs(settings.postTimeout))
             let limit = min(max(1, batchSize), EventSinkPlugin.maxBatch)
@@ -123,7 +143,7 @@ public final class EventDelivery: @unchecked Sendable {
             for _ in 0..<10_000 {  // bounded: each round delivers or stops
                 guard !current.events.isEmpty else { break }
                 report.batches += 1
-                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages, timeoutMs: timeoutMs, on: sinkQueue)
+                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages, timeoutMs: timeoutMs)
                 step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
                 var next = EventStore.ClaimedBatch()
                 let storeStart = Clock.monotonicNs()
@@ -139,7 +159,7 @@ public final class EventDelivery: @unchecked Sendable {
                     let message = recording ? "delivered but could not record it: \(error)" : "cannot read the event store: \(error)"
                     logger.error("\(message)")
                     step.claim = nil
-                    if case .answered(let outcomes) = delivery.wait().result, outcomes.count == current.events.count {
+                    if case .answered(let outcomes) = delivery.wait(timeoutMs: timeoutMs)?.result, outcomes.count == current.events.count {
                         _ = stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport)
                     }
                     if (try? store.commit(step)) != nil { report.add(stepReport) }
@@ -151,7 +171,21 @@ public final class EventDelivery: @unchecked Sendable {
                 let nextMessages = prepare(next)  // built while the sink delivers `current`
                 let outcomes: [SinkOutcome]
                 let waitStart = Clock.monotonicNs()
-                let answer = delivery.wait()
+                let waited = delivery.wait(timeoutMs: timeoutMs)
+                if waited == nil {
+                    overrunDelivery = delivery
+                    logger.error(
+                        "event sink '\(sink.name)' did not return within events.post_timeout + \(Int(PendingSinkDelivery.marginSeconds)) s; its batch is retried, and nothing more is sent to it until it returns"
+                    )
+                }
+                let answer =
+                    waited
+                    ?? (
+                        result: .answered(
+                            Array(
+                                repeating: .retry(reason: "event sink '\(sink.name)' did not return within events.post_timeout (stuck)"),
+                                count: current.events.count)), elapsedNs: Clock.monotonicNs() - waitStart
+                    )
                 flushTimes.waitingForSinkSeconds += Double(Clock.monotonicNs() - waitStart) / 1e9
                 flushTimes.sinkSeconds += Double(answer.elapsedNs) / 1e9
                 switch answer.result {

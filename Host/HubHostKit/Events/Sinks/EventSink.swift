@@ -38,7 +38,10 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
     }
 
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+        // Tracked: a call past post_timeout makes the instance stuck for health and status.
+        let token = plugin.handle.calls.begin(deadlineSeconds: Double(timeoutMs) / 1000 + PendingSinkDelivery.marginSeconds)
         let answer = plugin.deliver(events, timeoutMs: timeoutMs)
+        plugin.handle.calls.end(token)
         if answer.status == HH_ERR_UNAVAILABLE {
             // Nothing was sent (not connected, reconnecting): a wait, not an attempt.
             return .notAttempted(reason: answer.message)

@@ -1,30 +1,41 @@
 import Foundation
 
-/// One deliver call running on the sink's queue while the caller goes on with the store's part of
-/// the pipeline (EventDelivery.flush); `wait` blocks until the sink has answered.
-/// Safe to share: `result` and `elapsedNs` are written once on the queue before `done` is signalled and read only after
-/// `wait` has taken `done`; the semaphore orders the writes before every read.
+/// One deliver call running on a plugin-call thread (PluginCallThreads, never the pool Swift
+/// concurrency and the HTTP server run on) while the caller goes on with the store's part of the
+/// pipeline (EventDelivery.flush); `wait` blocks until the sink has answered, or its deadline.
+/// Safe to share: `result` and `elapsedNs` are written under `lock` once, by the call's thread, and read under it.
 final class PendingSinkDelivery: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var result: SinkBatchResult?  // written once on the queue, read after `done`
-    private var elapsedNs: UInt64 = 0  // likewise
+    private let lock = NSLock()
+    private var result: SinkBatchResult?  // under lock
+    private var elapsedNs: UInt64 = 0  // under lock
+    /// How long past the sink's own timeout the host waits before it gives the call up.
+    static let marginSeconds: Double = 5
 
     /// The call starts once `messages` are built (PreparedSinkMessages, usually done by then).
-    init(sink: EventSink, messages prepared: PreparedSinkMessages, timeoutMs: UInt32, on queue: DispatchQueue) {
-        queue.async {
+    init(sink: EventSink, messages prepared: PreparedSinkMessages, timeoutMs: UInt32) {
+        PluginCallThreads.run { [self] in
             let messages = prepared.wait()
             let start = Clock.monotonicNs()
-            self.result = sink.deliver(messages, timeoutMs: timeoutMs)
-            self.elapsedNs = Clock.monotonicNs() - start
-            self.done.signal()
+            let answer = sink.deliver(messages, timeoutMs: timeoutMs)
+            lock.withLock {
+                result = answer
+                elapsedNs = Clock.monotonicNs() - start
+            }
+            done.signal()
         }
     }
 
-    /// The sink's answer (waits for it; the sink bounds its own time by `timeoutMs`), and how long
-    /// its deliver call took.
-    func wait() -> (result: SinkBatchResult, elapsedNs: UInt64) {
-        done.wait()
+    /// Whether the sink has returned.
+    var isFinished: Bool { lock.withLock { result != nil } }
+
+    /// The sink's answer and how long its deliver call took, waiting at most `timeoutMs` plus
+    /// `marginSeconds` (the sink bounds its own time by `timeoutMs`); nil when it has not returned
+    /// by then: the call goes on on its own thread, and the caller counts the batch as a retry.
+    func wait(timeoutMs: UInt32) -> (result: SinkBatchResult, elapsedNs: UInt64)? {
+        let limit = Double(timeoutMs) / 1000 + Self.marginSeconds
+        guard done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(limit)))) == .success else { return nil }
         done.signal()  // a second wait returns at once
-        return (result!, elapsedNs)
+        return lock.withLock { result.map { ($0, elapsedNs) } }
     }
 }

@@ -32,6 +32,12 @@ public final class AdvertiserIDPlugin: @unchecked Sendable {
     /// Asks the plugin. [thread-safe], as the header promises. Isolated: a failed worker answers
     /// `.failed`, so the chain asks the next delegate.
     public func answer() -> AdvertiserIDAnswer {
+        guard handle.instance != nil else { return IsolatedCalls.advertiserID(handle) }
+        return handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in answerInProcess() }
+            ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)
+    }
+
+    private func answerInProcess() -> AdvertiserIDAnswer {
         guard let instance = handle.instance else { return IsolatedCalls.advertiserID(handle) }
         let api = instance.api(hh_advertiser_id_v1_t.self)
         final class Box { var value: String? }

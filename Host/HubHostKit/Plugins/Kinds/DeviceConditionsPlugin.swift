@@ -103,6 +103,19 @@ public final class DeviceConditionsPlugin: @unchecked Sendable {
     /// cannot tell now) and `.invalidAnswer` when a field is out of range. Blocking (the plugin
     /// reads files): call it through `BlockingPool.run` from async code. [thread-safe]
     public func read(dataDirectory: String) throws -> DeviceConditions {
+        guard handle.instance != nil else { return try IsolatedCalls.deviceConditions(handle, dataDirectory: dataDirectory) }
+        let answer = handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in
+            Result { try readInProcess(dataDirectory: dataDirectory) }.mapError {
+                $0 as? PluginCallError ?? .failed(instance: "", status: HH_ERR_INTERNAL, message: "\($0)")
+            }
+        }
+        guard let answer else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)
+        }
+        return try answer.get()
+    }
+
+    private func readInProcess(dataDirectory: String) throws -> DeviceConditions {
         guard let instance = handle.instance else { return try IsolatedCalls.deviceConditions(handle, dataDirectory: dataDirectory) }
         let api = instance.api(hh_device_conditions_v1_t.self)
         guard let readConditions = api.pointee.read_conditions else {

@@ -39,6 +39,19 @@ public final class DownloadRequestPlugin: @unchecked Sendable {
     /// its result breaks the header's limits (`DownloadRequestLimits`). May block briefly: call it
     /// through `BlockingPool.run` from async code. [thread-safe]
     public func convert(_ request: DownloadRequest) throws -> DownloadRequest {
+        guard handle.instance != nil else { return try IsolatedCalls.convertDownloadRequest(handle, request) }
+        let answer = handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in
+            Result { try convertInProcess(request) }.mapError {
+                $0 as? PluginCallError ?? .failed(instance: "", status: HH_ERR_INTERNAL, message: "\($0)")
+            }
+        }
+        guard let answer else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)
+        }
+        return try answer.get()
+    }
+
+    private func convertInProcess(_ request: DownloadRequest) throws -> DownloadRequest {
         guard let instance = handle.instance else { return try IsolatedCalls.convertDownloadRequest(handle, request) }
         let api = instance.api(hh_download_request_v1_t.self)
         guard let convert = api.pointee.convert else {

@@ -28,6 +28,12 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
     /// Calls `generate` once. [thread-safe], as the header promises. Isolated: a failed worker
     /// answers `.failed`.
     public func answer() -> Answer {
+        guard handle.instance != nil else { return IsolatedCalls.userID(handle) }
+        return handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in answerInProcess() }
+            ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)
+    }
+
+    private func answerInProcess() -> Answer {
         guard let instance = handle.instance else { return IsolatedCalls.userID(handle) }
         let api = instance.api(hh_user_id_generator_v1_t.self)
         final class Box { var value: String? }

@@ -1,0 +1,125 @@
+import Foundation
+import Logging
+
+/// What a reload of plugins.yaml did (`HubHost.reload`, `hubhost reload`, `POST /v1/admin/reload`,
+/// SIGHUP to `hubhost serve`).
+public struct ReloadReport: Encodable, Sendable, Equatable {
+    public enum Outcome: String, Encodable, Sendable {
+        /// The difference was applied.
+        case applied
+        /// The new manifest asks for nothing different: nothing was touched.
+        case unchanged
+        /// Nothing was applied; `problems` says why.
+        case refused
+    }
+
+    public var outcome: Outcome
+    /// The plugin set's generation after the reload (unchanged when refused).
+    public var generation: Int
+    /// Instance ids, in plugins.yaml order.
+    public var added: [String] = []
+    public var removed: [String] = []
+    public var changed: [String] = []
+    /// Why it was refused: every problem of the new manifest (file:line:column), or the settings
+    /// that cannot change without a restart.
+    public var problems: [String] = []
+}
+
+extension HubHost {
+    /// The settings a reload applies live beside the plugin instances and `logging:`; any other
+    /// change to a section makes the reload refuse (they are read once, when an engine opens).
+    public static let liveReloadKeys: Set<String> = ["events.sink"]
+
+    /// Kinds whose instances the engines hold from the moment they open (the content provider of
+    /// the hub and of prefetch, device conditions, download requests, id generators): changing or
+    /// removing one needs a restart, and a reload naming one is refused.
+    public static let kindsNeedingRestart: Set<PluginKind> = [.contentProvider, .deviceConditions, .downloadRequest, .userIDGenerator]
+
+    /// Reads plugins.yaml again (or `manifestPath`) and applies the difference: instances added,
+    /// removed, with a changed entry or whose library file changed are loaded or retired, while
+    /// unchanged instances keep running untouched. The new manifest is checked whole first: with
+    /// any problem nothing changes and the report lists them. New instances are created before the
+    /// old ones are retired; an event is augmented wholly by the old set or wholly by the new; a
+    /// retired instance is destroyed after its last call returns. Blocking (loads libraries and
+    /// creates plugins): call it from a thread that may wait. One reload runs at a time.
+    public func reload(manifestPath: String? = nil) -> ReloadReport {
+        reloadLock.withLock {
+            let report = reloadLocked(path: manifestPath ?? manifest.file)
+            RuntimeMetrics.reload(report.outcome.rawValue)
+            // Notification payloads hold scalars: the ids comma-separated, the problems one per line.
+            var payload: [String: JSONValue] = [
+                "outcome": .string(report.outcome.rawValue), "generation": .number(Double(report.generation)),
+                "added": .string(report.added.joined(separator: ",")), "removed": .string(report.removed.joined(separator: ",")),
+                "changed": .string(report.changed.joined(separator: ","))
+            ]
+            if !report.problems.isEmpty { payload["problems"] = .string(report.problems.joined(separator: "\n")) }
+            notifications.post("PluginsReloaded", payload)
+            switch report.outcome {
+            case .refused:
+                logger.error("reload refused, nothing changed: \(report.problems.joined(separator: "; "))")
+            case .unchanged:
+                logger.info("reload: plugins.yaml asks for nothing new (generation \(report.generation))")
+            case .applied:
+                logger.info(
+                    "reloaded plugins.yaml (generation \(report.generation)): added [\(report.added.joined(separator: ", "))], removed [\(report.removed.joined(separator: ", "))], changed [\(report.changed.joined(separator: ", "))]"
+                )
+            }
+            return report
+        }
+    }
+
+    private func reloadLocked(path: String) -> ReloadReport {
+        let old = manifest
+        let generation = registry.generation
+        func refused(_ problems: [String]) -> ReloadReport { ReloadReport(outcome: .refused, generation: generation, problems: problems) }
+        let new: HostManifest
+        do { new = try HostManifest.load(path: path) } catch let error as ManifestError {
+            return refused(error.diagnostics.map(\.description))
+        } catch {
+            return refused(["\(path): \(error)"])
+        }
+        guard new.diagnostics.isEmpty else { return refused(new.diagnostics.map(\.description)) }
+        var problems: [String] = []
+        if new.dataDirectory != old.dataDirectory {
+            problems.append("data_dir: changed from \(old.dataDirectory) to \(new.dataDirectory): it needs a restart")
+        }
+        let oldSettings = old.effectiveSettings
+        for (section, settings) in new.effectiveSettings.sorted(by: { $0.key < $1.key }) {
+            let before = Dictionary(oldSettings[section, default: []].map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            for setting in settings where before[setting.key] != setting.value && !Self.liveReloadKeys.contains(setting.key) {
+                problems.append("\(setting.key): changed, and it is read only at start: it needs a restart of serve")
+            }
+        }
+        let plan = registry.plan(new)
+        for id in plan.changed + plan.removed {
+            guard let entry = registry.entry(id: id) else { continue }
+            for kind in Set(entry.plugins.map(\.kind)).intersection(Self.kindsNeedingRestart).sorted(by: { $0.rawValue < $1.rawValue }) {
+                problems.append(
+                    "plugins: instance '\(id)' (\(kind.rawValue)) is held by an engine from start: changing or removing it needs a restart")
+            }
+        }
+        guard problems.isEmpty else { return refused(problems) }
+        let sinkChanged = new.events.sink != old.events.sink || (plan.changed + plan.removed + plan.added).contains(new.events.sink)
+        let loggingChanged = new.logging != old.logging
+        guard !plan.added.isEmpty || !plan.removed.isEmpty || !plan.changed.isEmpty || sinkChanged || loggingChanged else {
+            setManifest(new)
+            return ReloadReport(outcome: .unchanged, generation: generation)
+        }
+        let change = registry.reload(new)
+        setManifest(new)
+        pipeline.setFilter(new.logging)
+        pipeline.attach(logDestinations())
+        let (events, campaigns) = engineLock.withLock { (eventEngine, campaignEngine) }
+        if let events {
+            events.replaceAugmentations(registry.plugins(of: .augmentation).map(AugmentationPlugin.init))
+            if sinkChanged {
+                // Between flushes: a flush in progress ends with the old sink first.
+                events.delivery.replaceSink(eventSink() ?? HTTPCollectorSink(settings: new.events, http: HTTPFetcher()))
+            }
+        }
+        campaigns?.replaceOperators(OperatorSet(registry.plugins(of: .triggerOperator)))
+        registry.retire(change.retired)
+        return ReloadReport(
+            outcome: .applied, generation: change.generation, added: change.added, removed: change.removed, changed: change.changed)
+    }
+}

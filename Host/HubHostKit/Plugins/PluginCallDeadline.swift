@@ -1,0 +1,50 @@
+import Foundation
+
+extension PluginHandle {
+    /// The most one in-process call of a kind that requests wait on (advertiser id, device
+    /// conditions, download request, user id generator) may take before the request gets a timeout.
+    public static let requestCallDeadlineSeconds: Double = 5
+
+    /// What a call that overran its deadline answers.
+    static let overranMessage =
+        "no answer within \(Int(requestCallDeadlineSeconds)) s: the plugin is stuck in a call, and later calls fail at once until it returns"
+
+    /// Runs `call` (one call into this plugin) on a PluginCallThreads thread and waits for it at
+    /// most `seconds` (0.001 to 24 hours): the caller never waits on a plugin without a deadline.
+    /// Nil when the call overran: it goes on on its own thread, the plugin is stuck until it
+    /// returns (`calls`: health reports it), and meanwhile later calls through here answer nil at
+    /// once instead of piling up behind it. Blocks the calling thread: call it from the
+    /// BlockingPool, a CLI command or a background thread, never from Swift concurrency.
+    public func withDeadline<T: Sendable>(_ seconds: Double, _ call: @escaping @Sendable () -> T) -> T? {
+        guard !calls.isStuck else { return nil }
+        let limit = min(max(seconds.isFinite ? seconds : 0, 0.001), 86_400)
+        let token = calls.begin(deadlineSeconds: limit)
+        let outcome = DeadlineOutcome<T>()
+        let calls = self.calls
+        PluginCallThreads.run {
+            let value = call()
+            calls.end(token)
+            outcome.finish(value)
+        }
+        return outcome.wait(seconds: limit)
+    }
+}
+
+/// The answer of a call with a deadline, handed from the call's thread to the waiting one.
+/// Safe to share: `value` is written under `lock` before `done` is signalled, and read under `lock`.
+final class DeadlineOutcome<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T?
+    private let done = DispatchSemaphore(value: 0)
+
+    func finish(_ answer: T) {
+        lock.withLock { value = answer }
+        done.signal()
+    }
+
+    /// The answer, or nil when none came within `seconds`.
+    func wait(seconds: Double) -> T? {
+        guard done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(seconds)))) == .success else { return nil }
+        return lock.withLock { value }
+    }
+}

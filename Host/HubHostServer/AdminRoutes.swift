@@ -1,0 +1,54 @@
+import Foundation
+import HubHostKit
+import Hummingbird
+
+/// The plugin host's own routes: what is loaded, and a reload of plugins.yaml.
+///
+///   GET  /v1/plugins         every configured instance: state, generation, library and its hash
+///   POST /v1/admin/reload    read plugins.yaml again and apply the difference (as SIGHUP does);
+///                            200 with the ReloadReport, or 409 `reload_refused` listing the problems
+enum AdminRoutes {
+    struct PluginList: Encodable {
+        struct Plugin: Encodable {
+            var id: String
+            var kind: String
+            var stuck: Bool
+        }
+
+        struct Instance: Encodable {
+            var id: String
+            var state: String
+            var reason: String?
+            var generation: Int
+            var library: String?
+            var libraryHash: String?
+            var isolation: String
+            var plugins: [Plugin]
+        }
+
+        var generation: Int
+        var instances: [Instance]
+    }
+
+    static func add(to router: Router<BasicRequestContext>, host: HubHost) {
+        router.get("/v1/plugins") { _, _ in
+            let registry = host.registry
+            let instances = registry.entries.map { entry in
+                var reason: String?
+                if case .failed(let error) = entry.state { reason = "\(error)" }
+                return PluginList.Instance(
+                    id: entry.id, state: entry.state.name, reason: reason, generation: entry.generation, library: entry.libraryPath,
+                    libraryHash: entry.libraryHash, isolation: entry.configuration.isolation.rawValue,
+                    plugins: entry.plugins.map { PluginList.Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) })
+            }
+            return HTTPAPI.json(PluginList(generation: registry.generation, instances: instances))
+        }
+        router.post("/v1/admin/reload") { _, _ in
+            let report = try await HTTPAPI.blocking { host.reload() }
+            guard report.outcome != .refused else {
+                throw APIError(.conflict, report.problems.joined(separator: "\n"), code: "reload_refused")
+            }
+            return HTTPAPI.json(report)
+        }
+    }
+}

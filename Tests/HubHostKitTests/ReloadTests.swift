@@ -1,0 +1,201 @@
+import Foundation
+import XCTest
+
+@testable import HubHostKit
+
+/// Reloading plugins.yaml in a running host: instances added, removed, reconfigured and replaced
+/// (a library rebuilt at the same path), unchanged ones untouched, a manifest with problems
+/// refused whole, and a crowd of clients posting events while `serve` reloads.
+final class ReloadTests: XCTestCase {
+    var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+        try build(attribute: "App Version")
+    }
+
+    /// The guide's app-version augmentation (adds the attribute `attribute`, from config `version`),
+    /// built into `app-version/libapp-version.so`, replacing what is there.
+    func build(attribute: String) throws {
+        let source = try DocumentationText.block(after: "<!-- guide: app-version.c -->").replacingOccurrences(
+            of: "\"App Version\"", with: "\"\(attribute)\"")
+        try TestSupport.write(source, to: folder + "/app-version/app-version.c")
+        try TestSupport.write(try DocumentationText.block(after: "<!-- guide: app-version.yaml -->"), to: folder + "/app-version/plugin.yaml")
+        let library = folder + "/app-version/libapp-version.so"
+        let partial = library + ".new"
+        let cc = try TestSupport.run(
+            "/usr/bin/env",
+            [
+                "cc", "-std=c11", "-shared", "-fPIC", "-I", TestSupport.repository + "/Protocols/include",
+                "-o", partial, folder + "/app-version/app-version.c"
+            ])
+        XCTAssertEqual(cc.status, 0, cc.stderr)
+        XCTAssertEqual(rename(partial, library), 0, "replaced as a deployment would: a new file at the same path")
+    }
+
+    /// plugins.yaml with app-version instances (id: version) and the bundled extra operators.
+    func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false) throws {
+        var text = "data_dir: data\nlogging: {severity: warning}\n"
+        if server { text += "server: {host: 127.0.0.1, port: 0}\n" }
+        text += extra + "plugins:\n  - id: keep\n    use: \(TestSupport.plugin("ExtraOperators"))\n"
+        for (id, version) in versions {
+            text += "  - id: \(id)\n    use: app-version/plugin.yaml\n    config: {version: \"\(version)\"}\n"
+        }
+        try TestSupport.write(text, to: folder + "/plugins.yaml")
+    }
+
+    func openHost() throws -> HubHost {
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        return host
+    }
+
+    func testAddedChangedAndRemovedInstancesApplyAndUnchangedOnesAreUntouched() throws {
+        try writeManifest([("app", "1.0")])
+        let host = try openHost()
+        let engine = try host.events()
+        XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A")).attributes.first { $0.name == "App Version" }?.value, .string("1.0"))
+        let kept = try XCTUnwrap(host.registry.entry(id: "keep")?.plugins.first)
+
+        try writeManifest([("app", "2.0"), ("second", "9.9")])
+        let changed = host.reload()
+        XCTAssertEqual(changed.outcome, .applied, "\(changed)")
+        XCTAssertEqual(changed.changed, ["app"])
+        XCTAssertEqual(changed.added, ["second"])
+        XCTAssertEqual(changed.generation, 1)
+        XCTAssertTrue(host.registry.entry(id: "keep")?.plugins.first === kept, "an unchanged instance is the same object, not created again")
+        XCTAssertEqual(host.registry.entry(id: "app")?.generation, 1)
+        XCTAssertEqual(host.registry.entry(id: "keep")?.generation, 0)
+        let second = try engine.track(Event(type: .namedEvent, name: "B"))[attribute: "App Version"]
+        XCTAssertTrue(second == .string("2.0") || second == .string("9.9"), "the new set only: \(String(describing: second))")
+
+        try writeManifest([("second", "9.9")])
+        let removed = host.reload()
+        XCTAssertEqual(removed.removed, ["app"])
+        XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "C")).attributes.first { $0.name == "App Version" }?.value, .string("9.9"))
+        XCTAssertEqual(host.reload().outcome, .unchanged, "the same file again: nothing to do")
+        XCTAssertEqual(host.registry.generation, 2)
+        let names = host.notifications.recentNotifications().map(\.name)
+        XCTAssertEqual(names.filter { $0 == "PluginsReloaded" }.count, 3, "\(names)")
+    }
+
+    /// A library rebuilt at the same path is loaded as the new file (dlopen would hand back the old
+    /// mapping): the instance is changed by the library's content alone.
+    func testALibraryReplacedAtTheSamePathIsLoadedAsTheNewFile() throws {
+        try writeManifest([("app", "1.0")])
+        let host = try openHost()
+        let engine = try host.events()
+        XCTAssertNotNil(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"])
+        try build(attribute: "Build B")
+        let report = host.reload()
+        XCTAssertEqual(report.changed, ["app"], "\(report)")
+        let tracked = try engine.track(Event(type: .namedEvent, name: "B"))
+        XCTAssertEqual(tracked[attribute: "Build B"], .string("1.0"))
+        XCTAssertNil(tracked[attribute: "App Version"])
+        XCTAssertNotEqual(host.registry.entry(id: "app")?.libraryHash, nil)
+    }
+
+    /// 200 replacements of one library, alternating two builds: each content is mapped once, and
+    /// the process does not grow with the number of reloads.
+    func testTwoHundredReplacementsKeepMemoryBounded() throws {
+        try writeManifest([("app", "1.0")])
+        let host = try openHost()
+        let engine = try host.events()
+        let libraries = PluginLibrary.openedCount
+        func residentMB() -> Double {
+            let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+            return Double(fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+        }
+        var before = 0.0
+        for round in 0..<200 {
+            try build(attribute: round % 2 == 0 ? "Build B" : "App Version")
+            XCTAssertEqual(host.reload().outcome, .applied, "round \(round)")
+            if round == 20 { before = residentMB() }
+        }
+        XCTAssertLessThanOrEqual(PluginLibrary.openedCount, libraries + 1, "two contents: the original and one copy")
+        XCTAssertNotNil(try engine.track(Event(type: .namedEvent, name: "LAST"))[attribute: "App Version"])
+        XCTAssertLessThan(residentMB() - before, 64, "resident memory after 20 and after 200 reloads")
+    }
+
+    func testAManifestWithProblemsOrARestartOnlyChangeIsRefusedAndChangesNothing() throws {
+        try writeManifest([("app", "1.0")])
+        let host = try openHost()
+        let engine = try host.events()
+        try TestSupport.write(
+            "data_dir: data\nplugins:\n  - id: app\n    use: app-version/plugin.yaml\n    config: {versoin: 2}\n", to: folder + "/plugins.yaml")
+        let bad = host.reload()
+        XCTAssertEqual(bad.outcome, .refused)
+        XCTAssertTrue(bad.problems.contains { $0.contains("plugins.yaml:") && $0.contains("versoin") }, "\(bad.problems)")
+        try writeManifest([("app", "2.0")], extra: "events: {flush_interval: 7 sec}\n")
+        let restart = host.reload()
+        XCTAssertEqual(restart.outcome, .refused)
+        XCTAssertTrue(restart.problems.contains { $0.hasPrefix("events.flush_interval") }, "\(restart.problems)")
+        XCTAssertEqual(host.registry.generation, 0, "nothing applied")
+        XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
+    }
+
+    /// 8 clients post events while serve reloads 30 times (the version changed each time, an invalid
+    /// manifest and a SIGHUP among them): no request fails, every acknowledged event is stored once,
+    /// and each was augmented by exactly one generation.
+    func testACrowdPostingWhileServeReloadsLosesNothing() throws {
+        try writeManifest([("app", "v0")], server: true)
+        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
+        final class Tally: @unchecked Sendable {  // Safe to share: every access holds `lock`.
+            let lock = NSLock()
+            var ids: [String] = []
+            var failures: [String] = []
+        }
+        let tally = Tally()
+        let stop = DispatchSemaphore(value: 0)
+        let clients = DispatchGroup()
+        for client in 0..<8 {
+            clients.enter()
+            Thread {
+                defer { clients.leave() }
+                for n in 0..<2_000 where stop.wait(timeout: .now()) == .timedOut {
+                    do {
+                        let (status, body) = try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"C\#(client)-\#(n)"}"#)
+                        let id = ((body as? [[String: Any]])?.last?["id"] as? String) ?? ""
+                        tally.lock.withLock { if status == 201 { tally.ids.append(id) } else { tally.failures.append("\(status)") } }
+                    } catch {
+                        tally.lock.withLock { tally.failures.append("\(error)") }
+                    }
+                }
+                stop.signal()  // let the next client see it too
+            }.start()
+        }
+        for round in 1...30 {
+            if round == 15 {
+                try TestSupport.write("plugins: [\n", to: folder + "/plugins.yaml")
+                let (status, _) = try serve.call("POST", "/v1/admin/reload")
+                XCTAssertEqual(status, 409, "an invalid manifest is refused")
+                continue
+            }
+            try writeManifest([("app", "v\(round)")], server: true)
+            if round == 20 {
+                kill(serve.process.processIdentifier, SIGHUP)
+                usleep(300_000)
+                continue
+            }
+            let (status, body) = try serve.call("POST", "/v1/admin/reload")
+            XCTAssertEqual(status, 200, "round \(round): \(body)")
+        }
+        stop.signal()
+        XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
+        let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
+        XCTAssertEqual(failures, [], "no request failed during the reloads")
+        XCTAssertGreaterThan(ids.count, 50)
+        XCTAssertEqual(Set(ids).count, ids.count)
+        let (_, plugins) = try serve.call("GET", "/v1/plugins")
+        XCTAssertEqual((plugins as? [String: Any])?["generation"] as? Int, 29, "28 by POST, one by SIGHUP: \(plugins)")
+        // Each acknowledged event is stored once, augmented by one generation's version.
+        let listed = try TestSupport.hubhost(["events", "list", "--limit", "100000", "--json"], manifest: folder + "/plugins.yaml", in: folder)
+        let events = try TestSupport.json(listed.stdout, as: [[String: Any]].self)
+        let stored = Dictionary(grouping: events, by: { $0["id"] as? String ?? "" })
+        for id in ids {
+            XCTAssertEqual(stored[id]?.count, 1, "\(id) stored once")
+            let version = (stored[id]?.first?["attributes"] as? [String: Any])?["App Version"] as? String
+            XCTAssertTrue(version.map { $0.hasPrefix("v") } ?? false, "\(id): \(String(describing: version))")
+        }
+    }
+}
