@@ -146,7 +146,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird")
             ],
             path: "Tests/HubHostKitTests",
-            swiftSettings: [.swiftLanguageMode(.v5)]
+            swiftSettings: [.swiftLanguageMode(.v6)]
         )
     ]
         + bundledPlugins.map { plugin in

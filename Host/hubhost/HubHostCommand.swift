@@ -72,8 +72,13 @@ extension ManifestOption {
     /// The running server to talk to: `url` when given, else `server:` of the manifest; with the
     /// bearer token the manifest's server settings name (nil when none is configured).
     func server(_ url: String?) throws -> (url: String, token: String?) {
+        try Self.server(url, manifest: manifest)
+    }
+
+    /// `server(_:)` for the manifest at `path`.
+    static func server(_ url: String?, manifest path: String) throws -> (url: String, token: String?) {
         let manifest: HostManifest
-        do { manifest = try HostManifest.load(path: self.manifest) } catch {
+        do { manifest = try HostManifest.load(path: path) } catch {
             Output.error("\(error)")
             throw ExitCode.unusableInput
         }
@@ -84,7 +89,7 @@ extension ManifestOption {
         }
         if let url { return (url, token) }
         guard manifest.server.port != 0 else {
-            throw ValidationError("server.port in \(self.manifest) is 0 (any free port): give the server's address with --url")
+            throw ValidationError("server.port in \(path) is 0 (any free port): give the server's address with --url")
         }
         return ("http://\(manifest.server.host):\(manifest.server.port)", token)
     }

@@ -44,7 +44,8 @@ struct HubWatchCommand: ParsableCommand {
     }
 
     func run() throws {
-        let base = try manifestOption.server(url).url
+        let server = try manifestOption.server(url)
+        let base = server.url
         guard
             let streamURL = URL(
                 string: base.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/notifications" + (replay ? "?replay=1" : ""))
@@ -52,7 +53,7 @@ struct HubWatchCommand: ParsableCommand {
             throw ValidationError("'\(base)' is not a URL; expected e.g. http://127.0.0.1:8420")
         }
         let reader = ServerSentEventReader(names: Set(name), limit: count, json: output.json)
-        let outcome = reader.run(streamURL, timeout: timeout)
+        let outcome = reader.run(streamURL, token: server.token, timeout: timeout)
         switch outcome {
         case .done: return
         case .timedOut:
@@ -92,9 +93,11 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
         self.format = format
     }
 
-    func run(_ url: URL, timeout: Double?) -> Outcome {
+    /// Follows the stream at `url`, sending `token` as the bearer token when the server has one.
+    func run(_ url: URL, token: String? = nil, timeout: Double?) -> Outcome {
         var request = URLRequest(url: url)
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         request.timeoutInterval = 30  // idle time; the server sends a keep-alive comment every 2 s
         let session = URLSession(configuration: .default, delegate: self, delegateQueue: nil)
         let task = session.dataTask(with: request)

@@ -227,7 +227,8 @@ struct PrefetchSetWatchOptions: ParsableArguments {
     }
 
     func run(url: String?, manifest: String, json: Bool, count: Int?, timeout: Double?) throws {
-        let base = try PrefetchSetWatchOptions.serverURL(url, manifest: manifest)
+        let server = try ManifestOption.server(url, manifest: manifest)
+        let base = server.url
         let (path, items) = try query()
         guard var components = URLComponents(string: base.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path) else {
             throw ValidationError("'\(base)' is not a URL; expected e.g. http://127.0.0.1:8420")
@@ -235,7 +236,7 @@ struct PrefetchSetWatchOptions: ParsableArguments {
         if !items.isEmpty { components.queryItems = items }
         guard let streamURL = components.url else { throw ValidationError("'\(base)' is not a URL; expected e.g. http://127.0.0.1:8420") }
         let reader = ServerSentEventReader(names: [], limit: count, json: json, format: PrefetchSetWatchOptions.line)
-        switch reader.run(streamURL, timeout: timeout) {
+        switch reader.run(streamURL, token: server.token, timeout: timeout) {
         case .done: return
         case .timedOut:
             if let count {
@@ -246,19 +247,6 @@ struct PrefetchSetWatchOptions: ParsableArguments {
             Output.error("prefetch watch: \(streamURL.absoluteString): \(message) (is hubhost serve running there with prefetch enabled?)")
             throw ExitCode.failed
         }
-    }
-
-    static func serverURL(_ url: String?, manifest path: String) throws -> String {
-        if let url { return url }
-        let manifest: HostManifest
-        do { manifest = try HostManifest.load(path: path) } catch {
-            Output.error("\(error)")
-            throw ExitCode.unusableInput
-        }
-        guard manifest.server.port != 0 else {
-            throw ValidationError("server.port in \(path) is 0 (any free port): give the server's address with --url")
-        }
-        return "http://\(manifest.server.host):\(manifest.server.port)"
     }
 
     /// One text line per change: time, phase, the ids added (+), updated (~) and removed (-), at

@@ -125,7 +125,7 @@ final class FuzzFindingsTests: XCTestCase {
 /// Fixed inputs for testAHugeUnknownKeyOrTypeIsRefusedWithoutMinutesOfWork, run as a fuzz target.
 final class HugeWords: FuzzTarget {
     static let size = 4 << 20
-    static let inputs: [() -> String] = [
+    static let inputs: [@Sendable () -> String] = [
         { #"{"name": "x", "nmae"# + String(repeating: "k", count: size) + #"": 1}"# },
         { #"{"type": "named_event"# + String(repeating: "e", count: size) + #""}"# },
         {

@@ -47,9 +47,16 @@ final class HTTPRedirectTests: XCTestCase {
     var a: LoopbackHTTPServer!
     var b: LoopbackHTTPServer!
     /// What B received (method, path, headers, body).
-    var reachedB: [LoopbackHTTPServer.Request] { lock.withLock { bRequests } }
-    private let lock = NSLock()
-    private var bRequests: [LoopbackHTTPServer.Request] = []
+    var reachedB: [LoopbackHTTPServer.Request] { received.requests }
+    private let received = ReceivedRequests()
+
+    /// Requests a server handler records. Safe to share: `all` is read and written under `lock`.
+    final class ReceivedRequests: @unchecked Sendable {
+        private let lock = NSLock()
+        private var all: [LoopbackHTTPServer.Request] = []
+        func add(_ request: LoopbackHTTPServer.Request) { lock.withLock { all.append(request) } }
+        var requests: [LoopbackHTTPServer.Request] { lock.withLock { all } }
+    }
 
     override func setUpWithError() throws {
         a = try LoopbackHTTPServer(address: "127.0.0.1")
@@ -68,8 +75,9 @@ final class HTTPRedirectTests: XCTestCase {
                 LoopbackHTTPServer.respond(fd, 200, Data("a \(request.method) \(request.body.count)".utf8))
             }
         }
-        b.start { [self] fd, request in
-            lock.withLock { bRequests.append(request) }
+        let received = self.received
+        b.start { fd, request in
+            received.add(request)
             LoopbackHTTPServer.respond(fd, 200, Data("b".utf8))
         }
         addTeardownBlock { [a, b] in

@@ -67,8 +67,9 @@ final class HubViewRecorderTests: XCTestCase {
 
         // A blocking caller waits for room; it gets in once the drain takes the queue.
         let added = expectation(description: "the waiting view was added")
+        let fourth = view(4)
         DispatchQueue.global().async {
-            recorder.add(self.view(4))
+            recorder.add(fourth)
             added.fulfill()
         }
         XCTAssertEqual(recorder.counts.pending, 4, "still waiting: nothing was dropped to make room")

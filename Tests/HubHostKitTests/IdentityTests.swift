@@ -98,8 +98,9 @@ final class IdentityTests: XCTestCase {
     func testProcessesSettingUpTogetherAddOneRecipient() throws {
         try writeManifest()
         service.script([.slow(0.5)])
+        let folder = self.folder
         let results = try TestSupport.concurrently(4) { _ in
-            try TestSupport.hubhost(["identity", "setup", "--json"], manifest: self.folder + "/plugins.yaml", in: self.folder, timeout: 60)
+            try TestSupport.hubhost(["identity", "setup", "--json"], manifest: folder + "/plugins.yaml", in: folder, timeout: 60)
         }
         for result in results { XCTAssertEqual(result.status, 0, result.description) }
         XCTAssertEqual(service.recipients.count, 1, "\(service.recipients)")

@@ -12,11 +12,11 @@ import XCTest
 /// Linear work grows about 4 times; quadratic work about 16 times.
 final class MarkdownPathologicalTests: XCTestCase {
     /// Each case makes its input for a repeat count; `sizes` are the two counts (about 6 KB and 24 KB).
-    struct Case {
+    struct Case: Sendable {
         var name: String
         var sizes: (Int, Int)
         var refused: Bool  // MarkdownHazards finds it: not parsed, a build problem
-        var make: (Int) -> String
+        var make: @Sendable (Int) -> String
     }
 
     static let cases: [Case] = [

@@ -108,11 +108,11 @@ final class PluginTestKitTests: XCTestCase {
         let path = try TestSupport.temporaryFolder(self) + "/stderr.txt"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         XCTAssertGreaterThanOrEqual(fd, 0)
-        fflush(stderr)
+        fflush(nil)  // every C stream, stderr included
         let saved = dup(2)
         dup2(fd, 2)
         body()
-        fflush(stderr)
+        fflush(nil)
         dup2(saved, 2)
         close(saved)
         close(fd)

@@ -134,6 +134,33 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
     }
 
+    /// `hubhost reload` and `hubhost hub watch` send the server's bearer token (named by
+    /// server.auth_token_env) to a serve that asks for one.
+    func testTheReloadCommandAndTheWatchSendTheServersToken() throws {
+        let token = UUID().uuidString
+        setenv("HUBHOST_RELOAD_TEST_TOKEN", token, 1)
+        try writeManifest([("app", "1.0")], extra: "server: {host: 127.0.0.1, port: 0, auth_token_env: HUBHOST_RELOAD_TEST_TOKEN}\n")
+        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
+        XCTAssertEqual(try serve.call("POST", "/v1/admin/reload").0, 401, "the route asks for the token")
+        try writeManifest([("app", "2.0")], extra: "server: {host: 127.0.0.1, port: 0, auth_token_env: HUBHOST_RELOAD_TEST_TOKEN}\n")
+        let reload = try TestSupport.hubhost(["reload", "--url", serve.base, "--json"], manifest: folder + "/plugins.yaml", in: folder)
+        XCTAssertEqual(reload.status, 0, reload.description)
+        let report = try TestSupport.json(reload.stdout, as: [String: Any].self)
+        XCTAssertEqual(report["outcome"] as? String, "applied")
+        XCTAssertEqual(report["changed"] as? [String], ["app"])
+        let watched = try TestSupport.hubhost(
+            ["hub", "watch", "--url", serve.base, "--replay", "--json", "--name", "PluginsReloaded", "--count", "1", "--timeout", "20"],
+            manifest: folder + "/plugins.yaml", in: folder)
+        XCTAssertEqual(watched.status, 0, watched.description)
+        XCTAssertTrue(watched.stdout.contains("\"changed\":\"app\"") || watched.stdout.contains("\"changed\" : \"app\""), watched.stdout)
+        // The server's plugins.yaml broken: refused, with the problem, and the command exits 1.
+        try FileManager.default.copyItem(atPath: folder + "/plugins.yaml", toPath: folder + "/cli.yaml")
+        try TestSupport.write("plugins: [\n", to: folder + "/plugins.yaml")
+        let refused = try TestSupport.hubhost(["reload", "--url", serve.base], manifest: folder + "/cli.yaml", in: folder)
+        XCTAssertEqual(refused.status, 1, refused.description)
+        XCTAssertTrue(refused.stderr.contains("reload refused") && refused.stderr.contains("plugins.yaml:"), refused.stderr)
+    }
+
     /// 8 clients post events while serve reloads 30 times (the version changed each time, an invalid
     /// manifest and a SIGHUP among them): no request fails, every acknowledged event is stored once,
     /// and each was augmented by exactly one generation.

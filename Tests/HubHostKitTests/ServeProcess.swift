@@ -5,7 +5,9 @@ import Foundation
 /// `hubhost serve` on a test's plugins.yaml, as a child process: started, its address read from
 /// the line it prints ("hubhost serving on http://127.0.0.1:PORT", waited for 30 s at most), and
 /// killed with SIGKILL when released unless the test ended it first.
-final class ServeProcess {
+/// Safe to share: every field is a `let` set in init; the process is only read (its pid, whether it
+/// runs) and signalled after it started, and HTTPFetcher is safe to share.
+final class ServeProcess: @unchecked Sendable {
     let process = Process()
     /// `http://127.0.0.1:PORT`
     let base: String

@@ -83,7 +83,7 @@ enum TestSupport {
     /// Runs `body(0)` ... `body(count - 1)` on threads of their own, all at once (a crowd of clients
     /// or processes), and returns the results in index order; throws the first error after every
     /// body returned. Each body bounds its own time (e.g. `run`'s timeout).
-    static func concurrently<T>(_ count: Int, _ body: @escaping (Int) throws -> T) throws -> [T] {
+    static func concurrently<T>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
         let results = ConcurrentResults<T>()
         let group = DispatchGroup()
         for index in 0..<count {
