@@ -55,6 +55,13 @@ public final class HubHost: @unchecked Sendable {
         pipeline.attach(logDestinations())
     }
 
+    /// Every plugin stuck in a call past its deadline (what health reports): the registry's, and
+    /// the campaign evaluation while a trigger operator call in it overran.
+    public var stuckPlugins: [StuckPlugin] {
+        let campaigns = engineLock.withLock { campaignEngine }
+        return registry.stuckPlugins + (campaigns?.stuckEvaluation.map { [$0] } ?? [])
+    }
+
     /// The logging plugins, the destinations given at start, and the engines' error notifications.
     func logDestinations() -> [LogDestination] {
         registry.plugins(of: .logging).map(LoggingPlugin.init) + extraDestinations + [EngineErrorNotifications(notifications)]
@@ -109,9 +116,11 @@ public final class HubHost: @unchecked Sendable {
             }
             // A batch at a time: one re-read of the shared state and at most one commit per
             // batch, with the same matches as event by event (logEvents evaluates in order).
+            // Under the augmentation deadline: a stuck trigger operator never holds the event path.
+            let deadline = manifest.events.augmentationTimeout
             engine.observeBatches { [weak campaigns] events in
                 RuntimeMetrics.campaignEvaluations(events.count)
-                campaigns?.logEvents(events)
+                campaigns?.logEvents(events, deadlineSeconds: deadline)
             }
             campaignEngine = campaigns
         }

@@ -22,7 +22,7 @@ enum HTTPAPI {
         MetricsRoutes.add(to: router, engine: try host.events())
         // Answers at once whatever the plugins do: a plugin stuck in a call makes it "degraded".
         router.get("/v1/health") { _, _ in
-            let stuck = host.registry.stuckPlugins
+            let stuck = host.stuckPlugins
             return json(Health(status: stuck.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck))
         }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }

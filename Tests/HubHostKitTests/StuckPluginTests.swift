@@ -98,4 +98,69 @@ final class StuckPluginTests: XCTestCase {
             .split(separator: "\n").first { $0.hasPrefix("Threads:") }.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
         XCTAssertLessThan(threads, 40, "threads do not pile up behind the stuck plugin")
     }
+    /// `hubhost serve` with an in-process trigger operator that loops forever, called by a
+    /// campaign's trigger: the event that reaches it waits out augmentation_timeout, later events
+    /// are acknowledged at once (not evaluated meanwhile), and health reports the campaign
+    /// evaluation stuck.
+    func testALoopingTriggerOperatorDoesNotHoldTheEventPath() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        _ = try TestSupport.compileFixture("faulty_plugins.c", defines: ["FAULT_HANG"], into: folder + "/op", name: "libfaulty.so")
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: faulty
+            name: Faulty
+            version: 1.0.0
+            library: libfaulty.so
+            exports:
+              - {id: faulty-augmentation, kind: augmentation}
+              - {id: faulty-operator, kind: trigger_operator}
+            """, to: folder + "/op/plugin.yaml")
+        let campaign: [String: Any] = [
+            "campaignData": [
+                "campaignId": "stuck", "maxImpressions": 1, "type": 1, "isTest": false,
+                "triggers": [
+                    [
+                        "type": 1, "eventType": 4, "eventName": "level_up",
+                        "attributes": [["name": "level", "value": "5", "type": 2, "operator": "FAULTY_EQUALS"]]
+                    ]
+                ],
+                "messagePayload": [
+                    "title": "T", "header": "H", "messageBody": "B",
+                    "messageSettings": ["displaySettings": ["optOut": true, "delay": 0], "controlSettings": ["buttons": []]]
+                ]
+            ]
+        ]
+        try JSONSerialization.data(withJSONObject: ["currentPingMillis": 1, "nextPingMillis": 3_600_000, "data": [campaign]]).write(
+            to: URL(fileURLWithPath: folder + "/campaigns.json"))
+        try TestSupport.write(
+            """
+            data_dir: data
+            server: {port: 0}
+            events: {augmentation_timeout: 1}
+            campaigns: {file: campaigns.json}
+            plugins:
+              - id: looping-operator
+                use: op/plugin.yaml
+            """, to: folder + "/plugins.yaml")
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let start = Date()
+        let (first, _) = try server.call("POST", "/v1/events", #"{"name":"level_up","attributes":{"level":5}}"#)
+        XCTAssertEqual(first, 201)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "augmentation and evaluation each waited for at most augmentation_timeout")
+        for i in 0..<10 {
+            let began = Date()
+            let (status, _) = try server.call("POST", "/v1/events", #"{"name":"level_up","attributes":{"level":\#(i)}}"#)
+            XCTAssertEqual(status, 201)
+            XCTAssertLessThan(Date().timeIntervalSince(began), 0.5, "event \(i): not held by the stuck evaluation")
+        }
+        let (healthStatus, health) = try server.call("GET", "/v1/health")
+        XCTAssertEqual(healthStatus, 200)
+        let body = try XCTUnwrap(health as? [String: Any])
+        XCTAssertEqual(body["status"] as? String, "degraded")
+        let instances = try XCTUnwrap(body["instances"] as? [[String: Any]])
+        // The library's augmentation loops too (every call of the fixture does): both are reported.
+        let campaigns = try XCTUnwrap(instances.first { $0["instance"] as? String == "campaigns" }, "\(instances)")
+        XCTAssertEqual(campaigns["kind"] as? String, "trigger_operator")
+    }
 }

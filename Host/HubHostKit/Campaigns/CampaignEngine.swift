@@ -89,6 +89,10 @@ public final class CampaignEngine: @unchecked Sendable {
     /// Guards everything below; held while the shared state is read or written.
     let lock = NSLock()
     let shared: CampaignSharedState
+    /// The calls into the trigger operators, one evaluation of a batch at a time (logEvents(_:deadlineSeconds:)).
+    public let evaluation = PluginCallTracker()
+    /// Events not evaluated while an evaluation was stuck.
+    let evaluationSkipped = SharedCount()
     /// The trigger operators conditions call; replaced by a reload (under `lock`).
     var operators: OperatorSet
     let logger: Logger
