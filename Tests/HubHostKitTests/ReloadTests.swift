@@ -173,6 +173,23 @@ final class ReloadTests: XCTestCase {
             var failures: [String] = []
         }
         let tally = Tally()
+        let descriptorsBefore = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
+        // Two followers of the notification stream, connected through every reload.
+        let base = serve.base
+        let followers = DispatchGroup()
+        let followed = ConcurrentResults<CommandResult>()
+        for index in 0..<2 {
+            followers.enter()
+            Thread {
+                let result = Result {
+                    try TestSupport.hubhost(
+                        ["hub", "watch", "--url", base, "--name", "PluginsReloaded", "--json", "--count", "30", "--timeout", "60"], timeout: 90)
+                }
+                followed.lock.withLock { followed.values[index] = result }
+                followers.leave()
+            }.start()
+        }
+        usleep(500_000)  // connected before the first reload
         let stop = DispatchSemaphore(value: 0)
         let clients = DispatchGroup()
         for client in 0..<8 {
@@ -209,6 +226,15 @@ final class ReloadTests: XCTestCase {
         }
         stop.signal()
         XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
+        XCTAssertEqual(followers.wait(timeout: .now() + 90), .success)
+        for index in 0..<2 {
+            let result = try XCTUnwrap(followed.lock.withLock { followed.values[index] }).get()
+            XCTAssertEqual(result.status, 0, "follower \(index) stayed connected and heard all 30: \(result)")
+            let reloads = result.stdout.split(separator: "\n").count
+            XCTAssertEqual(reloads, 30, "follower \(index) heard every reload, the refused one and the SIGHUP included")
+        }
+        let descriptorsAfter = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
+        XCTAssertLessThan(descriptorsAfter - descriptorsBefore, 16, "no descriptor leaked per reload (\(descriptorsBefore) -> \(descriptorsAfter))")
         let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
         XCTAssertEqual(failures, [], "no request failed during the reloads")
         XCTAssertGreaterThan(ids.count, 50)
