@@ -31,6 +31,7 @@ enum AdminRoutes {
     }
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
+        let admin = router.group("/v1/admin")
         router.get("/v1/plugins") { _, _ in
             let registry = host.registry
             let instances = registry.entries.map { entry in
@@ -43,7 +44,7 @@ enum AdminRoutes {
             }
             return HTTPAPI.json(PluginList(generation: registry.generation, instances: instances))
         }
-        router.post("/v1/admin/reload") { _, _ in
+        admin.post("/reload") { _, _ in
             let report = try await HTTPAPI.blocking { host.reload() }
             guard report.outcome != .refused else {
                 throw APIError(.conflict, report.problems.joined(separator: "\n"), code: "reload_refused")

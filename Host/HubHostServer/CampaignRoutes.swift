@@ -14,15 +14,17 @@ import Hummingbird
 ///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
 enum CampaignRoutes {
     static func add(to router: Router<BasicRequestContext>, campaigns: CampaignEngine?, source: CampaignSettings) {
+        let campaignPaths = router.group("/v1/campaigns")
+        let messages = router.group("/v1/messages")
         @Sendable func engine() throws -> CampaignEngine {
             guard let campaigns else { throw APIError.engineOff("campaigns are disabled (campaigns: enabled: false)") }
             return campaigns
         }
-        router.get("/v1/campaigns") { _, _ in
+        campaignPaths.get("") { _, _ in
             let campaigns = try engine()
             return HTTPAPI.json(try await HTTPAPI.blocking { campaigns.statuses() })
         }
-        router.post("/v1/campaigns/:id/opt-out") { _, context in
+        campaignPaths.post("/:id/opt-out") { _, context in
             let campaigns = try engine()
             let id = context.parameters.get("id") ?? ""
             do { try await HTTPAPI.blocking { try campaigns.optOut(id) } } catch let error as CampaignEngine.NotFound {
@@ -32,11 +34,11 @@ enum CampaignRoutes {
             }
             return HTTPAPI.json(["status": "opted_out", "id": id])
         }
-        router.get("/v1/campaigns/user") { _, _ in
+        campaignPaths.get("/user") { _, _ in
             let user = try engine().user
             return HTTPAPI.json(UserView(userId: user.userID, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: nil))
         }
-        router.put("/v1/campaigns/user") { request, _ in
+        campaignPaths.put("/user") { request, _ in
             let campaigns = try engine()
             let user = try await HTTPAPI.decode(UserView.self, from: request)
             try await HTTPAPI.blocking {
@@ -48,13 +50,13 @@ enum CampaignRoutes {
             }
             return HTTPAPI.json(UserView(userId: user.userId, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: nil))
         }
-        router.get("/v1/messages/next") { request, _ in
+        messages.get("/next") { request, _ in
             let campaigns = try engine()
             let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
             guard let message = try await HTTPAPI.blocking({ campaigns.next(allowedContexts: contexts) }) else { return Response(status: .noContent) }
             return HTTPAPI.json(message)
         }
-        router.post("/v1/messages/:id/impression") { _, context in
+        messages.post("/:id/impression") { _, context in
             let campaigns = try engine()
             let id = context.parameters.get("id") ?? ""
             do { _ = try await HTTPAPI.blocking { try campaigns.displayed(id) } } catch let error as CampaignEngine.NotFound {
@@ -63,7 +65,7 @@ enum CampaignRoutes {
             RuntimeMetrics.messageShown()
             return HTTPAPI.json(["status": "counted"])
         }
-        router.post("/v1/messages/close") { request, _ in
+        messages.post("/close") { request, _ in
             let campaigns = try engine()
             struct Close: Decodable { var clear_queued_campaigns: Bool? }
             let clear = try await HTTPAPI.decode(Close.self, from: request, empty: Close()).clear_queued_campaigns ?? false

@@ -10,11 +10,12 @@ import Hummingbird
 ///                         the service's delivery settings as last fetched, the last sync
 enum HubDeliveryRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/hub/status") { _, _ in
+        let hubDelivery = router.group("/v1/hub")
+        hubDelivery.get("/status") { _, _ in
             guard let delivery = try host.delivery() else { throw APIError.engineOff("the Content Hub is off (hub: enabled: false)") }
             return HTTPAPI.json(try await HTTPAPI.blocking { delivery.status() })
         }
-        router.post("/v1/hub/sync") { _, _ in
+        hubDelivery.post("/sync") { _, _ in
             guard let delivery = try host.delivery() else { throw APIError.engineOff("the Content Hub is off (hub: enabled: false)") }
             do {
                 return HTTPAPI.json(try await HTTPAPI.blocking { try delivery.sync() })

@@ -23,6 +23,8 @@ import NIOCore
 ///   GET  /v1/notifications?replay=1               server-sent events: `event: <name>` / `data: <HostNotification JSON>`
 enum HubWebRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost, engine events: EventEngine) {
+        let webHub = router.group("/hub")
+        let hubState = router.group("/v1/hub")
         NotificationStreams.shared.endOnShutdownSignals()
         router.get("/v1/notifications") { request, _ in
             notificationStream(host.notifications, replay: request.uri.queryParameters.get("replay") == "1")
@@ -36,17 +38,17 @@ enum HubWebRoutes {
             for path in ["/hub", "/hub/**", "/v1/hub/state", "/v1/hub/csp-reports"] {
                 router.get(RouterPath(path)) { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
             }
-            router.post("/v1/hub/views/drain") { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
+            hubState.post("/views/drain") { _, _ -> Response in throw APIError.engineOff("the Content Hub is disabled (hub: enabled: false)") }
             return
         }
         let web = WebContentHub(engine: hubEngine, events: events)
         let http = HTTPFetcher()
 
-        router.get("/v1/hub/state") { _, _ in HTTPAPI.json(hubEngine.state) }
-        router.get("/v1/hub/csp-reports") { _, _ in
+        hubState.get("/state") { _, _ in HTTPAPI.json(hubEngine.state) }
+        hubState.get("/csp-reports") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: web.violationReportsJSON())))
         }
-        router.get("/hub") { request, _ in
+        webHub.get("") { request, _ in
             let query = request.uri.queryParameters
             let tags = HTTPAPI.tags(request)
             let uri = query.get("uri").map { String($0) }
@@ -55,43 +57,43 @@ enum HubWebRoutes {
             return try respond(try await HTTPAPI.blocking { web.present(tags: tags, uri: uri, entryPoint: entryPoint, embed: embed) })
         }
         let pageFields = fields(contentType: "text/html; charset=utf-8", web.pageHeaders)
-        router.get("/hub/home") { _, _ in try await page(.hub, web, pageFields) }
-        router.get("/hub/channel/**") { request, _ in
+        webHub.get("/home") { _, _ in try await page(.hub, web, pageFields) }
+        webHub.get("/channel/**") { request, _ in
             guard let id = pathID(request, after: "/hub/channel/") else { return try respond(.init(status: 404)) }
             return try await page(.channel(id), web, pageFields)
         }
-        router.get("/hub/article/**") { request, _ in
+        webHub.get("/article/**") { request, _ in
             guard let id = pathID(request, after: "/hub/article/") else { return try respond(.init(status: 404)) }
             return try await page(.article(id), web, pageFields)
         }
-        router.post("/v1/hub/views/drain") { _, _ in
+        hubState.post("/views/drain") { _, _ in
             let drained = try await HTTPAPI.blocking { hubEngine.viewRecorder.waitUntilDrained(timeoutSeconds: 60) }
             let counts = hubEngine.viewRecorder.counts
             return HTTPAPI.json(ViewsDrained(drained: drained, pending: counts.pending, recorded: counts.recorded))
         }
-        router.get("/hub/back") { _, _ in try respond(web.back()) }
-        router.get("/hub/forward") { _, _ in try respond(web.forward()) }
-        router.get("/hub/close") { _, _ in try respond(web.close()) }
-        router.post("/hub/close") { _, _ in try respond(web.close()) }
-        router.get("/hub/resources/**") { request, _ in
+        webHub.get("/back") { _, _ in try respond(web.back()) }
+        webHub.get("/forward") { _, _ in try respond(web.forward()) }
+        webHub.get("/close") { _, _ in try respond(web.close()) }
+        webHub.post("/close") { _, _ in try respond(web.close()) }
+        webHub.get("/resources/**") { request, _ in
             guard let path = pathID(request, after: "/hub/resources/") else { return try respond(.init(status: 404)) }
             return try respond(try await HTTPAPI.blocking { web.resource(path) })
         }
         let stylesheet = StaticAsset(HubPageTemplates.stylesheet, contentType: "text/css; charset=utf-8")
         let script = StaticAsset(HubPageTemplates.script, contentType: "text/javascript; charset=utf-8")
-        router.get("/hub/hubhost.css") { request, _ in stylesheet.response(to: request) }
-        router.get("/hub/hubhost.js") { request, _ in script.response(to: request) }
-        router.post("/hub/csp-report") { request, _ in
+        webHub.get("/hubhost.css") { request, _ in stylesheet.response(to: request) }
+        webHub.get("/hubhost.js") { request, _ in script.response(to: request) }
+        webHub.post("/csp-report") { request, _ in
             let data = try await HTTPAPI.body(request)
             try await HTTPAPI.blocking { web.recordViolation(data) }
             return Response(status: .noContent)
         }
-        router.get("/hub/app-action") { request, _ in
+        webHub.get("/app-action") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<custom scheme URL>") }
             let text = String(url)
             return try respond(try await HTTPAPI.blocking { web.appAction(text) })
         }
-        router.get("/hub/whitelisted") { request, _ in
+        webHub.get("/whitelisted") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<whitelisted URL>") }
             let text = String(url)
             return try respond(try await HTTPAPI.blocking { web.fetchWhitelisted(text, http: http) })

@@ -15,10 +15,11 @@ import Hummingbird
 /// identity section is not configured (host or databaseListId missing).
 enum IdentityRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/identity") { _, _ in
+        let identity = router.group("/v1/identity")
+        identity.get("") { _, _ in
             try await withIdentity(host) { HTTPAPI.json(try $0.status()) }
         }
-        router.post("/v1/identity/setup") { request, _ in
+        identity.post("/setup") { request, _ in
             struct Setup: Decodable { var mobileUserId: String? }
             let setup = try await HTTPAPI.decode(Setup.self, from: request, empty: Setup())
             return try await withIdentity(host) { manager in
@@ -26,7 +27,7 @@ enum IdentityRoutes {
                 return HTTPAPI.json(try manager.setupRecipient())
             }
         }
-        router.post("/v1/identity/check") { request, _ in
+        identity.post("/check") { request, _ in
             struct Check: Decodable { var columns: [String: String] }
             let check = try await HTTPAPI.decode(Check.self, from: request)
             guard !check.columns.isEmpty else {

@@ -99,21 +99,22 @@ enum PrefetchCatalogRoutes {
     }
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/prefetch/categories") { request, _ in
+        let prefetch = router.group("/v1/prefetch")
+        prefetch.get("/categories") { request, _ in
             let engine = try PrefetchRoutes.engine(host)
             let filter = try categoryFilter(request)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.categories(filter) })
         }
-        router.get("/v1/prefetch/categories/watch") { request, _ in
+        prefetch.get("/categories/watch") { request, _ in
             let engine = try PrefetchRoutes.engine(host)
             return stream("hubhost prefetch categories", engine.watchCategories(try categoryFilter(request)), phase: \.phase)
         }
-        router.get("/v1/prefetch/sources") { request, _ in
+        prefetch.get("/sources") { request, _ in
             let engine = try PrefetchRoutes.engine(host)
             let filter = try sourceFilter(request)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.sources(filter) })
         }
-        router.get("/v1/prefetch/sources/watch") { request, _ in
+        prefetch.get("/sources/watch") { request, _ in
             let engine = try PrefetchRoutes.engine(host)
             return stream("hubhost prefetch sources", engine.watchSources(try sourceFilter(request)), phase: \.phase)
         }
@@ -130,9 +131,9 @@ enum PrefetchCatalogRoutes {
             }
             return HTTPAPI.json(PrefetchRoutes.Answers(answers: try await HTTPAPI.blocking { try engine.setSubscribed(body.names, value) }))
         }
-        router.post("/v1/prefetch/categories/select") { request, _ in try await select(request, true) }
-        router.post("/v1/prefetch/categories/deselect") { request, _ in try await select(request, false) }
-        router.post("/v1/prefetch/sources/subscribe") { request, _ in try await subscribe(request, true) }
-        router.post("/v1/prefetch/sources/unsubscribe") { request, _ in try await subscribe(request, false) }
+        prefetch.post("/categories/select") { request, _ in try await select(request, true) }
+        prefetch.post("/categories/deselect") { request, _ in try await select(request, false) }
+        prefetch.post("/sources/subscribe") { request, _ in try await subscribe(request, true) }
+        prefetch.post("/sources/unsubscribe") { request, _ in try await subscribe(request, false) }
     }
 }

@@ -14,12 +14,13 @@ import NIOCore
 ///                                          disk (with Range), the others relayed from the origin
 enum PrefetchPlaybackRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/prefetch/items/{id}/play-url") { _, context in
+        let prefetch = router.group("/v1/prefetch")
+        prefetch.get("/items/{id}/play-url") { _, context in
             let engine = try PrefetchRoutes.engine(host)
             let id = try context.parameters.require("id")
             return HTTPAPI.json(try await notPlayable { try await HTTPAPI.blocking { try engine.playback(id) } })
         }
-        router.get("/v1/prefetch/items/{id}/file") { request, context in
+        prefetch.get("/items/{id}/file") { request, context in
             let engine = try PrefetchRoutes.engine(host)
             let id = try context.parameters.require("id")
             let file = try await notPlayable { try await HTTPAPI.blocking { try engine.playbackFile(id) } }
@@ -31,7 +32,7 @@ enum PrefetchPlaybackRoutes {
                 try await engine.openOriginRange(id, file, from: from, to: to)
             }
         }
-        router.get("/v1/prefetch/hls/{id}/{name}") { request, context in
+        prefetch.get("/hls/{id}/{name}") { request, context in
             let engine = try PrefetchRoutes.engine(host)
             let id = try context.parameters.require("id")
             let name = try context.parameters.require("name")

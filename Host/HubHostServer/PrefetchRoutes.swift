@@ -118,11 +118,12 @@ enum PrefetchRoutes {
     }
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/prefetch/status") { _, _ in
+        let prefetch = router.group("/v1/prefetch")
+        prefetch.get("/status") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
         }
-        router.post("/v1/prefetch/register") { _, _ in
+        prefetch.post("/register") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(
                 try await HTTPAPI.blocking {
@@ -130,26 +131,26 @@ enum PrefetchRoutes {
                     return try engine.status()
                 })
         }
-        router.post("/v1/prefetch/sync") { _, _ in
+        prefetch.post("/sync") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.sync() })
         }
-        router.get("/v1/prefetch/items") { request, _ in
+        prefetch.get("/items") { request, _ in
             let engine = try engine(host)
             let chosen = try filter(request)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.items(chosen) })
         }
-        router.get("/v1/prefetch/items/watch") { request, _ in
+        prefetch.get("/items/watch") { request, _ in
             let engine = try engine(host)
             return watchStream(engine, try filter(request))
         }
-        router.get("/v1/prefetch/items/{id}") { _, context in
+        prefetch.get("/items/{id}") { _, context in
             let engine = try engine(host)
             let id = try context.parameters.require("id")
             guard let item = try await HTTPAPI.blocking({ try engine.item(id) }) else { throw PrefetchError.unknownItem(id) }
             return HTTPAPI.json(item)
         }
-        router.post("/v1/prefetch/download") { request, _ in
+        prefetch.post("/download") { request, _ in
             let engine = try engine(host)
             let body = try await ids(request)
             var behavior: PrefetchSettings.DownloadBehavior?
@@ -170,25 +171,25 @@ enum PrefetchRoutes {
             do { _ = try partial?.validated() } catch { throw APIError(.badRequest, "\(error)") }
             return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids, behavior: chosen, partial: partial) }))
         }
-        router.post("/v1/prefetch/resume") { request, _ in
+        prefetch.post("/resume") { request, _ in
             let engine = try engine(host)
             let body = try await ids(request)
             return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.download(body.ids) }))
         }
-        router.post("/v1/prefetch/pause") { request, _ in
+        prefetch.post("/pause") { request, _ in
             let engine = try engine(host)
             let body = try await ids(request)
             return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.pause(body.ids) }))
         }
-        router.post("/v1/prefetch/cancel") { _, _ in
+        prefetch.post("/cancel") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { try engine.cancelCurrentDownloads() }))
         }
-        router.post("/v1/prefetch/fill") { _, _ in
+        prefetch.post("/fill") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(Queued(queued: try await HTTPAPI.blocking { try engine.fill() }))
         }
-        router.post("/v1/prefetch/delete") { request, _ in
+        prefetch.post("/delete") { request, _ in
             let engine = try engine(host)
             let body = try await HTTPAPI.decode(DeleteBody.self, from: request)
             guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
@@ -203,11 +204,11 @@ enum PrefetchRoutes {
             let body = try await ids(request)
             return HTTPAPI.json(Answers(answers: try await HTTPAPI.blocking { engine.set(flag, value, on: body.ids) }))
         }
-        router.post("/v1/prefetch/save") { request, _ in try await flag(.saved, true, request) }
-        router.post("/v1/prefetch/unsave") { request, _ in try await flag(.saved, false, request) }
-        router.post("/v1/prefetch/lock") { request, _ in try await flag(.locked, true, request) }
-        router.post("/v1/prefetch/unlock") { request, _ in try await flag(.locked, false, request) }
-        router.post("/v1/prefetch/consume") { request, _ in
+        prefetch.post("/save") { request, _ in try await flag(.saved, true, request) }
+        prefetch.post("/unsave") { request, _ in try await flag(.saved, false, request) }
+        prefetch.post("/lock") { request, _ in try await flag(.locked, true, request) }
+        prefetch.post("/unlock") { request, _ in try await flag(.locked, false, request) }
+        prefetch.post("/consume") { request, _ in
             let engine = try engine(host)
             let body = try await HTTPAPI.decode(ConsumeBody.self, from: request)
             var date = Date()
@@ -220,7 +221,7 @@ enum PrefetchRoutes {
                 try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
                 status: .created)
         }
-        router.post("/v1/prefetch/import") { request, _ in
+        prefetch.post("/import") { request, _ in
             let engine = try engine(host)
             let data = try await HTTPAPI.body(request)
             let list: [PrefetchImportMetadata]
@@ -244,22 +245,22 @@ enum PrefetchRoutes {
                         }
                     }))
         }
-        router.get("/v1/prefetch/lookup") { request, _ in
+        prefetch.get("/lookup") { request, _ in
             let engine = try engine(host)
             let query = request.uri.queryParameters
             guard let source = query.get("source").map({ String($0) }), !source.isEmpty else { throw APIError(.badRequest, "'source' is required") }
             let ids = query.getAll("content_id").map { String($0) }
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.lookup(contentIds: ids, source: source) })
         }
-        router.post("/v1/prefetch/purge") { _, _ in
+        prefetch.post("/purge") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.purge() })
         }
-        router.get("/v1/prefetch/policy") { _, _ in
+        prefetch.get("/policy") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
         }
-        router.put("/v1/prefetch/policy") { request, _ in
+        prefetch.put("/policy") { request, _ in
             let engine = try engine(host)
             let body = try await HTTPAPI.decode(PolicyBody.self, from: request)
             var selection: PrefetchSettings.NetworkSelection?

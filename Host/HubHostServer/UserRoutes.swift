@@ -22,10 +22,12 @@ import Hummingbird
 /// user that exists.
 enum UserRoutes {
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
-        router.get("/v1/users") { _, _ in
+        let users = router.group("/v1/users")
+        let localNotifications = router.group("/v1/local-notifications")
+        users.get("") { _, _ in
             try await withHub(host) { HTTPAPI.json(try $0.users.list()) }
         }
-        router.post("/v1/users") { request, _ in
+        users.post("") { request, _ in
             struct NewUser: Decodable {
                 var id: String?
                 var tags: [String]?
@@ -36,13 +38,13 @@ enum UserRoutes {
                 return HTTPAPI.json(CreatedUser(id: created, tagCounts: try hub.users.tagCounts(of: created)), status: .created)
             }
         }
-        router.post("/v1/users/generate-id") { _, _ in
+        users.post("/generate-id") { _, _ in
             try await withHub(host) { HTTPAPI.json(["id": $0.users.generateID()]) }
         }
-        router.get("/v1/users/active") { _, _ in
+        users.get("/active") { _, _ in
             try await withHub(host) { HTTPAPI.json(["active": $0.users.activeUser()]) }
         }
-        router.post("/v1/users/active/tag-counts") { request, _ in
+        users.post("/active/tag-counts") { request, _ in
             // Decoded as whole numbers: fractions, booleans and strings are refused with the field named.
             let deltas = try await HTTPAPI.decode([String: Int].self, from: request)
             guard !deltas.isEmpty else {
@@ -50,7 +52,7 @@ enum UserRoutes {
             }
             return try await withHub(host) { HTTPAPI.json(try $0.users.updateTagCounts(deltas)) }
         }
-        router.post("/v1/users/:id/activate") { _, context in
+        users.post("/:id/activate") { _, context in
             let id = context.parameters.get("id") ?? ""
             return try await withHub(host) { hub in
                 // Page views answered before the switch are recorded first: they teach the user
@@ -60,11 +62,11 @@ enum UserRoutes {
                 return HTTPAPI.json(["active": id])
             }
         }
-        router.get("/v1/users/:id/tags") { _, context in
+        users.get("/:id/tags") { _, context in
             let id = context.parameters.get("id") ?? ""
             return try await withHub(host) { HTTPAPI.json(try $0.users.tags(of: id)) }
         }
-        router.get("/v1/users/:id/tag-counts") { _, context in
+        users.get("/:id/tag-counts") { _, context in
             let id = context.parameters.get("id") ?? ""
             return try await withHub(host) { HTTPAPI.json(try $0.users.tagCounts(of: id)) }
         }
@@ -79,10 +81,10 @@ enum UserRoutes {
                 return HTTPAPI.json(try hub.present(tags: tags, uri: uri))
             }
         }
-        router.get("/v1/local-notifications/due") { _, _ in
+        localNotifications.get("/due") { _, _ in
             try await withHub(host) { HTTPAPI.json(try $0.localNotifications.due()) }
         }
-        router.post("/v1/local-notifications/:id/handle") { request, context in
+        localNotifications.post("/:id/handle") { request, context in
             let id = context.parameters.get("id") ?? ""
             struct Handle: Decodable { var show_alert: Bool? }
             let alert = try await HTTPAPI.decode(Handle.self, from: request, empty: Handle()).show_alert ?? true

@@ -10,8 +10,8 @@
                    guard's refusals that can reach it (421; 401 under /v1 and /metrics; 403 and
                    413 on POST/PUT/PATCH/DELETE; 415 on those under /v1).
 --server-sources   a folder of route files: every route they register with a literal path
-                   (`router.get("/v1/x")`, `.post(...)`, `.on("/x", method: .put)`) must be in the
-                   document. Files that use route groups are skipped (their paths are relative).
+                   (`router.get("/v1/x")`, `.post(...)`, `.on("/x", method: .put)`, and the same on a
+                   route group, `let prefetch = router.group("/v1/prefetch")`) must be in the document.
 --exchanges        a JSON file written by Tests/HubHostKitTests/OpenAPITests.swift:
                    {"exchanges": [{"method", "path" (the document's template), "target" (the
                    request target sent), "requestContentType", "requestBody", "expectedStatus",
@@ -184,9 +184,33 @@ def check_document(document, problems, name="openapi.yaml"):
 
 # MARK: Routes registered in the server's sources
 
-# A literal path that starts with "/" (query and path parameters are read with .get("name"), no slash).
-ROUTE_CALL = re.compile(r"\.(get|post|put|delete|patch|head)\(\s*\"(/[^\"]*)\"")
-ROUTE_ON = re.compile(r"\.on\(\s*\"(/[^\"]*)\"\s*,\s*method:\s*\.(\w+)")
+# Routes are registered on `router` or on a group made from it (`let prefetch = router.group("/v1/prefetch")`,
+# a group of a group too): `NAME.get("/x")`, `.post`, `.put`, `.delete`, `.patch`, `.head`, or
+# `NAME.on("/x", method: .put)`. A call on a group without a path string registers the group's own
+# path. Calls on any other receiver (e.g. `queryParameters.get("name")`) are not routes.
+GROUP = re.compile(r"\b(?:let|var)\s+(\w+)\s*=\s*(\w+)\.group\(\s*\"([^\"]*)\"\s*\)")
+ROUTE_CALL = re.compile(r"\b(\w+)\.(get|post|put|delete|patch|head)\s*(?:\(\s*(?:\"([^\"]*)\")?|\{)")
+ROUTE_ON = re.compile(r"\b(\w+)\.on\(\s*\"([^\"]*)\"\s*,\s*method:\s*\.(\w+)")
+
+
+def registered_routes(text):
+    """(method, path, position) of every route `text` registers on the router or its groups."""
+    prefixes = {"router": ""}
+    for m in GROUP.finditer(text):
+        if m.group(2) in prefixes:
+            prefixes[m.group(1)] = prefixes[m.group(2)] + m.group(3)
+    routes = []
+    for m in ROUTE_CALL.finditer(text):
+        receiver, method, path = m.group(1), m.group(2), m.group(3)
+        if receiver not in prefixes or (path is None and receiver == "router"):
+            continue  # not a route, or a path built at run time (`router.get(RouterPath(path))`)
+        if path is not None and path != "" and not path.startswith("/"):
+            continue
+        routes.append((method, prefixes[receiver] + (path or ""), m.start()))
+    for m in ROUTE_ON.finditer(text):
+        if m.group(1) in prefixes:
+            routes.append((m.group(3).lower(), prefixes[m.group(1)] + m.group(2), m.start()))
+    return routes
 
 
 def segments(path):
@@ -217,12 +241,7 @@ def check_sources(folder, document, problems):
         if not name.endswith(".swift"):
             continue
         text = open(os.path.join(folder, name), encoding="utf-8").read()
-        if ".group(" in text:
-            print(f"note: {name} uses route groups; its routes are checked by the live exchanges only")
-            continue
-        routes = [(m.group(1), m.group(2), m.start()) for m in ROUTE_CALL.finditer(text)]
-        routes += [(m.group(2).lower(), m.group(1), m.start()) for m in ROUTE_ON.finditer(text)]
-        for method, path, position in routes:
+        for method, path, position in registered_routes(text):
             found += 1
             if not any(m == method and registered_matches(path, p) for p, m in documented):
                 line = text.count("\n", 0, position) + 1
