@@ -777,4 +777,33 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(SHA256.hex(ofFile: try XCTUnwrap(engine.item("item0")).files[0].localPath), SHA256.hex(of: datas["item0"]!))
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 2, "the cancelled download resumed")
     }
+
+    // MARK: versions of a file
+
+    func testCatalogChangeWhileDownloadingRestartsWithTheNewFile() throws {
+        catalog(1, size: 800_000)
+        service.lock.withLock { service.faults["item0.mp4"] = [.slow(chunk: 8_192, delayMs: 20)] }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try until(engine, "some bytes") { (try engine.item("item0")?.bytesDownloaded ?? 0) > 50_000 }
+        XCTAssertEqual(try state(engine, "item0"), .downloading)
+        // The origin publishes another version of the file (other bytes, size and digest) and the catalog says so.
+        let new = content(42, size: 300_000)
+        service.lock.withLock {
+            service.files["item0.mp4"] = new
+            service.pages["c1"] = page(
+                cursor: "c2", items: [itemJSON("item0", file: "item0.mp4", data: new).replacingOccurrences(of: "Title item0", with: "Second title")])
+        }
+        let report = try engine.sync()
+        XCTAssertEqual(report.updated, ["item0"])
+        XCTAssertEqual(try engine.item("item0")?.title, "Second title")
+        try until(engine, "cached") { try state(engine, "item0") == .cached }
+        let item = try XCTUnwrap(engine.item("item0"))
+        XCTAssertEqual(item.files[0].size, 300_000)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), new, "the new version, not the one in flight")
+        XCTAssertEqual(item.bytesDownloaded, 300_000)
+        XCTAssertEqual(service.requestRanges("item0.mp4").count, 2)
+        XCTAssertEqual(service.requestRanges("item0.mp4").last ?? "?", nil, "the new version is fetched from byte 0")
+    }
 }
