@@ -806,4 +806,31 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 2)
         XCTAssertEqual(service.requestRanges("item0.mp4").last ?? "?", nil, "the new version is fetched from byte 0")
     }
+
+    func testResumeWithoutValidatorRestartsFromZeroAfterTheOriginChanged() throws {
+        let old = content(3, size: 200_000)
+        let new = content(77, size: 200_000)
+        service.lock.withLock {
+            service.files["clip.mp4"] = old
+            service.withoutValidator = ["clip.mp4"]
+            service.faults["clip.mp4"] = [.truncate(80_000)]
+            service.pages[""] = page(cursor: "c1", items: [itemJSON("clip", file: "clip.mp4", data: old, withSHA: false)])
+        }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try engine.round()  // starts the download, cut after 80,000 bytes
+        let deadline = Date().addingTimeInterval(20)
+        while try state(engine, "clip") != .idle && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertEqual(try state(engine, "clip"), .idle, "the cut attempt waits to retry")
+        XCTAssertGreaterThan(
+            FileDownloader.partialLength(try XCTUnwrap(engine.item("clip")).files[0].localPath), 0, "bytes of the old version on disk")
+        // Same size, no validator, no digest in the catalog: nothing tells the versions apart but the bytes.
+        service.lock.withLock { service.files["clip.mp4"] = new }
+        try until(engine, "cached") { try state(engine, "clip") == .cached }
+        let item = try XCTUnwrap(engine.item("clip"))
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), new, "the new file byte for byte, not two versions spliced")
+        XCTAssertEqual(service.requestRanges("clip.mp4"), [nil, nil], "without a validator the download starts again from byte 0")
+    }
 }
