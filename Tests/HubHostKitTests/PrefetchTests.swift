@@ -833,4 +833,27 @@ final class PrefetchTests: PrefetchTestCase {
             try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), new, "the new file byte for byte, not two versions spliced")
         XCTAssertEqual(service.requestRanges("clip.mp4"), [nil, nil], "without a validator the download starts again from byte 0")
     }
+
+    // MARK: server policy
+
+    func testItemsPerCategoryHoldsItemsDiscoveredInTheSameSync() throws {
+        catalog(4)  // item0 and item2 in news, item1 and item3 in sport
+        service.lock.withLock { service.policy = #"{"network_selection": "wifi", "items_per_category": 1}"# }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try engine.round()
+        func taken(_ category: String) throws -> [String] {
+            try engine.items().filter { $0.categories.contains(category) && [.queued, .downloading, .cached].contains($0.state) }.map(\.uniqueId)
+        }
+        XCTAssertEqual(try taken("news"), ["item0"])
+        XCTAssertEqual(try taken("sport"), ["item1"])
+        XCTAssertEqual(try engine.item("item2")?.waitReason, "category_limit_reached")
+        XCTAssertEqual(try engine.item("item3")?.waitReason, "category_limit_reached")
+        try until(engine, "one item of each category cached") { try engine.items(PrefetchItemFilter(states: [.cached])).count == 2 }
+        for _ in 0..<3 { try engine.round() }
+        XCTAssertEqual(try state(engine, "item2"), .discovered)
+        XCTAssertEqual(try state(engine, "item3"), .discovered)
+        XCTAssertEqual(service.sent("item2.mp4") + service.sent("item3.mp4"), 0)
+    }
 }

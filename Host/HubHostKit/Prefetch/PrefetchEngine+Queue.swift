@@ -76,12 +76,13 @@ extension PrefetchEngine {
             try mark(.fullAuto, reason)
             return
         }
-        let counts = try categoryCounts()
+        // Counted as items are queued: items_per_category holds items discovered in the same sync too.
+        var counts = try categoryCounts()
         for item in try store.items(where: "state = 'discovered' AND COALESCE(download_behavior, ?) = 'full_auto'", arguments: [defaultBehavior]) {
             let categoryCount = item.categories.map { counts[$0] ?? 0 }.max()
             let largest = item.files.filter { $0.isMain || $0.autoDownload }.compactMap(\.size).max()
             let reason = try policyReason(policy, device: device, fileSize: largest, categoryCount: categoryCount)
-            try transition(item.uniqueId) { current in
+            let changed = try transition(item.uniqueId) { current in
                 guard current.state == .discovered else { return false }
                 if let reason {
                     guard current.waitReason != reason.rawValue else { return false }
@@ -91,6 +92,9 @@ extension PrefetchEngine {
                     current.waitReason = nil
                 }
                 return true
+            }
+            if let changed, changed.state == .queued {
+                for category in Set(changed.categories) { counts[category, default: 0] += 1 }
             }
         }
     }
