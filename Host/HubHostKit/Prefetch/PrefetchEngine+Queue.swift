@@ -207,7 +207,10 @@ extension PrefetchEngine {
             }
             // Declined: the item moved on (paused, deleted, or queued again by a sync, perhaps
             // claimed by another process since); its owner is not this download's to clear.
-            if done != nil { try store.setOwner(id, nil) }
+            if done != nil {
+                try store.setOwner(id, nil)
+                clearFailure(item: id)
+            }
             if done != nil, finalState == .cached { notifications.post(PrefetchNotificationName.itemsDownloaded, ["ids": .array([.string(id)])]) }
         }
     }
@@ -311,6 +314,9 @@ extension PrefetchEngine {
             }
             return true
         }
-        if changed != nil { try store.setOwner(id, nil) }
+        if changed != nil {
+            try store.setOwner(id, nil)
+            recordFailure(error, item: id)
+        }
     }
 }

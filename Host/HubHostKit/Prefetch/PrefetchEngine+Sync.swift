@@ -25,7 +25,7 @@ extension PrefetchEngine {
     @discardableResult
     public func sync() throws -> SyncReport {
         guard let catalog, let registration = try store.meta("registration_id") else {
-            throw PrefetchError.notRegistered(lock.withLock { lastFailure } ?? "register first (hubhost prefetch register)")
+            throw PrefetchError.notRegistered((try? store.lastFailure())??.reason ?? "register first (hubhost prefetch register)")
         }
         let device = try deviceID()
         var catalogObjects: (categories: [String], sources: [String]) = ([], [])
