@@ -856,4 +856,29 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(try state(engine, "item3"), .discovered)
         XCTAssertEqual(service.sent("item2.mp4") + service.sent("item3.mp4"), 0)
     }
+
+    // MARK: catalog answers over the limits
+
+    /// A catalog page of `bytes` bytes (the rest of a valid page is a long summary).
+    private func hugePage(_ bytes: Int) -> String {
+        let head = #"{"cursor": "c1", "items": [], "summary": ""#
+        return head + String(repeating: "x", count: max(0, bytes - head.utf8.count - 2)) + #""}"#
+    }
+
+    func testCatalogAnswerOverTheLimitsIsRefusedNamingTheLimit() throws {
+        let (_, engine) = try host()
+        try engine.register()
+        // Over the 64 MiB a catalog page may have (the host's HTTP service reads it whole).
+        service.lock.withLock { service.pages[""] = hugePage((64 << 20) + 1_000) }
+        XCTAssertThrowsError(try engine.sync()) { error in
+            XCTAssertTrue("\(error)".contains("larger than 64 MiB"), "\(error)")
+        }
+        XCTAssertTrue(try engine.status().lastFailure?.contains("larger than 64 MiB") ?? false)
+        // Over the 256 MiB the host's HTTP service reads at all.
+        service.lock.withLock { service.pages[""] = hugePage((256 << 20) + 1_000) }
+        XCTAssertThrowsError(try engine.sync()) { error in
+            XCTAssertTrue("\(error)".contains("larger than 256 MiB"), "\(error)")
+        }
+        service.lock.withLock { service.pages[""] = nil }
+    }
 }
