@@ -94,7 +94,11 @@ struct PrefetchCommand: ParsableCommand {
                 Output.json(status)
                 return
             }
-            print("service state: \(status.serviceState.rawValue)\(status.lastFailure.map { " (last failure: \($0))" } ?? "")")
+            let failure = status.lastFailure.map { why in
+                let item = status.lastFailureItem.map { "item \($0), " } ?? ""
+                return " (last failure: \(why) (\(item)\(PrefetchCommand.date(status.lastFailureMs))))"
+            }
+            print("service state: \(status.serviceState.rawValue)\(failure ?? "")")
             print("licence: \(status.licenseSource.rawValue)\(status.licenseProblem.map { " (\($0))" } ?? "")")
             print("device id: \(status.deviceId)")
             print("provider: \(status.provider ?? "none (\(status.providerProblem ?? "no content_provider"))")")

@@ -219,8 +219,12 @@ static hh_status_t fetch_whole(http_provider_t *self, const char *url, const hh_
         status = refuse(self, url, response.status_code);
     } else {
         status = sink->write(sink, response.body, response.body_length);
-        if (status == HH_OK && sink->progress)
+        if (status != HH_OK) {
+            status = hh_report(self->host, status, "%s: the host refused the answer of %zu bytes", url,
+                               response.body_length);
+        } else if (sink->progress) {
             sink->progress(sink, response.body_length, response.body_length);
+        }
     }
     self->http->release(self->host, &response);
     return status;

@@ -105,6 +105,44 @@ final class PrefetchCLITests: PrefetchTestCase {
         XCTAssertEqual((try result.json as? [String: Any])?["networkSelection"] as? String, "both")
     }
 
+    func testStatusInAnotherProcessShowsTheLastFailureWithItsTimeAndItem() throws {
+        try writeManifest(prefetchManifest(", license: good-licence, retry_delay: 0.05"))
+        let host = try HubHost(manifestPath: manifestPath)
+        addTeardownBlock { host.shutdown() }
+        let engine = try XCTUnwrap(host.prefetch())
+        try engine.register()
+        // A sync failure in this process (as in a running serve): the catalog answers 404.
+        let page = service.lock.withLock { service.pages.removeValue(forKey: "") }
+        let before = Clock.wallMs()
+        XCTAssertThrowsError(try engine.sync())
+        var result = try prefetch(["status", "--json"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        var status = try XCTUnwrap(try result.json as? [String: Any])
+        XCTAssertTrue((status["lastFailure"] as? String)?.contains("answered HTTP 404") ?? false, "\(status)")
+        XCTAssertGreaterThanOrEqual((status["lastFailureMs"] as? NSNumber)?.int64Value ?? 0, before)
+        XCTAssertNil(status["lastFailureItem"])
+
+        // A successful sync clears it; a failed download is the last failure then, naming its item.
+        service.lock.withLock {
+            service.pages[""] = page
+            service.steadyFaults["b.mp4"] = .status(500)
+        }
+        try engine.sync()
+        XCTAssertNil(try engine.status().lastFailure)
+        let deadline = Date().addingTimeInterval(20)
+        while try engine.item("b")?.state != .failed && Date() < deadline {
+            try engine.round()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertEqual(try engine.item("b")?.state, .failed)
+        result = try prefetch(["status", "--json"])
+        status = try XCTUnwrap(try result.json as? [String: Any])
+        XCTAssertEqual(status["lastFailure"] as? String, "the server answered HTTP 500", "\(status)")
+        XCTAssertEqual(status["lastFailureItem"] as? String, "b")
+        result = try prefetch(["status"])
+        XCTAssertTrue(result.stdout.contains("last failure: the server answered HTTP 500 (item b"), result.stdout)
+    }
+
     func testBenchPrefetchRunsSmallBesideAria2c() throws {
         let result = try TestSupport.hubhost(
             [

@@ -36,6 +36,8 @@ final class PrefetchTestService: @unchecked Sendable {
     var faults: [String: [Fault]] = [:]
     /// Faults applied to every request of a file (after the one-shot ones).
     var steadyFaults: [String: Fault] = [:]
+    /// Files served without a validator (no ETag): a Range request is answered from the bytes as they are now.
+    var withoutValidator: Set<String> = []
     private(set) var bytesSent: [String: Int] = [:]
     private(set) var ranges: [String: [String?]] = [:]
     /// The headers of each file request, by file name.
@@ -124,7 +126,7 @@ final class PrefetchTestService: @unchecked Sendable {
     }
 
     private func serveFile(_ fd: Int32, _ name: String, _ request: LoopbackHTTPServer.Request) {
-        let (data, fault) = lock.withLock { () -> (Data?, Fault?) in
+        let (data, fault, validated) = lock.withLock { () -> (Data?, Fault?, Bool) in
             ranges[name, default: []].append(request.headers["range"])
             fileHeaders[name, default: []].append(request.headers)
             var fault: Fault?
@@ -134,7 +136,7 @@ final class PrefetchTestService: @unchecked Sendable {
             } else {
                 fault = steadyFaults[name]
             }
-            return (files[name], fault)
+            return (files[name], fault, !withoutValidator.contains(name))
         }
         guard var body = data else {
             LoopbackHTTPServer.respond(fd, 404, Data())
@@ -164,7 +166,7 @@ final class PrefetchTestService: @unchecked Sendable {
         if case .wrongBytes? = fault { body = Data(body.map { $0 ^ 0x5a }) }
         let slice = body[start..<(end + 1)]
         var head =
-            "HTTP/1.1 \(ranged ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\nETag: \(etag)\r\nAccept-Ranges: bytes\r\n"
+            "HTTP/1.1 \(ranged ? "206 Partial Content" : "200 OK")\r\nContent-Length: \(slice.count)\r\nConnection: close\r\n\(validated ? "ETag: \(etag)\r\n" : "")Accept-Ranges: bytes\r\n"
         if ranged { head += "Content-Range: bytes \(start)-\(end)/\(body.count)\r\n" }
         var toSend = Data(slice)
         var chunk = toSend.count

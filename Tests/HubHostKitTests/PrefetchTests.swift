@@ -777,4 +777,108 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(SHA256.hex(ofFile: try XCTUnwrap(engine.item("item0")).files[0].localPath), SHA256.hex(of: datas["item0"]!))
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 2, "the cancelled download resumed")
     }
+
+    // MARK: versions of a file
+
+    func testCatalogChangeWhileDownloadingRestartsWithTheNewFile() throws {
+        catalog(1, size: 800_000)
+        service.lock.withLock { service.faults["item0.mp4"] = [.slow(chunk: 8_192, delayMs: 20)] }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try until(engine, "some bytes") { (try engine.item("item0")?.bytesDownloaded ?? 0) > 50_000 }
+        XCTAssertEqual(try state(engine, "item0"), .downloading)
+        // The origin publishes another version of the file (other bytes, size and digest) and the catalog says so.
+        let new = content(42, size: 300_000)
+        service.lock.withLock {
+            service.files["item0.mp4"] = new
+            service.pages["c1"] = page(
+                cursor: "c2", items: [itemJSON("item0", file: "item0.mp4", data: new).replacingOccurrences(of: "Title item0", with: "Second title")])
+        }
+        let report = try engine.sync()
+        XCTAssertEqual(report.updated, ["item0"])
+        XCTAssertEqual(try engine.item("item0")?.title, "Second title")
+        try until(engine, "cached") { try state(engine, "item0") == .cached }
+        let item = try XCTUnwrap(engine.item("item0"))
+        XCTAssertEqual(item.files[0].size, 300_000)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), new, "the new version, not the one in flight")
+        XCTAssertEqual(item.bytesDownloaded, 300_000)
+        XCTAssertEqual(service.requestRanges("item0.mp4").count, 2)
+        XCTAssertEqual(service.requestRanges("item0.mp4").last ?? "?", nil, "the new version is fetched from byte 0")
+    }
+
+    func testResumeWithoutValidatorRestartsFromZeroAfterTheOriginChanged() throws {
+        let old = content(3, size: 200_000)
+        let new = content(77, size: 200_000)
+        service.lock.withLock {
+            service.files["clip.mp4"] = old
+            service.withoutValidator = ["clip.mp4"]
+            service.faults["clip.mp4"] = [.truncate(80_000)]
+            service.pages[""] = page(cursor: "c1", items: [itemJSON("clip", file: "clip.mp4", data: old, withSHA: false)])
+        }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try engine.round()  // starts the download, cut after 80,000 bytes
+        let deadline = Date().addingTimeInterval(20)
+        while try state(engine, "clip") != .idle && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertEqual(try state(engine, "clip"), .idle, "the cut attempt waits to retry")
+        XCTAssertGreaterThan(
+            FileDownloader.partialLength(try XCTUnwrap(engine.item("clip")).files[0].localPath), 0, "bytes of the old version on disk")
+        // Same size, no validator, no digest in the catalog: nothing tells the versions apart but the bytes.
+        service.lock.withLock { service.files["clip.mp4"] = new }
+        try until(engine, "cached") { try state(engine, "clip") == .cached }
+        let item = try XCTUnwrap(engine.item("clip"))
+        XCTAssertEqual(
+            try Data(contentsOf: URL(fileURLWithPath: item.files[0].localPath)), new, "the new file byte for byte, not two versions spliced")
+        XCTAssertEqual(service.requestRanges("clip.mp4"), [nil, nil], "without a validator the download starts again from byte 0")
+    }
+
+    // MARK: server policy
+
+    func testItemsPerCategoryHoldsItemsDiscoveredInTheSameSync() throws {
+        catalog(4)  // item0 and item2 in news, item1 and item3 in sport
+        service.lock.withLock { service.policy = #"{"network_selection": "wifi", "items_per_category": 1}"# }
+        let (_, engine) = try host()
+        try engine.register()
+        try engine.sync()
+        try engine.round()
+        func taken(_ category: String) throws -> [String] {
+            try engine.items().filter { $0.categories.contains(category) && [.queued, .downloading, .cached].contains($0.state) }.map(\.uniqueId)
+        }
+        XCTAssertEqual(try taken("news"), ["item0"])
+        XCTAssertEqual(try taken("sport"), ["item1"])
+        XCTAssertEqual(try engine.item("item2")?.waitReason, "category_limit_reached")
+        XCTAssertEqual(try engine.item("item3")?.waitReason, "category_limit_reached")
+        try until(engine, "one item of each category cached") { try engine.items(PrefetchItemFilter(states: [.cached])).count == 2 }
+        for _ in 0..<3 { try engine.round() }
+        XCTAssertEqual(try state(engine, "item2"), .discovered)
+        XCTAssertEqual(try state(engine, "item3"), .discovered)
+        XCTAssertEqual(service.sent("item2.mp4") + service.sent("item3.mp4"), 0)
+    }
+
+    // MARK: catalog answers over the limits
+
+    /// A catalog page of `bytes` bytes (the rest of a valid page is a long summary).
+    private func hugePage(_ bytes: Int) -> String {
+        let head = #"{"cursor": "c1", "items": [], "summary": ""#
+        return head + String(repeating: "x", count: max(0, bytes - head.utf8.count - 2)) + #""}"#
+    }
+
+    func testCatalogAnswerOverTheLimitsIsRefusedNamingTheLimit() throws {
+        let (_, engine) = try host()
+        try engine.register()
+        // Over the 64 MiB a catalog page may have (the host's HTTP service reads it whole).
+        service.lock.withLock { service.pages[""] = hugePage((64 << 20) + 1_000) }
+        XCTAssertThrowsError(try engine.sync()) { error in
+            XCTAssertTrue("\(error)".contains("larger than 64 MiB"), "\(error)")
+        }
+        XCTAssertTrue(try engine.status().lastFailure?.contains("larger than 64 MiB") ?? false)
+        // Over the 256 MiB the host's HTTP service reads at all.
+        service.lock.withLock { service.pages[""] = hugePage((256 << 20) + 1_000) }
+        XCTAssertThrowsError(try engine.sync()) { error in
+            XCTAssertTrue("\(error)".contains("larger than 256 MiB"), "\(error)")
+        }
+        service.lock.withLock { service.pages[""] = nil }
+    }
 }

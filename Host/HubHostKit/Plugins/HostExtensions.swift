@@ -95,7 +95,8 @@ private let httpFetch:
             services.pipeline.log(.warning, source: services.instanceID, "HTTP request refused: \(why)")
             services.recordError(HH_ERR_UNSUPPORTED, why)
             return HH_ERR_UNSUPPORTED
-        case .failure:
+        case .failure(let failure):
+            services.noteHTTPFailure(failure.description)
             return HH_ERR_IO
         }
     }

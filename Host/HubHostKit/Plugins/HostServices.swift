@@ -7,7 +7,7 @@ import HubHostABI
 /// Everything a plugin may keep a pointer to (the table, the instance id, the data directory, config
 /// strings) is allocated here once and freed only when the instance is destroyed.
 /// Safe to share: `ownedStrings`, `configStrings` and the table's contents are written only in init and only read
-/// after; `lastErrors` is read and written under `errorLock`; the rest are `let`s.
+/// after; `lastErrors` and `httpFailures` are read and written under `errorLock`; the rest are `let`s.
 final class HostServices: @unchecked Sendable {
     let instanceID: String
     let pipeline: LogPipeline
@@ -19,6 +19,8 @@ final class HostServices: @unchecked Sendable {
     private var configStrings: [String: UnsafeMutablePointer<CChar>] = [:]
     private let errorLock = NSLock()
     private var lastErrors: [UInt: (status: Int32, message: String)] = [:]
+    /// Why each thread's last HTTP service request failed, when the status alone does not say.
+    private var httpFailures: [UInt: String] = [:]
 
     init(
         instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
@@ -93,6 +95,18 @@ final class HostServices: @unchecked Sendable {
     /// The message this thread's last report_error left, cleared on read.
     func takeError() -> String {
         errorLock.withLock { lastErrors.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self())))?.message ?? "" }
+    }
+
+    /// Notes why this thread's HTTP service request failed with HH_ERR_IO (an unreachable server,
+    /// a transfer cut, an answer over HTTPFetcher.maxBodyBytes): the plugin only sees the status,
+    /// so the host adds this to the plugin's report where it reads one (ContentProviderPlugin).
+    func noteHTTPFailure(_ why: String) {
+        errorLock.withLock { httpFailures[UInt(bitPattern: Int(bitPattern: pthread_self()))] = why }
+    }
+
+    /// Why this thread's last HTTP service request failed, if one did since the last read; cleared on read.
+    func takeHTTPFailure() -> String? {
+        errorLock.withLock { httpFailures.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self()))) }
     }
 }
 

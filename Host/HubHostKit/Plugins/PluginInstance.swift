@@ -57,6 +57,9 @@ public final class PluginInstance: @unchecked Sendable {
     /// The message the plugin reported for its last failure on this thread.
     func takeError() -> String { services.takeError() }
 
+    /// Why this thread's last HTTP service request of this instance failed, if one did since the last read.
+    func takeHTTPFailure() -> String? { services.takeHTTPFailure() }
+
     /// Destroys the instance once; later calls do nothing. The caller guarantees no call is running.
     public func destroy() {
         let first = destroyLock.withLock { () -> Bool in

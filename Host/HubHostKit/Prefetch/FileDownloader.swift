@@ -11,10 +11,11 @@ import NIOPosix
 /// Downloads one file to disk with AsyncHTTPClient, streamed (never whole in memory), resuming
 /// what is already on disk: the partial file is `localPath + ".part"`; its length is the offset
 /// asked for with `Range: bytes=N-` and, when the first answer gave one, `If-Range` with its
-/// validator (so a file changed at the origin restarts from zero instead of being spliced). The
-/// file is moved to `localPath` only after its size (and sha256, when the catalog gives one) is
-/// verified; a mismatch deletes the partial file, so it is never resumed or reported cached.
-/// Disk writes run on the BlockingPool, never on a concurrency thread.
+/// validator (so a file changed at the origin restarts from zero instead of being spliced). With
+/// neither a validator nor a sha256 to check, the bytes on disk are not trusted: the download
+/// starts again from zero. The file is moved to `localPath` only after its size (and sha256, when
+/// the catalog gives one) is verified; a mismatch deletes the partial file, so it is never resumed
+/// or reported cached. Disk writes run on the BlockingPool, never on a concurrency thread.
 final class FileDownloader: Sendable {
     let client: HTTPClient
     /// Hosts a redirect may lead to besides the requested URL's own: the provider instance's
@@ -137,6 +138,13 @@ final class FileDownloader: Sendable {
         var offset = Self.partialLength(localPath)
         if let expectedSize, offset > expectedSize {
             // More than the file holds: the partial file is not this file. Start again.
+            try await BlockingPool.run { try Self.truncate(part, to: 0) }
+            offset = 0
+        }
+        if offset > 0, validator == nil, sha256 == nil {
+            // Nothing can tell whether the bytes on disk are of the file the origin has now: no
+            // validator to send as If-Range, no digest to check at the end. A resume could splice
+            // two versions, so the download starts again from zero.
             try await BlockingPool.run { try Self.truncate(part, to: 0) }
             offset = 0
         }

@@ -136,15 +136,15 @@ extension PrefetchEngine {
             let now = Clock.monotonicNs()
             let due = now &- lastRecordNs >= 500_000_000
             if due { lastRecordNs = now }
-            let (sum, fetched, index) = (total, outcome.fetched, file.index)
+            let (sum, fetched) = (total, outcome.fetched)
             let still = try await BlockingPool.run { [self] () -> Bool in
                 try addBytesToday(fetched)
-                if due { return try recordProgress(id, index: index, onDisk: sum) }
+                if due { return try recordProgress(id, file, onDisk: sum) }
                 return true
             }
             guard still else { throw FileDownloader.Failure.stopped }
         }
-        let (sum, index) = (total, file.index)
+        let (sum, index, version) = (total, file.index, file.version)
         if wanted.count < layout.order.count {
             // Durable before the item is announced partially cached, as a partial file is.
             let paths = wanted.map { (folder as NSString).appendingPathComponent($0) }
@@ -155,24 +155,27 @@ extension PrefetchEngine {
                     defer { Glibc.close(fd) }
                     guard fsync(fd) == 0 else { throw FileDownloader.Failure.disk("fsync \(path) failed: errno \(errno)") }
                 }
-                _ = try store.update(id) { item in
-                    guard item.files.indices.contains(index) else { return false }
+                let kept = try store.update(id) { item in
+                    // Another version of the index by now (a sync changed it): not this download's to record.
+                    guard item.files.indices.contains(index), item.files[index].version == version else { return false }
                     item.files[index].bytesDownloaded = sum
                     item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.index == index ? sum : ($1.done ? $1.bytesDownloaded : 0)) }
                     return true
                 }
+                if kept == nil { throw FileDownloader.Failure.stopped }
             }
             logger.debug("prefetch: \(id) HLS partial: \(wanted.count) of \(layout.order.count) resources, \(sum) bytes on disk")
             return false
         }
         try await BlockingPool.run { [self] in
-            _ = try store.update(id) { item in
-                guard item.files.indices.contains(index) else { return false }
+            let kept = try store.update(id) { item in
+                guard item.files.indices.contains(index), item.files[index].version == version else { return false }
                 item.files[index].done = true
                 item.files[index].bytesDownloaded = sum
                 item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.done ? $1.bytesDownloaded : FileDownloader.partialLength($1.localPath)) }
                 return true
             }
+            if kept == nil { throw FileDownloader.Failure.stopped }
         }
         logger.debug("prefetch: \(id) HLS: \(layout.order.count) resources, \(sum) bytes on disk")
         return true

@@ -76,12 +76,13 @@ extension PrefetchEngine {
             try mark(.fullAuto, reason)
             return
         }
-        let counts = try categoryCounts()
+        // Counted as items are queued: items_per_category holds items discovered in the same sync too.
+        var counts = try categoryCounts()
         for item in try store.items(where: "state = 'discovered' AND COALESCE(download_behavior, ?) = 'full_auto'", arguments: [defaultBehavior]) {
             let categoryCount = item.categories.map { counts[$0] ?? 0 }.max()
             let largest = item.files.filter { $0.isMain || $0.autoDownload }.compactMap(\.size).max()
             let reason = try policyReason(policy, device: device, fileSize: largest, categoryCount: categoryCount)
-            try transition(item.uniqueId) { current in
+            let changed = try transition(item.uniqueId) { current in
                 guard current.state == .discovered else { return false }
                 if let reason {
                     guard current.waitReason != reason.rawValue else { return false }
@@ -91,6 +92,9 @@ extension PrefetchEngine {
                     current.waitReason = nil
                 }
                 return true
+            }
+            if let changed, changed.state == .queued {
+                for category in Set(changed.categories) { counts[category, default: 0] += 1 }
             }
         }
     }
@@ -164,14 +168,14 @@ extension PrefetchEngine {
                 try await fetchFile(id, file, stopAt: file.isMain ? file.partialLength : nil) { [self] onDisk in
                     // Persist progress and learn whether the item is still ours to download
                     // (a pause, cancel or delete from another process shows here).
-                    try recordProgress(id, index: file.index, onDisk: onDisk)
+                    try recordProgress(id, file, onDisk: onDisk)
                 }
             } catch FileDownloader.Failure.stopped {
                 return
             } catch {
                 if Task.isCancelled { return }
                 if file.isMain {
-                    _ = try? await BlockingPool.run { [self] in try failAttempt(id, error: "\(error)") }
+                    _ = try? await BlockingPool.run { [self] in try failAttempt(id, claimed, error: "\(error)") }
                     return
                 }
                 logger.warning("prefetch: \(id): \(file.role) file failed (the item's state does not depend on it): \(error)")
@@ -181,7 +185,8 @@ extension PrefetchEngine {
         _ = try? await BlockingPool.run { [self] in
             var finalState: PrefetchItemState?
             let done = try transition(id) { item in
-                guard item.state == .downloading else { return false }
+                // A sync that changed the files meanwhile queued the item for the new version.
+                guard item.state == .downloading, item.files.map(\.version) == claimed.files.map(\.version) else { return false }
                 if item.files.allSatisfy({ $0.done || !$0.isMain }) {
                     item.state = .cached
                 } else if item.files.allSatisfy({ file in
@@ -200,7 +205,12 @@ extension PrefetchEngine {
                 item.userInitiated = false
                 return true
             }
-            try store.setOwner(id, nil)
+            // Declined: the item moved on (paused, deleted, or queued again by a sync, perhaps
+            // claimed by another process since); its owner is not this download's to clear.
+            if done != nil {
+                try store.setOwner(id, nil)
+                clearFailure(item: id)
+            }
             if done != nil, finalState == .cached { notifications.post(PrefetchNotificationName.itemsDownloaded, ["ids": .array([.string(id)])]) }
         }
     }
@@ -217,6 +227,7 @@ extension PrefetchEngine {
         let progress = Progress()
         let before = FileDownloader.partialLength(file.localPath)
         let index = file.index
+        let version = file.version
         let convert = convertRequest
         let (url, headers) = try await BlockingPool.run { try convert(file.url, [:], id, file.role) }
         let outcome = try await downloader.download(
@@ -224,7 +235,7 @@ extension PrefetchEngine {
             validator: file.validator, stopAt: stopAt,
             onValidator: { [self] validator in
                 _ = try? store.update(id) { item in
-                    guard item.files.indices.contains(index) else { return false }
+                    guard item.files.indices.contains(index), item.files[index].version == version else { return false }
                     item.files[index].validator = validator
                     return true
                 }
@@ -242,8 +253,9 @@ extension PrefetchEngine {
             })
         try await BlockingPool.run { [self] in
             try addBytesToday(outcome.fetched)
-            _ = try store.update(id) { item in
-                guard item.files.indices.contains(index) else { return false }
+            let kept = try store.update(id) { item in
+                // Another version of the file by now (a sync changed it): not this download's to record.
+                guard item.files.indices.contains(index), item.files[index].version == version else { return false }
                 if outcome.complete {
                     item.files[index].done = true
                     item.files[index].bytesDownloaded = item.files[index].size ?? FileDownloader.fileLength(item.files[index].localPath)
@@ -254,17 +266,20 @@ extension PrefetchEngine {
                 item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.done ? $1.bytesDownloaded : FileDownloader.partialLength($1.localPath)) }
                 return true
             }
+            if kept == nil { throw FileDownloader.Failure.stopped }
         }
         logger.debug(
             "prefetch: \(id) file \(index) \(outcome.complete ? "done" : "partial, \(outcome.onDisk) bytes on disk"), \(outcome.fetched) bytes fetched (\(before) were on disk)"
         )
     }
 
-    /// Stores a file's progress; false when the item is no longer Downloading.
-    func recordProgress(_ id: String, index: Int, onDisk: Int64) throws -> Bool {
+    /// Stores a file's progress; false when the item is no longer Downloading or the file is
+    /// another version by now (a sync changed it).
+    func recordProgress(_ id: String, _ file: PrefetchFile, onDisk: Int64) throws -> Bool {
         var still = false
+        let index = file.index
         let item = try store.update(id) { item in
-            guard item.state == .downloading, item.files.indices.contains(index) else { return false }
+            guard item.state == .downloading, item.files.indices.contains(index), item.files[index].version == file.version else { return false }
             still = true
             item.files[index].bytesDownloaded = onDisk
             item.bytesDownloaded = item.files.reduce(0) { $0 + ($1.index == index ? onDisk : ($1.done ? $1.bytesDownloaded : 0)) }
@@ -279,10 +294,11 @@ extension PrefetchEngine {
     }
 
     /// A main file's attempt failed: Idle to retry later (with backoff), or, after 3 retries,
-    /// Failed with downloadError and the files removed; no automatic retry then.
-    func failAttempt(_ id: String, error: String) throws {
-        try transition(id) { item in
-            guard item.state == .downloading else { return false }
+    /// Failed with downloadError and the files removed; no automatic retry then. Nothing changes
+    /// when the item's files are no longer the `claimed` item's (a sync queued the new version).
+    func failAttempt(_ id: String, _ claimed: PrefetchItem, error: String) throws {
+        let changed = try transition(id) { item in
+            guard item.state == .downloading, item.files.map(\.version) == claimed.files.map(\.version) else { return false }
             item.attempts += 1
             item.downloadError = error
             if item.attempts > Self.maxRetries {
@@ -298,6 +314,9 @@ extension PrefetchEngine {
             }
             return true
         }
-        try store.setOwner(id, nil)
+        if changed != nil {
+            try store.setOwner(id, nil)
+            recordFailure(error, item: id)
+        }
     }
 }

@@ -25,7 +25,7 @@ extension PrefetchEngine {
     @discardableResult
     public func sync() throws -> SyncReport {
         guard let catalog, let registration = try store.meta("registration_id") else {
-            throw PrefetchError.notRegistered(lock.withLock { lastFailure } ?? "register first (hubhost prefetch register)")
+            throw PrefetchError.notRegistered((try? store.lastFailure())??.reason ?? "register first (hubhost prefetch register)")
         }
         let device = try deviceID()
         var catalogObjects: (categories: [String], sources: [String]) = ([], [])
@@ -99,6 +99,8 @@ extension PrefetchEngine {
         var updated: [String] = []
         var evicted: [String] = []
         var transitions: [(PrefetchItem, PrefetchItemState)] = []
+        /// Items whose download was in flight when their files changed: queued again for the new version.
+        var restarted: [String] = []
         /// Imported items merged with their catalog entry (announced by finishMerges).
         var merges: [Merge] = []
         /// Categories and sources the page added, changed or removed.
@@ -150,10 +152,8 @@ extension PrefetchEngine {
                     item.type = entry.type
                     item.expiryMs = entry.expiry.map { $0 * 1000 }
                     item.sdkMetadataPassthrough = entry.sdkMetadataPassthrough
-                    let same =
-                        item.files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] }
-                        == files.map { [$0.role, $0.url, "\($0.size ?? -1)", $0.sha256 ?? ""] }
-                    if !same && item.state != .deleted && item.state != .downloading {
+                    let same = item.files.map(\.version) == files.map(\.version)
+                    if !same && item.state != .deleted {
                         // The files changed at the origin: the old ones are dropped and the item starts again.
                         doomedFolders.append(folder(item.uniqueId))
                         item.files = files
@@ -162,6 +162,16 @@ extension PrefetchEngine {
                         if [.cached, .partiallyCached, .failed, .idle].contains(item.state) {
                             item.state = .discovered
                             item.attempts = 0
+                        } else if item.state == .downloading {
+                            // The download in flight fetches the old version: it is stopped (its
+                            // commits check the version) and the item is queued for the new one.
+                            item.state = .queued
+                            item.waitReason = nil
+                            item.retryAtMs = nil
+                            item.attempts = 0
+                            item.downloadError = nil
+                            try db.execute(sql: "UPDATE item SET owner = NULL WHERE unique_id = ?", arguments: [item.uniqueId])
+                            changes.restarted.append(item.uniqueId)
                         }
                     }
                     item.updatedMs = now
@@ -215,7 +225,22 @@ extension PrefetchEngine {
         // Files go after the commit: a crash in between leaves files of a Deleted item (removed
         // at the next deletion or purge), never a Cached item without files.
         for path in doomedFolders { try? FileManager.default.removeItem(atPath: path) }
+        stopLocal(changes.restarted)
         finishMerges(changes.merges)
         return changes
     }
+}
+
+extension PrefetchFile {
+    /// What identifies the version of a file: its role, URL, size and digest as the catalog gives
+    /// them. A sync that changes it makes the file another one: what was fetched of the old one is
+    /// never committed as the new one.
+    struct Version: Equatable, Sendable {
+        var role: String
+        var url: String
+        var size: Int64?
+        var sha256: String?
+    }
+
+    var version: Version { Version(role: role, url: url, size: size, sha256: sha256) }
 }

@@ -8,7 +8,8 @@ import Logging
 /// thread; downloads themselves run as async tasks (FileDownloader). Several processes may share
 /// one data directory: every transition is a compare-and-set in the catalog, downloads are
 /// claimed by one process (its ProcessIdentity), and a download whose process died is resumed.
-/// Safe to share: the service state (`state`, `lastFailure`, `registerFailures`, `nextRegisterAtMs`, `refusedLicense`,
+/// The last failure is kept in the catalog (PrefetchStore.lastFailure), so every process reads it.
+/// Safe to share: the service state (`state`, `registerFailures`, `nextRegisterAtMs`, `refusedLicense`,
 /// `lastSyncMs`, `running`, `closed`, `userInfos`) is read and written under `lock`, in this file and its extensions;
 /// `device`, `trackEvent` and `convertRequest` are set without a lock, so they must be set before the engine is shared
 /// (HubHost.prefetch() does); the rest are `let`s.
@@ -43,7 +44,6 @@ public final class PrefetchEngine: @unchecked Sendable {
     let lock = NSLock()
     // Guarded by `lock`.
     var state: ServiceState
-    var lastFailure: String?
     var registerFailures = 0
     var nextRegisterAtMs: Int64 = 0
     var refusedLicense: String?
@@ -101,10 +101,14 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// The registration state now, as this process last saw it; any thread.
     public var serviceState: ServiceState { lock.withLock { state } }
 
+    /// Sets the state; `failure` .some(reason) records the last failure, .some(nil) clears a
+    /// registration or sync failure (not a download's).
     func setState(_ new: ServiceState, failure: String?? = nil) {
-        lock.withLock {
-            state = new
-            if let failure { lastFailure = failure }
+        lock.withLock { state = new }
+        switch failure {
+        case .some(.some(let why)): recordFailure(why)
+        case .some(.none): clearFailure(item: nil)
+        case .none: break
         }
     }
 
@@ -160,13 +164,25 @@ public final class PrefetchEngine: @unchecked Sendable {
         return serviceState
     }
 
-    func recordFailure(_ why: String) { lock.withLock { lastFailure = why } }
+    /// Records the last failure in the catalog, with the item whose download failed, if any.
+    /// A database error is logged: it must not hide the failure being recorded.
+    func recordFailure(_ why: String, item: String? = nil) {
+        do { try store.setLastFailure(why, item: item, ms: Clock.wallMs()) } catch {
+            logger.warning("prefetch: cannot record the failure '\(why.prefix(200))': \(error)")
+        }
+    }
+
+    /// Clears the last failure when it is of `item` (nil: a registration or sync failure).
+    func clearFailure(item: String?) {
+        do { try store.clearLastFailure(item: item) } catch { logger.warning("prefetch: cannot clear the last failure: \(error)") }
+    }
+
     func setSynced(_ ms: Int64) {
         lock.withLock {
             lastSyncMs = ms
-            lastFailure = nil
             if state == .registered { state = .initialized }
         }
+        clearFailure(item: nil)
     }
 
     /// The service no longer knows this device (the PCD SDK's didBecomeNotRegistered): back to
@@ -182,8 +198,13 @@ public final class PrefetchEngine: @unchecked Sendable {
     public struct Status: Codable, Sendable, Equatable {
         /// The registration state.
         public var serviceState: ServiceState
-        /// The last registration or sync failure, if any.
+        /// The last registration, sync or download failure, if any, as any process sharing the
+        /// data directory recorded it.
         public var lastFailure: String?
+        /// When the last failure happened, in ms since 1970.
+        public var lastFailureMs: Int64?
+        /// The item whose download failed last, when the last failure is a download's.
+        public var lastFailureItem: String?
         /// Where the licence key came from.
         public var licenseSource: PrefetchLicense.Source
         /// Why the licence key cannot be used, if so.
@@ -226,14 +247,16 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
         let policy = try currentPolicy()
         let reason = try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil)
-        let snapshot = lock.withLock { (state, lastFailure, lastSyncMs, Array(running.keys).sorted()) }
+        let snapshot = lock.withLock { (state, lastSyncMs, Array(running.keys).sorted()) }
+        let failure = try store.lastFailure()
         return Status(
-            serviceState: snapshot.0, lastFailure: snapshot.1, licenseSource: license.source, licenseProblem: license.problem,
-            deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.2,
+            serviceState: snapshot.0, lastFailure: failure?.reason, lastFailureMs: failure?.ms, lastFailureItem: failure?.item,
+            licenseSource: license.source, licenseProblem: license.problem,
+            deviceId: try deviceID(), provider: providerInstance, providerProblem: providerProblem, lastSyncMs: snapshot.1,
             items: counts, itemDownloadBehavior: settings.itemDownloadBehavior, networkSelection: policy.networkSelection,
             networkSelectionOverride: try networkSelectionOverride(), maxConcurrentDownloads: settings.maxConcurrentDownloads,
             serverPolicy: try serverPolicy(), downloadAllowed: reason == nil,
-            downloadPolicyStatus: reason?.rawValue ?? "InPolicy", downloadingHere: snapshot.3)
+            downloadPolicyStatus: reason?.rawValue ?? "InPolicy", downloadingHere: snapshot.2)
     }
 
     // MARK: policy

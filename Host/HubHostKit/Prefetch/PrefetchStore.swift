@@ -63,6 +63,51 @@ final class PrefetchStore: @unchecked Sendable {
         }
     }
 
+    // MARK: the last failure
+
+    /// The last registration, sync or download failure, kept in `meta` so that every process
+    /// sharing the data directory reads it (`prefetch status` beside a running serve).
+    struct LastFailure: Sendable, Equatable {
+        var reason: String
+        /// When it happened, in ms since 1970.
+        var ms: Int64
+        /// The item whose download failed; nil for a registration or sync failure.
+        var item: String?
+    }
+
+    /// The longest failure reason kept.
+    static let maxFailureReason = 2000
+
+    func lastFailure() throws -> LastFailure? {
+        try pool.read { db in
+            var values: [String: String] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT key, value FROM meta WHERE key IN ('last_failure', 'last_failure_ms', 'last_failure_item')")
+            {
+                values[row["key"]] = row["value"]
+            }
+            guard let reason = values["last_failure"] else { return nil }
+            let ms = values["last_failure_ms"].flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } ?? 0
+            return LastFailure(reason: reason, ms: ms, item: values["last_failure_item"])
+        }
+    }
+
+    func setLastFailure(_ reason: String, item: String?, ms: Int64) throws {
+        try setMeta([
+            "last_failure": String(reason.prefix(Self.maxFailureReason)), "last_failure_ms": "\(ms)", "last_failure_item": item
+        ])
+    }
+
+    /// Clears the last failure when it is of `item` (nil: a registration or sync failure), in one transaction.
+    func clearLastFailure(item: String?) throws {
+        try pool.write { db in
+            guard try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'last_failure'") != nil,
+                try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'last_failure_item'") == item
+            else { return }
+            try Self.setMeta(db, ["last_failure": nil, "last_failure_ms": nil, "last_failure_item": nil])
+        }
+    }
+
     // MARK: items
 
     static let encoder: JSONEncoder = {

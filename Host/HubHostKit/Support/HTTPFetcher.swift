@@ -155,7 +155,7 @@ public final class HTTPFetcher: Sendable {
             for (name, value) in response.headers { fields[name.lowercased()] = fields[name.lowercased()].map { $0 + ", " + value } ?? value }
             var buffer = response.body ?? ByteBuffer()
             guard buffer.readableBytes <= Self.maxBodyBytes else {
-                return .failure(.unreachable("\(text): the answer is larger than \(Self.maxBodyBytes) bytes"))
+                return .failure(.unreachable("\(text): the answer is larger than \(Self.maxBodyBytes >> 20) MiB, the most hubhost reads"))
             }
             return .success(
                 Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))

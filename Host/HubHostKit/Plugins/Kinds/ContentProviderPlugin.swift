@@ -31,13 +31,17 @@ public final class ContentProviderPlugin: @unchecked Sendable {
         }
     }
 
-    /// Fetches `resource`, keeping at most `limit` bytes (the sink refuses more with HH_ERR_IO).
+    /// Fetches `resource`, keeping at most `limit` bytes (the sink refuses more with HH_ERR_IO, and
+    /// the failure's message then names the limit). A failure's message ends with why the host's
+    /// HTTP service failed, when it did.
     public func fetch(_ resource: String, limit: Int = 1 << 30) -> Fetched {
         guard let instance = handle.instance else { return IsolatedCalls.fetch(handle, resource) }
         let api = instance.api(hh_content_provider_v1_t.self)
         final class Collector {
             var data = Data()
             var progress: (UInt64, UInt64)?
+            /// The plugin offered more than `limit` bytes.
+            var overLimit = false
             let limit: Int
             init(limit: Int) { self.limit = limit }
         }
@@ -46,7 +50,10 @@ public final class ContentProviderPlugin: @unchecked Sendable {
             sink_data: Unmanaged.passUnretained(collector).toOpaque(),
             write: { sink, bytes, length in
                 let collector = Unmanaged<Collector>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue()
-                guard collector.data.count + length <= collector.limit else { return HH_ERR_IO }
+                guard collector.data.count + length <= collector.limit else {
+                    collector.overLimit = true
+                    return HH_ERR_IO
+                }
                 if let bytes, length > 0 { collector.data.append(bytes.assumingMemoryBound(to: UInt8.self), count: length) }
                 return HH_OK
             },
@@ -54,10 +61,29 @@ public final class ContentProviderPlugin: @unchecked Sendable {
                 Unmanaged<Collector>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue().progress = (done, total)
             },
             is_cancelled: { _ in false })
-        let status = withExtendedLifetime(collector) { lock.withLock { api.pointee.fetch(instance.handle, resource, &sink) } }
-        return Fetched(
-            status: status, message: status == HH_OK ? "" : instance.takeError(), data: collector.data,
-            progress: collector.progress.map { (done: $0.0, total: $0.1) })
+        let status = withExtendedLifetime(collector) {
+            lock.withLock {
+                _ = instance.takeHTTPFailure()  // an earlier call's, not this fetch's
+                return api.pointee.fetch(instance.handle, resource, &sink)
+            }
+        }
+        var message = ""
+        if status != HH_OK {
+            message = instance.takeError()
+            if collector.overLimit {
+                let size = limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"
+                let why = "larger than \(size), the most the host keeps for this resource"
+                message = message.isEmpty ? "the answer is \(why)" : "\(message): it is \(why)"
+            }
+            message = Self.adding(instance.takeHTTPFailure(), to: message)
+        }
+        return Fetched(status: status, message: message, data: collector.data, progress: collector.progress.map { (done: $0.0, total: $0.1) })
+    }
+
+    /// The plugin's report, followed by why the host's HTTP service failed (`failure`), if it did.
+    static func adding(_ failure: String?, to message: String) -> String {
+        guard let failure else { return message }
+        return message.isEmpty ? failure : "\(message) (\(failure))"
     }
 
     /// Where `stream` sends what the plugin fetched. `write` answers false to stop the fetch (the
@@ -109,7 +135,12 @@ public final class ContentProviderPlugin: @unchecked Sendable {
             is_cancelled: { sink in
                 Unmanaged<Box>.fromOpaque(sink!.pointee.sink_data).takeUnretainedValue().sink.isCancelled()
             })
-        let status = withExtendedLifetime(box) { lock.withLock { api.pointee.fetch(instance.handle, resource, &table) } }
-        return (status, status == HH_OK ? "" : instance.takeError())
+        let status = withExtendedLifetime(box) {
+            lock.withLock {
+                _ = instance.takeHTTPFailure()  // an earlier call's, not this fetch's
+                return api.pointee.fetch(instance.handle, resource, &table)
+            }
+        }
+        return (status, status == HH_OK ? "" : Self.adding(instance.takeHTTPFailure(), to: instance.takeError()))
     }
 }
