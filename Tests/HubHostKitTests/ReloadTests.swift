@@ -106,9 +106,16 @@ final class ReloadTests: XCTestCase {
             let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
             return Double(fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
         }
+        // The two builds, made once; each round puts one at the library's path as a new file.
+        let library = folder + "/app-version/libapp-version.so"
+        try FileManager.default.copyItem(atPath: library, toPath: folder + "/build-a.so")
+        try build(attribute: "Build B")
+        try FileManager.default.copyItem(atPath: library, toPath: folder + "/build-b.so")
         var before = 0.0
         for round in 0..<200 {
-            try build(attribute: round % 2 == 0 ? "Build B" : "App Version")
+            try? FileManager.default.removeItem(atPath: library + ".new")
+            try FileManager.default.copyItem(atPath: folder + (round % 2 == 0 ? "/build-b.so" : "/build-a.so"), toPath: library + ".new")
+            XCTAssertEqual(rename(library + ".new", library), 0)
             XCTAssertEqual(host.reload().outcome, .applied, "round \(round)")
             if round == 20 { before = residentMB() }
         }
