@@ -53,7 +53,7 @@ enum PrefetchCatalogRoutes {
     static func categoryFilter(_ request: Request) throws -> PrefetchCategoryFilter {
         let query = request.uri.queryParameters
         return PrefetchCategoryFilter(
-            ids: try list(query, "id"), selected: try flag(query, "selected"),
+            ids: try list(query, "id"), selected: try flag(query, "selected"), suggested: try flag(query, "suggested"),
             parent: query.get("parent").map { String($0) }, search: query.get("search").map { String($0) },
             source: query.get("source").map { String($0) }, withContent: try flag(query, "with_content") ?? false,
             sort: try sorts(query), limit: try limit(query))

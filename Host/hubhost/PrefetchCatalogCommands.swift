@@ -69,7 +69,7 @@ extension PrefetchCommand {
             discussion: """
                 The PCD SDK's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
                 (--selected --with-content), subCategories (--parent ID), search (--search TEXT: in the name or id, ignoring \
-                case); and --source S (the categories of that source's items), --id ID. Sort fields: \
+                case), suggestions (--suggested); and --source S (the categories of that source's items), --id ID. Sort fields: \
                 \(PrefetchCategoryFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse. \
                 Exit 1 when --select or --deselect names an unknown category.
                 """)
@@ -77,6 +77,7 @@ extension PrefetchCommand {
         @Option(help: "Only this category (repeatable).") var id: [String] = []
         @Flag(help: "Only selected categories.") var selected = false
         @Flag(name: .customLong("not-selected"), help: "Only categories not selected.") var notSelected = false
+        @Flag(help: "Only the categories the service suggests (the PCD SDK's suggestions filter).") var suggested = false
         @Option(help: "Only subcategories of this category.") var parent: String?
         @Option(help: "Only categories whose name or id contains this text (case ignored).") var search: String?
         @Option(help: "Only categories with items (not deleted) of this source.") var source: String?
@@ -88,7 +89,8 @@ extension PrefetchCommand {
 
         func filter() throws -> PrefetchCategoryFilter {
             PrefetchCategoryFilter(
-                ids: id, selected: try PrefetchFilterParsing.choice(selected, notSelected, "selected"), parent: parent,
+                ids: id, selected: try PrefetchFilterParsing.choice(selected, notSelected, "selected"), suggested: suggested ? true : nil,
+                parent: parent,
                 search: search, source: source, withContent: withContent, sort: try PrefetchFilterParsing.sorts(sort),
                 limit: try PrefetchFilterParsing.limit(limit))
         }

@@ -85,6 +85,46 @@ final class PrefetchSetsTests: PrefetchTestCase {
         XCTAssertEqual(try ids(PrefetchCategoryFilter(withContent: true)), ["football", "sport"])
     }
 
+    /// The suggestions filter: the categories the service marks `suggested`, its value at every
+    /// sync (unlike `selected`, which is the user's); a live set of suggestions follows it.
+    func testTheSuggestionsFilterFollowsTheServiceAndItsLiveSetAnnouncesChanges() async throws {
+        service.lock.withLock {
+            service.pages[""] = """
+                {"cursor": "c1", "sources": [{"name": "acme"}],
+                 "categories": [{"id": "news", "name": "News", "suggested": true}, {"id": "sport", "name": "Sport"},
+                                {"id": "weather", "name": "Weather", "suggested": true, "selected": false}],
+                 "items": [\(item("a", content: "1", source: "acme", categories: ["news"], title: "Alpha"))]}
+                """
+        }
+        let (_, engine) = try engine(", item_download_behavior: none")
+        try engine.register()
+        try engine.sync()
+        XCTAssertEqual(try engine.categories(.suggestions()).map(\.id), ["news", "weather"])
+        XCTAssertEqual(try engine.categories(PrefetchCategoryFilter(suggested: false)).map(\.id), ["sport"])
+        XCTAssertEqual(try engine.categories(PrefetchCategoryFilter(selected: true, suggested: true)).map(\.id), ["news"], "filters combine")
+        XCTAssertEqual(try engine.categories(PrefetchCategoryFilter(ids: ["sport"])).first?.suggested, false)
+        var live = engine.watchCategories(.suggestions(sort: [.init(field: .name)]), pollInterval: 3600).makeAsyncIterator()
+        let initial = await live.next()
+        XCTAssertEqual(initial?.added, ["news", "weather"])
+        // The service's next answer suggests sport instead of news.
+        service.lock.withLock {
+            service.pages["c1"] =
+                #"{"cursor": "c2", "categories": [{"id": "news", "name": "News"}, {"id": "sport", "name": "Sport", "suggested": true}]}"#
+        }
+        _ = try await BlockingPool.run { try engine.sync() }
+        var synced: PrefetchCategorySetChange?
+        for _ in 0..<10 {
+            guard let change = await live.next() else { break }
+            if change.phase == .didChange {
+                synced = change
+                break
+            }
+        }
+        XCTAssertEqual(synced?.added, ["sport"])
+        XCTAssertEqual(synced?.removed, ["news"])
+        XCTAssertEqual(synced?.categories.map(\.id), ["sport", "weather"])
+    }
+
     func testSourceFiltersSubscribedSearchCategoryWithContentAndSort() throws {
         catalog()
         let (_, engine) = try engine(", item_download_behavior: none")

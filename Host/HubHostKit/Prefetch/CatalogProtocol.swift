@@ -61,6 +61,9 @@ public enum CatalogProtocol {
         public var name: String?
         public var parent: String?
         public var selected: Bool?
+        /// Whether the service suggests the category to the user (the PCD SDK's `suggestions:`
+        /// filter). The service's to change at every sync; absent: not suggested.
+        public var suggested: Bool?
     }
 
     /// One file of an item. `role`: main, hls_main_index, thumbnail or subtitle.

@@ -4,11 +4,14 @@ import GRDB
 /// A filter with sort descriptors over categories (the PCD SDK's VocItemCategoryFilter). Its
 /// named filters are combinations of these fields: allWithSort = no field; categoriesSelected =
 /// selected true; categoriesSelectedWithContent = selected true + withContent; subCategories =
-/// parent; SearchField = search. Beyond the PCD SDK: `source` (the categories the items of one
-/// source are in) and `ids`.
+/// parent; SearchField = search; suggestions = suggested true (the categories the service suggests,
+/// `suggested` in the catalog protocol). Beyond the PCD SDK: `source` (the categories the items of
+/// one source are in) and `ids`.
 public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
     public var ids: [String] = []
     public var selected: Bool?
+    /// Only categories the service suggests (true) or does not (false): the suggestions filter.
+    public var suggested: Bool?
     /// Only categories whose parent is this id (subCategories).
     public var parent: String?
     /// Only categories whose name or id contains this text, ignoring ASCII case.
@@ -23,23 +26,25 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
     public typealias Sort = PrefetchSortDescriptor<Field>
 
     public enum Field: String, Sendable, Codable, CaseIterable, PrefetchSortField {
-        case id, name, parent, selected
+        case id, name, parent, selected, suggested
         public var column: String {
             switch self {
             case .id: return "id"
             case .name: return "name COLLATE NOCASE"
             case .parent: return "parent"
             case .selected: return "selected"
+            case .suggested: return "suggested"
             }
         }
     }
 
     public init(
-        ids: [String] = [], selected: Bool? = nil, parent: String? = nil, search: String? = nil, source: String? = nil,
-        withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil
+        ids: [String] = [], selected: Bool? = nil, suggested: Bool? = nil, parent: String? = nil, search: String? = nil,
+        source: String? = nil, withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil
     ) {
         self.ids = ids
         self.selected = selected
+        self.suggested = suggested
         self.parent = parent
         self.search = search
         self.source = source
@@ -52,6 +57,8 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
     public static func selected(sort: [Sort] = []) -> Self { Self(selected: true, sort: sort) }
     /// The PCD SDK's categoriesSelectedWithContent.
     public static func selectedWithContent(sort: [Sort] = []) -> Self { Self(selected: true, withContent: true, sort: sort) }
+    /// The PCD SDK's suggestions: the categories the service suggests.
+    public static func suggestions(sort: [Sort] = []) -> Self { Self(suggested: true, sort: sort) }
     /// The PCD SDK's subCategories.
     public static func subCategories(of parent: String, sort: [Sort] = []) -> Self { Self(parent: parent, sort: sort) }
 
@@ -66,6 +73,10 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
         if let selected {
             parts.append("selected = ?")
             arguments.append(selected)
+        }
+        if let suggested {
+            parts.append("suggested = ?")
+            arguments.append(suggested)
         }
         if let parent {
             parts.append("parent = ?")
@@ -121,7 +132,7 @@ extension PrefetchStore {
             var sql = "SELECT * FROM category WHERE \(clause) ORDER BY \(orderBy)"
             if let limit { sql += " LIMIT \(max(0, limit))" }
             return try Row.fetchAll(db, sql: sql, arguments: arguments).map {
-                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"])
+                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"], suggested: $0["suggested"])
             }
         }
     }

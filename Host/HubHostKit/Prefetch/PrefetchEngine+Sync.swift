@@ -126,9 +126,10 @@ extension PrefetchEngine {
             for category in delta.categories ?? [] where !category.id.isEmpty {
                 try db.execute(
                     sql: """
-                        INSERT INTO category(id, name, parent, selected) VALUES (?, ?, ?, ?)
-                        ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent = excluded.parent
-                        """, arguments: [category.id, category.name ?? category.id, category.parent, category.selected ?? true])
+                        INSERT INTO category(id, name, parent, selected, suggested) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET name = excluded.name, parent = excluded.parent, suggested = excluded.suggested
+                        """,
+                    arguments: [category.id, category.name ?? category.id, category.parent, category.selected ?? true, category.suggested ?? false])
                 changes.categories.append(category.id)
             }
             let now = Clock.wallMs()

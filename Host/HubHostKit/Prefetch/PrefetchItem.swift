@@ -113,6 +113,8 @@ public struct PrefetchCategory: Sendable, Codable, Equatable {
     public var parent: String?
     /// Whether the user selected it (the user's choice once the row exists).
     public var selected: Bool
+    /// Whether the service suggests it (the service's, updated at every sync).
+    public var suggested: Bool = false
 }
 
 /// One content source.

@@ -38,6 +38,10 @@ final class PrefetchStore: @unchecked Sendable {
                     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                     """)
         }
+        // The service's suggested categories (the PCD SDK's suggestions: category filter).
+        migrator.registerMigration("v2 suggested categories") { db in
+            try db.execute(sql: "ALTER TABLE category ADD COLUMN suggested INTEGER NOT NULL DEFAULT 0")
+        }
         try migrator.migrate(pool)
     }
 
@@ -252,7 +256,7 @@ final class PrefetchStore: @unchecked Sendable {
     func categories() throws -> [PrefetchCategory] {
         try pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM category ORDER BY id").map {
-                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"])
+                PrefetchCategory(id: $0["id"], name: $0["name"], parent: $0["parent"], selected: $0["selected"], suggested: $0["suggested"])
             }
         }
     }
