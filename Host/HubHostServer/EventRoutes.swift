@@ -14,8 +14,8 @@ import Hummingbird
 ///   POST /v1/notifications/opened        same, opened
 enum EventRoutes {
     static func add(to router: Router<BasicRequestContext>, engine: EventEngine) {
-        let events = router.group("/v1/events")
-        events.post("") { request, _ in
+        let eventPaths = router.group("/v1/events")
+        eventPaths.post("") { request, _ in
             let events = try EventInput.parse(try await HTTPAPI.body(request))
             // Committed with the events of concurrent requests (group commit); answered once on
             // disk. Never flushes here: the delivery service is woken when cache_size events wait.
@@ -23,7 +23,7 @@ enum EventRoutes {
             // Encoded by hand: JSONEncoder was a large part of a one-event request's time.
             return HTTPAPI.json(bytes: EventView.json(tracked.map { EventView($0) }), status: .created)
         }
-        events.get("") { request, _ in
+        eventPaths.get("") { request, _ in
             var status: EventStatus?
             if let text = request.uri.queryParameters.get("status") {
                 guard let parsed = EventStatus(rawValue: text.uppercased()) else {
@@ -47,14 +47,14 @@ enum EventRoutes {
             }
             return HTTPAPI.json(stored.map(EventView.init))
         }
-        events.get("/stats") { _, _ in
+        eventPaths.get("/stats") { _, _ in
             let counts = try await HTTPAPI.blocking {
                 engine.waitForBackgroundWrites()
                 return try engine.store.stats()
             }
             return HTTPAPI.json(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, $0.value) }))
         }
-        events.post("/flush") { _, _ in
+        eventPaths.post("/flush") { _, _ in
             HTTPAPI.json(try await HTTPAPI.blocking { engine.flush() })
         }
         router.post("/v1/open-url") { request, _ in

@@ -11,7 +11,8 @@
                    413 on POST/PUT/PATCH/DELETE; 415 on those under /v1).
 --server-sources   a folder of route files: every route they register with a literal path
                    (`router.get("/v1/x")`, `.post(...)`, `.on("/x", method: .put)`, and the same on a
-                   route group, `let prefetch = router.group("/v1/prefetch")`) must be in the document.
+                   route group, `let prefetch = router.group("/v1/prefetch")`) must be in the document;
+                   a group made another way (chained, or a path that is not a literal) is a problem.
 --exchanges        a JSON file written by Tests/HubHostKitTests/OpenAPITests.swift:
                    {"exchanges": [{"method", "path" (the document's template), "target" (the
                    request target sent), "requestContentType", "requestBody", "expectedStatus",
@@ -186,31 +187,50 @@ def check_document(document, problems, name="openapi.yaml"):
 
 # Routes are registered on `router` or on a group made from it (`let prefetch = router.group("/v1/prefetch")`,
 # a group of a group too): `NAME.get("/x")`, `.post`, `.put`, `.delete`, `.patch`, `.head`, or
-# `NAME.on("/x", method: .put)`. A call on a group without a path string registers the group's own
-# path. Calls on any other receiver (e.g. `queryParameters.get("name")`) are not routes.
+# `NAME.on("/x", method: .put)`. A call without a path string (`NAME.get { }`, `NAME.get(use: f)`)
+# registers the group's own path; a path built at run time (`router.get(RouterPath(path))`) is not
+# read. Calls on any other receiver (e.g. `queryParameters.get("name")`) are not routes. A group made
+# any other way (`router.group("/x").get(...)`, a path that is not a literal) is reported: its
+# routes could not be read.
 GROUP = re.compile(r"\b(?:let|var)\s+(\w+)\s*=\s*(\w+)\.group\(\s*\"([^\"]*)\"\s*\)")
-ROUTE_CALL = re.compile(r"\b(\w+)\.(get|post|put|delete|patch|head)\s*(?:\(\s*(?:\"([^\"]*)\")?|\{)")
+ANY_GROUP = re.compile(r"\.group\(")
+ROUTE_CALL = re.compile(
+    r"\b(\w+)\.(get|post|put|delete|patch|head)\s*(?:\(\s*(?:\"(?P<path>[^\"]*)\"|(?P<own>\)|\w+\s*:))?|(?P<closure>\{))")
 ROUTE_ON = re.compile(r"\b(\w+)\.on\(\s*\"([^\"]*)\"\s*,\s*method:\s*\.(\w+)")
 
 
 def registered_routes(text):
-    """(method, path, position) of every route `text` registers on the router or its groups."""
-    prefixes = {"router": ""}
+    """(method, path, position) of every route `text` registers on the router or its groups, and
+    the positions of the groups whose routes cannot be read."""
+    # A name is the group last assigned to it before the call (two functions may reuse a name).
+    assignments = {"router": [(-1, "")]}
+    readable = set()
     for m in GROUP.finditer(text):
-        if m.group(2) in prefixes:
-            prefixes[m.group(1)] = prefixes[m.group(2)] + m.group(3)
+        parent = prefix_at(assignments, m.group(2), m.start())
+        if parent is not None:
+            assignments.setdefault(m.group(1), []).append((m.start(), parent + m.group(3)))
+            readable.add(m.end(2))
+    unreadable = [m.start() for m in ANY_GROUP.finditer(text) if m.start() not in readable]
     routes = []
     for m in ROUTE_CALL.finditer(text):
-        receiver, method, path = m.group(1), m.group(2), m.group(3)
-        if receiver not in prefixes or (path is None and receiver == "router"):
-            continue  # not a route, or a path built at run time (`router.get(RouterPath(path))`)
-        if path is not None and path != "" and not path.startswith("/"):
+        prefix = prefix_at(assignments, m.group(1), m.start())
+        path = m.group("path")
+        if prefix is None or (path is None and m.group("own") is None and m.group("closure") is None):
+            continue  # not a route, or a path built at run time
+        if path and not path.startswith("/"):
             continue
-        routes.append((method, prefixes[receiver] + (path or ""), m.start()))
+        routes.append((m.group(2), prefix + (path or ""), m.start()))
     for m in ROUTE_ON.finditer(text):
-        if m.group(1) in prefixes:
-            routes.append((m.group(3).lower(), prefixes[m.group(1)] + m.group(2), m.start()))
-    return routes
+        prefix = prefix_at(assignments, m.group(1), m.start())
+        if prefix is not None:
+            routes.append((m.group(3).lower(), prefix + m.group(2), m.start()))
+    return sorted(routes, key=lambda route: route[2]), unreadable
+
+
+def prefix_at(assignments, name, position):
+    """The path of the group `name` names at `position` (None: not the router or a group)."""
+    earlier = [prefix for start, prefix in assignments.get(name, []) if start < position]
+    return earlier[-1] if earlier else None
 
 
 def segments(path):
@@ -241,7 +261,12 @@ def check_sources(folder, document, problems):
         if not name.endswith(".swift"):
             continue
         text = open(os.path.join(folder, name), encoding="utf-8").read()
-        for method, path, position in registered_routes(text):
+        routes, unreadable = registered_routes(text)
+        for position in unreadable:
+            line = text.count("\n", 0, position) + 1
+            problems.add(f"{os.path.join(folder, name)}:{line}",
+                         "a route group this check cannot read: assign it, `let NAME = router.group(\"/prefix\")`")
+        for method, path, position in routes:
             found += 1
             if not any(m == method and registered_matches(path, p) for p, m in documented):
                 line = text.count("\n", 0, position) + 1
