@@ -124,6 +124,21 @@ final class ReloadTests: XCTestCase {
         XCTAssertLessThan(residentMB() - before, 64, "resident memory after 20 and after 200 reloads")
     }
 
+    /// An instance that failed to load (its library missing) is tried again by the next reload,
+    /// though plugins.yaml is the same: the library may have been built since.
+    func testAFailedInstanceIsTriedAgainOnReload() throws {
+        try writeManifest([("app", "1.0")])
+        let library = folder + "/app-version/libapp-version.so"
+        try FileManager.default.moveItem(atPath: library, toPath: folder + "/built.so")
+        let host = try openHost()
+        XCTAssertEqual(host.registry.entry(id: "app")?.state.name, "failed")
+        try FileManager.default.moveItem(atPath: folder + "/built.so", toPath: library)
+        let report = host.reload()
+        XCTAssertEqual(report.changed, ["app"], "\(report)")
+        XCTAssertEqual(host.registry.entry(id: "app")?.state.name, "loaded")
+        XCTAssertEqual(try host.events().track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
+    }
+
     func testAManifestWithProblemsOrARestartOnlyChangeIsRefusedAndChangesNothing() throws {
         try writeManifest([("app", "1.0")])
         let host = try openHost()

@@ -90,10 +90,6 @@ public final class EventEngine: @unchecked Sendable {
             logger: logger)
     }
 
-    /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or
-    /// NOT_POSTED) before augmentation starts, so an acknowledged event survives a crash.
-    /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
-    @discardableResult
     /// Augments events tracked from now on with `augmentations` (a reload changed them); an event
     /// already in its timeline finishes with the old plugins.
     package func replaceAugmentations(_ augmentations: [AugmentationPlugin]) {
@@ -101,6 +97,10 @@ public final class EventEngine: @unchecked Sendable {
         timelineLock.withLock { currentTimeline = replacement }
     }
 
+    /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or
+    /// NOT_POSTED) before augmentation starts, so an acknowledged event survives a crash.
+    /// Posts a batch when `cache_size` events are waiting, when `autoFlush`.
+    @discardableResult
     public func track(_ event: Event, autoFlush: Bool = true) throws -> Event {
         try Self.check(event)  // a bad event is refused before anything is stored
         let timeline = self.timeline  // one set of plugins for the whole event

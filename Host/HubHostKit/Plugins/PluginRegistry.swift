@@ -307,8 +307,11 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// Whether the library file the entry loaded still has the content it had.
+    /// A failed instance counts as changed, so a reload tries it again (its library may have been
+    /// built or fixed since); a disabled one stays as it is.
     private func libraryUnchanged(_ entry: Entry, _ instance: HostManifest.Instance) -> Bool {
-        guard let path = entry.libraryPath else { return entry.state != .loaded && entry.configuration.enabled == instance.enabled }
+        if case .failed = entry.state { return false }
+        guard let path = entry.libraryPath else { return entry.state == .disabled }
         return SHA256.hex(ofFile: path) == entry.libraryHash
     }
 
