@@ -176,13 +176,13 @@ final class PrefetchTestService: @unchecked Sendable {
             chunk = max(1, size)
             delayMs = delay
         }
-        _ = sendAll(fd, Data((head + "\r\n").utf8))
+        _ = LoopbackHTTPServer.sendAll(fd, Data((head + "\r\n").utf8))
         var offset = 0
         var rounds = 0
         while offset < toSend.count && rounds < 1_000_000 {
             rounds += 1
             let piece = toSend[toSend.startIndex + offset..<toSend.startIndex + min(toSend.count, offset + chunk)]
-            guard sendAll(fd, Data(piece)) else { break }
+            guard LoopbackHTTPServer.sendAll(fd, Data(piece)) else { break }
             offset += piece.count
             lock.withLock { bytesSent[name, default: 0] += piece.count }
             if delayMs > 0 { usleep(useconds_t(delayMs * 1000)) }
@@ -190,19 +190,5 @@ final class PrefetchTestService: @unchecked Sendable {
         // A cut body: let the client read what was sent before the connection closes.
         if case .truncate? = fault { usleep(200_000) }
         close(fd)
-    }
-
-    private func sendAll(_ fd: Int32, _ data: Data) -> Bool {
-        data.withUnsafeBytes { raw in
-            var sent = 0
-            var attempts = 0
-            while sent < raw.count && attempts < 100_000 {
-                let n = send(fd, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL))
-                if n <= 0 { return false }
-                sent += n
-                attempts += 1
-            }
-            return sent == raw.count
-        }
     }
 }
