@@ -15,8 +15,13 @@ extension CampaignEngine {
             }
             return
         }
-        // No condition calls an operator: nothing to bound, no thread hop.
-        guard lock.withLock({ !compiled.conditions.isEmpty }) else { return logEvents(events) }
+        // No condition calls an operator: nothing to bound, no thread hop. Only a lock free now is
+        // taken here: one held by an evaluation stuck but not yet overdue must not hold this thread.
+        if lock.try() {
+            let empty = compiled.conditions.isEmpty
+            lock.unlock()
+            if empty { return logEvents(events) }
+        }
         let limit = min(max(seconds.isFinite ? seconds : 0, 0.001), 86_400)
         let token = evaluation.begin(deadlineSeconds: limit)
         let outcome = DeadlineOutcome<Bool>()
