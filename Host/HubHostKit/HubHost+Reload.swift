@@ -3,8 +3,8 @@ import Logging
 
 /// What a reload of plugins.yaml did (`HubHost.reload`, `hubhost reload`, `POST /v1/admin/reload`,
 /// SIGHUP to `hubhost serve`).
-public struct ReloadReport: Encodable, Sendable, Equatable {
-    public enum Outcome: String, Encodable, Sendable {
+public struct ReloadReport: Codable, Sendable, Equatable {
+    public enum Outcome: String, Codable, Sendable {
         /// The difference was applied.
         case applied
         /// The new manifest asks for nothing different: nothing was touched.
@@ -20,15 +20,29 @@ public struct ReloadReport: Encodable, Sendable, Equatable {
     public var added: [String] = []
     public var removed: [String] = []
     public var changed: [String] = []
+    /// The live settings the reload changed (`events.flush_interval`, ...), sorted.
+    public var settings: [String] = []
     /// Why it was refused: every problem of the new manifest (file:line:column), or the settings
     /// that cannot change without a restart.
     public var problems: [String] = []
 }
 
 extension HubHost {
-    /// The settings a reload applies live beside the plugin instances and `logging:`; any other
-    /// change to a section makes the reload refuse (they are read once, when an engine opens).
-    public static let liveReloadKeys: Set<String> = ["events.sink"]
+    /// The settings a reload applies live beside the plugin instances and `logging:`: event
+    /// delivery (the sink, its intervals, batching and retries), campaign pings, the Content Hub's
+    /// download deadline and the prefetch policy. Any other change to a section makes the reload
+    /// refuse: those keys are read once, when an engine opens (the server's address, the data
+    /// directory, the names and values sent with every event, the hub's page policy, identity).
+    public static let liveReloadKeys: Set<String> = [
+        "events.sink", "events.collector_url", "events.cache_size", "events.flush_interval", "events.max_num_retries",
+        "events.retry_base_delay", "events.post_timeout", "events.augmentation_timeout", "events.expire_local_events_after",
+        "campaigns.config_url", "campaigns.ping_url", "campaigns.context_rule",
+        "hub.download_timeout",
+        "prefetch.max_concurrent_downloads", "prefetch.item_download_behavior", "prefetch.network_selection",
+        "prefetch.enable_auto_purge", "prefetch.cache_size_limit", "prefetch.sync_interval", "prefetch.retry_delay",
+        "prefetch.lookup_retry_delay", "prefetch.register_retry", "prefetch.requires_charging", "prefetch.battery_low",
+        "prefetch.storage_low"
+    ]
 
     /// Kinds whose instances the engines hold from the moment they open (the content provider of
     /// the hub and of prefetch, device conditions, download requests, id generators): changing or
@@ -50,7 +64,8 @@ extension HubHost {
             var payload: [String: JSONValue] = [
                 "outcome": .string(report.outcome.rawValue), "generation": .number(Double(report.generation)),
                 "added": .string(report.added.joined(separator: ",")), "removed": .string(report.removed.joined(separator: ",")),
-                "changed": .string(report.changed.joined(separator: ","))
+                "changed": .string(report.changed.joined(separator: ",")),
+                "settings": .string(report.settings.joined(separator: ","))
             ]
             if !report.problems.isEmpty { payload["problems"] = .string(report.problems.joined(separator: "\n")) }
             notifications.post("PluginsReloaded", payload)
@@ -61,7 +76,7 @@ extension HubHost {
                 logger.info("reload: plugins.yaml asks for nothing new (generation \(report.generation))")
             case .applied:
                 logger.info(
-                    "reloaded plugins.yaml (generation \(report.generation)): added [\(report.added.joined(separator: ", "))], removed [\(report.removed.joined(separator: ", "))], changed [\(report.changed.joined(separator: ", "))]"
+                    "reloaded plugins.yaml (generation \(report.generation)): added [\(report.added.joined(separator: ", "))], removed [\(report.removed.joined(separator: ", "))], changed [\(report.changed.joined(separator: ", "))], settings [\(report.settings.joined(separator: ", "))]"
                 )
             }
             return report
@@ -83,11 +98,16 @@ extension HubHost {
         if new.dataDirectory != old.dataDirectory {
             problems.append("data_dir: changed from \(old.dataDirectory) to \(new.dataDirectory): it needs a restart")
         }
+        var liveChanges: Set<String> = []
         let oldSettings = old.effectiveSettings
         for (section, settings) in new.effectiveSettings.sorted(by: { $0.key < $1.key }) {
             let before = Dictionary(oldSettings[section, default: []].map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
-            for setting in settings where before[setting.key] != setting.value && !Self.liveReloadKeys.contains(setting.key) {
-                problems.append("\(setting.key): changed, and it is read only at start: it needs a restart of serve")
+            for setting in settings where before[setting.key] != setting.value {
+                if Self.liveReloadKeys.contains(setting.key) {
+                    liveChanges.insert(setting.key)
+                } else {
+                    problems.append("\(setting.key): changed, and it is read only at start: it needs a restart of serve")
+                }
             }
         }
         let plan = registry.plan(new)
@@ -99,9 +119,13 @@ extension HubHost {
             }
         }
         guard problems.isEmpty else { return refused(problems) }
-        let sinkChanged = new.events.sink != old.events.sink || (plan.changed + plan.removed + plan.added).contains(new.events.sink)
+        // The built-in collector holds collector_url and post_timeout: a change to them makes a new one.
+        let collectorChanged = !liveChanges.isDisjoint(with: ["events.collector_url", "events.post_timeout"])
+        let sinkChanged =
+            new.events.sink != old.events.sink || (plan.changed + plan.removed + plan.added).contains(new.events.sink) || collectorChanged
         let loggingChanged = new.logging != old.logging
-        guard !plan.added.isEmpty || !plan.removed.isEmpty || !plan.changed.isEmpty || sinkChanged || loggingChanged else {
+        guard !plan.added.isEmpty || !plan.removed.isEmpty || !plan.changed.isEmpty || sinkChanged || loggingChanged || !liveChanges.isEmpty
+        else {
             setManifest(new)
             return ReloadReport(outcome: .unchanged, generation: generation)
         }
@@ -109,17 +133,24 @@ extension HubHost {
         setManifest(new)
         pipeline.setFilter(new.logging)
         pipeline.attach(logDestinations())
-        let (events, campaigns) = engineLock.withLock { (eventEngine, campaignEngine) }
+        let (events, campaigns, hub, prefetch) = engineLock.withLock { (eventEngine, campaignEngine, hubEngine, prefetchEngine) }
         if let events {
+            events.applyLiveSettings(new.events)
             events.replaceAugmentations(registry.plugins(of: .augmentation).map(AugmentationPlugin.init))
             if sinkChanged {
                 // Between flushes: a flush in progress ends with the old sink first.
                 events.delivery.replaceSink(eventSink() ?? HTTPCollectorSink(settings: new.events, http: HTTPFetcher()))
             }
         }
-        campaigns?.replaceOperators(OperatorSet(registry.plugins(of: .triggerOperator)))
+        if let campaigns {
+            campaigns.applyLiveSettings(new.campaigns)
+            campaigns.replaceOperators(OperatorSet(registry.plugins(of: .triggerOperator)))
+        }
+        hub?.applyLiveSettings(new.hub)
+        prefetch?.applyLiveSettings(new.prefetch)
         registry.retire(change.retired)
         return ReloadReport(
-            outcome: .applied, generation: change.generation, added: change.added, removed: change.removed, changed: change.changed)
+            outcome: .applied, generation: change.generation, added: change.added, removed: change.removed, changed: change.changed,
+            settings: liveChanges.sorted())
     }
 }

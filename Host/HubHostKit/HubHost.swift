@@ -206,7 +206,7 @@ public final class HubHost: @unchecked Sendable {
         return PluginEventSink(EventSinkPlugin(plugin)) { message in sinkLogger.error("\(message)") }
     }
 
-    private var hubEngine: HubEngine?
+    var hubEngine: HubEngine?
 
     /// The Content Hub engine, opened on first use; nil when `hub.enabled` is false.
     public func hub() throws -> HubEngine? {
@@ -264,7 +264,7 @@ public final class HubHost: @unchecked Sendable {
         }
     }
 
-    private var prefetchEngine: PrefetchEngine?
+    var prefetchEngine: PrefetchEngine?
 
     /// The content prefetch engine (Prefetch/), opened on first use; nil when `prefetch.enabled`
     /// is false. `license` is the Swift API option, which wins over prefetch.license and

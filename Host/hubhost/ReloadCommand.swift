@@ -10,8 +10,9 @@ struct ReloadCommand: ParsableCommand {
         abstract: "Ask the running hubhost serve to read plugins.yaml again and apply the difference.",
         discussion: """
             Instances added, removed, with a changed entry or whose library file changed are loaded \
-            or retired; unchanged instances keep running. logging: and events.sink change live; any \
-            other section change, data_dir, or a change to a content_provider, device_conditions, \
+            or retired; unchanged instances keep running. logging:, event delivery, campaign \
+            endpoints, hub.download_timeout and the prefetch policy change live (docs/reload.md lists \
+            the keys); any other section change, data_dir, or a change to a content_provider, device_conditions, \
             download_request or user_id_generator instance needs a restart, and the reload is \
             refused. The new plugins.yaml is checked whole first: with any problem nothing changes. \
             Exits 0 when applied (or nothing was different), 1 when refused or the server cannot be \
@@ -46,19 +47,12 @@ struct ReloadCommand: ParsableCommand {
             print(body)
             return
         }
-        let report = try JSONDecoder().decode(Report.self, from: response.body)
-        print("\(report.outcome) (generation \(report.generation))")
-        for (label, ids) in [("added", report.added), ("removed", report.removed), ("changed", report.changed)] where !ids.isEmpty {
+        let report = try JSONDecoder().decode(ReloadReport.self, from: response.body)
+        print("\(report.outcome.rawValue) (generation \(report.generation))")
+        for (label, ids) in [("added", report.added), ("removed", report.removed), ("changed", report.changed), ("settings", report.settings)]
+        where !ids.isEmpty {
             print("  \(label): \(ids.joined(separator: ", "))")
         }
-    }
-
-    private struct Report: Decodable {
-        var outcome: String
-        var generation: Int
-        var added: [String]
-        var removed: [String]
-        var changed: [String]
     }
 
     private struct ErrorAnswer: Decodable {

@@ -16,9 +16,11 @@ final class ReloadTests: XCTestCase {
 
     /// The guide's app-version augmentation (adds the attribute `attribute`, from config `version`),
     /// built into `app-version/libapp-version.so`, replacing what is there.
-    func build(attribute: String) throws {
-        let source = try DocumentationText.block(after: "<!-- guide: app-version.c -->").replacingOccurrences(
-            of: "\"App Version\"", with: "\"\(attribute)\"")
+    /// `marker` goes into the library as a string, so two builds of one attribute differ in content.
+    func build(attribute: String, marker: String = "") throws {
+        let source =
+            try DocumentationText.block(after: "<!-- guide: app-version.c -->").replacingOccurrences(
+                of: "\"App Version\"", with: "\"\(attribute)\"") + "\nconst char *app_version_build_marker = \"\(marker)\";\n"
         try TestSupport.write(source, to: folder + "/app-version/app-version.c")
         try TestSupport.write(try DocumentationText.block(after: "<!-- guide: app-version.yaml -->"), to: folder + "/app-version/plugin.yaml")
         let library = folder + "/app-version/libapp-version.so"
@@ -102,10 +104,6 @@ final class ReloadTests: XCTestCase {
         let host = try openHost()
         let engine = try host.events()
         let libraries = PluginLibrary.openedCount
-        func residentMB() -> Double {
-            let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
-            return Double(fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
-        }
         // The two builds, made once; each round puts one at the library's path as a new file.
         let library = folder + "/app-version/libapp-version.so"
         try FileManager.default.copyItem(atPath: library, toPath: folder + "/build-a.so")
@@ -117,11 +115,11 @@ final class ReloadTests: XCTestCase {
             try FileManager.default.copyItem(atPath: folder + (round % 2 == 0 ? "/build-b.so" : "/build-a.so"), toPath: library + ".new")
             XCTAssertEqual(rename(library + ".new", library), 0)
             XCTAssertEqual(host.reload().outcome, .applied, "round \(round)")
-            if round == 20 { before = residentMB() }
+            if round == 20 { before = Self.residentMB() }
         }
         XCTAssertLessThanOrEqual(PluginLibrary.openedCount, libraries + 1, "two contents: the original and one copy")
         XCTAssertNotNil(try engine.track(Event(type: .namedEvent, name: "LAST"))[attribute: "App Version"])
-        XCTAssertLessThan(residentMB() - before, 64, "resident memory after 20 and after 200 reloads")
+        XCTAssertLessThan(Self.residentMB() - before, 64, "resident memory after 20 and after 200 reloads")
     }
 
     /// An instance that failed to load (its library missing) is tried again by the next reload,
@@ -148,12 +146,82 @@ final class ReloadTests: XCTestCase {
         let bad = host.reload()
         XCTAssertEqual(bad.outcome, .refused)
         XCTAssertTrue(bad.problems.contains { $0.contains("plugins.yaml:") && $0.contains("versoin") }, "\(bad.problems)")
-        try writeManifest([("app", "2.0")], extra: "events: {flush_interval: 7 sec}\n")
+        try writeManifest([("app", "2.0")], extra: "events: {session_timeout: 7 sec, flush_interval: 7 sec}\n")
         let restart = host.reload()
         XCTAssertEqual(restart.outcome, .refused)
-        XCTAssertTrue(restart.problems.contains { $0.hasPrefix("events.flush_interval") }, "\(restart.problems)")
+        XCTAssertTrue(restart.problems.contains { $0.hasPrefix("events.session_timeout") }, "\(restart.problems)")
+        XCTAssertFalse(restart.problems.contains { $0.hasPrefix("events.flush_interval") }, "a live key is no problem: \(restart.problems)")
         XCTAssertEqual(host.registry.generation, 0, "nothing applied")
+        XCTAssertEqual(engine.settings.flushInterval, 60, "not even the live key of a refused reload")
         XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
+    }
+
+    /// The live settings of every engine change with a reload, in the engines already open: event
+    /// delivery, campaigns, the hub's download deadline and the prefetch policy.
+    func testLiveSettingsReachTheOpenEngines() throws {
+        let prefetch = "prefetch: {enabled: true, max_concurrent_downloads: 4, storage_low: 1000}\n"
+        try writeManifest([("app", "1.0")], extra: prefetch + "hub: {download_timeout: 60 sec}\n")
+        let host = try openHost()
+        let (events, hub, prefetchEngine) = (try host.events(), try XCTUnwrap(try host.hub()), try XCTUnwrap(try host.prefetch()))
+        let campaigns = try XCTUnwrap(try host.campaigns())
+        try writeManifest(
+            [("app", "1.0")],
+            extra: "events: {max_num_retries: 9, post_timeout: 3 sec, cache_size: 50, augmentation_timeout: 2 sec}\n"
+                + "campaigns: {context_rule: none}\n"
+                + "prefetch: {enabled: true, max_concurrent_downloads: 1, storage_low: 5000, item_download_behavior: none}\n"
+                + "hub: {download_timeout: 5 sec}\n")
+        let report = host.reload()
+        XCTAssertEqual(report.outcome, .applied, "\(report)")
+        XCTAssertEqual(report.changed, [], "no instance changed")
+        XCTAssertEqual(
+            report.settings,
+            [
+                "campaigns.context_rule", "events.augmentation_timeout", "events.cache_size", "events.max_num_retries", "events.post_timeout",
+                "hub.download_timeout", "prefetch.item_download_behavior", "prefetch.max_concurrent_downloads", "prefetch.storage_low"
+            ])
+        XCTAssertEqual(events.delivery.settings.maxNumRetries, 9, "delivery reads the new retries")
+        XCTAssertEqual(events.delivery.settings.postTimeout, 3)
+        XCTAssertEqual(events.settings.cacheSize, 50)
+        XCTAssertEqual(events.timeline.timeoutSeconds, 2, "events tracked from now on have the new deadline")
+        XCTAssertEqual(campaigns.contextRule, CampaignEngine.ContextRule.none)
+        XCTAssertEqual(hub.settings.downloadTimeout, 5)
+        XCTAssertEqual(prefetchEngine.settings.maxConcurrentDownloads, 1)
+        XCTAssertEqual(prefetchEngine.settings.storageLow, 5000)
+        XCTAssertEqual(prefetchEngine.settings.itemDownloadBehavior, PrefetchSettings.DownloadBehavior.none)
+        XCTAssertNotNil(try events.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], "the plugins still run")
+    }
+
+    /// A running serve picks up a collector URL, a flush interval and a campaign ping URL from a
+    /// reload: events that waited on disk go out on the new cadence, and the new ping endpoint is
+    /// asked, with no restart.
+    func testServeDeliversOnTheNewCadenceAfterAReload() throws {
+        let collector = try TestCollector()
+        try writeManifest([("app", "1.0")], extra: "events: {flush_interval: 3600 sec, cache_size: 1000}\n", server: true)
+        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
+        for name in ["A", "B", "C"] {
+            XCTAssertEqual(try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"\#(name)"}"#).0, 201)
+        }
+        try writeManifest(
+            [("app", "1.0")],
+            extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\"}\n"
+                + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
+        let (status, body) = try serve.call("POST", "/v1/admin/reload")
+        XCTAssertEqual(status, 200, "\(body)")
+        let settings = (body as? [String: Any])?["settings"] as? [String]
+        XCTAssertEqual(settings, ["campaigns.ping_url", "events.collector_url", "events.flush_interval"])
+        // cache_size is not reached and the old interval was an hour: only the new cadence posts them.
+        XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.requests.count > 0 }, "the waiting events were posted")
+        XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.hits("/ping") > 0 }, "the new ping endpoint was asked")
+        let posted = collector.requests.map { String(decoding: $0.body, as: UTF8.self) }.joined()
+        for name in ["A", "B", "C"] { XCTAssertTrue(posted.contains("\"\(name)\""), "\(name) was posted: \(posted.prefix(500))") }
+
+        try writeManifest(
+            [("app", "1.0")],
+            extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\", session_timeout: 9 sec}\n"
+                + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
+        let (refused, problems) = try serve.call("POST", "/v1/admin/reload")
+        XCTAssertEqual(refused, 409)
+        XCTAssertTrue("\(problems)".contains("events.session_timeout"), "the key that needs a restart is named: \(problems)")
     }
 
     /// `hubhost reload` and `hubhost hub watch` send the server's bearer token (named by
@@ -205,7 +273,7 @@ final class ReloadTests: XCTestCase {
             Thread {
                 let result = Result {
                     try TestSupport.hubhost(
-                        ["hub", "watch", "--url", base, "--name", "PluginsReloaded", "--json", "--count", "30", "--timeout", "60"], timeout: 90)
+                        ["hub", "watch", "--url", base, "--name", "PluginsReloaded", "--json", "--count", "50", "--timeout", "100"], timeout: 130)
                 }
                 followed.lock.withLock { followed.values[index] = result }
                 followers.leave()
@@ -230,7 +298,18 @@ final class ReloadTests: XCTestCase {
                 stop.signal()  // let the next client see it too
             }.start()
         }
-        for round in 1...30 {
+        func libraryHash() throws -> String? {
+            let (_, plugins) = try serve.call("GET", "/v1/plugins")
+            let instances = (plugins as? [String: Any])?["instances"] as? [[String: Any]]
+            return instances?.first { $0["id"] as? String == "app" }?["libraryHash"] as? String
+        }
+        let firstHash = try XCTUnwrap(try libraryHash())
+        let rssBefore = Self.residentMB("\(serve.process.processIdentifier)")
+        for round in 1...50 {
+            if round % 10 == 5 {
+                // The library rebuilt at its path mid-crowd: loaded as the new file on this reload.
+                try build(attribute: "App Version", marker: "round \(round)")
+            }
             if round == 15 {
                 try TestSupport.write("plugins: [\n", to: folder + "/plugins.yaml")
                 let (status, _) = try serve.call("POST", "/v1/admin/reload")
@@ -248,13 +327,16 @@ final class ReloadTests: XCTestCase {
         }
         stop.signal()
         XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
-        XCTAssertEqual(followers.wait(timeout: .now() + 90), .success)
+        XCTAssertEqual(followers.wait(timeout: .now() + 130), .success)
+        let rssAfter = Self.residentMB("\(serve.process.processIdentifier)")
+        XCTAssertLessThan(rssAfter - rssBefore, 64, "resident memory bounded through 50 reloads (\(rssBefore) -> \(rssAfter) MiB)")
         for index in 0..<2 {
             let result = try XCTUnwrap(followed.lock.withLock { followed.values[index] }).get()
-            XCTAssertEqual(result.status, 0, "follower \(index) stayed connected and heard all 30: \(result)")
+            XCTAssertEqual(result.status, 0, "follower \(index) stayed connected and heard all 50: \(result)")
             let reloads = result.stdout.split(separator: "\n").count
-            XCTAssertEqual(reloads, 30, "follower \(index) heard every reload, the refused one and the SIGHUP included")
+            XCTAssertEqual(reloads, 50, "follower \(index) heard every reload, the refused one and the SIGHUP included")
         }
+        XCTAssertNotEqual(try libraryHash(), firstHash, "the library rebuilt mid-crowd is the one loaded")
         let descriptorsAfter = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
         XCTAssertLessThan(descriptorsAfter - descriptorsBefore, 16, "no descriptor leaked per reload (\(descriptorsBefore) -> \(descriptorsAfter))")
         let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
@@ -262,7 +344,7 @@ final class ReloadTests: XCTestCase {
         XCTAssertGreaterThan(ids.count, 50)
         XCTAssertEqual(Set(ids).count, ids.count)
         let (_, plugins) = try serve.call("GET", "/v1/plugins")
-        XCTAssertEqual((plugins as? [String: Any])?["generation"] as? Int, 29, "28 by POST, one by SIGHUP: \(plugins)")
+        XCTAssertEqual((plugins as? [String: Any])?["generation"] as? Int, 49, "48 by POST, one by SIGHUP: \(plugins)")
         // Each acknowledged event is stored once, augmented by one generation's version.
         let listed = try TestSupport.hubhost(["events", "list", "--limit", "100000", "--json"], manifest: folder + "/plugins.yaml", in: folder)
         let events = try TestSupport.json(listed.stdout, as: [[String: Any]].self)
@@ -272,5 +354,11 @@ final class ReloadTests: XCTestCase {
             let version = (stored[id]?.first?["attributes"] as? [String: Any])?["App Version"] as? String
             XCTAssertTrue(version.map { $0.hasPrefix("v") } ?? false, "\(id): \(String(describing: version))")
         }
+    }
+
+    /// The resident memory of a process (`self`, or a pid), in MiB; 0 when it cannot be read.
+    static func residentMB(_ process: String = "self") -> Double {
+        let fields = (try? String(contentsOfFile: "/proc/\(process)/statm", encoding: .utf8))?.split(separator: " ") ?? []
+        return Double(fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
     }
 }

@@ -121,6 +121,16 @@ enum TestSupport {
         try XCTUnwrap(try json(text) as? T, "not JSON of type \(T.self): \(text)", file: file, line: line)
     }
 
+    /// Polls `condition` every 50 ms until it holds or `timeout` seconds pass; returns whether it held.
+    static func waitUntil(timeout: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            if try condition() { return true }
+            usleep(50_000)
+        } while Date() < deadline
+        return try condition()
+    }
+
     /// Compiles Tests/Fixtures/<source> into a shared library with the strict flags the ABI promises
     /// to pass, with extra `-D` defines. Returns the library path.
     static func compileFixture(

@@ -6,20 +6,40 @@ extension CampaignEngine {
     public static let pingCheckInterval: Double = 5
 
     /// The campaign engine's background work: a sync (configuration, then ping) at start and
-    /// whenever a ping is due. nil when `campaigns:` names no config or ping URL (nothing to ask).
-    public func pingService(settings: CampaignSettings, onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService? {
-        guard settings.configURL != nil || settings.pingURL != nil else { return nil }
+    /// whenever a ping is due or a reload changed the endpoints; nothing while `campaigns:` names
+    /// no config or ping URL (nothing to ask).
+    public func pingService(settings: CampaignSettings, onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService {
+        endpoints.withLock { $0 = (settings.configURL, settings.pingURL, false) }
         let http = HTTPFetcher()
-        let configURL = settings.configURL
-        let pingURL = settings.pingURL
-        return PeriodicService(
+        let service = PeriodicService(
             name: "campaign pings", every: Self.pingCheckInterval,
             first: { [self] in
+                let (configURL, pingURL, _) = endpoints.withLock { $0 }
+                guard configURL != nil || pingURL != nil else { return }
                 _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
             }, onError: onError
         ) { [self] in
-            guard isPingDue() else { return }
+            let (configURL, pingURL, changed) = endpoints.withLock { state in
+                defer { state.changed = false }
+                return state
+            }
+            guard configURL != nil || pingURL != nil, changed || isPingDue() else { return }
             _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
         }
+        lock.withLock { pings = service }
+        return service
+    }
+
+    /// Applies a reload's `campaigns:` section, whose changes are live keys only (`HubHost.reload`
+    /// checks): messages are matched with the new context_rule from now on, and new endpoints are
+    /// asked at once.
+    package func applyLiveSettings(_ new: CampaignSettings) {
+        contextRule = new.contextRule
+        let moved = endpoints.withLock { state in
+            guard state.configURL != new.configURL || state.pingURL != new.pingURL else { return false }
+            state = (new.configURL, new.pingURL, true)
+            return true
+        }
+        if moved { lock.withLock { pings }?.wake() }
     }
 }

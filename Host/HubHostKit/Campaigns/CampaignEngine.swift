@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The campaign engine (Rakuten In-App Messaging): campaigns from a ping-format list, triggers
 /// satisfied by the events the event pipeline delivers, compared by trigger-operator plugins;
@@ -16,8 +17,8 @@ import Logging
 /// is persistent for the launch (this engine's life): once logged it satisfies app-start triggers
 /// and later app-start logs are ignored; a campaign needing only app start shows once per launch.
 /// Safe to share: the campaign state (`loaded`, `cache`, `currentUser`, `nextPingAtMs` and the rest) is read and
-/// written under `lock`, in this file and its extensions; `contextRule` is read under `lock` but set without it, so it
-/// must be set before the engine is shared (HubHost does).
+/// written under `lock`, in this file and its extensions; `contextRule` and the endpoints are each behind a Mutex
+/// of their own.
 public final class CampaignEngine: @unchecked Sendable {
     /// A user: each combination of user id and tracking identifier has its own cache; both empty
     /// is the anonymous user.
@@ -96,8 +97,18 @@ public final class CampaignEngine: @unchecked Sendable {
     /// The trigger operators conditions call; replaced by a reload (under `lock`).
     var operators: OperatorSet
     let logger: Logger
-    /// How messages with contexts may show; set from `campaigns.context_rule`.
-    public var contextRule: ContextRule = .all
+    /// How messages with contexts may show; set from `campaigns.context_rule` (a reload may change it).
+    public var contextRule: ContextRule {
+        get { liveContextRule.withLock { $0 } }
+        set { liveContextRule.withLock { $0 = newValue } }
+    }
+    private let liveContextRule = Mutex(ContextRule.all)
+    /// The config and ping endpoints the ping service asks (`campaigns.config_url` and `ping_url`,
+    /// changed by a reload) and whether they changed since its last sync.
+    let endpoints = Mutex<(configURL: String?, pingURL: String?, changed: Bool)>((nil, nil, false))
+    /// The service made by `pingService` (weakly: the runtime owns it), woken when a reload changes
+    /// the endpoints. Under `lock`.
+    weak var pings: PeriodicService?
 
     // The shared state as this process last read or wrote it (CampaignSharedState.swift keeps it
     // current: every public call re-reads it when another process changed it).

@@ -15,6 +15,7 @@ extension EventEngine {
             _ = try purge()
         }
         onDeliveryDue = { service.wake() }
+        attachFlushService(service)
         return service
     }
 }

@@ -10,8 +10,11 @@ import Logging
 /// `identityProvider` are read and written under `observerLock`, the lazy `groupCommit` and `background` under
 /// `groupLock` and `backgroundLock`; the rest are `let`s.
 public final class EventEngine: @unchecked Sendable {
-    /// The `events:` settings the engine was opened with.
-    public let settings: EventSettings
+    /// The `events:` settings: those the engine was opened with, and the live keys as the last
+    /// reload set them (`HubHost.liveReloadKeys`).
+    public var settings: EventSettings { liveSettings.current }
+    /// Shared with `delivery`: a reload replaces both at once.
+    let liveSettings: LiveSettings<EventSettings>
     /// The durable event store (`events.sqlite` in the data directory).
     public let store: EventStore
     /// Runs the augmentation plugins on each tracked event, within `augmentation_timeout`. A reload
@@ -63,7 +66,7 @@ public final class EventEngine: @unchecked Sendable {
         settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
         deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil
     ) throws {
-        self.settings = settings
+        liveSettings = LiveSettings(settings)
         self.deepLinks = deepLinks
         logger = Logger(label: "hubhost.events", pipeline: pipeline)
         coreValues = settings.coreValues.compactMap { core in
@@ -86,8 +89,24 @@ public final class EventEngine: @unchecked Sendable {
         campaigns = try CampaignAttribution(settings: settings, state: state)
         currentTimeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
         delivery = EventDelivery(
-            settings: settings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
+            liveSettings: liveSettings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
             logger: logger)
+    }
+
+    /// Applies a reload's `events:` section, whose changes are live keys only (`HubHost.reload`
+    /// checks): delivery reads the new values from its next flush, events tracked from now on get
+    /// the new augmentation_timeout, and the delivery service's next round comes after the new
+    /// flush_interval.
+    package func applyLiveSettings(_ new: EventSettings) {
+        liveSettings.replace(new)
+        replaceAugmentations(timeline.plugins)
+        observerLock.withLock { flushService }?.setInterval(new.flushInterval)
+    }
+
+    /// Remembers the service made by `deliveryService` (weakly: the runtime owns it), so a reload
+    /// can change its interval.
+    func attachFlushService(_ service: PeriodicService) {
+        observerLock.withLock { flushService = service }
     }
 
     /// Augments events tracked from now on with `augmentations` (a reload changed them); an event
@@ -337,6 +356,7 @@ public final class EventEngine: @unchecked Sendable {
         set { observerLock.withLock { deliveryDue = newValue } }
     }
     private var deliveryDue: (@Sendable () -> Void)?
+    private weak var flushService: PeriodicService?  // under observerLock
 
     /// Wakes the delivery service when cache_size events wait (what an HTTP route calls after
     /// tracking, instead of posting on the request's path).

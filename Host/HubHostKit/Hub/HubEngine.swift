@@ -8,8 +8,10 @@ import Logging
 /// `lock` (installs are also serialised by `installLock`); the rest are `let`s, except `beforePresent`, which is set
 /// without a lock and so must be set before the engine is shared (HubHost.hub() does).
 public final class HubEngine: @unchecked Sendable {
-    /// The `hub:` settings the engine was opened with.
-    public let settings: HubSettings
+    /// The `hub:` settings: those the engine was opened with, and the live keys as the last
+    /// reload set them (`HubHost.liveReloadKeys`).
+    public var settings: HubSettings { liveSettings.current }
+    private let liveSettings: LiveSettings<HubSettings>
     /// Where the engine posts state changes and progress (the host's bus).
     public let notifications: HostNotifications
     /// `<data_dir>/hub`: stored bundles, the users database, status view templates.
@@ -48,7 +50,7 @@ public final class HubEngine: @unchecked Sendable {
         settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
         metrics: HubMetrics = HubMetrics()
     ) throws {
-        self.settings = settings
+        liveSettings = LiveSettings(settings)
         self.notifications = notifications
         self.pipeline = pipeline
         self.metrics = metrics
@@ -248,5 +250,14 @@ public final class HubEngine: @unchecked Sendable {
             throw PresentError.notFound("a hub")
         }
         return presentation
+    }
+}
+
+extension HubEngine {
+    /// Applies a reload's `hub:` section, whose changes are live keys only (`HubHost.reload`
+    /// checks): downloads from now on have the new download_timeout, and hub pages are served with
+    /// the new page settings (WebContentHub reads them per request).
+    package func applyLiveSettings(_ new: HubSettings) {
+        liveSettings.replace(new)
     }
 }

@@ -19,8 +19,10 @@ public final class PrefetchEngine: @unchecked Sendable {
         case notRegistered = "NotRegistered", registering = "Registering", registered = "Registered", initialized = "Initialized"
     }
 
-    /// The `prefetch:` settings the engine was opened with.
-    public let settings: PrefetchSettings
+    /// The `prefetch:` settings: those the engine was opened with, and the live keys as the last
+    /// reload set them (`HubHost.liveReloadKeys`).
+    public var settings: PrefetchSettings { liveSettings.current }
+    private let liveSettings: LiveSettings<PrefetchSettings>
     /// The licence key registration uses, and where it came from.
     public let license: PrefetchLicense
     let store: PrefetchStore
@@ -66,7 +68,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger,
         providerAllowedHosts: [String] = []
     ) throws {
-        self.settings = settings
+        liveSettings = LiveSettings(settings)
         license = PrefetchLicense.resolve(option: licenseOption, manifest: settings.license)
         let root = (dataDirectory as NSString).appendingPathComponent("prefetch")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -394,5 +396,14 @@ public final class PrefetchEngine: @unchecked Sendable {
             }
         }
         try? downloader.client.syncShutdown()
+    }
+}
+
+extension PrefetchEngine {
+    /// Applies a reload's `prefetch:` section, whose changes are live keys only (`HubHost.reload`
+    /// checks): the policy, the queue's concurrency, purge, the sync interval and the retry delays
+    /// read the new values from their next use (the next round, within `roundInterval`).
+    package func applyLiveSettings(_ new: PrefetchSettings) {
+        liveSettings.replace(new)
     }
 }

@@ -37,8 +37,8 @@ public final class HubHostRuntime: Sendable {
         let delivery = try host.events().deliveryService(onError: onError)
         eventDelivery = delivery
         var services: [any Service] = [delivery, ReloadOnHangUp(host: host)]
-        if let campaigns = try host.campaigns(), let pings = campaigns.pingService(settings: host.manifest.campaigns, onError: onError) {
-            services.append(pings)
+        if let campaigns = try host.campaigns() {
+            services.append(campaigns.pingService(settings: host.manifest.campaigns, onError: onError))
         }
         if let hub = try host.hub() {
             services += hub.services(delivery: try host.delivery(), onError: onError)

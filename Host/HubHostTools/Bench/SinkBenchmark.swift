@@ -227,7 +227,9 @@ public struct SinkBenchmark {
                 error.withUnsafeMutableBufferPointer { client(buffer.baseAddress!, messages.count, $0.baseAddress!) }
             }
         }
-        guard seconds > 0 else { throw Failure(description: "raw client: \(String(cString: error))") }
+        guard seconds > 0 else {
+            throw Failure(description: "raw client: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+        }
         return seconds
     }
 }

@@ -34,7 +34,9 @@ public struct DeliveryReport: Codable, Equatable, Sendable {
 /// `let`s; `batchSize` is read under `lock` but set without it, so set it before the delivery is shared (only the sink
 /// benchmark sets it).
 public final class EventDelivery: @unchecked Sendable {
-    let settings: EventSettings
+    /// Read at each use: a reload may change the live keys (retries, backoff, post_timeout).
+    var settings: EventSettings { liveSettings.current }
+    private let liveSettings: LiveSettings<EventSettings>
     let store: EventStore
     /// Where batches go; a reload may replace it between flushes (`replaceSink`).
     public var sink: EventSink { sinkLock.withLock { currentSink } }
@@ -63,8 +65,13 @@ public final class EventDelivery: @unchecked Sendable {
     public var times: Times { lock.withLock { flushTimes } }
     private var flushTimes = Times()
 
-    public init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
-        self.settings = settings
+    public convenience init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
+        self.init(liveSettings: LiveSettings(settings), store: store, sink: sink, logger: logger)
+    }
+
+    /// Delivery whose settings the event engine shares and a reload replaces.
+    init(liveSettings: LiveSettings<EventSettings>, store: EventStore, sink: EventSink, logger: Logger) {
+        self.liveSettings = liveSettings
         self.store = store
         currentSink = sink
         self.logger = logger
