@@ -311,11 +311,11 @@ final class ManifestFuzz: FuzzTarget {
         try super.init(name: name, work: work)
         // The seeds themselves are valid: the mutations start from real manifests.
         for (i, seed) in hostSeeds.enumerated() {
-            FileManager.default.createFile(atPath: work + "/seed\(i).yaml", contents: Data(seed))
+            XCTAssertTrue(FileManager.default.createFile(atPath: work + "/seed\(i).yaml", contents: Data(seed)))
             let manifest = try HostManifest.load(path: work + "/seed\(i).yaml")
             precondition(manifest.isValid, "fuzz seed \(i) is not a valid manifest: \(manifest.diagnostics)")
         }
-        FileManager.default.createFile(atPath: work + "/seed-plugin.yaml", contents: Data(pluginSeeds[0]))
+        XCTAssertTrue(FileManager.default.createFile(atPath: work + "/seed-plugin.yaml", contents: Data(pluginSeeds[0])))
         precondition(PluginManifest.load(path: work + "/seed-plugin.yaml").diagnostics.isEmpty, "the plugin.yaml seed is valid")
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostABI
 import XCTest
 
 @testable import HubHostKit
@@ -44,6 +45,76 @@ final class StuckPluginTests: XCTestCase {
         let deadline = Date().addingTimeInterval(5)
         while PluginCallThreads.threadCount > PluginCallThreads.idleLimit, Date() < deadline { usleep(10_000) }
         XCTAssertLessThanOrEqual(PluginCallThreads.threadCount, PluginCallThreads.idleLimit, "idle threads beyond the limit end")
+    }
+
+    /// A location delegate and a content provider that take too long, in process: the caller gets
+    /// a timeout at its deadline, the instance is stuck and later calls answer at once, and what a
+    /// provider writes after its deadline reaches nothing.
+    func testASlowLocationDelegateAndContentProviderAreGivenUpOnAtTheirDeadline() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        _ = try TestSupport.compileFixture("slow_kinds_plugins.c", into: folder + "/slow", name: "libslow.so")
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: slow
+            name: Slow
+            version: 1.0.0
+            library: libslow.so
+            exports:
+              - {id: slow-location, kind: location}
+              - {id: slow-content, kind: content_provider}
+            config:
+              - {key: delay_ms, type: int, default: 0}
+            """, to: folder + "/slow/plugin.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: stuck
+                use: slow/plugin.yaml
+                config: {delay_ms: -1}
+              - id: late
+                use: slow/plugin.yaml
+                config: {delay_ms: 400}
+            """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+
+        var start = Date()
+        let first = host.registry.locationService.current(maxAgeMs: 0, timeoutMs: 300)
+        XCTAssertEqual(first, .failed(status: HH_ERR_TIMEOUT, message: "no location delegate answered within 300 ms"))
+        XCTAssertGreaterThan(Date().timeIntervalSince(start), 0.25, "it waited out the deadline")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2, "and no longer")
+        XCTAssertTrue(host.stuckPlugins.contains { $0.instance == "stuck" && $0.kind == "location" }, "\(host.stuckPlugins)")
+        start = Date()
+        let second = host.registry.locationService.current(maxAgeMs: 0, timeoutMs: 5000)
+        XCTAssertEqual(second, .location(Location(latitude: 1, longitude: 2)), "the next delegate (400 ms) answers")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 1.5, "the stuck one was skipped at once, not waited for 5 s")
+
+        let providers = host.registry.plugins(of: .contentProvider).map(ContentProviderPlugin.init)
+        let late = try XCTUnwrap(providers.first { $0.handle.instanceID == "late" })
+        final class Received: @unchecked Sendable {  // Safe to share: every access holds `lock`.
+            let lock = NSLock()
+            var bytes = 0
+        }
+        let received = Received()
+        start = Date()
+        let streamed = late.stream(
+            "bundle",
+            into: ContentProviderPlugin.Sink(write: { bytes in
+                received.lock.withLock { received.bytes += bytes.count }
+                return true
+            }), deadlineSeconds: 0.1)
+        XCTAssertEqual(streamed.status, HH_ERR_TIMEOUT, streamed.message)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 0.35, "given up on at the deadline, not after the plugin's 400 ms")
+        usleep(700_000)  // the plugin has written "late" by now
+        XCTAssertEqual(received.lock.withLock { received.bytes }, 0, "a write after the deadline never reaches the sink")
+        XCTAssertEqual(late.fetch("bundle", deadlineSeconds: 2).data, Data("late".utf8), "healthy again once its call returned")
+        start = Date()
+        let stuck = try XCTUnwrap(providers.first { $0.handle.instanceID == "stuck" })
+        XCTAssertEqual(stuck.fetch("bundle", deadlineSeconds: 0.1).status, HH_ERR_TIMEOUT)
+        XCTAssertEqual(stuck.fetch("bundle", deadlineSeconds: 5).status, HH_ERR_TIMEOUT, "stuck: answered at once")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 1)
     }
 
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits

@@ -1,4 +1,5 @@
 import Foundation
+import HubHostABI
 
 /// What the host offers plugin instances beyond the basic services table: the HTTP service under
 /// the instance's policy, and the location service. Given to each instance at create.
@@ -64,27 +65,24 @@ public final class LocationService: @unchecked Sendable {
         }
         if let hit { return .location(hit) }
         guard !plugins.isEmpty else { return .unavailable }
-        // Safe to share: `answer` is written on the global queue before `done` is signalled and read only after
-        // `done.wait` succeeds; on a timeout it is never read.
-        final class Box: @unchecked Sendable { var answer: LocationAnswer = .unavailable }
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            for plugin in plugins {
-                let answer = plugin.current()
-                if case .location = answer {
-                    box.answer = answer
-                    break
-                }
+        // Each delegate is asked with what is left of the deadline, on a plugin-call thread: one
+        // that overruns is stuck and skipped at once by later requests until it returns.
+        let deadline = Clock.monotonicNs() + SafeTime.durationNs(Double(max(0, timeoutMs)) / 1000)
+        var answer = LocationAnswer.unavailable
+        for plugin in plugins {
+            let now = Clock.monotonicNs()
+            guard now < deadline else {
+                return .failed(status: HH_ERR_TIMEOUT, message: "no location delegate answered within \(timeoutMs) ms")
             }
-            done.signal()
+            answer = plugin.current(deadlineSeconds: Double(deadline - now) / 1e9)
+            if case .location = answer { break }
         }
-        guard done.wait(timeout: .now() + .milliseconds(Int(max(0, timeoutMs)))) == .success else {
-            return .failed(status: 6, message: "no location delegate answered within \(timeoutMs) ms")
+        if case .failed(let status, _) = answer, status == HH_ERR_TIMEOUT {
+            return .failed(status: HH_ERR_TIMEOUT, message: "no location delegate answered within \(timeoutMs) ms")
         }
-        if case .location(let location) = box.answer {
+        if case .location(let location) = answer {
             lock.withLock { cached = (location, Clock.wallMs()) }
         }
-        return box.answer
+        return answer
     }
 }

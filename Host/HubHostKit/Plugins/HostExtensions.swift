@@ -161,7 +161,7 @@ private let eventAuthGetToken:
                 services.recordError(HH_ERR_INVALID_ARGUMENT, "the access token has \(bytes.count) bytes; the buffer holds \(capacity - 1)")
                 return HH_ERR_INVALID_ARGUMENT
             }
-            bytes.withUnsafeBufferPointer { memcpy(out, $0.baseAddress!, bytes.count) }
+            _ = bytes.withUnsafeBufferPointer { memcpy(out, $0.baseAddress!, bytes.count) }
             out[bytes.count] = 0
             return HH_OK
         case .failure(let failure):

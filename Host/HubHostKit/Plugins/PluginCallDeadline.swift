@@ -2,12 +2,19 @@ import Foundation
 
 extension PluginHandle {
     /// The most one in-process call of a kind that requests wait on (advertiser id, device
-    /// conditions, download request, user id generator) may take before the request gets a timeout.
+    /// conditions, download request, user id generator, location) may take before the request gets a timeout.
     public static let requestCallDeadlineSeconds: Double = 5
 
+    /// The most one in-process content_provider fetch may take (a catalog document or a bundle
+    /// where the caller names no deadline of its own, such as the hub's download_timeout).
+    public static let contentCallDeadlineSeconds: Double = 120
+
     /// What a call that overran its deadline answers.
-    static let overranMessage =
-        "no answer within \(Int(requestCallDeadlineSeconds)) s: the plugin is stuck in a call, and later calls fail at once until it returns"
+    static let overranMessage = overranMessage(requestCallDeadlineSeconds)
+
+    static func overranMessage(_ seconds: Double) -> String {
+        "no answer within \(seconds < 10 ? String(format: "%.1f", seconds) : "\(Int(seconds))") s: the plugin is stuck in a call, and later calls fail at once until it returns"
+    }
 
     /// Runs `call` (one call into this plugin) on a PluginCallThreads thread and waits for it at
     /// most `seconds` (0.001 to 24 hours): the caller never waits on a plugin without a deadline.

@@ -228,7 +228,7 @@ public struct SinkBenchmark {
             }
         }
         guard seconds > 0 else {
-            throw Failure(description: "raw client: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw Failure(description: "raw client: \(String(filledBuffer: error))")
         }
         return seconds
     }

@@ -53,7 +53,12 @@ typedef struct hh_content_provider_v1 {
      * chunks.
      * HH_OK: every byte was written. HH_ERR_NOT_FOUND: no such resource. HH_ERR_IO /
      * HH_ERR_TIMEOUT: transport failure (report_error first); the host keeps the previous
-     * content. [host-serialized] */
+     * content. [host-serialized]
+     * Deadline: the host waits for an in-process fetch at most its engine's deadline (the Content
+     * Hub: hub.download_timeout, after which is_cancelled answers true, plus 5 s; other callers:
+     * 120 s). Past it the host treats the fetch as HH_ERR_TIMEOUT: the sink refuses every later
+     * write (non-HH_OK) and is_cancelled answers true, the call keeps its thread until it
+     * returns, and until then the instance is reported stuck and later fetches fail at once. */
     hh_status_t (*fetch)(void *instance, const char *resource, const hh_content_sink_t *sink);
 } hh_content_provider_v1_t;
 

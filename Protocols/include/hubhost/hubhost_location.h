@@ -33,7 +33,11 @@ typedef struct hh_location_v1 {
      * HH_OK: *out is the answer (it may still have neither coordinates nor id).
      * HH_ERR_UNAVAILABLE: no location now (e.g. no fix yet); the host proceeds without one.
      * HH_ERR_TIMEOUT or others: a failure (report_error first). release_location is called
-     * only after HH_OK. [thread-safe] */
+     * only after HH_OK. [thread-safe]
+     * Deadline: the host waits for an in-process call at most what is left of the caller's
+     * acquisition timeout (5 s when none is given). Past it the caller goes on without an answer,
+     * the call keeps its thread until it returns, and until then the host reports the instance
+     * stuck and does not call it again (it is skipped, and the next delegate is asked). */
     hh_status_t (*get_location)(void *instance, hh_location_t *out);
 
     /* Release what get_location put in *location (its strings). May be NULL when the plugin's

@@ -157,7 +157,7 @@ public enum BundleSignature {
             if code == 0 { break }
             var buffer = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(code, &buffer, buffer.count)
-            messages.append(String(cString: buffer))
+            messages.append(String(filledBuffer: buffer))
         }
         return messages.isEmpty ? "no errors reported" : messages.joined(separator: "; ")
     }

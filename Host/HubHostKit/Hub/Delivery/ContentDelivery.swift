@@ -399,7 +399,7 @@ public final class ContentDelivery: @unchecked Sendable {
                 post(Int(min(100, done.multipliedReportingOverflow(by: 100).partialValue / whole)))
             },
             isCancelled: { [self] in shouldStop(deadline) })
-        let (status, message) = provider.stream(HH_CONTENT_RESOURCE_BUNDLE, into: sink)
+        let (status, message) = provider.stream(HH_CONTENT_RESOURCE_BUNDLE, into: sink, deadlineSeconds: Self.callDeadline(deadline))
         try? handle.close()
         do {
             if progress.tooLarge { throw SyncError.rejected("the bundle is larger than the metadata's size (\(expected) bytes)") }
@@ -441,7 +441,7 @@ public final class ContentDelivery: @unchecked Sendable {
                 return true
             },
             isCancelled: { [self] in shouldStop(deadline) })
-        let (status, message) = provider.stream(resource, into: sink)
+        let (status, message) = provider.stream(resource, into: sink, deadlineSeconds: Self.callDeadline(deadline))
         let name = String(resource.prefix { $0 != "?" })
         if buffer.tooLarge { throw SyncError.fetchFailed(resource: name, status: "too large", message: "more than \(Self.documentLimit) bytes") }
         if status == HH_OK || status == HH_ERR_NOT_FOUND { return (status, message, buffer.data) }
@@ -475,6 +475,13 @@ public final class ContentDelivery: @unchecked Sendable {
     /// True once the sync's deadline passed or the host is closing delivery.
     private func shouldStop(_ deadline: UInt64) -> Bool {
         Clock.monotonicNs() >= deadline || lock.withLock { isClosed }
+    }
+
+    /// How long a provider call may run when the sync's deadline is `deadline` (monotonic ns): past
+    /// it the sink says cancelled, and a plugin that does not stop within 5 s more is given up on.
+    static func callDeadline(_ deadline: UInt64) -> Double {
+        let now = Clock.monotonicNs()
+        return Double(deadline > now ? deadline - now : 0) / 1e9 + 5
     }
 
     private func deadline() -> UInt64 { Clock.monotonicNs() + SafeTime.durationNs(max(0.001, hub.settings.downloadTimeout)) }

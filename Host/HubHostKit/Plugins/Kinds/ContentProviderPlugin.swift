@@ -34,7 +34,16 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     /// Fetches `resource`, keeping at most `limit` bytes (the sink refuses more with HH_ERR_IO, and
     /// the failure's message then names the limit). A failure's message ends with why the host's
     /// HTTP service failed, when it did.
-    public func fetch(_ resource: String, limit: Int = 1 << 30) -> Fetched {
+    /// Waits for an in-process plugin at most `deadlineSeconds`: one that overran answers
+    /// HH_ERR_TIMEOUT and is stuck (later calls answer at once until it returns; health reports it).
+    /// An isolated one has its worker's call_timeout.
+    public func fetch(_ resource: String, limit: Int = 1 << 30, deadlineSeconds: Double = PluginHandle.contentCallDeadlineSeconds) -> Fetched {
+        guard handle.instance != nil else { return IsolatedCalls.fetch(handle, resource) }
+        return handle.withDeadline(deadlineSeconds) { [self] in fetchWithoutDeadline(resource, limit: limit) }
+            ?? Fetched(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage(deadlineSeconds), data: Data())
+    }
+
+    private func fetchWithoutDeadline(_ resource: String, limit: Int) -> Fetched {
         guard let instance = handle.instance else { return IsolatedCalls.fetch(handle, resource) }
         let api = instance.api(hh_content_provider_v1_t.self)
         final class Collector {
@@ -106,7 +115,20 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     /// Fetches `resource` straight into `sink` (a file, for bundles), with the plugin's progress and
     /// cancellation. Returns the plugin's status and error message. An isolated instance answers in
     /// one piece (its worker collects the bytes), which is then written and reported at once.
-    public func stream(_ resource: String, into sink: Sink) -> (status: Int32, message: String) {
+    /// An in-process plugin is waited for at most `deadlineSeconds` (it should stop sooner, when
+    /// `isCancelled` says so): one that overran answers HH_ERR_TIMEOUT, is stuck until it returns,
+    /// and whatever it writes after the deadline is refused, never reaching `sink`.
+    public func stream(
+        _ resource: String, into sink: Sink, deadlineSeconds: Double = PluginHandle.contentCallDeadlineSeconds
+    ) -> (status: Int32, message: String) {
+        guard handle.instance != nil else { return streamWithoutDeadline(resource, into: sink) }
+        let gate = SinkGate(sink)
+        let answer = handle.withDeadline(deadlineSeconds) { [self] in gate.forward { streamWithoutDeadline(resource, into: $0) } }
+        gate.close()
+        return answer ?? (HH_ERR_TIMEOUT, PluginHandle.overranMessage(deadlineSeconds))
+    }
+
+    private func streamWithoutDeadline(_ resource: String, into sink: Sink) -> (status: Int32, message: String) {
         guard let instance = handle.instance else {
             let fetched = IsolatedCalls.fetch(handle, resource)
             guard fetched.status == HH_OK else { return (fetched.status, fetched.message) }
@@ -143,4 +165,26 @@ public final class ContentProviderPlugin: @unchecked Sendable {
         }
         return (status, status == HH_OK ? "" : Self.adding(instance.takeHTTPFailure(), to: instance.takeError()))
     }
+}
+
+/// A stream's sink as a call with a deadline sees it: forwarded while open; once the caller gave up
+/// (`close`), writes are refused and the plugin is told it is cancelled. `close` waits for a
+/// forwarded write in progress, so nothing reaches the sink after it returns.
+/// Safe to share: `open` is read and written under `lock`, and the sink is only called under it.
+private final class SinkGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var open = true
+    private let sink: ContentProviderPlugin.Sink
+
+    init(_ sink: ContentProviderPlugin.Sink) { self.sink = sink }
+
+    func forward<T>(_ body: (ContentProviderPlugin.Sink) -> T) -> T {
+        body(
+            ContentProviderPlugin.Sink(
+                write: { [self] bytes in lock.withLock { open && sink.write(bytes) } },
+                progress: { [self] done, total in lock.withLock { if open { sink.progress(done, total) } } },
+                isCancelled: { [self] in lock.withLock { !open || sink.isCancelled() } }))
+    }
+
+    func close() { lock.withLock { open = false } }
 }

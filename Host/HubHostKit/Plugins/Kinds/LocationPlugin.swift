@@ -47,8 +47,16 @@ public final class LocationPlugin: @unchecked Sendable {
     }
 
     /// Asks the plugin and copies the answer at once, then lets the plugin release its strings.
-    /// [thread-safe], as the header promises.
-    public func current() -> LocationAnswer {
+    /// [thread-safe], as the header promises. Waits for an in-process plugin at most
+    /// `deadlineSeconds`: one that overran is stuck (later calls answer `.failed` at once until it
+    /// returns, and health reports it); an isolated one has its worker's call_timeout.
+    public func current(deadlineSeconds: Double = PluginHandle.requestCallDeadlineSeconds) -> LocationAnswer {
+        guard handle.instance != nil else { return IsolatedCalls.location(handle) }
+        return handle.withDeadline(deadlineSeconds) { [self] in currentInProcess() }
+            ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage(deadlineSeconds))
+    }
+
+    private func currentInProcess() -> LocationAnswer {
         guard let instance = handle.instance else { return IsolatedCalls.location(handle) }
         let api = instance.api(hh_location_v1_t.self)
         var raw = hh_location_t()
