@@ -11,6 +11,11 @@
  *   large or otherwise refused for good is HH_SINK_REJECTED; everything else, including a full
  *   producer queue and a report that did not come before the host's deadline, is HH_SINK_RETRY.
  *   An event is never dropped by the sink.
+ * - When librdkafka has said that every broker is down, deliver first asks the cluster for the
+ *   topic's metadata (at most 1 s): with no broker answering it produces nothing and answers
+ *   HH_ERR_UNAVAILABLE, a wait and not an attempt (the events keep their retry count), so an outage
+ *   longer than the retries costs no event; the first answer clears it. A call that produced
+ *   before the outage was known is an attempt as before (its events answer "retry").
  *
  * Threads: deliver is [host-serialized]; librdkafka's delivery reports are served by rd_kafka_poll
  * on the calling thread, inside deliver, so the answers are written by that thread only. A report
@@ -48,6 +53,10 @@ typedef struct kafka_sink {
     char topic[512];
     /* The call in progress: reports of another generation are ignored. */
     uint32_t generation;
+    /* Set by librdkafka's "all brokers are down" error (served by rd_kafka_poll inside deliver),
+     * with its text; cleared when the cluster answers a metadata request. */
+    bool brokers_down;
+    char brokers_down_reason[KAFKA_SINK_REASON_MAX];
     size_t pending;
     kafka_slot_t slots[HH_SINK_MAX_BATCH];
 } kafka_sink_t;
@@ -88,6 +97,23 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
     }
     slot->outcome = is_permanent(message->err) ? HH_SINK_REJECTED : HH_SINK_RETRY;
     snprintf(slot->reason, sizeof slot->reason, "kafka: %s", rd_kafka_err2str(message->err));
+}
+
+/* librdkafka's error events: "all brokers are down" is kept for deliver; every one is logged. */
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *instance) {
+    kafka_sink_t *sink = instance;
+    char line[1024];
+    (void)rk;
+    if (!sink) {
+        return;
+    }
+    if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        sink->brokers_down = true;
+        snprintf(sink->brokers_down_reason, sizeof sink->brokers_down_reason, "%s", reason ? reason : "");
+    }
+    snprintf(line, sizeof line, "librdkafka error: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+             reason ? reason : "");
+    sink->host->log(sink->host, HH_SEVERITY_WARNING, HH_VERBOSITY_DEBUG, hh_string_from_cstr(line));
 }
 
 /* librdkafka's log lines go to the host's log (filtered there), not to stderr. Called from
@@ -222,6 +248,7 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
     }
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_log_cb(conf, on_log);
+    rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_opaque(conf, sink);
     sink->conf = rd_kafka_conf_dup(conf);
     sink->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof error);
@@ -306,6 +333,19 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         rd_kafka_destroy(sink->producer);
         sink->producer = fresh;
         sink->topic_handle = rd_kafka_topic_new(sink->producer, sink->topic, NULL);
+    }
+    if (sink->brokers_down) {
+        /* Every broker was down at the last word from librdkafka: produce only if one answers now. */
+        const struct rd_kafka_metadata *metadata = NULL;
+        int wait_ms = timeout_ms > 0 && timeout_ms < 1000 ? (int)timeout_ms : 1000;
+        rd_kafka_resp_err_t err =
+            rd_kafka_metadata(sink->producer, 0, sink->topic_handle, &metadata, wait_ms);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "kafka: all brokers are down (%s); %s",
+                             sink->brokers_down_reason, rd_kafka_err2str(err));
+        }
+        rd_kafka_metadata_destroy(metadata);
+        sink->brokers_down = false;
     }
     sink->generation++;
     sink->pending = 0;

@@ -186,6 +186,26 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(host.hub()).activeBundle?.metadata.version, "1")
     }
 
+    /// The same cut seen from both front ends: `hub sync` from the CLI and POST /v1/hub/sync of
+    /// serve each say the download was cut short, with the same byte counts.
+    func testABundleDownloadCutShortGivesTheSameReasonFromTheCLIAndFromServe() throws {
+        let bundle = try signedBundle(version: "1")
+        serve(bundle)
+        service.cutBundleAfter = bundle.data.count / 2
+        try TestSupport.write(manifest() + "\nserver: {host: 127.0.0.1, port: 0}\n", to: folder + "/plugins.yaml")
+        let reason = #"cut short \(truncated\): [0-9]+ of [0-9]+ bytes arrived"#
+        let cli = try TestSupport.hubhost(["hub", "sync", "--manifest", folder + "/plugins.yaml"])
+        XCTAssertEqual(cli.status, 1, cli.stderr)
+        let fromCLI = try XCTUnwrap(cli.stderr.range(of: reason, options: .regularExpression).map { String(cli.stderr[$0]) }, cli.stderr)
+        XCTAssertTrue(fromCLI.hasSuffix(" of \(bundle.data.count) bytes arrived"), fromCLI)
+        XCTAssertFalse(fromCLI.hasPrefix("cut short (truncated): 0 of"), fromCLI)
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let failed = try HTTPFetcher().fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get()
+        XCTAssertEqual(failed.status, 502)
+        let body = String(decoding: failed.body, as: UTF8.self)
+        XCTAssertEqual(body.range(of: reason, options: .regularExpression).map { String(body[$0]) }, fromCLI, body)
+    }
+
     func testAnUnsignedBundleIsRejected() throws {
         let signed = try signedBundle(version: "U")
         var metadata = try BundleMetadata.decode(Data(signed.metadata.utf8))

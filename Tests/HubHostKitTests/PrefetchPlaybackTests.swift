@@ -416,6 +416,75 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertEqual(item(server, "half")["state"] as? String, "partially_cached")
     }
 
+    // MARK: an imported HLS download
+
+    func testImportedHLSFolderIsCachedAndPlaysFromServeWithTheOriginGone() throws {
+        // An app's HLS download, as the PCD SDK's migration example imports one: a master playlist,
+        // its media playlist in video/, six AES-128 segments and their key beside it.
+        let out = folder + "/app-hls"
+        try FileManager.default.createDirectory(atPath: out + "/video", withIntermediateDirectories: true)
+        let key = Data((0..<16).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) })
+        try key.write(to: URL(fileURLWithPath: out + "/video/enc.key"))
+        try "enc.key\n\(out)/video/enc.key\n".write(toFile: folder + "/keyinfo", atomically: true, encoding: .utf8)
+        let made = try TestSupport.run(
+            "/usr/bin/ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=duration=6:size=160x120:rate=10", "-c:v", "libx264", "-g", "10",
+                "-keyint_min", "10", "-sc_threshold", "0", "-f", "hls", "-hls_time", "1", "-hls_playlist_type", "vod",
+                "-hls_key_info_file", folder + "/keyinfo", "-hls_segment_filename", out + "/video/seg%d.ts", out + "/video/index.m3u8"
+            ])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        try "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=160x120\nvideo/index.m3u8\n".write(
+            toFile: out + "/master.m3u8", atomically: true, encoding: .utf8)
+        var files: [String: Data] = [:]
+        for name in try XCTUnwrap(FileManager.default.subpaths(atPath: out)) where !name.hasSuffix("video") {
+            files[name] = try Data(contentsOf: URL(fileURLWithPath: out + "/" + name))
+        }
+        XCTAssertTrue(try XCTUnwrap(String(data: files["video/index.m3u8"] ?? Data(), encoding: .utf8)).contains(#"URI="enc.key""#))
+        let size = files.values.reduce(0) { $0 + $1.count }
+
+        service.stop()  // the catalog service and the origin are gone for good
+        try writeManifest(license: false)
+        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let id = "Provider_ABC:hls-1"
+        let (status, answer) = try server.call(
+            "POST", "/v1/prefetch/import",
+            #"{"ContentId": "hls-1", "Provider": "Provider_ABC", "DownloadStatus": "FullyDownloaded", "FilePath": "\#(out)", "Size": \#(size)}"#)
+        XCTAssertEqual(status, 200, "\(answer)")
+        let answers = ((answer as? [String: Any])?["answers"] as? [[String: Any]]) ?? []
+        XCTAssertEqual(answers.first?["accepted"] as? Bool, true, "\(answer)")
+        XCTAssertEqual(answers.first?["state"] as? String, "cached", "\(answer)")
+        XCTAssertEqual(item(server, id)["bytesDownloaded"] as? Int, size)
+        try FileManager.default.removeItem(atPath: out)  // the app's copy goes too
+
+        let play = try playURL(server, id)
+        XCTAssertEqual(play["kind"] as? String, "hls")
+        let url = try XCTUnwrap(play["url"] as? String)
+        XCTAssertEqual(url, server.base + "/v1/prefetch/hls/\(id)/index.m3u8")
+        let (masterStatus, master) = try rawGet(url)
+        XCTAssertEqual(masterStatus, 200)
+        XCTAssertEqual(
+            String(decoding: master, as: UTF8.self).split(separator: "\n"),
+            ["#EXTM3U", "#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=160x120", "v0.m3u8"])
+        let (mediaStatus, media) = try rawGet(server.base + "/v1/prefetch/hls/\(id)/v0.m3u8")
+        XCTAssertEqual(mediaStatus, 200)
+        let text = String(decoding: media, as: UTF8.self)
+        XCTAssertTrue(text.contains(#"URI="v0-0.key""#), text)
+        // Every resource from the item's folder: the key, then the segments in playlist order.
+        var expected = ["v0-0.key": key]
+        for index in 0..<6 { expected["v0-\(index + 1).ts"] = files["video/seg\(index).ts"] }
+        XCTAssertEqual(expected.count, 7)
+        for (name, data) in expected {
+            XCTAssertTrue(text.contains(name), "\(name) in \(text)")
+            let (resourceStatus, body) = try rawGet(server.base + "/v1/prefetch/hls/\(id)/\(name)")
+            XCTAssertEqual(resourceStatus, 200, name)
+            XCTAssertEqual(body, data, name)
+        }
+        // A player decrypts and reads every frame through the local endpoint.
+        XCTAssertEqual(try videoPackets(url), 60)
+        XCTAssertEqual(item(server, id)["state"] as? String, "cached")
+    }
+
     // MARK: hostile playlists
 
     func testHostilePlaylistsAreRefusedAndNamesNeverReachTheDisk() throws {

@@ -727,6 +727,119 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(service.sent("new.mp4"), 40_000)
     }
 
+    /// An HLS download as an app keeps it: `master.m3u8` naming `low/index.m3u8` (AES-128, its key
+    /// `low/key.bin`, two segments) and `high.m3u8` beside it (one segment); `low/index.m3u8` is
+    /// `media` when given. Returns the folder, its files by relative name and their total length.
+    private func writeHLSDownload(_ name: String, media: String? = nil) throws -> (path: String, files: [String: Data], size: Int64) {
+        let path = folder + "/apps-hls/" + name
+        try FileManager.default.createDirectory(atPath: path + "/low", withIntermediateDirectories: true)
+        let files: [String: Data] = [
+            "master.m3u8": Data("#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=100000\nlow/index.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=300000\nhigh.m3u8\n".utf8),
+            "low/index.m3u8": Data(
+                (media
+                    ?? "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\",IV=0x01\n#EXTINF:2,\nseg0.ts\n#EXTINF:2,\nseg1.ts\n#EXT-X-ENDLIST\n")
+                    .utf8),
+            "low/key.bin": content(1, size: 16), "low/seg0.ts": content(2, size: 18_800), "low/seg1.ts": content(3, size: 9_400),
+            "high.m3u8": Data("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nhigh-0.ts\n#EXT-X-ENDLIST\n".utf8),
+            "high-0.ts": content(4, size: 15_040)
+        ]
+        for (file, data) in files { try data.write(to: URL(fileURLWithPath: path + "/" + file)) }
+        return (path, files, files.values.reduce(0) { $0 + Int64($1.count) })
+    }
+
+    func testImportAnHLSDownloadStoresEveryFileItNamesAsAnHLSDownloadDoes() async throws {
+        let (_, engine) = try host(", item_download_behavior: none")
+        let hls = try writeHLSDownload("ok")
+        let fromFile = try engine.addDownloadedItem(
+            PrefetchImportMetadata(
+                contentId: "1", provider: "P", downloadStatus: .fullyDownloaded, filePath: hls.path + "/master.m3u8", size: hls.size))
+        XCTAssertEqual(fromFile.state, .cached)
+        XCTAssertEqual(fromFile.size, hls.size)
+        XCTAssertEqual(fromFile.bytesDownloaded, hls.size, "every file's bytes: playlists, key and segments")
+        XCTAssertEqual(fromFile.files.map(\.role), ["hls_main_index"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: fromFile.files[0].localPath)), hls.files["master.m3u8"])
+        let stored = folder + "/data/prefetch/items/P:1/hls"
+        XCTAssertEqual(
+            Set(try FileManager.default.contentsOfDirectory(atPath: stored)), ["layout.json", "v0-0.bin", "v0-1.ts", "v0-2.ts", "v1-0.ts"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored + "/v0-0.bin")), hls.files["low/key.bin"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored + "/v0-2.ts")), hls.files["low/seg1.ts"])
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: stored + "/v1-0.ts")), hls.files["high-0.ts"])
+        // The app's copy can go: what plays is the item's.
+        try FileManager.default.removeItem(atPath: hls.path)
+        guard case .playlist(let variant) = try await engine.hlsResource("P:1", "v0.m3u8") else { return XCTFail("v0.m3u8 is a playlist") }
+        XCTAssertTrue(variant.contains(#"#EXT-X-KEY:METHOD=AES-128,URI="v0-0.bin",IV=0x01"#), variant)
+        XCTAssertTrue(variant.contains("\nv0-1.ts\n") && variant.contains("\nv0-2.ts\n"), variant)
+        guard case .file(let path, _) = try await engine.hlsResource("P:1", "v0-1.ts") else { return XCTFail("v0-1.ts is on disk") }
+        XCTAssertEqual(path, stored + "/v0-1.ts")
+
+        // The folder as FilePath: its main index is the one top-level playlist no other names.
+        let again = try writeHLSDownload("folder")
+        let fromFolder = try engine.addDownloadedItem(
+            PrefetchImportMetadata(contentId: "2", provider: "P", downloadStatus: .fullyDownloaded, filePath: again.path, size: again.size))
+        XCTAssertEqual(fromFolder.state, .cached)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: fromFolder.files[0].localPath)), again.files["master.m3u8"])
+        // Two top-level playlists that no other names: which is the item is not guessed.
+        try FileManager.default.removeItem(atPath: again.path + "/master.m3u8")
+        try Data("#EXTM3U\n#EXTINF:2,\nhigh-0.ts\n#EXT-X-ENDLIST\n".utf8).write(to: URL(fileURLWithPath: again.path + "/other.m3u8"))
+        XCTAssertThrowsError(
+            try engine.addDownloadedItem(
+                PrefetchImportMetadata(contentId: "3", provider: "P", downloadStatus: .fullyDownloaded, filePath: again.path))
+        ) { error in
+            XCTAssertTrue("\(error)".contains("2 .m3u8 playlists at its top and 2 of them (high.m3u8, other.m3u8) are named by no other"), "\(error)")
+        }
+        XCTAssertNil(try engine.item("P:3"))
+    }
+
+    func testImportedHLSThatNamesFilesOutsideOrMissingOrMismeasuredIsRefusedLeavingNothing() throws {
+        let (_, engine) = try host(", item_download_behavior: none")
+        try content(9, size: 100).write(to: URL(fileURLWithPath: folder + "/secret"))
+        func media(_ second: String) -> String {
+            "#EXTM3U\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\"\n#EXTINF:2,\nseg0.ts\n#EXTINF:2,\n\(second)\n#EXT-X-ENDLIST\n"
+        }
+        var cases: [(name: String, hls: (path: String, files: [String: Data], size: Int64), size: Int64?, reason: String)] = []
+        let dotDot = try writeHLSDownload("dotdot", media: media("../secret"))
+        try content(9, size: 100).write(to: URL(fileURLWithPath: dotDot.path + "/secret"))
+        cases.append(("dotdot", dotDot, nil, "'../secret' in low/index.m3u8 leaves the folder with '..'"))
+        let encoded = try writeHLSDownload("encoded", media: media("%2e%2e/%2E%2E/%2e%2e/secret"))
+        cases.append(("encoded", encoded, nil, "leaves the folder with '..'"))
+        let absolute = try writeHLSDownload("absolute", media: media("http://127.0.0.1:9/seg1.ts"))
+        cases.append(("absolute", absolute, nil, "'http://127.0.0.1:9/seg1.ts' in low/index.m3u8 is not a relative name"))
+        let rooted = try writeHLSDownload("rooted", media: media(folder + "/secret"))
+        cases.append(("rooted", rooted, nil, "is not a relative name"))
+        let missing = try writeHLSDownload("missing")
+        try FileManager.default.removeItem(atPath: missing.path + "/low/seg1.ts")
+        cases.append(("missing", missing, nil, "'low/seg1.ts' is missing"))
+        let symlink = try writeHLSDownload("symlink")
+        try FileManager.default.removeItem(atPath: symlink.path + "/low/seg1.ts")
+        try FileManager.default.createSymbolicLink(atPath: symlink.path + "/low/seg1.ts", withDestinationPath: folder + "/secret")
+        cases.append(("symlink", symlink, nil, "'low/seg1.ts' is a symlink that leaves the folder"))
+        let variantOut = try writeHLSDownload("variant")
+        try FileManager.default.removeItem(atPath: variantOut.path + "/high.m3u8")
+        try FileManager.default.createSymbolicLink(atPath: variantOut.path + "/high.m3u8", withDestinationPath: dotDot.path + "/high.m3u8")
+        cases.append(("variant", variantOut, nil, "playlist 'high.m3u8' is a symlink that leaves the folder"))
+        let size = try writeHLSDownload("size")
+        cases.append(("size", size, size.size + 1, "has \(size.size) bytes (3 playlists and 4 files), Size says \(size.size + 1)"))
+        for (index, refused) in cases.enumerated() {
+            let id = "P:\(index)"
+            XCTAssertThrowsError(
+                try engine.addDownloadedItem(
+                    PrefetchImportMetadata(
+                        contentId: "\(index)", provider: "P", downloadStatus: .fullyDownloaded, filePath: refused.hls.path + "/master.m3u8",
+                        size: refused.size)), refused.name
+            ) { error in
+                XCTAssertTrue("\(error)".contains(refused.reason), "\(refused.name): \(error)")
+            }
+            XCTAssertNil(try engine.item(id), refused.name)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/data/prefetch/items/\(id)"), "\(refused.name): nothing left behind")
+        }
+        // The same folder with its right Size imports.
+        XCTAssertEqual(
+            try engine.addDownloadedItem(
+                PrefetchImportMetadata(
+                    contentId: "ok", provider: "P", downloadStatus: .fullyDownloaded, filePath: size.path + "/master.m3u8", size: size.size)
+            ).state, .cached)
+    }
+
     func testLookupByContentIdAsksTheServiceWithRetriesForUnknownOnes() throws {
         catalog(1)
         let data = content(7, size: 1_000)

@@ -24,56 +24,90 @@ public struct HLSLayout: Codable, Sendable, Equatable {
     public static let indexName = "index.m3u8"
 
     /// Builds the layout of the main index `indexText` fetched from `indexURL`; `fetch` gets the
-    /// text of a playlist the main index names (a master playlist's variants). Throws
-    /// HLSPlaylist.Invalid for a playlist that breaks the rules or limits.
+    /// text of a playlist the main index names (a master playlist's variants), one after another.
+    /// Throws HLSPlaylist.Invalid for a playlist that breaks the rules or limits.
     public static func build(indexURL: String, indexText: String, fetch: (String) async throws -> String) async throws -> HLSLayout {
-        let main = try HLSPlaylist(text: indexText, url: indexURL, origin: indexURL)
-        var layout = HLSLayout(indexURL: indexURL, playlists: [:], resources: [:], order: [], starts: [:])
-        var nameOf: [String: String] = [:]
-        func addResources(_ playlist: HLSPlaylist, prefix: String) -> String {
-            var count = 0
-            defer {
-                for reference in playlist.references {
-                    guard let name = nameOf[reference.url] else { continue }
-                    let earliest = min(layout.starts?[name] ?? reference.start, reference.start)
-                    layout.starts?[name] = earliest
+        var builder = try Builder(indexURL: indexURL, indexText: indexText)
+        for (index, variant) in builder.variants.enumerated() {
+            try builder.addVariant(index, text: try await fetch(variant.url))
+        }
+        return builder.layout
+    }
+
+    /// The same with `read` giving a variant's text at once: the playlists of a folder on this
+    /// disk (PrefetchEngine's HLS import, whose `indexURL` is a file URL).
+    public static func build(indexURL: String, indexText: String, read: (String) throws -> String) throws -> HLSLayout {
+        var builder = try Builder(indexURL: indexURL, indexText: indexText)
+        for (index, variant) in builder.variants.enumerated() {
+            try builder.addVariant(index, text: try read(variant.url))
+        }
+        return builder.layout
+    }
+
+    /// A layout as it is built: the main index parsed and rewritten (a media playlist's resources
+    /// named), then each variant of a master playlist added in order.
+    private struct Builder {
+        var layout: HLSLayout
+        /// A master playlist's variants: local name and URL, in the order the master names them.
+        var variants: [(name: String, url: String)] = []
+        private var nameOf: [String: String] = [:]
+
+        init(indexURL: String, indexText: String) throws {
+            let main = try HLSPlaylist(text: indexText, url: indexURL, origin: indexURL)
+            layout = HLSLayout(indexURL: indexURL, playlists: [:], resources: [:], order: [], starts: [:])
+            if main.isMaster {
+                var variantOf: [String: String] = [:]
+                var variants: [(name: String, url: String)] = []
+                layout.playlists[HLSLayout.indexName] = main.rewritten { url in
+                    if let name = variantOf[url] { return name }
+                    let name = "v\(variants.count).m3u8"
+                    variantOf[url] = name
+                    variants.append((name, url))
+                    return name
                 }
+                self.variants = variants
+            } else {
+                layout.playlists[HLSLayout.indexName] = addResources(main, prefix: "m")
             }
-            return playlist.rewritten { url in
+        }
+
+        /// Adds variant `index` (of `variants`) from its text.
+        mutating func addVariant(_ index: Int, text: String) throws {
+            let variant = variants[index]
+            let playlist = try HLSPlaylist(text: text, url: variant.url, origin: layout.indexURL)
+            guard !playlist.isMaster else {
+                throw HLSPlaylist.Invalid(description: "variant \(variant.url.prefix(200)) is a master playlist too")
+            }
+            layout.playlists[variant.name] = addResources(playlist, prefix: "v\(index)")
+            guard layout.resources.count <= HLSPlaylist.Limits.maxResourcesPerItem else {
+                throw HLSPlaylist.Invalid(description: "the item names more than \(HLSPlaylist.Limits.maxResourcesPerItem) segments")
+            }
+        }
+
+        /// Names the playlist's resources (a URL named before keeps its name) and returns its text
+        /// rewritten with those names.
+        private mutating func addResources(_ playlist: HLSPlaylist, prefix: String) -> String {
+            var count = 0
+            var layout = self.layout
+            var nameOf = self.nameOf
+            let text = playlist.rewritten { url in
                 if let name = nameOf[url] { return name }
-                let name = "\(prefix)-\(count).\(extensionOf(url))"
+                let name = "\(prefix)-\(count).\(HLSLayout.extensionOf(url))"
                 count += 1
                 nameOf[url] = name
                 layout.resources[name] = url
                 layout.order.append(name)
                 return name
             }
-        }
-        if main.isMaster {
-            var variantOf: [String: String] = [:]
-            var variants: [(name: String, url: String)] = []
-            layout.playlists[indexName] = main.rewritten { url in
-                if let name = variantOf[url] { return name }
-                let name = "v\(variants.count).m3u8"
-                variantOf[url] = name
-                variants.append((name, url))
-                return name
+            for reference in playlist.references {
+                guard let name = nameOf[reference.url] else { continue }
+                let earliest = min(layout.starts?[name] ?? reference.start, reference.start)
+                layout.starts?[name] = earliest
             }
-            for (index, variant) in variants.enumerated() {
-                let text = try await fetch(variant.url)
-                let playlist = try HLSPlaylist(text: text, url: variant.url, origin: indexURL)
-                guard !playlist.isMaster else {
-                    throw HLSPlaylist.Invalid(description: "variant \(variant.url.prefix(200)) is a master playlist too")
-                }
-                layout.playlists[variant.name] = addResources(playlist, prefix: "v\(index)")
-                guard layout.resources.count <= HLSPlaylist.Limits.maxResourcesPerItem else {
-                    throw HLSPlaylist.Invalid(description: "the item names more than \(HLSPlaylist.Limits.maxResourcesPerItem) segments")
-                }
-            }
-        } else {
-            layout.playlists[indexName] = addResources(main, prefix: "m")
+            self.layout = layout
+            self.nameOf = nameOf
+            return text
         }
-        return layout
     }
 
     /// A short lowercase extension from the URL's path (ts, m4s, aac, key...), else "bin".

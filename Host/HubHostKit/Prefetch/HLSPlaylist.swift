@@ -7,6 +7,9 @@ import Foundation
 /// The catalog and the origin are not trusted: the text is bounded in bytes and URIs, a URI must
 /// resolve to http(s) on the same origin (scheme, host, port) as the item's main index, and the
 /// local names never come from the playlist, so nothing in it can name a path on this disk.
+/// A file URL as the origin reads a folder on this disk instead (an imported HLS download): each
+/// URI must then be a relative name of a file in the origin's folder or below it (no scheme, no
+/// leading `/`, no `..` segment even percent-encoded, no query or fragment).
 public struct HLSPlaylist: Sendable, Equatable {
     /// The limits of what one playlist, and one item, may hold.
     public enum Limits {
@@ -118,8 +121,10 @@ public struct HLSPlaylist: Sendable, Equatable {
         return out.joined(separator: "\n")
     }
 
-    /// The absolute URL of `uri`, which must be http(s) on the origin's scheme, host and port.
+    /// The absolute URL of `uri`, which must be http(s) on the origin's scheme, host and port (a
+    /// file origin: a file in the origin's folder or below).
     static func resolve(_ uri: String, against base: URL, origin: URL) throws -> String {
+        if origin.isFileURL { return try resolveInFolder(uri, against: base, origin: origin) }
         guard uri.utf8.count <= 4096, let resolved = URL(string: uri, relativeTo: base)?.absoluteURL,
             let scheme = resolved.scheme?.lowercased(), ["http", "https"].contains(scheme), let host = resolved.host?.lowercased()
         else {
@@ -129,6 +134,30 @@ public struct HLSPlaylist: Sendable, Equatable {
         guard scheme == origin.scheme?.lowercased(), host == origin.host?.lowercased(), port(resolved) == port(origin) else {
             throw Invalid(
                 description: "playlist URI '\(uri.prefix(200))' points to another origin than the item's main index (\(origin.host ?? "?"))")
+        }
+        return resolved.absoluteString
+    }
+
+    /// The file URL of `uri`, a relative name in the folder of `origin` (a file URL) or below it.
+    static func resolveInFolder(_ uri: String, against base: URL, origin: URL) throws -> String {
+        let folder = origin.deletingLastPathComponent().standardizedFileURL.path
+        let prefix = folder.hasSuffix("/") ? folder : folder + "/"
+        let playlist =
+            base.standardizedFileURL.path.hasPrefix(prefix) ? String(base.standardizedFileURL.path.dropFirst(prefix.count)) : base.lastPathComponent
+        let shown = "playlist URI '\(uri.prefix(200))' in \(playlist.prefix(200))"
+        let rule = "an imported HLS folder names its files by relative names, in the folder or below it"
+        guard uri.utf8.count <= 4096, let reference = URL(string: uri) else { throw Invalid(description: "\(shown) is not a valid URI") }
+        guard reference.scheme == nil, !uri.hasPrefix("/") else { throw Invalid(description: "\(shown) is not a relative name (\(rule))") }
+        guard !(uri.removingPercentEncoding ?? uri).split(separator: "/").contains("..") else {
+            throw Invalid(description: "\(shown) leaves the folder with '..' (\(rule))")
+        }
+        guard !uri.contains("?"), !uri.contains("#") else {
+            throw Invalid(description: "\(shown) has a query or fragment: it is not a file name (\(rule))")
+        }
+        guard let resolved = URL(string: uri, relativeTo: base)?.absoluteURL.standardizedFileURL, resolved.isFileURL,
+            resolved.path.hasPrefix(prefix)
+        else {
+            throw Invalid(description: "\(shown) resolves outside the folder (\(rule))")
         }
         return resolved.absoluteString
     }

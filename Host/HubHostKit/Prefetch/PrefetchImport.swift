@@ -6,7 +6,8 @@ import Foundation
 /// Title, Summary, ThumbFile, ExpiryDate, TimeStamp, DownloadFinishedTime, SDKPassthroughInfo.
 /// DownloadStatus (VocImportFileDownloadStatus):
 /// - `FullyDownloaded`: FilePath (one file) is copied into the item's folder, its size checked
-///   against Size, and the item is Cached;
+///   against Size, and the item is Cached; an HLS download (FilePath a `.m3u8` file or the folder
+///   holding it: PrefetchHLSImport) is stored with every file it names, as an HLS download is;
 /// - `NewlyAdding`: the item is queued at once, user-initiated, from ContentUrl;
 /// - `PartiallyDownloaded`: only the metadata is imported: the item is Discovered.
 /// The item's uniqueId is `Provider:ContentId` (the service's id is not known yet); an item of the
@@ -93,10 +94,16 @@ extension PrefetchEngine {
         switch metadata.downloadStatus {
         case .fullyDownloaded:
             guard let path = metadata.filePath else { throw PrefetchError.invalid("FullyDownloaded needs FilePath") }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-                throw PrefetchError.invalid("FilePath '\(path)' is not a file (HLS folders are not imported)")
+            if PrefetchHLSImport.applies(to: path) {
+                let source = try PrefetchHLSImport(path: path)
+                if let size = metadata.size, size != source.length {
+                    throw PrefetchError.invalid("the HLS download at FilePath has \(source.summary), Size says \(size)")
+                }
+                main = try storeHLSImport(source, id: id)
+                state = .cached
+                break
             }
+            guard FileManager.default.fileExists(atPath: path) else { throw PrefetchError.invalid("FilePath '\(path)' does not exist") }
             let length = FileDownloader.fileLength(path)
             if let size = metadata.size, size != length { throw PrefetchError.invalid("FilePath has \(length) bytes, Size says \(size)") }
             try FileManager.default.createDirectory(atPath: folder(id), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -130,7 +137,7 @@ extension PrefetchEngine {
             title: metadata.title ?? "", summary: metadata.summary ?? "", shareURL: nil, type: metadata.contentType,
             state: state, downloadError: nil, waitReason: nil, retryAtMs: nil, attempts: 0, downloadBehavior: nil,
             userInitiated: state == .queued, bytesDownloaded: files.filter(\.done).reduce(0) { $0 + $1.bytesDownloaded },
-            size: metadata.size ?? main.size ?? 0, files: files, persistentUserInfo: [:],
+            size: metadata.size ?? (main.done ? main.bytesDownloaded : main.size ?? 0), files: files, persistentUserInfo: [:],
             sdkMetadataPassthrough: metadata.sdkPassthroughInfo, expiryMs: metadata.expiryDate.map { $0 * 1000 },
             saved: false, locked: false, viewed: false, discoveredMs: now, updatedMs: now)
         try store.pool.write { db in
