@@ -4,8 +4,9 @@
  *   slow-location (location)              sleeps `delay_ms`, then answers latitude 1, longitude 2
  *   slow-content (content_provider)       sleeps `delay_ms`, then writes "late" and answers HH_OK
  *
- * `delay_ms` (config, default 0) is the sleep; a negative value sleeps forever. They sleep instead
- * of spinning, so a stuck call costs no CPU while the tests go on beside it.
+ * `delay_ms` (config, default 0) is the sleep; a negative value sleeps forever. `create_delay_ms`
+ * (default 0) is a sleep in create, the same way. They sleep instead of spinning, so a stuck call
+ * costs no CPU while the tests go on beside it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hubhost/hubhost.h>
@@ -18,15 +19,28 @@ typedef struct slow {
     long long delay_ms;
 } slow_t;
 
-static hh_status_t slow_create(const hh_host_t *host, void **out_instance) {
+static void sleep_ms(long long delay_ms) {
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (long long waited = 0; delay_ms < 0 || waited < delay_ms; waited += 10) {
+        nanosleep(&tick, NULL);
+    }
+}
+
+static long long config_ms(const hh_host_t *host, const char *key) {
     hh_value_t value;
+    if (host->config_get(host, key, &value) == HH_OK && value.type == HH_VALUE_INT64) {
+        return value.of.int64;
+    }
+    return 0;
+}
+
+static hh_status_t slow_create(const hh_host_t *host, void **out_instance) {
+    sleep_ms(config_ms(host, "create_delay_ms"));
     slow_t *self = calloc(1, sizeof *self);
     if (!self) {
         return HH_ERR_INTERNAL;
     }
-    if (host->config_get(host, "delay_ms", &value) == HH_OK && value.type == HH_VALUE_INT64) {
-        self->delay_ms = value.of.int64;
-    }
+    self->delay_ms = config_ms(host, "delay_ms");
     *out_instance = self;
     return HH_OK;
 }
@@ -35,15 +49,8 @@ static void slow_destroy(void *instance) {
     free(instance);
 }
 
-static void slow_wait(const slow_t *self) {
-    struct timespec tick = {0, 10 * 1000 * 1000};
-    for (long long waited = 0; self->delay_ms < 0 || waited < self->delay_ms; waited += 10) {
-        nanosleep(&tick, NULL);
-    }
-}
-
 static hh_status_t slow_get_location(void *instance, hh_location_t *out) {
-    slow_wait(instance);
+    sleep_ms(((const slow_t *)instance)->delay_ms);
     out->has_coordinates = true;
     out->latitude = 1;
     out->longitude = 2;
@@ -52,7 +59,7 @@ static hh_status_t slow_get_location(void *instance, hh_location_t *out) {
 
 static hh_status_t slow_fetch(void *instance, const char *resource, const hh_content_sink_t *sink) {
     (void)resource;
-    slow_wait(instance);
+    sleep_ms(((const slow_t *)instance)->delay_ms);
     static const char late[] = "late";
     hh_status_t status = sink->write(sink, late, sizeof late - 1);
     return status;

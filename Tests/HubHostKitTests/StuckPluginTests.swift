@@ -52,20 +52,7 @@ final class StuckPluginTests: XCTestCase {
     /// provider writes after its deadline reaches nothing.
     func testASlowLocationDelegateAndContentProviderAreGivenUpOnAtTheirDeadline() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        _ = try TestSupport.compileFixture("slow_kinds_plugins.c", into: folder + "/slow", name: "libslow.so")
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: slow
-            name: Slow
-            version: 1.0.0
-            library: libslow.so
-            exports:
-              - {id: slow-location, kind: location}
-              - {id: slow-content, kind: content_provider}
-            config:
-              - {key: delay_ms, type: int, default: 0}
-            """, to: folder + "/slow/plugin.yaml")
+        try slowFixture(in: folder)
         try TestSupport.write(
             """
             data_dir: data
@@ -115,6 +102,70 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertEqual(stuck.fetch("bundle", deadlineSeconds: 0.1).status, HH_ERR_TIMEOUT)
         XCTAssertEqual(stuck.fetch("bundle", deadlineSeconds: 5).status, HH_ERR_TIMEOUT, "stuck: answered at once")
         XCTAssertLessThan(Date().timeIntervalSince(start), 1)
+    }
+
+    /// A create that does not return within create_timeout, at start and in a reload: the
+    /// instance is not loaded (its reason says so), the others are, and neither the start nor the
+    /// reload waits longer than the deadline.
+    func testACreateThatHangsFailsItsInstanceAtCreateTimeout() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try slowFixture(in: folder)
+        func manifest(_ extra: String) -> String {
+            """
+            data_dir: data
+            plugins:
+              - id: hangs
+                use: slow/plugin.yaml
+                create_timeout: 0.3 sec
+                config: {create_delay_ms: -1}
+              - id: fine
+                use: slow/plugin.yaml
+            """ + extra
+        }
+        try TestSupport.write(manifest(""), to: folder + "/plugins.yaml")
+        var start = Date()
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        XCTAssertLessThan(Date().timeIntervalSince(start), 3, "the start waited for the deadline only")
+        func reason(_ id: String) -> String {
+            if case .failed(let error)? = host.registry.entry(id: id)?.state { return error.description }
+            return "\(id) did not fail"
+        }
+        XCTAssertTrue(reason("hangs").contains("create did not return within 0.3 s (create_timeout)"), reason("hangs"))
+        XCTAssertNotNil(host.registry.entry(id: "fine")?.plugins.first, "the other instance loaded")
+
+        try TestSupport.write(
+            manifest(
+                """
+
+                  - id: late
+                    use: slow/plugin.yaml
+                    create_timeout: 0.2 sec
+                    config: {create_delay_ms: 500}
+                """), to: folder + "/plugins.yaml")
+        start = Date()
+        let report = host.reload()
+        XCTAssertLessThan(Date().timeIntervalSince(start), 3, "the reload waited for the deadlines only: \(report)")
+        XCTAssertEqual(report.outcome, .applied, "\(report)")
+        XCTAssertTrue(reason("late").contains("within 0.2 s"), reason("late"))
+    }
+
+    func slowFixture(in folder: String) throws {
+        _ = try TestSupport.compileFixture("slow_kinds_plugins.c", into: folder + "/slow", name: "libslow.so")
+        try TestSupport.write(
+            """
+            abi: "1.0"
+            id: slow
+            name: Slow
+            version: 1.0.0
+            library: libslow.so
+            exports:
+              - {id: slow-location, kind: location}
+              - {id: slow-content, kind: content_provider}
+            config:
+              - {key: delay_ms, type: int, default: 0}
+              - {key: create_delay_ms, type: int, default: 0}
+            """, to: folder + "/slow/plugin.yaml")
     }
 
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits

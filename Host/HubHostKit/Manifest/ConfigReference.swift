@@ -153,6 +153,12 @@ extension HostManifest {
                         accepted: "more than 0 s",
                         doc: "The deadline of one call to an isolated plugin; the worker is replaced after a miss."),
                     ConfigReferenceEntry(
+                        key: "plugins[].create_timeout", type: "duration", defaultValue: "\(Instance.defaultCreateTimeoutSeconds) s",
+                        accepted: "more than 0 s, at most 86400 s",
+                        doc:
+                            "The deadline of an in-process plugin's create: an instance whose create has not returned by then is not loaded (its thread is left to finish)."
+                    ),
+                    ConfigReferenceEntry(
                         key: "plugins[].memory_limit", type: "int", defaultValue: "\(Instance.defaultMemoryLimitMB)",
                         accepted: "at least \(Instance.minimumMemoryLimitMB)",
                         doc: "The address-space limit of an isolated plugin's worker, in MiB."),

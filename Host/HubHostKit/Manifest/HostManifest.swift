@@ -31,8 +31,11 @@ public struct HostManifest: Sendable {
         public var callTimeoutSeconds: Double = Instance.defaultCallTimeoutSeconds
         /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`).
         public var memoryLimitMB: Int = Instance.defaultMemoryLimitMB
+        /// Deadline of an in-process plugin's create (`create_timeout`).
+        public var createTimeoutSeconds: Double = Instance.defaultCreateTimeoutSeconds
 
         public static let defaultCallTimeoutSeconds: Double = 5
+        public static let defaultCreateTimeoutSeconds: Double = 30
         public static let defaultMemoryLimitMB = 4096
         /// Below this a worker cannot even start the Swift runtime.
         public static let minimumMemoryLimitMB = 64
@@ -216,6 +219,14 @@ public struct HostManifest: Sendable {
                 instance.callTimeoutSeconds = seconds
             } else {
                 reader.report(node, key: "\(path).call_timeout", "the call timeout must be longer than 0 seconds")
+            }
+        }
+        if let node = fields["create_timeout"]?.value, let seconds = reader.duration(node, key: "\(path).create_timeout") {
+            if seconds > 0 && seconds <= 86_400 {
+                instance.createTimeoutSeconds = seconds
+            } else {
+                reader.report(
+                    node, key: "\(path).create_timeout", "the create timeout must be longer than 0 seconds and at most a day, not \(seconds)")
             }
         }
         if let node = fields["memory_limit"]?.value, let megabytes = reader.int(node, key: "\(path).memory_limit") {

@@ -29,21 +29,37 @@ public final class PluginInstance: @unchecked Sendable {
     }
 
     /// Creates an instance of `descriptor` with `config` (already checked against the schema).
-    /// A failing create throws `.createFailed` with the plugin's own message.
+    /// A failing create throws `.createFailed` with the plugin's own message. The create runs on a
+    /// plugin-call thread and is waited for at most `deadlineSeconds`: one that has not returned by
+    /// then throws `.createTimedOut` (the load or reload goes on without the instance), and if it
+    /// returns later its instance is destroyed at once, since no one holds it.
     public static func create(
         _ descriptor: PluginDescriptor, of library: PluginLibrary, instanceID: String,
         config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
-        environment: HostEnvironment = HostEnvironment()
+        environment: HostEnvironment = HostEnvironment(), deadlineSeconds: Double = HostManifest.Instance.defaultCreateTimeoutSeconds
     ) throws -> PluginInstance {
         let services = HostServices(
             instanceID: instanceID, config: config, dataDirectory: dataDirectory, pipeline: pipeline,
             environment: environment)
-        var handle: UnsafeMutableRawPointer?
-        let status = descriptor.raw.pointee.create(UnsafePointer(services.table), &handle)
-        guard status == HH_OK else {
-            throw PluginLoadError.createFailed(instance: instanceID, plugin: descriptor.id, status: status, message: services.takeError())
+        let outcome = CreateOutcome()
+        PluginCallThreads.run {
+            var handle: UnsafeMutableRawPointer?
+            let status = descriptor.raw.pointee.create(UnsafePointer(services.table), &handle)
+            // The plugin's report is kept per thread: read it on the thread that created.
+            let message = status == HH_OK ? "" : services.takeError()
+            let created = status == HH_OK ? UncheckedHandle(handle) : nil
+            if !outcome.finish(status: status, message: message, handle: created), status == HH_OK {
+                descriptor.raw.pointee.destroy(handle)  // the caller gave up on it
+            }
         }
-        return PluginInstance(instanceID: instanceID, descriptor: descriptor, library: library, services: services, handle: handle)
+        guard let (status, message, handle) = outcome.wait(seconds: deadlineSeconds) else {
+            throw PluginLoadError.createTimedOut(instance: instanceID, plugin: descriptor.id, seconds: deadlineSeconds)
+        }
+        guard status == HH_OK else {
+            throw PluginLoadError.createFailed(instance: instanceID, plugin: descriptor.id, status: status, message: message)
+        }
+        return PluginInstance(
+            instanceID: instanceID, descriptor: descriptor, library: library, services: services, handle: handle?.pointer)
     }
 
     /// The plugin's kind, from its descriptor.
@@ -70,4 +86,43 @@ public final class PluginInstance: @unchecked Sendable {
     }
 
     deinit { destroy() }
+}
+
+/// A plugin's instance handle on its way from the creating thread to the waiting one.
+/// Safe to share: the pointer is the plugin's, handed over once and only used by its receiver.
+private struct UncheckedHandle: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer?
+    init(_ pointer: UnsafeMutableRawPointer?) { self.pointer = pointer }
+}
+
+/// The answer of a create, handed from the plugin-call thread to the loader; whoever comes second
+/// learns it: a create that finishes after the loader gave up is told so and destroyed.
+/// Safe to share: every field is read and written under `lock`.
+private final class CreateOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var answer: (status: Int32, message: String, handle: UncheckedHandle?)?
+    private var abandoned = false
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Records the create's answer; false when the loader already gave up.
+    func finish(status: Int32, message: String, handle: UncheckedHandle?) -> Bool {
+        let taken = lock.withLock { () -> Bool in
+            guard !abandoned else { return false }
+            answer = (status, message, handle)
+            return true
+        }
+        done.signal()
+        return taken
+    }
+
+    /// The answer, or nil (and the create abandoned) when none came within `seconds`.
+    func wait(seconds: Double) -> (status: Int32, message: String, handle: UncheckedHandle?)? {
+        let limit = min(max(seconds.isFinite ? seconds : 0, 0.001), 86_400)
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(limit))))
+        return lock.withLock {
+            if let answer { return answer }
+            abandoned = true
+            return nil
+        }
+    }
 }

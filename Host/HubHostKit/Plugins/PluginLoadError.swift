@@ -12,6 +12,7 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case invalidDescriptor(path: String, index: Int, reason: String)
     case manifestMismatch(path: String, reason: String)
     case createFailed(instance: String, plugin: String, status: Int32, message: String)
+    case createTimedOut(instance: String, plugin: String, seconds: Double)
     case workerFailed(instance: String, reason: String)
     case disabled
 
@@ -46,6 +47,9 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(path) does not match its plugin.yaml: \(reason)"
         case .createFailed(let instance, let plugin, let status, let message):
             return "instance '\(instance)' disabled: \(plugin) create failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")"
+        case .createTimedOut(let instance, let plugin, let seconds):
+            return
+                "instance '\(instance)' disabled: \(plugin) create did not return within \(seconds) s (create_timeout); it is left to finish on its own thread and destroyed if it does"
         case .workerFailed(let instance, let reason):
             return "instance '\(instance)' disabled: its worker process (isolation: process) did not start: \(reason)"
         case .disabled:

@@ -170,7 +170,7 @@ public final class PluginRegistry: @unchecked Sendable {
                         pipeline: pipeline,
                         environment: HostEnvironment(
                             http: configuration.http, location: locationService,
-                            eventAuth: eventAuth)))
+                            eventAuth: eventAuth), deadlineSeconds: configuration.createTimeoutSeconds))
             } catch {
                 // All of an instance's plugins load, or none: undo the ones already created.
                 for instance in created.reversed() { instance.destroy() }
