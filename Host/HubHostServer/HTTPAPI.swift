@@ -22,7 +22,7 @@ enum HTTPAPI {
         router.add(middleware: MetricsMiddleware())
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
-        MetricsRoutes.add(to: router, engine: try host.events())
+        MetricsRoutes.add(to: router, host: host, engine: try host.events())
         // Answers at once whatever the plugins do: a plugin stuck in a call makes it "degraded".
         router.get("/v1/health") { _, _ in
             let stuck = host.stuckPlugins

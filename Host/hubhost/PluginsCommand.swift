@@ -107,6 +107,11 @@ struct PluginRow: Encodable {
     /// For isolation: process: running (pid), restarting, or given up after N crashes in a window.
     var worker: String?
     var workerCrashes: Int?
+    /// The reload that loaded it (0: at start) and the SHA-256 of its library's content.
+    var generation: Int
+    var libraryHash: String?
+    /// Exports stuck in a call past its deadline.
+    var stuck: [String]
 
     static func rows(_ registry: PluginRegistry) -> [PluginRow] {
         registry.entries.map { entry in
@@ -123,7 +128,8 @@ struct PluginRow: Encodable {
                 library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
                 state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
                 exports: entry.plugins.map(\.pluginID), isolation: entry.configuration.isolation.rawValue,
-                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
+                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes,
+                generation: entry.generation, libraryHash: entry.libraryHash, stuck: entry.plugins.filter(\.calls.isStuck).map(\.pluginID))
         }
     }
 
@@ -133,12 +139,14 @@ struct PluginRow: Encodable {
             return
         }
         Output.table(
-            ["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE"],
+            ["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE", "GEN", "SHA-256"],
             rows.map { row in
                 [
                     row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-",
                     row.worker.map { "process: \($0)" } ?? row.isolation, row.library ?? "-",
-                    row.reason.map { "\(row.state): \($0)" } ?? row.state
+                    row.reason.map { "\(row.state): \($0)" }
+                        ?? (row.stuck.isEmpty ? row.state : "\(row.state), stuck: \(row.stuck.joined(separator: ", "))"),
+                    "\(row.generation)", row.libraryHash.map { String($0.prefix(12)) } ?? "-"
                 ]
             })
     }

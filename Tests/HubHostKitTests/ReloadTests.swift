@@ -36,12 +36,14 @@ final class ReloadTests: XCTestCase {
     }
 
     /// plugins.yaml with app-version instances (id: version) and the bundled extra operators.
-    func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false) throws {
+    /// Instances named in `isolated` run in a worker process.
+    func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false, isolated: Set<String> = []) throws {
         var text = "data_dir: data\nlogging: {severity: warning}\n"
         if server { text += "server: {host: 127.0.0.1, port: 0}\n" }
         text += extra + "plugins:\n  - id: keep\n    use: \(TestSupport.plugin("ExtraOperators"))\n"
         for (id, version) in versions {
             text += "  - id: \(id)\n    use: app-version/plugin.yaml\n    config: {version: \"\(version)\"}\n"
+            if isolated.contains(id) { text += "    isolation: process\n" }
         }
         try TestSupport.write(text, to: folder + "/plugins.yaml")
     }
@@ -191,6 +193,20 @@ final class ReloadTests: XCTestCase {
         XCTAssertNotNil(try events.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], "the plugins still run")
     }
 
+    /// `hubhost plugins list` and `status` show each instance's generation and its library's SHA-256.
+    func testPluginsListShowsGenerationAndLibraryHash() throws {
+        try writeManifest([("app", "1.0")])
+        let listed = try TestSupport.hubhost(["plugins", "list", "--json"], manifest: folder + "/plugins.yaml", in: folder)
+        XCTAssertEqual(listed.status, 0, listed.description)
+        let rows = try TestSupport.json(listed.stdout, as: [[String: Any]].self)
+        let app = try XCTUnwrap(rows.first { $0["id"] as? String == "app" })
+        XCTAssertEqual(app["generation"] as? Int, 0)
+        let expected = try XCTUnwrap(SHA256.hex(ofFile: folder + "/app-version/libapp-version.so"))
+        XCTAssertEqual(app["libraryHash"] as? String, expected)
+        let table = try TestSupport.hubhost(["status"], manifest: folder + "/plugins.yaml", in: folder)
+        XCTAssertTrue(table.stdout.contains(String(expected.prefix(12))), table.stdout)
+    }
+
     /// A running serve picks up a collector URL, a flush interval and a campaign ping URL from a
     /// reload: events that waited on disk go out on the new cadence, and the new ping endpoint is
     /// asked, with no restart.
@@ -316,7 +332,9 @@ final class ReloadTests: XCTestCase {
                 XCTAssertEqual(status, 409, "an invalid manifest is refused")
                 continue
             }
-            try writeManifest([("app", "v\(round)")], server: true)
+            // Every fourth round adds an isolated instance, which the next round removes again.
+            let versions = [("app", "v\(round)")] + (round % 4 == 0 ? [("extra", "v-extra-\(round)")] : [])
+            try writeManifest(versions, server: true, isolated: ["extra"])
             if round == 20 {
                 kill(serve.process.processIdentifier, SIGHUP)
                 usleep(300_000)
@@ -324,6 +342,9 @@ final class ReloadTests: XCTestCase {
             }
             let (status, body) = try serve.call("POST", "/v1/admin/reload")
             XCTAssertEqual(status, 200, "round \(round): \(body)")
+            if round == 48 {
+                XCTAssertFalse(Self.children(of: serve.process.processIdentifier).isEmpty, "the isolated instance's worker runs")
+            }
         }
         stop.signal()
         XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
@@ -337,6 +358,10 @@ final class ReloadTests: XCTestCase {
             XCTAssertEqual(reloads, 50, "follower \(index) heard every reload, the refused one and the SIGHUP included")
         }
         XCTAssertNotEqual(try libraryHash(), firstHash, "the library rebuilt mid-crowd is the one loaded")
+        // The last manifest has no isolated instance: every worker the reloads started has exited.
+        XCTAssertTrue(
+            TestSupport.waitUntil(timeout: 10) { Self.children(of: serve.process.processIdentifier).isEmpty },
+            "no worker left behind: \(Self.children(of: serve.process.processIdentifier))")
         let descriptorsAfter = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
         XCTAssertLessThan(descriptorsAfter - descriptorsBefore, 16, "no descriptor leaked per reload (\(descriptorsBefore) -> \(descriptorsAfter))")
         let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
@@ -353,6 +378,19 @@ final class ReloadTests: XCTestCase {
             XCTAssertEqual(stored[id]?.count, 1, "\(id) stored once")
             let version = (stored[id]?.first?["attributes"] as? [String: Any])?["App Version"] as? String
             XCTAssertTrue(version.map { $0.hasPrefix("v") } ?? false, "\(id): \(String(describing: version))")
+        }
+    }
+
+    /// The live child processes of `pid` (zombies included: an unreaped worker is a leak too).
+    static func children(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { child in
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return false }
+            // After "pid (name)": the state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == pid
         }
     }
 

@@ -214,6 +214,15 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertEqual((counts["NOT_POSTED"] as? NSNumber)?.intValue, 0, "\(counts)")
         // Other routes answer too.
         XCTAssertEqual(try server.call("GET", "/v1/events?limit=1").0, 200)
+        // /metrics and GET /v1/plugins name it too.
+        let metrics = try server.http.fetch("GET", server.base + "/metrics", timeoutSeconds: 5).get()
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        XCTAssertTrue(text.contains(#"hubhost_plugin_stuck{instance="looping",kind="augmentation"} 1"#), text)
+        XCTAssertTrue(text.contains("hubhost_plugins_stuck 1"), text)
+        let (_, plugins) = try server.call("GET", "/v1/plugins")
+        let listed = (plugins as? [String: Any])?["instances"] as? [[String: Any]]
+        let looping = try XCTUnwrap(listed?.first { $0["id"] as? String == "looping" }?["plugins"] as? [[String: Any]])
+        XCTAssertTrue(looping.contains { $0["kind"] as? String == "augmentation" && $0["stuck"] as? Bool == true }, "\(looping)")
         // One looping thread, not one per event: the process uses about one core.
         let threads =
             try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/status", encoding: .utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import Synchronization
 
 /// The runtime's metrics, through swift-metrics: whatever backend the front end bootstraps
 /// receives them (`hubhost serve` exports Prometheus text at GET /metrics); with none
@@ -51,6 +52,28 @@ public enum RuntimeMetrics {
     public static func messageShown() {
         Counter(label: "hubhost_messages_shown_total").increment()
     }
+
+    /// The plugins stuck in a call past its deadline, as a gauge per instance and kind (1 while
+    /// stuck, back to 0 once its call returned; set when metrics are read) beside their count.
+    public static func recordStuckPlugins(_ stuck: [StuckPlugin]) {
+        let now = Set(stuck.map { StuckKey(instance: $0.instance, kind: $0.kind) })
+        let before = stuckReported.withLock { reported in
+            defer { reported.formUnion(now) }
+            return reported
+        }
+        for key in before.union(now) {
+            Gauge(label: "hubhost_plugin_stuck", dimensions: [("instance", key.instance), ("kind", key.kind)])
+                .record(now.contains(key) ? 1 : 0)
+        }
+        Gauge(label: "hubhost_plugins_stuck").record(now.count)
+    }
+
+    private struct StuckKey: Hashable, Sendable {
+        var instance: String
+        var kind: String
+    }
+    /// Every (instance, kind) ever reported stuck, so one that recovered is set back to 0.
+    private static let stuckReported = Mutex<Set<StuckKey>>([])
 
     /// The stored events by status, as a gauge per status (set when metrics are read).
     public static func recordStoredEvents(_ counts: [EventStatus: Int]) {
