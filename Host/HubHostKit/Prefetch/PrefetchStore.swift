@@ -120,18 +120,32 @@ final class PrefetchStore: @unchecked Sendable {
         return e
     }()
 
+    /// The columns an item is read from, in the order `item(from:)` reads them by index: by name,
+    /// GRDB compares each name case-insensitively with every column, which cost more than the
+    /// query itself on a page of a thousand items.
+    static let itemColumns = """
+        unique_id, content_id, source_name, title, summary, share_url, type, state, download_error, wait_reason, retry_at_ms,
+        attempts, download_behavior, user_initiated, bytes_downloaded, size, files, persistent_user_info, sdk_passthrough,
+        expiry_ms, saved, locked, viewed, discovered_ms, updated_ms
+        """
+
+    /// An item from a row of `SELECT \(itemColumns) FROM item`.
     static func item(from row: Row, categories: [String]) throws -> PrefetchItem {
-        let files = try JSONDecoder().decode([PrefetchFile].self, from: Data((row["files"] as String).utf8))
-        let info = (try? JSONDecoder().decode([String: JSONValue].self, from: Data((row["persistent_user_info"] as String).utf8))) ?? [:]
+        let files = try PrefetchFile.decodeList(row[16])
+        let infoText: String = row[17]
+        let info: [String: JSONValue]
+        if case .object(let fields)? = JSONValueReader.read(infoText) {
+            info = fields
+        } else {
+            info = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(infoText.utf8))) ?? [:]
+        }
         return PrefetchItem(
-            uniqueId: row["unique_id"], contentId: row["content_id"], sourceName: row["source_name"], categories: categories,
-            title: row["title"], summary: row["summary"], shareURL: row["share_url"], type: row["type"],
-            state: PrefetchItemState(rawValue: row["state"]) ?? .discovered, downloadError: row["download_error"],
-            waitReason: row["wait_reason"], retryAtMs: row["retry_at_ms"], attempts: row["attempts"],
-            downloadBehavior: (row["download_behavior"] as String?).flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)),
-            userInitiated: row["user_initiated"], bytesDownloaded: row["bytes_downloaded"], size: row["size"], files: files,
-            persistentUserInfo: info, sdkMetadataPassthrough: row["sdk_passthrough"], expiryMs: row["expiry_ms"],
-            saved: row["saved"], locked: row["locked"], viewed: row["viewed"], discoveredMs: row["discovered_ms"], updatedMs: row["updated_ms"])
+            uniqueId: row[0], contentId: row[1], sourceName: row[2], categories: categories, title: row[3], summary: row[4],
+            shareURL: row[5], type: row[6], state: PrefetchItemState(rawValue: row[7]) ?? .discovered, downloadError: row[8],
+            waitReason: row[9], retryAtMs: row[10], attempts: row[11],
+            downloadBehavior: (row[12] as String?).flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)), userInitiated: row[13],
+            bytesDownloaded: row[14], size: row[15], files: files, persistentUserInfo: info, sdkMetadataPassthrough: row[18],
+            expiryMs: row[19], saved: row[20], locked: row[21], viewed: row[22], discoveredMs: row[23], updatedMs: row[24])
     }
 
     static func categories(_ db: Database, of id: String) throws -> [String] {
@@ -139,7 +153,9 @@ final class PrefetchStore: @unchecked Sendable {
     }
 
     static func item(_ db: Database, _ id: String) throws -> PrefetchItem? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM item WHERE unique_id = ?", arguments: [id]) else { return nil }
+        guard let row = try Row.fetchOne(db, sql: "SELECT \(itemColumns) FROM item WHERE unique_id = ?", arguments: [id]) else {
+            return nil
+        }
         return try item(from: row, categories: categories(db, of: id))
     }
 
@@ -151,24 +167,28 @@ final class PrefetchStore: @unchecked Sendable {
         limit: Int? = nil
     ) throws -> [PrefetchItem] {
         try pool.read { db in
-            var sql = "SELECT * FROM item"
+            var sql = "SELECT \(Self.itemColumns) FROM item"
             if let clause { sql += " WHERE \(clause)" }
             sql += " ORDER BY \(orderBy)"
             if let limit { sql += " LIMIT \(max(0, limit))" }
-            let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
-            var links: [String: [String]] = [:]
-            // The links of the rows found only, by their ids in chunks (the primary key's index):
+            // Decoded straight from the statement (a cursor's rows are not copied), categories after.
+            var items: [PrefetchItem] = []
+            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try cursor.next() { items.append(try Self.item(from: row, categories: [])) }
+            // The links of the items found only, by their ids in chunks (the primary key's index):
             // running the clause again would scan every match when a limit kept only a few.
-            let ids: [String] = rows.map { $0["unique_id"] }
-            for start in stride(from: 0, to: ids.count, by: 500) {
-                let chunk = Array(ids[start..<min(ids.count, start + 500)])
+            var position: [String: Int] = [:]
+            for (index, item) in items.enumerated() { position[item.uniqueId] = index }
+            for start in stride(from: 0, to: items.count, by: 500) {
+                let chunk = items[start..<min(items.count, start + 500)].map(\.uniqueId)
                 let sql =
                     "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
-                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(chunk)) {
-                    links[row["item_id"], default: []].append(row["category_id"])
+                let links = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
+                while let link = try links.next() {
+                    if let index = position[link[0]] { items[index].categories.append(link[1]) }  // item_id, category_id
                 }
             }
-            return try rows.map { try Self.item(from: $0, categories: links[$0["unique_id"] as String] ?? []) }
+            return items
         }
     }
 
