@@ -1,7 +1,8 @@
-/// The tokens of JSON text, read by hand from its UTF-8 bytes (JSONValueReader, and readers of one
-/// known shape such as an item's files): each read returns nil for what JSON's grammar does not
-/// allow, and numbers only when a Double holds them exactly (at most 15 significant digits, an
-/// exponent within ±300), so a caller can fall back to JSONDecoder and never read another value.
+/// The tokens of JSON text, read by hand from its UTF-8 bytes: what JSONValueReader and the readers
+/// of one known shape (an event's attributes, an item's files) are built from. Each read skips the
+/// whitespace before its token and returns nil for what JSON's grammar does not allow; `number`
+/// returns only what a Double holds exactly (at most 15 significant digits, an exponent within
+/// ±300). So a reader can fall back to JSONDecoder and never read another value.
 package struct JSONScanner {
     package let bytes: UnsafeBufferPointer<UInt8>
     /// The next byte to read.
@@ -13,6 +14,7 @@ package struct JSONScanner {
         while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0A || bytes[at] == 0x0D || bytes[at] == 0x09 { at += 1 }
     }
 
+    /// Skips whitespace, then takes `byte` if it is next.
     package mutating func take(_ byte: UInt8) -> Bool {
         skipSpace()
         guard at < bytes.count, bytes[at] == byte else { return false }
@@ -20,6 +22,13 @@ package struct JSONScanner {
         return true
     }
 
+    /// Whether only whitespace is left.
+    package mutating func end() -> Bool {
+        skipSpace()
+        return at == bytes.count
+    }
+
+    /// Takes `word` (true, false, null, or any ASCII text) if it comes next, as it is.
     package mutating func literal(_ word: StaticString) -> Bool {
         let count = word.utf8CodeUnitCount
         guard at + count <= bytes.count else { return false }
@@ -28,10 +37,10 @@ package struct JSONScanner {
         return true
     }
 
-    /// A string token at `at` (its opening quote), unescaped.
+    /// A string token, unescaped; nil on a bad escape, an unescaped control character or bytes
+    /// that are not UTF-8.
     package mutating func string() -> String? {
-        guard at < bytes.count, bytes[at] == UInt8(ascii: "\"") else { return nil }
-        at += 1
+        guard take(UInt8(ascii: "\"")) else { return nil }
         let start = at
         // The common case: no escape, so the bytes are the string.
         while at < bytes.count, bytes[at] != UInt8(ascii: "\""), bytes[at] != UInt8(ascii: "\\"), bytes[at] >= 0x20 { at += 1 }
