@@ -52,7 +52,7 @@ final class StuckPluginTests: XCTestCase {
     /// provider writes after its deadline reaches nothing.
     func testASlowLocationDelegateAndContentProviderAreGivenUpOnAtTheirDeadline() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try slowFixture(in: folder)
+        _ = try TestSupport.slowKindsFixture(in: folder + "/slow")
         try TestSupport.write(
             """
             data_dir: data
@@ -109,7 +109,7 @@ final class StuckPluginTests: XCTestCase {
     /// reload waits longer than the deadline.
     func testACreateThatHangsFailsItsInstanceAtCreateTimeout() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try slowFixture(in: folder)
+        _ = try TestSupport.slowKindsFixture(in: folder + "/slow")
         func manifest(_ extra: String) -> String {
             """
             data_dir: data
@@ -148,24 +148,6 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 3, "the reload waited for the deadlines only: \(report)")
         XCTAssertEqual(report.outcome, .applied, "\(report)")
         XCTAssertTrue(reason("late").contains("within 0.2 s"), reason("late"))
-    }
-
-    func slowFixture(in folder: String) throws {
-        _ = try TestSupport.compileFixture("slow_kinds_plugins.c", into: folder + "/slow", name: "libslow.so")
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: slow
-            name: Slow
-            version: 1.0.0
-            library: libslow.so
-            exports:
-              - {id: slow-location, kind: location}
-              - {id: slow-content, kind: content_provider}
-            config:
-              - {key: delay_ms, type: int, default: 0}
-              - {key: create_delay_ms, type: int, default: 0}
-            """, to: folder + "/slow/plugin.yaml")
     }
 
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits

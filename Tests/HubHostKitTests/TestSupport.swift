@@ -170,6 +170,28 @@ enum TestSupport {
         return dir + "/plugin.yaml"
     }
 
+    /// Builds Tests/Fixtures/slow_kinds_plugins.c (a location and a content provider that sleep
+    /// `delay_ms` per call and `create_delay_ms` in create; negative: forever) into `folder` with its
+    /// plugin.yaml, and returns the plugin.yaml's path.
+    static func slowKindsFixture(in folder: String) throws -> String {
+        _ = try compileFixture("slow_kinds_plugins.c", into: folder, name: "libslow.so")
+        try write(
+            """
+            abi: "1.0"
+            id: slow
+            name: Slow
+            version: 1.0.0
+            library: libslow.so
+            exports:
+              - {id: slow-location, kind: location}
+              - {id: slow-content, kind: content_provider}
+            config:
+              - {key: delay_ms, type: int, default: 0}
+              - {key: create_delay_ms, type: int, default: 0}
+            """, to: folder + "/plugin.yaml")
+        return folder + "/plugin.yaml"
+    }
+
     /// Builds Tests/Fixtures/prefetch_kinds_plugins.c (one device_conditions and one
     /// download_request plugin whose `mode` config picks a misbehaviour) into `folder` with its
     /// plugin.yaml, and returns the plugin.yaml's path. `abiMinor` makes the library claim ABI
