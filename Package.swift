@@ -66,10 +66,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // WebAssembly plugins: a pure-Swift interpreter with fuel metering (WasmKit) and, for the
+        // tests' text-format fixtures, its WAT parser.
+        .package(url: "https://github.com/swiftwasm/WasmKit", exact: "0.4.2")
     ],
     targets: [
-        .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift"]),
+        // Protocols/wasm holds the guest adapter, compiled into .wasm plugins only (scripts/build-wasm-plugin).
+        .target(name: "HubHostABI", path: "Protocols", exclude: ["Swift", "wasm"]),
         // Helpers for plugins written in Swift (static tables, typed config); depends only on the ABI.
         .target(
             name: "HubHostPluginSupport", dependencies: ["HubHostABI"], path: "Protocols/Swift",
@@ -88,7 +92,9 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client")
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WasmKit", package: "WasmKit"),
+                .product(name: "WasmParser", package: "WasmKit")
             ],
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -143,7 +149,8 @@ let package = Package(
             name: "HubHostKitTests",
             dependencies: [
                 "HubHostKit", "HubHostTools", "HubHostServer", "PluginTestKit",
-                .product(name: "HummingbirdTesting", package: "hummingbird")
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "WAT", package: "WasmKit")
             ],
             path: "Tests/HubHostKitTests",
             swiftSettings: [.swiftLanguageMode(.v6)]

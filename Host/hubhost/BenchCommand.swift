@@ -9,7 +9,8 @@ struct BenchCommand: ParsableCommand {
         abstract: "Measure hubhost, each figure beside a baseline measured in the same run.",
         discussion: "Build with `swift build -c release` for figures worth reporting.",
         subcommands: [
-            ABI.self, Isolation.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self, All.self,
+            ABI.self, Isolation.self, Wasm.self, Events.self, Ingest.self, Campaigns.self, Hub.self, BundleBuild.self, Sinks.self, Prefetch.self,
+            All.self,
             FloorServer.self
         ])
 

@@ -76,6 +76,8 @@ struct PluginsCommand: ParsableCommand {
                 print("binary:       \(b.path)")
                 print("binary abi:   \(b.abi)")
                 if let sha = b.sha256 { print("sha256:       \(sha)") }
+                if let imports = b.wasmImports { print("wasm imports: \(imports.isEmpty ? "none" : imports.joined(separator: ", "))") }
+                if let exports = b.wasmExports { print("wasm exports: \(exports.joined(separator: ", "))") }
                 Output.table(
                     ["  plugin", "kind", "version", "description"],
                     b.plugins.map {

@@ -18,9 +18,18 @@ enum WorkerOp: UInt8 {
 enum IsolatedCalls {
     // MARK: Host side
 
-    static func worker(_ handle: PluginHandle) -> (PluginWorker, Int) {
-        guard case .isolated(let worker, let index) = handle.backend else { preconditionFailure("not an isolated plugin") }
-        return (worker, index)
+    static func worker(_ handle: PluginHandle) -> (any PluginCallChannel, Int) {
+        switch handle.backend {
+        case .isolated(let worker, let index): return (worker, index)
+        case .wasm(let guest, let index): return (guest, index)
+        case .inProcess: preconditionFailure("not an isolated plugin")
+        }
+    }
+
+    /// The status a failed call answers: a timeout for a call past its budget, else unavailable.
+    static func status(of failure: WorkerFailure) -> Int32 {
+        if case .timedOut = failure { return HH_ERR_TIMEOUT }
+        return HH_ERR_UNAVAILABLE
     }
 
     static func augment(_ handle: PluginHandle, _ event: AugmentableEvent) -> AugmentationOutcome {
@@ -36,7 +45,7 @@ enum IsolatedCalls {
                 return AugmentationOutcome(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)", event: event)
             }
         case .failure(let failure):
-            return AugmentationOutcome(status: HH_ERR_UNAVAILABLE, message: failure.description, event: event)
+            return AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
         }
     }
 
@@ -69,7 +78,7 @@ enum IsolatedCalls {
             }
             return (result, status, reason)
         case .failure(let failure):
-            return (false, HH_ERR_UNAVAILABLE, failure.description)
+            return (false, status(of: failure), failure.description)
         }
     }
 

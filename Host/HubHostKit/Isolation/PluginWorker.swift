@@ -6,9 +6,12 @@ public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
     case crashed(String)
     case restarting(String)
     case gaveUp(String)
+    /// The call ran past its budget (a WebAssembly guest out of fuel): a timeout.
+    case timedOut(String)
 
     public var description: String {
         switch self {
+        case .timedOut(let cause): return cause
         case .crashed(let cause): return cause
         case .restarting(let cause): return "worker restarting after: \(cause)"
         case .gaveUp(let cause): return "worker given up: \(cause)"

@@ -163,6 +163,17 @@ extension HostManifest {
                         accepted: "at least \(Instance.minimumMemoryLimitMB)",
                         doc: "The address-space limit of an isolated plugin's worker, in MiB."),
                     ConfigReferenceEntry(
+                        key: "plugins[].wasm_fuel", type: "int", defaultValue: "\(WasmBudget.defaultFuelPerCall)",
+                        accepted: "at least \(WasmBudget.minimumFuelPerCall)",
+                        doc:
+                            "A .wasm plugin's fuel for one call (about one unit per WebAssembly instruction); a call that runs out is a timeout."
+                    ),
+                    ConfigReferenceEntry(
+                        key: "plugins[].wasm_memory_limit", type: "int", defaultValue: "\(WasmBudget.defaultMemoryLimitMB)",
+                        accepted: "\(WasmBudget.minimumMemoryLimitMB) to \(WasmBudget.maximumMemoryLimitMB)",
+                        doc: "A .wasm plugin's linear memory ceiling, in MiB; growing past it fails inside the plugin (malloc returns NULL)."
+                    ),
+                    ConfigReferenceEntry(
                         key: "plugins[].http_allow", type: "list of strings", defaultValue: "[]",
                         doc: "The hosts the instance may reach through the host's HTTP service; empty: none."),
                     ConfigReferenceEntry(

@@ -41,6 +41,8 @@ public struct HostManifest: Sendable {
         public static let minimumMemoryLimitMB = 64
         /// What the instance may reach through the host's HTTP service (`http_allow`, `http_timeout`).
         public var http = HostEnvironment.HTTPPolicy()
+        /// Fuel per call and memory ceiling of a `.wasm` plugin (`wasm_fuel`, `wasm_memory_limit`).
+        public var wasm = WasmBudget()
     }
 
     /// `isolation:` of a plugin instance.
@@ -236,6 +238,23 @@ public struct HostManifest: Sendable {
                 reader.report(
                     node, key: "\(path).memory_limit",
                     "the worker's memory limit must be at least \(Instance.minimumMemoryLimitMB) (MiB), not \(megabytes)")
+            }
+        }
+        if let node = fields["wasm_fuel"]?.value, let fuel = reader.int(node, key: "\(path).wasm_fuel") {
+            if fuel >= WasmBudget.minimumFuelPerCall {
+                instance.wasm.fuelPerCall = UInt64(fuel)
+            } else {
+                reader.report(
+                    node, key: "\(path).wasm_fuel", "the fuel of one call must be at least \(WasmBudget.minimumFuelPerCall), not \(fuel)")
+            }
+        }
+        if let node = fields["wasm_memory_limit"]?.value, let megabytes = reader.int(node, key: "\(path).wasm_memory_limit") {
+            if megabytes >= WasmBudget.minimumMemoryLimitMB && megabytes <= WasmBudget.maximumMemoryLimitMB {
+                instance.wasm.memoryLimitMB = Int(megabytes)
+            } else {
+                reader.report(
+                    node, key: "\(path).wasm_memory_limit",
+                    "the memory ceiling must be \(WasmBudget.minimumMemoryLimitMB) to \(WasmBudget.maximumMemoryLimitMB) (MiB), not \(megabytes)")
             }
         }
         if let node = fields["http_allow"]?.value, let items = reader.sequence(node, key: "\(path).http_allow") {

@@ -9,6 +9,8 @@ public final class PluginHandle: @unchecked Sendable {
         case inProcess(PluginInstance)
         /// The worker and the plugin's index among the plugins it created.
         case isolated(PluginWorker, index: Int)
+        /// A WebAssembly module instance and the plugin's index among the plugins it created.
+        case wasm(WasmPluginInstance, index: Int)
     }
 
     /// The instance id from plugins.yaml.
@@ -37,14 +39,25 @@ public final class PluginHandle: @unchecked Sendable {
         backend = .isolated(worker, index: index)
     }
 
+    package init(wasm: WasmPluginInstance, index: Int) {
+        instanceID = wasm.instanceID
+        pluginID = wasm.plugins[index].id
+        kind = wasm.plugins[index].kind
+        backend = .wasm(wasm, index: index)
+    }
+
     /// The in-process instance, when it runs here.
     public var instance: PluginInstance? {
         if case .inProcess(let instance) = backend { return instance }
         return nil
     }
 
-    /// Destroys an in-process instance; an isolated one ends with its worker.
+    /// Destroys an in-process or WebAssembly instance; an isolated one ends with its worker.
     public func destroy() {
-        if case .inProcess(let instance) = backend { instance.destroy() }
+        switch backend {
+        case .inProcess(let instance): instance.destroy()
+        case .wasm(let guest, let index): guest.destroy(index)
+        case .isolated: break
+        }
     }
 }

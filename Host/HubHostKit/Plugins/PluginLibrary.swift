@@ -126,6 +126,13 @@ public final class PluginLibrary: @unchecked Sendable {
 
     /// Differences between this binary and its plugin.yaml (empty when they agree).
     public func disagreements(with manifest: PluginManifest) -> [String] {
+        Self.disagreements(abiVersion: abiVersion, exported: descriptors.map { ($0.id, $0.kind, $0.version) }, with: manifest)
+    }
+
+    /// Differences between what a binary (a `.so` or a `.wasm`) exports and its plugin.yaml.
+    package static func disagreements(
+        abiVersion: ABIVersion, exported descriptors: [(id: String, kind: PluginKind, version: String)], with manifest: PluginManifest
+    ) -> [String] {
         var problems: [String] = []
         let manifestMajor = manifest.abi.split(separator: ".").first.flatMap { UInt32($0) }
         if let manifestMajor, manifestMajor != abiVersion.major {

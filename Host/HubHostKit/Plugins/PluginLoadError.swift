@@ -5,6 +5,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case libraryNotFound(library: String, searched: [String])
     case sha256Mismatch(path: String, expected: String, actual: String)
     case notASharedObject(path: String, reason: String)
+    /// A `.wasm` library that is not a module, does not instantiate or lacks the guest adapter.
+    case notAWasmPlugin(path: String, reason: String)
     case missingEntrySymbol(path: String)
     case nullLibrary(path: String)
     case abiMismatch(path: String, plugin: ABIVersion, host: ABIVersion)
@@ -32,6 +34,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(path): sha256 is \(actual) but plugins.yaml pins \(expected); the library changed since it was pinned (not loaded)"
         case .notASharedObject(let path, let reason):
             return "\(path) is not a loadable shared object: \(reason)"
+        case .notAWasmPlugin(let path, let reason):
+            return "\(path) is not a loadable WebAssembly plugin: \(reason)"
         case .missingEntrySymbol(let path):
             return "\(path) does not export the entry symbol 'hubhost_library_entry'; is it a hubhost plugin? (see README, plugin author's guide)"
         case .nullLibrary(let path):

@@ -131,6 +131,16 @@ public final class PluginRegistry: @unchecked Sendable {
             let actual = hash ?? "unreadable"
             guard actual == pin else { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: actual) }
         }
+        if path.hasSuffix(".wasm") {
+            // A WebAssembly module: its own instantiation per instance, run by the interpreter in
+            // this process under its fuel and memory budget (isolation does not apply).
+            let wasm = try WasmPluginInstance(
+                file: try WasmModuleFile.read(path: path), manifest: plugin, instanceID: configuration.id,
+                config: configuration.config, pipeline: pipeline, budget: configuration.wasm)
+            entry.binaryABI = wasm.abiVersion
+            entry.plugins = wasm.plugins.indices.map { PluginHandle(wasm: wasm, index: $0) }
+            return
+        }
         if configuration.isolation == .process {
             // The library is opened only in the worker: a library that crashes as it loads must not
             // take hubhost down.
@@ -302,7 +312,7 @@ public final class PluginRegistry: @unchecked Sendable {
     static func sameSettings(_ a: HostManifest.Instance, _ b: HostManifest.Instance) -> Bool {
         a.id == b.id && a.use == b.use && a.enabled == b.enabled && a.sha256 == b.sha256 && a.config == b.config
             && a.isolation == b.isolation && a.callTimeoutSeconds == b.callTimeoutSeconds && a.memoryLimitMB == b.memoryLimitMB
-            && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
+            && a.wasm == b.wasm && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
             && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
     }
 

@@ -29,6 +29,9 @@ public struct PluginInspection: Encodable, Sendable {
         public var abi: String
         public var sha256: String?
         public var plugins: [Plugin]
+        /// A `.wasm` module's imports and exports as it declares them (read without running it).
+        public var wasmImports: [String]?
+        public var wasmExports: [String]?
     }
 
     /// The path the user gave.
@@ -78,7 +81,24 @@ public struct PluginInspection: Encodable, Sendable {
                 abi: manifest.abi, library: manifest.library, description: manifest.description,
                 capabilities: manifest.capabilities, exports: manifest.exports, config: manifest.config.keys)
         }
-        if let libraryPath {
+        if let libraryPath, libraryPath.hasSuffix(".wasm") {
+            do {
+                let file = try WasmModuleFile.read(path: libraryPath)
+                let described = try WasmPluginInstance.describe(file)
+                result.binary = BinaryPart(
+                    path: libraryPath, abi: (file.abiVersion ?? described.abi).description, sha256: SHA256.hex(ofFile: libraryPath),
+                    plugins: described.plugins.map {
+                        .init(id: $0.id, name: $0.name, kind: $0.kind, version: $0.version, description: $0.description)
+                    },
+                    wasmImports: file.imports.map(\.description), wasmExports: file.exports.map(\.description))
+                if let manifest {
+                    result.disagreements = PluginLibrary.disagreements(
+                        abiVersion: described.abi, exported: described.plugins.map { ($0.id, $0.kind, $0.version) }, with: manifest)
+                }
+            } catch {
+                result.binaryProblem = "\(error)"
+            }
+        } else if let libraryPath {
             do {
                 let library = try PluginLibrary.open(path: libraryPath)
                 result.binary = BinaryPart(

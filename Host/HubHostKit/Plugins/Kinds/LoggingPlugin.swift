@@ -22,7 +22,8 @@ public final class LoggingPlugin: LogDestination, @unchecked Sendable {
     /// Isolated: a failed worker drops the record, as a failing logging plugin does.
     public func write(_ record: LogRecord) {
         guard let instance = handle.instance else {
-            if case .isolated(let worker, let index) = handle.backend { _ = worker.call(index, .log) { $0.logRecord(record) } }
+            let (channel, index) = IsolatedCalls.worker(handle)
+            _ = channel.call(index, .log) { $0.logRecord(record) }
             return
         }
         let api = instance.api(hh_logging_v1_t.self)
@@ -43,7 +44,8 @@ public final class LoggingPlugin: LogDestination, @unchecked Sendable {
 
     public func flush() {
         guard let instance = handle.instance else {
-            if case .isolated(let worker, let index) = handle.backend { _ = worker.call(index, .flush) { _ in } }
+            let (channel, index) = IsolatedCalls.worker(handle)
+            _ = channel.call(index, .flush) { _ in }
             return
         }
         guard let flush = instance.api(hh_logging_v1_t.self).pointee.flush else { return }

@@ -1,0 +1,40 @@
+@_spi(Fuzzing) import WasmKit
+
+/// What one Wasm plugin instance may spend: fuel per call (about one unit per WebAssembly
+/// operator executed) and the most linear memory it may hold. plugins.yaml sets both per instance
+/// (`wasm_fuel`, `wasm_memory_limit`).
+public struct WasmBudget: Equatable, Sendable {
+    /// Fuel for one call (create, augment, compare...): enough for milliseconds of ordinary work
+    /// on this interpreter, and a loop without end stops in well under a second.
+    public static let defaultFuelPerCall: UInt64 = 50_000_000
+    /// Less would not cover a C module's start-up.
+    public static let minimumFuelPerCall: Int64 = 10_000
+    /// The linear memory ceiling in MiB.
+    public static let defaultMemoryLimitMB = 64
+    /// Below this even a small C module (stack and static data) does not instantiate.
+    public static let minimumMemoryLimitMB = 1
+    public static let maximumMemoryLimitMB = 4096
+
+    public var fuelPerCall: UInt64 = defaultFuelPerCall
+    public var memoryLimitMB: Int = defaultMemoryLimitMB
+
+    public init(fuelPerCall: UInt64 = defaultFuelPerCall, memoryLimitMB: Int = defaultMemoryLimitMB) {
+        self.fuelPerCall = fuelPerCall
+        self.memoryLimitMB = memoryLimitMB
+    }
+
+    var memoryLimitBytes: Int { memoryLimitMB << 20 }
+}
+
+/// Refuses linear memory beyond the instance's ceiling: `memory.grow` answers -1 in the guest
+/// (malloc returns NULL there) and the host goes on. WasmKit exposes its limiter as SPI only.
+final class WasmMemoryCeiling: ResourceLimiter {
+    let bytes: Int
+
+    init(bytes: Int) { self.bytes = bytes }
+
+    func limitMemoryGrowth(to desired: Int) throws -> Bool { desired <= bytes }
+
+    /// Tables hold function references: a module that grows one past a million entries is broken.
+    func limitTableGrowth(to desired: Int) throws -> Bool { desired <= 1_000_000 }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import HubHostABI
+@_spi(Fuzzing) import WasmKit
+
+/// The functions a guest may import: the `hubhost` module (hubhost_wasm.h: log, report_error,
+/// monotonic_ns, config_get) and, because wasi-libc's startup and stdio name them, the WASI
+/// preview 1 functions. Of WASI only the clocks and random answer; every other function the module
+/// imports answers ENOSYS, and `proc_exit` traps: a guest has no files, sockets or environment.
+/// Anything else the module imports makes instantiation fail with the import's name.
+final class WasmHostImports: @unchecked Sendable {
+    let instanceID: String
+    let config: [String: PluginValue]
+    let pipeline: LogPipeline
+    /// The guest's memory once instantiated (imports are defined before it exists).
+    var memory: Memory?
+    private let errorLock = NSLock()
+    private var lastError = ""
+
+    init(instanceID: String, config: [String: PluginValue], pipeline: LogPipeline) {
+        self.instanceID = instanceID
+        self.config = config
+        self.pipeline = pipeline
+    }
+
+    /// The last message the guest gave report_error (then cleared).
+    func takeError() -> String {
+        errorLock.withLock {
+            defer { lastError = "" }
+            return lastError
+        }
+    }
+
+    static let wasiModule = "wasi_snapshot_preview1"
+    /// WASI's errno for "function not supported".
+    static let wasiNoSys: Int32 = 52
+
+    /// The imports for `file`'s module in `store`.
+    func imports(for file: WasmModuleFile, store: Store) throws -> Imports {
+        var imports = Imports()
+        for item in file.module.imports {
+            guard case .function = item.descriptor else {
+                throw PluginLoadError.notAWasmPlugin(
+                    path: file.path, reason: "it imports \(item.module).\(item.name), which is not a function; a plugin imports functions only")
+            }
+            guard let type = file.importedFunctionType(module: item.module, item.name) else { continue }
+            let function: Function
+            switch item.module {
+            case HH_WASM_IMPORT_MODULE_NAME:
+                guard let made = hubhostFunction(item.name, type: type, store: store) else {
+                    throw PluginLoadError.notAWasmPlugin(
+                        path: file.path, reason: "it imports hubhost.\(item.name) \(type), which this host does not offer with that signature")
+                }
+                function = made
+            case Self.wasiModule:
+                function = wasiFunction(item.name, type: type, store: store)
+            default:
+                throw PluginLoadError.notAWasmPlugin(
+                    path: file.path, reason: "it imports \(item.module).\(item.name); a plugin may import only from 'hubhost' and a few of WASI")
+            }
+            imports.define(module: item.module, name: item.name, function)
+        }
+        return imports
+    }
+
+    // MARK: hubhost
+
+    private func hubhostFunction(_ name: String, type: FunctionType, store: Store) -> Function? {
+        let want: (params: [ValueType], results: [ValueType])
+        switch name {
+        case "log": want = ([.i32, .i32, .i32, .i32], [])
+        case "report_error": want = ([.i32, .i32, .i32], [])
+        case "monotonic_ns": want = ([], [.i64])
+        case "config_get": want = ([.i32, .i32, .i32, .i32], [.i32])
+        default: return nil
+        }
+        guard type.parameters == want.params, type.results == want.results else { return nil }
+        return Function(store: store, parameters: want.params, results: want.results) { [unowned self] _, args in
+            switch name {
+            case "log":
+                self.log(severity: args[0].i32, verbosity: args[1].i32, pointer: args[2].i32, length: args[3].i32)
+                return []
+            case "report_error":
+                let message = self.string(at: args[1].i32, length: args[2].i32)
+                self.errorLock.withLock { self.lastError = message }
+                return []
+            case "monotonic_ns": return [.i64(Clock.monotonicNs())]
+            default:
+                return [.i32(UInt32(bitPattern: self.configGet(args[0].i32, args[1].i32, args[2].i32, args[3].i32)))]
+            }
+        }
+    }
+
+    /// Guest bytes as a string (lossy UTF-8); empty when out of bounds.
+    func string(at pointer: UInt32, length: UInt32) -> String {
+        guard let memory, Int(pointer) + Int(length) <= memory.byteCount else { return "" }
+        return memory.withUnsafeBufferPointer(offset: UInt(pointer), count: Int(length)) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private func log(severity: UInt32, verbosity: UInt32, pointer: UInt32, length: UInt32) {
+        guard let severity = LogSeverity(rawValue: Int32(bitPattern: severity)), severity != .none,
+            let verbosity = LogVerbosity(rawValue: Int32(bitPattern: verbosity)), verbosity != .none,
+            pipeline.allows(severity: severity, verbosity: verbosity)
+        else { return }
+        pipeline.log(severity, verbosity, source: instanceID, string(at: pointer, length: length))
+    }
+
+    /// The tagged value of `key` into the guest's buffer: its length, or -1 when the key has none.
+    private func configGet(_ keyPointer: UInt32, _ keyLength: UInt32, _ out: UInt32, _ capacity: UInt32) -> Int32 {
+        guard let value = config[string(at: keyPointer, length: keyLength)], let memory else { return -1 }
+        var writer = WireWriter()
+        writer.value(value)
+        let bytes = writer.bytes
+        guard bytes.count <= Int(capacity) else { return Int32(clamping: bytes.count) }
+        guard Int(out) + bytes.count <= memory.byteCount else { return -1 }
+        memory.withUnsafeMutableBufferPointer(offset: UInt(out), count: bytes.count) { $0.copyBytes(from: bytes) }
+        return Int32(bytes.count)
+    }
+
+    // MARK: WASI
+
+    private func wasiFunction(_ name: String, type: FunctionType, store: Store) -> Function {
+        Function(store: store, type: type) { [unowned self] _, args in
+            switch (name, type.parameters, type.results) {
+            case ("clock_time_get", [.i32, .i64, .i32], [.i32]):
+                // Clock 0 is the wall clock, every other one monotonic: both in nanoseconds.
+                let now = args[0].i32 == 0 ? UInt64(max(0, Date().timeIntervalSince1970 * 1e9)) : Clock.monotonicNs()
+                return [.i32(UInt32(bitPattern: self.store(now, at: args[2].i32) ? 0 : 28))]
+            case ("random_get", [.i32, .i32], [.i32]):
+                return [.i32(self.fillRandom(at: args[0].i32, count: args[1].i32) ? 0 : 28)]
+            case ("proc_exit", _, _):
+                throw PluginCallError.failed(instance: self.instanceID, status: HH_ERR_INTERNAL, message: "the plugin called exit")
+            default:
+                // Not offered: a single i32 errno result says so; anything else traps.
+                guard type.results == [.i32] else {
+                    throw PluginCallError.failed(instance: self.instanceID, status: HH_ERR_UNSUPPORTED, message: "WASI \(name) is not offered")
+                }
+                return [.i32(UInt32(Self.wasiNoSys))]
+            }
+        }
+    }
+
+    private func store(_ value: UInt64, at pointer: UInt32) -> Bool {
+        guard let memory, Int(pointer) + 8 <= memory.byteCount else { return false }
+        memory.withUnsafeMutableBufferPointer(offset: UInt(pointer), count: 8) { $0.storeBytes(of: value.littleEndian, as: UInt64.self) }
+        return true
+    }
+
+    private func fillRandom(at pointer: UInt32, count: UInt32) -> Bool {
+        guard let memory, Int(pointer) + Int(count) <= memory.byteCount else { return false }
+        var generator = SystemRandomNumberGenerator()
+        memory.withUnsafeMutableBufferPointer(offset: UInt(pointer), count: Int(count)) { buffer in
+            for index in buffer.indices { buffer[index] = UInt8.random(in: 0...255, using: &generator) }
+        }
+        return true
+    }
+}
+
+/// hubhost_wasm.h's HH_WASM_IMPORT_MODULE, as Swift sees it.
+let HH_WASM_IMPORT_MODULE_NAME = "hubhost"

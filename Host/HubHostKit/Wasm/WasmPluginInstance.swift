@@ -1,0 +1,191 @@
+import Foundation
+import HubHostABI
+import Logging
+
+/// One plugins.yaml instance of a `.wasm` plugin: its own instantiation of the module (its own
+/// memory: instances never share state), the plugins it created, and the calls the kind adapters
+/// send it in the isolation protocol's encoding (IsolatedCalls' host side serves both).
+///
+/// A call that runs out of fuel is a timeout and one that traps a plugin error; neither reaches the
+/// host. Either may leave the guest's state half changed, so the instantiation is dropped and the
+/// next call makes a new one from the module and creates the plugins again (`reinstantiations`).
+/// Calls are serialized: a WasmKit store runs one call at a time.
+/// Safe to share: every mutable field is read and written under `lock`.
+public final class WasmPluginInstance: @unchecked Sendable {
+    public let instanceID: String
+    public let file: WasmModuleFile
+    public let budget: WasmBudget
+    /// The library's ABI version, as its hubhost_library_entry says.
+    public private(set) var abiVersion = ABIVersion.host
+    /// The plugins created, in the manifest's order: id, kind and index in the library.
+    public private(set) var plugins: [(id: String, kind: PluginKind, libraryIndex: Int)] = []
+    /// How many times a trap or a timeout made the host instantiate the module again.
+    public var reinstantiations: Int { lock.withLock { reinstantiationCount } }
+
+    private let services: WasmHostImports
+    private let logger: Logger
+    private let lock = NSLock()
+    private var guest: WasmGuest?
+    private var reinstantiationCount = 0
+    private var destroyed = Set<Int>()
+
+    /// Instantiates `file`, reads its descriptors, checks them against `manifest` and creates every
+    /// plugin the manifest exports. Throws PluginLoadError as a `.so` would.
+    public init(
+        file: WasmModuleFile, manifest: PluginManifest, instanceID: String, config: [String: PluginValue], pipeline: LogPipeline,
+        budget: WasmBudget
+    ) throws {
+        self.instanceID = instanceID
+        self.file = file
+        self.budget = budget
+        services = WasmHostImports(instanceID: instanceID, config: config, pipeline: pipeline)
+        logger = Logger(label: "hubhost.wasm", pipeline: pipeline)
+        if let version = file.abiVersion, version.major != ABIVersion.host.major {
+            throw PluginLoadError.abiMismatch(path: file.path, plugin: version, host: .host)
+        }
+        let guest = try WasmGuest(file: file, imports: services, budget: budget)
+        let described = try Self.describe(guest, path: file.path)
+        abiVersion = described.abi
+        let problems = PluginLibrary.disagreements(
+            abiVersion: described.abi, exported: described.plugins.map { ($0.id, $0.kind, $0.version) }, with: manifest)
+        guard problems.isEmpty else {
+            throw PluginLoadError.manifestMismatch(path: file.path, reason: problems.joined(separator: "; "))
+        }
+        plugins = manifest.exports.map { export in
+            let index = described.plugins.firstIndex { $0.id == export.id }!
+            return (export.id, described.plugins[index].kind, index)
+        }
+        try createAll(in: guest)
+        self.guest = guest
+    }
+
+    /// What a module's library says about itself (hh_wasm_describe), for `plugins inspect`.
+    public struct Description: Sendable {
+        public struct Plugin: Sendable {
+            public var id: String
+            public var name: String
+            public var description: String
+            public var kind: PluginKind
+            public var version: String
+        }
+        public var abi: ABIVersion
+        public var plugins: [Plugin]
+    }
+
+    /// Instantiates `file` (under `budget`, creating nothing) and reads its descriptors: the only
+    /// guest code that runs is the module's start-up and hh_wasm_describe, which reads static tables.
+    public static func describe(_ file: WasmModuleFile, budget: WasmBudget = WasmBudget()) throws -> Description {
+        if let version = file.abiVersion, version.major != ABIVersion.host.major {
+            throw PluginLoadError.abiMismatch(path: file.path, plugin: version, host: .host)
+        }
+        let services = WasmHostImports(instanceID: "inspect", config: [:], pipeline: LogPipeline(filter: LogFilter(severity: .none)))
+        return try describe(try WasmGuest(file: file, imports: services, budget: budget), path: file.path)
+    }
+
+    /// The ABI version and descriptors hh_wasm_describe answers, checked as PluginLibrary checks a `.so`.
+    private static func describe(_ guest: WasmGuest, path: String) throws -> Description {
+        func fail(_ index: Int, _ reason: String) -> PluginLoadError { .invalidDescriptor(path: path, index: index, reason: reason) }
+        let bytes: [UInt8]
+        do {
+            bytes = try guest.describe()
+        } catch {
+            throw PluginLoadError.notAWasmPlugin(path: path, reason: "hh_wasm_describe failed: \(error)")
+        }
+        var reader = WireReader(bytes)
+        do {
+            let abi = ABIVersion(major: try reader.u32(), minor: try reader.u32(), patch: try reader.u32())
+            guard abi.major == ABIVersion.host.major else { throw PluginLoadError.abiMismatch(path: path, plugin: abi, host: .host) }
+            let count = Int(try reader.u32())
+            guard count >= 1, count <= 4096 else { throw fail(0, "plugin_count is \(count); expected 1 to 4096") }
+            var plugins: [Description.Plugin] = []
+            for index in 0..<count {
+                let id = try reader.string()
+                let name = try reader.string()
+                let description = try reader.string()
+                let version = try reader.string()
+                let code = try reader.i32()
+                guard PluginManifest.isValidID(id) else {
+                    throw fail(index, "id is missing or not made of lowercase letters, digits, '-', '_' and '.'")
+                }
+                guard let kind = PluginKind(code: code) else { throw fail(index, "'\(id)' has unknown kind code \(code), or lacks its tables") }
+                guard abi.minor >= kind.introducedInMinor else {
+                    throw fail(
+                        index,
+                        "'\(id)' is a \(kind.rawValue) plugin, a kind added in ABI 1.\(kind.introducedInMinor), but the library says ABI \(abi)")
+                }
+                guard !plugins.contains(where: { $0.id == id }) else { throw fail(0, "plugin id '\(id)' is exported twice") }
+                plugins.append(Description.Plugin(id: id, name: name.isEmpty ? id : name, description: description, kind: kind, version: version))
+            }
+            return Description(abi: abi, plugins: plugins)
+        } catch let error as PluginLoadError {
+            throw error
+        } catch {
+            throw PluginLoadError.notAWasmPlugin(path: path, reason: "hh_wasm_describe answered badly: \(error)")
+        }
+    }
+
+    /// Creates every plugin in `guest`; on a failure destroys the ones created and throws.
+    private func createAll(in guest: WasmGuest) throws {
+        var created: [Int] = []
+        for plugin in plugins {
+            let status: Int32
+            do {
+                status = try guest.create(plugin.libraryIndex)
+            } catch {
+                throw PluginLoadError.createFailed(instance: instanceID, plugin: plugin.id, status: HH_ERR_INTERNAL, message: "\(error)")
+            }
+            guard status == 0 else {
+                for index in created.reversed() { try? guest.destroy(index) }
+                throw PluginLoadError.createFailed(instance: instanceID, plugin: plugin.id, status: status, message: services.takeError())
+            }
+            created.append(plugin.libraryIndex)
+        }
+    }
+
+    /// One call on the plugin at `index` (in `plugins`), encoded as for a worker process.
+    func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
+        var request = WireWriter()
+        arguments(&request)
+        return lock.withLock {
+            guard !destroyed.contains(index) else { return .failure(.crashed("the plugin was destroyed")) }
+            let guest: WasmGuest
+            if let current = self.guest {
+                guest = current
+            } else {
+                do {
+                    // The last call left the guest unusable: a new one from the module, plugins created again.
+                    let fresh = try WasmGuest(file: file, imports: services, budget: budget)
+                    try createAll(in: fresh)
+                    self.guest = fresh
+                    reinstantiationCount += 1
+                    guest = fresh
+                } catch {
+                    return .failure(.crashed("could not instantiate the module again: \(error)"))
+                }
+            }
+            do {
+                guard let answer = try guest.call(plugins[index].libraryIndex, op: op.rawValue, request: request.bytes) else {
+                    return .failure(.crashed("the plugin does not answer \(op) (not its kind, or a request its adapter could not read)"))
+                }
+                return .success(WireReader(answer))
+            } catch let error as WasmCallFailure {
+                self.guest = nil
+                logger.warning(
+                    "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call")
+                if case .outOfFuel = error { return .failure(.timedOut(error.description)) }
+                return .failure(.crashed(error.description))
+            } catch {
+                self.guest = nil
+                return .failure(.crashed("\(error)"))
+            }
+        }
+    }
+
+    /// Destroys the plugin at `index` (in `plugins`) once.
+    public func destroy(_ index: Int) {
+        lock.withLock {
+            guard destroyed.insert(index).inserted, let guest else { return }
+            try? guest.destroy(plugins[index].libraryIndex)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import HubHostKit
+import HubHostTools
+
+extension BenchCommand {
+    struct Wasm: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "wasm",
+            abstract: "Cost of a call into a WebAssembly plugin beside the same C source as a .so, in process and isolated.",
+            discussion: """
+                Builds Plugins/Noop and Plugins/StandardOperators with scripts/build-wasm-plugin (run it from the \
+                repository, or give --repository), unless the modules are given.
+                """)
+
+        @Option(parsing: .unconditional, help: "Augmentation calls per round (the regex runs a thousandth of them).")
+        var iterations: Int = 100_000
+
+        @Option(parsing: .unconditional, help: "Rounds; the best round of each loop is reported.")
+        var rounds: Int = 3
+
+        @Option(help: ArgumentHelp("The hubhost repository (for the sources and the build script).", valueName: "path"))
+        var repository: String = FileManager.default.currentDirectoryPath
+
+        @Option(help: ArgumentHelp("Plugins/Noop built as .wasm (default: built now).", valueName: "path"))
+        var noopModule: String?
+
+        @Option(help: ArgumentHelp("Plugins/StandardOperators built as .wasm (default: built now).", valueName: "path"))
+        var operatorsModule: String?
+
+        @OptionGroup var output: JSONFlag
+
+        func validate() throws {
+            guard iterations > 0, rounds > 0 else { throw ValidationError("--iterations and --rounds must be positive") }
+        }
+
+        /// Builds `sources` (relative to the repository) into a temporary .wasm with the documented script.
+        private func build(_ name: String, _ sources: [String]) throws -> String {
+            let output = NSTemporaryDirectory() + "hubhost-bench-\(getpid())-\(name).wasm"
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: repository + "/scripts/build-wasm-plugin")
+            process.arguments = [output] + sources.map { repository + "/" + $0 }
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                Output.error("bench wasm: scripts/build-wasm-plugin failed for \(name)")
+                throw ExitCode.failed
+            }
+            return output
+        }
+
+        func run() throws {
+            let noop = try noopModule ?? build("noop", ["Plugins/Noop/noop.c"])
+            let operators =
+                try operatorsModule
+                ?? build("standard-operators", ["Plugins/StandardOperators/standard_operators.c", "Plugins/StandardOperators/bounded_regex.c"])
+            let result = try WasmBenchmark(
+                iterations: iterations, noopLibrary: try BenchCommand.noopLibrary(nil), noopModule: noop,
+                operatorsLibrary: try BenchCommand.bundledLibrary("libhubhost-standard-operators.so"), operatorsModule: operators
+            ).run(rounds: rounds) { step in
+                if !output.json { Output.error("bench wasm: \(step)") }
+            }
+            if output.json {
+                Output.json(result)
+                return
+            }
+            Output.table(
+                ["no-op augmentation call", "µs/call"],
+                [
+                    ["in-process .so (baseline)", String(format: "%.3f", result.augmentInProcessNs / 1000)],
+                    ["isolation: process (worker)", String(format: "%.3f", result.augmentIsolatedNs / 1000)],
+                    [".wasm (WasmKit, fuel metered)", String(format: "%.3f", result.augmentWasmNs / 1000)]
+                ])
+            print("")
+            Output.table(
+                ["MATCHES_REGEX on \(result.regexInputBytes) bytes", "µs/call"],
+                [
+                    ["native .so", String(format: "%.1f", result.regexNativeNs / 1000)],
+                    [".wasm", String(format: "%.1f", result.regexWasmNs / 1000)]
+                ])
+            print(String(format: "wasm / native: %.1fx", result.regexRatio))
+        }
+    }
+}

@@ -1,0 +1,291 @@
+import Foundation
+import HubHostABI
+import WAT
+import XCTest
+
+@testable import HubHostKit
+
+/// WebAssembly plugins: a `.wasm` library loads through plugins.yaml like a `.so`; one C source
+/// built both ways answers alike; fuel, traps, memory growth and wrong exports stay inside the guest.
+final class WasmPluginTests: XCTestCase {
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    /// Builds C sources with scripts/build-wasm-plugin (the documented way) into `folder`, with the
+    /// strict warnings the ABI promises to pass (the guest adapter included).
+    private func buildWasm(_ name: String, _ sources: [String]) throws -> String {
+        let output = "\(folder)/\(name)"
+        let result = try TestSupport.run(
+            "\(TestSupport.repository)/scripts/build-wasm-plugin", [output] + sources + ["--", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return output
+    }
+
+    /// A plugin.yaml beside a library, with the exports given.
+    private func manifest(id: String, library: String, abi: String = "1.1", exports: [(String, String)], extra: String = "") throws -> String {
+        let path = "\(folder)/\(id)/plugin.yaml"
+        try TestSupport.write(
+            """
+            abi: "\(abi)"
+            id: \(id)
+            name: \(id)
+            version: 1.0.0
+            library: \((library as NSString).lastPathComponent)
+            exports:
+            \(exports.map { "  - {id: \($0.0), kind: \($0.1)}" }.joined(separator: "\n"))
+            \(extra)
+            """, to: path)
+        try? FileManager.default.removeItem(atPath: "\(folder)/\(id)/\((library as NSString).lastPathComponent)")
+        try FileManager.default.copyItem(atPath: library, toPath: "\(folder)/\(id)/\((library as NSString).lastPathComponent)")
+        return path
+    }
+
+    /// A registry over a plugins.yaml made of `instances` (YAML list items), loaded.
+    private func registry(_ instances: String) throws -> PluginRegistry {
+        try TestSupport.write("data_dir: data\nplugins:\n\(instances)\n", to: folder + "/plugins.yaml")
+        let registry = PluginRegistry(manifest: try HostManifest.load(path: folder + "/plugins.yaml"), pipeline: LogPipeline())
+        registry.loadAll()
+        addTeardownBlock { registry.shutdown() }
+        return registry
+    }
+
+    private func operatorNamed(_ registry: PluginRegistry, instance: String, _ id: String) throws -> TriggerOperatorPlugin {
+        TriggerOperatorPlugin(try XCTUnwrap(registry.plugins(of: .triggerOperator).first { $0.instanceID == instance && $0.pluginID == id }))
+    }
+
+    // MARK: Loading and inspecting
+
+    func testAWasmLibraryLoadsThroughPluginsYAMLAndInspectReadsItWithoutCreatingAnything() throws {
+        let wasm = try buildWasm(
+            "ops.wasm",
+            [
+                "\(TestSupport.repository)/Plugins/StandardOperators/standard_operators.c",
+                "\(TestSupport.repository)/Plugins/StandardOperators/bounded_regex.c"
+            ])
+        let file = try WasmModuleFile.read(path: wasm)
+        XCTAssertEqual(file.abiVersion, ABIVersion.host)
+        XCTAssertTrue(file.imports.contains { $0.name == "hubhost.config_get" && $0.signature == "(i32, i32, i32, i32) -> (i32)" })
+        XCTAssertFalse(file.imports.contains { $0.name.hasPrefix("wasi_snapshot_preview1.path_open") })
+        XCTAssertTrue(file.exports.contains { $0.name == "hh_wasm_call" })
+
+        let yaml = try manifest(
+            id: "ops-wasm", library: wasm, abi: "1.0",
+            exports: [("equals", "trigger_operator"), ("matches-regex", "trigger_operator")].map { $0 }
+                + ["is-not-equal", "greater-than", "less-than", "is-blank", "is-not-blank", "does-not-match-regex"].map { ($0, "trigger_operator") })
+        let inspect = try TestSupport.hubhost(["plugins", "inspect", yaml])
+        XCTAssertEqual(inspect.status, 0, inspect.stdout + inspect.stderr)
+        XCTAssertTrue(inspect.stdout.contains("wasm imports: func hubhost.log"), inspect.stdout)
+        XCTAssertTrue(inspect.stdout.contains("manifest and binary agree"), inspect.stdout)
+
+        let registry = try registry("  - id: ops\n    use: \(yaml)")
+        let entry = try XCTUnwrap(registry.entry(id: "ops"))
+        XCTAssertEqual(entry.state, .loaded)
+        XCTAssertEqual(entry.binaryABI, ABIVersion.host)
+        XCTAssertEqual(entry.plugins.count, 8)
+        try TestSupport.write("data_dir: data\nplugins:\n  - id: ops\n    use: \(yaml)\n", to: folder + "/list.yaml")
+        let list = try TestSupport.hubhost(["plugins", "list"], manifest: folder + "/list.yaml")
+        XCTAssertTrue(list.stdout.contains("ops") && list.stdout.contains("loaded"), list.stdout + list.stderr)
+        let check = try TestSupport.hubhost(["manifest", "check", folder + "/list.yaml"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
+
+    func testTheABIVersionCheckAppliesBeforeTheModuleRuns() throws {
+        // Major version 2 in the custom section; the start function would trap if it ran.
+        let module = try wat2wasm(
+            #"""
+            (module (@custom "hubhost_abi" "\02\00\00\00\00\00\00\00\00\00\00\00")
+              (memory (export "memory") 1) (func $start unreachable) (start $start))
+            """#)
+        _ = FileManager.default.createFile(atPath: folder + "/future.wasm", contents: Data(module))
+        let yaml = try manifest(id: "future", library: folder + "/future.wasm", exports: [("spin", "trigger_operator")])
+        let entry = try XCTUnwrap(try registry("  - id: future\n    use: \(yaml)").entry(id: "future"))
+        guard case .failed(.abiMismatch(_, let plugin, _)) = entry.state else { return XCTFail("\(entry.state)") }
+        XCTAssertEqual(plugin.major, 2)
+        XCTAssertEqual(entry.binaryABI?.major, 2)
+    }
+
+    // MARK: One source, two builds
+
+    func testTheStandardOperatorsAnswerAlikeBuiltAsSharedLibraryAndAsWasm() throws {
+        let wasm = try buildWasm(
+            "ops.wasm",
+            [
+                "\(TestSupport.repository)/Plugins/StandardOperators/standard_operators.c",
+                "\(TestSupport.repository)/Plugins/StandardOperators/bounded_regex.c"
+            ])
+        let ids = ["equals", "is-not-equal", "greater-than", "less-than", "is-blank", "is-not-blank", "matches-regex", "does-not-match-regex"]
+        let yaml = try manifest(id: "ops-wasm", library: wasm, abi: "1.0", exports: ids.map { ($0, "trigger_operator") })
+        let registry = try registry(
+            """
+              - id: native
+                use: \(TestSupport.plugin("StandardOperators"))
+              - id: guest
+                use: \(yaml)
+            """)
+        XCTAssertEqual(registry.entry(id: "guest")?.state, .loaded)
+        let long = String(repeating: "ab", count: 5_000)
+        let cases: [(PluginValue, PluginValue)] = [
+            (.string("hello"), .string("hello")), (.string("hello"), .string("world")), (.int(3), .int(2)), (.double(2.5), .int(3)),
+            (.timeMs(1_000), .timeMs(1_500)), (.bool(true), .bool(true)), (.string("  "), .null), (.string(""), .string("")),
+            (.string("abc123"), .string("^[a-z]+[0-9]+$")), (.string("x"), .string("(")), (.int(1), .string("1")),
+            (.string(long + "c"), .string("(ab)*c$")), (.string(long), .string("(a|b)*c")), (.string("Straße"), .string("ß"))
+        ]
+        var compared = 0
+        for id in ids {
+            let native = try operatorNamed(registry, instance: "native", id)
+            let guest = try operatorNamed(registry, instance: "guest", id)
+            XCTAssertEqual(native.operatorName, guest.operatorName)
+            XCTAssertEqual(native.wireCode, guest.wireCode)
+            for (event, trigger) in cases {
+                let a = native.compare(event: event, trigger: trigger)
+                let b = guest.compare(event: event, trigger: trigger)
+                XCTAssertEqual(a.result, b.result, "\(id) \(event) \(trigger)")
+                XCTAssertEqual(a.status, b.status, "\(id) \(event) \(trigger)")
+                XCTAssertEqual(a.reason, b.reason, "\(id) \(event) \(trigger)")
+                compared += 1
+            }
+        }
+        XCTAssertEqual(compared, ids.count * cases.count)
+    }
+
+    func testAnAugmentationAnswersAlikeBuiltAsSharedLibraryAndAsWasm() throws {
+        let native = try TestSupport.faultyFixture(nil, in: folder)
+        let wasm = try buildWasm("faulty.wasm", ["\(TestSupport.repository)/Tests/Fixtures/faulty_plugins.c"])
+        let yaml = try manifest(
+            id: "faulty-wasm", library: wasm, abi: "1.0", exports: [("faulty-augmentation", "augmentation"), ("faulty-operator", "trigger_operator")])
+        let registry = try registry(
+            """
+              - id: native
+                use: \(native)
+              - id: guest
+                use: \(yaml)
+            """)
+        let plugins = registry.plugins(of: .augmentation)
+        let a = AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == "native" }))
+        let b = AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == "guest" }))
+        XCTAssertEqual(a.processSynchronously, b.processSynchronously)
+        XCTAssertEqual(a.isSupplementalDataReady, b.isSupplementalDataReady)
+        for attributes in [[], [("Level", PluginValue.int(2)), ("Name", .string("Ünïcode")), ("When", .timeMs(5))], [("Fixture", .double(1.5))]] {
+            let event = AugmentableEvent(id: "e1", typeCode: 17, name: "PLAYER LOADED", timeMs: 1, attributes: attributes)
+            let native = a.augment(event)
+            let guest = b.augment(event)
+            XCTAssertEqual(native.status, 0)
+            XCTAssertEqual(native, guest)
+            XCTAssertEqual(guest.event[attribute: "Fixture"], .string("augmented"))
+        }
+    }
+
+    // MARK: Budgets and failures
+
+    /// A hand-written guest: one trigger operator whose compare misbehaves as the event value says
+    /// (1 loops, 2 recurses without end, 3 traps, 4 grows memory until refused then answers true;
+    /// anything else answers false).
+    private static let misbehavingOperator = #"""
+        (module
+          (@custom "hubhost_abi" "\01\00\00\00\01\00\00\00\00\00\00\00")
+          (memory (export "memory") 1)
+          (data (i32.const 64) "\01\00\00\00\01\00\00\00\00\00\00\00\01\00\00\00\04\00\00\00spin\04\00\00\00Spin\00\00\00\00\05\00\00\001.0.0\03\00\00\00")
+          (data (i32.const 256) "\04\00\00\00SPIN\00\00\00\00")
+          (data (i32.const 300) "\01\00\00\00\00\00\00\00\00")
+          (data (i32.const 320) "\00\00\00\00\00\00\00\00\00")
+          (func (export "hh_wasm_buffer") (param i32) (result i32)
+            (if (result i32) (i32.gt_u (local.get 0) (i32.const 4096)) (then (i32.const 0)) (else (i32.const 1024))))
+          (func (export "hh_wasm_describe") (result i64) (i64.or (i64.shl (i64.const 49) (i64.const 32)) (i64.const 64)))
+          (func (export "hh_wasm_create") (param i32) (result i32) (i32.const 0))
+          (func (export "hh_wasm_destroy") (param i32))
+          (func $down (param i64) (result i64) (i64.add (call $down (local.get 0)) (i64.const 1)))
+          (func (export "hh_wasm_call") (param $index i32) (param $op i32) (param $length i32) (result i64)
+            (local $mode i64)
+            (if (i32.eq (local.get $op) (i32.const 4))
+              (then (return (i64.or (i64.shl (i64.const 12) (i64.const 32)) (i64.const 256)))))
+            (local.set $mode (i64.load (i32.const 1025)))
+            (if (i64.eq (local.get $mode) (i64.const 1)) (then (loop $spin (br $spin))))
+            (if (i64.eq (local.get $mode) (i64.const 2)) (then (drop (call $down (i64.const 0)))))
+            (if (i64.eq (local.get $mode) (i64.const 3)) (then unreachable))
+            (if (i64.eq (local.get $mode) (i64.const 4))
+              (then
+                (loop $grow (br_if $grow (i32.ne (memory.grow (i32.const 16)) (i32.const -1))))
+                (return (i64.or (i64.shl (i64.const 9) (i64.const 32)) (i64.const 300)))))
+            (i64.or (i64.shl (i64.const 9) (i64.const 32)) (i64.const 320)))
+        )
+        """#
+
+    private func misbehavingRegistry(_ module: String = WasmPluginTests.misbehavingOperator) throws -> PluginRegistry {
+        _ = FileManager.default.createFile(atPath: folder + "/spin.wasm", contents: Data(try wat2wasm(module)))
+        let yaml = try manifest(id: "spin", library: folder + "/spin.wasm", exports: [("spin", "trigger_operator")])
+        return try registry("  - id: spin\n    use: \(yaml)\n    wasm_fuel: 2000000\n    wasm_memory_limit: 2")
+    }
+
+    func testALoopARecursionATrapAndUnboundedGrowthStayInsideTheGuestAndTheInstanceServesTheNextCall() throws {
+        let registry = try misbehavingRegistry()
+        let entry = try XCTUnwrap(registry.entry(id: "spin"))
+        XCTAssertEqual(entry.state, .loaded)
+        let spin = try operatorNamed(registry, instance: "spin", "spin")
+        XCTAssertEqual(spin.operatorName, "SPIN")
+        guard case .wasm(let guest, _) = spin.handle.backend else { return XCTFail("not a wasm plugin") }
+
+        let started = Date()
+        let loop = spin.compare(event: .int(1), trigger: .null)
+        XCTAssertEqual(loop.result, false)
+        XCTAssertEqual(loop.status, HH_ERR_TIMEOUT, loop.reason)
+        XCTAssertTrue(loop.reason.contains("ran out of fuel"), loop.reason)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+
+        let recursion = spin.compare(event: .int(2), trigger: .null)
+        XCTAssertEqual(recursion.result, false)
+        XCTAssertNotEqual(recursion.status, HH_OK)
+        XCTAssertTrue(recursion.reason.contains("trapped") || recursion.reason.contains("fuel"), recursion.reason)
+
+        let trap = spin.compare(event: .int(3), trigger: .null)
+        XCTAssertEqual(trap.result, false)
+        XCTAssertEqual(trap.status, HH_ERR_UNAVAILABLE)
+        XCTAssertTrue(trap.reason.contains("trapped"), trap.reason)
+
+        // Growth past the 2 MiB ceiling is refused inside the guest, which then answers normally.
+        let grown = spin.compare(event: .int(4), trigger: .null)
+        XCTAssertEqual(grown.status, HH_OK, grown.reason)
+        XCTAssertEqual(grown.result, true)
+
+        let after = spin.compare(event: .int(0), trigger: .null)
+        XCTAssertEqual(after.status, HH_OK, after.reason)
+        XCTAssertEqual(after.result, false)
+        XCTAssertEqual(guest.reinstantiations, 3)
+    }
+
+    func testWrongExportSignaturesAndForeignImportsAreRefusedAtLoad() throws {
+        let wrongCall = Self.misbehavingOperator.replacingOccurrences(
+            of: "(param $index i32) (param $op i32) (param $length i32) (result i64)",
+            with: "(param $index i32) (param $op i32) (param $length i64) (result i64)")
+        let entry = try XCTUnwrap(try misbehavingRegistry(wrongCall).entry(id: "spin"))
+        guard case .failed(let error) = entry.state else { return XCTFail("\(entry.state)") }
+        XCTAssertTrue("\(error)".contains("hh_wasm_call as (i32, i32, i64) -> (i64)"), "\(error)")
+
+        let foreign = Self.misbehavingOperator.replacingOccurrences(
+            of: "(memory (export \"memory\") 1)", with: "(import \"env\" \"open\" (func (param i32) (result i32))) (memory (export \"memory\") 1)")
+        let other = try XCTUnwrap(try misbehavingRegistry(foreign).entry(id: "spin"))
+        guard case .failed(let refusal) = other.state else { return XCTFail("\(other.state)") }
+        XCTAssertTrue("\(refusal)".contains("env.open"), "\(refusal)")
+    }
+
+    func testTheBudgetKeysAreReadFromPluginsYAMLAndCheckedAtLoad() throws {
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: a
+                use: \(TestSupport.plugin("Noop"))
+                wasm_fuel: 123456
+                wasm_memory_limit: 3
+              - id: b
+                use: \(TestSupport.plugin("Noop"))
+                wasm_fuel: 5
+                wasm_memory_limit: 0
+            """, to: folder + "/budgets.yaml")
+        let manifest = try HostManifest.load(path: folder + "/budgets.yaml")
+        XCTAssertEqual(manifest.instances[0].wasm, WasmBudget(fuelPerCall: 123_456, memoryLimitMB: 3))
+        XCTAssertEqual(manifest.diagnostics.map(\.message).filter { $0.contains("fuel of one call") || $0.contains("memory ceiling") }.count, 2)
+    }
+}
