@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import Logging
 import WAT
 import XCTest
 
@@ -16,10 +17,11 @@ final class WasmPluginTests: XCTestCase {
 
     /// Builds C sources with scripts/build-wasm-plugin (the documented way) into `folder`, with the
     /// strict warnings the ABI promises to pass (the guest adapter included).
-    private func buildWasm(_ name: String, _ sources: [String]) throws -> String {
+    private func buildWasm(_ name: String, _ sources: [String], defines: [String] = []) throws -> String {
         let output = "\(folder)/\(name)"
         let result = try TestSupport.run(
-            "\(TestSupport.repository)/scripts/build-wasm-plugin", [output] + sources + ["--", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            "\(TestSupport.repository)/scripts/build-wasm-plugin",
+            [output] + sources + ["--", "-Wall", "-Wextra", "-Werror", "-pedantic"] + defines.map { "-D" + $0 })
         XCTAssertEqual(result.status, 0, result.stderr)
         return output
     }
@@ -253,6 +255,51 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(after.status, HH_OK, after.reason)
         XCTAssertEqual(after.result, false)
         XCTAssertEqual(guest.reinstantiations, 3)
+    }
+
+    /// The isolation tests' faulty plugins, built as .wasm: each fault fails at most its own call
+    /// (or its load), the instance answers the next call, and a hang expires the event early.
+    func testTheFaultyFixturesBuiltAsWasmFailOnlyTheirOwnCallsAndAHangExpiresTheEvent() throws {
+        let faults = ["HANG", "ABORT", "ALLOC", "OVERFLOW", "SEGFAULT", "GARBAGE_STATUS", "WRONG_ABI"]
+        var instances: [String] = []
+        for fault in faults {
+            let wasm = try buildWasm(
+                "faulty-\(fault).wasm", ["\(TestSupport.repository)/Tests/Fixtures/faulty_plugins.c"], defines: ["FAULT_\(fault)"])
+            let id = "faulty-" + fault.lowercased().replacingOccurrences(of: "_", with: "-")
+            let yaml = try manifest(
+                id: id, library: wasm, abi: "1.0", exports: [("faulty-augmentation", "augmentation"), ("faulty-operator", "trigger_operator")])
+            instances.append("  - id: \(id)\n    use: \(yaml)\n    wasm_fuel: 2000000\n    wasm_memory_limit: 16")
+        }
+        let registry = try registry(instances.joined(separator: "\n"))
+        guard case .failed(.abiMismatch(_, let claimed, _))? = registry.entry(id: "faulty-wrong-abi")?.state else {
+            return XCTFail("\(String(describing: registry.entry(id: "faulty-wrong-abi")?.state))")
+        }
+        XCTAssertEqual(claimed.major, 7)
+        let event = AugmentableEvent(id: "e1", typeCode: 17, name: "PLAYER LOADED", timeMs: 1, attributes: [("Level", .int(2))])
+        var statuses: [String: Int32] = [:]
+        for fault in faults.dropLast() {
+            let id = "faulty-" + fault.lowercased().replacingOccurrences(of: "_", with: "-")
+            XCTAssertEqual(registry.entry(id: id)?.state, .loaded, id)
+            let plugin = AugmentationPlugin(try XCTUnwrap(registry.plugins(of: .augmentation).first { $0.instanceID == id }))
+            let outcome = plugin.augment(event)
+            statuses[fault] = outcome.status
+            if outcome.status != HH_OK { XCTAssertEqual(outcome.event, event, fault) }
+            XCTAssertTrue(plugin.isSupplementalDataReady, "\(fault): the instance answers the next call")
+        }
+        XCTAssertEqual(statuses["HANG"], HH_ERR_TIMEOUT)
+        XCTAssertEqual(statuses["ABORT"], HH_ERR_UNAVAILABLE)
+        // malloc fails at the ceiling; the fixture then writes through NULL until it traps or runs out of fuel.
+        XCTAssertTrue([HH_ERR_UNAVAILABLE, HH_ERR_TIMEOUT].contains(statuses["ALLOC"]), "\(String(describing: statuses["ALLOC"]))")
+        XCTAssertEqual(statuses["GARBAGE_STATUS"], 12345)
+        // A NULL write lands in the guest's own memory (address 0 is valid there): the host never sees it.
+        XCTAssertEqual(statuses["SEGFAULT"], HH_OK)
+
+        let hang = AugmentationPlugin(try XCTUnwrap(registry.plugins(of: .augmentation).first { $0.instanceID == "faulty-hang" }))
+        let timeline = AugmentationTimeline(plugins: [hang], timeoutSeconds: 30, logger: Logger(label: "test"))
+        let started = Date()
+        let tracked = timeline.run(Event(type: .namedEvent, name: "SLOW", timestampMs: 1_402_358_400_000))
+        XCTAssertEqual(tracked.status, .expired)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "expired by fuel, not by the 30 s timeout")
     }
 
     func testWrongExportSignaturesAndForeignImportsAreRefusedAtLoad() throws {
