@@ -180,6 +180,47 @@ final class WasmPluginTests: XCTestCase {
         }
     }
 
+    func testALocationDelegateAndAUserIDGeneratorAnswerAlikeBuiltBothWays() throws {
+        let location = try buildWasm("fixed-location.wasm", ["\(TestSupport.repository)/Plugins/FixedLocation/fixed_location.c"])
+        try FileManager.default.createDirectory(atPath: folder + "/fixed-wasm", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: location, toPath: folder + "/fixed-wasm/fixed-location.wasm")
+        let bundled = try String(contentsOfFile: TestSupport.plugin("FixedLocation"), encoding: .utf8)
+        try TestSupport.write(
+            bundled.replacingOccurrences(of: "library: libhubhost-fixed-location.so", with: "library: fixed-location.wasm"),
+            to: folder + "/fixed-wasm/plugin.yaml")
+        let ids = try buildWasm("ids.wasm", ["\(TestSupport.repository)/Tests/Fixtures/user_id_generator_fixture.c"])
+        let idsYAML = try manifest(id: "ids-wasm", library: ids, exports: [("fixture-ids", "user_id_generator")])
+        let nativeIDs = try TestSupport.compileFixture("user_id_generator_fixture.c", into: folder + "/ids-native", name: "libids.so")
+        let nativeIDsYAML = try manifest(id: "ids-so", library: nativeIDs, exports: [("fixture-ids", "user_id_generator")])
+        let config = "{latitude: 47.6097, longitude: -122.3422, accuracy_m: 12.5, location_id: pike, name: Pike Place Market}"
+        let registry = try registry(
+            """
+              - id: native
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: \(config)
+              - id: guest
+                use: \(folder)/fixed-wasm/plugin.yaml
+                config: \(config)
+              - id: native-ids
+                use: \(nativeIDsYAML)
+              - id: guest-ids
+                use: \(idsYAML)
+            """)
+        let locations = registry.plugins(of: .location)
+        let a = LocationPlugin(try XCTUnwrap(locations.first { $0.instanceID == "native" })).current()
+        let b = LocationPlugin(try XCTUnwrap(locations.first { $0.instanceID == "guest" })).current()
+        guard case .location(let answer) = b else { return XCTFail("\(b)") }
+        XCTAssertEqual(answer.locationID, "pike")
+        XCTAssertEqual(a, b)
+        let generators = registry.plugins(of: .userIDGenerator)
+        let nativeGenerator = UserIDGeneratorPlugin(try XCTUnwrap(generators.first { $0.instanceID == "native-ids" }))
+        let guestGenerator = UserIDGeneratorPlugin(try XCTUnwrap(generators.first { $0.instanceID == "guest-ids" }))
+        let native = (0..<3).map { _ in nativeGenerator.answer() }
+        let guest = (0..<3).map { _ in guestGenerator.answer() }
+        XCTAssertEqual(guest, [.id("id-1"), .id("id-2"), .id("id-3")])
+        XCTAssertEqual(native, guest)
+    }
+
     // MARK: Budgets and failures
 
     /// A hand-written guest: one trigger operator whose compare misbehaves as the event value says
