@@ -56,7 +56,8 @@ extension BenchCommand {
                 ?? build("standard-operators", ["Plugins/StandardOperators/standard_operators.c", "Plugins/StandardOperators/bounded_regex.c"])
             let result = try WasmBenchmark(
                 iterations: iterations, noopLibrary: try BenchCommand.noopLibrary(nil), noopModule: noop,
-                operatorsLibrary: try BenchCommand.bundledLibrary("libhubhost-standard-operators.so"), operatorsModule: operators
+                operatorsLibrary: try BenchCommand.bundledLibrary("libhubhost-standard-operators.so"), operatorsModule: operators,
+                wasmtimeYardstick: repository + "/scripts/wasm-regex-yardstick.py"
             ).run(rounds: rounds) { step in
                 if !output.json { Output.error("bench wasm: \(step)") }
             }
@@ -76,7 +77,11 @@ extension BenchCommand {
                 ["MATCHES_REGEX on \(result.regexInputBytes) bytes", "µs/call"],
                 [
                     ["native .so", String(format: "%.1f", result.regexNativeNs / 1000)],
-                    [".wasm", String(format: "%.1f", result.regexWasmNs / 1000)]
+                    [".wasm (WasmKit)", String(format: "%.1f", result.regexWasmNs / 1000)],
+                    [
+                        ".wasm in wasmtime (yardstick)",
+                        result.regexWasmtimeNs.map { String(format: "%.1f", $0 / 1000) } ?? "- (pip install wasmtime)"
+                    ]
                 ])
             print(String(format: "wasm / native: %.1fx", result.regexRatio))
         }

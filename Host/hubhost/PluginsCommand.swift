@@ -104,7 +104,7 @@ struct PluginRow: Encodable {
     var loaded: Bool
     var reason: String?
     var exports: [String]
-    /// in_process or process.
+    /// in_process, process, or wasm (a .wasm library, run in WasmKit whatever `isolation:` says).
     var isolation: String
     /// For isolation: process: running (pid), restarting, or given up after N crashes in a window.
     var worker: String?
@@ -129,7 +129,9 @@ struct PluginRow: Encodable {
                 version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                 library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
                 state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
-                exports: entry.plugins.map(\.pluginID), isolation: entry.configuration.isolation.rawValue,
+                exports: entry.plugins.map(\.pluginID),
+                // A .wasm library runs in WasmKit whatever `isolation:` says.
+                isolation: entry.libraryPath?.hasSuffix(".wasm") == true ? "wasm" : entry.configuration.isolation.rawValue,
                 worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes,
                 generation: entry.generation, libraryHash: entry.libraryHash, stuck: entry.plugins.filter(\.calls.isStuck).map(\.pluginID))
         }

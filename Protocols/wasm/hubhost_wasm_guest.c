@@ -5,7 +5,7 @@
  * encodes the answer, in the byte encoding of process isolation. The hh_host_t it hands to the
  * plugin calls the host's imports.
  *
- * Kinds served: augmentation, trigger_operator, logging, advertiser_id, user_id_generator. Other
+ * Kinds served: augmentation, trigger_operator, logging, advertiser_id, location, user_id_generator. Other
  * kinds load and create, and every call on them answers -1 (the host reports it as a failure).
  */
 #include <hubhost/hubhost.h>
@@ -45,6 +45,7 @@ enum {
     OP_LOG = 6,
     OP_FLUSH = 7,
     OP_ADVERTISER_ID = 8,
+    OP_LOCATION = 9,
     OP_USER_ID = 11
 };
 
@@ -674,6 +675,53 @@ static void serve_advertiser_id(slot_t *slot) {
     free(box.bytes);
 }
 
+static void put_optional_double(writer_t *w, bool present, double value) {
+    put_u8(w, present ? 1 : 0);
+    if (present) {
+        put(w, &value, 8);
+    }
+}
+
+static void put_optional_string(writer_t *w, hh_string_t s) {
+    put_u8(w, s.length ? 1 : 0);
+    if (s.length) {
+        put_string(w, s);
+    }
+}
+
+/* Answer: 0 and the location (optional doubles and strings as the host's Location has them),
+ * 1 for HH_ERR_UNAVAILABLE, or 2, the status and the message. */
+static void serve_location(slot_t *slot) {
+    const hh_location_v1_t *api = slot->descriptor->kind_api;
+    hh_location_t location;
+    memset(&location, 0, sizeof location);
+    last_error_length = 0;
+    hh_status_t status = api->get_location(slot->instance, &location);
+    if (status == HH_OK) {
+        bool coordinates = location.has_coordinates;
+        put_u8(&answer, 0);
+        put_optional_double(&answer, coordinates, location.latitude);
+        put_optional_double(&answer, coordinates, location.longitude);
+        put_optional_double(&answer, coordinates && location.accuracy_m > 0, location.accuracy_m);
+        put_u8(&answer, location.time_ms != 0 ? 1 : 0);
+        if (location.time_ms != 0) {
+            put_i64(&answer, location.time_ms);
+        }
+        put_optional_string(&answer, location.location_id);
+        put_optional_string(&answer, location.name);
+        put_optional_string(&answer, location.address);
+        if (api->release_location) {
+            api->release_location(slot->instance, &location);
+        }
+    } else if (status == HH_ERR_UNAVAILABLE) {
+        put_u8(&answer, 1);
+    } else {
+        put_u8(&answer, 2);
+        put_i32(&answer, status);
+        put_string(&answer, take_error());
+    }
+}
+
 static void serve_user_id(slot_t *slot) {
     const hh_user_id_generator_v1_t *api = slot->descriptor->kind_api;
     string_box_t box = {NULL, 0, false};
@@ -726,6 +774,8 @@ HH_WASM_EXPORTED(hh_wasm_call) int64_t hh_wasm_call(uint32_t index, int32_t op, 
         }
     } else if (kind == HH_KIND_ADVERTISER_ID && op == OP_ADVERTISER_ID) {
         serve_advertiser_id(slot);
+    } else if (kind == HH_KIND_LOCATION && op == OP_LOCATION) {
+        serve_location(slot);
     } else if (kind == HH_KIND_USER_ID_GENERATOR && op == OP_USER_ID) {
         serve_user_id(slot);
     } else {

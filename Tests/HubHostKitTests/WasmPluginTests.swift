@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import Logging
 import WAT
 import XCTest
 
@@ -16,10 +17,11 @@ final class WasmPluginTests: XCTestCase {
 
     /// Builds C sources with scripts/build-wasm-plugin (the documented way) into `folder`, with the
     /// strict warnings the ABI promises to pass (the guest adapter included).
-    private func buildWasm(_ name: String, _ sources: [String]) throws -> String {
+    private func buildWasm(_ name: String, _ sources: [String], defines: [String] = []) throws -> String {
         let output = "\(folder)/\(name)"
         let result = try TestSupport.run(
-            "\(TestSupport.repository)/scripts/build-wasm-plugin", [output] + sources + ["--", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            "\(TestSupport.repository)/scripts/build-wasm-plugin",
+            [output] + sources + ["--", "-Wall", "-Wextra", "-Werror", "-pedantic"] + defines.map { "-D" + $0 })
         XCTAssertEqual(result.status, 0, result.stderr)
         return output
     }
@@ -178,6 +180,47 @@ final class WasmPluginTests: XCTestCase {
         }
     }
 
+    func testALocationDelegateAndAUserIDGeneratorAnswerAlikeBuiltBothWays() throws {
+        let location = try buildWasm("fixed-location.wasm", ["\(TestSupport.repository)/Plugins/FixedLocation/fixed_location.c"])
+        try FileManager.default.createDirectory(atPath: folder + "/fixed-wasm", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: location, toPath: folder + "/fixed-wasm/fixed-location.wasm")
+        let bundled = try String(contentsOfFile: TestSupport.plugin("FixedLocation"), encoding: .utf8)
+        try TestSupport.write(
+            bundled.replacingOccurrences(of: "library: libhubhost-fixed-location.so", with: "library: fixed-location.wasm"),
+            to: folder + "/fixed-wasm/plugin.yaml")
+        let ids = try buildWasm("ids.wasm", ["\(TestSupport.repository)/Tests/Fixtures/user_id_generator_fixture.c"])
+        let idsYAML = try manifest(id: "ids-wasm", library: ids, exports: [("fixture-ids", "user_id_generator")])
+        let nativeIDs = try TestSupport.compileFixture("user_id_generator_fixture.c", into: folder + "/ids-native", name: "libids.so")
+        let nativeIDsYAML = try manifest(id: "ids-so", library: nativeIDs, exports: [("fixture-ids", "user_id_generator")])
+        let config = "{latitude: 47.6097, longitude: -122.3422, accuracy_m: 12.5, location_id: pike, name: Pike Place Market}"
+        let registry = try registry(
+            """
+              - id: native
+                use: \(TestSupport.plugin("FixedLocation"))
+                config: \(config)
+              - id: guest
+                use: \(folder)/fixed-wasm/plugin.yaml
+                config: \(config)
+              - id: native-ids
+                use: \(nativeIDsYAML)
+              - id: guest-ids
+                use: \(idsYAML)
+            """)
+        let locations = registry.plugins(of: .location)
+        let a = LocationPlugin(try XCTUnwrap(locations.first { $0.instanceID == "native" })).current()
+        let b = LocationPlugin(try XCTUnwrap(locations.first { $0.instanceID == "guest" })).current()
+        guard case .location(let answer) = b else { return XCTFail("\(b)") }
+        XCTAssertEqual(answer.locationID, "pike")
+        XCTAssertEqual(a, b)
+        let generators = registry.plugins(of: .userIDGenerator)
+        let nativeGenerator = UserIDGeneratorPlugin(try XCTUnwrap(generators.first { $0.instanceID == "native-ids" }))
+        let guestGenerator = UserIDGeneratorPlugin(try XCTUnwrap(generators.first { $0.instanceID == "guest-ids" }))
+        let native = (0..<3).map { _ in nativeGenerator.answer() }
+        let guest = (0..<3).map { _ in guestGenerator.answer() }
+        XCTAssertEqual(guest, [.id("id-1"), .id("id-2"), .id("id-3")])
+        XCTAssertEqual(native, guest)
+    }
+
     // MARK: Budgets and failures
 
     /// A hand-written guest: one trigger operator whose compare misbehaves as the event value says
@@ -253,6 +296,51 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(after.status, HH_OK, after.reason)
         XCTAssertEqual(after.result, false)
         XCTAssertEqual(guest.reinstantiations, 3)
+    }
+
+    /// The isolation tests' faulty plugins, built as .wasm: each fault fails at most its own call
+    /// (or its load), the instance answers the next call, and a hang expires the event early.
+    func testTheFaultyFixturesBuiltAsWasmFailOnlyTheirOwnCallsAndAHangExpiresTheEvent() throws {
+        let faults = ["HANG", "ABORT", "ALLOC", "OVERFLOW", "SEGFAULT", "GARBAGE_STATUS", "WRONG_ABI"]
+        var instances: [String] = []
+        for fault in faults {
+            let wasm = try buildWasm(
+                "faulty-\(fault).wasm", ["\(TestSupport.repository)/Tests/Fixtures/faulty_plugins.c"], defines: ["FAULT_\(fault)"])
+            let id = "faulty-" + fault.lowercased().replacingOccurrences(of: "_", with: "-")
+            let yaml = try manifest(
+                id: id, library: wasm, abi: "1.0", exports: [("faulty-augmentation", "augmentation"), ("faulty-operator", "trigger_operator")])
+            instances.append("  - id: \(id)\n    use: \(yaml)\n    wasm_fuel: 2000000\n    wasm_memory_limit: 16")
+        }
+        let registry = try registry(instances.joined(separator: "\n"))
+        guard case .failed(.abiMismatch(_, let claimed, _))? = registry.entry(id: "faulty-wrong-abi")?.state else {
+            return XCTFail("\(String(describing: registry.entry(id: "faulty-wrong-abi")?.state))")
+        }
+        XCTAssertEqual(claimed.major, 7)
+        let event = AugmentableEvent(id: "e1", typeCode: 17, name: "PLAYER LOADED", timeMs: 1, attributes: [("Level", .int(2))])
+        var statuses: [String: Int32] = [:]
+        for fault in faults.dropLast() {
+            let id = "faulty-" + fault.lowercased().replacingOccurrences(of: "_", with: "-")
+            XCTAssertEqual(registry.entry(id: id)?.state, .loaded, id)
+            let plugin = AugmentationPlugin(try XCTUnwrap(registry.plugins(of: .augmentation).first { $0.instanceID == id }))
+            let outcome = plugin.augment(event)
+            statuses[fault] = outcome.status
+            if outcome.status != HH_OK { XCTAssertEqual(outcome.event, event, fault) }
+            XCTAssertTrue(plugin.isSupplementalDataReady, "\(fault): the instance answers the next call")
+        }
+        XCTAssertEqual(statuses["HANG"], HH_ERR_TIMEOUT)
+        XCTAssertEqual(statuses["ABORT"], HH_ERR_UNAVAILABLE)
+        // malloc fails at the ceiling; the fixture then writes through NULL until it traps or runs out of fuel.
+        XCTAssertTrue([HH_ERR_UNAVAILABLE, HH_ERR_TIMEOUT].contains(statuses["ALLOC"]), "\(String(describing: statuses["ALLOC"]))")
+        XCTAssertEqual(statuses["GARBAGE_STATUS"], 12345)
+        // A NULL write lands in the guest's own memory (address 0 is valid there): the host never sees it.
+        XCTAssertEqual(statuses["SEGFAULT"], HH_OK)
+
+        let hang = AugmentationPlugin(try XCTUnwrap(registry.plugins(of: .augmentation).first { $0.instanceID == "faulty-hang" }))
+        let timeline = AugmentationTimeline(plugins: [hang], timeoutSeconds: 30, logger: Logger(label: "test"))
+        let started = Date()
+        let tracked = timeline.run(Event(type: .namedEvent, name: "SLOW", timestampMs: 1_402_358_400_000))
+        XCTAssertEqual(tracked.status, .expired)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "expired by fuel, not by the 30 s timeout")
     }
 
     func testWrongExportSignaturesAndForeignImportsAreRefusedAtLoad() throws {

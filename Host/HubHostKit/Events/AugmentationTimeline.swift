@@ -66,6 +66,12 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 let outcomes = collected.lock.withLock { collected.list }
                 let keepGoing: Bool = shared.lock.withLock {
                     if shared.timedOut { return false }  // too late: change nothing
+                    // A plugin past its own budget (a WebAssembly plugin out of fuel) is this
+                    // augmentation's timeout, come early: the event is EXPIRED as it was given.
+                    if let late = outcomes.indices.first(where: { outcomes[$0]?.ranOutOfTime == true }) {
+                        shared.ranOutOfTime = self.plugins[stage[late]]
+                        return false
+                    }
                     for (i, outcome) in outcomes.enumerated() {
                         guard let outcome else { continue }
                         guard outcome.status == 0 else {
@@ -78,6 +84,14 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 }
                 if !keepGoing { break }
             }
+        }
+        if let late = shared.lock.withLock({ shared.ranOutOfTime }) {
+            logger.warning(
+                "augmentation '\(late.handle.instanceID)/\(late.handle.pluginID)' ran out of its budget on event \(event.id); the event is EXPIRED and sent as it was"
+            )
+            var expired = event
+            expired.status = .expired
+            return expired
         }
         guard completed else {
             logger.warning(
@@ -108,6 +122,14 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     let input = working
                     for index in stage {  // in a batch the events give the concurrency; a stage runs in order
                         let outcome = self.augment(index, input.augmentable)
+                        // Out of its budget: this event is EXPIRED as it was given (no result).
+                        if outcome.ranOutOfTime {
+                            let handle = self.plugins[index].handle
+                            self.logger.warning(
+                                "augmentation '\(handle.instanceID)/\(handle.pluginID)' ran out of its budget on event \(input.id); the event is EXPIRED and sent as it was"
+                            )
+                            return
+                        }
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: input.id, outcome)
                             continue
@@ -139,6 +161,8 @@ public final class AugmentationTimeline: @unchecked Sendable {
         let lock = NSLock()
         var value: Value
         var timedOut = false
+        /// The plugin whose call ran past its own budget, when one did.
+        var ranOutOfTime: AugmentationPlugin?
         init(_ value: Value) { self.value = value }
     }
 

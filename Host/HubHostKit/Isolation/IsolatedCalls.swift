@@ -45,7 +45,9 @@ enum IsolatedCalls {
                 return AugmentationOutcome(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)", event: event)
             }
         case .failure(let failure):
-            return AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
+            var outcome = AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
+            if case .timedOut = failure { outcome.ranOutOfTime = true }
+            return outcome
         }
     }
 

@@ -155,6 +155,7 @@ public final class WasmPluginInstance: @unchecked Sendable {
                 do {
                     // The last call left the guest unusable: a new one from the module, plugins created again.
                     let fresh = try WasmGuest(file: file, imports: services, budget: budget)
+                    _ = try fresh.describe()  // the adapter learns its descriptors here, before any create
                     try createAll(in: fresh)
                     self.guest = fresh
                     reinstantiationCount += 1

@@ -18,6 +18,9 @@ public struct WasmBenchmark {
         public var regexWasmNs: Double
         /// regexWasmNs / regexNativeNs.
         public var regexRatio: Double
+        /// The same module's regex call run by wasmtime (scripts/wasm-regex-yardstick.py), when
+        /// python3 has the `wasmtime` package; nil otherwise.
+        public var regexWasmtimeNs: Double?
     }
 
     public var iterations: Int
@@ -26,8 +29,14 @@ public struct WasmBenchmark {
     public var noopModule: String
     public var operatorsLibrary: String
     public var operatorsModule: String
+    /// scripts/wasm-regex-yardstick.py, to run the yardstick; nil skips it.
+    public var wasmtimeYardstick: String?
 
-    public init(iterations: Int, noopLibrary: String, noopModule: String, operatorsLibrary: String, operatorsModule: String) {
+    public init(
+        iterations: Int, noopLibrary: String, noopModule: String, operatorsLibrary: String, operatorsModule: String,
+        wasmtimeYardstick: String? = nil
+    ) {
+        self.wasmtimeYardstick = wasmtimeYardstick
         self.iterations = iterations
         self.noopLibrary = noopLibrary
         self.noopModule = noopModule
@@ -112,9 +121,30 @@ public struct WasmBenchmark {
             }
             best.wasm = min(best.wasm, Double(Clock.monotonicNs() - start) / Double(regexIterations))
         }
+        progress("regex in wasmtime (yardstick)")
+        let wasmtime = wasmtimeYardstick.flatMap { Self.runYardstick($0, module: operatorsModule) }
         return Result(
             iterations: iterations, augmentInProcessNs: crossing.inProcessNsPerCall, augmentIsolatedNs: crossing.isolatedNsPerCall,
             augmentWasmNs: bestWasm, regexInputBytes: text.utf8.count, regexNativeNs: best.native, regexWasmNs: best.wasm,
-            regexRatio: best.wasm / best.native)
+            regexRatio: best.wasm / best.native, regexWasmtimeNs: wasmtime)
+    }
+
+    /// ns per call as the yardstick script prints it (µs), or nil when it cannot run (no python3,
+    /// no wasmtime package).
+    static func runYardstick(_ script: String, module: String) -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, module]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last,
+            let micros = Double(line.trimmingCharacters(in: .whitespaces))
+        else { return nil }
+        return micros * 1000
     }
 }
