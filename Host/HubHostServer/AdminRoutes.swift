@@ -39,7 +39,7 @@ enum AdminRoutes {
                 if case .failed(let error) = entry.state { reason = "\(error)" }
                 return PluginList.Instance(
                     id: entry.id, state: entry.state.name, reason: reason, generation: entry.generation, library: entry.libraryPath,
-                    libraryHash: entry.libraryHash, isolation: entry.configuration.isolation.rawValue,
+                    libraryHash: entry.libraryHash, isolation: entry.runsIn,
                     plugins: entry.plugins.map { PluginList.Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) })
             }
             return HTTPAPI.json(PluginList(generation: registry.generation, instances: instances))

@@ -130,8 +130,7 @@ struct PluginRow: Encodable {
                 library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
                 state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
                 exports: entry.plugins.map(\.pluginID),
-                // A .wasm library runs in WasmKit whatever `isolation:` says.
-                isolation: entry.libraryPath?.hasSuffix(".wasm") == true ? "wasm" : entry.configuration.isolation.rawValue,
+                isolation: entry.runsIn,
                 worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes,
                 generation: entry.generation, libraryHash: entry.libraryHash, stuck: entry.plugins.filter(\.calls.isStuck).map(\.pluginID))
         }

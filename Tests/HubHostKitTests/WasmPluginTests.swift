@@ -87,6 +87,7 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(entry.state, .loaded)
         XCTAssertEqual(entry.binaryABI, ABIVersion.host)
         XCTAssertEqual(entry.plugins.count, 8)
+        XCTAssertEqual(entry.runsIn, "wasm", "what plugins list and GET /v1/plugins show as its isolation")
         try TestSupport.write("data_dir: data\nplugins:\n  - id: ops\n    use: \(yaml)\n", to: folder + "/list.yaml")
         let list = try TestSupport.hubhost(["plugins", "list"], manifest: folder + "/list.yaml")
         XCTAssertTrue(list.stdout.contains("ops") && list.stdout.contains("loaded"), list.stdout + list.stderr)

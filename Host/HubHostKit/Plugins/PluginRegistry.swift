@@ -47,6 +47,9 @@ public final class PluginRegistry: @unchecked Sendable {
 
         /// The instance id from plugins.yaml.
         public var id: String { configuration.id }
+        /// Where its calls run, as `plugins list` and `GET /v1/plugins` show it: `in_process`,
+        /// `process`, or `wasm` for a .wasm library (it runs in WasmKit whatever `isolation:` says).
+        public var runsIn: String { libraryPath?.hasSuffix(".wasm") == true ? "wasm" : configuration.isolation.rawValue }
     }
 
     /// Every configured instance in plugins.yaml order, whatever became of it (after `loadAll`).
