@@ -5,8 +5,10 @@
  * encodes the answer, in the byte encoding of process isolation. The hh_host_t it hands to the
  * plugin calls the host's imports.
  *
- * Kinds served: augmentation, trigger_operator, logging, advertiser_id, location, user_id_generator. Other
- * kinds load and create, and every call on them answers -1 (the host reports it as a failure).
+ * Kinds served: augmentation, trigger_operator, logging, advertiser_id, location, user_id_generator,
+ * event_sink. Other kinds load and create, and every call on them answers -1 (the host reports it
+ * as a failure). Host extensions reaching a guest: "hubhost.http.v1" (through the http_fetch and
+ * http_take imports, under the instance's http_allow); get_extension answers NULL for any other.
  */
 #include <hubhost/hubhost.h>
 #include <hubhost/hubhost_wasm.h>
@@ -34,6 +36,9 @@ void hh_import_report_error(int32_t status, const char *message, uint32_t length
 HH_WASM_IMPORT(monotonic_ns) uint64_t hh_import_monotonic_ns(void);
 HH_WASM_IMPORT(config_get)
 int32_t hh_import_config_get(const char *key, uint32_t key_length, uint8_t *out, uint32_t capacity);
+HH_WASM_IMPORT(http_fetch)
+int32_t hh_import_http_fetch(const uint8_t *request, uint32_t length, uint32_t *out_length);
+HH_WASM_IMPORT(http_take) int32_t hh_import_http_take(uint8_t *out, uint32_t capacity);
 
 /* The operation codes of the isolation protocol (WorkerOp in the host). */
 enum {
@@ -46,7 +51,8 @@ enum {
     OP_FLUSH = 7,
     OP_ADVERTISER_ID = 8,
     OP_LOCATION = 9,
-    OP_USER_ID = 11
+    OP_USER_ID = 11,
+    OP_DELIVER = 14
 };
 
 /* Limits the host applies to attributes a plugin sets (EventLimits): checked here too, so the
@@ -309,20 +315,125 @@ static uint64_t host_monotonic_ns(const hh_host_t *host) {
     return hh_import_monotonic_ns();
 }
 
+/* Keeps `length` bytes of `message` (at most sizeof last_error) as the message of the call in
+ * progress: what report_error left, or the host's report of a failed HTTP request. */
+static void keep_report(const void *message, size_t length) {
+    if (length > sizeof last_error) {
+        length = sizeof last_error;
+    }
+    if (length) {
+        memcpy(last_error, message, length);
+    }
+    last_error_length = (uint32_t)length;
+}
+
 static void host_report_error(const hh_host_t *host, hh_status_t status, hh_string_t message) {
     (void)host;
-    uint32_t length = message.length < sizeof last_error ? (uint32_t)message.length : sizeof last_error;
-    if (length) {
-        memcpy(last_error, message.data, length);
-    }
-    last_error_length = length;
+    keep_report(message.data, message.length);
     hh_import_report_error(status, message.data, (uint32_t)message.length);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * The host HTTP service ("hubhost.http.v1") over the http_fetch and http_take imports
+ * ------------------------------------------------------------------------------------------- */
+
+static hh_status_t http_fetch(const hh_host_t *host, const hh_http_request_t *request,
+                              hh_http_response_t *out_response) {
+    (void)host;
+    if (!request || !out_response || (request->header_count && !request->headers) ||
+        (request->body_length && !request->body) || request->header_count > UINT32_MAX / 8 ||
+        request->body_length > UINT32_MAX / 2) {
+        return HH_ERR_INVALID_ARGUMENT;
+    }
+    writer_t w = {NULL, 0, 0, false};
+    put_string(&w, request->method);
+    put_string(&w, request->url);
+    put_u32(&w, (uint32_t)request->header_count);
+    for (size_t i = 0; i < request->header_count; i++) {
+        put_string(&w, request->headers[i].name);
+        put_string(&w, request->headers[i].value);
+    }
+    put_u32(&w, (uint32_t)request->body_length);
+    put(&w, request->body, (uint32_t)request->body_length);
+    put_u32(&w, request->timeout_ms);
+    if (w.failed) {
+        free(w.bytes);
+        return HH_ERR_INTERNAL;
+    }
+    uint32_t held = 0;
+    hh_status_t status = hh_import_http_fetch(w.bytes, w.length, &held);
+    free(w.bytes);
+    uint8_t *bytes = malloc(held ? held : 1);
+    int32_t length = bytes ? hh_import_http_take(bytes, held) : -1;
+    if (status != HH_OK) {
+        if (length > 0) {
+            /* The host's report (a refused host or redirect, a URL that does not parse, an I/O
+             * failure): a plugin that returns the failure without its own report_error still
+             * explains it. */
+            keep_report(bytes, (size_t)length);
+        }
+        free(bytes);
+        return status;
+    }
+    if (length < 0) {
+        free(bytes);
+        return HH_ERR_INTERNAL;
+    }
+    /* The header table has one spare slot after the last header, holding the response bytes the
+     * strings point into, so release finds and frees both; `headers` is never NULL on HH_OK. */
+    reader_t r = {bytes, (uint32_t)length, 0, false};
+    int32_t status_code = (int32_t)get_u32(&r);
+    uint32_t header_count = get_u32(&r);
+    hh_http_header_t *table = NULL;
+    if (!r.failed && header_count <= (uint32_t)length / 8) {
+        table = malloc(sizeof(hh_http_header_t) * (header_count + 1));
+    }
+    if (!table) {
+        free(bytes);
+        return HH_ERR_INTERNAL;
+    }
+    for (uint32_t i = 0; i < header_count; i++) {
+        table[i].name = get_string(&r);
+        table[i].value = get_string(&r);
+    }
+    hh_string_t body = get_string(&r);
+    if (r.failed) {
+        free(table);
+        free(bytes);
+        return HH_ERR_INTERNAL;
+    }
+    table[header_count].name.data = (const char *)bytes;
+    table[header_count].name.length = 0;
+    table[header_count].value.data = NULL;
+    table[header_count].value.length = 0;
+    memset(out_response, 0, sizeof *out_response);
+    out_response->status_code = status_code;
+    out_response->headers = table;
+    out_response->header_count = header_count;
+    out_response->body = body.data;
+    out_response->body_length = body.length;
+    return HH_OK;
+}
+
+static void http_release(const hh_host_t *host, hh_http_response_t *response) {
+    (void)host;
+    if (!response || !response->headers) {
+        return;
+    }
+    hh_http_header_t *table = (hh_http_header_t *)response->headers;
+    free((void *)table[response->header_count].name.data);
+    free(table);
+    memset(response, 0, sizeof *response);
+}
+
+static const hh_host_http_v1_t guest_http = {http_fetch, http_release};
+
 static const void *host_get_extension(const hh_host_t *host, const char *extension_id) {
     (void)host;
-    (void)extension_id;
-    return NULL; /* no host extension reaches a guest yet */
+    if (extension_id && strcmp(extension_id, HH_HOST_EXT_HTTP) == 0) {
+        return &guest_http;
+    }
+    return NULL; /* no other host extension reaches a guest */
 }
 
 static hh_string_t take_error(void) {
@@ -741,6 +852,60 @@ static void serve_user_id(slot_t *slot) {
     free(box.bytes);
 }
 
+/* Request: u32 timeout_ms, u32 count (1 to HH_SINK_MAX_BATCH), per event string idempotency key,
+ * i32 type code, i64 time, string json, string mobile user id, string anonymous id.
+ * Answer: i32 status, string message, and on HH_OK u32 count and per event i32 outcome and string
+ * reason, as the plugin wrote them (the host judges them, as it does in process). */
+static bool serve_deliver(slot_t *slot, reader_t *r) {
+    const hh_event_sink_v1_t *api = slot->descriptor->kind_api;
+    uint32_t timeout_ms = get_u32(r);
+    uint32_t count = get_u32(r);
+    if (r->failed || count < 1 || count > HH_SINK_MAX_BATCH) {
+        return false;
+    }
+    hh_sink_event_t *events = calloc(count, sizeof(hh_sink_event_t));
+    hh_sink_answer_t *answers = calloc(count, sizeof(hh_sink_answer_t));
+    if (!events || !answers) {
+        free(events);
+        free(answers);
+        return false;
+    }
+    for (uint32_t i = 0; i < count && !r->failed; i++) {
+        events[i].idempotency_key = get_string(r);
+        events[i].type_code = (int32_t)get_u32(r);
+        events[i].time_ms = get_i64(r);
+        events[i].json = get_string(r);
+        events[i].mobile_user_id = get_string(r);
+        events[i].anonymous_id = get_string(r);
+        answers[i].outcome = HH_SINK_RETRY;
+    }
+    if (r->failed) {
+        free(events);
+        free(answers);
+        return false;
+    }
+    last_error_length = 0;
+    hh_status_t status = api->deliver(slot->instance, events, count, answers, timeout_ms ? timeout_ms : 1);
+    put_i32(&answer, status);
+    put_string(&answer, status == HH_OK ? hh_string_from_cstr("") : take_error());
+    if (status == HH_OK) {
+        put_u32(&answer, count);
+        for (uint32_t i = 0; i < count; i++) {
+            hh_string_t reason = answers[i].reason;
+            if (!reason.data) {
+                reason.length = 0;
+            } else if (reason.length > 4096) {
+                reason.length = 4096; /* as the host cuts a reason in process */
+            }
+            put_i32(&answer, answers[i].outcome);
+            put_string(&answer, reason);
+        }
+    }
+    free(events);
+    free(answers);
+    return true;
+}
+
 HH_WASM_EXPORTED(hh_wasm_call) int64_t hh_wasm_call(uint32_t index, int32_t op, uint32_t length) {
     if (index >= slot_count || !slots[index].created || length > request_capacity) {
         return -1;
@@ -778,6 +943,8 @@ HH_WASM_EXPORTED(hh_wasm_call) int64_t hh_wasm_call(uint32_t index, int32_t op, 
         serve_location(slot);
     } else if (kind == HH_KIND_USER_ID_GENERATOR && op == OP_USER_ID) {
         serve_user_id(slot);
+    } else if (kind == HH_KIND_EVENT_SINK && op == OP_DELIVER) {
+        served = serve_deliver(slot, &reader);
     } else {
         served = false;
     }

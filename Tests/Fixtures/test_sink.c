@@ -22,6 +22,7 @@
 #include <string.h>
 
 typedef struct test_sink {
+    const hh_host_t *host; /* this instance's: reports go to the instance that failed */
     char mode[32];
     char record_file[1024];
 } test_sink_t;
@@ -36,8 +37,6 @@ static void copy_config(const hh_host_t *host, const char *key, char *out, size_
     }
 }
 
-static const hh_host_t *created_by;
-
 static hh_status_t sink_create(const hh_host_t *host, void **out_instance) {
     test_sink_t *sink = calloc(1, sizeof *sink);
     if (!sink) {
@@ -48,7 +47,7 @@ static hh_status_t sink_create(const hh_host_t *host, void **out_instance) {
     if (sink->mode[0] == '\0') {
         strcpy(sink->mode, "deliver");
     }
-    created_by = host;
+    sink->host = host;
     *out_instance = sink;
     return HH_OK;
 }
@@ -82,19 +81,19 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
         }
     }
     if (strcmp(sink->mode, "fail") == 0) {
-        return hh_report(created_by, HH_ERR_UNAVAILABLE, "not connected");
+        return hh_report(sink->host, HH_ERR_UNAVAILABLE, "not connected");
     }
     if (strcmp(sink->mode, "broken") == 0) {
-        return hh_report(created_by, HH_ERR_IO, "connection broken");
+        return hh_report(sink->host, HH_ERR_IO, "connection broken");
     }
     if (strcmp(sink->mode, "token") == 0) {
         static char reason[600];
         char token[512];
-        const hh_host_event_auth_v1_t *auth = created_by->get_extension(created_by, HH_HOST_EXT_EVENT_AUTH);
+        const hh_host_event_auth_v1_t *auth = sink->host->get_extension(sink->host, HH_HOST_EXT_EVENT_AUTH);
         if (!auth) {
-            return hh_report(created_by, HH_ERR_UNAVAILABLE, "no event_auth extension");
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "no event_auth extension");
         }
-        hh_status_t status = auth->get_token(created_by, false, token, sizeof token, NULL);
+        hh_status_t status = auth->get_token(sink->host, false, token, sizeof token, NULL);
         if (status != HH_OK) {
             return status; /* the host recorded why */
         }

@@ -49,30 +49,16 @@ private let httpFetch:
         host, request, out in
         guard let services = HostServices.from(host), let request, let out else { return HH_ERR_INVALID_ARGUMENT }
         let r = request.pointee
-        let url = lossyUTF8(r.url)
-        let method = r.method.length == 0 ? "GET" : lossyUTF8(r.method)
-        let policy = services.environment.http
-        guard let target = URL(string: url), let hostName = target.host?.lowercased() else {
-            services.recordError(HH_ERR_INVALID_ARGUMENT, "'\(url)' is not a URL")
-            return HH_ERR_INVALID_ARGUMENT
-        }
-        guard policy.allowedHosts.contains(hostName) else {
-            services.pipeline.log(
-                .warning, source: services.instanceID,
-                "HTTP request to \(hostName) refused: not in http_allow of instance '\(services.instanceID)' (allowed: \(policy.allowedHosts.isEmpty ? "none" : policy.allowedHosts.joined(separator: ", ")))"
-            )
-            return HH_ERR_UNSUPPORTED
-        }
         var headers: [String: String] = [:]
         for i in 0..<r.header_count {
             guard let header = r.headers?[i] else { break }
             headers[lossyUTF8(header.name)] = lossyUTF8(header.value)
         }
         let body = r.body_length > 0 && r.body != nil ? Data(bytes: r.body!, count: r.body_length) : nil
-        var timeout = policy.timeoutSeconds
-        if r.timeout_ms > 0 { timeout = min(timeout, Double(r.timeout_ms) / 1000) }
-        let redirects = HTTPFetcher.Redirects.allowedHosts(policy.allowedHosts, owner: services.instanceID)
-        switch HostExtensions.fetcher.fetch(method, url, headers: headers, body: body, timeoutSeconds: timeout, redirects: redirects) {
+        let call = PluginHTTPRequest(
+            method: r.method.length == 0 ? "GET" : lossyUTF8(r.method), url: lossyUTF8(r.url), headers: headers, body: body,
+            timeoutMs: r.timeout_ms)
+        switch call.perform(policy: services.environment.http, instanceID: services.instanceID, pipeline: services.pipeline) {
         case .success(let response):
             var result = hh_http_response_t()
             result.status_code = Int32(response.status)
@@ -88,16 +74,10 @@ private let httpFetch:
             result.header_count = response.headers.count
             out.pointee = result
             return HH_OK
-        case .failure(.timedOut):
-            return HH_ERR_TIMEOUT
-        case .failure(.redirectRefused(let why)):
-            // Refused as a first request to that host would be: the hop is outside http_allow.
-            services.pipeline.log(.warning, source: services.instanceID, "HTTP request refused: \(why)")
-            services.recordError(HH_ERR_UNSUPPORTED, why)
-            return HH_ERR_UNSUPPORTED
         case .failure(let failure):
-            services.noteHTTPFailure(failure.description)
-            return HH_ERR_IO
+            if let report = failure.report { services.recordError(failure.status, report) }
+            if let why = failure.ioFailure { services.noteHTTPFailure(why) }
+            return failure.status
         }
     }
 

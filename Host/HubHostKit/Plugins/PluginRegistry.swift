@@ -139,7 +139,7 @@ public final class PluginRegistry: @unchecked Sendable {
             // this process under its fuel and memory budget (isolation does not apply).
             let wasm = try WasmPluginInstance(
                 file: try WasmModuleFile.read(path: path), manifest: plugin, instanceID: configuration.id,
-                config: configuration.config, pipeline: pipeline, budget: configuration.wasm)
+                config: configuration.config, pipeline: pipeline, budget: configuration.wasm, http: configuration.http)
             entry.binaryABI = wasm.abiVersion
             entry.plugins = wasm.plugins.indices.map { PluginHandle(wasm: wasm, index: $0) }
             return

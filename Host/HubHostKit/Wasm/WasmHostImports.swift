@@ -3,7 +3,8 @@ import HubHostABI
 @_spi(Fuzzing) import WasmKit
 
 /// The functions a guest may import: the `hubhost` module (hubhost_wasm.h: log, report_error,
-/// monotonic_ns, config_get) and, because wasi-libc's startup and stdio name them, the WASI
+/// monotonic_ns, config_get, and the host HTTP service under the instance's `http_allow` as
+/// http_fetch and http_take) and, because wasi-libc's startup and stdio name them, the WASI
 /// preview 1 functions. Of WASI only the clocks and random answer; every other function the module
 /// imports answers ENOSYS, and `proc_exit` traps: a guest has no files, sockets or environment.
 /// Anything else the module imports makes instantiation fail with the import's name.
@@ -11,15 +12,20 @@ final class WasmHostImports: @unchecked Sendable {
     let instanceID: String
     let config: [String: PluginValue]
     let pipeline: LogPipeline
+    /// Which hosts http_fetch may reach, and how long a request may take.
+    let http: HostEnvironment.HTTPPolicy
     /// The guest's memory once instantiated (imports are defined before it exists).
     var memory: Memory?
     private let errorLock = NSLock()
     private var lastError = ""
+    /// What the last http_fetch left for http_take: the encoded response or a failure's message.
+    private var httpHeld: [UInt8]?
 
-    init(instanceID: String, config: [String: PluginValue], pipeline: LogPipeline) {
+    init(instanceID: String, config: [String: PluginValue], pipeline: LogPipeline, http: HostEnvironment.HTTPPolicy = .init()) {
         self.instanceID = instanceID
         self.config = config
         self.pipeline = pipeline
+        self.http = http
     }
 
     /// The last message the guest gave report_error (then cleared).
@@ -33,6 +39,8 @@ final class WasmHostImports: @unchecked Sendable {
     static let wasiModule = "wasi_snapshot_preview1"
     /// WASI's errno for "function not supported".
     static let wasiNoSys: Int32 = 52
+    /// WASI's errno for "bad file descriptor".
+    static let wasiBadDescriptor: Int32 = 8
 
     /// The imports for `file`'s module in `store`.
     func imports(for file: WasmModuleFile, store: Store) throws -> Imports {
@@ -71,6 +79,8 @@ final class WasmHostImports: @unchecked Sendable {
         case "report_error": want = ([.i32, .i32, .i32], [])
         case "monotonic_ns": want = ([], [.i64])
         case "config_get": want = ([.i32, .i32, .i32, .i32], [.i32])
+        case "http_fetch": want = ([.i32, .i32, .i32], [.i32])
+        case "http_take": want = ([.i32, .i32], [.i32])
         default: return nil
         }
         guard type.parameters == want.params, type.results == want.results else { return nil }
@@ -84,6 +94,8 @@ final class WasmHostImports: @unchecked Sendable {
                 self.errorLock.withLock { self.lastError = message }
                 return []
             case "monotonic_ns": return [.i64(Clock.monotonicNs())]
+            case "http_fetch": return [.i32(UInt32(bitPattern: self.httpFetch(args[0].i32, args[1].i32, lengthAt: args[2].i32)))]
+            case "http_take": return [.i32(UInt32(bitPattern: self.httpTake(args[0].i32, capacity: args[1].i32)))]
             default:
                 return [.i32(UInt32(bitPattern: self.configGet(args[0].i32, args[1].i32, args[2].i32, args[3].i32)))]
             }
@@ -116,6 +128,64 @@ final class WasmHostImports: @unchecked Sendable {
         return Int32(bytes.count)
     }
 
+    // MARK: HTTP
+
+    /// The most bytes an encoded HTTP request from a guest may have (a body of up to this much).
+    static let maxHTTPRequestBytes = 16 << 20
+
+    /// Decodes the guest's request, performs it as an in-process plugin's would be, and holds the
+    /// encoded response (or the failure's message) for http_take; writes its length at `lengthAt`.
+    private func httpFetch(_ pointer: UInt32, _ length: UInt32, lengthAt: UInt32) -> Int32 {
+        httpHeld = nil
+        guard let memory, Int(length) <= Self.maxHTTPRequestBytes, Int(pointer) + Int(length) <= memory.byteCount,
+            Int(lengthAt) + 4 <= memory.byteCount
+        else { return HH_ERR_INVALID_ARGUMENT }
+        let bytes = memory.withUnsafeBufferPointer(offset: UInt(pointer), count: Int(length)) { [UInt8]($0) }
+        var reader = WireReader(bytes)
+        let request: PluginHTTPRequest
+        do {
+            let method = try reader.string()
+            let url = try reader.string()
+            let headerCount = Int(try reader.u32())
+            // Each header takes at least 8 bytes: a count past that is a lie, refused before any loop.
+            guard headerCount <= bytes.count / 8 else { throw WireError(description: "\(headerCount) headers") }
+            var headers: [String: String] = [:]
+            for _ in 0..<headerCount { headers[try reader.string()] = try reader.string() }
+            let body = try reader.data()
+            request = PluginHTTPRequest(
+                method: method.isEmpty ? "GET" : method, url: url, headers: headers, body: body.isEmpty ? nil : body, timeoutMs: try reader.u32())
+        } catch {
+            return HH_ERR_INVALID_ARGUMENT
+        }
+        var held = WireWriter()
+        let status: Int32
+        switch request.perform(policy: http, instanceID: instanceID, pipeline: pipeline) {
+        case .success(let response):
+            held.i32(Int32(clamping: response.status))
+            held.u32(UInt32(response.headers.count))
+            for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) {
+                held.string(name)
+                held.string(value)
+            }
+            held.data(response.body)
+            status = HH_OK
+        case .failure(let failure):
+            held.raw(Array((failure.report ?? failure.ioFailure ?? "").utf8))
+            status = failure.status
+        }
+        httpHeld = held.bytes
+        _ = self.store(UInt32(held.bytes.count), at: lengthAt)
+        return status
+    }
+
+    private func httpTake(_ out: UInt32, capacity: UInt32) -> Int32 {
+        guard let held = httpHeld else { return -1 }
+        httpHeld = nil
+        guard let memory, held.count <= Int(capacity), Int(out) + held.count <= memory.byteCount else { return -1 }
+        if !held.isEmpty { memory.withUnsafeMutableBufferPointer(offset: UInt(out), count: held.count) { $0.copyBytes(from: held) } }
+        return Int32(held.count)
+    }
+
     // MARK: WASI
 
     private func wasiFunction(_ name: String, type: FunctionType, store: Store) -> Function {
@@ -127,6 +197,10 @@ final class WasmHostImports: @unchecked Sendable {
                 return [.i32(UInt32(bitPattern: self.store(now, at: args[2].i32) ? 0 : 28))]
             case ("random_get", [.i32, .i32], [.i32]):
                 return [.i32(self.fillRandom(at: args[0].i32, count: args[1].i32) ? 0 : 28)]
+            case ("fd_prestat_get", [.i32, .i32], [.i32]):
+                // "No such descriptor" ends wasi-libc's scan for preopened folders: a guest has none.
+                // Any other error there makes its start-up (stdio's, with fopen linked) exit.
+                return [.i32(UInt32(Self.wasiBadDescriptor))]
             case ("proc_exit", _, _):
                 throw PluginCallError.failed(instance: self.instanceID, status: HH_ERR_INTERNAL, message: "the plugin called exit")
             default:
@@ -139,9 +213,10 @@ final class WasmHostImports: @unchecked Sendable {
         }
     }
 
-    private func store(_ value: UInt64, at pointer: UInt32) -> Bool {
-        guard let memory, Int(pointer) + 8 <= memory.byteCount else { return false }
-        memory.withUnsafeMutableBufferPointer(offset: UInt(pointer), count: 8) { $0.storeBytes(of: value.littleEndian, as: UInt64.self) }
+    private func store<Integer: FixedWidthInteger>(_ value: Integer, at pointer: UInt32) -> Bool {
+        let size = MemoryLayout<Integer>.size
+        guard let memory, Int(pointer) + size <= memory.byteCount else { return false }
+        memory.withUnsafeMutableBufferPointer(offset: UInt(pointer), count: size) { $0.storeBytes(of: value.littleEndian, as: Integer.self) }
         return true
     }
 

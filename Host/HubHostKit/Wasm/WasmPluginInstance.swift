@@ -31,14 +31,43 @@ public final class WasmPluginInstance: @unchecked Sendable {
 
     /// Instantiates `file`, reads its descriptors, checks them against `manifest` and creates every
     /// plugin the manifest exports. Throws PluginLoadError as a `.so` would.
-    public init(
+    public convenience init(
         file: WasmModuleFile, manifest: PluginManifest, instanceID: String, config: [String: PluginValue], pipeline: LogPipeline,
-        budget: WasmBudget
+        budget: WasmBudget, http: HostEnvironment.HTTPPolicy = .init()
+    ) throws {
+        try self.init(file: file, instanceID: instanceID, config: config, pipeline: pipeline, budget: budget, http: http) { described in
+            let problems = PluginLibrary.disagreements(
+                abiVersion: described.abi, exported: described.plugins.map { ($0.id, $0.kind, $0.version) }, with: manifest)
+            guard problems.isEmpty else {
+                throw PluginLoadError.manifestMismatch(path: file.path, reason: problems.joined(separator: "; "))
+            }
+            return manifest.exports.map(\.id)
+        }
+    }
+
+    /// Instantiates `file` and creates only the plugins `ids` names (in that order), with no
+    /// manifest to agree with: for testing one plugin at a time (`hubhost plugins test`, PluginTestKit).
+    public convenience init(
+        file: WasmModuleFile, creating ids: [String], instanceID: String, config: [String: PluginValue], pipeline: LogPipeline,
+        budget: WasmBudget = WasmBudget(), http: HostEnvironment.HTTPPolicy = .init()
+    ) throws {
+        try self.init(file: file, instanceID: instanceID, config: config, pipeline: pipeline, budget: budget, http: http) { described in
+            for id in ids where !described.plugins.contains(where: { $0.id == id }) {
+                throw PluginLoadError.manifestMismatch(path: file.path, reason: "the module exports no plugin '\(id)'")
+            }
+            return ids
+        }
+    }
+
+    /// Instantiates `file`, reads its descriptors, and creates the plugins `select` picks from them.
+    private init(
+        file: WasmModuleFile, instanceID: String, config: [String: PluginValue], pipeline: LogPipeline, budget: WasmBudget,
+        http: HostEnvironment.HTTPPolicy, select: (Description) throws -> [String]
     ) throws {
         self.instanceID = instanceID
         self.file = file
         self.budget = budget
-        services = WasmHostImports(instanceID: instanceID, config: config, pipeline: pipeline)
+        services = WasmHostImports(instanceID: instanceID, config: config, pipeline: pipeline, http: http)
         logger = Logger(label: "hubhost.wasm", pipeline: pipeline)
         if let version = file.abiVersion, version.major != ABIVersion.host.major {
             throw PluginLoadError.abiMismatch(path: file.path, plugin: version, host: .host)
@@ -46,14 +75,9 @@ public final class WasmPluginInstance: @unchecked Sendable {
         let guest = try WasmGuest(file: file, imports: services, budget: budget)
         let described = try Self.describe(guest, path: file.path)
         abiVersion = described.abi
-        let problems = PluginLibrary.disagreements(
-            abiVersion: described.abi, exported: described.plugins.map { ($0.id, $0.kind, $0.version) }, with: manifest)
-        guard problems.isEmpty else {
-            throw PluginLoadError.manifestMismatch(path: file.path, reason: problems.joined(separator: "; "))
-        }
-        plugins = manifest.exports.map { export in
-            let index = described.plugins.firstIndex { $0.id == export.id }!
-            return (export.id, described.plugins[index].kind, index)
+        plugins = try select(described).map { id in
+            let index = described.plugins.firstIndex { $0.id == id }!
+            return (id, described.plugins[index].kind, index)
         }
         try createAll(in: guest)
         self.guest = guest

@@ -59,7 +59,8 @@ extern "C" {
 
 /* ---------------------------------------------------------------------------------------------
  * Imports, all from module "hubhost"; nothing else is offered but a few WASI functions (clock,
- * random; the others answer ENOSYS): no filesystem, no sockets, no environment.
+ * random; the others answer ENOSYS): no filesystem, no sockets, no environment. A module that
+ * imports any other function, or one of these with another signature, does not load.
  * ------------------------------------------------------------------------------------------- */
 
 /* log(i32 severity, i32 verbosity, i32 message, i32 length): hh_host_t.log. */
@@ -68,6 +69,18 @@ extern "C" {
 /* config_get(i32 key, i32 key_length, i32 out, i32 capacity) -> i32: the value of `key` encoded
  * as a tagged value into `out`; answers its length (larger than capacity: ask again with that
  * much room), or -1 when the key has no value. */
+
+/* http_fetch(i32 request, i32 length, i32 out_length) -> i32 status: the host HTTP service
+ * (hubhost_http.h's fetch) under the instance's http_allow and http_timeout, blocking the call.
+ * The request is `length` bytes: string method, string url, u32 header count, per header string
+ * name and string value, u32 body length and the body, u32 timeout_ms. On HH_OK the host holds
+ * the response (i32 status code, u32 header count, per header string name and value, u32 body
+ * length and the body) and writes its length as a u32 at `out_length`; on a failure (the statuses
+ * of hubhost_http.h) it may hold a message instead (the report the host leaves, length at
+ * `out_length`, 0 when none). Either is taken with http_take before the next http_fetch. */
+/* http_take(i32 out, i32 capacity) -> i32: copies what the last http_fetch left into `out` and
+ * forgets it; answers the length copied, or -1 when nothing is held or it needs more room than
+ * `capacity` (then it is forgotten too). */
 
 #ifdef __cplusplus
 }
