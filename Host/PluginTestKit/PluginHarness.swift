@@ -11,15 +11,18 @@ import Foundation
 ///     XCTAssertTrue(harness.logged.contains { $0.message.contains("...") })
 ///
 /// The library goes through the same loader the host uses (ABI check, descriptors, manifest
-/// agreement), and config through the same schema check.
+/// agreement), and config through the same schema check. A `.wasm` library (a WebAssembly build)
+/// is driven the same way: each plugin gets a module instance of its own under the default fuel and
+/// memory budget.
 /// Safe to share: every stored property is a `let`; the adapters of the kinds the headers mark
 /// [host-serialized] (content provider, logging) are made once per instance, so calls from many
 /// threads go through one adapter and its lock, as the host's do.
 public final class PluginHarness: @unchecked Sendable {
     public let manifest: PluginManifest?
-    public let library: PluginLibrary
-    /// Every instance created, one per exported plugin, in export order.
-    public let plugins: [PluginInstance]
+    /// The library: a `.so` or a `.wasm` module.
+    public let library: PluginBinary
+    /// Every plugin created, one per exported plugin, in export order.
+    public let plugins: [PluginHandle]
     /// A scratch data directory, removed by destroy().
     public let dataDirectory: String
     private let capture = LogCapture()
@@ -68,7 +71,7 @@ public final class PluginHarness: @unchecked Sendable {
         environment: HostEnvironment
     ) throws {
         self.manifest = manifest
-        library = try PluginLibrary.open(path: libraryPath)
+        library = try PluginBinary.open(path: libraryPath)
         if let manifest {
             let problems = library.disagreements(with: manifest)
             guard problems.isEmpty else { throw PluginLoadError.manifestMismatch(path: libraryPath, reason: problems.joined(separator: "; ")) }
@@ -78,13 +81,13 @@ public final class PluginHarness: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         pipeline = LogPipeline(filter: logging)
         pipeline.attach([capture])
-        var created: [PluginInstance] = []
+        var created: [PluginHandle] = []
         do {
-            for descriptor in library.descriptors {
+            for export in library.exports {
                 created.append(
-                    try PluginInstance.create(
-                        descriptor, of: library, instanceID: descriptor.id, config: resolved,
-                        dataDirectory: dataDirectory, pipeline: pipeline, environment: environment))
+                    try library.create(
+                        export.id, instanceID: export.id, config: resolved, dataDirectory: dataDirectory, pipeline: pipeline,
+                        environment: environment))
             }
         } catch {
             for instance in created.reversed() { instance.destroy() }
@@ -101,11 +104,11 @@ public final class PluginHarness: @unchecked Sendable {
     public var logged: [LogRecord] { capture.records }
 
     /// The plugin with `id`, or the first of `kind`.
-    public func plugin(_ id: String? = nil, kind: PluginKind) -> PluginInstance? {
-        plugins.first { $0.kind == kind && (id == nil || $0.descriptor.id == id) }
+    public func plugin(_ id: String? = nil, kind: PluginKind) -> PluginHandle? {
+        plugins.first { $0.kind == kind && (id == nil || $0.pluginID == id) }
     }
 
-    private func require(_ id: String?, _ kind: PluginKind) -> PluginInstance {
+    private func require(_ id: String?, _ kind: PluginKind) -> PluginHandle {
         guard let found = plugin(id, kind: kind) else {
             preconditionFailure("the library exports no \(kind.rawValue) plugin\(id.map { " with id '\($0)'" } ?? "")")
         }

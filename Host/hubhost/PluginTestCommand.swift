@@ -147,8 +147,7 @@ struct PluginCommand: ParsableCommand {
         /// Child: print what the library exports.
         func runProbe() throws {
             guard let path = target.libraryPath else { throw ExitCode.failed }
-            let library = try PluginLibrary.open(path: path)
-            let exports = library.descriptors.map { ["id": $0.id, "kind": $0.kind.rawValue] }
+            let exports = try PluginBinary.open(path: path).exports.map { ["id": $0.id, "kind": $0.kind.rawValue] }
             let data = try JSONEncoder().encode(exports)
             print(ValidationRunner.resultMarker + String(decoding: data, as: UTF8.self))
         }
@@ -159,7 +158,7 @@ struct PluginCommand: ParsableCommand {
             setrlimit(Int32(RLIMIT_AS.rawValue), &limit)
             let target = self.target
             let exports =
-                (try? target.libraryPath.map { try PluginLibrary.open(path: $0) })??.descriptors.map { (id: $0.id, kind: $0.kind) }
+                (try? target.libraryPath.map { try PluginBinary.open(path: $0) })??.exports.map { (id: $0.id, kind: $0.kind) }
                 ?? target.manifest?.exports.map { (id: $0.id, kind: $0.kind) } ?? []
             guard let test = ConformanceSuite.tests(for: target, exports: exports).first(where: { $0.name == name }) else {
                 Output.error("no test named \(name)")

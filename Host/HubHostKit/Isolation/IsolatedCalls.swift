@@ -15,7 +15,7 @@ enum WorkerOp: UInt8 {
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
 /// worker failure into that kind's failure); the worker decodes the request, calls the plugin in its
 /// own process through the same adapters, and encodes the answer.
-enum IsolatedCalls {
+package enum IsolatedCalls {
     // MARK: Host side
 
     static func worker(_ handle: PluginHandle) -> (any PluginCallChannel, Int) {
@@ -48,6 +48,31 @@ enum IsolatedCalls {
             var outcome = AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
             if case .timedOut = failure { outcome.ranOutOfTime = true }
             return outcome
+        }
+    }
+
+    /// An augment call whose event id, name, and one attribute's name and string value are `bytes`
+    /// exactly, UTF-8 or not (which no Swift String can carry): the status the plugin answered, for
+    /// the conformance suite's non-UTF-8 test on a plugin that is not in process.
+    package static func augmentStatus(_ handle: PluginHandle, rawStrings bytes: [UInt8]) -> Int32 {
+        let (worker, index) = worker(handle)
+        let raw = { (out: inout WireWriter) in
+            out.u32(UInt32(bytes.count))
+            out.raw(bytes)
+        }
+        let result = worker.call(index, .augment) { out in
+            raw(&out)
+            out.i32(17)
+            raw(&out)
+            out.i64(0)
+            out.u32(1)
+            raw(&out)
+            out.u8(1)  // a string value
+            raw(&out)
+        }
+        switch result {
+        case .success(var reader): return (try? reader.i32()) ?? HH_ERR_INTERNAL
+        case .failure(let failure): return status(of: failure)
         }
     }
 

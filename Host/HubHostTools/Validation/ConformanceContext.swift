@@ -33,34 +33,27 @@ public final class ConformanceContext: @unchecked Sendable {
 
     func cleanUp() { try? FileManager.default.removeItem(atPath: dataDirectory) }
 
-    /// The library under test, loaded through the host's loader.
-    func library() throws -> PluginLibrary {
+    /// The library under test, loaded through the host's loader (a `.so`) or read and described
+    /// (a `.wasm`).
+    func library() throws -> PluginBinary {
         guard let path = target.libraryPath else { throw ConformanceFailure(target.libraryProblem ?? "no library to load") }
         do {
-            return try PluginLibrary.open(path: path)
+            return try PluginBinary.open(path: path)
         } catch {
             throw ConformanceFailure("\(error)")
         }
     }
 
-    func descriptor(_ id: String) throws -> PluginDescriptor {
-        guard let found = try library().descriptors.first(where: { $0.id == id }) else {
-            throw ConformanceFailure("the library does not export '\(id)'")
-        }
-        return found
-    }
-
     /// Creates `id` with `config` under the call budget. Throws a failure when create fails (with
     /// the plugin's message), unless `allowFailure`, when it returns nil after checking that the
     /// failure is explained.
-    func create(_ id: String, config: [String: PluginValue], allowFailure: Bool = false) throws -> PluginInstance? {
-        let descriptor = try descriptor(id)
+    func create(_ id: String, config: [String: PluginValue], allowFailure: Bool = false) throws -> PluginHandle? {
         let library = try library()
+        guard library.exports.contains(where: { $0.id == id }) else { throw ConformanceFailure("the library does not export '\(id)'") }
         do {
             return try budget.run("\(id).create") {
-                try PluginInstance.create(
-                    descriptor, of: library, instanceID: "test", config: config,
-                    dataDirectory: dataDirectory, pipeline: pipeline, environment: Self.environment)
+                try library.create(
+                    id, instanceID: "test", config: config, dataDirectory: dataDirectory, pipeline: pipeline, environment: Self.environment)
             }
         } catch PluginLoadError.createFailed(_, _, let status, let message) {
             try checkStatus(status, message: message, call: "\(id).create")

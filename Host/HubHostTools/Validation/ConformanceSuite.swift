@@ -17,7 +17,7 @@ public enum ConformanceSuite {
     /// `exports` are the plugins to test: what the binary exports when it loads, else the manifest's.
     public static func tests(for target: ValidationTarget, exports: [(id: String, kind: PluginKind)]) -> [ConformanceTest] {
         var tests: [ConformanceTest] = [
-            ConformanceTest("library/load", "dlopen, the entry symbol, the ABI version and valid descriptors") { context in
+            ConformanceTest("library/load", "dlopen (or parse a .wasm), the entry symbol, the ABI version and valid descriptors") { context in
                 _ = try context.library()
             }
         ]
@@ -94,7 +94,7 @@ public enum ConformanceSuite {
     }
 
     /// Creates a valid instance, runs `body`, destroys it.
-    static func withInstance(_ id: String, _ context: ConformanceContext, _ body: (PluginInstance) throws -> Void) throws {
+    static func withInstance(_ id: String, _ context: ConformanceContext, _ body: (PluginHandle) throws -> Void) throws {
         guard let instance = try context.create(id, config: context.target.validConfig) else { return }
         defer { context.budget.run("\(id).destroy") { instance.destroy() } }
         try body(instance)
@@ -446,9 +446,12 @@ extension ConformanceSuite {
 /// An augment call whose event carries bytes that are not UTF-8, which no Swift String can hold:
 /// built directly on hh_event_view_t.
 enum NonUTF8Event {
-    static func augment(_ instance: PluginInstance) -> hh_status_t {
+    static let bad: [UInt8] = [0x66, 0x6F, 0xFF, 0xFE, 0xC3, 0x28, 0x80]
+
+    static func augment(_ handle: PluginHandle) -> hh_status_t {
+        // A guest gets the same bytes in its request (its adapter builds the view from them).
+        guard let instance = handle.instance else { return IsolatedCalls.augmentStatus(handle, rawStrings: bad) }
         let api = instance.api(hh_augmentation_v1_t.self)
-        let bad: [UInt8] = [0x66, 0x6F, 0xFF, 0xFE, 0xC3, 0x28, 0x80]
         return bad.withUnsafeBufferPointer { bytes in
             let text = hh_string_t(data: UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self), length: bytes.count)
             var value = hh_value_t()

@@ -42,7 +42,7 @@ public final class ValidationRunner: @unchecked Sendable {
         let fromManifest = target.manifest?.exports.map { (id: $0.id, kind: $0.kind) } ?? []
         guard let path = target.libraryPath else { return fromManifest }
         if options.inProcess {
-            return (try? PluginLibrary.open(path: path))?.descriptors.map { (id: $0.id, kind: $0.kind) } ?? fromManifest
+            return (try? PluginBinary.open(path: path))?.exports.map { (id: $0.id, kind: $0.kind) } ?? fromManifest
         }
         guard let result = try? ChildProcess.run(childCommand + ["--probe"], timeoutMs: options.testTimeoutMs, environment: Self.childEnvironment),
             case .exited(0) = result.termination,
@@ -141,6 +141,13 @@ public final class ValidationRunner: @unchecked Sendable {
             ]
         var leakCheck: LeakCheck?
         if options.leaks {
+            if target.libraryPath?.hasSuffix(".wasm") == true {
+                // memcheck sees the host's heap; a guest's allocations live in its linear memory, dropped with its instance.
+                return ConformanceResult(
+                    name: test.name, outcome: .failed,
+                    message: "--leaks checks a native library; a .wasm plugin's memory is its own linear memory, freed with its instance",
+                    durationMs: 0)
+            }
             do {
                 let check = try LeakCheck(libraryPath: target.libraryPath)
                 command = check.wrap(command)
