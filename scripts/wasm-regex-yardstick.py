@@ -20,6 +20,8 @@ define("hubhost", "log", [i32]*4, [], lambda *a: None)
 define("hubhost", "report_error", [i32]*3, [], lambda *a: None)
 define("hubhost", "monotonic_ns", [], [i64], lambda: time.monotonic_ns())
 define("hubhost", "config_get", [i32]*4, [i32], lambda *a: -1)
+define("hubhost", "http_fetch", [i32]*3, [i32], lambda *a: 3)  # HH_ERR_UNSUPPORTED: no host is allowed
+define("hubhost", "http_take", [i32]*2, [i32], lambda *a: -1)
 for imp in module.imports:
     if imp.module == "wasi_snapshot_preview1":
         t = imp.type

@@ -12,11 +12,11 @@ extension BenchCommand {
             commandName: "all",
             abstract: "Run every benchmark and print one Markdown table: figure, hubhost, yardstick, ratio, goal, met.",
             discussion: """
-                Runs abi, isolation, events, ingest, campaigns, hub (selection and pages), bundle (build), bundle \
+                Runs abi, isolation, wasm, events, ingest, campaigns, hub (selection and pages), bundle (build), bundle \
                 verification, sinks and prefetch (downloads), each as its own command would with the defaults (--quick: smaller counts and shorter \
                 loads, for a check that everything runs, not for figures). A benchmark that cannot run (a missing tool) \
                 gets a row saying why; the others still run. Run from the repository root with a release build; \
-                needs wrk, nginx, openssl, nats-server and aria2.
+                needs wrk, nginx, openssl, nats-server, aria2, and clang, lld and wasi-libc for the .wasm builds.
                 """)
 
         @Flag(help: "Smaller counts and shorter loads (a minute or two instead of several).")
@@ -46,6 +46,7 @@ extension BenchCommand {
         static let benchmarks: [Benchmark] = [
             Benchmark(name: "abi", measure: abi),
             Benchmark(name: "isolation", measure: isolation),
+            Benchmark(name: "wasm", measure: wasm),
             Benchmark(name: "events", measure: events),
             Benchmark(name: "ingest", measure: ingest),
             Benchmark(name: "campaigns", measure: campaigns),
@@ -120,6 +121,24 @@ extension BenchCommand {
                     figure: "augmentation call, isolation: process (µs)", hubhost: number(microseconds, 2),
                     yardstick: "in-process: \(number(result.inProcessNsPerCall / 1000, 2))", ratio: result.ratio,
                     goal: "≤ 20 µs", met: microseconds <= 20)
+            ]
+        }
+
+        static func wasm(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
+            let result = try Wasm.benchmark(iterations: quick ? 10_000 : 100_000, repository: FileManager.default.currentDirectoryPath)
+                .run(rounds: quick ? 1 : 3, progress: say)
+            let microseconds = result.augmentWasmNs / 1000
+            return [
+                Row(
+                    figure: "augmentation call into a .wasm plugin, WasmKit (µs)", hubhost: number(microseconds, 2),
+                    yardstick: "in-process: \(number(result.augmentInProcessNs / 1000, 2)); isolated: \(number(result.augmentIsolatedNs / 1000, 2))",
+                    ratio: result.augmentWasmNs / result.augmentInProcessNs, goal: "≤ 2 µs", met: microseconds <= 2),
+                Row(
+                    figure: "MATCHES_REGEX on \(number(Double(result.regexInputBytes))) bytes as .wasm, WasmKit (µs)",
+                    hubhost: number(result.regexWasmNs / 1000, 1),
+                    yardstick: "native .so: \(number(result.regexNativeNs / 1000, 1))"
+                        + (result.regexWasmtimeNs.map { "; the module in wasmtime: \(number($0 / 1000, 1))" } ?? ""),
+                    ratio: result.regexRatio, goal: "≤ 10x native", met: result.regexRatio <= 10)
             ]
         }
 

@@ -34,30 +34,42 @@ extension BenchCommand {
             guard iterations > 0, rounds > 0 else { throw ValidationError("--iterations and --rounds must be positive") }
         }
 
-        /// Builds `sources` (relative to the repository) into a temporary .wasm with the documented script.
-        private func build(_ name: String, _ sources: [String]) throws -> String {
+        struct BuildFailure: Error, CustomStringConvertible {
+            var name: String
+            var description: String { "scripts/build-wasm-plugin failed for \(name) (it needs clang, lld and wasi-libc: scripts/bootstrap)" }
+        }
+
+        /// Builds `sources` (relative to `repository`) into a temporary .wasm with the documented script.
+        static func build(_ name: String, _ sources: [String], repository: String) throws -> String {
             let output = NSTemporaryDirectory() + "hubhost-bench-\(getpid())-\(name).wasm"
             let process = Process()
             process.executableURL = URL(fileURLWithPath: repository + "/scripts/build-wasm-plugin")
             process.arguments = [output] + sources.map { repository + "/" + $0 }
             try process.run()
             process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                Output.error("bench wasm: scripts/build-wasm-plugin failed for \(name)")
-                throw ExitCode.failed
-            }
+            guard process.terminationStatus == 0 else { throw BuildFailure(name: name) }
             return output
         }
 
-        func run() throws {
-            let noop = try noopModule ?? build("noop", ["Plugins/Noop/noop.c"])
+        /// The benchmark over the modules given, or the two bundled plugins built now from `repository`.
+        static func benchmark(iterations: Int, repository: String, noopModule: String? = nil, operatorsModule: String? = nil) throws
+            -> WasmBenchmark
+        {
+            let noop = try noopModule ?? build("noop", ["Plugins/Noop/noop.c"], repository: repository)
             let operators =
                 try operatorsModule
-                ?? build("standard-operators", ["Plugins/StandardOperators/standard_operators.c", "Plugins/StandardOperators/bounded_regex.c"])
-            let result = try WasmBenchmark(
+                ?? build(
+                    "standard-operators", ["Plugins/StandardOperators/standard_operators.c", "Plugins/StandardOperators/bounded_regex.c"],
+                    repository: repository)
+            return WasmBenchmark(
                 iterations: iterations, noopLibrary: try BenchCommand.noopLibrary(nil), noopModule: noop,
                 operatorsLibrary: try BenchCommand.bundledLibrary("libhubhost-standard-operators.so"), operatorsModule: operators,
-                wasmtimeYardstick: repository + "/scripts/wasm-regex-yardstick.py"
+                wasmtimeYardstick: repository + "/scripts/wasm-regex-yardstick.py")
+        }
+
+        func run() throws {
+            let result = try Self.benchmark(
+                iterations: iterations, repository: repository, noopModule: noopModule, operatorsModule: operatorsModule
             ).run(rounds: rounds) { step in
                 if !output.json { Output.error("bench wasm: \(step)") }
             }

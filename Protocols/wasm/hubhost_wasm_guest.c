@@ -529,7 +529,16 @@ typedef struct {
     attribute_t *items;
     uint32_t count;
     uint32_t capacity;
+    /* The plugin's edits in order, as the answer carries them: the host replays them on the event
+     * it sent instead of reading the whole event back. */
+    writer_t *edits;
+    uint32_t edit_count;
 } attributes_t;
+
+/* The most edits one augment call may make; past it set and remove answer HH_ERR_INVALID_ARGUMENT
+ * (the host refuses an answer with more, so replaying one costs it a bounded time). */
+#define MAX_EDITS 10000
+enum { EDIT_SET = 0, EDIT_REMOVE = 1 };
 
 static size_t view_count(const hh_event_view_t *view) {
     return ((attributes_t *)view->event_data)->count;
@@ -599,7 +608,7 @@ static hh_status_t editor_set(const hh_event_editor_t *editor, hh_string_t name,
         return HH_ERR_INVALID_ARGUMENT;
     }
     long at = find(a, name);
-    if (at < 0 && a->count >= MAX_ATTRIBUTES) {
+    if ((at < 0 && a->count >= MAX_ATTRIBUTES) || a->edit_count >= MAX_EDITS) {
         return HH_ERR_INVALID_ARGUMENT;
     }
     char *owned = malloc(name.length + string_length + 1);
@@ -614,6 +623,10 @@ static hh_status_t editor_set(const hh_event_editor_t *editor, hh_string_t name,
     if (value->type == HH_VALUE_STRING) {
         item.value.of.string.data = owned + name.length;
     }
+    put_u8(a->edits, EDIT_SET);
+    put_string(a->edits, item.name);
+    put_value(a->edits, &item.value);
+    a->edit_count++;
     if (at >= 0) {
         free(a->items[at].owned);
         a->items[at] = item;
@@ -639,21 +652,34 @@ static hh_status_t editor_remove(const hh_event_editor_t *editor, hh_string_t na
     if (at < 0) {
         return HH_ERR_NOT_FOUND;
     }
+    if (a->edit_count >= MAX_EDITS) {
+        return HH_ERR_INVALID_ARGUMENT;
+    }
+    put_u8(a->edits, EDIT_REMOVE);
+    put_string(a->edits, name);
+    a->edit_count++;
     free(a->items[at].owned);
     memmove(&a->items[at], &a->items[at + 1], sizeof(attribute_t) * (a->count - (uint32_t)at - 1));
     a->count--;
     return HH_OK;
 }
 
+/* Frees what set_attribute copied; the items array is kept for the next call. */
 static void release(attributes_t *a) {
     for (uint32_t i = 0; i < a->count; i++) {
         free(a->items[i].owned);
     }
-    free(a->items);
+    a->count = 0;
 }
 
+/* The event's attributes, reused from call to call (calls into a module are serialized), and the
+ * edit log of the call in progress. */
+static attributes_t event_attributes;
+static writer_t edit_log;
+
 /* Request: the event (string id, i32 type, string name, i64 time, u32 count, (string, value)*).
- * Answer: i32 status, string message, and on HH_OK the event as edited. */
+ * Answer: i32 status, string message, and on HH_OK u32 edit count and the plugin's edits in order:
+ * u8 0, string name and value for a set; u8 1 and string name for a remove. */
 static bool serve_augment(slot_t *slot, reader_t *r) {
     const hh_augmentation_v1_t *api = slot->descriptor->kind_api;
     hh_event_view_t view;
@@ -663,45 +689,50 @@ static bool serve_augment(slot_t *slot, reader_t *r) {
     view.name = get_string(r);
     view.time_ms = get_i64(r);
     uint32_t count = get_u32(r);
-    attributes_t attributes = {NULL, 0, 0};
-    if (count > r->length) {
+    attributes_t *attributes = &event_attributes;
+    if (r->failed || count > r->length || count > UINT32_MAX / 2) {
         return false; /* every attribute takes at least one byte: a lie */
     }
-    attributes.items = calloc(count ? count : 1, sizeof(attribute_t));
-    if (!attributes.items) {
-        return false;
+    if (count > attributes->capacity) {
+        attribute_t *grown = realloc(attributes->items, sizeof(attribute_t) * count);
+        if (!grown) {
+            return false;
+        }
+        attributes->items = grown;
+        attributes->capacity = count;
     }
-    attributes.capacity = count ? count : 1;
+    attributes->count = 0;
     for (uint32_t i = 0; i < count && !r->failed; i++) {
-        attributes.items[i].name = get_string(r);
-        attributes.items[i].value = get_value(r);
-        attributes.count++;
+        attributes->items[i].name = get_string(r);
+        attributes->items[i].value = get_value(r);
+        attributes->items[i].owned = NULL;
+        attributes->count++;
     }
     if (r->failed) {
-        release(&attributes);
+        attributes->count = 0;
         return false;
     }
-    view.event_data = &attributes;
+    edit_log.length = 0;
+    edit_log.failed = false;
+    attributes->edits = &edit_log;
+    attributes->edit_count = 0;
+    view.event_data = attributes;
     view.attribute_count = view_count;
     view.attribute_at = view_at;
     view.get_attribute = view_get;
-    hh_event_editor_t editor = {&attributes, editor_set, editor_remove};
+    hh_event_editor_t editor = {attributes, editor_set, editor_remove};
     last_error_length = 0;
     hh_status_t status = api->augment(slot->instance, &view, &editor);
     put_i32(&answer, status);
     put_string(&answer, status == HH_OK ? hh_string_from_cstr("") : take_error());
     if (status == HH_OK) {
-        put_string(&answer, view.event_id);
-        put_i32(&answer, view.type_code);
-        put_string(&answer, view.name);
-        put_i64(&answer, view.time_ms);
-        put_u32(&answer, attributes.count);
-        for (uint32_t i = 0; i < attributes.count; i++) {
-            put_string(&answer, attributes.items[i].name);
-            put_value(&answer, &attributes.items[i].value);
+        if (edit_log.failed) {
+            answer.failed = true; /* out of memory for the log: no answer rather than a partial one */
         }
+        put_u32(&answer, attributes->edit_count);
+        put(&answer, edit_log.bytes, edit_log.length);
     }
-    release(&attributes);
+    release(attributes);
     return true;
 }
 

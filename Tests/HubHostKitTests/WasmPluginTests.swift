@@ -181,6 +181,43 @@ final class WasmPluginTests: XCTestCase {
         }
     }
 
+    /// A guest answers with its plugin's edits, which the host replays on the event it sent: every
+    /// kind of edit, in an order where order matters, leaves what the same source leaves in process.
+    func testEditsReplayedFromAGuestLeaveTheSameEventAsInProcess() throws {
+        let native = try TestSupport.compileFixture("editing_augmentation.c", into: folder + "/build-so", name: "libediting.so")
+        let wasm = try buildWasm("editing.wasm", ["\(TestSupport.repository)/Tests/Fixtures/editing_augmentation.c"])
+        let exports = [("editing-augmentation", "augmentation")]
+        let registry = try registry(
+            """
+              - id: native
+                use: \(try manifest(id: "editing-so", library: native, abi: "1.0", exports: exports))
+              - id: guest
+                use: \(try manifest(id: "editing-wasm", library: wasm, abi: "1.0", exports: exports))
+            """)
+        let plugins = registry.plugins(of: .augmentation)
+        let a = AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == "native" }))
+        let b = AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == "guest" }))
+        let cases: [[(String, PluginValue)]] = [
+            [],
+            [("Drop", .string("x")), ("Level", .int(4)), ("Keep", .double(2.5))],
+            [("Added", .null), ("Keep", .string("ß")), ("Drop", .int(1)), ("Level", .string("not a number"))]
+        ]
+        for attributes in cases {
+            let event = AugmentableEvent(
+                id: "e1", typeCode: 17, name: "LEVEL UP", timeMs: 1, attributes: attributes.map { (name: $0.0, value: $0.1) })
+            let native = a.augment(event)
+            let guest = b.augment(event)
+            XCTAssertEqual(native.status, HH_OK)
+            XCTAssertEqual(guest, native, "\(attributes)")
+            XCTAssertEqual(guest.event.attributes.last?.name, "Seen Name")
+            XCTAssertEqual(guest.event[attribute: "Added"], .string("second"))
+        }
+        let second = try XCTUnwrap(cases.dropFirst().first)
+        let edited = b.augment(AugmentableEvent(id: "e2", typeCode: 17, name: "N", timeMs: 1, attributes: second.map { (name: $0.0, value: $0.1) }))
+        XCTAssertEqual(edited.event.attributes.map(\.name), ["Level", "Keep", "Added", "Drop", "Seen Name"])
+        XCTAssertEqual(edited.event[attribute: "Level"], .int(5))
+    }
+
     func testALocationDelegateAndAUserIDGeneratorAnswerAlikeBuiltBothWays() throws {
         let location = try buildWasm("fixed-location.wasm", ["\(TestSupport.repository)/Plugins/FixedLocation/fixed_location.c"])
         try FileManager.default.createDirectory(atPath: folder + "/fixed-wasm", withIntermediateDirectories: true)

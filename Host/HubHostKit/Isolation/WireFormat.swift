@@ -7,6 +7,8 @@ struct WireWriter {
 
     init() { bytes.reserveCapacity(128) }
 
+    /// Makes room for `more` bytes beyond what is written, so the appends that follow do not grow the buffer.
+    mutating func reserve(_ more: Int) { bytes.reserveCapacity(bytes.count + more) }
     mutating func u8(_ v: UInt8) { bytes.append(v) }
     mutating func raw(_ more: [UInt8]) { bytes.append(contentsOf: more) }
     mutating func bool(_ v: Bool) { bytes.append(v ? 1 : 0) }
@@ -17,11 +19,9 @@ struct WireWriter {
     mutating func f64(_ v: Double) { u64(v.bitPattern) }
 
     mutating func string(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            u32(UInt32(utf8.count))
-            bytes.append(contentsOf: utf8)
-        }
+        let utf8 = s.utf8
+        u32(UInt32(utf8.count))
+        bytes.append(contentsOf: utf8)
     }
 
     mutating func data(_ d: Data) {

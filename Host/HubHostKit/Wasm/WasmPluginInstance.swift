@@ -27,7 +27,8 @@ public final class WasmPluginInstance: @unchecked Sendable {
     private let lock = NSLock()
     private var guest: WasmGuest?
     private var reinstantiationCount = 0
-    private var destroyed = Set<Int>()
+    /// Which plugins (by index in `plugins`) were destroyed: read on every call, so an array.
+    private var destroyed: [Bool] = []
 
     /// Instantiates `file`, reads its descriptors, checks them against `manifest` and creates every
     /// plugin the manifest exports. Throws PluginLoadError as a `.so` would.
@@ -79,6 +80,7 @@ public final class WasmPluginInstance: @unchecked Sendable {
             let index = described.plugins.firstIndex { $0.id == id }!
             return (id, described.plugins[index].kind, index)
         }
+        destroyed = Array(repeating: false, count: plugins.count)
         try createAll(in: guest)
         self.guest = guest
     }
@@ -171,7 +173,7 @@ public final class WasmPluginInstance: @unchecked Sendable {
         var request = WireWriter()
         arguments(&request)
         return lock.withLock {
-            guard !destroyed.contains(index) else { return .failure(.crashed("the plugin was destroyed")) }
+            guard index < destroyed.count, !destroyed[index] else { return .failure(.crashed("the plugin was destroyed")) }
             let guest: WasmGuest
             if let current = self.guest {
                 guest = current
@@ -209,7 +211,9 @@ public final class WasmPluginInstance: @unchecked Sendable {
     /// Destroys the plugin at `index` (in `plugins`) once.
     public func destroy(_ index: Int) {
         lock.withLock {
-            guard destroyed.insert(index).inserted, let guest else { return }
+            guard index < destroyed.count, !destroyed[index] else { return }
+            destroyed[index] = true
+            guard let guest else { return }
             try? guest.destroy(plugins[index].libraryIndex)
         }
     }
