@@ -36,8 +36,11 @@ final class WasmToolingTests: XCTestCase {
         return dir + "/plugin.yaml"
     }
 
+    /// `plugins test --json` with a call budget of 20 s: the tests run a debug build, whose
+    /// WasmKit interprets many times slower than a release build, two at a time on 2 cores; a
+    /// budget overrun here would be the build's speed, not the plugin's.
     private func pluginsTest(_ manifest: String, _ extra: [String] = []) throws -> (status: Int32, report: Report) {
-        let run = try TestSupport.hubhost(["plugins", "test", manifest, "--json"] + extra, timeout: 300)
+        let run = try TestSupport.hubhost(["plugins", "test", manifest, "--json", "--call-budget", "20000"] + extra, timeout: 300)
         return (run.status, try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8)))
     }
 
