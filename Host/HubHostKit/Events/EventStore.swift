@@ -486,10 +486,7 @@ public final class EventStore: @unchecked Sendable {
                 // GRDB's Row copied every value first (and looked names up, lowercasing them, per row).
                 try statement.setArguments(dueArguments(nowMs: nowMs, limit: asked, in: from...range.upperBound))  // resets, binds
                 let handle = statement.sqliteStatement
-                func text(_ column: Int32) -> String {
-                    guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-                    return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self)
-                }
+                let text = SQLiteColumns(handle: handle).text
                 var read = 0
                 var skipped = 0
                 var lastSeq = from

@@ -129,10 +129,11 @@ final class PrefetchStore: @unchecked Sendable {
         expiry_ms, saved, locked, viewed, discovered_ms, updated_ms
         """
 
-    /// An item from a row of `SELECT \(itemColumns) FROM item`.
-    static func item(from row: Row, categories: [String]) throws -> PrefetchItem {
-        let files = try PrefetchFile.decodeList(row[16])
-        let infoText: String = row[17]
+    /// An item from the current row of `SELECT \(itemColumns) FROM item`, its categories left
+    /// empty for the caller.
+    static func item(from row: SQLiteColumns) throws -> PrefetchItem {
+        let files = try PrefetchFile.decodeList(row.text(16))
+        let infoText = row.text(17)
         let info: [String: JSONValue]
         if case .object(let fields)? = JSONValueReader.read(infoText) {
             info = fields
@@ -140,12 +141,21 @@ final class PrefetchStore: @unchecked Sendable {
             info = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(infoText.utf8))) ?? [:]
         }
         return PrefetchItem(
-            uniqueId: row[0], contentId: row[1], sourceName: row[2], categories: categories, title: row[3], summary: row[4],
-            shareURL: row[5], type: row[6], state: PrefetchItemState(rawValue: row[7]) ?? .discovered, downloadError: row[8],
-            waitReason: row[9], retryAtMs: row[10], attempts: row[11],
-            downloadBehavior: (row[12] as String?).flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)), userInitiated: row[13],
-            bytesDownloaded: row[14], size: row[15], files: files, persistentUserInfo: info, sdkMetadataPassthrough: row[18],
-            expiryMs: row[19], saved: row[20], locked: row[21], viewed: row[22], discoveredMs: row[23], updatedMs: row[24])
+            uniqueId: row.text(0), contentId: row.text(1), sourceName: row.text(2), categories: [], title: row.text(3),
+            summary: row.text(4), shareURL: row.optionalText(5), type: row.optionalText(6),
+            state: PrefetchItemState(rawValue: row.text(7)) ?? .discovered, downloadError: row.optionalText(8),
+            waitReason: row.optionalText(9), retryAtMs: row.optionalInt64(10), attempts: Int(clamping: row.int64(11)),
+            downloadBehavior: row.optionalText(12).flatMap(PrefetchSettings.DownloadBehavior.init(rawValue:)),
+            userInitiated: row.bool(13), bytesDownloaded: row.int64(14), size: row.int64(15), files: files, persistentUserInfo: info,
+            sdkMetadataPassthrough: row.optionalText(18), expiryMs: row.optionalInt64(19), saved: row.bool(20), locked: row.bool(21),
+            viewed: row.bool(22), discoveredMs: row.int64(23), updatedMs: row.int64(24))
+    }
+
+    /// The items `sql` selects (its columns `itemColumns`), in its order, without their categories.
+    static func items(_ db: Database, sql: String, arguments: StatementArguments) throws -> [PrefetchItem] {
+        var items: [PrefetchItem] = []
+        try SQLiteColumns.forEachRow(try db.makeStatement(sql: sql), arguments: arguments) { row in items.append(try item(from: row)) }
+        return items
     }
 
     static func categories(_ db: Database, of id: String) throws -> [String] {
@@ -153,10 +163,11 @@ final class PrefetchStore: @unchecked Sendable {
     }
 
     static func item(_ db: Database, _ id: String) throws -> PrefetchItem? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT \(itemColumns) FROM item WHERE unique_id = ?", arguments: [id]) else {
+        guard var item = try items(db, sql: "SELECT \(itemColumns) FROM item WHERE unique_id = ?", arguments: [id]).first else {
             return nil
         }
-        return try item(from: row, categories: categories(db, of: id))
+        item.categories = try categories(db, of: id)
+        return item
     }
 
     func item(_ id: String) throws -> PrefetchItem? { try pool.read { db in try Self.item(db, id) } }
@@ -171,10 +182,8 @@ final class PrefetchStore: @unchecked Sendable {
             if let clause { sql += " WHERE \(clause)" }
             sql += " ORDER BY \(orderBy)"
             if let limit { sql += " LIMIT \(max(0, limit))" }
-            // Decoded straight from the statement (a cursor's rows are not copied), categories after.
-            var items: [PrefetchItem] = []
-            let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-            while let row = try cursor.next() { items.append(try Self.item(from: row, categories: [])) }
+            // Decoded straight from the statement, categories after.
+            var items = try Self.items(db, sql: sql, arguments: arguments)
             // The links of the items found only, by their ids in chunks (the primary key's index):
             // running the clause again would scan every match when a limit kept only a few.
             var position: [String: Int] = [:]
@@ -183,9 +192,8 @@ final class PrefetchStore: @unchecked Sendable {
                 let chunk = items[start..<min(items.count, start + 500)].map(\.uniqueId)
                 let sql =
                     "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
-                let links = try Row.fetchCursor(db, sql: sql, arguments: StatementArguments(chunk))
-                while let link = try links.next() {
-                    if let index = position[link[0]] { items[index].categories.append(link[1]) }  // item_id, category_id
+                try SQLiteColumns.forEachRow(try db.makeStatement(sql: sql), arguments: StatementArguments(chunk)) { link in
+                    if let index = position[link.text(0)] { items[index].categories.append(link.text(1)) }  // item_id, category_id
                 }
             }
             return items
