@@ -76,7 +76,7 @@ public enum IsolationWorker {
         while true {
             let bytes: [UInt8]
             if let slot {
-                guard let next = nextRequest(slot, after: &lastSeq, reader: reader, forwarder: forwarder) else { break }
+                guard let next = nextRequest(slot, after: &lastSeq, reader: reader) else { break }
                 bytes = next
             } else {
                 // Spin briefly for the next call (calls often come in bursts), then sleep until one comes.
@@ -122,7 +122,7 @@ public enum IsolationWorker {
     /// The next request published in the slot (a call frame's payload, or the shutdown frame), after
     /// `lastSeq`, which it advances: spins for it briefly (calls often come in bursts), then sleeps in
     /// poll on the socket until the host's wake frame. Nil when the host is gone or broke the protocol.
-    static func nextRequest(_ slot: SharedCallSlot, after lastSeq: inout UInt32, reader: FrameReader, forwarder: LogForwarder) -> [UInt8]? {
+    static func nextRequest(_ slot: SharedCallSlot, after lastSeq: inout UInt32, reader: FrameReader) -> [UInt8]? {
         let last = lastSeq
         let arrived = { slot.loadSeq(.requestSeq) != last }
         if !SharedCallSlot.spin(for: 50_000, until: arrived) {
@@ -172,7 +172,8 @@ public enum IsolationWorker {
 
     /// Sends the worker's frames (answers and log records) on the socket, one writer at a time:
     /// plugins may log from their own threads.
-    /// Safe to share: `fd` is a `let`, and every write of a frame to it runs under `lock`, so frames never interleave.
+    /// Safe to share: `fd` and `slot` are `let`s, every write of a frame to `fd` runs under `lock`, so frames never
+    /// interleave, and the slot's count is an atomic.
     final class LogForwarder: LogDestination, @unchecked Sendable {
         let fd: Int32
         let lock = NSLock()
