@@ -112,8 +112,20 @@ struct BenchCommand: ParsableCommand {
                             String(format: "%.0f", result.inProcessCallsPerSecond)
                         ],
                         [
-                            "isolation: process (worker, socketpair)", String(format: "%.3f", result.isolatedNsPerCall / 1000),
+                            "isolation: process (worker, shared slot)", String(format: "%.3f", result.isolatedNsPerCall / 1000),
                             String(format: "%.0f", result.isolatedCallsPerSecond)
+                        ],
+                        [
+                            "isolation: process, socket alone (no slot)", String(format: "%.3f", result.socketOnlyNsPerCall / 1000),
+                            String(format: "%.0f", 1e9 / result.socketOnlyNsPerCall)
+                        ],
+                        [
+                            "yardstick: socketpair round trip, 1 byte (threads)", String(format: "%.3f", result.socketpairRoundTripNs / 1000),
+                            String(format: "%.0f", 1e9 / result.socketpairRoundTripNs)
+                        ],
+                        [
+                            "yardstick: shared-memory round trip (spinning threads)", String(format: "%.3f", result.sharedMemoryRoundTripNs / 1000),
+                            String(format: "%.0f", 1e9 / result.sharedMemoryRoundTripNs)
                         ]
                     ])
                 print(String(format: "ratio: %.1fx the in-process call", result.ratio))

@@ -13,16 +13,22 @@
  *   FAULT_CRASH_ONCE      segfault on the first call when the file named by the environment
  *                         variable FAULTY_CRASH_MARKER does not exist yet (creating it first):
  *                         a worker that crashes once and then behaves
+ *   FAULT_HANG_ONCE       loop forever on the first call, as FAULT_CRASH_ONCE crashes
+ *   FAULT_SLOW            sleep FAULTY_SLOW_MS milliseconds (environment; default 200) in every call
+ *   FAULT_BIG_ANSWER      the augmentation also sets "Big" to a string of 1 MiB
  *
  * The fault fires in every kind call (augment, compare, log), never in create, so the host sees it
  * while handling events. Without a FAULT_ define both plugins behave: the augmentation adds
  * "Fixture" = "augmented", the operator answers whether two int64 values are equal.
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, under -std=c11 */
+
 #include <hubhost/hubhost.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef FAULT_WRONG_ABI
 #define FIXTURE_ABI_MAJOR 7
@@ -71,6 +77,28 @@ static hh_status_t misbehave(void) {
             *nowhere = 1;
         }
     }
+#elif defined(FAULT_HANG_ONCE)
+    const char *marker = getenv("FAULTY_CRASH_MARKER");
+    if (marker) {
+        FILE *seen = fopen(marker, "r");
+        if (seen) {
+            fclose(seen);
+        } else {
+            FILE *created = fopen(marker, "w");
+            if (created) {
+                fclose(created);
+            }
+            volatile unsigned long spin = 0;
+            for (;;) {
+                spin++;
+            }
+        }
+    }
+#elif defined(FAULT_SLOW)
+    const char *ms = getenv("FAULTY_SLOW_MS");
+    long delay = ms ? atol(ms) : 200;
+    struct timespec pause = {delay / 1000, (delay % 1000) * 1000000L};
+    nanosleep(&pause, NULL);
 #elif defined(FAULT_OVERFLOW)
     char small[16];
     volatile size_t n = 1u << 20;
@@ -119,6 +147,18 @@ static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event,
     hh_value_t value;
     value.type = HH_VALUE_STRING;
     value.of.string = hh_string_from_cstr("augmented");
+#ifdef FAULT_BIG_ANSWER
+    static char big[1u << 20];
+    memset(big, 'b', sizeof big);
+    hh_value_t large;
+    large.type = HH_VALUE_STRING;
+    large.of.string.data = big;
+    large.of.string.length = sizeof big;
+    status = editor->set_attribute(editor, hh_string_from_cstr("Big"), &large);
+    if (status != HH_OK) {
+        return status;
+    }
+#endif
     return editor->set_attribute(editor, hh_string_from_cstr("Fixture"), &value);
 }
 

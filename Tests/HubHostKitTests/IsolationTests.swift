@@ -17,7 +17,7 @@ final class IsolationTests: XCTestCase {
     }
 
     /// A host with an isolated faulty instance and, beside it, an in-process and an isolated good plugin.
-    private func host(_ fault: String?, extra: String = "") throws -> (HubHost, LogCapture) {
+    private func host(_ fault: String?, timeout: String = "300ms", extra: String = "") throws -> (HubHost, LogCapture) {
         try TestSupport.write(
             """
             data_dir: data
@@ -29,7 +29,7 @@ final class IsolationTests: XCTestCase {
               - id: faulty
                 use: \(try fixture(fault))
                 isolation: process
-                call_timeout: 300ms
+                call_timeout: \(timeout)
                 memory_limit: 512
             \(extra)
               - id: ads
@@ -168,6 +168,141 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(capture.messages.contains { $0.hasPrefix("instance 'faulty': worker restarted (pid \(secondPID))") }, "\(capture.messages)")
     }
 
+    /// Retries `call` (a failed call during the restart backoff fails at once) until it succeeds.
+    private func eventuallySucceeds(_ call: () -> AugmentationOutcome) -> AugmentationOutcome? {
+        for _ in 0..<200 {
+            let outcome = call()
+            if outcome.status == 0 { return outcome }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    func testKillingTheWorkerMidCallFailsOnlyThatCall() throws {
+        setenv("FAULTY_SLOW_MS", "200", 1)
+        defer { unsetenv("FAULTY_SLOW_MS") }
+        let (host, capture) = try host("SLOW", timeout: "2s")
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        XCTAssertTrue(worker.usesSharedSlot, "calls cross the shared slot")
+        guard case .running(let pid) = worker.currentState else { return XCTFail("not running") }
+        let plugin = try augmentation(host)
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { kill(pid, SIGKILL) }
+        let start = Date()
+        let outcome = plugin.augment(event)
+        XCTAssertEqual(outcome.status, 9 /* HH_ERR_UNAVAILABLE */)
+        XCTAssertEqual(outcome.message, "crashed (SIGKILL)")
+        XCTAssertEqual(outcome.event, event)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 1.5, "the death ends the wait, not the 2 s deadline")
+        XCTAssertEqual(
+            capture.records.filter { $0.source == "hubhost.isolation" && $0.severity == .error }.count, 1, "logged once")
+        let answered = eventuallySucceeds { plugin.augment(event) }
+        XCTAssertEqual(answered?.event[attribute: "Fixture"], .string("augmented"), "the restarted worker answers")
+        guard case .running(let secondPID) = worker.currentState else { return XCTFail("not running again") }
+        XCTAssertNotEqual(pid, secondPID)
+        XCTAssertTrue(worker.usesSharedSlot)
+    }
+
+    func testKillingTheWorkerAtAnyMomentNeverHangsACall() throws {
+        let (host, _) = try host(nil, timeout: "5s")
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        let plugin = try augmentation(host)
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1, attributes: [("Level", .int(2))])
+        // Four kills (a fifth crash within the window would give the worker up), each at a random
+        // moment while calls run back to back; every call ends well before the 5 s deadline.
+        for round in 0..<4 {
+            XCTAssertNotNil(eventuallySucceeds { plugin.augment(event) }, "round \(round): the worker serves again")
+            guard case .running(let pid) = worker.currentState else { return XCTFail("round \(round): not running") }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int.random(in: 0..<3000))) { kill(pid, SIGKILL) }
+            let start = Date()
+            var failed = false
+            while !failed, Date().timeIntervalSince(start) < 3 {
+                let callStart = Date()
+                let outcome = plugin.augment(event)
+                XCTAssertLessThan(Date().timeIntervalSince(callStart), 1.5, "round \(round): a call waited for its deadline")
+                if outcome.status != 0 {
+                    XCTAssertEqual(outcome.message, "crashed (SIGKILL)", "round \(round)")
+                    failed = true
+                } else {
+                    XCTAssertEqual(outcome.event[attribute: "Fixture"], .string("augmented"))
+                }
+            }
+            XCTAssertTrue(failed, "round \(round): the kill was seen")
+        }
+        XCTAssertEqual(worker.totalCrashes, 4)
+        XCTAssertEqual(eventuallySucceeds { plugin.augment(event) }?.event[attribute: "Fixture"], .string("augmented"))
+    }
+
+    func testAWorkerThatHangsOnceIsKilledAtTheDeadlineAndTheNextCallSucceeds() throws {
+        let marker = folder + "/hung-once"
+        setenv("FAULTY_CRASH_MARKER", marker, 1)
+        defer { unsetenv("FAULTY_CRASH_MARKER") }
+        let (host, _) = try host("HANG_ONCE")
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        XCTAssertTrue(worker.usesSharedSlot)
+        let plugin = try augmentation(host)
+        let event = AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)
+        let start = Date()
+        let outcome = plugin.augment(event)
+        let waited = Date().timeIntervalSince(start)
+        XCTAssertEqual(outcome.status, 9 /* HH_ERR_UNAVAILABLE */)
+        XCTAssertEqual(outcome.message, "hung past its 300 ms call deadline (killed)")
+        XCTAssertGreaterThanOrEqual(waited, 0.3)
+        XCTAssertLessThan(waited, 2)
+        let answered = eventuallySucceeds { plugin.augment(event) }
+        XCTAssertEqual(answered?.event[attribute: "Fixture"], .string("augmented"))
+        XCTAssertEqual(worker.totalCrashes, 1)
+    }
+
+    func testRequestsAndAnswersLargerThanTheSharedSlotCrossTheSocket() throws {
+        let (host, _) = try host(nil)
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        XCTAssertTrue(worker.usesSharedSlot)
+        let plugin = try augmentation(host)
+        let big = String(repeating: "x", count: 4 * SharedCallSlot.defaultCapacity)
+        let small = AugmentableEvent(id: "s", typeCode: 17, name: "E", timeMs: 1, attributes: [("Level", .int(2))])
+        // Small, large both ways, small again: the slot and the socket stay in step.
+        for (round, event) in [small, AugmentableEvent(id: "b", typeCode: 17, name: "E", timeMs: 1, attributes: [("Big", .string(big))]), small]
+            .enumerated()
+        {
+            let outcome = plugin.augment(event)
+            XCTAssertEqual(outcome.status, 0, "round \(round): \(outcome.message)")
+            XCTAssertEqual(outcome.event[attribute: "Fixture"], .string("augmented"))
+            XCTAssertEqual(outcome.event[attribute: "Big"], event[attribute: "Big"], "round \(round)")
+        }
+    }
+
+    func testAnAnswerLargerThanTheSharedSlotToASmallRequest() throws {
+        let (host, _) = try host("BIG_ANSWER")
+        let plugin = try augmentation(host)
+        for round in 0..<3 {
+            let outcome = plugin.augment(AugmentableEvent(id: "e\(round)", typeCode: 17, name: "E", timeMs: 1))
+            XCTAssertEqual(outcome.status, 0, outcome.message)
+            XCTAssertEqual(outcome.event.id, "e\(round)")
+            XCTAssertEqual(outcome.event[attribute: "Big"], .string(String(repeating: "b", count: 1 << 20)))
+        }
+        XCTAssertEqual(host.registry.entry(id: "faulty")?.worker?.totalCrashes, 0)
+    }
+
+    func testCallsFromManyThreadsToOneWorkerEachGetTheirOwnAnswer() throws {
+        let (host, _) = try host(nil)
+        let plugin = try augmentation(host)
+        let mismatches = LockedCounter()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for call in 0..<300 {
+                let event = AugmentableEvent(
+                    id: "t\(thread)-\(call)", typeCode: 17, name: "E", timeMs: 1, attributes: [("Call", .int(Int64(thread * 1000 + call)))])
+                let outcome = plugin.augment(event)
+                if outcome.status != 0 || outcome.event.id != event.id || outcome.event[attribute: "Call"] != event[attribute: "Call"]
+                    || outcome.event[attribute: "Fixture"] != .string("augmented")
+                {
+                    mismatches.increment()
+                }
+            }
+        }
+        XCTAssertEqual(mismatches.value, 0)
+    }
+
     func testPluginsListShowsIsolationAndWorkerState() throws {
         _ = try host(nil)
         let result = try TestSupport.hubhost(["plugins", "list", "--json", "--manifest", folder + "/plugins.yaml"])
@@ -192,4 +327,13 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(manifest.diagnostics.map(\.key), ["plugins[0].isolation", "plugins[0].call_timeout", "plugins[0].memory_limit"])
         XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'process'?"))
     }
+}
+
+/// A count several threads add to.
+private final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }

@@ -25,11 +25,13 @@ public enum IsolationWorker {
             guard let host = try? hello.string() else { return 3 }
             allowed.append(host)
         }
-        guard let httpTimeout = try? hello.f64() else { return 3 }
+        guard let httpTimeout = try? hello.f64(), let slotCapacity = try? hello.u32() else { return 3 }
+        let slot = slotCapacity > 0 ? SharedCallSlot.attach(fd: 4, capacity: Int(slotCapacity)) : nil
+        if slotCapacity > 0 { close(4) }  // mapped (or not): the descriptor is not needed any more
         // The location service lives in the host; an isolated plugin does not get it.
         let environment = HostEnvironment(http: .init(allowedHosts: allowed, timeoutSeconds: httpTimeout))
 
-        let forwarder = LogForwarder(fd: fd)
+        let forwarder = LogForwarder(fd: fd, slot: slot)
         let pipeline = LogPipeline(filter: LogFilter(severity: severity, verbosity: verbosity))
         pipeline.attach([forwarder])
 
@@ -60,6 +62,7 @@ public enum IsolationWorker {
                 ready.string(handle.pluginID)
                 ready.i32(handle.kind.code)
             }
+            ready.bool(slot != nil)
         } catch {
             for handle in handles.reversed() { handle.destroy() }
             handles = []
@@ -69,9 +72,17 @@ public enum IsolationWorker {
         guard forwarder.send(ready.bytes) else { return 3 }
         if handles.isEmpty { return 0 }
 
+        var lastSeq: UInt32 = 0
         while true {
-            // Spin briefly for the next call (calls often come in bursts), then sleep until one comes.
-            guard case .frame(let bytes) = reader.next(deadlineNs: nil, spinNs: 50_000) else { break }  // the host is gone
+            let bytes: [UInt8]
+            if let slot {
+                guard let next = nextRequest(slot, after: &lastSeq, reader: reader) else { break }
+                bytes = next
+            } else {
+                // Spin briefly for the next call (calls often come in bursts), then sleep until one comes.
+                guard case .frame(let next) = reader.next(deadlineNs: nil, spinNs: 50_000) else { break }  // the host is gone
+                bytes = next
+            }
             var request = WireReader(bytes)
             guard let type = try? request.u8() else { break }
             if type == FrameType.shutdown.rawValue { break }
@@ -81,36 +92,99 @@ public enum IsolationWorker {
             var answer = WireWriter()
             answer.u8(FrameType.result.rawValue)
             answer.u32(id)
-            guard let op = WorkerOp(rawValue: opCode), Int(index) < handles.count else {
+            if let op = WorkerOp(rawValue: opCode), Int(index) < handles.count {
+                var body = WireWriter()
+                do {
+                    try IsolatedCalls.serve(op, handles[Int(index)], &request, into: &body)
+                    answer.bool(true)
+                    answer.raw(body.bytes)
+                } catch {
+                    answer.bool(false)
+                    answer.string("bad request: \(error)")
+                }
+            } else {
                 answer.bool(false)
                 answer.string("unknown call \(opCode) for plugin \(index)")
+            }
+            guard let slot else {
                 guard forwarder.send(answer.bytes) else { break }
                 continue
             }
-            var body = WireWriter()
-            do {
-                try IsolatedCalls.serve(op, handles[Int(index)], &request, into: &body)
-                answer.bool(true)
-                answer.raw(body.bytes)
-            } catch {
-                answer.bool(false)
-                answer.string("bad request: \(error)")
-            }
-            guard forwarder.send(answer.bytes) else { break }
+            let fits = slot.postAnswer(answer.bytes, seq: id)
+            if slot.takeSleeper(.hostWaiting), !forwarder.send([FrameType.wake.rawValue]) { break }
+            if !fits, !forwarder.send(answer.bytes) { break }
         }
         for handle in handles.reversed() { handle.destroy() }
         pipeline.flush()
         return 0
     }
 
+    /// The next request published in the slot (a call frame's payload, or the shutdown frame), after
+    /// `lastSeq`, which it advances: spins for it briefly (calls often come in bursts), then sleeps in
+    /// poll on the socket until the host's wake frame. Nil when the host is gone or broke the protocol.
+    static func nextRequest(_ slot: SharedCallSlot, after lastSeq: inout UInt32, reader: FrameReader) -> [UInt8]? {
+        let last = lastSeq
+        let arrived = { slot.loadSeq(.requestSeq) != last }
+        if !SharedCallSlot.spin(for: 50_000, until: arrived) {
+            while true {
+                slot.announceSleep(.workerWaiting)
+                if arrived() {
+                    // The host may have taken the word first: then its wake frame is coming; read it now.
+                    if !slot.cancelSleep(.workerWaiting) {
+                        switch awaitFrame(reader, .wake) {
+                        case .wake?: break
+                        case let other: return other == .shutdown ? [FrameType.shutdown.rawValue] : nil
+                        }
+                    }
+                    break
+                }
+                switch awaitFrame(reader, .wake) {
+                case .wake?: continue
+                case .shutdown?: return [FrameType.shutdown.rawValue]
+                default: return nil
+                }
+            }
+        }
+        lastSeq = slot.loadSeq(.requestSeq)
+        switch slot.takeRequest() {
+        case .bytes(let bytes): return bytes
+        case .onSocket:
+            // Too large for the slot: the call frame follows on the socket.
+            while case .frame(let bytes) = reader.next(deadlineNs: nil) {
+                switch bytes.first.flatMap(FrameType.init(rawValue:)) {
+                case .wake?: continue
+                case .call?, .shutdown?: return bytes
+                default: return nil
+                }
+            }
+            return nil
+        case .bad: return nil
+        }
+    }
+
+    /// Reads the socket until a frame of `type`, or shutdown (which it answers instead); nil when the
+    /// host is gone or sent anything else.
+    private static func awaitFrame(_ reader: FrameReader, _ type: FrameType) -> FrameType? {
+        guard case .frame(let bytes) = reader.next(deadlineNs: nil) else { return nil }
+        let got = bytes.first.flatMap(FrameType.init(rawValue:))
+        return got == type || got == .shutdown ? got : nil
+    }
+
     /// Sends the worker's frames (answers and log records) on the socket, one writer at a time:
     /// plugins may log from their own threads.
-    /// Safe to share: `fd` is a `let`, and every write of a frame to it runs under `lock`, so frames never interleave.
+    /// Safe to share: `fd` and `slot` are `let`s, every write of a frame to `fd` runs under `lock`, so frames never
+    /// interleave, and the slot's count is an atomic.
     final class LogForwarder: LogDestination, @unchecked Sendable {
         let fd: Int32
         let lock = NSLock()
+        /// Where the count of log frames sent is kept, so the host reads the socket after a call only
+        /// when there are records to forward.
+        let slot: SharedCallSlot?
 
-        init(fd: Int32) { self.fd = fd }
+        init(fd: Int32, slot: SharedCallSlot?) {
+            self.fd = fd
+            self.slot = slot
+        }
 
         func send(_ frame: [UInt8]) -> Bool { lock.withLock { FrameIO.write(fd, frame) } }
 
@@ -118,7 +192,8 @@ public enum IsolationWorker {
             var frame = WireWriter()
             frame.u8(FrameType.log.rawValue)
             frame.logRecord(record)
-            _ = send(frame.bytes)
+            // Counted after it is on the socket: a host that sees the count finds the frame there.
+            if send(frame.bytes) { slot?.word(.logFrames).pointee.wrappingAdd(1, ordering: .releasing) }
         }
 
         func flush() {}

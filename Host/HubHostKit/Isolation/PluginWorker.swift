@@ -47,6 +47,9 @@ public final class PluginWorker: @unchecked Sendable {
         public var maxBackoffMs: Int = 10_000
         /// The hubhost executable that runs `hubhost worker`.
         public var executable: String
+        /// Calls cross a shared call slot; false sends them on the socket alone, as before the slot
+        /// (`hubhost bench isolation` measures both).
+        public var sharedSlot = true
 
         public init(
             instanceID: String, manifestPath: String, libraryPath: String, dataDirectory: String,
@@ -77,6 +80,10 @@ public final class PluginWorker: @unchecked Sendable {
     private var pid: pid_t = 0
     private var fd: Int32 = -1
     private var reader: FrameReader?
+    /// The worker's shared call slot; nil when the system refused one (calls then go on the socket).
+    private var slot: SharedCallSlot?
+    /// The worker's count of log frames when the host last read them (SharedCallSlot.Word.logFrames).
+    private var seenLogFrames: UInt32 = 0
     private var state: State = .notStarted
     private var crashTimes: [UInt64] = []
     private var restartAtNs: UInt64 = 0
@@ -94,6 +101,9 @@ public final class PluginWorker: @unchecked Sendable {
     }
 
     public var currentState: State { lock.withLock { state } }
+
+    /// Whether calls go through a shared call slot (else on the socket alone).
+    var usesSharedSlot: Bool { lock.withLock { slot != nil } }
 
     /// For `plugins list`: running (pid), restarting, or given up after N crashes in the window.
     public var stateDescription: String {
@@ -143,7 +153,113 @@ public final class PluginWorker: @unchecked Sendable {
         request.u32(UInt32(index))
         request.u8(op.rawValue)
         arguments(&request)
-        guard FrameIO.write(fd, request.bytes) else { return .failure(recordCrash(exitCause(), during: "\(op)")) }
+        let answer = slot.map { slotCall($0, request.bytes, id: id, op: op) } ?? socketCall(request.bytes, id: id, op: op)
+        switch answer {
+        case .success(let bytes): return result(bytes, id: id, op: op)
+        case .failure(let failure): return .failure(failure)
+        }
+    }
+
+    /// Decodes a result frame's payload (from the slot or the socket) into the op's answer.
+    private func result(_ bytes: [UInt8], id: UInt32, op: WorkerOp) -> Result<WireReader, WorkerFailure> {
+        var reader = WireReader(bytes)
+        guard (try? reader.u8()) == FrameType.result.rawValue, let answerID = try? reader.u32(), answerID == id,
+            let ok = try? reader.bool()
+        else {
+            return .failure(recordCrash("broke the protocol (unexpected frame)", during: "\(op)"))
+        }
+        if !ok { return .failure(.crashed((try? reader.string()) ?? "the worker refused the call")) }
+        backoffMs = settings.initialBackoffMs  // a good answer resets the backoff
+        return .success(reader)
+    }
+
+    /// A call over the shared slot: the request is published there (or, too large, sent on the socket),
+    /// the worker woken only when it sleeps; then the answer is awaited spinning on the slot for a short
+    /// while, and after that asleep in poll on the socket, where the worker's wake frame, its log
+    /// records, its death (the socket closes) and the call deadline all end the sleep.
+    private func slotCall(_ slot: SharedCallSlot, _ request: [UInt8], id: UInt32, op: WorkerOp) -> Result<[UInt8], WorkerFailure> {
+        let fits = slot.postRequest(request, seq: id)
+        if slot.takeSleeper(.workerWaiting), !FrameIO.write(fd, Self.wakeFrame) {
+            return .failure(recordCrash(exitCause(), during: "\(op)"))
+        }
+        if !fits, !FrameIO.write(fd, request) { return .failure(recordCrash(exitCause(), during: "\(op)")) }
+        let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
+        let answered = { slot.loadSeq(.answerSeq) == id }
+        // Spin briefly first: a plugin call usually answers within microseconds.
+        if !SharedCallSlot.spin(for: 50_000, until: answered) {
+            while true {
+                slot.announceSleep(.hostWaiting)
+                if answered() {
+                    // The worker may have taken the word first: then its wake frame is coming; read it
+                    // now so wake frames never pile up in the socket.
+                    if !slot.cancelSleep(.hostWaiting), case .failure(let failure) = awaitFrame(.wake, deadline: deadline, op: op) {
+                        return .failure(failure)
+                    }
+                    break
+                }
+                switch awaitFrame(.wake, deadline: deadline, op: op) {
+                case .success: continue
+                case .failure(let failure): return .failure(failure)
+                }
+            }
+        }
+        let answer: [UInt8]
+        switch slot.takeAnswer() {
+        case .bytes(let bytes): answer = bytes
+        case .onSocket:
+            switch awaitFrame(.result, deadline: deadline, op: op) {
+            case .success(let bytes): answer = bytes
+            case .failure(let failure): return .failure(failure)
+            }
+        case .bad(let length):
+            return .failure(recordCrash("broke the protocol (an answer of \(length) bytes in a \(slot.capacity) byte slot)", during: "\(op)"))
+        }
+        // Log records the plugin wrote during the call are on the socket: forward them before the call returns.
+        let logFrames = slot.load(.logFrames)
+        if logFrames != seenLogFrames {
+            seenLogFrames = logFrames
+            while let reader, case .frame(let bytes) = reader.next(deadlineNs: 0) {
+                var frame = WireReader(bytes)
+                if (try? frame.u8()) == FrameType.log.rawValue { forwardLog(&frame) }
+            }
+        }
+        return .success(answer)
+    }
+
+    private static let wakeFrame = [FrameType.wake.rawValue]
+
+    /// Reads frames until one of `type` (its payload), forwarding log records; fails the call as the
+    /// worker's crash when it dies, breaks the protocol, or hangs past `deadline`.
+    private func awaitFrame(_ type: FrameType, deadline: UInt64, op: WorkerOp) -> Result<[UInt8], WorkerFailure> {
+        while true {
+            switch reader!.next(deadlineNs: deadline) {
+            case .frame(let bytes):
+                var frame = WireReader(bytes)
+                switch (try? frame.u8()).flatMap(FrameType.init(rawValue:)) {
+                case .log?: forwardLog(&frame)
+                case type?: return .success(bytes)
+                case .wake?: continue  // a wake-up not needed any more: the answer is already there
+                default: return .failure(recordCrash("broke the protocol (unexpected frame)", during: "\(op)"))
+                }
+            case .timedOut: return .failure(hung(op))
+            case .closed: return .failure(recordCrash(exitCause(), during: "\(op)"))
+            case .failed(let why):
+                kill(pid, SIGKILL)
+                reap()
+                return .failure(recordCrash("socket failed: \(why)", during: "\(op)"))
+            }
+        }
+    }
+
+    private func hung(_ op: WorkerOp) -> WorkerFailure {
+        kill(pid, SIGKILL)
+        reap()
+        return recordCrash("hung past its \(settings.callTimeoutMs) ms call deadline (killed)", during: "\(op)")
+    }
+
+    /// A call on the socket alone, for a worker without a shared slot (the system refused the memfd).
+    private func socketCall(_ request: [UInt8], id: UInt32, op: WorkerOp) -> Result<[UInt8], WorkerFailure> {
+        guard FrameIO.write(fd, request) else { return .failure(recordCrash(exitCause(), during: "\(op)")) }
         let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
         while true {
             // Spin briefly first: a plugin call usually answers within microseconds.
@@ -155,18 +271,8 @@ public final class PluginWorker: @unchecked Sendable {
                     forwardLog(&reader)
                     continue
                 }
-                guard type == FrameType.result.rawValue, let answerID = try? reader.u32(), answerID == id,
-                    let ok = try? reader.bool()
-                else {
-                    return .failure(recordCrash("broke the protocol (unexpected frame)", during: "\(op)"))
-                }
-                if !ok { return .failure(.crashed((try? reader.string()) ?? "the worker refused the call")) }
-                backoffMs = settings.initialBackoffMs  // a good answer resets the backoff
-                return .success(reader)
-            case .timedOut:
-                kill(pid, SIGKILL)
-                reap()
-                return .failure(recordCrash("hung past its \(settings.callTimeoutMs) ms call deadline (killed)", during: "\(op)"))
+                return .success(bytes)
+            case .timedOut: return .failure(hung(op))
             case .closed:
                 return .failure(recordCrash(exitCause(), during: "\(op)"))
             case .failed(let why):
@@ -219,6 +325,16 @@ public final class PluginWorker: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
+        // The shared call slot, the worker's fd 4. A descriptor that is already 4 is moved first:
+        // dup2 onto itself would leave close-on-exec set.
+        var shared = settings.sharedSlot ? SharedCallSlot.create() : nil
+        if let created = shared, created.fd == 4 {
+            let moved = fcntl(created.fd, F_DUPFD_CLOEXEC, 5)
+            close(created.fd)
+            shared = moved >= 0 ? (created.0, moved) : nil
+        }
+        defer { if let memfd = shared?.fd { close(memfd) } }
+        if let memfd = shared?.fd { posix_spawn_file_actions_adddup2(&actions, memfd, 4) }
         let arguments = [settings.executable, "worker", "--fd", "3", "--instance", instanceID, "--memory-limit", String(settings.memoryLimitMB)]
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"  // the worker's crash is reported here, in one line
@@ -238,6 +354,7 @@ public final class PluginWorker: @unchecked Sendable {
         pid = child
         fd = pair[0]
         reader = FrameReader(fd: fd)
+        slot = shared?.0
         state = .running(pid: child)
 
         var hello = WireWriter()
@@ -256,6 +373,7 @@ public final class PluginWorker: @unchecked Sendable {
         hello.u32(UInt32(settings.http.allowedHosts.count))
         for allowed in settings.http.allowedHosts { hello.string(allowed) }
         hello.f64(settings.http.timeoutSeconds)
+        hello.u32(UInt32(slot?.capacity ?? 0))
         guard FrameIO.write(fd, hello.bytes) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
         let deadline = Clock.monotonicNs() + UInt64(max(settings.callTimeoutMs, 10_000)) * 1_000_000
         while true {
@@ -282,6 +400,9 @@ public final class PluginWorker: @unchecked Sendable {
                     }
                     loaded.append((id, kind))
                 }
+                // A worker that could not map the slot says so; its calls then go on the socket.
+                if (try? reader.bool()) != true { slot = nil }
+                seenLogFrames = slot?.load(.logFrames) ?? 0
                 exports = loaded
                 return .success(loaded)
             case .timedOut:
@@ -340,6 +461,7 @@ public final class PluginWorker: @unchecked Sendable {
         if fd >= 0 { close(fd) }
         fd = -1
         reader = nil
+        slot = nil
         if pid > 0 {
             kill(pid, SIGKILL)
             reap()
@@ -363,6 +485,7 @@ public final class PluginWorker: @unchecked Sendable {
             close(fd)
             fd = -1
             reader = nil
+            slot = nil
             var status: Int32 = 0
             var reaped = false
             for _ in 0..<100 {

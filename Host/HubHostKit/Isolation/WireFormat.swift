@@ -184,7 +184,8 @@ final class FrameReader {
                 buffer.append(contentsOf: scratch[0..<n])
                 continue
             }
-            if n == 0 { return .closed }
+            // A peer that died with data of ours unread resets the connection: it is gone all the same.
+            if n == 0 || errno == ECONNRESET { return .closed }
             if errno == EINTR { continue }
             guard errno == EAGAIN || errno == EWOULDBLOCK else { return .failed("recv: \(String(cString: strerror(errno)))") }
             if spinUntil > 0, Clock.monotonicNs() < spinUntil { continue }
