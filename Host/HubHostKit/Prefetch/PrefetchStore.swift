@@ -15,7 +15,9 @@ final class PrefetchStore: @unchecked Sendable {
     init(path: String) throws {
         let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
         defer { opening.release() }
-        pool = try SharedSQLite.open(path: path, label: "prefetch")
+        // Catalog queries read pages spread over the whole item table (a category's items, each
+        // item's links): mapped, they are read in place, not copied page by page with pread.
+        pool = try SharedSQLite.open(path: path, label: "prefetch", mmapBytes: Self.mmapBytes)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -119,6 +121,9 @@ final class PrefetchStore: @unchecked Sendable {
         e.outputFormatting = [.sortedKeys]
         return e
     }()
+
+    /// How much of the catalog file each connection maps (SQLite maps no more than the file holds).
+    static let mmapBytes = 256 << 20
 
     /// The columns an item is read from, in the order `item(from:)` reads them by index: by name,
     /// GRDB compares each name case-insensitively with every column, which cost more than the

@@ -9,17 +9,22 @@ enum SharedSQLite {
     /// How long a write waits for another process's transaction before it fails.
     static let busyTimeoutSeconds: TimeInterval = 30
 
-    static func configuration(label: String) -> Configuration {
+    /// `mmapBytes` > 0: each connection reads up to that much of the file through a memory map
+    /// (`PRAGMA mmap_size`) instead of copying every page it reads with a system call.
+    static func configuration(label: String, mmapBytes: Int = 0) -> Configuration {
         var configuration = Configuration()
         configuration.label = label
         configuration.busyMode = .timeout(busyTimeoutSeconds)
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            if mmapBytes > 0 { try db.execute(sql: "PRAGMA mmap_size = \(mmapBytes)") }
+        }
         return configuration
     }
 
     /// Opens (creating) the pool at `path` and makes its files owner-only (0600): they hold user data.
-    static func open(path: String, label: String) throws -> DatabasePool {
-        let pool = try DatabasePool(path: path, configuration: configuration(label: label))
+    static func open(path: String, label: String, mmapBytes: Int = 0) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration(label: label, mmapBytes: mmapBytes))
         DataDirectory.restrict(DataDirectory.sqliteFiles(path))
         return pool
     }
