@@ -327,6 +327,47 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(manifest.diagnostics.map(\.key), ["plugins[0].isolation", "plugins[0].call_timeout", "plugins[0].memory_limit"])
         XCTAssertTrue(manifest.diagnostics[0].message.contains("did you mean 'process'?"))
     }
+
+    /// Workers started from many threads at once each hold one socket, their own: a worker that
+    /// inherited another's end of its socket would keep it open after that worker died, and the
+    /// host would notice the death only at the call's deadline.
+    func testWorkersStartedAtOnceHoldOnlyTheirOwnSocket() throws {
+        let manifest = try fixture(nil)
+        let library = (manifest as NSString).deletingLastPathComponent + "/libfaulty.so"
+        let workers = (0..<8).map { n in
+            PluginWorker(
+                settings: PluginWorker.Settings(
+                    instanceID: "w\(n)", manifestPath: manifest, libraryPath: library, dataDirectory: folder, config: [:],
+                    logFilter: LogFilter(), executable: TestSupport.hubhostExecutable),
+                pipeline: LogPipeline())
+        }
+        defer { workers.forEach { $0.stop() } }
+        /// The socket each descriptor above 2 of `pid` is, by its link ("socket:[inode]").
+        func sockets(of pid: Int32) throws -> [Int32: String] {
+            var found: [Int32: String] = [:]
+            for fd in try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap(Int32.init) where fd > 2 {
+                let link = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? ""
+                if link.hasPrefix("socket:") { found[fd] = link }
+            }
+            return found
+        }
+        for round in 0..<3 {
+            DispatchQueue.concurrentPerform(iterations: workers.count) { n in _ = try? workers[n].start() }
+            var held: [(id: String, own: String, others: Set<String>)] = []
+            for worker in workers {
+                guard case .running(let pid) = worker.currentState else { return XCTFail("round \(round): \(worker.stateDescription)") }
+                var found = try sockets(of: pid)
+                let own = try XCTUnwrap(found.removeValue(forKey: 3), "round \(round), \(worker.instanceID): no socket at fd 3")
+                held.append((worker.instanceID, own, Set(found.values)))
+            }
+            for worker in held {
+                for other in held where other.id != worker.id {
+                    XCTAssertFalse(worker.others.contains(other.own), "round \(round): \(worker.id) holds \(other.id)'s end of its socket")
+                }
+            }
+            workers.forEach { $0.stop() }
+        }
+    }
 }
 
 /// A count several threads add to.

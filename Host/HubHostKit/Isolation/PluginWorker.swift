@@ -317,20 +317,34 @@ public final class PluginWorker: @unchecked Sendable {
     /// Starts a worker and performs the hello/ready handshake. Caller holds the lock.
     private func spawn() -> Result<[(id: String, kind: PluginKind)], StartFailure> {
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+        // Both ends close-on-exec from their creation: a worker another thread spawns at this
+        // moment must not inherit them (holding this worker's end open, it would hide this
+        // worker's death until the call's deadline). The child gets its end as fd 3 through dup2,
+        // which clears the flag on the copy.
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             return .failure(StartFailure(reason: "socketpair failed: \(String(cString: strerror(errno)))"))
         }
-        _ = fcntl(pair[0], F_SETFD, FD_CLOEXEC)
+        // A descriptor that already is 3 or 4 is moved above them first: dup2 onto itself would
+        // leave close-on-exec set, and the first dup2 would close one the second still needs.
+        func aboveChildDescriptors(_ fd: Int32) -> Int32 {
+            guard fd == 3 || fd == 4 else { return fd }
+            let moved = fcntl(fd, F_DUPFD_CLOEXEC, 5)
+            close(fd)
+            return moved
+        }
+        pair[1] = aboveChildDescriptors(pair[1])
+        guard pair[1] >= 0 else {
+            close(pair[0])
+            return .failure(StartFailure(reason: "cannot move the worker's socket: \(String(cString: strerror(errno)))"))
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
-        // The shared call slot, the worker's fd 4. A descriptor that is already 4 is moved first:
-        // dup2 onto itself would leave close-on-exec set.
+        // The shared call slot, the worker's fd 4.
         var shared = settings.sharedSlot ? SharedCallSlot.create() : nil
-        if let created = shared, created.fd == 4 {
-            let moved = fcntl(created.fd, F_DUPFD_CLOEXEC, 5)
-            close(created.fd)
+        if let created = shared {
+            let moved = aboveChildDescriptors(created.fd)
             shared = moved >= 0 ? (created.0, moved) : nil
         }
         defer { if let memfd = shared?.fd { close(memfd) } }
