@@ -6,24 +6,29 @@ import Foundation
 /// right-hand edge of the B-tree instead of on a random page: far fewer pages touched per batch.
 public enum EventID {
     public static func make(nowMs: Int64 = Clock.wallMs()) -> String {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        let millis = UInt64(max(0, nowMs))
-        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: millis >> (40 - 8 * UInt64(i))) }
-        var random = SystemRandomNumberGenerator()
-        let high = random.next() as UInt64
-        let low = random.next() as UInt64
-        for i in 6..<8 { bytes[i] = UInt8(truncatingIfNeeded: high >> (8 * UInt64(i))) }
-        for i in 8..<16 { bytes[i] = UInt8(truncatingIfNeeded: low >> (8 * UInt64(i - 8))) }
-        bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
-        bytes[8] = 0x80 | (bytes[8] & 0x3F)  // RFC 9562 variant
-        let hex = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for (i, byte) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        var bytes: (UInt64, UInt64) = (0, 0)  // 16 bytes, written in place, big-endian by position
+        let millis = UInt64(max(0, nowMs)) & 0xFFFF_FFFF_FFFF
+        let (high, low) = BufferedRandom.shared.nextPair()
+        // Bytes 0-5: the time; 6-7: random with the version (7) in the high nibble; 8-15: random
+        // with the RFC 9562 variant (10) in the two high bits.
+        let first = millis << 16 | (0x7000 | high & 0x0FFF)
+        let second = 0x8000_0000_0000_0000 | low & 0x3FFF_FFFF_FFFF_FFFF
+        bytes = (first.bigEndian, second.bigEndian)
+        return withUnsafeBytes(of: &bytes) { raw in
+            String(unsafeUninitializedCapacity: 36) { text in
+                let hex: StaticString = "0123456789abcdef"
+                var out = 0
+                for (i, byte) in raw.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        text[out] = UInt8(ascii: "-")
+                        out += 1
+                    }
+                    text[out] = hex.utf8Start[Int(byte >> 4)]
+                    text[out + 1] = hex.utf8Start[Int(byte & 0x0F)]
+                    out += 2
+                }
+                return out
+            }
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }
