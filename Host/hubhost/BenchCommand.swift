@@ -233,8 +233,8 @@ struct BenchCommand: ParsableCommand {
                 connection per file), best of --rounds. Prints throughput and CPU seconds per GiB for both, and the ratio. \
                 Needs nginx and aria2 (apt-get install nginx-light aria2). \
                 Then a catalog of --catalog-items items (100 categories, 20 sources, mixed states) built offline through the \
-                engine: five filter-and-sort queries through the engine, --query-runs times each, p50/p99 beside the same SQL \
-                through GRDB alone; and --listeners live sets (one category sorted by title) hearing --changes state changes \
+                engine: five filter-and-sort queries through the engine, --query-runs times each, p50/p99 beside the same answer \
+                through GRDB alone (the same SQL's rows and their category links, nothing decoded); and --listeners live sets (one category sorted by title) hearing --changes state changes \
                 (download, pause): p50/p99 from the change to each listener's didChange, beside --listeners plain re-reads of \
                 that set. --catalog-items 0 skips this part.
                 """)

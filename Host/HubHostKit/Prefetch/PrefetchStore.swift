@@ -157,9 +157,11 @@ final class PrefetchStore: @unchecked Sendable {
     }
 
     /// The items `sql` selects (its columns `itemColumns`), in its order, without their categories.
+    /// The statement is compiled once per connection and query shape (GRDB's statement cache),
+    /// not at every query.
     static func items(_ db: Database, sql: String, arguments: StatementArguments) throws -> [PrefetchItem] {
         var items: [PrefetchItem] = []
-        try SQLiteColumns.forEachRow(try db.makeStatement(sql: sql), arguments: arguments) { row in items.append(try item(from: row)) }
+        try SQLiteColumns.forEachRow(try db.cachedStatement(sql: sql), arguments: arguments) { row in items.append(try item(from: row)) }
         return items
     }
 
@@ -189,21 +191,27 @@ final class PrefetchStore: @unchecked Sendable {
             if let limit { sql += " LIMIT \(max(0, limit))" }
             // Decoded straight from the statement, categories after.
             var items = try Self.items(db, sql: sql, arguments: arguments)
-            // The links of the items found only, by their ids in chunks (the primary key's index):
-            // running the clause again would scan every match when a limit kept only a few.
+            guard !items.isEmpty else { return items }
+            // The links of the items found only, by their ids (the primary key's index): running
+            // the clause again would scan every match when a limit kept only a few. One statement
+            // whatever the count (the ids as one JSON array), and no sort: the primary key's index
+            // hands each item's categories over in category order.
             var position: [String: Int] = [:]
+            position.reserveCapacity(items.count)
             for (index, item) in items.enumerated() { position[item.uniqueId] = index }
-            for start in stride(from: 0, to: items.count, by: 500) {
-                let chunk = items[start..<min(items.count, start + 500)].map(\.uniqueId)
-                let sql =
-                    "SELECT item_id, category_id FROM item_category WHERE item_id IN (\(chunk.map { _ in "?" }.joined(separator: ", "))) ORDER BY category_id"
-                try SQLiteColumns.forEachRow(try db.makeStatement(sql: sql), arguments: StatementArguments(chunk)) { link in
-                    if let index = position[link.text(0)] { items[index].categories.append(link.text(1)) }  // item_id, category_id
-                }
+            try SQLiteColumns.forEachRow(
+                try db.cachedStatement(sql: Self.linksOfItemsSQL), arguments: [SQLiteJSONList.strings(items.map(\.uniqueId))]
+            ) { link in
+                if let index = position[link.text(0)] { items[index].categories.append(link.text(1)) }  // item_id, category_id
             }
             return items
         }
     }
+
+    /// The category links of the items whose ids are in the JSON array argument (SQLiteJSONList),
+    /// in the primary key's order (item, then category): SQLite reads them from that index alone.
+    static let linksOfItemsSQL =
+        "SELECT item_id, category_id FROM item_category WHERE item_id IN (SELECT value FROM json_each(?))"
 
     /// Writes every column of `item` (and its category links).
     static func write(_ db: Database, _ item: PrefetchItem) throws {
