@@ -152,7 +152,7 @@ extension BenchCommand {
                 Row(
                     figure: "events in-process, batches of 5000 (events/s)", hubhost: number(result.eventsPerSecond),
                     yardstick: "plain SQLite insert: \(number(result.baselineRowsPerSecond))", ratio: result.ratio,
-                    goal: "≥ 100,000/s and ≥ 0.33x", met: result.eventsPerSecond >= 100_000 && result.ratio >= 1.0 / 3)
+                    goal: "≥ 0.6x", met: result.ratio >= 0.6)
             ]
         }
 
@@ -162,20 +162,20 @@ extension BenchCommand {
             var rows: [Row] = []
             let single = report.runs.filter { $0.eventsPerRequest == 1 }
             for run in single {
-                var goal = "-"
-                var met: Bool?
-                if run.connections == 32 {
-                    goal = "≥ 20,000/s, p99 < 10 ms"
-                    met = run.eventsPerSecond >= 20_000 && run.p99Ms < 10 && run.non2xx + run.socketErrors == 0
-                }
-                // The yardstick: the HTTP framework alone under the same load (no goal of its own).
+                // The yardstick and the goal: the HTTP framework alone under the same load (it reads
+                // each body and answers it), the most any route of serve could reach.
                 let floor = report.floor.first { $0.connections == run.connections }
+                let ratio = floor.map { run.eventsPerSecond / max($0.eventsPerSecond, 1e-9) }
+                let clean = run.non2xx + run.socketErrors == 0
+                let goal = run.connections == 32 ? "≥ 0.6x, p99 < 10 ms" : "≥ 0.6x"
                 rows.append(
                     Row(
                         figure: "POST /v1/events, 1 event/request, \(run.connections) connection\(run.connections == 1 ? "" : "s") (events/s)",
                         hubhost: "\(number(run.eventsPerSecond)), p99 \(number(run.p99Ms, 2)) ms",
-                        yardstick: floor.map { "Hummingbird alone: \(number($0.eventsPerSecond))" } ?? "-",
-                        ratio: floor.map { run.eventsPerSecond / max($0.eventsPerSecond, 1e-9) }, goal: goal, met: met))
+                        yardstick: floor.map { "Hummingbird alone: \(number($0.eventsPerSecond))" } ?? "-"
+                            + (report.durableBound(connections: run.connections).map { "; durable bound \(number($0, 2))x" } ?? ""),
+                        ratio: ratio, goal: goal,
+                        met: ratio.map { $0 >= 0.6 && clean && (run.connections != 32 || run.p99Ms < 10) }))
             }
             if let first = single.first, let last = single.last, single.count > 1 {
                 rows.append(
@@ -220,20 +220,21 @@ extension BenchCommand {
                     ratio: selection.selectionMicrosecondsP50 / selection.sqlBaselineMicrosecondsP50, goal: "-", met: nil)
             ]
             if let pages = report.pages {
-                rows.append(
-                    Row(
-                        figure: "hub pages, wrk -c\(pages.connections) (requests/s)",
-                        hubhost: "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms",
-                        yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
-                        goal: "≥ 0.5x, p99 < 2 ms", met: pages.ratio >= 0.5 && pages.hubhost.p99Ms < 2))
-                if let floor = pages.floor, let floorToNginx = pages.floorToNginx {
+                // The goal is against the HTTP framework alone serving the same pages from memory
+                // (the most any route of serve could reach); nginx is shown beside both.
+                let hubhost = "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms"
+                if let floor = pages.floor, let toFloor = pages.hubhostToFloor {
                     rows.append(
                         Row(
-                            figure: "hub pages: the HTTP framework alone, same pages from memory (requests/s)",
-                            hubhost: "Hummingbird alone: \(number(floor.requestsPerSecond)), p99 \(number(floor.p99Ms, 2)) ms",
-                            yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: floorToNginx,
-                            goal: "-", met: nil))
+                            figure: "hub pages, wrk -c\(pages.connections) (requests/s)", hubhost: hubhost,
+                            yardstick: "Hummingbird alone, same pages from memory: \(number(floor.requestsPerSecond))", ratio: toFloor,
+                            goal: "≥ 0.8x, p99 ≤ 2 ms", met: toFloor >= 0.8 && pages.hubhost.p99Ms <= 2))
                 }
+                rows.append(
+                    Row(
+                        figure: "hub pages beside nginx, wrk -c\(pages.connections) (requests/s)", hubhost: hubhost,
+                        yardstick: "nginx, same pages static: \(number(pages.nginx.requestsPerSecond))", ratio: pages.ratio,
+                        goal: "-", met: nil))
             }
             return rows
         }
@@ -291,9 +292,9 @@ extension BenchCommand {
             ] + (try prefetchCatalog(quick: quick, say: say))
         }
 
-        /// The catalog query and live-set rows: the first query's p50 beside plain GRDB, every
-        /// query's p99, and the listener latency beside the plain re-reads of the set. No goal
-        /// was set for these: they are reported.
+        /// The catalog query and live-set rows: each query's p50 beside the same query in GRDB
+        /// alone (goal: within 1.5x), every query's p99, and the listener latency beside the plain
+        /// re-reads of the set (reported, no goal).
         static func prefetchCatalog(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let items = quick ? 10_000 : 100_000
             let result = try PrefetchCatalogBenchmark(items: items, listeners: 100, runs: quick ? 20 : 200, changes: quick ? 4 : 20).run(
@@ -302,8 +303,9 @@ extension BenchCommand {
                 Row(
                     figure: "prefetch query, \(number(Double(items))) items: \(query.name) (ms p50 / p99)",
                     hubhost: "\(number(query.hubhostP50Ms, 2)) / \(number(query.hubhostP99Ms, 2))",
-                    yardstick: "GRDB alone: \(number(query.sqliteP50Ms, 2)) / \(number(query.sqliteP99Ms, 2))",
-                    ratio: query.hubhostP50Ms / max(query.sqliteP50Ms, 1e-9), goal: "-", met: nil)
+                    yardstick: "GRDB alone, rows and category links: \(number(query.sqliteP50Ms, 2)) / \(number(query.sqliteP99Ms, 2))",
+                    ratio: query.hubhostP50Ms / max(query.sqliteP50Ms, 1e-9), goal: "≤ 1.5x",
+                    met: query.hubhostP50Ms / max(query.sqliteP50Ms, 1e-9) <= 1.5)
             }
             rows.append(
                 Row(

@@ -71,6 +71,16 @@ extension BenchCommand {
             /// it, nothing parsed or stored) under the same one-event load at each connection count:
             /// the rate no route of serve can pass on this machine.
             var floor: [IngestBenchmark.Run]
+            /// One durable commit of one event row into a new event store in the same scratch
+            /// folder (median of 200): the floor under every one-event request.
+            var durableCommitMs: Double
+
+            /// IngestBenchmark.durableBound at `connections`; nil without a framework figure there.
+            func durableBound(connections: Int) -> Double? {
+                floor.first { $0.connections == connections && $0.eventsPerRequest == 1 }.flatMap {
+                    IngestBenchmark.durableBound(connections: connections, frameworkPerSecond: $0.requestsPerSecond, commitMs: durableCommitMs)
+                }
+            }
         }
 
         /// Measures and returns the report (also what `bench all` uses).
@@ -79,6 +89,8 @@ extension BenchCommand {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: folder) }
 
+            say("durable floor: 200 commits of one event row, as the event store makes them")
+            let durableCommitMs = try IngestBenchmark.durableCommitMs(folder: folder)
             let pluginFolder = HostManifest.absolute(plugins, from: FileManager.default.currentDirectoryPath)
             say("in-process yardstick: bench events, \(quick ? 20_000 : count) events in batches of 1000")
             let inProcess = try EventBenchmark(
@@ -114,7 +126,7 @@ extension BenchCommand {
             let bestBatched = runs.filter { $0.eventsPerRequest > 1 }.map(\.eventsPerSecond).max()
             return Report(
                 manifest: manifestPath, inProcessEventsPerSecond: inProcess.eventsPerSecond, runs: runs,
-                batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond }, floor: floorRuns)
+                batchedToInProcess: bestBatched.map { $0 / inProcess.eventsPerSecond }, floor: floorRuns, durableCommitMs: durableCommitMs)
         }
 
         func run() throws {
@@ -135,15 +147,21 @@ extension BenchCommand {
                 } + [["in-process bench events (yardstick)", "1000", "-", String(format: "%.0f", report.inProcessEventsPerSecond), "-", "-", "-"]])
             print("\nThe HTTP framework alone (Hummingbird answering 201 with the body, nothing parsed or stored), the same load:")
             Output.table(
-                ["connections", "events/request", "requests/s", "hubhost / framework alone", "p50 ms", "p99 ms", "errors"],
+                ["connections", "events/request", "requests/s", "hubhost / framework alone", "durable bound", "p50 ms", "p99 ms", "errors"],
                 report.floor.map { run in
                     let hubhost = report.runs.first { $0.connections == run.connections && $0.eventsPerRequest == run.eventsPerRequest }
                     return [
                         String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
                         hubhost.map { String(format: "%.2f", $0.requestsPerSecond / max(run.requestsPerSecond, 1e-9)) } ?? "-",
+                        report.durableBound(connections: run.connections).map { String(format: "%.2f", $0) } ?? "-",
                         String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors)
                     ]
                 })
+            print(
+                String(
+                    format:
+                        "one durable commit of one event row (WAL, synchronous = FULL), median of 200: %.3f ms. Durable bound: the most a server that answers once the event is on disk could reach over the framework alone, (connections / framework rate + one commit) per cycle.",
+                    report.durableCommitMs))
             if let ratio = report.batchedToInProcess {
                 print(String(format: "batched requests / in-process: %.2f", ratio))
             }

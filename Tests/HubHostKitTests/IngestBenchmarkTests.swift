@@ -58,5 +58,32 @@ final class IngestBenchmarkTests: XCTestCase {
             XCTAssertGreaterThan(run["requestsPerSecond"] as? Double ?? 0, 0, "\(run)")
             XCTAssertEqual(run["non2xx"] as? Int, 0, "\(run)")
         }
+        // The durable floor was measured in the same scratch folder.
+        XCTAssertGreaterThan(report["durableCommitMs"] as? Double ?? 0, 0)
+    }
+
+    /// The durable bound: connections over (the framework's own cycle plus one shared commit).
+    func testDurableBoundAddsOneCommitPerCycle() throws {
+        // 1 connection, framework 5,000/s (0.2 ms a request), commit 0.2 ms: half the framework.
+        XCTAssertEqual(try XCTUnwrap(IngestBenchmark.durableBound(connections: 1, frameworkPerSecond: 5_000, commitMs: 0.2)), 0.5, accuracy: 1e-9)
+        // 32 connections, framework 32,000/s (1 ms a cycle), commit 0.25 ms: 0.8.
+        XCTAssertEqual(try XCTUnwrap(IngestBenchmark.durableBound(connections: 32, frameworkPerSecond: 32_000, commitMs: 0.25)), 0.8, accuracy: 1e-9)
+        XCTAssertEqual(IngestBenchmark.durableBound(connections: 8, frameworkPerSecond: 10_000, commitMs: 0), 1)
+        // Out-of-range figures give no bound rather than a division by zero or a negative rate.
+        XCTAssertNil(IngestBenchmark.durableBound(connections: 0, frameworkPerSecond: 5_000, commitMs: 0.2))
+        XCTAssertNil(IngestBenchmark.durableBound(connections: 1, frameworkPerSecond: 0, commitMs: 0.2))
+        XCTAssertNil(IngestBenchmark.durableBound(connections: 1, frameworkPerSecond: .nan, commitMs: 0.2))
+        XCTAssertNil(IngestBenchmark.durableBound(connections: 1, frameworkPerSecond: 5_000, commitMs: -1))
+    }
+
+    /// One durable commit is measured on a real store file: positive, and every row is on disk.
+    func testDurableCommitIsTimedOnARealStore() throws {
+        let folder = NSTemporaryDirectory() + "hubhost-durable-commit-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let ms = try IngestBenchmark.durableCommitMs(folder: folder, commits: 20)
+        XCTAssertGreaterThan(ms, 0)
+        XCTAssertLessThan(ms, 10_000)
+        XCTAssertEqual(try EventStore.open(path: folder + "/durable-commit.sqlite").store.count(status: .notPosted), 20)
     }
 }

@@ -64,6 +64,36 @@ public struct IngestBenchmark {
     }
 
     /// A wrk script that POSTs `body` as JSON on every request.
+    /// The durable floor under a one-event request: the median time of one durable commit of one
+    /// event row into a new event store in `folder` (the store's own file settings: WAL,
+    /// synchronous = FULL), `commits` times. A request is answered only once its event is on disk,
+    /// so at one connection no server on this disk answers faster than the HTTP round trip plus
+    /// this; at N connections, N requests can share one commit at best.
+    public static func durableCommitMs(folder: String, commits: Int = 200) throws -> Double {
+        let store = try EventStore.open(path: folder + "/durable-commit.sqlite").store
+        var times: [Double] = []
+        times.reserveCapacity(commits)
+        for i in 0..<max(1, commits) {
+            let event = Event(
+                type: .namedEvent, name: "PLAYER LOADED", timestampMs: 1_700_000_000_000 + Int64(i), attributes: [.init("Level", .int(3))])
+            let start = Clock.monotonicNs()
+            try store.insert([event])
+            times.append(Double(Clock.monotonicNs() - start) / 1e6)
+        }
+        return percentile(times, 0.5)
+    }
+
+    /// The most a server that answers each one-event request only once its event is durable
+    /// could reach at `connections`, as a fraction of the framework alone's rate there
+    /// (`frameworkPerSecond`): each cycle costs the framework's own (connections / its rate) plus
+    /// at least one commit of `commitMs`, which the requests of all connections may share. Nil
+    /// when a figure is not a positive finite number.
+    public static func durableBound(connections: Int, frameworkPerSecond: Double, commitMs: Double) -> Double? {
+        guard connections > 0, frameworkPerSecond.isFinite, frameworkPerSecond > 0, commitMs.isFinite, commitMs >= 0 else { return nil }
+        let cycleSeconds = Double(connections) / frameworkPerSecond + commitMs / 1000
+        return Double(connections) / cycleSeconds / frameworkPerSecond
+    }
+
     static func script(body: String) -> String {
         """
         wrk.method = "POST"
