@@ -29,7 +29,7 @@ struct SinkStoreCeiling {
         let rows = events.map { EventRowWriter.Row($0, attributes: AttributeJSON.encode($0.attributes)) }
         for start in stride(from: 0, to: rows.count, by: 1000) {
             try store.pool.write { db in
-                let writer = try EventRowWriter(db)
+                var writer = try EventRowWriter(db)
                 for row in rows[start..<min(start + 1000, rows.count)] { try writer.insert(row, nowMs: Clock.wallMs()) }
             }
         }
