@@ -261,21 +261,32 @@ extension BenchCommand {
         static func sinks(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
             let folder = HostManifest.absolute("Plugins", from: FileManager.default.currentDirectoryPath)
             let result = try SinkBenchmark(count: quick ? 2_000 : 20_000, pluginsFolder: folder).run(progress: say)
+            let ceiling = result.storeCeilingPerSecond
+            // A sink can reach neither its raw client nor the store's own part of a durable delivery:
+            // the goal is measured against the lower of the two, both measured in the run.
+            let goal = "≥ 0.7x min(raw client, store ceiling)"
             var rows = result.rows.map { row in
-                Row(
+                let bound = min(row.rawPerSecond, ceiling)
+                return Row(
                     figure: "events through \(row.sink), store to SUCCESSFULLY_POSTED (events/s)", hubhost: number(row.eventsPerSecond),
-                    yardstick: "raw client: \(number(row.rawPerSecond))", ratio: row.ratio, goal: "≥ 0.5x", met: row.ratio >= 0.5)
+                    yardstick: "raw client: \(number(row.rawPerSecond)); store ceiling: \(number(ceiling))",
+                    ratio: row.eventsPerSecond / max(bound, 1e-9), goal: goal, met: row.eventsPerSecond >= 0.7 * bound)
             }
+            // The ceiling itself beside the one with a status per delivered event (the store before the delivered cursor).
+            rows.append(
+                Row(
+                    figure: "store ceiling: plain SQLite claim + delivered cursor per batch (events/s)", hubhost: number(ceiling),
+                    yardstick: "a status per event (before): \(number(result.storeCeilingStatusPerEventPerSecond))",
+                    ratio: ceiling / max(result.storeCeilingStatusPerEventPerSecond, 1e-9), goal: "-", met: nil))
             // The same sinks beside the store ceiling measured in the run (plain SQLite doing only the store's part).
             rows += result.rows.map { row in
                 Row(
                     figure: "events through \(row.sink) beside the store ceiling (events/s)", hubhost: number(row.eventsPerSecond),
-                    yardstick: "store ceiling (plain SQLite claim+status): \(number(result.storeCeilingPerSecond))", ratio: row.ceilingRatio,
+                    yardstick: "store ceiling (plain SQLite claim+cursor): \(number(ceiling))", ratio: row.ceilingRatio,
                     goal: "-", met: nil)
             }
             for (sink, why) in result.notMeasured.sorted(by: { $0.key < $1.key }) {
-                rows.append(
-                    Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: "≥ 0.5x", met: nil))
+                rows.append(Row(figure: "events through \(sink)", hubhost: "not measured: \(why)", yardstick: "-", ratio: nil, goal: goal, met: nil))
             }
             return rows
         }

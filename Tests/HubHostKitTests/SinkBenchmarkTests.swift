@@ -9,11 +9,15 @@ final class SinkBenchmarkTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.stderr)
         let result = try run.json(as: [String: Any].self)
         let rows = try XCTUnwrap(result["rows"] as? [[String: Any]])
-        // The store ceiling (plain SQLite claim + status update) was measured in the run, and every
-        // sink is given beside it: its rate over the ceiling's.
+        // The store ceiling (plain SQLite claim + delivered cursor) was measured in the run, and every
+        // sink is given beside it: its rate over the ceiling's. So was the ceiling with a status
+        // written per delivered event, the store before the cursor.
         let ceiling = try XCTUnwrap(result["storeCeilingPerSecond"] as? Double, "\(result)")
         XCTAssertGreaterThan(ceiling, 0)
         XCTAssertTrue(ceiling.isFinite)
+        let before = try XCTUnwrap(result["storeCeilingStatusPerEventPerSecond"] as? Double, "\(result)")
+        XCTAssertGreaterThan(before, 0)
+        XCTAssertTrue(before.isFinite)
         XCTAssertEqual(rows.compactMap { $0["sink"] as? String }, ["http-collector", "kafka-sink", "nats-sink"])
         for row in rows {
             XCTAssertGreaterThan(row["eventsPerSecond"] as? Double ?? 0, 0, "\(row)")

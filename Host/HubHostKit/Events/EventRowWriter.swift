@@ -7,9 +7,11 @@ import GRDBSQLite
 /// DatabaseValue boxing per column: at tens of thousands of rows per batch this boxing, not SQLite,
 /// was the larger part of the insert's cost. Used inside a GRDB write transaction.
 package struct EventRowWriter {
+    /// The last argument, seq, is NULL (SQLite gives the largest seq + 1) but for the first row
+    /// when that would not be above the delivered cursor (see init).
     static let insertSQL = """
-        INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms, seq)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     package struct Row {
@@ -26,14 +28,27 @@ package struct EventRowWriter {
     // Safe to share: one byte allocated once and never written; SQLite only reads it.
     nonisolated(unsafe) private static let empty: UnsafePointer<CChar> = UnsafePointer(strdup("")!)
 
+    /// The seq of the next row, when SQLite's own (the largest + 1) would not be above the cursor.
+    private var nextSeq: Int64?
+
     package init(_ db: Database) throws {
         statement = try db.cachedStatement(sql: Self.insertSQL)
+        // An event at or below the delivered cursor with no hole is taken as delivered (see
+        // EventStore.cursor). Purge may delete the newest events, the cursor's among them, and
+        // SQLite would then give a new row a seq the cursor already passed: the first row takes the
+        // seq after the cursor instead, and the rows after it follow it.
+        if let cursor = try Int64.fetchOne(db.cachedStatement(sql: EventStore.cursorSQL)),
+            cursor >= (try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM events")) ?? Int64.min)
+        {
+            nextSeq = cursor + 1
+        }
     }
 
     /// Inserts one row; `nowMs` becomes created_ms and updated_ms. Throws the database's error.
-    package func insert(_ row: Row, nowMs: Int64) throws {
+    package mutating func insert(_ row: Row, nowMs: Int64) throws {
         let handle = statement.sqliteStatement
         sqlite3_reset(handle)
+        if let nextSeq { sqlite3_bind_int64(handle, 10, nextSeq) } else { sqlite3_bind_null(handle, 10) }
         var row = row
         let code: Int32 = bindText(handle, 1, &row.id) {
             bindText(handle, 2, &row.type) {
@@ -55,6 +70,7 @@ package struct EventRowWriter {
             sqlite3_reset(handle)
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: Self.insertSQL)
         }
+        nextSeq = nil
     }
 
     /// Binds `text` as parameter `index` for the duration of `body` (the storage is borrowed, so the

@@ -21,17 +21,22 @@ extension EventStore {
     }
 
     /// Writes `step` in one transaction and returns the claimed batch (empty without a claim).
-    /// Nothing of it is written when it throws.
+    /// Nothing of it is written when it throws. The failures are written first, event by event
+    /// (a rejection final, a retry waiting out its backoff); then the delivered events move the
+    /// delivered cursor (recordDelivered), which finds the retries it passes still waiting and
+    /// keeps them as holes.
     func commit(_ step: DeliveryStep) throws -> ClaimedBatch {
         guard !step.isEmpty else { return ClaimedBatch() }
         return try pool.write { db in
             let now = Clock.wallMs()
-            if !step.posted.isEmpty { try Self.markPosted(db, .seqs(step.posted), nowMs: now) }
             for failure in step.failed where !failure.seqs.isEmpty {
-                try Self.markAttemptFailed(
-                    db, .seqs(failure.seqs), error: failure.error, retryAtMs: failure.retryAtMs,
-                    maxAttempts: failure.maxAttempts, nowMs: now)
+                try Self.writingOwnRows(db, .seqs(failure.seqs)) {
+                    try Self.markAttemptFailed(
+                        db, .seqs(failure.seqs), error: failure.error, retryAtMs: failure.retryAtMs,
+                        maxAttempts: failure.maxAttempts, nowMs: now)
+                }
             }
+            if !step.posted.isEmpty { try Self.recordDelivered(db, step.posted, nowMs: now) }
             for lease in step.endedLeases { try Self.endLease(db, lease) }
             guard let claim = step.claim else { return ClaimedBatch() }
             return try Self.claim(db, limit: claim.limit, nowMs: claim.nowMs, leaseUntilMs: claim.leaseUntilMs)

@@ -115,7 +115,7 @@ public struct EventBenchmark {
         while offset < rows.count {
             let slice = rows[offset..<min(offset + batchSize, rows.count)]
             try baseline.pool.write { db in
-                let writer = try EventRowWriter(db)
+                var writer = try EventRowWriter(db)
                 for row in slice { try writer.insert(row, nowMs: row.timestampMs) }
             }
             offset += slice.count

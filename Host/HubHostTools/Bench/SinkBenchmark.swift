@@ -9,7 +9,8 @@ import SinkBenchClients
 /// publishing directly). The store keeps its durability (WAL, synchronous = FULL): every status
 /// change the delivery makes is committed as in production. Also in the same run, the store
 /// ceiling (SinkStoreCeiling): plain SQLite doing only the store's part of the delivery, the rate
-/// no sink can pass with this durability on this machine.
+/// no sink can pass with this durability on this machine; and the same with a status written per
+/// delivered event, as the store did before the delivered cursor.
 public struct SinkBenchmark {
     public struct Row: Encodable, Sendable {
         public var sink: String
@@ -35,8 +36,10 @@ public struct SinkBenchmark {
     public struct Result: Encodable, Sendable {
         public var count: Int
         public var batchSize: Int
-        /// Plain SQLite's claim + status update per batch on the store's schema (SinkStoreCeiling), events/s.
+        /// Plain SQLite's claim + delivered cursor per batch on the store's schema (SinkStoreCeiling), events/s.
         public var storeCeilingPerSecond: Double
+        /// The same with a status UPDATE per delivered event instead of the cursor (the store before it), events/s.
+        public var storeCeilingStatusPerEventPerSecond: Double
         public var rows: [Row]
         /// Sinks not measured, and why (e.g. no nats-server on this machine).
         public var notMeasured: [String: String]
@@ -90,8 +93,11 @@ public struct SinkBenchmark {
 
         // The events as the first sink's store held them: the ceiling's rows are the sinks' rows.
         let ceilingEvents = http.stored
-        progress("store ceiling: plain SQLite claim + status update per batch, \(ceilingEvents.count) events")
+        progress("store ceiling: plain SQLite claim + delivered cursor per batch, \(ceilingEvents.count) events")
         let ceiling = try SinkStoreCeiling(batchSize: batchSize).run(events: ceilingEvents, path: folder + "/ceiling.sqlite")
+        progress("store ceiling, a status per event (before the cursor): plain SQLite claim + status update per batch")
+        let ceilingBefore = try SinkStoreCeiling(batchSize: batchSize, recording: .statusPerEvent).run(
+            events: ceilingEvents, path: folder + "/ceiling-status-per-event.sqlite")
 
         progress("kafka-sink: a mock cluster of 3 brokers")
         guard let bootstrapPointer = sink_bench_kafka_mock_start(3, "bench-events", 8) else {
@@ -136,7 +142,9 @@ public struct SinkBenchmark {
             notMeasured["nats-sink"] = "no nats-server at \(natsServer) (Debian: apt-get install nats-server)"
         }
         for index in rows.indices { rows[index].ceilingRatio = rows[index].eventsPerSecond / ceiling }
-        return Result(count: count, batchSize: batchSize, storeCeilingPerSecond: ceiling, rows: rows, notMeasured: notMeasured)
+        return Result(
+            count: count, batchSize: batchSize, storeCeilingPerSecond: ceiling, storeCeilingStatusPerEventPerSecond: ceilingBefore, rows: rows,
+            notMeasured: notMeasured)
     }
 
     /// Tracks `count` events into a host delivering through the sink, then times the delivery of all
