@@ -762,17 +762,7 @@ public final class EventStore: @unchecked Sendable {
     }
 
     /// `["id1","id2",...]`, each id a JSON string (ids given by callers may hold any character).
-    static func jsonArray(_ ids: [String]) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(2 + ids.count * 40)
-        out.append(UInt8(ascii: "["))
-        for (index, id) in ids.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            CollectorJSON.string(id, into: &out)
-        }
-        out.append(UInt8(ascii: "]"))
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func jsonArray(_ ids: [String]) -> String { SQLiteJSONList.strings(ids) }
 
     // MARK: The delivered cursor
 
