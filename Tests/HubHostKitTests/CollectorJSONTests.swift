@@ -50,4 +50,25 @@ final class CollectorJSONTests: XCTestCase {
             }
         }
     }
+
+    /// Times written digit by digit match the formatter's from 1970 to 2096 (its edges, a leap day
+    /// and 2,000 times spread over it; the formatter takes a Double of seconds, exact to the
+    /// millisecond that far), as text and appended; the range's far end is checked as text.
+    func testTimesMatchTheFormatter() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var generator = SystemRandomNumberGenerator()
+        let times: [Int64] =
+            [0, 1, 951_782_400_000, 3_999_999_999_999] + (0..<2_000).map { _ in Int64.random(in: 0...3_999_999_999_999, using: &generator) }
+        for time in times {
+            let expected = formatter.string(from: Date(timeIntervalSince1970: Double(time) / 1000))
+            XCTAssertEqual(CollectorJSON.isoTime(time), expected, "\(time)")
+            var bytes: [UInt8] = []
+            CollectorJSON.isoTime(time, into: &bytes)
+            XCTAssertEqual(String(decoding: bytes, as: UTF8.self), expected, "\(time)")
+        }
+        XCTAssertEqual(CollectorJSON.isoTime(951_782_400_000), "2000-02-29T00:00:00.000Z")
+        XCTAssertEqual(CollectorJSON.isoTime(SafeTime.validMs.upperBound), "9999-12-31T23:59:59.999Z")
+    }
 }
