@@ -25,6 +25,10 @@ enum SharedSQLite {
     /// Opens (creating) the pool at `path` and makes its files owner-only (0600): they hold user data.
     static func open(path: String, label: String, mmapBytes: Int = 0) throws -> DatabasePool {
         let pool = try DatabasePool(path: path, configuration: configuration(label: label, mmapBytes: mmapBytes))
+        // GRDB's pool turns WAL on with `synchronous = NORMAL` on its writer AFTER prepareDatabase
+        // ran, so the one connection that commits synced nothing at commit: a committed event
+        // survived kill -9 (the page cache) but not a power loss. FULL again, on the writer.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         DataDirectory.restrict(DataDirectory.sqliteFiles(path))
         return pool
     }
