@@ -399,21 +399,7 @@ final class DeliveredCursorTests: XCTestCase {
         do {
             let queue = try DatabaseQueue(path: path)
             try queue.write { db in
-                try db.execute(
-                    sql: """
-                        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                        INSERT INTO grdb_migrations VALUES ('v1 events'), ('v2 events without AUTOINCREMENT'), ('v3 state'), ('v4 hold holder'),
-                            ('v5 status index in seq order'), ('v6 delivery leases'), ('v7 events waiting out a backoff');
-                        CREATE TABLE events (
-                            seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
-                            timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
-                            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                            created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT, holder TEXT);
-                        CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
-                        CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                        CREATE TABLE delivery_leases (id INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, until_ms INTEGER NOT NULL);
-                        CREATE INDEX events_backoff ON events(status, next_attempt_ms) WHERE next_attempt_ms > 0;
-                        """)
+                try db.execute(sql: OlderEventStoreSchema.sql(version: 7))
                 // 1-5 waiting, 6 posted, 7 failed, 8 waiting out a backoff, 9-10 waiting.
                 let rows: [(String, Int, Int64, String?)] = [
                     ("NOT_POSTED", 0, 0, nil), ("NOT_POSTED", 0, 0, nil), ("EXPIRED", 0, 0, nil), ("NOT_POSTED", 0, 0, nil),

@@ -68,19 +68,7 @@ final class EventStoreMigrationTests: XCTestCase {
         do {  // what v5 left on disk: every migration up to v5 recorded, the v5 schema and index
             let queue = try DatabaseQueue(path: path)
             try queue.write { db in
-                try db.execute(
-                    sql: """
-                        CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-                        INSERT INTO grdb_migrations VALUES ('v1 events'), ('v2 events without AUTOINCREMENT'), ('v3 state'), ('v4 hold holder'),
-                            ('v5 status index in seq order');
-                        CREATE TABLE events (
-                            seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, name TEXT NOT NULL,
-                            timestamp_ms INTEGER NOT NULL, attributes TEXT NOT NULL, status TEXT NOT NULL,
-                            attempts INTEGER NOT NULL DEFAULT 0, next_attempt_ms INTEGER NOT NULL DEFAULT 0,
-                            created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL, last_error TEXT, holder TEXT);
-                        CREATE INDEX events_by_status_seq ON events(status, seq, next_attempt_ms);
-                        CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                        """)
+                try db.execute(sql: OlderEventStoreSchema.sql(version: 5))
                 for n in 1...6 {  // 1-3 leased by a v5 claim (a process killed mid-delivery), 4-6 pending
                     try db.execute(
                         sql: """
