@@ -6,14 +6,13 @@ import Foundation
 /// right-hand edge of the B-tree instead of on a random page: far fewer pages touched per batch.
 public enum EventID {
     public static func make(nowMs: Int64 = Clock.wallMs()) -> String {
-        var bytes: (UInt64, UInt64) = (0, 0)  // 16 bytes, written in place, big-endian by position
         let millis = UInt64(max(0, nowMs)) & 0xFFFF_FFFF_FFFF
         let (high, low) = BufferedRandom.shared.nextPair()
         // Bytes 0-5: the time; 6-7: random with the version (7) in the high nibble; 8-15: random
         // with the RFC 9562 variant (10) in the two high bits.
         let first = millis << 16 | (0x7000 | high & 0x0FFF)
         let second = 0x8000_0000_0000_0000 | low & 0x3FFF_FFFF_FFFF_FFFF
-        bytes = (first.bigEndian, second.bigEndian)
+        var bytes = (first.bigEndian, second.bigEndian)  // the 16 bytes in order
         return withUnsafeBytes(of: &bytes) { raw in
             String(unsafeUninitializedCapacity: 36) { text in
                 let hex: StaticString = "0123456789abcdef"

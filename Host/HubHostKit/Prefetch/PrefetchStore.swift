@@ -194,8 +194,8 @@ final class PrefetchStore: @unchecked Sendable {
             guard !items.isEmpty else { return items }
             // The links of the items found only, by their ids (the primary key's index): running
             // the clause again would scan every match when a limit kept only a few. One statement
-            // whatever the count (the ids as one JSON array), and no sort: the primary key's index
-            // hands each item's categories over in category order.
+            // whatever the count (the ids as one JSON array), and no sort in SQL: the primary key's
+            // index hands each item's categories over in category order.
             var position: [String: Int] = [:]
             position.reserveCapacity(items.count)
             for (index, item) in items.enumerated() { position[item.uniqueId] = index }
@@ -203,6 +203,14 @@ final class PrefetchStore: @unchecked Sendable {
                 try db.cachedStatement(sql: Self.linksOfItemsSQL), arguments: [SQLiteJSONList.strings(items.map(\.uniqueId))]
             ) { link in
                 if let index = position[link.text(0)] { items[index].categories.append(link.text(1)) }  // item_id, category_id
+            }
+            // The index's order is the plan SQLite chooses today, not a promise: an item's few
+            // categories are checked, and sorted (by bytes, as SQLite's BINARY collation) only if
+            // another plan handed them over out of order.
+            let byBytes = { (a: String, b: String) in a.utf8.lexicographicallyPrecedes(b.utf8) }
+            for index in items.indices {
+                let categories = items[index].categories
+                if zip(categories, categories.dropFirst()).contains(where: { byBytes($1, $0) }) { items[index].categories.sort(by: byBytes) }
             }
             return items
         }

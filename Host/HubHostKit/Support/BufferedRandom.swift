@@ -5,7 +5,7 @@ import Foundation
 /// reseeds in a forked child), fetched 4 KiB at a time: event ids took two getrandom system calls
 /// each (SystemRandomNumberGenerator asks the kernel per word). This process starts its children
 /// with posix_spawn and exec, so no child inherits the unused words.
-/// Safe to share: `words` and `next` are read and written only under `lock`.
+/// Safe to share: `words` and `index` are read and written only under `lock`.
 final class BufferedRandom: @unchecked Sendable {
     static let shared = BufferedRandom()
 
