@@ -70,29 +70,24 @@ public struct IsolationBenchmark {
         var best = (
             local: Double.infinity, remote: Double.infinity, socketOnly: Double.infinity, socket: Double.infinity, shared: Double.infinity
         )
+        /// The mean time of `iterations` calls into an isolated plugin; a failed call ends the bench.
+        func isolatedNsPerCall(_ plugin: AugmentationPlugin) throws -> Double {
+            let start = Clock.monotonicNs()
+            for _ in 0..<iterations {
+                let outcome = plugin.augment(event)
+                guard outcome.status == 0 else { throw PluginLoadError.workerFailed(instance: "bench", reason: outcome.message) }
+            }
+            return Double(Clock.monotonicNs() - start) / Double(iterations)
+        }
         for round in 1...max(1, rounds) {
             progress("round \(round)/\(rounds): \(iterations) calls each")
-            var start = Clock.monotonicNs()
+            let start = Clock.monotonicNs()
             for _ in 0..<iterations where local.augment(event).status != 0 {
                 throw PluginLoadError.manifestMismatch(path: libraryPath, reason: "the in-process augmentation failed")
             }
             best.local = min(best.local, Double(Clock.monotonicNs() - start) / Double(iterations))
-            start = Clock.monotonicNs()
-            for _ in 0..<iterations {
-                let outcome = remote.augment(event)
-                guard outcome.status == 0 else {
-                    throw PluginLoadError.workerFailed(instance: "bench", reason: outcome.message)
-                }
-            }
-            best.remote = min(best.remote, Double(Clock.monotonicNs() - start) / Double(iterations))
-            start = Clock.monotonicNs()
-            for _ in 0..<iterations {
-                let outcome = socketOnly.augment(event)
-                guard outcome.status == 0 else {
-                    throw PluginLoadError.workerFailed(instance: "bench", reason: outcome.message)
-                }
-            }
-            best.socketOnly = min(best.socketOnly, Double(Clock.monotonicNs() - start) / Double(iterations))
+            best.remote = min(best.remote, try isolatedNsPerCall(remote))
+            best.socketOnly = min(best.socketOnly, try isolatedNsPerCall(socketOnly))
             // At most 20,000 sleeping round trips (about 40 µs each here): enough for a steady mean.
             best.socket = min(best.socket, Self.socketpairRoundTripNs(iterations: min(iterations, 20_000)))
             best.shared = min(best.shared, Self.sharedMemoryRoundTripNs(iterations: iterations))
