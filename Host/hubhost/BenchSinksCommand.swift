@@ -37,16 +37,28 @@ extension BenchCommand {
         @Option(name: .customLong("nats-server"), help: ArgumentHelp("The nats-server executable.", valueName: "path"))
         var natsServer: String = "/usr/sbin/nats-server"
 
+        @Option(
+            name: .customLong("sink"),
+            help: ArgumentHelp(
+                "Time only this sink (repeatable): http-collector, kafka-sink or nats-sink. The store ceiling is measured in every run.",
+                valueName: "name"))
+        var sinks: [String] = []
+
         @OptionGroup var output: JSONFlag
 
         func validate() throws {
             guard (1...10_000_000).contains(count) else { throw ValidationError("--count must be between 1 and 10000000") }
             guard (1...1000).contains(batchSize) else { throw ValidationError("--batch-size must be between 1 and 1000") }
+            for sink in sinks where !SinkBenchmark.sinkNames.contains(sink) {
+                throw ValidationError("--sink \(sink): no such sink; one of \(SinkBenchmark.sinkNames.joined(separator: ", "))")
+            }
         }
 
         func run() throws {
             let folder = HostManifest.absolute(plugins, from: FileManager.default.currentDirectoryPath)
-            let result = try SinkBenchmark(count: count, batchSize: batchSize, pluginsFolder: folder, natsServer: natsServer).run { step in
+            let result = try SinkBenchmark(
+                count: count, batchSize: batchSize, pluginsFolder: folder, natsServer: natsServer, sinks: sinks.isEmpty ? nil : Set(sinks)
+            ).run { step in
                 if !output.json { Output.error("bench sinks: \(step)") }
             }
             if output.json {

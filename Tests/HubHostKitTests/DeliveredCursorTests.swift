@@ -207,8 +207,8 @@ final class DeliveredCursorTests: XCTestCase {
         let now = Clock.wallMs()
         let claimA = try a.commit(.init(claim: (10, now, now + 60_000)))
         let claimB = try b.commit(.init(claim: (10, now, now + 60_000)))
-        XCTAssertEqual(claimA.events.map(\.id), Array(ids[0..<10]))
-        XCTAssertEqual(claimB.events.map(\.id), Array(ids[10..<20]), "A's batch is leased")
+        XCTAssertEqual(claimA.ids, Array(ids[0..<10]))
+        XCTAssertEqual(claimB.ids, Array(ids[10..<20]), "A's batch is leased")
 
         _ = try b.commit(.init(posted: claimB.seqs, endedLeases: [claimB.lease!]))
         XCTAssertEqual(try holes(a), claimA.seqs, "A's batch, passed by the cursor, keeps its own rows")

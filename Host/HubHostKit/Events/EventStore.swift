@@ -283,7 +283,10 @@ public final class EventStore: @unchecked Sendable {
     /// markPosted, markAttemptFailed or release; a process that dies mid-post leaves them to be
     /// claimed again once the lease ends (the idempotency key lets the collector drop the repeat).
     public func claimDeliverable(limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> [Event] {
-        try pool.write { db in try Self.claim(db, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs).events }
+        try pool.write { db in
+            let batch = try Self.claim(db, limit: limit, nowMs: nowMs, leaseUntilMs: leaseUntilMs)
+            return try batch.events.indices.map { try batch.event(at: $0) }
+        }
     }
 
     /// Ends a claim without an attempt (nothing was sent): the events are deliverable at once.
@@ -602,14 +605,6 @@ public final class EventStore: @unchecked Sendable {
         ).execute(arguments: [error, nowMs, retryAtMs, maxAttempts, EventStatus.failedPost.rawValue, selection.json])
     }
 
-    /// A claimed batch: its events in tracked (seq) order, their seqs, and the lease holding them
-    /// (nil when nothing was claimed).
-    struct ClaimedBatch {
-        var events: [Event] = []
-        var seqs: [Int64] = []
-        var lease: Int64?
-    }
-
     /// The oldest `limit` deliverable events that no running lease holds, and ONE lease row over
     /// their seq range until `leaseUntilMs`: the claim writes one row, not one per event. The
     /// lease holds the whole range [first, last]: an event inside it that was not due at the claim
@@ -618,8 +613,7 @@ public final class EventStore: @unchecked Sendable {
     static func claim(_ db: Database, limit: Int, nowMs: Int64, leaseUntilMs: Int64) throws -> ClaimedBatch {
         try db.cachedStatement(sql: expireLeasesSQL).execute(arguments: [min(nowMs, Clock.wallMs())])
         var batch = ClaimedBatch()
-        batch.events.reserveCapacity(limit)
-        batch.seqs.reserveCapacity(limit)
+        batch.reserve(limit)
         let cursor = try self.cursor(db)
         // One user's events go out in tracked order: an event whose user has an earlier event
         // waiting out its backoff is not taken before it (other users' events are).
@@ -662,7 +656,8 @@ public final class EventStore: @unchecked Sendable {
         _ statement: Statement, into batch: inout ClaimedBatch, skipping waiting: [String: Int64]
     ) throws -> (read: Int, skipped: Int, lastSeq: Int64) {
         let handle = statement.sqliteStatement
-        let text = SQLiteColumns(handle: handle).text
+        let columns = SQLiteColumns(handle: handle)
+        let (types, statuses) = (Self.storedTypes, Self.storedStatuses)
         var read = 0
         var skipped = 0
         var lastSeq = Int64.min
@@ -671,15 +666,15 @@ public final class EventStore: @unchecked Sendable {
             read += 1
             let seq = sqlite3_column_int64(handle, 0)
             lastSeq = seq
-            let event = Event(
-                id: text(1), type: EventType(rawValue: text(2)) ?? .namedEvent, name: text(3),
-                timestampMs: sqlite3_column_int64(handle, 4), attributes: try AttributeJSONReader.decodeOrThrow(text(5)),
-                status: EventStatus(rawValue: text(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7)))
-            if !waiting.isEmpty, let first = waiting[orderKey(event)], first < seq {
+            // Decoded only while some user waits out a backoff; attributes that cannot be read have
+            // no user, so no order to keep (the delivery rejects that event).
+            if !waiting.isEmpty, let first = waiting[orderKey(attributesJSON: columns.bytes(5))], first < seq {
                 skipped += 1
             } else {
-                batch.seqs.append(seq)
-                batch.events.append(event)
+                batch.append(
+                    seq: seq, id: columns.bytes(1), type: types.value(columns.bytes(2)) ?? .namedEvent, name: columns.bytes(3),
+                    timestampMs: sqlite3_column_int64(handle, 4), attributesJSON: columns.bytes(5),
+                    status: statuses.value(columns.bytes(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7)))
             }
             code = sqlite3_step(handle)
         }
@@ -692,15 +687,26 @@ public final class EventStore: @unchecked Sendable {
         return (read, skipped, lastSeq)
     }
 
+    /// The type and status columns' texts, matched without a String per row.
+    static let storedTypes = RawTextTable(EventType.allCases)
+    static let storedStatuses = RawTextTable(EventStatus.allCases)
+
     /// A claim reads at most this many times its limit in rows passed over for order: the rest
     /// waits for the next claim.
     static let maxClaimScanFactor = 20
 
     /// The key one user's events are kept in order by, as the sinks partition them: the `Mobile
     /// User Id` attribute, else `Device Id`; empty (no order kept) when the event has neither.
-    static func orderKey(_ event: Event) -> String {
+    static func orderKey(_ event: Event) -> String { orderKey(event.attributes) }
+
+    /// The order key of stored attributes; "" when they cannot be read.
+    static func orderKey(attributesJSON: UnsafeBufferPointer<UInt8>) -> String {
+        (try? AttributeJSONReader.decodeOrThrow(String(decoding: attributesJSON, as: UTF8.self))).map(orderKey) ?? ""
+    }
+
+    static func orderKey(_ attributes: [Event.Attribute]) -> String {
         for name in ["Mobile User Id", "Device Id"] {
-            if let value = event[attribute: name] {
+            if let value = attributes.first(where: { $0.name == name })?.value {
                 let text = CollectorJSON.text(value)
                 if !text.isEmpty { return text }
             }

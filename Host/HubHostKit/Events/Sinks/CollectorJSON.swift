@@ -46,22 +46,21 @@ enum CollectorJSON {
 
     /// A JSON string literal, escaped as JSONSerialization escapes it.
     static func string(_ text: String, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         var text = text
+        text.withUTF8 { string(utf8: $0, into: &out) }
+    }
+
+    /// The same from a text's UTF-8 bytes (valid UTF-8: they are copied as they are).
+    static func string(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
         // Most texts (ids, names, numbers) need no escape: one copy of their bytes.
-        let plain = text.withUTF8 { bytes in
-            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "/") }) else {
-                return false
-            }
+        guard bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "/") }) else {
             out.append(contentsOf: bytes)
-            return true
-        }
-        if plain {
             out.append(UInt8(ascii: "\""))
             return
         }
         let hex = Array("0123456789abcdef".utf8)
-        for byte in text.utf8 {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]

@@ -133,7 +133,7 @@ public final class EventDelivery: @unchecked Sendable {
             }
             var current: EventStore.ClaimedBatch
             func prepare(_ batch: EventStore.ClaimedBatch) -> PreparedSinkMessages {
-                PreparedSinkMessages(batch.events, nameField: settings.eventNameField, on: prepareQueue)
+                PreparedSinkMessages(batch, nameField: settings.eventNameField, on: prepareQueue)
             }
             let firstClaimStart = Clock.monotonicNs()
             do {
@@ -239,12 +239,12 @@ public final class EventDelivery: @unchecked Sendable {
     ) -> Bool {
         var delivered: [Int64] = []
         var rejected: [String: [Int64]] = [:]
-        var retry: [String: [(seq: Int64, event: Event)]] = [:]
+        var retry: [String: [(seq: Int64, attempts: Int)]] = [:]
         for ((event, seq), outcome) in zip(zip(batch.events, batch.seqs), outcomes) {
             switch outcome {
             case .delivered: delivered.append(seq)
             case .rejected(let reason): rejected[reason, default: []].append(seq)
-            case .retry(let reason): retry[reason, default: []].append((seq, event))
+            case .retry(let reason): retry[reason, default: []].append((seq, event.attempts))
             }
         }
         if let lease = batch.lease { step.endedLeases.append(lease) }
@@ -258,17 +258,16 @@ public final class EventDelivery: @unchecked Sendable {
             logger.warning("\(sink.name) rejected \(ids.count) event\(ids.count == 1 ? "" : "s") (\(reason)); now FAILED_POST")
         }
         for (reason, retried) in retry.sorted(by: { $0.key < $1.key }) {
-            let events = retried.map(\.event)
-            let attempts = events.map(\.attempts).max() ?? 0
+            let attempts = retried.map(\.attempts).max() ?? 0
             let delay = settings.retryBaseDelay * pow(2, Double(attempts)) * Double.random(in: 0.8...1.2)
             let retryAt = nowMs.saturatingAdding(SafeTime.durationMs(delay))  // 2^attempts may be inf
             step.failed.append((retried.map(\.seq), reason, retryAt, settings.maxNumRetries))
-            let failedNow = events.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
+            let failedNow = retried.filter { $0.attempts + 1 >= settings.maxNumRetries }.count
             stepReport.failed += failedNow
-            stepReport.retrying += events.count - failedNow
+            stepReport.retrying += retried.count - failedNow
             stepReport.lastError = reason
             logger.warning(
-                "posting \(events.count) event\(events.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s"
+                "posting \(retried.count) event\(retried.count == 1 ? "" : "s") failed (\(reason)); \(failedNow) now FAILED_POST, the rest retried in \(String(format: "%.1f", delay)) s"
             )
         }
         return !retry.isEmpty

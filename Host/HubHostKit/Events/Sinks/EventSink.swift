@@ -21,6 +21,14 @@ public protocol EventSink: AnyObject, Sendable {
     var unavailableReason: String? { get }
     /// Sends `events` (in tracked order), waiting at most `timeoutMs` for their acknowledgements.
     func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult
+    /// The same for a batch laid out as the delivery builds it (how it calls every sink). By
+    /// default its events are handed to `deliver(_:timeoutMs:)`; the built-in sinks use its
+    /// blocks as they are (the collector's body, a plugin's views).
+    func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult
+}
+
+extension EventSink {
+    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult { deliver(batch.events, timeoutMs: timeoutMs) }
 }
 
 /// An `event_sink` plugin instance as the delivery's sink.
@@ -38,9 +46,13 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
     }
 
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+        deliver(batch: SinkBatch(events), timeoutMs: timeoutMs)
+    }
+
+    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
         // Tracked: a call past post_timeout makes the instance stuck for health and status.
         let token = plugin.handle.calls.begin(deadlineSeconds: Double(timeoutMs) / 1000 + PendingSinkDelivery.marginSeconds)
-        let answer = plugin.deliver(events, timeoutMs: timeoutMs)
+        let answer = plugin.deliver(batch, timeoutMs: timeoutMs)
         plugin.handle.calls.end(token)
         if answer.status == HH_ERR_UNAVAILABLE {
             // Nothing was sent (not connected, reconnecting): a wait, not an attempt.

@@ -23,7 +23,13 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
     public var unavailableReason: String? { settings.collectorURL.isEmpty ? "no collector_url" : nil }
 
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
-        let body = Self.body(events.map(\.json))
+        deliver(batch: SinkBatch(events), timeoutMs: timeoutMs)
+    }
+
+    /// Posts the batch's body as it is laid out.
+    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
+        let body = Data(batch.body)
+        let count = batch.count
         var triedRefresh = false
         let usesOAuth = tokens.isConfigured
         for _ in 0..<2 {  // at most one refresh of the token
@@ -36,17 +42,17 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
             }
             switch http.fetch("POST", settings.collectorURL, headers: headers, body: body, timeoutSeconds: settings.postTimeout) {
             case .success(let response) where (200..<300).contains(response.status):
-                return .answered(Array(repeating: .delivered, count: events.count))
+                return .answered(Array(repeating: .delivered, count: count))
             case .success(let response) where response.status == 401 && !triedRefresh && usesOAuth:
                 triedRefresh = true  // the token may have been revoked: refresh once and retry
                 continue
             case .success(let response):
-                return Self.retryAll(events.count, "the collector answered HTTP \(response.status)")
+                return Self.retryAll(count, "the collector answered HTTP \(response.status)")
             case .failure(let failure):
-                return Self.retryAll(events.count, failure.description)
+                return Self.retryAll(count, failure.description)
             }
         }
-        return Self.retryAll(events.count, "the collector answered HTTP 401")
+        return Self.retryAll(count, "the collector answered HTTP 401")
     }
 
     static func retryAll(_ count: Int, _ reason: String) -> SinkBatchResult {

@@ -17,7 +17,7 @@ final class PendingSinkDelivery: @unchecked Sendable {
         PluginCallThreads.run { [self] in
             let messages = prepared.wait()
             let start = Clock.monotonicNs()
-            let answer = sink.deliver(messages, timeoutMs: timeoutMs)
+            let answer = PreparedSinkMessages.deliver(messages) { sink.deliver(batch: $0, timeoutMs: timeoutMs) }
             lock.withLock {
                 result = answer
                 elapsedNs = Clock.monotonicNs() - start

@@ -74,67 +74,61 @@ public final class EventSinkPlugin: @unchecked Sendable {
 
     /// Delivers `events` (at most `maxBatch`) and copies the plugin's answers at once.
     public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
-        guard !events.isEmpty else { return SinkAnswer(status: HH_OK, message: "", outcomes: []) }
-        precondition(events.count <= Self.maxBatch, "a sink batch holds at most \(Self.maxBatch) events")
-        guard handle.instance != nil else { return IsolatedCalls.deliver(handle, events, timeoutMs: timeoutMs) }
-        let raw = deliverRaw(events, timeoutMs: timeoutMs)
+        deliver(SinkBatch(events), timeoutMs: timeoutMs)
+    }
+
+    /// The same for a batch laid out as one SinkBatch: the plugin's views point into its blocks.
+    public func deliver(_ batch: SinkBatch, timeoutMs: UInt32) -> SinkAnswer {
+        guard !batch.isEmpty else { return SinkAnswer(status: HH_OK, message: "", outcomes: []) }
+        precondition(batch.count <= Self.maxBatch, "a sink batch holds at most \(Self.maxBatch) events")
+        guard handle.instance != nil else { return IsolatedCalls.deliver(handle, batch.events, timeoutMs: timeoutMs) }
+        let raw = deliverRaw(batch, timeoutMs: timeoutMs)
         guard raw.status == HH_OK else {
-            return .failed(raw.status, raw.message.isEmpty ? "the sink failed (\(StatusCode.name(raw.status)))" : raw.message, count: events.count)
+            return .failed(raw.status, raw.message.isEmpty ? "the sink failed (\(StatusCode.name(raw.status)))" : raw.message, count: batch.count)
         }
         return Self.outcomes(raw.answers)
     }
 
     /// The in-process call: the plugin's status, message and answers (outcome code, reason) as written.
     func deliverRaw(_ events: [SinkEvent], timeoutMs: UInt32) -> (status: Int32, message: String, answers: [(Int32, String)]) {
+        deliverRaw(SinkBatch(events), timeoutMs: timeoutMs)
+    }
+
+    /// The same for a laid-out batch. Every string of the batch is in its two host-owned blocks,
+    /// valid for the call: a Data per string and a block copied per call were most of the sink
+    /// thread's time in `bench sinks`.
+    func deliverRaw(_ batch: SinkBatch, timeoutMs: UInt32) -> (status: Int32, message: String, answers: [(Int32, String)]) {
         guard let instance = handle.instance else { preconditionFailure("deliverRaw runs where the plugin is loaded") }
         let api = instance.api(hh_event_sink_v1_t.self)
-        // Every string of the batch in one host-owned block, valid for the call, sized once: a Data
-        // per string and a growing block were most of the sink thread's time in `bench sinks`.
-        var size = 0
-        for event in events {
-            size += event.idempotencyKey.utf8.count + event.json.count + event.mobileUserID.utf8.count + event.anonymousID.utf8.count
-        }
-        var block = [UInt8]()
-        block.reserveCapacity(size)
-        var spans: [(key: Range<Int>, json: Range<Int>, user: Range<Int>, anonymous: Range<Int>)] = []
-        spans.reserveCapacity(events.count)
-        func append(_ text: String) -> Range<Int> {
-            let start = block.count
-            block.append(contentsOf: text.utf8)
-            return start..<block.count
-        }
-        for event in events {
-            let key = append(event.idempotencyKey)
-            let jsonStart = block.count
-            block.append(contentsOf: event.json)
-            spans.append((key, jsonStart..<block.count, append(event.mobileUserID), append(event.anonymousID)))
-        }
+        let count = batch.count
         var answers = [hh_sink_answer_t](
-            repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)),
-            count: events.count)
-        let (status, message, copied): (Int32, String, [(Int32, String)]) = block.withUnsafeBytes { raw in
-            let base = raw.baseAddress?.assumingMemoryBound(to: CChar.self)
-            func string(_ range: Range<Int>) -> hh_string_t {
-                hh_string_t(data: range.isEmpty ? nil : base.map { $0 + range.lowerBound }, length: range.count)
-            }
-            let views = zip(events, spans).map { event, span in
-                hh_sink_event_t(
-                    idempotency_key: string(span.key), type_code: event.typeCode, time_ms: event.timeMs, json: string(span.json),
-                    mobile_user_id: string(span.user), anonymous_id: string(span.anonymous))
-            }
-            return lock.withLock {
-                let status = views.withUnsafeBufferPointer { viewBuffer in
-                    answers.withUnsafeMutableBufferPointer { answerBuffer in
-                        api.pointee.deliver(instance.handle, viewBuffer.baseAddress, events.count, answerBuffer.baseAddress, max(1, timeoutMs))
+            repeating: hh_sink_answer_t(outcome: HH_SINK_RETRY, reason: hh_string_t(data: nil, length: 0)), count: count)
+        let (status, message, copied): (Int32, String, [(Int32, String)]) = batch.body.withUnsafeBytes { body in
+            batch.fields.withUnsafeBytes { fields in
+                func string(_ block: UnsafeRawBufferPointer, _ range: Range<Int>) -> hh_string_t {
+                    let base = block.baseAddress?.assumingMemoryBound(to: CChar.self)
+                    return hh_string_t(data: range.isEmpty ? nil : base.map { $0 + range.lowerBound }, length: range.count)
+                }
+                let views = batch.entries.map { entry in
+                    hh_sink_event_t(
+                        idempotency_key: string(fields, entry.idempotencyKey), type_code: entry.typeCode, time_ms: entry.timeMs,
+                        json: string(body, entry.json), mobile_user_id: string(fields, entry.mobileUserID),
+                        anonymous_id: string(fields, entry.anonymousID))
+                }
+                return lock.withLock {
+                    let status = views.withUnsafeBufferPointer { viewBuffer in
+                        answers.withUnsafeMutableBufferPointer { answerBuffer in
+                            api.pointee.deliver(instance.handle, viewBuffer.baseAddress, count, answerBuffer.baseAddress, max(1, timeoutMs))
+                        }
                     }
+                    // The reasons are the plugin's until its next deliver: copy them inside the lock.
+                    let copied = answers.map { answer -> (Int32, String) in
+                        var reason = answer.reason
+                        reason.length = min(reason.length, Self.maxReasonBytes)
+                        return (answer.outcome, reason.data == nil ? "" : lossyUTF8(reason))
+                    }
+                    return (status, status == HH_OK ? "" : instance.takeError(), copied)
                 }
-                // The reasons are the plugin's until its next deliver: copy them inside the lock.
-                let copied = answers.map { answer -> (Int32, String) in
-                    var reason = answer.reason
-                    reason.length = min(reason.length, Self.maxReasonBytes)
-                    return (answer.outcome, reason.data == nil ? "" : lossyUTF8(reason))
-                }
-                return (status, status == HH_OK ? "" : instance.takeError(), copied)
             }
         }
         return (status, message, copied)

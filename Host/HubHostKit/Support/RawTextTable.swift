@@ -1,0 +1,13 @@
+/// The cases of a String-backed enum found by their raw value's UTF-8 bytes, with no String made
+/// from the bytes: for enums read from every row of a hot query (an event's type and status).
+struct RawTextTable<Value: RawRepresentable & Sendable>: Sendable where Value.RawValue == String {
+    private let cases: [(bytes: [UInt8], value: Value)]
+
+    init(_ values: [Value]) { cases = values.map { (Array($0.rawValue.utf8), $0) } }
+
+    /// The case whose raw value is exactly `bytes`, or nil.
+    func value(_ bytes: UnsafeBufferPointer<UInt8>) -> Value? {
+        for entry in cases where entry.bytes.count == bytes.count && entry.bytes.elementsEqual(bytes) { return entry.value }
+        return nil
+    }
+}
