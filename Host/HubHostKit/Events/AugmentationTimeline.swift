@@ -193,6 +193,10 @@ public final class AugmentationTimeline: @unchecked Sendable {
         PluginCallThreads.run(work)
     }
 
+    /// The cores this process may use, read once: Foundation reads them from /proc and the cgroup
+    /// files at each call, which was a file read per ingested request.
+    private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
     /// Runs `body(0..<count)` on threads of its own, in at most as many parts as there are cores
     /// (each takes a contiguous run of indexes), and returns when every one has.
     static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
@@ -200,7 +204,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             if count == 1 { body(0) }
             return
         }
-        let parts = min(count, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let parts = min(count, cores)
         let group = DispatchGroup()
         for part in 1..<parts {
             let range = (count * part / parts)..<(count * (part + 1) / parts)

@@ -148,10 +148,13 @@ final class EventEditSession {
         // range, a finite double, sizes), so nothing a plugin sets can poison the store.
         guard (try? EventLimits.check(key, converted)) != nil else { return HH_ERR_INVALID_ARGUMENT }
         return lock.withLock {
-            if working.attributes.count >= EventLimits.maxAttributes, !working.attributes.contains(where: { $0.name == key }) {
-                return HH_ERR_INVALID_ARGUMENT
+            // One search by name (a String comparison per attribute): replace in place, else append within the limit.
+            if let index = working.attributes.firstIndex(where: { $0.name == key }) {
+                working.attributes[index].value = converted
+            } else {
+                guard working.attributes.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
+                working.attributes.append((key, converted))
             }
-            working.set(key, converted)
             stale = true
             return HH_OK
         }
