@@ -90,4 +90,22 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(done.attributes.map(\.name), ["Level", "Mode", "Other", "Added"])
         XCTAssertEqual(done[attribute: "Other"], .int(8))
     }
+
+    /// At the attribute limit a plugin may still replace an attribute, never add one.
+    func testAnEditSessionAtTheLimitReplacesButDoesNotAdd() {
+        let full = event((0..<EventLimits.maxAttributes).map { .init("a\($0)", .int(Int64($0))) })
+        let session = EventEditSession(full.augmentable)
+        defer { session.release() }
+        var value = hh_value_t()
+        value.type = HH_VALUE_INT64
+        value.of.int64 = -1
+        let last = "a\(EventLimits.maxAttributes - 1)"
+        let replaced = last.withCString { session.set(hh_string_t(data: $0, length: last.utf8.count), &value) }
+        XCTAssertEqual(replaced, HH_OK)
+        let added = "one more".withCString { session.set(hh_string_t(data: $0, length: 8), &value) }
+        XCTAssertEqual(added, HH_ERR_INVALID_ARGUMENT)
+        XCTAssertEqual(session.working.attributes.count, EventLimits.maxAttributes)
+        XCTAssertEqual(session.working[attribute: last], .int(-1))
+        XCTAssertNil(session.working[attribute: "one more"])
+    }
 }
