@@ -17,19 +17,7 @@ final class StoredSinkMessageTests: XCTestCase {
         "é ñ 中文 🎉", "/", "\u{2028}", "user-7"
     ]
 
-    /// A deterministic generator, so a failure names the same event on every run.
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    private func value(_ random: inout Seeded) -> PluginValue {
+    private func value(_ random: inout FuzzRandom) -> PluginValue {
         switch Int.random(in: 0..<9, using: &random) {
         case 0: return .null
         case 1: return .int(Int64.random(in: Int64.min...Int64.max, using: &random))
@@ -53,7 +41,7 @@ final class StoredSinkMessageTests: XCTestCase {
     }
 
     func testStoredRowsWriteTheDecodedEventsBytesAndUserIDs() throws {
-        var random = Seeded(state: 27)
+        var random = FuzzRandom(seed: 27)  // the same events on every run
         let events = (0..<2_000).map { n in
             let attributes = (0..<Int.random(in: 0..<7, using: &random)).map { _ in
                 Event.Attribute(Self.texts[Int.random(in: 0..<Self.texts.count, using: &random)], value(&random))
