@@ -381,9 +381,11 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
     sink->waiting = count;
     pthread_mutex_unlock(&sink->lock);
 
+    /* No MaxWait: libnats would keep a timer entry per message until that wait ends, acked or not
+     * (a steady stream holds post_timeout's worth of them), and then queue a timeout for each. The
+     * deadline is this call's own: the wait below, then drop_pending. */
     jsPubOptions_Init(&options);
     options.ExpectStream = sink->stream;
-    options.MaxWait = timeout_ms ? (int64_t)timeout_ms : 1;
     for (size_t i = 0; i < count; i++) {
         natsMsg *msg = NULL;
         natsStatus status;
