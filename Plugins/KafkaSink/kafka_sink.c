@@ -37,6 +37,9 @@
 typedef struct kafka_slot {
     hh_sink_outcome_t outcome;
     bool reported;
+    /* `reason` holds this event's own error; else the call's reason for an unreported event applies
+     * (formatted once per call, not once per event: most events never need one). */
+    bool failed;
     char reason[KAFKA_SINK_REASON_MAX];
 } kafka_slot_t;
 
@@ -58,6 +61,13 @@ typedef struct kafka_sink {
     bool brokers_down;
     char brokers_down_reason[KAFKA_SINK_REASON_MAX];
     size_t pending;
+    /* Why an event without a report at the deadline is a retry (set by each call). */
+    char unreported_reason[KAFKA_SINK_REASON_MAX];
+    /* The event-type-code header of the last type code produced, reused while it repeats. */
+    bool type_cached;
+    int32_t type_code;
+    char type_text[16];
+    size_t type_length;
     kafka_slot_t slots[HH_SINK_MAX_BATCH];
 } kafka_sink_t;
 
@@ -96,6 +106,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *message, void 
         return;
     }
     slot->outcome = is_permanent(message->err) ? HH_SINK_REJECTED : HH_SINK_RETRY;
+    slot->failed = true;
     snprintf(slot->reason, sizeof slot->reason, "kafka: %s", rd_kafka_err2str(message->err));
 }
 
@@ -235,11 +246,14 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         !set(host, conf, "message.timeout.ms", timeout_text) ||
         !set(host, conf, "client.id", host->instance_id) ||
         /* Each deliver call waits for its batch's reports (the ABI answers per call), so nothing is
-         * gained by lingering for more messages or by several requests in flight per broker; both
-         * cost: with librdkafka's defaults (linger.ms=5, 5 in flight) a call of 1,000 events took
-         * 42-50 ms against the mock cluster, with these 2-3.5 ms (a responses-held-back stall on
-         * connections with more than one request in flight). client_settings may override them. */
-        !set(host, conf, "linger.ms", "0") ||
+         * gained by several requests in flight per broker, and it cost: with 5 in flight (the
+         * default) a call of 1,000 events took 42-50 ms against the mock cluster, with 1 2-3.5 ms (a
+         * responses-held-back stall on connections with more than one request in flight). The
+         * linger lets a batch gather while deliver produces it; deliver then sends it at once
+         * (rd_kafka_flush), so a batch goes out in one request per broker instead of a first one
+         * with the first few messages and the rest after its response. client_settings may
+         * override both. */
+        !set(host, conf, "linger.ms", "5") ||
         !set(host, conf, "max.in.flight.requests.per.connection", "1") ||
         !apply_client_settings(host, conf, settings)) {
         rd_kafka_conf_destroy(conf);
@@ -288,19 +302,34 @@ static uint64_t now_ms(const kafka_sink_t *sink) {
 
 /* Produces event `index`; RD_KAFKA_RESP_ERR__QUEUE_FULL is handed back for the caller to wait on. */
 static rd_kafka_resp_err_t produce(kafka_sink_t *sink, const hh_sink_event_t *event, size_t index) {
-    char type_code[16];
     const hh_string_t *key = event->mobile_user_id.length > 0 ? &event->mobile_user_id
                              : event->anonymous_id.length > 0 ? &event->anonymous_id
                                                               : NULL;
-    snprintf(type_code, sizeof type_code, "%d", (int)event->type_code);
-    return rd_kafka_producev(sink->producer, RD_KAFKA_V_TOPIC(sink->topic),
-                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                             RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
-                             RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
-                             RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
-                                               (ssize_t)event->idempotency_key.length),
-                             RD_KAFKA_V_HEADER("event-type-code", type_code, (ssize_t)strlen(type_code)),
-                             RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
+    if (!sink->type_cached || sink->type_code != event->type_code) {
+        int written = snprintf(sink->type_text, sizeof sink->type_text, "%d", (int)event->type_code);
+        sink->type_cached = true;
+        sink->type_code = event->type_code;
+        sink->type_length = written > 0 ? (size_t)written : 0;
+    }
+    /* The held topic handle spares librdkafka a lookup of the topic by name per message. */
+    if (sink->topic_handle) {
+        return rd_kafka_producev(
+            sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
+            RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
+            RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
+                              (ssize_t)event->idempotency_key.length),
+            RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
+            RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
+    }
+    return rd_kafka_producev(
+        sink->producer, RD_KAFKA_V_TOPIC(sink->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
+        RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
+        RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
+                          (ssize_t)event->idempotency_key.length),
+        RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
+        RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
 }
 
 static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, size_t count,
@@ -349,11 +378,15 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
     }
     sink->generation++;
     sink->pending = 0;
+    /* Nothing in the producer (no message of an earlier call still waiting for its report): then
+     * all it holds after producing is this call's, and rd_kafka_flush waits for just those. */
+    bool flush = rd_kafka_outq_len(sink->producer) == 0;
+    snprintf(sink->unreported_reason, sizeof sink->unreported_reason, "kafka: not acknowledged within %u ms",
+             (unsigned)timeout_ms);
     for (size_t i = 0; i < count; i++) {
         sink->slots[i].outcome = HH_SINK_RETRY;
         sink->slots[i].reported = false;
-        snprintf(sink->slots[i].reason, KAFKA_SINK_REASON_MAX, "kafka: not acknowledged within %u ms",
-                 (unsigned)timeout_ms);
+        sink->slots[i].failed = false;
     }
     /* Hand every event to the producer in order (the order within a key is the order produced).
      * A full queue is waited out by serving reports, until the deadline: then the rest stays a retry. */
@@ -370,6 +403,7 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         kafka_slot_t *slot = &sink->slots[produced];
         slot->reported = true;
         slot->outcome = is_permanent(err) ? HH_SINK_REJECTED : HH_SINK_RETRY;
+        slot->failed = true;
         snprintf(slot->reason, sizeof slot->reason, "kafka: %s", rd_kafka_err2str(err));
         if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
             break; /* the deadline passed with the queue still full: the rest waits for the next batch */
@@ -377,10 +411,20 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
     }
     for (size_t i = produced; i < count; i++) {
         if (!sink->slots[i].reported) {
+            sink->slots[i].failed = true;
             snprintf(sink->slots[i].reason, KAFKA_SINK_REASON_MAX, "kafka: producer queue full");
         }
     }
-    /* Serve delivery reports until each produced event has one, or the deadline. */
+    /* Serve delivery reports until each produced event has one, or the deadline. rd_kafka_flush
+     * also sends what lingers at once (it serves the reports as rd_kafka_poll does); with messages
+     * of an earlier call still out it would wait for them too, so then the batch goes out when
+     * its linger ends. */
+    if (flush && sink->pending > 0) {
+        uint64_t now = now_ms(sink);
+        if (now < deadline) {
+            rd_kafka_flush(sink->producer, (int)(deadline - now));
+        }
+    }
     while (sink->pending > 0) {
         uint64_t now = now_ms(sink);
         if (now >= deadline) {
@@ -395,9 +439,11 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         rd_kafka_poll(sink->producer, 0);
     }
     for (size_t i = 0; i < count; i++) {
-        answers[i].outcome = sink->slots[i].outcome;
-        answers[i].reason =
-            hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
+        const kafka_slot_t *slot = &sink->slots[i];
+        answers[i].outcome = slot->outcome;
+        answers[i].reason = hh_string_from_cstr(slot->outcome == HH_SINK_DELIVERED ? ""
+                                                : slot->failed                     ? slot->reason
+                                                                                   : sink->unreported_reason);
     }
     /* Reports still to come belong to this call's generation; the next call starts a new one. */
     return HH_OK;

@@ -17,6 +17,11 @@
  * Threads: deliver is [host-serialized]; acks are handled on libnats' own thread, so the slot table
  * is under a mutex. An ack that comes after deliver returned is matched by its message id against
  * the current batch only; an old one finds nothing and is dropped.
+ *
+ * Per event, deliver does no allocation and no formatting of its own (the keys go into one buffer
+ * kept across calls, an ack finds its slot in a hash index, the default reason and the subject are
+ * formatted once per call and per type): libnats' own work per message (a message, its headers, the
+ * ack's JSON) is then most of the client's time, as it is for a client publishing directly.
  */
 #include <hubhost/hubhost.h>
 #include <hubhost/hubhost_plugin_helpers.h>
@@ -29,12 +34,16 @@
 #include <string.h>
 
 #define NATS_SINK_REASON_MAX 256
+/* Buckets of the ack lookup: a power of two over twice the largest batch, so probes stay short. */
+#define NATS_SINK_INDEX_SIZE  2048
+#define NATS_SINK_INDEX_EMPTY UINT16_MAX
 
 typedef struct nats_slot {
-    char *key; /* NUL-terminated copy of the idempotency key */
-    size_t index;
+    size_t key_offset; /* of the NUL-terminated copy of the idempotency key in `keys` */
+    size_t key_length;
     hh_sink_outcome_t outcome;
     bool acked;
+    bool failed; /* `reason` holds this event's own error; else the call's no-ack reason applies */
     char reason[NATS_SINK_REASON_MAX];
 } nats_slot_t;
 
@@ -49,26 +58,52 @@ typedef struct nats_sink {
     /* js_PublishAsyncGetPendingList crashes on a context that never published asynchronously. */
     bool published;
     pthread_mutex_t lock;
-    /* The batch in progress, sorted by key for the ack handler's lookup. */
+    /* The batch in progress: its slots, their keys one after the other (grown, never shrunk), and
+     * the index of the slots by key hash (slot numbers, open addressing) for the ack handler. */
     nats_slot_t slots[HH_SINK_MAX_BATCH];
-    nats_slot_t *by_key[HH_SINK_MAX_BATCH];
+    char *keys;
+    size_t keys_capacity;
+    uint16_t index[NATS_SINK_INDEX_SIZE];
     size_t count;
     size_t waiting;
+    /* The reason of an event without an ack at the deadline, formatted once per call. */
+    char no_ack_reason[NATS_SINK_REASON_MAX];
+    /* The subject and header value of the last type code published, reused while it repeats. */
+    bool cached;
+    int cached_type_code;
+    bool cached_subject_fits;
+    char cached_subject[640];
+    char cached_type_text[16];
     char check_error[640];
 } nats_sink_t;
 
-static int compare_slots(const void *a, const void *b) {
-    return strcmp((*(nats_slot_t *const *)a)->key, (*(nats_slot_t *const *)b)->key);
+/* FNV-1a: the keys are unique ids, so a plain spread is enough. */
+static size_t key_hash(const char *key, size_t length) {
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < length; i++) {
+        hash = (hash ^ (uint8_t)key[i]) * 16777619u;
+    }
+    return hash & (NATS_SINK_INDEX_SIZE - 1);
 }
 
-/* The slot of `key` in the current batch, or NULL. Called under the lock. */
+/* The first slot of the current batch with `key` that has no answer yet, or NULL (a key that is
+ * twice in a batch has an ack for each publish). Called under the lock. */
 static nats_slot_t *find_slot(nats_sink_t *sink, const char *key) {
-    nats_slot_t probe;
-    nats_slot_t *probe_pointer = &probe;
-    nats_slot_t **found;
-    probe.key = (char *)key;
-    found = bsearch(&probe_pointer, sink->by_key, sink->count, sizeof sink->by_key[0], compare_slots);
-    return found ? *found : NULL;
+    size_t length = strlen(key);
+    size_t bucket = key_hash(key, length);
+    for (size_t probes = 0; probes < NATS_SINK_INDEX_SIZE; probes++) {
+        uint16_t number = sink->index[bucket];
+        if (number == NATS_SINK_INDEX_EMPTY || number >= sink->count) {
+            return NULL;
+        }
+        nats_slot_t *slot = &sink->slots[number];
+        if (!slot->acked && slot->key_length == length &&
+            memcmp(sink->keys + slot->key_offset, key, length) == 0) {
+            return slot;
+        }
+        bucket = (bucket + 1) & (NATS_SINK_INDEX_SIZE - 1);
+    }
+    return NULL;
 }
 
 static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *ack, jsPubAckErr *error, void *closure) {
@@ -78,13 +113,14 @@ static void on_ack(jsCtx *js, natsMsg *msg, jsPubAck *ack, jsPubAckErr *error, v
     if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &key) == NATS_OK && key) {
         pthread_mutex_lock(&sink->lock);
         nats_slot_t *slot = find_slot(sink, key);
-        if (slot && !slot->acked) {
+        if (slot) {
             slot->acked = true;
             sink->waiting--;
             if (ack) {
                 slot->outcome = HH_SINK_DELIVERED;
             } else {
                 slot->outcome = HH_SINK_RETRY;
+                slot->failed = true;
                 snprintf(slot->reason, sizeof slot->reason, "nats: %s",
                          error && error->ErrText ? error->ErrText
                          : error                 ? natsStatus_GetText(error->Err)
@@ -263,17 +299,6 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
     return HH_OK;
 }
 
-static void clear_batch(nats_sink_t *sink) {
-    pthread_mutex_lock(&sink->lock);
-    for (size_t i = 0; i < sink->count; i++) {
-        free(sink->slots[i].key);
-        sink->slots[i].key = NULL;
-    }
-    sink->count = 0;
-    sink->waiting = 0;
-    pthread_mutex_unlock(&sink->lock);
-}
-
 /* Drops the publishes still waiting for an ack: they were answered "retry", and the host sends
  * them again (JetStream then drops the repeat by its message id). */
 static void drop_pending(nats_sink_t *sink) {
@@ -292,8 +317,8 @@ static void nats_destroy(void *instance) {
     jsCtx_Destroy(sink->js);
     natsConnection_Close(sink->connection);
     natsConnection_Destroy(sink->connection);
-    clear_batch(sink);
     pthread_mutex_destroy(&sink->lock);
+    free(sink->keys);
     free(sink);
 }
 
@@ -314,51 +339,80 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
     if ((checked = check_stream(sink)) != HH_OK) {
         return hh_report(sink->host, checked, "%s", sink->check_error);
     }
-    clear_batch(sink);
-    pthread_mutex_lock(&sink->lock);
+    /* The keys, each NUL-terminated for Nats-Msg-Id, in one buffer. No ack handler reads it now:
+     * the previous call detached its batch (count 0) before it returned. */
+    size_t keys_size = 0;
     for (size_t i = 0; i < count; i++) {
-        nats_slot_t *slot = &sink->slots[i];
-        slot->key = malloc(events[i].idempotency_key.length + 1);
-        if (!slot->key) {
-            sink->count = i;
-            pthread_mutex_unlock(&sink->lock);
-            clear_batch(sink);
+        keys_size += events[i].idempotency_key.length + 1;
+    }
+    if (keys_size > sink->keys_capacity) {
+        char *grown = realloc(sink->keys, keys_size);
+        if (!grown) {
             return hh_report(sink->host, HH_ERR_INTERNAL, "out of memory");
         }
-        memcpy(slot->key, events[i].idempotency_key.data, events[i].idempotency_key.length);
-        slot->key[events[i].idempotency_key.length] = '\0';
-        slot->index = i;
+        sink->keys = grown;
+        sink->keys_capacity = keys_size;
+    }
+    snprintf(sink->no_ack_reason, sizeof sink->no_ack_reason, "nats: no publish ack within %u ms",
+             (unsigned)timeout_ms);
+    pthread_mutex_lock(&sink->lock);
+    memset(sink->index, 0xFF, sizeof sink->index); /* every bucket NATS_SINK_INDEX_EMPTY */
+    keys_size = 0;
+    for (size_t i = 0; i < count; i++) {
+        nats_slot_t *slot = &sink->slots[i];
+        size_t length = events[i].idempotency_key.length;
+        size_t bucket = key_hash(events[i].idempotency_key.data, length);
+        memcpy(sink->keys + keys_size, events[i].idempotency_key.data, length);
+        sink->keys[keys_size + length] = '\0';
+        slot->key_offset = keys_size;
+        slot->key_length = length;
+        keys_size += length + 1;
         slot->outcome = HH_SINK_RETRY;
         slot->acked = false;
-        snprintf(slot->reason, sizeof slot->reason, "nats: no publish ack within %u ms",
-                 (unsigned)timeout_ms);
-        sink->by_key[i] = slot;
+        slot->failed = false;
+        /* At most HH_SINK_MAX_BATCH of NATS_SINK_INDEX_SIZE buckets are taken: a free one is near. */
+        for (size_t probes = 0; sink->index[bucket] != NATS_SINK_INDEX_EMPTY && probes < NATS_SINK_INDEX_SIZE;
+             probes++) {
+            bucket = (bucket + 1) & (NATS_SINK_INDEX_SIZE - 1);
+        }
+        sink->index[bucket] = (uint16_t)i;
     }
     sink->count = count;
     sink->waiting = count;
-    qsort(sink->by_key, count, sizeof sink->by_key[0], compare_slots);
     pthread_mutex_unlock(&sink->lock);
 
+    /* No MaxWait: libnats would keep a timer entry per message until that wait ends, acked or not
+     * (a steady stream holds post_timeout's worth of them), and then queue a timeout for each. The
+     * deadline is this call's own: the wait below, then drop_pending. */
     jsPubOptions_Init(&options);
     options.ExpectStream = sink->stream;
-    options.MaxWait = timeout_ms ? (int64_t)timeout_ms : 1;
     for (size_t i = 0; i < count; i++) {
-        char subject[640];
-        char type_code[16];
         natsMsg *msg = NULL;
         natsStatus status;
         nats_slot_t *slot = &sink->slots[i];
-        if (!subject_for(sink, (int)events[i].type_code, subject, sizeof subject)) {
+        if (!sink->cached || sink->cached_type_code != (int)events[i].type_code) {
+            sink->cached = true;
+            sink->cached_type_code = (int)events[i].type_code;
+            sink->cached_subject_fits =
+                subject_for(sink, sink->cached_type_code, sink->cached_subject, sizeof sink->cached_subject);
+            snprintf(sink->cached_type_text, sizeof sink->cached_type_text, "%d", sink->cached_type_code);
+        }
+        if (!sink->cached_subject_fits) {
+            pthread_mutex_lock(&sink->lock);
+            slot->acked = true;
+            sink->waiting--;
             slot->outcome = HH_SINK_REJECTED;
+            slot->failed = true;
             snprintf(slot->reason, sizeof slot->reason, "nats: the subject for type %d is too long",
                      (int)events[i].type_code);
+            pthread_mutex_unlock(&sink->lock);
             continue;
         }
-        snprintf(type_code, sizeof type_code, "%d", (int)events[i].type_code);
-        options.MsgId = slot->key;
-        status = natsMsg_Create(&msg, subject, NULL, events[i].json.data, (int)events[i].json.length);
+        options.MsgId = sink->keys + slot->key_offset;
+        status =
+            natsMsg_Create(&msg, sink->cached_subject, NULL, events[i].json.data, (int)events[i].json.length);
         if (status == NATS_OK) {
-            status = natsMsgHeader_Set(msg, "Hubhost-Event-Type", type_code);
+            status = natsMsgHeader_Set(msg, "Hubhost-Event-Type", sink->cached_type_text);
         }
         if (status == NATS_OK) {
             status = js_PublishMsgAsync(sink->js, &msg, &options); /* takes msg on success */
@@ -370,6 +424,7 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
             if (!slot->acked) {
                 slot->acked = true;
                 sink->waiting--;
+                slot->failed = true;
                 snprintf(slot->reason, sizeof slot->reason, "nats: %s", natsStatus_GetText(status));
             }
             pthread_mutex_unlock(&sink->lock);
@@ -397,9 +452,11 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
         pthread_mutex_lock(&sink->lock);
     }
     for (size_t i = 0; i < count; i++) {
-        answers[i].outcome = sink->slots[i].outcome;
-        answers[i].reason =
-            hh_string_from_cstr(sink->slots[i].outcome == HH_SINK_DELIVERED ? "" : sink->slots[i].reason);
+        const nats_slot_t *slot = &sink->slots[i];
+        answers[i].outcome = slot->outcome;
+        answers[i].reason = hh_string_from_cstr(slot->outcome == HH_SINK_DELIVERED ? ""
+                                                : slot->failed                     ? slot->reason
+                                                                                   : sink->no_ack_reason);
     }
     /* Late acks must not touch the reasons the host is about to copy: detach the lookup table. */
     sink->count = 0;

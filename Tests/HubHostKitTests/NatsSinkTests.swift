@@ -105,6 +105,19 @@ final class NatsSinkTests: XCTestCase {
         for event in tracked { XCTAssertTrue(ids.contains(event.id), "\(event.name) lost") }
     }
 
+    func testAKeyTwiceInOneBatchHasEachPublishAnsweredByItsOwnAck() throws {
+        let host = try host()
+        let sink = try host.events().delivery.sink
+        func event(_ key: String) -> SinkEvent {
+            SinkEvent(idempotencyKey: key, typeCode: 17, timeMs: 0, json: Data(#"{"idempotencyKey":"\#(key)"}"#.utf8))
+        }
+        // JetStream acks the repeat as a duplicate: that ack answers the second copy (else it waited
+        // for an ack of its own until the deadline and was answered "retry").
+        let result = sink.deliver([event("twice"), event("once"), event("twice")], timeoutMs: 2000)
+        XCTAssertEqual(result, .answered([.delivered, .delivered, .delivered]))
+        XCTAssertEqual(try server.read(stream: "EVENTS").map(\.msgID), ["twice", "once"])
+    }
+
     func testAMissingStreamIsReportedAtStart() throws {
         let host = try host(createStream: false)
         let entry = try XCTUnwrap(host.registry.entry(id: "nats"))
