@@ -91,6 +91,19 @@ final class StoredSinkMessageTests: XCTestCase {
         XCTAssertEqual(messages.batch.events, Array(repeating: expected, count: forms.count))
     }
 
+    /// One byte of 0x80 or more anywhere (the word-at-a-time part, the tail) makes a text non-ASCII.
+    func testASCIICheckFindsAHighByteAtEveryPosition() {
+        for count in 0..<20 {
+            let plain = [UInt8](repeating: UInt8(ascii: "a"), count: count)
+            XCTAssertTrue(plain.withUnsafeBufferPointer(EventStore.ClaimedBatch.isASCII), "\(count)")
+            for position in 0..<count {
+                var high = plain
+                high[position] = 0x80
+                XCTAssertFalse(high.withUnsafeBufferPointer(EventStore.ClaimedBatch.isASCII), "\(count), \(position)")
+            }
+        }
+    }
+
     /// Bytes that are not UTF-8 in a row are repaired as a String read of the row repairs them.
     func testTextThatIsNotUTF8IsRepaired() throws {
         var batch = EventStore.ClaimedBatch()
