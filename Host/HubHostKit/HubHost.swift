@@ -221,6 +221,12 @@ public final class HubHost: @unchecked Sendable {
                     // A page view must not wait for an fsync: metrics are written in batches.
                     return try self.events().trackInBackground(event)
                 },
+                // The page-view recorder's batches: many views' events in one transaction, on
+                // the recorder's own thread (never a request's).
+                trackBatch: { [weak self] events in
+                    guard let self else { throw HubMetrics.SinkGone() }
+                    return try self.events().trackBatch(events)
+                },
                 advertiserID: { [weak self] in
                     self?.advertiserID()
                         ?? AdvertiserIDDecision(

@@ -19,7 +19,7 @@ enum HTTPAPI {
         let router = Router()
         _ = MetricsRoutes.registry  // bootstraps swift-metrics before any metric is made
         // Middlewares apply to the routes added after them: every route below is guarded.
-        router.add(middleware: MetricsMiddleware())
+        router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         MetricsRoutes.add(to: router, host: host, engine: try host.events())

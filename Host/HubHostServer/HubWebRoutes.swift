@@ -104,10 +104,12 @@ enum HubWebRoutes {
     /// (WebContentHub.showFromMemory never blocks), else rendered on the blocking pool. The hop to
     /// the pool and back was most of a cached page's cost (two thread switches per request).
     /// A page from memory is always a 200 HTML page with `web.pageHeaders`: `pageFields` are those
-    /// headers converted once, not per request.
+    /// headers converted once, not per request. Its body is one buffer in memory, so the request
+    /// metrics let it go out in one write (RequestMetrics.inMemory).
     static func page(_ location: HubPageLocation, _ web: WebContentHub, _ pageFields: HTTPFields) async throws -> Response {
-        if let answer = web.showFromMemory(location) {
-            return Response(status: .ok, headers: pageFields, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        if let body = web.pageFromMemory(location) {
+            RequestMetrics.inMemory()
+            return Response(status: .ok, headers: pageFields, body: .init(byteBuffer: body))
         }
         return try respond(try await HTTPAPI.blocking { web.show(location) })
     }
@@ -146,6 +148,7 @@ enum HubWebRoutes {
             let text = String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw APIError(.init(code: answer.status), text.isEmpty ? "not found" : text)
         }
+        RequestMetrics.inMemory()
         return Response(
             status: .init(code: answer.status), headers: fields(contentType: answer.contentType, answer.headers),
             body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))

@@ -7,7 +7,7 @@ import Prometheus
 /// `GET /metrics`: the runtime's metrics in Prometheus text format (RuntimeMetrics: events by
 /// status, tracked and delivered events, augmentation latency and plugin call errors per instance,
 /// worker restarts, plugins stuck in a call, hub page views, campaign evaluations and messages shown) and the HTTP
-/// requests by route (Hummingbird's MetricsMiddleware).
+/// requests by route (RequestMetricsMiddleware: the metrics of Hummingbird's MetricsMiddleware).
 enum MetricsRoutes {
     /// The process's one registry: swift-metrics can be bootstrapped once per process.
     static let registry: PrometheusCollectorRegistry = {

@@ -29,7 +29,13 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
         maxBodySize = settings.maxBodySize
     }
 
-    static var stateChanging: Set<HTTPRequest.Method> { [.post, .put, .patch, .delete] }
+    /// POST, PUT, PATCH and DELETE (a switch, not a set built for each request).
+    static func isStateChanging(_ method: HTTPRequest.Method) -> Bool {
+        switch method {
+        case .post, .put, .patch, .delete: return true
+        default: return false
+        }
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let authority = (request.head.authority ?? "").lowercased()
@@ -37,7 +43,7 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
             throw APIError(.misdirectedRequest, "the Host '\(authority)' is not one this server answers for (server.allowed_hosts)")
         }
         let path = request.uri.path
-        if Self.stateChanging.contains(request.method) {
+        if Self.isStateChanging(request.method) {
             if let origin = request.headers[.origin]?.lowercased(), origin != "http://\(authority)", origin != "https://\(authority)",
                 !allowedOrigins.contains(origin)
             {
@@ -70,7 +76,9 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The host name of an authority (`name:port`, `[v6]:port`), without the port.
     static func hostName(_ authority: String) -> String {
         if authority.hasPrefix("[") { return authority.firstIndex(of: "]").map { String(authority[...$0]) } ?? authority }
-        return authority.split(separator: ":", maxSplits: 1).first.map(String.init) ?? authority
+        // The first run of characters other than `:` (no array of pieces for each request).
+        let name = authority.drop { $0 == ":" }.prefix { $0 != ":" }
+        return name.isEmpty ? authority : String(name)
     }
 
     /// Compares without an early exit, so the time taken does not tell how much of a guess matched.

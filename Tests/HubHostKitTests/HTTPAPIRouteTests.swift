@@ -104,6 +104,39 @@ final class HTTPAPIRouteTests: XCTestCase {
         }
     }
 
+    /// The HTTP request metrics at /metrics, by route, method and status as Hummingbird's
+    /// MetricsMiddleware names them: an answer in memory (a hub route's redirect) is counted when
+    /// the route returns it, any other (a JSON route) once its body is written, and a refusal
+    /// also as an error.
+    func testRequestMetricsCountEveryKindOfAnswerByRouteMethodAndStatus() async throws {
+        try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
+            @Sendable func count(_ name: String, _ route: String, _ status: Int) async throws -> Double {
+                let text = try await client.send(.get, "/metrics").text
+                let statusLabel = name == "hb_request_errors" ? "error_type" : "http_response_status_code"
+                for line in text.split(separator: "\n")
+                where line.hasPrefix(name + "{") && line.contains("http_route=\"\(route)\"") && line.contains("http_request_method=\"GET\"")
+                    && line.contains("\(statusLabel)=\"\(status)\"")
+                {
+                    return Double(line.split(separator: " ").last ?? "") ?? -1
+                }
+                return 0
+            }
+            let health = try await count("hb_requests", "/v1/health", 200)
+            let home = try await count("hb_requests", "/hub/home", 303)
+            let unknown = try await count("hb_request_errors", "NotFound", 404)
+            for _ in 0..<2 { _ = try await client.send(.get, "/v1/health") }
+            let redirect = try await client.send(.get, "/hub/home")
+            XCTAssertEqual(redirect.status, .seeOther, "no hub session: the hub page leads to /hub")
+            _ = try await client.send(.get, "/v1/no-such-route")
+            let healthAfter = try await count("hb_requests", "/v1/health", 200)
+            let homeAfter = try await count("hb_requests", "/hub/home", 303)
+            let unknownAfter = try await count("hb_request_errors", "NotFound", 404)
+            XCTAssertEqual(healthAfter, health + 2)
+            XCTAssertEqual(homeAfter, home + 1)
+            XCTAssertEqual(unknownAfter, unknown + 1)
+        }
+    }
+
     /// Unknown routes and malformed JSON answer in the one error shape; the document is served.
     func testUnknownRoutesAndMalformedBodiesAnswerInTheOneErrorShape() async throws {
         try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in

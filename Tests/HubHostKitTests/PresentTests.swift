@@ -125,6 +125,39 @@ final class PresentTests: XCTestCase {
         XCTAssertEqual(article.type, .namedEvent)
     }
 
+    /// The page-view recorder stores a batch's metrics itself, in one go: once it is drained they
+    /// are stored (nothing is left to a background writer), in the views' order, each with the
+    /// advertiser ID and the entry point of the presentation before it. An event that can never
+    /// be stored (a title over the size limit) is left out alone, not with its whole batch.
+    func testRecordedViewsStoreTheirMetricsAsOneBatch() throws {
+        let (host, hub) = try host()
+        let (presentation, bundle) = try hub.presentFromBundle(tags: nil, uri: nil, waitForContent: false, track: false)
+        let article = try XCTUnwrap(bundle.article("news/sports/a"))
+        var oversized = article
+        oversized.title = String(repeating: "x", count: EventLimits.maxStringValueBytes + 1)
+        var presented = HubViewRecorder.View()
+        presented.presented = (presentation, "banner")
+        var channel = HubViewRecorder.View()
+        channel.channel = try XCTUnwrap(bundle.channel("news/sports"))
+        let views = [
+            presented, channel, HubViewRecorder.View(leaving: (oversized, "news", 5)), HubViewRecorder.View(leaving: (article, "news", 1200))
+        ]
+        // Reserved first, then handed over: the recorder takes them as one batch or more, in order.
+        for _ in views { XCTAssertTrue(hub.viewRecorder.reserve(wait: false)) }
+        for view in views { hub.viewRecorder.submit(view) }
+        XCTAssertTrue(hub.viewRecorder.waitUntilDrained(timeoutSeconds: 60))
+
+        let stored = try host.events().store.list(limit: 100).map(\.event).reversed()
+            .filter { ["Hub Presented", "Channel Viewed", "Article Viewed"].contains($0.name) }
+        XCTAssertEqual(stored.map(\.name), ["Hub Presented", "Channel Viewed", "Article Viewed"])
+        for event in stored {
+            XCTAssertEqual(event[attribute: "Advertiser ID"], .string("ad-123"), event.name)
+            XCTAssertEqual(event[attribute: "Entry Point"], .string("banner"), event.name)
+        }
+        XCTAssertEqual(stored.last?[attribute: "Time Spent"], .int(1200))
+        XCTAssertEqual(stored.last?[attribute: "Title"], .string(article.title))
+    }
+
     func testNoAdvertiserIDAttributeWhenAdTrackingIsLimited() throws {
         let (host, hub) = try host(advertiser: "{advertiser_id: ad-123, limit_ad_tracking: true}")
         XCTAssertTrue(host.advertiserID().limitAdTracking)

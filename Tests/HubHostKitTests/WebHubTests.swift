@@ -38,6 +38,28 @@ final class WebHubTests: XCTestCase {
         XCTAssertEqual(session.back(), .article("a/b/\(HubSession.historyLimit + 8)"))
     }
 
+    /// Long past the limit (the dropped entries are removed in one go now and then), the history
+    /// is still exactly the latest pages, and back stops at the oldest one kept.
+    func testSessionHistoryStaysTheLatestPagesLongPastItsLimit() {
+        let session = HubSession(presentation: nil, bundle: nil, embed: false)
+        let limit = HubSession.historyLimit
+        let views = 2 * limit + limit / 2 + 3
+        for number in 0..<views { session.visit(.article("a/\(number)")) }
+        let snapshot = session.historySnapshot
+        XCTAssertEqual(snapshot.pages, (views - limit..<views).map { .article("a/\($0)") })
+        XCTAssertEqual(snapshot.index, limit - 1)
+        var steps = 0
+        while session.back() != nil, steps <= limit { steps += 1 }
+        XCTAssertEqual(steps, limit - 1, "back leads through the kept pages only")
+        XCTAssertEqual(session.current, .article("a/\(views - limit)"))
+        XCTAssertFalse(session.canGoBack)
+        XCTAssertTrue(session.canGoForward)
+        // A new page after going back drops the forward entries, then the history grows again.
+        XCTAssertEqual(session.visit(.hub), HubSession.Navigation(canGoBack: true, canGoForward: false))
+        XCTAssertEqual(session.historySnapshot.pages, [.article("a/\(views - limit)"), .hub])
+        XCTAssertEqual(session.historySnapshot.index, 1)
+    }
+
     /// A host on a scratch folder whose preloaded bundle has one hub "news", channel "sports", with
     /// articles "a" (Alpha, tag x) and "b" (Beta, tag football).
     private func newsHost() throws -> HubHost {
@@ -172,6 +194,8 @@ final class WebHubTests: XCTestCase {
         for bad in ["", "..", "../x", "a/../b", "%2e%2e/x", "a/%2E%2E", "/etc/passwd", "%2Fetc", "a//b", "a/./b", "a\\b", "a%00b", "a/"] {
             XCTAssertNil(HubPageLocation.decodeID(Substring(bad)), bad)
         }
+        // Dots are refused only as a whole segment of one or two.
+        XCTAssertEqual(HubPageLocation.decodeID(".x/..y/.../b.c"), ".x/..y/.../b.c")
         XCTAssertEqual(HubPageLocation.channel("a b/c?d").path, "/hub/channel/a%20b/c%3Fd")
     }
 

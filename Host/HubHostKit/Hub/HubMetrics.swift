@@ -49,16 +49,22 @@ public final class HubMetrics: @unchecked Sendable {
         public var description: String { "the host that owned the event pipeline was shut down" }
     }
 
+    /// Tracks events many at once: whole or not at all, durable when it returns (EventEngine.trackBatch).
+    public typealias TrackBatch = @Sendable ([Event]) throws -> [Event]
+
     private let track: Track?
+    private let trackBatch: TrackBatch?
     private let decideAdvertiserID: DecideAdvertiserID?
     private let logger: Logger?
     private let lock = NSLock()
     private var pendingEntryPoint: String?
     private var sessionEntryPoint: String?
 
-    /// With `track` nil, events are built but not tracked.
-    public init(track: Track? = nil, advertiserID: DecideAdvertiserID? = nil, logger: Logger? = nil) {
+    /// With `track` nil, events are built but not tracked. `trackBatch` tracks the page-view
+    /// recorder's batches (`send(batch:)`); without it they go through `track` one by one.
+    public init(track: Track? = nil, trackBatch: TrackBatch? = nil, advertiserID: DecideAdvertiserID? = nil, logger: Logger? = nil) {
         self.track = track
+        self.trackBatch = trackBatch
         decideAdvertiserID = advertiserID
         self.logger = logger
     }
@@ -89,30 +95,46 @@ public final class HubMetrics: @unchecked Sendable {
     /// session's (its channel and article views carry it).
     @discardableResult
     func hubPresented(_ presentation: Presentation, entryPoint: String?) -> Event? {
-        RuntimeMetrics.hubPageView("hub")
+        RuntimeMetrics.hubPageViews("hub")
+        return send(hubPresentedEvent(presentation, entryPoint: entryPoint))
+    }
+
+    @discardableResult
+    func channelViewed(_ channel: ContentBundle.Channel) -> Event? {
+        RuntimeMetrics.hubPageViews("channel")
+        return send(channelViewedEvent(channel))
+    }
+
+    @discardableResult
+    func articleViewed(_ article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64?) -> Event? {
+        RuntimeMetrics.hubPageViews("article")
+        return send(articleViewedEvent(article, hubID: hubID, timeSpentMs: timeSpentMs))
+    }
+
+    /// "Hub Presented", not tracked yet (see `send(batch:)`); its entry point is the session's from
+    /// now on, so build a batch's events in the order of its views.
+    func hubPresentedEvent(_ presentation: Presentation, entryPoint: String?) -> Event {
         lock.withLock { sessionEntryPoint = entryPoint }
         var event = Event(type: .namedEvent, name: Name.hubPresented)
         event.set(Attribute.hub, .string(presentation.hubID))
         event.set(Attribute.title, .string(presentation.hubTitle))
         if let target = presentation.target { event.set(Attribute.target, .string(target.description)) }
         if let entryPoint { event.set(Attribute.entryPoint, .string(entryPoint)) }
-        return send(event)
+        return event
     }
 
-    @discardableResult
-    func channelViewed(_ channel: ContentBundle.Channel) -> Event? {
-        RuntimeMetrics.hubPageView("channel")
+    /// "Channel Viewed", not tracked yet, with the session's entry point.
+    func channelViewedEvent(_ channel: ContentBundle.Channel) -> Event {
         var event = Event(type: .namedEvent, name: Name.channelViewed)
         event.set(Attribute.hub, .string(channel.hubID))
         event.set(Attribute.channel, .string(channel.id))
         event.set(Attribute.title, .string(channel.title))
         if let entryPoint = currentEntryPoint { event.set(Attribute.entryPoint, .string(entryPoint)) }
-        return send(event)
+        return event
     }
 
-    @discardableResult
-    func articleViewed(_ article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64?) -> Event? {
-        RuntimeMetrics.hubPageView("article")
+    /// "Article Viewed", not tracked yet, with the session's entry point.
+    func articleViewedEvent(_ article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64?) -> Event {
         var event = Event(type: .namedEvent, name: Name.articleViewed)
         if let hubID { event.set(Attribute.hub, .string(hubID)) }
         event.set(Attribute.channel, .string(article.channelID))
@@ -120,7 +142,7 @@ public final class HubMetrics: @unchecked Sendable {
         event.set(Attribute.title, .string(article.title))
         if let timeSpentMs { event.set(Attribute.timeSpent, .int(max(0, timeSpentMs))) }
         if let entryPoint = currentEntryPoint { event.set(Attribute.entryPoint, .string(entryPoint)) }
-        return send(event)
+        return event
     }
 
     @discardableResult
@@ -144,6 +166,54 @@ public final class HubMetrics: @unchecked Sendable {
         } catch {
             logger?.error("hub metrics: cannot track '\(event.name)': \(error)")
             return nil
+        }
+    }
+
+    /// Tracks the events of recorded page views (built by the `...Event` calls, in order) together:
+    /// one advertiser-ID decision for the batch (its views are recorded at the same moment) and
+    /// one `trackBatch` call, so one transaction for many views instead of a hand-over per event.
+    /// The page-view counter counts them. A batch is stored whole or not at all: when it is
+    /// refused, the events that can never be stored (over a limit) are logged and left out, and
+    /// the others stored in one more try; a batch that still fails is logged with its size.
+    /// Returns the events stored.
+    @discardableResult
+    func send(batch events: [Event]) -> [Event] {
+        guard !events.isEmpty else { return [] }
+        var counts = (hub: 0, channel: 0, article: 0)
+        for event in events {
+            switch event.name {
+            case Name.hubPresented: counts.hub += 1
+            case Name.channelViewed: counts.channel += 1
+            case Name.articleViewed: counts.article += 1
+            default: break
+            }
+        }
+        RuntimeMetrics.hubPageViews("hub", counts.hub)
+        RuntimeMetrics.hubPageViews("channel", counts.channel)
+        RuntimeMetrics.hubPageViews("article", counts.article)
+        guard let trackBatch else { return events.compactMap { send($0) } }
+        let advertiserID = decideAdvertiserID?().advertiserID
+        var batch = events
+        if let advertiserID {
+            for i in batch.indices { batch[i].set(Attribute.advertiserID, .string(advertiserID)) }
+        }
+        do {
+            return try trackBatch(batch)
+        } catch {
+            // Stored whole or not at all: leave out the events that can never be stored (each
+            // logged), and store the others in one more try.
+            let storable = batch.filter { event in
+                do {
+                    try EventEngine.check(event)
+                    return true
+                } catch {
+                    logger?.error("hub metrics: cannot track '\(event.name)': \(error)")
+                    return false
+                }
+            }
+            if storable.count < batch.count, !storable.isEmpty, let stored = try? trackBatch(storable) { return stored }
+            logger?.error("hub metrics: \(batch.count) page-view event\(batch.count == 1 ? "" : "s") could not be stored: \(error)")
+            return []
         }
     }
 }

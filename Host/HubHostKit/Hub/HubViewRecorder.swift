@@ -8,8 +8,8 @@ import Logging
 /// answers at once.
 ///
 /// - In order: one recording thread of its own takes every view queued so far and records them
-///   in the order they were handed over (metrics one by one, then the batch's reads in ONE users
-///   transaction). Its own thread, not a task on the shared BlockingPool: requests on the pool
+///   in the order they were handed over (the batch's metrics events in ONE event-store
+///   transaction, then its reads in ONE users transaction). Its own thread, not a task on the shared BlockingPool: requests on the pool
 ///   wait for the recorder (a full queue, a drain), so a recorder that needed a
 ///   pool thread could wait behind them forever. The thread ends after a second without views and
 ///   starts again with the next one.
@@ -77,13 +77,20 @@ public final class HubViewRecorder: @unchecked Sendable {
     /// The recorder of `engine`: metrics through its HubMetrics, learning through its users.
     convenience init(metrics: HubMetrics, users: UserStore, logger: Logger, capacity: Int = HubViewRecorder.defaultCapacity) {
         self.init(capacity: capacity) { views in
+            var events: [Event] = []
+            events.reserveCapacity(views.count)
             var reads: [[String: Int]] = []
             for view in views {
-                if let left = view.left { metrics.articleViewed(left.article, hubID: left.hubID, timeSpentMs: left.timeSpentMs) }
-                if let presented = view.presented { metrics.hubPresented(presented.presentation, entryPoint: presented.entryPoint) }
-                if let channel = view.channel { metrics.channelViewed(channel) }
+                if let left = view.left { events.append(metrics.articleViewedEvent(left.article, hubID: left.hubID, timeSpentMs: left.timeSpentMs)) }
+                if let presented = view.presented {
+                    events.append(metrics.hubPresentedEvent(presented.presentation, entryPoint: presented.entryPoint))
+                }
+                if let channel = view.channel { events.append(metrics.channelViewedEvent(channel)) }
                 if let read = view.read { reads.append(Tailoring.counts(forOverride: read.tags)) }
             }
+            // The whole batch's metrics in one transaction, stored before its learning and before
+            // the next batch (so a drain also waits for them).
+            metrics.send(batch: events)
             // The active user is cached (UserStore.activeUser): without one, nothing is written.
             guard reads.contains(where: { !$0.isEmpty }), users.activeUser() != nil else { return }
             do {

@@ -49,14 +49,19 @@ public struct HostNotification: Codable, Equatable, Sendable {
 /// poster's thread, so a subscriber must not block (the server's stream hands each notification to
 /// its own async stream). Each subscriber also gets the most recent notifications on subscribing
 /// (`replay`), so that a client that connects just after a change still sees it.
-/// Safe to share: `subscribers` and `recent` are read and written under `lock`; `recentLimit` is a `let`, and
+/// Safe to share: `subscribers`, `targets` and `recent` are read and written under `lock`; `recentLimit` is a `let`, and
 /// subscribers are called outside the lock and are @Sendable.
 public final class HostNotifications: @unchecked Sendable {
     /// Hears each notification on the poster's thread; must not block.
     public typealias Subscriber = @Sendable (HostNotification) -> Void
 
     private let lock = NSLock()
-    private var subscribers: [UUID: Subscriber] = [:]
+    private var subscribers: [UUID: Subscriber] = [:] {
+        didSet { targets = Array(subscribers.values) }
+    }
+    /// The subscribers as a list, made when they change: a post (one per hub page view) takes it
+    /// as it is instead of copying the dictionary's values each time.
+    private var targets: [Subscriber] = []
     private var recent: [HostNotification] = []
     private let recentLimit: Int
 
@@ -68,7 +73,7 @@ public final class HostNotifications: @unchecked Sendable {
         let targets: [Subscriber] = lock.withLock {
             recent.append(notification)
             if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
-            return Array(subscribers.values)
+            return self.targets
         }
         for target in targets { target(notification) }
     }

@@ -38,9 +38,10 @@ public enum RuntimeMetrics {
         Counter(label: "hubhost_worker_restarts_total", dimensions: [("instance", instance)]).increment()
     }
 
-    /// A Content Hub page view (hub, channel or article).
-    static func hubPageView(_ page: String) {
-        Counter(label: "hubhost_hub_page_views_total", dimensions: [("page", page)]).increment()
+    /// Content Hub page views (hub, channel or article): the page-view recorder counts a batch at once.
+    static func hubPageViews(_ page: String, _ count: Int = 1) {
+        guard count > 0 else { return }
+        Counter(label: "hubhost_hub_page_views_total", dimensions: [("page", page)]).increment(by: count)
     }
 
     /// Events the campaign engine evaluated against its campaigns.

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// A hub page rendered once and kept as immutable bytes, with the few per-session bits left out:
 /// the session id (`<body data-session="...">`) and hubhost's chrome (back and forward enabled or
@@ -22,14 +23,20 @@ public struct RenderedHubPage: Sendable {
 
     /// The page for one request: the cached bytes around the session id and the chrome.
     public func html(sessionID: String, chrome: String) -> Data {
+        Data(buffer(sessionID: sessionID, chrome: chrome).readableBytesView)
+    }
+
+    /// `html` as the buffer a server sends: the page is copied once, into the buffer, with no
+    /// Data to copy it from again.
+    public func buffer(sessionID: String, chrome: String) -> ByteBuffer {
         let session = HubPageTemplates.escape(sessionID)
-        var data = Data(capacity: byteCount + session.utf8.count + chrome.utf8.count)
-        data.append(contentsOf: head)
-        data.append(contentsOf: session.utf8)
-        data.append(contentsOf: middle)
-        data.append(contentsOf: chrome.utf8)
-        data.append(contentsOf: main)
-        return data
+        var buffer = ByteBufferAllocator().buffer(capacity: head.count + middle.count + main.count + session.utf8.count + chrome.utf8.count)
+        buffer.writeBytes(head)
+        buffer.writeString(session)
+        buffer.writeBytes(middle)
+        buffer.writeString(chrome)
+        buffer.writeBytes(main)
+        return buffer
     }
 }
 

@@ -42,10 +42,23 @@ public enum HubPageLocation: Hashable, Sendable {
         // runs for every page request.
         let decoded = raw.utf8.contains(UInt8(ascii: "%")) ? String(raw).removingPercentEncoding : String(raw)
         guard let decoded, !decoded.isEmpty else { return nil }
-        if decoded.utf8.contains(0) || decoded.utf8.contains(UInt8(ascii: "\\")) || decoded.utf8.first == UInt8(ascii: "/") { return nil }
-        for segment in decoded.split(separator: "/", omittingEmptySubsequences: false) where segment.isEmpty || segment == "." || segment == ".." {
-            return nil
+        // One pass over the bytes, no array of segments: refuses NUL, `\\`, and any empty, `.` or
+        // `..` segment (which also refuses a leading `/`).
+        var length = 0
+        var dots = 0
+        for byte in decoded.utf8 {
+            switch byte {
+            case 0, UInt8(ascii: "\\"): return nil
+            case UInt8(ascii: "/"):
+                if length == 0 || (dots == length && length <= 2) { return nil }
+                length = 0
+                dots = 0
+            default:
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
         }
+        if length == 0 || (dots == length && length <= 2) { return nil }
         return decoded
     }
 }
@@ -82,7 +95,12 @@ public final class HubSession: @unchecked Sendable {
     }
 
     private let lock = NSLock()
+    /// The history is `history[first...]`: the entries before `first` are dropped already, and
+    /// removed from the array together once there are `historyLimit` of them (one move of the
+    /// array per `historyLimit` views, not one per view once the history is full).
     private var history: [HubPageLocation] = []
+    private var first = 0
+    /// The current page's position in `history` (-1: none yet); never below `first`.
     private var index = -1
 
     public init(presentation: Presentation?, bundle: ContentBundle?, embed: Bool, entryPoint: String? = nil) {
@@ -103,17 +121,23 @@ public final class HubSession: @unchecked Sendable {
             if index < 0 || history[index] != location {
                 if index + 1 < history.count { history.removeSubrange((index + 1)...) }
                 history.append(location)
-                if history.count > Self.historyLimit { history.removeFirst(history.count - Self.historyLimit) }
+                if history.count - first > Self.historyLimit {
+                    first = history.count - Self.historyLimit
+                    if first >= Self.historyLimit {
+                        history.removeFirst(first)
+                        first = 0
+                    }
+                }
                 index = history.count - 1
             }
-            return Navigation(canGoBack: index > 0, canGoForward: index >= 0 && index < history.count - 1)
+            return Navigation(canGoBack: index > first, canGoForward: index >= 0 && index < history.count - 1)
         }
     }
 
     /// Steps back; the page to show, or nil at the start of the session.
     public func back() -> HubPageLocation? {
         lock.withLock {
-            guard index > 0 else { return nil }
+            guard index > first else { return nil }
             index -= 1
             return history[index]
         }
@@ -129,8 +153,10 @@ public final class HubSession: @unchecked Sendable {
     }
 
     public var current: HubPageLocation? { lock.withLock { index >= 0 ? history[index] : nil } }
-    public var canGoBack: Bool { lock.withLock { index > 0 } }
+    public var canGoBack: Bool { lock.withLock { index > first } }
     public var canGoForward: Bool { lock.withLock { index >= 0 && index < history.count - 1 } }
-    /// The history, oldest first, with the position of the current page.
-    public var historySnapshot: (pages: [HubPageLocation], index: Int) { lock.withLock { (history, index) } }
+    /// The history, oldest first, with the position of the current page (-1: none yet).
+    public var historySnapshot: (pages: [HubPageLocation], index: Int) {
+        lock.withLock { (Array(history[first...]), index < 0 ? -1 : index - first) }
+    }
 }

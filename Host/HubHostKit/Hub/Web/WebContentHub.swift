@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 
 /// An answer of the web Content Hub, independent of the HTTP server that sends it.
 public struct HubWebResponse: Sendable {
@@ -216,7 +217,10 @@ public final class WebContentHub: @unchecked Sendable {
             return .notFound("\(ContentURI(location.kind, id).description) is not in the hub's content bundle")
         }
         _ = engine.viewRecorder.reserve(wait: true)
-        return answer(location, page: page, session: session, presentation: presentation, bundle: bundle)
+        let navigation = recordView(location, page: page, session: session, bundle: bundle)
+        return HubWebResponse(
+            status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
+            headers: pageHeaders)
     }
 
     /// `show`, answered from memory alone, or nil: the page is not rendered yet, there is no
@@ -226,11 +230,18 @@ public final class WebContentHub: @unchecked Sendable {
     /// the thread that read the request, without the round trip to the blocking pool. The bytes
     /// are the same as `show`'s for the same view.
     public func showFromMemory(_ location: HubPageLocation) -> HubWebResponse? {
-        guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle,
+        pageFromMemory(location).map { HubWebResponse(status: 200, body: Data($0.readableBytesView), headers: pageHeaders) }
+    }
+
+    /// `showFromMemory`'s page as the buffer a server sends (a 200 HTML page with `pageHeaders`):
+    /// the page's bytes are copied once per view, straight into the buffer.
+    public func pageFromMemory(_ location: HubPageLocation) -> ByteBuffer? {
+        guard let session = currentSession, session.presentation != nil, let bundle = session.bundle,
             let page = pageCache.cached(pageKey(location, session: session, bundle: bundle)),
             engine.viewRecorder.reserve(wait: false)
         else { return nil }
-        return answer(location, page: page, session: session, presentation: presentation, bundle: bundle)
+        let navigation = recordView(location, page: page, session: session, bundle: bundle)
+        return page.buffer(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation))
     }
 
     private func pageKey(_ location: HubPageLocation, session: HubSession, bundle: ContentBundle) -> HubPageCache.Key {
@@ -240,13 +251,12 @@ public final class WebContentHub: @unchecked Sendable {
         }
     }
 
-    /// The view of a page found (or rendered): history, notification, the view's records handed
-    /// to the recorder (its place `reserve`d by the caller), and the page with the session's bits.
-    /// Memory only.
-    private func answer(
-        _ location: HubPageLocation, page: RenderedHubPage, session: HubSession, presentation: Presentation,
-        bundle: ContentBundle
-    ) -> HubWebResponse {
+    /// The view of a page found (or rendered): history, notification, and the view's records
+    /// handed to the recorder (its place `reserve`d by the caller). Returns where back and forward
+    /// lead now (the page's chrome). Memory only.
+    private func recordView(
+        _ location: HubPageLocation, page: RenderedHubPage, session: HubSession, bundle: ContentBundle
+    ) -> HubSession.Navigation {
         var view = HubViewRecorder.View()
         // An article's reading starts when it is shown; the same article again (a reload) goes on.
         let now = Clock.wallMs()
@@ -267,9 +277,7 @@ public final class WebContentHub: @unchecked Sendable {
         let navigation = session.visit(location)  // with the view, so that back/forward match the new history
         engine.notifications.post(HostNotification.Name.contentTypeChanged, page.contentTypeChanged)
         engine.viewRecorder.submit(view)
-        return HubWebResponse(
-            status: 200, body: page.html(sessionID: session.id, chrome: pages.chrome(embed: session.embed, navigation)),
-            headers: pageHeaders)
+        return navigation
     }
 
     /// The article on screen, which the reader is leaving now (nil when none).
