@@ -91,6 +91,20 @@ final class StoredSinkMessageTests: XCTestCase {
         XCTAssertEqual(messages.batch.events, Array(repeating: expected, count: forms.count))
     }
 
+    /// A row's type and status are found from their bytes: every case, and nothing else.
+    func testTypesAndStatusesAreFoundByTheirBytes() {
+        func find<T>(_ table: RawTextTable<T>, _ text: String) -> T? {
+            var text = text
+            return text.withUTF8 { table.value($0) }
+        }
+        for type in EventType.allCases { XCTAssertEqual(find(EventStore.storedTypes, type.rawValue), type) }
+        for status in EventStatus.allCases { XCTAssertEqual(find(EventStore.storedStatuses, status.rawValue), status) }
+        for text in ["", "named_even", "named_eventx", "NAMED_EVENT", "NOT_POSTE", "not_posted"] {
+            XCTAssertNil(find(EventStore.storedTypes, text), text)
+            XCTAssertNil(find(EventStore.storedStatuses, text), text)
+        }
+    }
+
     /// One byte of 0x80 or more anywhere (the word-at-a-time part, the tail) makes a text non-ASCII.
     func testASCIICheckFindsAHighByteAtEveryPosition() {
         for count in 0..<20 {
