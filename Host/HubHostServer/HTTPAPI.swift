@@ -85,9 +85,12 @@ enum HTTPAPI {
         return json(bytes: (try? encoder.encode(value)) ?? Data("null".utf8), status: status)
     }
 
-    /// An answer of JSON already encoded (e.g. by `EventView.json`, written by hand for the event routes).
+    /// An answer of JSON already encoded (e.g. by `EventView.json`, written by hand for the event
+    /// routes). Complete in memory, so the request metrics let it go out in one write
+    /// (RequestMetrics.inMemory): every JSON answer of the API, `POST /v1/events`' among them.
     static func json(bytes data: Data, status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        RequestMetrics.inMemory()
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// openapi.yaml from the repository the binary was built in, or next to the executable.

@@ -105,9 +105,9 @@ final class HTTPAPIRouteTests: XCTestCase {
     }
 
     /// The HTTP request metrics at /metrics, by route, method and status as Hummingbird's
-    /// MetricsMiddleware names them: an answer in memory (a hub route's redirect) is counted when
-    /// the route returns it, any other (a JSON route) once its body is written, and a refusal
-    /// also as an error.
+    /// MetricsMiddleware names them: an answer in memory (a JSON route, a hub route's redirect) is
+    /// counted when the route returns it, any other (the OpenAPI document) once its body is
+    /// written, and a refusal also as an error.
     func testRequestMetricsCountEveryKindOfAnswerByRouteMethodAndStatus() async throws {
         try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
             @Sendable func count(_ name: String, _ route: String, _ status: Int) async throws -> Double {
@@ -124,7 +124,10 @@ final class HTTPAPIRouteTests: XCTestCase {
             let health = try await count("hb_requests", "/v1/health", 200)
             let home = try await count("hb_requests", "/hub/home", 303)
             let unknown = try await count("hb_request_errors", "NotFound", 404)
+            let document = try await count("hb_requests", "/openapi.yaml", 200)
             for _ in 0..<2 { _ = try await client.send(.get, "/v1/health") }
+            let served = try await client.send(.get, "/openapi.yaml").status
+            XCTAssertEqual(served, .ok)
             let redirect = try await client.send(.get, "/hub/home")
             XCTAssertEqual(redirect.status, .seeOther, "no hub session: the hub page leads to /hub")
             _ = try await client.send(.get, "/v1/no-such-route")
@@ -134,6 +137,8 @@ final class HTTPAPIRouteTests: XCTestCase {
             XCTAssertEqual(healthAfter, health + 2)
             XCTAssertEqual(homeAfter, home + 1)
             XCTAssertEqual(unknownAfter, unknown + 1)
+            let documentAfter = try await count("hb_requests", "/openapi.yaml", 200)
+            XCTAssertEqual(documentAfter, document + 1)
         }
     }
 
