@@ -272,8 +272,15 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "cannot create the Kafka producer: %s", error);
     }
-    sink->topic_handle =
-        rd_kafka_topic_new(sink->producer, sink->topic, NULL); /* NULL: no error, only slower */
+    /* Every message is produced to this handle: librdkafka then looks the topic up once, not per message. */
+    sink->topic_handle = rd_kafka_topic_new(sink->producer, sink->topic, NULL);
+    if (!sink->topic_handle) {
+        rd_kafka_resp_err_t err = rd_kafka_last_error();
+        rd_kafka_destroy(sink->producer);
+        rd_kafka_conf_destroy(sink->conf);
+        free(sink);
+        return hh_report(host, HH_ERR_CONFIG, "cannot open the Kafka topic: %s", rd_kafka_err2str(err));
+    }
     *out_instance = sink;
     return HH_OK;
 }
@@ -311,19 +318,8 @@ static rd_kafka_resp_err_t produce(kafka_sink_t *sink, const hh_sink_event_t *ev
         sink->type_code = event->type_code;
         sink->type_length = written > 0 ? (size_t)written : 0;
     }
-    /* The held topic handle spares librdkafka a lookup of the topic by name per message. */
-    if (sink->topic_handle) {
-        return rd_kafka_producev(
-            sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
-            RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
-            RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
-                              (ssize_t)event->idempotency_key.length),
-            RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
-            RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
-    }
     return rd_kafka_producev(
-        sink->producer, RD_KAFKA_V_TOPIC(sink->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
         RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
         RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
@@ -361,7 +357,15 @@ static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, 
         }
         rd_kafka_destroy(sink->producer);
         sink->producer = fresh;
+        sink->topic_handle = NULL;
+    }
+    if (!sink->topic_handle) {
+        /* A new producer needs its own handle; until one can be made nothing is sent. */
         sink->topic_handle = rd_kafka_topic_new(sink->producer, sink->topic, NULL);
+        if (!sink->topic_handle) {
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "kafka: cannot open the topic: %s",
+                             rd_kafka_err2str(rd_kafka_last_error()));
+        }
     }
     if (sink->brokers_down) {
         /* Every broker was down at the last word from librdkafka: produce only if one answers now. */
