@@ -6,7 +6,8 @@ import Logging
 ///
 /// A plugin whose `process_synchronously` is true runs alone, after everything before it finished,
 /// and everything after it waits for it (later plugins may depend on its output). Plugins between
-/// such barriers run concurrently on the same input; their edits are applied in manifest order.
+/// such barriers all get the same input, and run concurrently when their calls are slow enough to
+/// earn a thread hand-over (SpreadEstimate); their edits are applied in manifest order.
 /// A plugin that fails is logged with its id and the event id, and its edits are dropped. When the
 /// timeout passes, the event is EXPIRED exactly as it was handed to augmentation; an answer that
 /// comes later changes nothing.
@@ -59,7 +60,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     init(_ count: Int) { list = Array(repeating: nil, count: count) }
                 }
                 let collected = Outcomes(stage.count)
-                Self.concurrently(stage.count) { i in
+                Self.concurrently(stage.count, estimate: self.callSpread) { i in
                     let outcome = self.augment(stage[i], input.augmentable)
                     collected.lock.withLock { collected.list[i] = outcome }
                 }
@@ -115,7 +116,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
         if let stuck = stuckPlugin() { return events.map { skipped($0, because: stuck) } }
         let shared = UntilDeadline<[Event?]>(Array(repeating: nil, count: events.count))
         let (results, completed) = waitForWork(shared, deadline: deadline) {
-            Self.concurrently(events.count) { i in
+            Self.concurrently(events.count, estimate: self.eventSpread) { i in
                 if shared.lock.withLock({ shared.timedOut }) { return }
                 var working = events[i]
                 for stage in self.stages {
@@ -197,14 +198,23 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// files at each call, which was a file read per ingested request.
     private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
-    /// Runs `body(0..<count)` on threads of its own, in at most as many parts as there are cores
-    /// (each takes a contiguous run of indexes), and returns when every one has.
-    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-        guard count > 1 else {
-            if count == 1 { body(0) }
+    /// Time per event of a batch, and per plugin call of one event's stage: whether the next
+    /// run is spread over the cores (see SpreadEstimate).
+    private let eventSpread = SpreadEstimate()
+    private let callSpread = SpreadEstimate()
+
+    /// Runs `body(0..<count)` and returns when every call has: on this thread when `estimate`
+    /// expects the run to be short, otherwise in at most as many parts as there are cores, the
+    /// first on this thread and the others on threads of their own (each takes a contiguous run
+    /// of indexes). The time this thread's part took is recorded in `estimate`.
+    static func concurrently(_ count: Int, estimate: SpreadEstimate, _ body: @escaping @Sendable (Int) -> Void) {
+        let start = Clock.monotonicNs()
+        let parts = estimate.worthSpreading(count) ? min(count, cores) : 1
+        guard parts > 1 else {
+            for i in 0..<count { body(i) }
+            estimate.record(ns: Clock.monotonicNs() &- start, items: count)
             return
         }
-        let parts = min(count, cores)
         let group = DispatchGroup()
         for part in 1..<parts {
             let range = (count * part / parts)..<(count * (part + 1) / parts)
@@ -214,7 +224,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 group.leave()
             }
         }
+        let ownStart = Clock.monotonicNs()
         for i in 0..<(count / parts) { body(i) }  // the first part on this thread
+        estimate.record(ns: Clock.monotonicNs() &- ownStart, items: count / parts)
         group.wait()
     }
 

@@ -7,8 +7,9 @@
  *
  * The host runs augmentation plugins in plugins.yaml order. A plugin whose
  * process_synchronously answers true finishes before later plugins start (they may depend on its
- * output); the others run concurrently. The host bounds the whole augmentation of one event by one
- * timeout; an edit that arrives after the timeout is discarded.
+ * output); the others see the same input and may run concurrently (the host spreads calls over
+ * threads when they take long enough to be worth it). The host bounds the whole augmentation of one
+ * event by one timeout; an edit that arrives after the timeout is discarded.
  */
 #ifndef HUBHOST_AUGMENTATION_H
 #define HUBHOST_AUGMENTATION_H
