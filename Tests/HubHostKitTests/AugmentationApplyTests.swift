@@ -91,6 +91,41 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(done[attribute: "Other"], .int(8))
     }
 
+    /// A failed call answers the event as it was given: the session keeps no copy of it while the
+    /// plugin only appends (it cuts the appended ones off), and saves one before the first edit in
+    /// place, whatever came before or after that edit.
+    func testAnEditSessionAnswersTheEventAsGivenAfterAnyEdits() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        func text(_ s: StaticString) -> hh_string_t {
+            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
+        }
+        var value = hh_value_t()
+        value.type = HH_VALUE_INT64
+        value.of.int64 = 7
+        let edits: [(EventEditSession) -> Void] = [
+            { _ in },
+            { session in _ = session.set(text("Added"), &value) },
+            { session in
+                _ = session.set(text("Added"), &value)
+                _ = session.set(text("Level"), &value)
+                _ = session.set(text("Later"), &value)
+            },
+            { session in
+                _ = session.set(text("Added"), &value)
+                _ = session.remove(text("Mode"))
+                _ = session.remove(text("Added"))
+            },
+            { session in _ = session.remove(text("Level")) },
+            { session in _ = session.remove(text("Missing")) }
+        ]
+        for (index, edit) in edits.enumerated() {
+            let session = EventEditSession(input.augmentable)
+            edit(session)
+            XCTAssertEqual(session.original, input.augmentable, "edits \(index)")
+            session.release()
+        }
+    }
+
     /// At the attribute limit a plugin may still replace an attribute, never add one.
     func testAnEditSessionAtTheLimitReplacesButDoesNotAdd() {
         let full = event((0..<EventLimits.maxAttributes).map { .init("a\($0)", .int(Int64($0))) })

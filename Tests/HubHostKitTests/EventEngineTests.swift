@@ -419,6 +419,57 @@ final class AttributeJSONTests: XCTestCase {
         let doubles = (0..<200).map { _ in Event.Attribute("", .double(-1.7976931348623157e+308)) }
         XCTAssertEqual(try JSONDecoder().decode([Event.Attribute].self, from: Data(AttributeJSON.encode(doubles).utf8)), doubles)
     }
+
+    /// The escaping scan reads eight bytes at a time: each byte that must be escaped (and the bytes
+    /// next to those that must not) at every offset of texts longer and shorter than a word gives
+    /// what escaping byte by byte gives.
+    func testEveryByteThatNeedsEscapingIsFoundAtEveryOffset() {
+        func escapedByteByByte(_ text: String) -> String {
+            var out: [UInt8] = [UInt8(ascii: "\"")]
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): out += Array(#"\""#.utf8)
+                case UInt8(ascii: "\\"): out += Array(#"\\"#.utf8)
+                case UInt8(ascii: "\n"): out += Array(#"\n"#.utf8)
+                case UInt8(ascii: "\r"): out += Array(#"\r"#.utf8)
+                case UInt8(ascii: "\t"): out += Array(#"\t"#.utf8)
+                case 0..<0x20: out += Array((#"\u00"# + String(format: "%02x", byte)).utf8)
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+            return String(decoding: out, as: UTF8.self)
+        }
+        let specials = ["\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1}", "\u{1f}", " ", "!", "#", "[", "]", "\u{7f}", "é", "😀"]
+        for length in 0..<20 {
+            for offset in 0...length {
+                for special in specials {
+                    var text = String(repeating: "a", count: length)
+                    text.insert(contentsOf: special, at: text.index(text.startIndex, offsetBy: offset))
+                    let expected =
+                        #"[{"name":"# + escapedByteByByte(text) + #","value":{"type":"string","value":"#
+                        + escapedByteByByte(text) + "}}]"
+                    XCTAssertEqual(
+                        AttributeJSON.encode([.init(text, .string(text))]), expected, "\(length) \(offset) \(special.unicodeScalars.first!.value)")
+                }
+            }
+        }
+    }
+
+    /// Doubles formatted once and reused across a run of events (more distinct values than the
+    /// reuse keeps, 0.0 beside -0.0) give the same bytes as each event encoded alone.
+    func testReusedDoubleTextsGiveTheSameBytes() {
+        let values: [Double] = [47.6097, -122.3422, 11.5, 52.7, 0.0, -0.0, 0.1, 1e-5, 1e300, -1.7976931348623157e+308, 5e-324, 3, 1.5, 2.25]
+        var doubles: FormattedDoubles? = FormattedDoubles()
+        for i in 0..<400 {
+            let attributes: [Event.Attribute] = [
+                .init("Score", .double(Double(i) * 1.5)), .init("a", .double(values[i % values.count])),
+                .init("b", .double(values[(i * 7) % values.count])), .init("c", .double(values[(i / 3) % values.count])),
+                .init("nan", .double(.nan)), .init("s", .string("x"))
+            ]
+            XCTAssertEqual(AttributeJSON.encode(attributes, reusing: &doubles), AttributeJSON.encode(attributes), "event \(i)")
+        }
+    }
 }
 
 final class BackgroundTrackingTests: XCTestCase {

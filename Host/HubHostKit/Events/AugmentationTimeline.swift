@@ -232,11 +232,11 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// One plugin's call on one event, recorded in its call tracker with the augmentation timeout
     /// as its deadline.
-    private func augment(_ index: Int, _ event: AugmentableEvent) -> AugmentationOutcome {
+    private func augment(_ index: Int, _ event: consuming AugmentableEvent) -> AugmentationOutcome {
         let plugin = plugins[index]
         let token = plugin.handle.calls.begin(deadlineSeconds: timeoutSeconds)
         defer { plugin.handle.calls.end(token) }
-        return plugin.augment(event)
+        return plugin.augment(consume event)
     }
 
     /// The first plugin with a call past its deadline that has not returned, if any.

@@ -66,10 +66,13 @@ public struct Event: Codable, Equatable, Sendable {
         if self[attribute: name] == nil { attributes.append(Attribute(name, value)) }
     }
 
+    /// The event as a plugin sees it, with room for a few more attributes: a plugin appends its
+    /// own, and the edit session (which owns this copy) appends them in place.
     var augmentable: AugmentableEvent {
-        AugmentableEvent(
-            id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs,
-            attributes: attributes.map { (name: $0.name, value: $0.value) })
+        var list: [(name: String, value: PluginValue)] = []
+        list.reserveCapacity(attributes.count + 8)
+        for attribute in attributes { list.append((attribute.name, attribute.value)) }
+        return AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs, attributes: list)
     }
 }
 

@@ -31,20 +31,22 @@ public final class AugmentationPlugin: @unchecked Sendable {
 
     /// Runs the plugin on `event`. [thread-safe], as the header promises. Isolated: a failed
     /// worker leaves the event as it was (status HH_ERR_UNAVAILABLE, the cause as message).
-    public func augment(_ event: AugmentableEvent) -> AugmentationOutcome {
+    /// Takes `event` (consuming): a caller that hands over its only copy lets the plugin's edits
+    /// append in place instead of copying every attribute first.
+    public func augment(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
         let started = Clock.monotonicNs()
-        let outcome = call(event)
+        let outcome = call(consume event)
         RuntimeMetrics.augmentation(instance: handle.instanceID, nanoseconds: Clock.monotonicNs() &- started, failed: outcome.status != HH_OK)
         return outcome
     }
 
-    private func call(_ event: AugmentableEvent) -> AugmentationOutcome {
+    private func call(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
         guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
         let api = instance.api(hh_augmentation_v1_t.self)
-        let session = EventEditSession(event)
+        let session = EventEditSession(consume event)  // the session owns the event: the failure below answers its original
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
         if status == HH_OK { return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true) }
-        return AugmentationOutcome(status: status, message: instance.takeError(), event: event)
+        return AugmentationOutcome(status: status, message: instance.takeError(), event: session.original)
     }
 }

@@ -7,6 +7,12 @@ import HubHostABI
 /// ("valid until the augment call returns").
 final class EventEditSession {
     private(set) var working: AugmentableEvent
+    /// How many attributes the event had when given: while edits only append, the event as given
+    /// is `working` cut back to them, so no copy of it is kept (a copy would make the first append
+    /// copy every attribute, a sixth of the host's cost of a call).
+    private let givenCount: Int
+    /// The event as given, saved before the first edit that changes or removes an attribute in place.
+    private var saved: AugmentableEvent?
     /// Made at the first string value a plugin reads: most calls (plugins that only write, or read
     /// numbers) need none.
     private var copies: HostStringCopies?
@@ -19,9 +25,27 @@ final class EventEditSession {
 
     /// Nothing is copied up front: a plugin that reads attributes by name gets just those
     /// converted, and the full C copy is built only for reads by index.
-    init(_ event: AugmentableEvent) {
+    init(_ event: consuming AugmentableEvent) {
+        givenCount = event.attributes.count
         working = event
         stale = true
+    }
+
+    /// The event as it was given, whatever the plugin edited: what a failed call answers.
+    var original: AugmentableEvent {
+        lock.withLock { originalLocked }
+    }
+
+    private var originalLocked: AugmentableEvent {
+        if let saved { return saved }
+        var given = working
+        given.attributes.removeLast(given.attributes.count - givenCount)
+        return given
+    }
+
+    /// Called under `lock` before an edit changes or removes an attribute in place.
+    private func saveOriginal() {
+        if saved == nil { saved = originalLocked }
     }
 
     private func refresh() {
@@ -150,6 +174,7 @@ final class EventEditSession {
         return lock.withLock {
             // One search by name (a String comparison per attribute): replace in place, else append within the limit.
             if let index = working.attributes.firstIndex(where: { $0.name == key }) {
+                saveOriginal()
                 working.attributes[index].value = converted
             } else {
                 guard working.attributes.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
@@ -163,6 +188,8 @@ final class EventEditSession {
     func remove(_ name: hh_string_t) -> hh_status_t {
         let key = lossyUTF8(name)
         return lock.withLock {
+            guard working[attribute: key] != nil else { return HH_ERR_NOT_FOUND }
+            saveOriginal()
             guard working.remove(key) else { return HH_ERR_NOT_FOUND }
             stale = true
             return HH_OK
