@@ -25,7 +25,12 @@ extension EventStore {
     /// (a rejection final, a retry waiting out its backoff); then the delivered events move the
     /// delivered cursor (recordDelivered), which finds the retries it passes still waiting and
     /// keeps them as holes.
-    func commit(_ step: DeliveryStep) throws -> ClaimedBatch {
+    ///
+    /// `claimed` gets the claimed batch inside the transaction, before its COMMIT: the caller
+    /// starts building the batch's sink messages there, on another thread, while the COMMIT waits
+    /// for its sync (about as long as the building). Nothing may be sent before this returns: the
+    /// claim is durable only then, and a throw discards it.
+    func commit(_ step: DeliveryStep, claimed: (ClaimedBatch) -> Void = { _ in }) throws -> ClaimedBatch {
         guard !step.isEmpty else { return ClaimedBatch() }
         return try pool.write { db in
             let now = Clock.wallMs()
@@ -39,7 +44,9 @@ extension EventStore {
             if !step.posted.isEmpty { try Self.recordDelivered(db, step.posted, nowMs: now) }
             for lease in step.endedLeases { try Self.endLease(db, lease) }
             guard let claim = step.claim else { return ClaimedBatch() }
-            return try Self.claim(db, limit: claim.limit, nowMs: claim.nowMs, leaseUntilMs: claim.leaseUntilMs)
+            let batch = try Self.claim(db, limit: claim.limit, nowMs: claim.nowMs, leaseUntilMs: claim.leaseUntilMs)
+            claimed(batch)
+            return batch
         }
     }
 }

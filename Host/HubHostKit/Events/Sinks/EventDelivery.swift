@@ -94,9 +94,10 @@ public final class EventDelivery: @unchecked Sendable {
 
     /// The pipeline: while the sink delivers batch k (on a plugin-call thread), this thread commits, in one
     /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, whose sink
-    /// messages are then built on `prepareQueue` while the sink is still at batch k. So the
-    /// store's work and the messages' overlap the sink's instead of adding to it, and each batch
-    /// costs one fsync instead of two. The sink still sees the batches one after the other in
+    /// messages are built on `prepareQueue` from the claim on (while the transaction's COMMIT
+    /// syncs, and the sink is still at batch k). So the store's work and the messages' overlap the
+    /// sink's instead of adding to it, the messages overlap the sync, and each batch costs one
+    /// fsync instead of two. The sink still sees the batches one after the other in
     /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
     /// batch that is not sent is released (its lease ended) in the transaction that records the last one.
     /// Delivers through `sink` from the next flush on; waits for a flush in progress to end, so the
@@ -136,26 +137,29 @@ public final class EventDelivery: @unchecked Sendable {
                 PreparedSinkMessages(batch, nameField: settings.eventNameField, on: prepareQueue)
             }
             let firstClaimStart = Clock.monotonicNs()
+            var currentMessages: PreparedSinkMessages?
             do {
-                current = try store.commit(.init(claim: claim()))
+                current = try store.commit(.init(claim: claim())) { currentMessages = prepare($0) }
                 flushTimes.storeSeconds += Double(Clock.monotonicNs() - firstClaimStart) / 1e9
             } catch {
                 report.lastError = "cannot read the event store: \(error)"
                 logger.error("\(report.lastError!)")
                 return report
             }
-            var currentMessages = prepare(current)
             var step = EventStore.DeliveryStep()  // the previous batch's statuses, not yet written
             var stepReport = DeliveryReport()
             for _ in 0..<10_000 {  // bounded: each round delivers or stops
                 guard !current.events.isEmpty else { break }
                 report.batches += 1
-                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages, timeoutMs: timeoutMs)
+                let delivery = PendingSinkDelivery(sink: sink, messages: currentMessages ?? prepare(current), timeoutMs: timeoutMs)
                 step.claim = claim()  // even after a short batch: events tracked meanwhile are due too
                 var next = EventStore.ClaimedBatch()
+                // Built while the sink delivers `current`, from the claim on: the store's COMMIT
+                // syncs meanwhile (commit's `claimed`).
+                var nextMessages: PreparedSinkMessages?
                 let storeStart = Clock.monotonicNs()
                 do {
-                    next = try store.commit(step)
+                    next = try store.commit(step) { nextMessages = prepare($0) }
                     flushTimes.storeSeconds += Double(Clock.monotonicNs() - storeStart) / 1e9
                     report.add(stepReport)
                 } catch {
@@ -175,7 +179,6 @@ public final class EventDelivery: @unchecked Sendable {
                 }
                 step = EventStore.DeliveryStep()
                 stepReport = DeliveryReport()
-                let nextMessages = prepare(next)  // built while the sink delivers `current`
                 let outcomes: [SinkOutcome]
                 let waitStart = Clock.monotonicNs()
                 let waited = delivery.wait(timeoutMs: timeoutMs)
@@ -213,6 +216,7 @@ public final class EventDelivery: @unchecked Sendable {
                 if stage(current, outcomes, nowMs: nowMs, into: &step, &stepReport) {
                     if let lease = next.lease { step.endedLeases.append(lease) }
                     next = EventStore.ClaimedBatch()
+                    nextMessages = nil
                 }
                 current = next
                 currentMessages = nextMessages

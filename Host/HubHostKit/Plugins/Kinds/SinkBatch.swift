@@ -74,10 +74,14 @@ public struct SinkBatch: Sendable, Equatable {
             return false
         }
         let json = start..<body.count
-        body.append(contentsOf: "]}".utf8)
+        body.append(UInt8(ascii: "]"))
+        body.append(UInt8(ascii: "}"))
+        // Through the UTF-8 buffer: a user id is usually a small String (up to 15 bytes, kept
+        // inline), whose UTF-8 view was appended byte by byte.
         func field(_ text: String) -> Range<Int> {
             let start = fields.count
-            fields.append(contentsOf: text.utf8)
+            var text = text
+            text.withUTF8 { fields.append(contentsOf: $0) }
             return start..<fields.count
         }
         let keyStart = fields.count
