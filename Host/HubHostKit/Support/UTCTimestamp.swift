@@ -11,18 +11,8 @@ public enum UTCTimestamp {
             return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(ms) / 1000))
         }
         let seconds = ms / 1000
-        let days = seconds / 86_400
         let secondOfDay = seconds % 86_400
-        // Days since 1970-01-01 -> year, month, day (proleptic Gregorian).
-        let z = days + 719_468
-        let era = z / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = civilDate(days: seconds / 86_400)
         var bytes = [UInt8]()
         bytes.reserveCapacity(20)
         func put(_ value: Int64, digits: Int) {
@@ -48,5 +38,19 @@ public enum UTCTimestamp {
         put(secondOfDay % 60, digits: 2)
         bytes.append(UInt8(ascii: "Z"))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Days since 1970-01-01 (0 or more) as a civil date in the proleptic Gregorian calendar: eras
+    /// of 400 years starting on March 1st, H. Hinnant's civil_from_days.
+    static func civilDate(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468
+        let era = shifted / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

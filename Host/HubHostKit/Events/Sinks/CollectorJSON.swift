@@ -149,17 +149,7 @@ enum CollectorJSON {
         // per call, and each time is written for every event sent.
         if (0..<253_402_300_800).contains(wholeSeconds) {
             let (days, second) = wholeSeconds.quotientAndRemainder(dividingBy: 86_400)
-            // Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar, eras of 400
-            // years starting on March 1st; H. Hinnant's civil_from_days, for days >= 0).
-            let shifted = days + 719_468
-            let era = shifted / 146_097
-            let dayOfEra = shifted - era * 146_097
-            let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-            let monthFromMarch = (5 * dayOfYear + 2) / 153
-            let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
-            let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
-            let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+            let (year, month, day) = UTCTimestamp.civilDate(days: days)
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
                 func put(_ value: Int64, at end: Int, width: Int) {
                     var rest = value
