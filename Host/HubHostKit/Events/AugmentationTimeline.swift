@@ -208,15 +208,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// first on this thread and the others on threads of their own (each takes a contiguous run
     /// of indexes). The time this thread's part took is recorded in `estimate`.
     static func concurrently(_ count: Int, estimate: SpreadEstimate, _ body: @escaping @Sendable (Int) -> Void) {
-        let start = Clock.monotonicNs()
         let parts = estimate.worthSpreading(count) ? min(count, cores) : 1
-        guard parts > 1 else {
-            for i in 0..<count { body(i) }
-            estimate.record(ns: Clock.monotonicNs() &- start, items: count)
-            return
-        }
         let group = DispatchGroup()
-        for part in 1..<parts {
+        for part in 1..<parts {  // none when the run stays on this thread
             let range = (count * part / parts)..<(count * (part + 1) / parts)
             group.enter()
             onOwnThread {
@@ -224,9 +218,10 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 group.leave()
             }
         }
-        let ownStart = Clock.monotonicNs()
-        for i in 0..<(count / parts) { body(i) }  // the first part on this thread
-        estimate.record(ns: Clock.monotonicNs() &- ownStart, items: count / parts)
+        let start = Clock.monotonicNs()
+        let own = count / parts  // the first part, on this thread
+        for i in 0..<own { body(i) }
+        estimate.record(ns: Clock.monotonicNs() &- start, items: own)
         group.wait()
     }
 
