@@ -130,6 +130,7 @@ extension HubHost {
             return ReloadReport(outcome: .unchanged, generation: generation)
         }
         let change = registry.reload(new)
+        guard change.problems.isEmpty else { return refused(change.problems) }
         setManifest(new)
         pipeline.setFilter(new.logging)
         pipeline.attach(logDestinations())

@@ -16,12 +16,16 @@
  *   FAULT_HANG_ONCE       loop forever on the first call, as FAULT_CRASH_ONCE crashes
  *   FAULT_SLOW            sleep FAULTY_SLOW_MS milliseconds (environment; default 200) in every call
  *   FAULT_BIG_ANSWER      the augmentation also sets "Big" to a string of 1 MiB
+ *   FAULT_REPORT_ENV      the augmentation also sets "Token" to the environment variable
+ *                         HUBHOST_TOKEN and "Slow" to FAULTY_SLOW_MS ("(unset)" when absent)
+ *   FAULT_FORK_THEN_CRASH fork a child that sleeps a minute holding every descriptor, write its
+ *                         pid to the file FAULTY_CRASH_MARKER names, then segfault
  *
  * The fault fires in every kind call (augment, compare, log), never in create, so the host sees it
  * while handling events. Without a FAULT_ define both plugins behave: the augmentation adds
  * "Fixture" = "augmented", the operator answers whether two int64 values are equal.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep, under -std=c11 */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, fork, under -std=c11 */
 
 #include <hubhost/hubhost.h>
 
@@ -29,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef FAULT_WRONG_ABI
 #define FIXTURE_ABI_MAJOR 7
@@ -94,6 +99,20 @@ static hh_status_t misbehave(void) {
             }
         }
     }
+#elif defined(FAULT_FORK_THEN_CRASH)
+    pid_t child = fork();
+    if (child == 0) {
+        sleep(60);
+        _exit(0);
+    }
+    const char *marker = getenv("FAULTY_CRASH_MARKER");
+    FILE *out = marker ? fopen(marker, "w") : NULL;
+    if (out) {
+        fprintf(out, "%ld\n", (long)child);
+        fclose(out);
+    }
+    volatile int *nowhere = NULL;
+    *nowhere = 3;
 #elif defined(FAULT_SLOW)
     const char *ms = getenv("FAULTY_SLOW_MS");
     long delay = ms ? atol(ms) : 200;
@@ -157,6 +176,19 @@ static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event,
     status = editor->set_attribute(editor, hh_string_from_cstr("Big"), &large);
     if (status != HH_OK) {
         return status;
+    }
+#endif
+#ifdef FAULT_REPORT_ENV
+    const char *names[2][2] = {{"Token", "HUBHOST_TOKEN"}, {"Slow", "FAULTY_SLOW_MS"}};
+    for (int i = 0; i < 2; i++) {
+        const char *found = getenv(names[i][1]);
+        hh_value_t reported;
+        reported.type = HH_VALUE_STRING;
+        reported.of.string = hh_string_from_cstr(found ? found : "(unset)");
+        status = editor->set_attribute(editor, hh_string_from_cstr(names[i][0]), &reported);
+        if (status != HH_OK) {
+            return status;
+        }
     }
 #endif
     return editor->set_attribute(editor, hh_string_from_cstr("Fixture"), &value);

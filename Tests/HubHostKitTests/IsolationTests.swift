@@ -31,6 +31,7 @@ final class IsolationTests: XCTestCase {
                 isolation: process
                 call_timeout: \(timeout)
                 memory_limit: 512
+                environment: [FAULTY_CRASH_MARKER, FAULTY_SLOW_MS]
             \(extra)
               - id: ads
                 use: \(TestSupport.plugin("StaticAdvertiserID"))
@@ -254,6 +255,53 @@ final class IsolationTests: XCTestCase {
         XCTAssertEqual(worker.totalCrashes, 1)
     }
 
+    /// A worker gets only the few variables a program needs and those its instance names in
+    /// `environment:`: serve's HUBHOST_TOKEN does not reach the plugin.
+    func testAWorkerGetsOnlyTheVariablesItsInstanceNames() throws {
+        setenv("HUBHOST_TOKEN", "serve-secret", 1)
+        setenv("FAULTY_SLOW_MS", "named-in-plugins-yaml", 1)
+        defer {
+            unsetenv("HUBHOST_TOKEN")
+            unsetenv("FAULTY_SLOW_MS")
+        }
+        let (host, _) = try host("REPORT_ENV")
+        let answered = plugin(try augmentation(host))
+        XCTAssertEqual(answered?.event[attribute: "Token"], .string("(unset)"))
+        XCTAssertEqual(answered?.event[attribute: "Slow"], .string("named-in-plugins-yaml"))
+    }
+
+    /// A plugin that forks and then crashes: the host sees the crash at once (the forked child
+    /// holding the worker's socket does not hide it until the deadline), and the child is killed
+    /// with the worker's process group.
+    func testAWorkersForkedChildNeitherHidesItsCrashNorOutlivesIt() throws {
+        let marker = folder + "/forked-child"
+        setenv("FAULTY_CRASH_MARKER", marker, 1)
+        defer { unsetenv("FAULTY_CRASH_MARKER") }
+        let (host, _) = try host("FORK_THEN_CRASH", timeout: "20s")
+        let plugin = try augmentation(host)
+        let start = Date()
+        let outcome = plugin.augment(AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1))
+        let waited = Date().timeIntervalSince(start)
+        XCTAssertEqual(outcome.status, 9 /* HH_ERR_UNAVAILABLE */)
+        XCTAssertEqual(outcome.message, "crashed (SIGSEGV)")
+        XCTAssertLessThan(waited, 5, "seen when the worker died, not at the 20 s deadline")
+        let child = try XCTUnwrap(Int32(try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        var gone = false
+        for _ in 0..<200 {  // up to 2 s for the kill to land and the child to be reaped
+            let state = (try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8))?.split(separator: " ").dropFirst(2).first
+            if state == nil || state == "Z" {
+                gone = true
+                break
+            }
+            usleep(10_000)
+        }
+        XCTAssertTrue(gone, "the forked child \(child) outlived its worker")
+    }
+
+    private func plugin(_ plugin: AugmentationPlugin) -> AugmentationOutcome? {
+        eventuallySucceeds { plugin.augment(AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)) }
+    }
+
     func testRequestsAndAnswersLargerThanTheSharedSlotCrossTheSocket() throws {
         let (host, _) = try host(nil)
         let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
@@ -333,11 +381,11 @@ final class IsolationTests: XCTestCase {
     /// host would notice the death only at the call's deadline.
     func testWorkersStartedAtOnceHoldOnlyTheirOwnSocket() throws {
         let manifest = try fixture(nil)
-        let library = (manifest as NSString).deletingLastPathComponent + "/libfaulty.so"
+        let library = try LibraryImage.read(path: (manifest as NSString).deletingLastPathComponent + "/libfaulty.so")
         let workers = (0..<8).map { n in
             PluginWorker(
                 settings: PluginWorker.Settings(
-                    instanceID: "w\(n)", manifestPath: manifest, libraryPath: library, dataDirectory: folder, config: [:],
+                    instanceID: "w\(n)", manifestPath: manifest, library: library, dataDirectory: folder, config: [:],
                     logFilter: LogFilter(), executable: TestSupport.hubhostExecutable),
                 pipeline: LogPipeline())
         }

@@ -18,6 +18,11 @@ final class ReloadTests: XCTestCase {
     /// built into `app-version/libapp-version.so`, replacing what is there.
     /// `marker` goes into the library as a string, so two builds of one attribute differ in content.
     func build(attribute: String, marker: String = "") throws {
+        try Self.buildAppVersion(in: folder, attribute: attribute, marker: marker)
+    }
+
+    /// `build` into `folder` (for other suites that need the guide's library).
+    static func buildAppVersion(in folder: String, attribute: String, marker: String = "") throws {
         let source =
             try DocumentationText.block(after: "<!-- guide: app-version.c -->").replacingOccurrences(
                 of: "\"App Version\"", with: "\"\(attribute)\"") + "\nconst char *app_version_build_marker = \"\(marker)\";\n"

@@ -11,6 +11,7 @@ public enum IsolationWorker {
         var hello = WireReader(bytes)
         guard (try? hello.u8()) == FrameType.hello.rawValue,
             let instanceID = try? hello.string(), let manifestPath = try? hello.string(), let libraryPath = try? hello.string(),
+            let librarySHA256 = try? hello.string(),
             let dataDirectory = try? hello.string(), let severity = (try? hello.i32()).flatMap(LogSeverity.init(rawValue:)),
             let verbosity = (try? hello.i32()).flatMap(LogVerbosity.init(rawValue:)), let count = try? hello.u32()
         else { return 3 }
@@ -39,7 +40,8 @@ public enum IsolationWorker {
         var ready = WireWriter()
         ready.u8(FrameType.ready.rawValue)
         do {
-            let library = try PluginLibrary.open(path: libraryPath)
+            // The content the host checked, handed over sealed as fd 5; never the file at the path.
+            let library = try PluginLibrary.open(try LibraryImage.adopt(fd: 5, path: libraryPath, sha256: librarySHA256))
             var descriptors = library.descriptors
             if !manifestPath.isEmpty {
                 let loaded = PluginManifest.load(path: manifestPath)
@@ -197,5 +199,17 @@ public enum IsolationWorker {
         }
 
         func flush() {}
+    }
+}
+
+extension IsolationWorker {
+    /// Closes every descriptor from `lowest` up (close_range, or each one /proc/self/fd lists).
+    public static func closeDescriptors(from lowest: Int32) {
+        typealias CloseRange = @convention(c) (UInt32, UInt32, Int32) -> Int32
+        if let symbol = dlsym(nil, "close_range"), unsafeBitCast(symbol, to: CloseRange.self)(UInt32(lowest), UInt32.max, 0) == 0 {
+            return
+        }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in open.compactMap(Int32.init) where fd >= lowest { close(fd) }
     }
 }

@@ -31,7 +31,11 @@ public final class PluginWorker: @unchecked Sendable {
     public struct Settings: Sendable {
         public var instanceID: String
         public var manifestPath: String
-        public var libraryPath: String
+        /// The library as the host read and checked it: the worker loads this content, handed over
+        /// as a sealed descriptor at every start and restart, never the file at its path again.
+        public var library: LibraryImage
+        /// The file the library was read from.
+        public var libraryPath: String { library.path }
         public var dataDirectory: String
         public var config: [String: PluginValue]
         public var logFilter: LogFilter
@@ -41,6 +45,8 @@ public final class PluginWorker: @unchecked Sendable {
         public var memoryLimitMB: Int = 4096
         /// The HTTP policy of the plugin's instance, applied in the worker.
         public var http = HostEnvironment.HTTPPolicy()
+        /// The variables of the host's environment the worker gets beside `passedEnvironment`.
+        public var environment: [String] = []
         public var maxCrashes: Int = 5
         public var crashWindowSeconds: Int = 60
         public var initialBackoffMs: Int = 100
@@ -52,12 +58,12 @@ public final class PluginWorker: @unchecked Sendable {
         public var sharedSlot = true
 
         public init(
-            instanceID: String, manifestPath: String, libraryPath: String, dataDirectory: String,
+            instanceID: String, manifestPath: String, library: LibraryImage, dataDirectory: String,
             config: [String: PluginValue], logFilter: LogFilter, executable: String
         ) {
             self.instanceID = instanceID
             self.manifestPath = manifestPath
-            self.libraryPath = libraryPath
+            self.library = library
             self.dataDirectory = dataDirectory
             self.config = config
             self.logFilter = logFilter
@@ -78,6 +84,9 @@ public final class PluginWorker: @unchecked Sendable {
     private let logger: Logger
     private let lock = NSLock()
     private var pid: pid_t = 0
+    /// A pidfd of the worker (-1 when the system has none): its exit is seen even when a process
+    /// it forked still holds its socket.
+    private var pidfd: Int32 = -1
     private var fd: Int32 = -1
     private var reader: FrameReader?
     /// The worker's shared call slot; nil when the system refused one (calls then go on the socket).
@@ -178,12 +187,12 @@ public final class PluginWorker: @unchecked Sendable {
     /// while, and after that asleep in poll on the socket, where the worker's wake frame, its log
     /// records, its death (the socket closes) and the call deadline all end the sleep.
     private func slotCall(_ slot: SharedCallSlot, _ request: [UInt8], id: UInt32, op: WorkerOp) -> Result<[UInt8], WorkerFailure> {
-        let fits = slot.postRequest(request, seq: id)
-        if slot.takeSleeper(.workerWaiting), !FrameIO.write(fd, Self.wakeFrame) {
-            return .failure(recordCrash(exitCause(), during: "\(op)"))
-        }
-        if !fits, !FrameIO.write(fd, request) { return .failure(recordCrash(exitCause(), during: "\(op)")) }
         let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
+        let fits = slot.postRequest(request, seq: id)
+        if slot.takeSleeper(.workerWaiting), !FrameIO.write(fd, Self.wakeFrame, deadlineNs: deadline) {
+            return .failure(writeFailed(op, deadline: deadline))
+        }
+        if !fits, !FrameIO.write(fd, request, deadlineNs: deadline) { return .failure(writeFailed(op, deadline: deadline)) }
         let answered = { slot.loadSeq(.answerSeq) == id }
         // Spin briefly first: a plugin call usually answers within microseconds.
         if !SharedCallSlot.spin(for: 50_000, until: answered) {
@@ -244,23 +253,28 @@ public final class PluginWorker: @unchecked Sendable {
             case .timedOut: return .failure(hung(op))
             case .closed: return .failure(recordCrash(exitCause(), during: "\(op)"))
             case .failed(let why):
-                kill(pid, SIGKILL)
+                killWorker()
                 reap()
                 return .failure(recordCrash("socket failed: \(why)", during: "\(op)"))
             }
         }
     }
 
+    /// A request that could not be written: the worker died, or stopped reading until the deadline.
+    private func writeFailed(_ op: WorkerOp, deadline: UInt64) -> WorkerFailure {
+        Clock.monotonicNs() >= deadline ? hung(op) : recordCrash(exitCause(), during: "\(op)")
+    }
+
     private func hung(_ op: WorkerOp) -> WorkerFailure {
-        kill(pid, SIGKILL)
+        killWorker()
         reap()
         return recordCrash("hung past its \(settings.callTimeoutMs) ms call deadline (killed)", during: "\(op)")
     }
 
     /// A call on the socket alone, for a worker without a shared slot (the system refused the memfd).
     private func socketCall(_ request: [UInt8], id: UInt32, op: WorkerOp) -> Result<[UInt8], WorkerFailure> {
-        guard FrameIO.write(fd, request) else { return .failure(recordCrash(exitCause(), during: "\(op)")) }
         let deadline = Clock.monotonicNs() + UInt64(settings.callTimeoutMs) * 1_000_000
+        guard FrameIO.write(fd, request, deadlineNs: deadline) else { return .failure(writeFailed(op, deadline: deadline)) }
         while true {
             // Spin briefly first: a plugin call usually answers within microseconds.
             switch reader!.next(deadlineNs: deadline, spinNs: 50_000) {
@@ -276,7 +290,7 @@ public final class PluginWorker: @unchecked Sendable {
             case .closed:
                 return .failure(recordCrash(exitCause(), during: "\(op)"))
             case .failed(let why):
-                kill(pid, SIGKILL)
+                killWorker()
                 reap()
                 return .failure(recordCrash("socket failed: \(why)", during: "\(op)"))
             }
@@ -349,25 +363,40 @@ public final class PluginWorker: @unchecked Sendable {
         }
         defer { if let memfd = shared?.fd { close(memfd) } }
         if let memfd = shared?.fd { posix_spawn_file_actions_adddup2(&actions, memfd, 4) }
+        // The library's sealed content, the worker's fd 5.
+        let image = aboveChildDescriptors(fcntl(settings.library.fd, F_DUPFD_CLOEXEC, 0))
+        guard image >= 0 else {
+            close(pair[0])
+            close(pair[1])
+            return .failure(StartFailure(reason: "cannot hand the library to the worker: \(String(cString: strerror(errno)))"))
+        }
+        defer { close(image) }
+        posix_spawn_file_actions_adddup2(&actions, image, 5)
         let arguments = [settings.executable, "worker", "--fd", "3", "--instance", instanceID, "--memory-limit", String(settings.memoryLimitMB)]
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"  // the worker's crash is reported here, in one line
         let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let envp = Self.workerEnvironment(passing: settings.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // A process group of its own: whatever the plugin forks is killed with the worker.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
         var child: pid_t = 0
-        let spawned = posix_spawn(&child, settings.executable, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&child, settings.executable, &actions, &attributes, argv, envp)
         close(pair[1])
         guard spawned == 0 else {
             close(pair[0])
             return .failure(StartFailure(reason: "cannot start the worker \(settings.executable): \(String(cString: strerror(spawned)))"))
         }
         pid = child
+        pidfd = Self.pidfdOpen.map { $0(child, 0) } ?? -1
+        if pidfd >= 0 { _ = fcntl(pidfd, F_SETFD, FD_CLOEXEC) }
         fd = pair[0]
-        reader = FrameReader(fd: fd)
+        reader = FrameReader(fd: fd, peerExit: pidfd)
         slot = shared?.0
         state = .running(pid: child)
 
@@ -376,6 +405,7 @@ public final class PluginWorker: @unchecked Sendable {
         hello.string(instanceID)
         hello.string(settings.manifestPath)
         hello.string(settings.libraryPath)
+        hello.string(settings.library.sha256)
         hello.string(settings.dataDirectory)
         hello.i32(settings.logFilter.severity.rawValue)
         hello.i32(settings.logFilter.verbosity.rawValue)
@@ -388,8 +418,8 @@ public final class PluginWorker: @unchecked Sendable {
         for allowed in settings.http.allowedHosts { hello.string(allowed) }
         hello.f64(settings.http.timeoutSeconds)
         hello.u32(UInt32(slot?.capacity ?? 0))
-        guard FrameIO.write(fd, hello.bytes) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
         let deadline = Clock.monotonicNs() + UInt64(max(settings.callTimeoutMs, 10_000)) * 1_000_000
+        guard FrameIO.write(fd, hello.bytes, deadlineNs: deadline) else { return .failure(StartFailure(reason: failStart(exitCause()))) }
         while true {
             switch reader!.next(deadlineNs: deadline) {
             case .frame(let bytes):
@@ -435,7 +465,7 @@ public final class PluginWorker: @unchecked Sendable {
 
     private func failStart(_ reason: String, kill shouldKill: Bool = false) -> String {
         if shouldKill, pid > 0 {
-            kill(pid, SIGKILL)
+            killWorker()
             reap()
         }
         closeChannel()
@@ -453,11 +483,12 @@ public final class PluginWorker: @unchecked Sendable {
             usleep(5000)
         }
         if waited == 0 {
-            kill(pid, SIGKILL)
+            killWorker()
             waitpid(pid, &status, 0)
             pid = 0
             return "closed its socket and was killed"
         }
+        kill(-pid, SIGKILL)  // what it forked goes with it (the group outlives its leader's exit)
         pid = 0
         let signal = status & 0x7f
         if signal != 0 { return "crashed (\(SignalName.of(signal)))" }
@@ -468,18 +499,54 @@ public final class PluginWorker: @unchecked Sendable {
         guard pid > 0 else { return }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+        kill(-pid, SIGKILL)
         pid = 0
     }
+
+    /// Kills the worker and every process of its group (what its plugin forked), at once.
+    private func killWorker() {
+        guard pid > 0 else { return }
+        kill(-pid, SIGKILL)
+        kill(pid, SIGKILL)
+    }
+
+    /// The environment a worker starts with: only what a program needs to run (PATH, HOME, the
+    /// locale, TZ, TMPDIR, LD_LIBRARY_PATH), the variables its instance names (`environment:` in
+    /// plugins.yaml), and SWIFT_BACKTRACE off (its crash is reported here, in one line). Nothing
+    /// else of serve's environment reaches a plugin: not HUBHOST_TOKEN, not a cloud credential.
+    static func workerEnvironment(
+        passing names: [String], from environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> [String: String] {
+        var passed = environment.filter { passedEnvironment.contains($0.key) || names.contains($0.key) }
+        passed["SWIFT_BACKTRACE"] = "enable=no"
+        return passed
+    }
+
+    /// The variables of serve's environment a worker inherits (docs/security.md).
+    static let passedEnvironment: Set<String> = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH"]
+
+    private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+    /// pidfd_open (glibc 2.36), when the system has it.
+    private static let pidfdOpen: PidfdOpen? = {
+        guard let symbol = dlsym(nil, "pidfd_open") else { return nil }
+        return unsafeBitCast(symbol, to: PidfdOpen.self)
+    }()
 
     private func closeChannel() {
         if fd >= 0 { close(fd) }
         fd = -1
+        closePidfd()
         reader = nil
         slot = nil
         if pid > 0 {
-            kill(pid, SIGKILL)
+            killWorker()
             reap()
         }
+    }
+
+    private func closePidfd() {
+        if pidfd >= 0 { close(pidfd) }
+        pidfd = -1
     }
 
     /// Asks the worker to destroy its plugins and exit; kills it if it does not within a second.
@@ -500,6 +567,7 @@ public final class PluginWorker: @unchecked Sendable {
             fd = -1
             reader = nil
             slot = nil
+            closePidfd()
             var status: Int32 = 0
             var reaped = false
             for _ in 0..<100 {
@@ -510,9 +578,10 @@ public final class PluginWorker: @unchecked Sendable {
                 usleep(10_000)
             }
             if !reaped {
-                kill(pid, SIGKILL)
+                killWorker()
                 waitpid(pid, &status, 0)
             }
+            kill(-pid, SIGKILL)  // what its plugin forked and left behind
             pid = 0
             state = .notStarted
         }

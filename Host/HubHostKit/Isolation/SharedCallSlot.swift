@@ -58,10 +58,8 @@ final class SharedCallSlot: @unchecked Sendable {
     /// worker has it). Nil when the system refuses: the worker then runs on the socket alone.
     static func create(capacity: Int = defaultCapacity) -> (SharedCallSlot, fd: Int32)? {
         let size = size(capacity: capacity)
-        guard let create = memfdCreate else { return nil }
-        let fd = create("hubhost-worker", memfdCloexec | memfdAllowSealing)
-        guard fd >= 0 else { return nil }
-        guard ftruncate(fd, off_t(size)) == 0, fcntl(fd, fAddSeals, sealShrink | sealGrow | sealSeal) == 0,
+        guard let fd = MemoryFile.create(name: "hubhost-worker") else { return nil }
+        guard ftruncate(fd, off_t(size)) == 0, MemoryFile.seal(fd, MemoryFile.sealShrink | MemoryFile.sealGrow | MemoryFile.sealSeal),
             let slot = map(fd: fd, size: size, capacity: capacity)
         else {
             close(fd)
@@ -170,20 +168,4 @@ final class SharedCallSlot: @unchecked Sendable {
             if turns & 63 == 0, Clock.monotonicNs() >= until { return false }
         }
     }
-
-    // MARK: memfd_create, which Glibc's module map does not export
-
-    private typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
-    private static let memfdCreate: MemfdCreate? = {
-        // nil is RTLD_DEFAULT: the symbol as the process's libraries provide it.
-        guard let symbol = dlsym(nil, "memfd_create") else { return nil }
-        return unsafeBitCast(symbol, to: MemfdCreate.self)
-    }()
-    // From <linux/memfd.h> and <linux/fcntl.h>, not exported to Swift either.
-    private static let memfdCloexec: UInt32 = 0x0001
-    private static let memfdAllowSealing: UInt32 = 0x0002
-    private static let fAddSeals: Int32 = 1024 + 9
-    private static let sealSeal: Int32 = 0x0001
-    private static let sealShrink: Int32 = 0x0002
-    private static let sealGrow: Int32 = 0x0004
 }

@@ -124,24 +124,37 @@ struct WireReader {
 
 /// Reading and writing whole frames on a blocking socket.
 enum FrameIO {
-    /// Writes one frame; false when the peer is gone.
-    static func write(_ fd: Int32, _ payload: [UInt8]) -> Bool {
+    /// How long a write waits for room in the socket when the caller gives no deadline.
+    static let defaultWriteSeconds: UInt64 = 30
+
+    /// Writes one frame; false when the peer is gone or has not taken it by `deadlineNs`
+    /// (monotonic; nil: `defaultWriteSeconds` from now). A peer that stops reading mid-frame
+    /// (a worker stuck in a plugin while a large request is sent) cannot hold the writer forever.
+    static func write(_ fd: Int32, _ payload: [UInt8], deadlineNs: UInt64? = nil) -> Bool {
         var frame = [UInt8]()
         frame.reserveCapacity(payload.count + 4)
         withUnsafeBytes(of: UInt32(payload.count).littleEndian) { frame.append(contentsOf: $0) }
         frame.append(contentsOf: payload)
+        let deadline = deadlineNs ?? Clock.monotonicNs() &+ defaultWriteSeconds * 1_000_000_000
         return frame.withUnsafeBytes { buffer in
             var sent = 0
-            while sent < buffer.count {
-                let n = send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+            while sent < buffer.count {  // bounded by the deadline: each pass sends, or waits for room until it
+                let n = send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                if n > 0 {
+                    sent += n
+                    continue
+                }
                 if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                sent += n
+                guard n < 0, errno == EAGAIN || errno == EWOULDBLOCK else { return false }
+                let now = Clock.monotonicNs()
+                guard now < deadline else { return false }
+                var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let waitMs = Int32(min(UInt64(Int32.max), (deadline - now + 999_999) / 1_000_000))
+                if poll(&pfd, 1, waitMs) < 0 && errno != EINTR { return false }
             }
             return true
         }
     }
-
 }
 
 enum FrameReadResult {
@@ -162,9 +175,15 @@ final class FrameReader {
     private var scratch = [UInt8](repeating: 0, count: 64 << 10)
     let maxFrameBytes: Int
 
-    init(fd: Int32, maxFrameBytes: Int = 256 << 20) {
+    /// A pidfd of the process at the other end, or -1: when that process exits, the socket counts
+    /// as closed once what it sent is read, even if a process it forked still holds its end open.
+    let peerExit: Int32
+    private var peerExited = false
+
+    init(fd: Int32, maxFrameBytes: Int = 256 << 20, peerExit: Int32 = -1) {
         self.fd = fd
         self.maxFrameBytes = maxFrameBytes
+        self.peerExit = peerExit
         buffer.reserveCapacity(64 << 10)
     }
 
@@ -188,6 +207,7 @@ final class FrameReader {
             if n == 0 || errno == ECONNRESET { return .closed }
             if errno == EINTR { continue }
             guard errno == EAGAIN || errno == EWOULDBLOCK else { return .failed("recv: \(String(cString: strerror(errno)))") }
+            if peerExited { return .closed }
             if spinUntil > 0, Clock.monotonicNs() < spinUntil { continue }
             // Nothing yet: sleep until readable or the deadline.
             var waitMs: Int32 = -1
@@ -196,9 +216,11 @@ final class FrameReader {
                 if now >= deadlineNs { return .timedOut }
                 waitMs = Int32(min(UInt64(Int32.max), (deadlineNs - now + 999_999) / 1_000_000))
             }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&pfd, 1, waitMs)
+            var pfds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: peerExit, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&pfds, peerExit >= 0 ? 2 : 1, waitMs)
             if ready < 0 && errno != EINTR { return .failed("poll: \(String(cString: strerror(errno)))") }
+            // The peer exited: read what it sent before it did, then the socket counts as closed.
+            if peerExit >= 0, pfds[1].revents != 0 { peerExited = true }
         }
     }
 

@@ -174,6 +174,12 @@ extension HostManifest {
                         doc: "A .wasm plugin's linear memory ceiling, in MiB; growing past it fails inside the plugin (malloc returns NULL)."
                     ),
                     ConfigReferenceEntry(
+                        key: "plugins[].environment", type: "list of strings", defaultValue: "[]",
+                        accepted: "environment variable names",
+                        doc:
+                            "The variables of serve's environment an isolated plugin's worker gets, beside PATH, HOME, LANG, LC_ALL, LC_CTYPE, TZ, TMPDIR and LD_LIBRARY_PATH; no other variable reaches it."
+                    ),
+                    ConfigReferenceEntry(
                         key: "plugins[].http_allow", type: "list of strings", defaultValue: "[]",
                         doc: "The hosts the instance may reach through the host's HTTP service; empty: none."),
                     ConfigReferenceEntry(

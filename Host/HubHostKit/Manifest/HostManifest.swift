@@ -43,6 +43,9 @@ public struct HostManifest: Sendable {
         public var http = HostEnvironment.HTTPPolicy()
         /// Fuel per call and memory ceiling of a `.wasm` plugin (`wasm_fuel`, `wasm_memory_limit`).
         public var wasm = WasmBudget()
+        /// The variables of serve's environment an isolated plugin's worker also gets (`environment`),
+        /// beside the few every worker gets (PluginWorker.passedEnvironment).
+        public var environment: [String] = []
     }
 
     /// `isolation:` of a plugin instance.
@@ -267,6 +270,16 @@ public struct HostManifest: Sendable {
                 reader.report(node, key: "\(path).http_timeout", "the HTTP timeout must be longer than 0 seconds, not \(seconds)")
             }
         }
+        if let node = fields["environment"]?.value, let items = reader.sequence(node, key: "\(path).environment") {
+            for item in items {
+                guard let name = reader.string(item, key: "\(path).environment") else { continue }
+                if Self.isVariableName(name) {
+                    instance.environment.append(name)
+                } else {
+                    reader.report(item, key: "\(path).environment", "'\(name)' is not an environment variable name (letters, digits and '_', not starting with a digit)")
+                }
+            }
+        }
         var pluginDiagnostics: [ManifestDiagnostic] = []
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {
             instance.use = absolute(use, from: folder)
@@ -290,6 +303,12 @@ public struct HostManifest: Sendable {
         }
         instance.problems = reader.diagnostics + pluginDiagnostics
         return instance
+    }
+
+    /// Whether `name` can name an environment variable: ASCII letters, digits and '_', not starting with a digit.
+    static func isVariableName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), name.utf8.count <= 256 else { return false }
+        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 < 128 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber)) }
     }
 
     /// `path` made absolute against `folder` (with ~ expanded), standardized.

@@ -16,48 +16,68 @@ public struct PluginDescriptor: @unchecked Sendable {
 
 /// One dlopen'ed plugin library with its ABI version checked and its descriptors read.
 ///
-/// Libraries are never unloaded: a Swift plugin registers runtime metadata that cannot be
-/// removed safely, and a plugin may have started threads. Opening the same file twice returns the
-/// same object, so a library's `init` runs once per process.
+/// A library is opened from its `LibraryImage`: its content read once, checked as an ELF shared
+/// object and sealed in memory, so that a file cut short or replaced after the check is never what
+/// is mapped. Libraries are never unloaded: a Swift plugin registers runtime metadata that cannot
+/// be removed safely, and a plugin may have started threads. Opening the same content twice (at
+/// any path) returns the same object, so a library's `init` runs once per process for each content.
 /// Safe to share: immutable after init (all `let`s; `library` points at the library's static table, never unloaded),
 /// and the static `cache` is read and written under `cacheLock`.
 public final class PluginLibrary: @unchecked Sendable {
+    /// The file it was read from.
     public let path: String
     public let abiVersion: ABIVersion
     public let descriptors: [PluginDescriptor]
+    /// The checked content it was loaded from (kept: the mapping outlives it anyway).
+    public let image: LibraryImage
     let library: UnsafePointer<hh_library_t>
 
     private static let cacheLock = NSLock()
     nonisolated(unsafe) private static var cache: [String: PluginLibrary] = [:]
 
-    /// How many library files this process has dlopened (each stays mapped for the process's life).
+    /// How many distinct library contents this process has dlopened (each stays mapped for the process's life).
     public static var openedCount: Int { cacheLock.withLock { cache.count } }
 
-    private init(path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], library: UnsafePointer<hh_library_t>) {
+    private init(
+        path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], image: LibraryImage, library: UnsafePointer<hh_library_t>
+    ) {
         self.path = path
         self.abiVersion = abiVersion
         self.descriptors = descriptors
+        self.image = image
         self.library = library
     }
 
-    /// Opens the library at `path` (absolute), checks its ABI version before anything else, runs
-    /// its optional init once, and reads its descriptors. Throws PluginLoadError.
+    /// Reads the library at `path` (absolute) into a checked image and opens it (`open(_:)`).
+    /// Throws PluginLoadError, never crashes on a file that is not a whole shared object.
     public static func open(path: String) throws -> PluginLibrary {
-        let key = (path as NSString).resolvingSymlinksInPath
-        return try cacheLock.withLock {
-            if let cached = cache[key] { return cached }
-            let opened = try load(path: key)
-            cache[key] = opened
+        try open(try LibraryImage.read(path: (path as NSString).resolvingSymlinksInPath))
+    }
+
+    /// Opens the checked `image`: checks its ABI version before anything else, runs its optional
+    /// init once, and reads its descriptors. Throws PluginLoadError.
+    public static func open(_ image: LibraryImage) throws -> PluginLibrary {
+        try cacheLock.withLock {
+            if let cached = cache[image.sha256] { return cached }
+            let opened = try load(image)
+            cache[image.sha256] = opened
             return opened
         }
     }
 
-    private static func load(path: String) throws -> PluginLibrary {
+    /// Every image handed to dlopen, kept open for the process's life: the dynamic linker knows a
+    /// loaded library by its name, `/proc/self/fd/N`, so a descriptor number must never be reused
+    /// for other content (a library that failed after dlopen stays mapped all the same).
+    nonisolated(unsafe) private static var dlopened: [LibraryImage] = []
+
+    private static func load(_ image: LibraryImage) throws -> PluginLibrary {
+        let path = image.path
+        dlopened.append(image)  // under cacheLock
         _ = dlerror()
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+        guard let handle = dlopen(image.loadPath, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
-            // dlerror repeats the path first; keep only what follows it.
-            let trimmed = reason.hasPrefix(path + ": ") ? String(reason.dropFirst(path.count + 2)) : reason
+            // dlerror repeats the name it was given first; keep only what follows it.
+            let trimmed = reason.hasPrefix(image.loadPath + ": ") ? String(reason.dropFirst(image.loadPath.count + 2)) : reason
             throw PluginLoadError.notASharedObject(path: path, reason: trimmed)
         }
         guard let symbol = dlsym(handle, HH_ENTRY_SYMBOL) else {
@@ -95,7 +115,7 @@ public final class PluginLibrary: @unchecked Sendable {
         for descriptor in descriptors where !seen.insert(descriptor.id).inserted {
             throw PluginLoadError.invalidDescriptor(path: path, index: 0, reason: "plugin id '\(descriptor.id)' is exported twice")
         }
-        return PluginLibrary(path: path, abiVersion: version, descriptors: descriptors, library: library)
+        return PluginLibrary(path: path, abiVersion: version, descriptors: descriptors, image: image, library: library)
     }
 
     private static func readDescriptor(

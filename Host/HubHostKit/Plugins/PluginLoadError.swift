@@ -4,6 +4,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case manifestProblems([ManifestDiagnostic])
     case libraryNotFound(library: String, searched: [String])
     case sha256Mismatch(path: String, expected: String, actual: String)
+    /// A library file that is not read at all: not a regular file, too large, or unreadable.
+    case unreadableLibrary(path: String, reason: String)
     case notASharedObject(path: String, reason: String)
     /// A `.wasm` library that is not a module, does not instantiate or lacks the guest adapter.
     case notAWasmPlugin(path: String, reason: String)
@@ -32,6 +34,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
                 + ". Add the folder that holds it to HUBHOST_PLUGIN_PATH (colon-separated), or give its path as `library:` in the plugin's plugin.yaml (relative to that file, or absolute)"
         case .sha256Mismatch(let path, let expected, let actual):
             return "\(path): sha256 is \(actual) but plugins.yaml pins \(expected); the library changed since it was pinned (not loaded)"
+        case .unreadableLibrary(let path, let reason):
+            return "\(path) cannot be read as a plugin library: \(reason)"
         case .notASharedObject(let path, let reason):
             return "\(path) is not a loadable shared object: \(reason)"
         case .notAWasmPlugin(let path, let reason):

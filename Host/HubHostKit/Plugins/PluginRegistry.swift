@@ -5,7 +5,7 @@ import Logging
 /// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
 /// reason and skipped; the others load regardless. `reload` applies a new plugins.yaml: instances
 /// added, removed or changed are loaded or retired, unchanged ones are kept as they are.
-/// Safe to share: `current`, `generation`, `manifest` and `loadedLibraryHashes` are read and written under `lock`;
+/// Safe to share: `current`, `generation` and `manifest` are read and written under `lock`;
 /// every other field is a `let` (the location service and token cache lock their own state).
 public final class PluginRegistry: @unchecked Sendable {
     /// What became of a configured instance.
@@ -59,9 +59,6 @@ public final class PluginRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var current: [Entry] = []
     private var currentGeneration = 0
-    /// The SHA-256 of the file this process dlopened at each library path: a file replaced at the
-    /// same path since is loaded from a copy named by its own hash (dlopen would hand back the old one).
-    private var loadedLibraryHashes: [String: String] = [:]
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
     /// The OAuth token event sinks reach through "hubhost.event_auth.v1", when `events.auth_token_url` is set.
@@ -128,22 +125,31 @@ public final class PluginRegistry: @unchecked Sendable {
         }
         let path = try locator.locate(library: plugin.library, manifestFolder: plugin.folder).get()
         entry.libraryPath = path
-        let hash = SHA256.hex(ofFile: path)
-        entry.libraryHash = hash
-        if let pin = configuration.sha256 {
-            let actual = hash ?? "unreadable"
-            guard actual == pin else { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: actual) }
-        }
         if path.hasSuffix(".wasm") {
             // A WebAssembly module: its own instantiation per instance, run by the interpreter in
-            // this process under its fuel and memory budget (isolation does not apply).
+            // this process under its fuel and memory budget (isolation does not apply). The bytes
+            // hashed are the bytes parsed.
+            let bytes = try LibraryFile.read(path: path)
+            let hash = SHA256.hex(of: Data(bytes))
+            entry.libraryHash = hash
+            if let pin = configuration.sha256, pin != hash { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: hash) }
             let wasm = try WasmPluginInstance(
-                file: try WasmModuleFile.read(path: path), manifest: plugin, instanceID: configuration.id,
+                file: try WasmModuleFile.parse(bytes, path: path), manifest: plugin, instanceID: configuration.id,
                 config: configuration.config, pipeline: pipeline, budget: configuration.wasm, http: configuration.http)
             entry.binaryABI = wasm.abiVersion
             entry.plugins = wasm.plugins.indices.map { PluginHandle(wasm: wasm, index: $0) }
             return
         }
+        // Read once and checked (a whole ELF shared object, the pin): in process or in a worker,
+        // at start and at every restart, this content is what is loaded, whatever the path holds later.
+        let image: LibraryImage
+        do {
+            image = try LibraryImage.read(path: path, pin: configuration.sha256)
+        } catch PluginLoadError.sha256Mismatch(let path, let expected, let actual) {
+            entry.libraryHash = actual
+            throw PluginLoadError.sha256Mismatch(path: path, expected: expected, actual: actual)
+        }
+        entry.libraryHash = image.sha256
         if configuration.isolation == .process {
             // The library is opened only in the worker: a library that crashes as it loads must not
             // take hubhost down.
@@ -151,12 +157,13 @@ public final class PluginRegistry: @unchecked Sendable {
                 throw PluginLoadError.workerFailed(instance: configuration.id, reason: "no hubhost executable found to run the worker")
             }
             var settings = PluginWorker.Settings(
-                instanceID: configuration.id, manifestPath: plugin.file, libraryPath: path,
+                instanceID: configuration.id, manifestPath: plugin.file, library: image,
                 dataDirectory: manifest.dataDirectory, config: configuration.config,
                 logFilter: manifest.logging, executable: executable)
             settings.callTimeoutMs = Int((configuration.callTimeoutSeconds * 1000).rounded(.up))
             settings.memoryLimitMB = configuration.memoryLimitMB
             settings.http = configuration.http
+            settings.environment = configuration.environment
             let worker = PluginWorker(settings: settings, pipeline: pipeline)
             entry.worker = worker
             let exports = try worker.start()
@@ -166,7 +173,7 @@ public final class PluginRegistry: @unchecked Sendable {
             }
             return
         }
-        let library = try PluginLibrary.open(path: try loadablePath(path, hash: hash))
+        let library = try PluginLibrary.open(image)
         entry.binaryABI = library.abiVersion
         let disagreements = library.disagreements(with: plugin)
         guard disagreements.isEmpty else {
@@ -193,37 +200,8 @@ public final class PluginRegistry: @unchecked Sendable {
         entry.plugins = created.map(PluginHandle.init)
     }
 
-    /// The path to dlopen for the library at `path` whose content has `hash`: `path` itself, unless
-    /// this process already loaded other content from it; then a copy named by the hash in
-    /// `<data_dir>/plugin-libraries/`, so that the replaced file is loaded as the new file while the
-    /// old mapping stays valid for the instances still using it. Libraries are never unloaded: each
-    /// distinct content loaded costs its mapping for the process's life (`loadedLibraryCount`).
-    private func loadablePath(_ path: String, hash: String?) throws -> String {
-        let key = (path as NSString).resolvingSymlinksInPath
-        return try lock.withLock {
-            guard let hash, let loaded = loadedLibraryHashes[key], loaded != hash else {
-                if let hash, loadedLibraryHashes[key] == nil { loadedLibraryHashes[key] = hash }
-                return path
-            }
-            let folder = (manifest.dataDirectory as NSString).appendingPathComponent("plugin-libraries")
-            let copy = (folder as NSString).appendingPathComponent("\(hash.prefix(32))-\((path as NSString).lastPathComponent)")
-            if !FileManager.default.fileExists(atPath: copy) {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                let partial = copy + ".part-\(getpid())"
-                try? FileManager.default.removeItem(atPath: partial)
-                try FileManager.default.copyItem(atPath: path, toPath: partial)
-                guard SHA256.hex(ofFile: partial) == hash else {
-                    try? FileManager.default.removeItem(atPath: partial)
-                    throw PluginLoadError.notASharedObject(path: path, reason: "the file changed while it was copied; reload again")
-                }
-                _ = rename(partial, copy)
-            }
-            return copy
-        }
-    }
-
-    /// Distinct library contents this process has dlopened through reloads beside the originals.
-    public var loadedLibraryCount: Int { lock.withLock { loadedLibraryHashes.count } }
+    /// Distinct library contents this process has dlopened (each stays mapped for the process's life).
+    public var loadedLibraryCount: Int { PluginLibrary.openedCount }
 
     /// What a reload did to the instances.
     public struct Change: Sendable {
@@ -236,6 +214,10 @@ public final class PluginRegistry: @unchecked Sendable {
         public var retired: [Entry] = []
         /// The generation after the reload.
         public var generation = 0
+        /// Why the reload was refused and nothing changed: each instance it would have added, or
+        /// changed from a working one, that does not load (its new library is cut short, not a
+        /// shared object, fails its pin or its create...). Empty when it was applied.
+        public var problems: [String] = []
     }
 
     /// The instances `manifest` would add, remove or change, without loading anything. An instance
@@ -261,19 +243,37 @@ public final class PluginRegistry: @unchecked Sendable {
 
     /// Applies `manifest`: loads the added and changed instances first, then swaps the set in one
     /// step (unchanged entries are the same objects), and returns the entries taken out, for
-    /// `retire`. Instances that fail to load are recorded as failed, as at start.
+    /// `retire`. An instance that was failing and fails again is recorded as failed, as at start;
+    /// but when an added instance, or a changed one that worked, does not load, nothing is
+    /// applied: the instances just loaded are retired, the running set keeps serving, and
+    /// `problems` says why.
     public func reload(_ manifest: HostManifest) -> Change {
         var change = plan(manifest)
         let old = entries
-        let generation = lock.withLock { currentGeneration + 1 }
+        let (generation, previousManifest) = lock.withLock { (currentGeneration + 1, self.manifest) }
         lock.withLock { self.manifest = manifest }
         var next: [Entry] = []
+        var loaded: [Entry] = []
         for instance in manifest.instances {
             if change.unchanged.contains(instance.id), let kept = old.first(where: { $0.id == instance.id }) {
                 next.append(kept)
-            } else {
-                next.append(loadEntry(instance, generation: generation))
+                continue
             }
+            let entry = loadEntry(instance, generation: generation)
+            next.append(entry)
+            loaded.append(entry)
+            guard case .failed(let error) = entry.state else { continue }
+            let previous = old.first { $0.id == instance.id }
+            if previous == nil || previous?.state == .loaded || previous?.state == .disabled {
+                change.problems.append("plugins: instance '\(instance.id)' does not load: \(error)")
+            }
+        }
+        guard change.problems.isEmpty else {
+            lock.withLock { self.manifest = previousManifest }
+            retire(loaded, waitSeconds: 0, grace: 0)
+            change.retired = []
+            change.generation = generation - 1
+            return change
         }
         change.retired = old.filter { entry in !change.unchanged.contains(entry.id) }
         lock.withLock {
@@ -316,7 +316,7 @@ public final class PluginRegistry: @unchecked Sendable {
         a.id == b.id && a.use == b.use && a.enabled == b.enabled && a.sha256 == b.sha256 && a.config == b.config
             && a.isolation == b.isolation && a.callTimeoutSeconds == b.callTimeoutSeconds && a.memoryLimitMB == b.memoryLimitMB
             && a.wasm == b.wasm && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
-            && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
+            && a.environment == b.environment && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
     }
 
     /// Whether the library file the entry loaded still has the content it had.
@@ -325,7 +325,7 @@ public final class PluginRegistry: @unchecked Sendable {
     private func libraryUnchanged(_ entry: Entry, _ instance: HostManifest.Instance) -> Bool {
         if case .failed = entry.state { return false }
         guard let path = entry.libraryPath else { return entry.state == .disabled }
-        return SHA256.hex(ofFile: path) == entry.libraryHash
+        return LibraryFile.sha256(path: path) == entry.libraryHash
     }
 
     /// The running hubhost, or a `hubhost` beside the running program (tests run from the build folder).

@@ -31,12 +31,14 @@ public struct WasmModuleFile: Sendable {
     /// Reads and parses the module at `path`. Throws `.notAWasmPlugin` for a file that is not a
     /// WebAssembly module.
     public static func read(path: String) throws -> WasmModuleFile {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw PluginLoadError.notAWasmPlugin(path: path, reason: "cannot read the file")
-        }
+        try parse(try LibraryFile.read(path: path), path: path)
+    }
+
+    /// Parses `bytes`, the content of the module file at `path`.
+    public static func parse(_ bytes: [UInt8], path: String) throws -> WasmModuleFile {
         let module: Module
         do {
-            module = try parseWasm(bytes: [UInt8](data), features: .default)
+            module = try parseWasm(bytes: bytes, features: .default)
         } catch {
             throw PluginLoadError.notAWasmPlugin(path: path, reason: "not a WebAssembly module: \(error)")
         }

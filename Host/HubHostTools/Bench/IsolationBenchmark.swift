@@ -47,7 +47,7 @@ public struct IsolationBenchmark {
             throw PluginLoadError.workerFailed(instance: "bench", reason: "no hubhost executable found to run the worker")
         }
         var settings = PluginWorker.Settings(
-            instanceID: "bench", manifestPath: "", libraryPath: libraryPath,
+            instanceID: "bench", manifestPath: "", library: library.image,
             dataDirectory: NSTemporaryDirectory(), config: [:], logFilter: LogFilter(severity: .none),
             executable: executable)
         let worker = PluginWorker(settings: settings, pipeline: quiet)

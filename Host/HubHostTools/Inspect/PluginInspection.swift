@@ -86,7 +86,7 @@ public struct PluginInspection: Encodable, Sendable {
                 let file = try WasmModuleFile.read(path: libraryPath)
                 let described = try WasmPluginInstance.describe(file)
                 result.binary = BinaryPart(
-                    path: libraryPath, abi: (file.abiVersion ?? described.abi).description, sha256: SHA256.hex(ofFile: libraryPath),
+                    path: libraryPath, abi: (file.abiVersion ?? described.abi).description, sha256: LibraryFile.sha256(path: libraryPath),
                     plugins: described.plugins.map {
                         .init(id: $0.id, name: $0.name, kind: $0.kind, version: $0.version, description: $0.description)
                     },
@@ -102,7 +102,7 @@ public struct PluginInspection: Encodable, Sendable {
             do {
                 let library = try PluginLibrary.open(path: libraryPath)
                 result.binary = BinaryPart(
-                    path: library.path, abi: library.abiVersion.description, sha256: SHA256.hex(ofFile: library.path),
+                    path: library.path, abi: library.abiVersion.description, sha256: library.image.sha256,
                     plugins: library.descriptors.map {
                         .init(id: $0.id, name: $0.name, kind: $0.kind, version: $0.version, description: $0.description)
                     })

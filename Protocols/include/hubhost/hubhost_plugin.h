@@ -274,12 +274,18 @@ struct hh_library {
     hh_version_t abi_version;
 
     /* Optional (may be NULL): called after dlopen and the ABI version check, before get_plugin or
-     * any plugin call, with the library's path as the host opened it, symlinks resolved
+     * any plugin call, with the path of the file the library was read from, symlinks resolved
      * (NUL-terminated, borrowed). A failure refuses the whole library. The host calls init once
-     * per process for a library that loads; when loading fails (init fails, or a descriptor is
-     * invalid) the library stays mapped and a later instance naming the same file calls init
-     * again. A worker process (isolation: process) loads the library, and calls init, in its
-     * own process. [main-thread] */
+     * per process for each library content that loads; when loading fails (init fails, or a
+     * descriptor is invalid) the library stays mapped and a later instance naming the same
+     * content calls init again. A worker process (isolation: process) loads the library, and
+     * calls init, in its own process. [main-thread]
+     *
+     * The host reads the file once, checks it (a whole ELF shared object for this machine, the
+     * pinned sha256 if any) and dlopens that checked content from a sealed in-memory copy, named
+     * /proc/self/fd/N to the dynamic linker: $ORIGIN in the library's run path is not the folder
+     * of its file, so link a plugin's own dependencies by absolute path or install them on the
+     * system's library path, and find the plugin's files from `library_path`. */
     hh_status_t (*init)(const char *library_path);
 
     /* Never called: the host never calls deinit and never dlcloses a library; a loaded library
