@@ -140,3 +140,80 @@ final class HTTPRedirectTests: XCTestCase {
         XCTAssertEqual(reachedB.count, 0)
     }
 }
+
+/// An answer far past the limit (1 GiB, chunked, or declared) is stopped as the limit is crossed:
+/// the client reads at most about the limit, whoever asked (a plugin, the web hub's whitelisted
+/// fetch, the host's own requests).
+final class HTTPBodyLimitTests: XCTestCase {
+    /// Bytes of body the server managed to send before the client went away.
+    final class Sent: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func add(_ n: Int) { lock.withLock { count += n } }
+        var bytes: Int { lock.withLock { count } }
+    }
+
+    /// A server answering every request with up to 1 GiB of body: chunked, or with a declared length.
+    private func hugeServer(chunked: Bool) throws -> (LoopbackHTTPServer, Sent) {
+        let server = try LoopbackHTTPServer()
+        let sent = Sent()
+        server.start { fd, _ in
+            let head = chunked ? "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" : "HTTP/1.1 200 OK\r\nContent-Length: \(1 << 30)\r\n\r\n"
+            guard LoopbackHTTPServer.sendAll(fd, Data(head.utf8)) else { return }
+            let block = Data(repeating: UInt8(ascii: "x"), count: 1 << 20)
+            let chunk = chunked ? Data("100000\r\n".utf8) + block + Data("\r\n".utf8) : block
+            for _ in 0..<1024 {  // 1 GiB at most
+                guard LoopbackHTTPServer.sendAll(fd, chunk) else { return }
+                sent.add(block.count)
+            }
+            if chunked { _ = LoopbackHTTPServer.sendAll(fd, Data("0\r\n\r\n".utf8)) }
+        }
+        return (server, sent)
+    }
+
+    func testAChunkedGigabyteIsStoppedAsTheLimitIsCrossed() throws {
+        let (server, sent) = try hugeServer(chunked: true)
+        defer { server.stop() }
+        let result = HTTPFetcher().fetch("GET", server.url("/big"), timeoutSeconds: 60, maxBodyBytes: 4 << 20)
+        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(why.hasSuffix("the answer is larger than 4 MiB, the most hubhost reads of it"), why)
+        usleep(200_000)
+        XCTAssertLessThan(sent.bytes, 64 << 20, "the client stopped reading near the limit")
+    }
+
+    func testADeclaredGigabyteIsRefusedBeforeItsBodyIsRead() throws {
+        let (server, sent) = try hugeServer(chunked: false)
+        defer { server.stop() }
+        let result = HTTPFetcher().fetch("GET", server.url("/big"), timeoutSeconds: 60, maxBodyBytes: 4 << 20)
+        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(why.contains("larger than 4 MiB"), why)
+        usleep(200_000)
+        XCTAssertLessThan(sent.bytes, 64 << 20)
+    }
+
+    /// A plugin's request (the largest limit, 256 MiB) against 1 GiB: stopped at the limit, and
+    /// the process's resident memory grows by about the limit, not the answer.
+    func testAPluginsRequestStopsAtItsLimitAndMemoryStaysNearIt() throws {
+        let (server, sent) = try hugeServer(chunked: true)
+        defer { server.stop() }
+        let before = ReloadTests.residentMB()
+        let result = HTTPFetcher().fetch("GET", server.url("/big"), timeoutSeconds: 120)
+        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(why.contains("larger than 256 MiB"), why)
+        usleep(200_000)
+        XCTAssertLessThan(sent.bytes, 320 << 20, "sent \(sent.bytes >> 20) MiB")
+        XCTAssertLessThan(ReloadTests.residentMB() - before, 700, "resident memory after the refusal")
+    }
+
+    /// The web hub's `/hub/whitelisted` fetch passes on at most 16 MiB.
+    func testTheWhitelistedFetchHasItsOwnSmallerLimit() throws {
+        XCTAssertEqual(WebContentHub.maxWhitelistedBytes, 16 << 20)
+        let (server, sent) = try hugeServer(chunked: true)
+        defer { server.stop() }
+        let result = HTTPFetcher().fetch("GET", server.url("/page"), timeoutSeconds: 60, maxBodyBytes: WebContentHub.maxWhitelistedBytes)
+        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(why.contains("larger than 16 MiB"), why)
+        usleep(200_000)
+        XCTAssertLessThan(sent.bytes, 80 << 20)
+    }
+}

@@ -87,18 +87,25 @@ public final class HTTPFetcher: Sendable {
         return HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
     }()
 
-    /// The largest response body read (a bundle is fetched in Range chunks far below it).
+    /// The largest response body a plugin's request reads (a bundle is fetched in Range chunks far
+    /// below it); the host's own requests name smaller limits.
     public static let maxBodyBytes = 256 << 20
+    /// The limit of the host's own requests whose answer is a status and a small document (the
+    /// collector's answer, an OAuth token, an XMLAPI envelope, campaign endpoints).
+    public static let maxSmallAnswerBytes = 16 << 20
 
     public init() {}
 
     /// Sends one request and waits for the whole answer, at most `timeoutSeconds` for all of it,
     /// redirects included. Redirects are followed as `redirects` allows (after a 303, and a 301 or
     /// 302 to a POST, as a GET without a body; 307 and 308 keep the method and body); the
-    /// Authorization header is not sent to another host.
+    /// Authorization header is not sent to another host. The answer's body is read as it arrives
+    /// and the request ends as soon as it passes `maxBodyBytes` (a declared Content-Length past it
+    /// ends it before any of the body is read): an answer past the limit never costs more memory than
+    /// the limit.
     public func fetch(
         _ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
-        timeoutSeconds: Double, redirects: Redirects = .sameHost
+        timeoutSeconds: Double, redirects: Redirects = .sameHost, maxBodyBytes: Int = HTTPFetcher.maxBodyBytes
     ) -> Result<Response, Failure> {
         guard let first = URL(string: url), let scheme = first.scheme?.lowercased(), ["http", "https"].contains(scheme), first.host != nil else {
             return .failure(.invalidURL(url))
@@ -113,7 +120,7 @@ public final class HTTPFetcher: Sendable {
         var headers = headers
         var body = body
         for hop in 0...Self.maxRedirects {  // bounded: at most maxRedirects hops
-            let answer = send(method, current, headers: headers, body: body, deadline: deadline)
+            let answer = send(method, current, headers: headers, body: body, deadline: deadline, maxBodyBytes: maxBodyBytes)
             if case .none = redirects { return answer }
             guard case .success(let response) = answer,
                 let target = Self.redirectTarget(status: response.status, location: response.headers["location"], from: current)
@@ -138,7 +145,9 @@ public final class HTTPFetcher: Sendable {
     }
 
     /// One request, no redirect followed.
-    private func send(_ method: String, _ url: URL, headers: [String: String], body: Data?, deadline: NIODeadline) -> Result<Response, Failure> {
+    private func send(
+        _ method: String, _ url: URL, headers: [String: String], body: Data?, deadline: NIODeadline, maxBodyBytes: Int
+    ) -> Result<Response, Failure> {
         let text = url.absoluteString
         let request: HTTPClient.Request
         do {
@@ -150,20 +159,29 @@ public final class HTTPFetcher: Sendable {
             return .failure(.invalidURL(text))
         }
         do {
-            let response = try Self.client.execute(request: request, deadline: deadline).wait()
+            // The accumulator counts the body as it arrives and ends the request past the limit.
+            let limit = max(0, min(maxBodyBytes, Self.maxBodyBytes))
+            let accumulator = ResponseAccumulator(request: request, maxBodySize: limit)
+            let response = try Self.client.execute(request: request, delegate: accumulator, deadline: deadline).wait()
             var fields: [String: String] = [:]
             for (name, value) in response.headers { fields[name.lowercased()] = fields[name.lowercased()].map { $0 + ", " + value } ?? value }
             var buffer = response.body ?? ByteBuffer()
-            guard buffer.readableBytes <= Self.maxBodyBytes else {
-                return .failure(.unreachable("\(text): the answer is larger than \(Self.maxBodyBytes >> 20) MiB, the most hubhost reads"))
-            }
             return .success(
                 Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
+        } catch let error as ResponseAccumulator.ResponseTooBigError {
+            return .failure(.unreachable("\(text): the answer is larger than \(Self.describe(bytes: error.maxBodySize)), the most hubhost reads of it"))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             return .failure(.timedOut(text))
         } catch {
             return .failure(.unreachable("\(text): \(Self.describe(error))"))
         }
+    }
+
+    /// "16 MiB", "1 KiB", "100 bytes".
+    static func describe(bytes: Int) -> String {
+        if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10 && bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
     }
 
     static func describe(_ error: Error) -> String {

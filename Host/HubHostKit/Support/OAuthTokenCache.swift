@@ -65,7 +65,7 @@ public final class OAuthTokenCache: @unchecked Sendable {
             let encoded = (form.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
             switch http.fetch(
                 "POST", credentials.tokenURL, headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                body: Data(encoded.utf8), timeoutSeconds: timeoutSeconds)
+                body: Data(encoded.utf8), timeoutSeconds: timeoutSeconds, maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes)
             {
             case .success(let response) where (200..<300).contains(response.status):
                 guard let json = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any],

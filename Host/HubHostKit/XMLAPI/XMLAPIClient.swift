@@ -81,7 +81,9 @@ public final class XMLAPIClient: Sendable {
                 }
                 refreshNow = false
             }
-            switch http.fetch("POST", settings.endpoint, headers: headers, body: body, timeoutSeconds: settings.timeoutSeconds) {
+            switch http.fetch(
+                "POST", settings.endpoint, headers: headers, body: body, timeoutSeconds: settings.timeoutSeconds,
+                maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes) {
             case .success(let response) where (200..<300).contains(response.status):
                 do { return try XMLAPIResult(data: response.body) } catch {
                     throw XMLAPIError.malformed(operation: op, reason: "\(error)")

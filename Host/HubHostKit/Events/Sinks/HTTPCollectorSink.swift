@@ -40,7 +40,9 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
                 case .failure(let failure): return .notAttempted(reason: failure.reason)
                 }
             }
-            switch http.fetch("POST", settings.collectorURL, headers: headers, body: body, timeoutSeconds: settings.postTimeout) {
+            switch http.fetch(
+                "POST", settings.collectorURL, headers: headers, body: body, timeoutSeconds: settings.postTimeout,
+                maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes) {
             case .success(let response) where (200..<300).contains(response.status):
                 return .answered(Array(repeating: .delivered, count: count))
             case .success(let response) where response.status == 401 && !triedRefresh && usesOAuth:

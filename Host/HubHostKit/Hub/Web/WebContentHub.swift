@@ -354,6 +354,9 @@ public final class WebContentHub: @unchecked Sendable {
 
     // MARK: Whitelisted URLs with a query
 
+    /// The largest answer `/hub/whitelisted` passes on (it is held whole in memory to be answered).
+    public static let maxWhitelistedBytes = 16 << 20
+
     /// `/hub/whitelisted?url=...`: fetches `url` for a local_only page only when it is in
     /// `hub.whitelist_urls` verbatim (query included); 403 otherwise. See ContentSecurityPolicy.
     public func fetchWhitelisted(_ url: String, http: HTTPFetcher) -> HubWebResponse {
@@ -361,7 +364,7 @@ public final class WebContentHub: @unchecked Sendable {
             logger.warning("refused /hub/whitelisted for \(url): not in hub.whitelist_urls verbatim")
             return HubWebResponse(status: 403, contentType: "text/plain; charset=utf-8", body: Data("'\(url)' is not a whitelisted URL\n".utf8))
         }
-        switch http.fetch("GET", url, timeoutSeconds: 15) {
+        switch http.fetch("GET", url, timeoutSeconds: 15, maxBodyBytes: Self.maxWhitelistedBytes) {
         case .success(let response):
             let type = response.headers.first { $0.key.lowercased() == "content-type" }?.value ?? "application/octet-stream"
             return HubWebResponse(status: response.status, contentType: type, body: response.body, headers: ["X-Content-Type-Options": "nosniff"])
