@@ -88,8 +88,10 @@ struct PluginCommand: ParsableCommand {
         var target: ValidationTarget {
             var target = ValidationTarget(path: path)
             if let library {
+                // The leak check's private, stripped copy: mapped itself so valgrind names its symbols.
                 target.libraryPath = library
                 target.libraryProblem = nil
+                target.mapsLibraryFile = true
             }
             return target
         }

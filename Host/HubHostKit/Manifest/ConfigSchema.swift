@@ -212,7 +212,8 @@ extension ConfigSchema {
     public func resolve(values: [String: PluginValue], source: String = "config") throws -> [String: PluginValue] {
         var problems: [String] = []
         var resolved: [String: PluginValue] = [:]
-        for key in values.keys.sorted() where !keys.contains(where: { $0.key == key }) {
+        let declared = Set(keys.map(\.key))
+        for key in values.keys.sorted() where !declared.contains(key) {
             problems.append(
                 "unknown config key '\(key)'" + (keys.isEmpty ? ": the plugin takes no config keys" : Suggestion.hint(for: key, in: keys.map(\.key))))
         }

@@ -169,7 +169,8 @@ public struct HostManifest: Sendable {
         for type in Self.sectionTypes { type.finish(&manifest) }  // e.g. hub.db_service_url -> the hub's provider
         // Two instances of one plugin would report that plugin.yaml's problems twice: keep the first.
         var diagnostics: [ManifestDiagnostic] = []
-        for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where !diagnostics.contains(diagnostic) {
+        var seen = Set<ManifestDiagnostic>()  // a set: ten thousand problems are kept in linear time
+        for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where seen.insert(diagnostic).inserted {
             diagnostics.append(diagnostic)
         }
         manifest.diagnostics = diagnostics

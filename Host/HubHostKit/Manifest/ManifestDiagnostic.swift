@@ -1,7 +1,7 @@
 /// One problem found in a manifest: where it is (file:line:column), which key, and what was expected.
 ///
 /// Diagnostics are collected, never thrown one at a time, so a user sees every problem in one run.
-public struct ManifestDiagnostic: Error, Codable, Equatable, Sendable, CustomStringConvertible {
+public struct ManifestDiagnostic: Error, Codable, Hashable, Sendable, CustomStringConvertible {
     public var file: String
     public var line: Int
     public var column: Int

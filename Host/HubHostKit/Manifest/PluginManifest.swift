@@ -128,6 +128,7 @@ public struct PluginManifest: Sendable {
         }
 
         var exports: [Export] = []
+        var exportIDs = Set<String>()
         if let node = top["exports"]?.value, let items = reader.sequence(node, key: "exports") {
             for (index, item) in items.enumerated() {
                 let path = "exports[\(index)]"
@@ -156,7 +157,7 @@ public struct PluginManifest: Sendable {
                         "kind '\(kindText)' was added in ABI 1.\(kind.introducedInMinor); set abi: \"1.\(kind.introducedInMinor)\" (it says \"\(abi ?? "")\")"
                     )
                 }
-                if exports.contains(where: { $0.id == exportID }) {
+                if !exportIDs.insert(exportID).inserted {
                     reader.report(idNode, key: "\(path).id", "export id '\(exportID)' appears twice")
                 }
                 exports.append(Export(id: exportID, kind: kind))
@@ -167,6 +168,7 @@ public struct PluginManifest: Sendable {
         }
 
         var keys: [ConfigKey] = []
+        var declaredKeys = Set<String>()  // a set: a schema of many keys is checked in linear time
         if let node = top["config"]?.value, let items = reader.sequence(node, key: "config") {
             for (index, item) in items.enumerated() {
                 let path = "config[\(index)]"
@@ -188,7 +190,7 @@ public struct PluginManifest: Sendable {
                     )
                     continue
                 }
-                if keys.contains(where: { $0.key == key }) {
+                if !declaredKeys.insert(key).inserted {
                     reader.report(keyNode, key: "\(path).key", "config key '\(key)' is declared twice")
                 }
                 let schemaOfOne = ConfigSchema(keys: [])

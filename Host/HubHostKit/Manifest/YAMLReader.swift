@@ -19,12 +19,23 @@ final class YAMLReader {
             report(line: 1, column: 1, key: "", "this is a folder, not a manifest file\(hint)")
             return nil
         }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            report(line: 1, column: 1, key: "", exists ? "cannot read the file (check its permissions)" : "no such file")
+        guard exists else {
+            report(line: 1, column: 1, key: "", "no such file")
             return nil
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(path: file, maxBytes: YAMLLimits.maxBytes)
+        } catch {
+            report(line: 1, column: 1, key: "", "\(error.reason)")
+            return nil
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             report(line: 1, column: 1, key: "", "the file is not UTF-8 text")
+            return nil
+        }
+        if let problem = YAMLLimits.problem(text) {
+            report(line: 1, column: 1, key: "", problem)
             return nil
         }
         do {
@@ -81,8 +92,9 @@ final class YAMLReader {
         what: String = "key", none: String? = nil
     ) -> [String: (keyNode: Node, value: Node)] {
         var result: [String: (keyNode: Node, value: Node)] = [:]
+        let allowedSet = Set(allowed)  // a set: many keys against a long schema stay linear
         for entry in entries {
-            if allowed.contains(entry.key) {
+            if allowedSet.contains(entry.key) {
                 result[entry.key] = (entry.keyNode, entry.value)
             } else if allowed.isEmpty {
                 report(entry.keyNode, key: join(path, entry.key), "unknown \(what) '\(entry.key)': \(none ?? "no \(what)s are accepted here")")

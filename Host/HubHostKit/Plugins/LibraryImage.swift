@@ -21,14 +21,27 @@ public final class LibraryImage: Sendable {
     /// The sealed memory file (close-on-exec; a worker gets a copy through dup2).
     let fd: Int32
 
-    /// The name dlopen opens it by, in this process.
-    var loadPath: String { "/proc/self/fd/\(fd)" }
+    /// Whether dlopen maps the file at `path` itself instead of the sealed copy (`inPlace()`).
+    public let mapsFile: Bool
 
-    private init(path: String, sha256: String, size: Int, fd: Int32) {
+    /// The name dlopen opens it by, in this process.
+    var loadPath: String { mapsFile ? path : "/proc/self/fd/\(fd)" }
+
+    private init(path: String, sha256: String, size: Int, fd: Int32, mapsFile: Bool = false) {
         self.path = path
         self.sha256 = sha256
         self.size = size
         self.fd = fd
+        self.mapsFile = mapsFile
+    }
+
+    /// This image, checked as it is, but loaded from the file at its path: only for tools whose
+    /// analysis needs the library's own file mapped (valgrind reads a library's symbols from the
+    /// file it maps, and cannot read a memory file's). Nothing guards the file after the check: use
+    /// it on a private copy (`hubhost plugins test --leaks` makes one), never in the host.
+    public func inPlace() -> LibraryImage {
+        let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+        return LibraryImage(path: path, sha256: sha256, size: size, fd: copy, mapsFile: true)
     }
 
     deinit { close(fd) }

@@ -10,9 +10,14 @@ public enum PluginBinary: Sendable {
     case wasm(WasmModuleFile, WasmPluginInstance.Description)
 
     /// Opens the library at `path`: a `.wasm` is parsed and described (its start-up and
-    /// hh_wasm_describe run under the default budget), anything else is dlopened.
-    public static func open(path: String) throws -> PluginBinary {
-        guard path.hasSuffix(".wasm") else { return .native(try PluginLibrary.open(path: path)) }
+    /// hh_wasm_describe run under the default budget), anything else is checked and dlopened from
+    /// its sealed copy, or from the file itself with `mappingFile` (LibraryImage.inPlace: for the
+    /// leak check's private copy, whose symbols valgrind must read).
+    public static func open(path: String, mappingFile: Bool = false) throws -> PluginBinary {
+        guard path.hasSuffix(".wasm") else {
+            if mappingFile { return .native(try PluginLibrary.open(try LibraryImage.read(path: path).inPlace())) }
+            return .native(try PluginLibrary.open(path: path))
+        }
         let file = try WasmModuleFile.read(path: path)
         return .wasm(file, try WasmPluginInstance.describe(file))
     }

@@ -57,10 +57,12 @@ public final class PluginLibrary: @unchecked Sendable {
     /// Opens the checked `image`: checks its ABI version before anything else, runs its optional
     /// init once, and reads its descriptors. Throws PluginLoadError.
     public static func open(_ image: LibraryImage) throws -> PluginLibrary {
-        try cacheLock.withLock {
-            if let cached = cache[image.sha256] { return cached }
+        // A content loaded from its file (LibraryImage.inPlace) is a mapping of its own.
+        let key = image.mapsFile ? image.sha256 + " " + image.path : image.sha256
+        return try cacheLock.withLock {
+            if let cached = cache[key] { return cached }
             let opened = try load(image)
-            cache[image.sha256] = opened
+            cache[key] = opened
             return opened
         }
     }

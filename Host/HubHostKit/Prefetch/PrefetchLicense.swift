@@ -60,6 +60,9 @@ public struct PrefetchLicense: Sendable, Equatable, Codable {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             return .failure(FileProblem(message: "\(environmentVariable)=\(path): not readable UTF-8 text"))
         }
+        if let problem = YAMLLimits.problem(text) {
+            return .failure(FileProblem(message: "\(environmentVariable)=\(path): \(problem)"))
+        }
         let parsed: Any?
         do { parsed = try Yams.load(yaml: text) } catch {
             return .failure(FileProblem(message: "\(environmentVariable)=\(path): neither YAML nor JSON (\(error))"))

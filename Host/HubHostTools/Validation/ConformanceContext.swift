@@ -38,7 +38,7 @@ public final class ConformanceContext: @unchecked Sendable {
     func library() throws -> PluginBinary {
         guard let path = target.libraryPath else { throw ConformanceFailure(target.libraryProblem ?? "no library to load") }
         do {
-            return try PluginBinary.open(path: path)
+            return try PluginBinary.open(path: path, mappingFile: target.mapsLibraryFile)
         } catch {
             throw ConformanceFailure("\(error)")
         }

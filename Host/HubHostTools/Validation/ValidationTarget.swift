@@ -9,6 +9,9 @@ public struct ValidationTarget: Sendable {
     public var manifestProblems: [ManifestDiagnostic]
     public var libraryPath: String?
     public var libraryProblem: String?
+    /// Load the library from its file, not its sealed copy: the leak check's private copy, whose
+    /// symbols valgrind reads from the file it maps.
+    public var mapsLibraryFile = false
     /// The config the "valid config" tests use: the manifest's `test_config:` checked against the
     /// schema, with defaults filled in.
     public var validConfig: [String: PluginValue]

@@ -262,6 +262,10 @@ struct ContentFolderReader {
     }
 
     private mutating func compose(_ yaml: String, path: String, lineOffset: Int) -> Node? {
+        if let problem = YAMLLimits.problem(yaml) {
+            report(path, line: lineOffset + 1, problem)
+            return nil
+        }
         do {
             return try Yams.compose(yaml: yaml)
         } catch let error as YamlError {
