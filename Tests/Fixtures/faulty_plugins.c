@@ -18,6 +18,8 @@
  *   FAULT_BIG_ANSWER      the augmentation also sets "Big" to a string of 1 MiB
  *   FAULT_REPORT_ENV      the augmentation also sets "Token" to the environment variable
  *                         HUBHOST_TOKEN and "Slow" to FAULTY_SLOW_MS ("(unset)" when absent)
+ *   FAULT_FORGE_LOG       write a log frame of its own on the worker's socket (fd 3) claiming the
+ *                         source "hubhost.loader" and the year 2001, then segfault
  *   FAULT_FORK_THEN_CRASH fork a child that sleeps a minute holding every descriptor, write its
  *                         pid to the file FAULTY_CRASH_MARKER names, then segfault
  *
@@ -29,6 +31,7 @@
 
 #include <hubhost/hubhost.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +102,28 @@ static hh_status_t misbehave(void) {
             }
         }
     }
+#elif defined(FAULT_FORGE_LOG)
+    /* The isolation protocol's frame: u32 length, then 0x83 (log), i32 severity, i32 verbosity,
+     * i64 time (ms), and two u32-length strings, the source and the message; all little-endian. */
+    static const char source[] = "hubhost.loader", message[] = "forged by the plugin";
+    unsigned char frame[256];
+    size_t at = 4;
+    uint32_t u;
+    int64_t when = 978307200000LL; /* 2001-01-01 */
+    frame[at++] = 0x83;
+    u = 1; memcpy(frame + at, &u, 4); at += 4; /* critical_error */
+    u = 1; memcpy(frame + at, &u, 4); at += 4; /* debug */
+    memcpy(frame + at, &when, 8); at += 8;
+    u = sizeof source - 1; memcpy(frame + at, &u, 4); at += 4;
+    memcpy(frame + at, source, sizeof source - 1); at += sizeof source - 1;
+    u = sizeof message - 1; memcpy(frame + at, &u, 4); at += 4;
+    memcpy(frame + at, message, sizeof message - 1); at += sizeof message - 1;
+    u = (uint32_t)(at - 4); memcpy(frame, &u, 4);
+    if (write(3, frame, at) != (ssize_t)at) {
+        return HH_ERR_IO;
+    }
+    volatile int *nowhere = NULL;
+    *nowhere = 5;
 #elif defined(FAULT_FORK_THEN_CRASH)
     pid_t child = fork();
     if (child == 0) {

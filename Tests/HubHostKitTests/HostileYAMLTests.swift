@@ -108,3 +108,43 @@ final class HostileYAMLTests: XCTestCase {
         XCTAssertTrue(problems[9_999].hasPrefix("\(folder)/plugins.yaml:10005:7: plugins[0].config.k9999: unknown config key 'k9999'"), problems[9_999])
     }
 }
+
+/// A `use:` that names something other than a plugin.yaml: the problem is said with the path and
+/// the line that names it, never with the file's content.
+final class UsePathTests: XCTestCase {
+    var folder = ""
+
+    override func setUpWithError() throws {
+        folder = try TestSupport.temporaryFolder(self)
+    }
+
+    func testAReloadNamingAnotherFileQuotesOnlyItsPathAndTheProblem() throws {
+        let manifest = folder + "/plugins.yaml"
+        try TestSupport.write("data_dir: data\nplugins: []\n", to: manifest)
+        let host = try HubHost(manifestPath: manifest)
+        defer { host.shutdown() }
+        let capture = LogCapture()
+        host.pipeline.attach([capture])
+        for (name, secret) in [("plain.txt", "TOPSECRET plain text line\nand another"), ("keys.yaml", "password: TOPSECRET\nuser: admin\n")] {
+            try TestSupport.write(secret, to: folder + "/" + name)
+            try TestSupport.write("data_dir: data\nplugins:\n  - id: x\n    use: \(name)\n", to: manifest)
+            let report = host.reload()
+            XCTAssertEqual(report.outcome, .refused)
+            XCTAssertEqual(
+                report.problems,
+                ["\(folder)/\(name):1:1: this is not a plugin manifest: a plugin.yaml is a mapping with abi, id, name, version, library and exports"])
+        }
+        XCTAssertFalse(capture.messages.contains { $0.contains("TOPSECRET") }, "\(capture.messages)")
+        XCTAssertEqual(YAMLReader(file: "x").describe(.init(String(repeating: "s", count: 500))), "the string \"\(String(repeating: "s", count: 64))... (500 bytes)\"")
+    }
+
+    func testAUseNamingAFolderIsReportedAtTheLineThatNamesIt() throws {
+        try FileManager.default.createDirectory(atPath: folder + "/Plugins/Thing", withIntermediateDirectories: true)
+        try TestSupport.write("abi: \"1.0\"\n", to: folder + "/Plugins/Thing/plugin.yaml")
+        try TestSupport.write("data_dir: data\nplugins:\n  - id: x\n    use: Plugins/Thing\n", to: folder + "/plugins.yaml")
+        let problems = try HostManifest.load(path: folder + "/plugins.yaml").diagnostics.map(\.description)
+        XCTAssertEqual(
+            problems,
+            ["\(folder)/plugins.yaml:4:10: plugins[0].use: 'Plugins/Thing' is a folder, not a plugin manifest; name its plugin.yaml: Plugins/Thing/plugin.yaml"])
+    }
+}

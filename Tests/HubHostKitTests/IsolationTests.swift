@@ -298,6 +298,19 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(gone, "the forked child \(child) outlived its worker")
     }
 
+    /// A worker writes its own log frames: one claiming to be the host's loader, dated 2001, is
+    /// logged under the instance's name with the host's time.
+    func testAWorkerCannotForgeTheSourceOrTimeOfItsLogRecords() throws {
+        let (host, capture) = try host("FORGE_LOG")
+        let before = Clock.wallMs()
+        _ = try augmentation(host).augment(AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1))
+        let forged = try XCTUnwrap(capture.records.first { $0.message.hasSuffix("forged by the plugin") }, "\(capture.messages)")
+        XCTAssertEqual(forged.source, "faulty")
+        XCTAssertEqual(forged.message, "(says it is from hubhost.loader) forged by the plugin")
+        XCTAssertGreaterThanOrEqual(forged.timeMs, before)
+        XCTAssertFalse(capture.records.contains { $0.source == "hubhost.loader" && $0.message.contains("forged") })
+    }
+
     private func plugin(_ plugin: AugmentationPlugin) -> AugmentationOutcome? {
         eventuallySucceeds { plugin.augment(AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1)) }
     }

@@ -297,8 +297,16 @@ public final class PluginWorker: @unchecked Sendable {
         }
     }
 
+    /// Passes on a record the worker wrote. The worker writes its own frames, so what it says of
+    /// itself is not trusted: the host names the instance as the source and stamps the time, and a
+    /// record claiming another source keeps that claim only as text.
     private func forwardLog(_ reader: inout WireReader) {
-        guard let record = try? reader.logRecord() else { return }
+        guard var record = try? reader.logRecord() else { return }
+        if record.source != instanceID {
+            record.message = "(says it is from \(Suggestion.clip(record.source))) " + record.message
+        }
+        record.source = instanceID
+        record.timeMs = Clock.wallMs()
         pipeline.log(record)
     }
 

@@ -284,8 +284,14 @@ public struct HostManifest: Sendable {
         var pluginDiagnostics: [ManifestDiagnostic] = []
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {
             instance.use = absolute(use, from: folder)
-            if !FileManager.default.fileExists(atPath: instance.use) {
+            var isFolder: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: instance.use, isDirectory: &isFolder) {
                 reader.report(node, key: "\(path).use", "no plugin manifest at '\(use)' (resolved to \(instance.use))")
+            } else if isFolder.boolValue {
+                // Said here, at the line that names the folder, not at the folder itself.
+                let manifest = (instance.use as NSString).appendingPathComponent("plugin.yaml")
+                let hint = FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
+                reader.report(node, key: "\(path).use", "'\(use)' is a folder, not a plugin manifest; \(hint)")
             } else {
                 let loaded = PluginManifest.load(path: instance.use)
                 instance.plugin = loaded.manifest

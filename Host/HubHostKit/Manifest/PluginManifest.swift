@@ -92,6 +92,21 @@ public struct PluginManifest: Sendable {
     }
 
     static func parse(_ root: Node, reader: YAMLReader) -> PluginManifest? {
+        // A file that is not a plugin manifest at all (`use:` naming /etc/passwd, say) is refused
+        // without quoting any of it: its content goes no further than this process, not into a
+        // reload's answer, the log or a notification.
+        let looksLikeAManifest: Bool
+        if case .mapping(let mapping) = root {
+            looksLikeAManifest = mapping.keys.contains { ["abi", "id", "library", "exports"].contains($0.string ?? "") }
+        } else {
+            looksLikeAManifest = false
+        }
+        guard looksLikeAManifest else {
+            reader.report(
+                line: 1, column: 1, key: "",
+                "this is not a plugin manifest: a plugin.yaml is a mapping with abi, id, name, version, library and exports")
+            return nil
+        }
         guard let entries = reader.mapping(root, key: "") else { return nil }
         let top = reader.known(entries, allowed: topKeys, in: "")
         func required(_ key: String) -> String? {

@@ -184,11 +184,12 @@ final class YAMLReader {
         case .alias: return "an alias"
         case .scalar(let scalar):
             if isNull(node) { return "nothing (null)" }
-            if scalar.style != .plain { return "the string \"\(scalar.string)\"" }
+            // Quoted at most in part: a message must not carry a file's content along.
+            if scalar.style != .plain { return "the string \"\(Suggestion.clip(scalar.string))\"" }
             if Int64(scalar.string) != nil { return "the integer \(scalar.string)" }
             if Double(scalar.string) != nil { return "the number \(scalar.string)" }
             if Bool.construct(from: scalar) != nil { return "the boolean \(scalar.string)" }
-            return "the string \"\(scalar.string)\""
+            return "the string \"\(Suggestion.clip(scalar.string))\""
         }
     }
 
