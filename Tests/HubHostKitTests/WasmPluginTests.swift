@@ -336,6 +336,35 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(guest.reinstantiations, 3)
     }
 
+    /// A guest that recurses until its stack is exhausted, on every call: each failure is one line
+    /// (the trap's reason, not its backtrace), and the log gets one line per 10 s, not one per call.
+    func testATrapIsOneShortLineAndRepeatedTrapsAreRateLimited() throws {
+        _ = FileManager.default.createFile(atPath: folder + "/spin.wasm", contents: Data(try wat2wasm(Self.misbehavingOperator)))
+        let yaml = try manifest(id: "spin", library: folder + "/spin.wasm", exports: [("spin", "trigger_operator")])
+        try TestSupport.write("data_dir: data\nplugins:\n  - id: spin\n    use: \(yaml)\n    wasm_fuel: 500000000\n", to: folder + "/plugins.yaml")
+        let capture = LogCapture()
+        let pipeline = LogPipeline(filter: LogFilter(severity: .info, verbosity: .info))
+        pipeline.attach([capture])
+        let registry = PluginRegistry(manifest: try HostManifest.load(path: folder + "/plugins.yaml"), pipeline: pipeline)
+        registry.loadAll()
+        defer { registry.shutdown() }
+        let spin = try operatorNamed(registry, instance: "spin", "spin")
+        for _ in 0..<20 {
+            let answer = spin.compare(event: .int(2), trigger: .null)
+            XCTAssertNotEqual(answer.status, HH_OK)
+            XCTAssertFalse(answer.reason.contains("\n"), answer.reason)
+            XCTAssertLessThan(answer.reason.utf8.count, 400, answer.reason)
+        }
+        let lines = capture.records.filter { $0.message.hasPrefix("instance 'spin' (spin)") }.map(\.message)
+        XCTAssertEqual(lines.count, 1, "\(lines)")
+        XCTAssertLessThan(lines.first?.utf8.count ?? 0, 600)
+        var limit = LogRateLimit(seconds: 10)
+        XCTAssertTrue(limit.admit(nowNs: 1).write)
+        XCTAssertFalse(limit.admit(nowNs: 2).write)
+        XCTAssertFalse(limit.admit(nowNs: 3).write)
+        XCTAssertEqual(limit.admit(nowNs: 11_000_000_001).leftOut, 2)
+    }
+
     /// The isolation tests' faulty plugins, built as .wasm: each fault fails at most its own call
     /// (or its load), the instance answers the next call, and a hang expires the event early.
     func testTheFaultyFixturesBuiltAsWasmFailOnlyTheirOwnCallsAndAHangExpiresTheEvent() throws {

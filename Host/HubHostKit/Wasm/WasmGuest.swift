@@ -109,7 +109,10 @@ final class WasmGuest {
         } catch let trap as Trap {
             // WasmKit names the reason only in the description (TrapReason is not public).
             if trap.description.contains("out of fuel") { throw .outOfFuel(budget.fuelPerCall) }
-            throw .trapped(trap.description.replacingOccurrences(of: "Trap: ", with: ""))
+            // The reason only: the description goes on with the guest's backtrace (about 100 KB for
+            // a deep recursion), which would be logged and answered with every failed call.
+            let reason = trap.description.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? "a trap"
+            throw .trapped(Suggestion.clip(reason.replacingOccurrences(of: "Trap: ", with: ""), to: 256))
         } catch let error as PluginCallError {
             throw .trapped("\(error)")
         } catch {

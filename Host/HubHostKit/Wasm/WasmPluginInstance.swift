@@ -27,6 +27,8 @@ public final class WasmPluginInstance: @unchecked Sendable {
     private let lock = NSLock()
     private var guest: WasmGuest?
     private var reinstantiationCount = 0
+    /// Failed calls are logged one line at a time, at most every 10 s (under `lock`).
+    private var failureLog = LogRateLimit()
     /// Which plugins (by index in `plugins`) were destroyed: read on every call, so an array.
     private var destroyed: [Bool] = []
 
@@ -197,8 +199,12 @@ public final class WasmPluginInstance: @unchecked Sendable {
                 return .success(WireReader(answer))
             } catch let error as WasmCallFailure {
                 self.guest = nil
-                logger.warning(
-                    "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call")
+                let (write, leftOut) = failureLog.admit()
+                if write {
+                    logger.warning(
+                        "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call\(leftOut > 0 ? " (\(leftOut) more failed calls in the last \(failureLog.intervalNs / 1_000_000_000) s not logged)" : "")"
+                    )
+                }
                 if case .outOfFuel = error { return .failure(.timedOut(error.description)) }
                 return .failure(.crashed(error.description))
             } catch {
