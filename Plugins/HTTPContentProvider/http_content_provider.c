@@ -177,7 +177,8 @@ static hh_status_t request(http_provider_t *self, const char *url, const char *r
     if (status == HH_ERR_TIMEOUT) {
         return hh_report(self->host, HH_ERR_TIMEOUT, "%s: the content service did not answer in time", url);
     }
-    return hh_report(self->host, HH_ERR_IO, "%s: the content service could not be reached", url);
+    /* The host follows this with why (no connection, an answer cut short, too large...). */
+    return hh_report(self->host, HH_ERR_IO, "%s: the request to the content service failed", url);
 }
 
 /* Maps a non-2xx answer to a status, reporting the URL and the HTTP status. */
