@@ -474,3 +474,33 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(sync.stdout, "loaded 1 campaign\n")
     }
 }
+
+/// A ping endpoint that is down is asked again after a backoff (5 s, doubling, at most 10 min), not
+/// at every check, and a ping that works resets it.
+final class CampaignPingBackoffTests: XCTestCase {
+    func testFailedSyncsBackOffAndASuccessfulOneResetsTheBackoff() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let server = try TestCollector()
+        defer { server.stop() }
+        let dead = try TestCollector()
+        let deadURL = dead.url("/ping")
+        dead.stop()
+        try TestSupport.write(
+            "data_dir: data\ncampaigns: {ping_url: \"\(deadURL)\"}\nplugins:\n  - id: operators\n    use: \(TestSupport.plugin("StandardOperators"))\n",
+            to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        let engine = try XCTUnwrap(try host.campaigns())
+        XCTAssertThrowsError(try engine.sync(configURL: nil, pingURL: deadURL, http: HTTPFetcher()))
+        XCTAssertEqual(engine.pingFailed(nowMs: 1_000), 6_000)
+        XCTAssertFalse(engine.isPingDue(nowMs: 5_999))
+        XCTAssertEqual(engine.pingFailed(nowMs: 6_000), 16_000)
+        XCTAssertEqual(engine.pingFailed(nowMs: 16_000), 36_000)
+        XCTAssertEqual((1...40).map { CampaignEngine.pingRetryDelayMs(afterFailures: $0) }.max(), 600_000)
+        XCTAssertEqual(CampaignEngine.pingRetryDelayMs(afterFailures: Int.max), 600_000)
+        server.routes = ["/ping": (200, "{\"currentPingMillis\": 0, \"nextPingMillis\": 60000, \"data\": []}")]
+        let report = try engine.sync(configURL: nil, pingURL: server.url("/ping"), http: HTTPFetcher(), nowMs: 100_000)
+        XCTAssertEqual(report.nextPingAtMs, 160_000)
+        XCTAssertEqual(engine.pingFailed(nowMs: 200_000), 205_000, "the backoff starts again at 5 s")
+    }
+}

@@ -71,7 +71,24 @@ extension CampaignEngine {
         let due = nowMs + (next ?? 3_600_000)
         return lock.withLock {
             nextPingAtMs = due
+            pingFailures = 0
             return SyncReport(enabled: true, loaded: loaded.count, skipped: loadedSkipped, nextPingAtMs: due)
+        }
+    }
+
+    /// The wait before asking again after `failures` failed syncs in a row: 5 s, doubling, at most
+    /// 10 minutes, so an endpoint that is down is not asked every few seconds for as long as it is.
+    public static func pingRetryDelayMs(afterFailures failures: Int) -> Int64 {
+        min(Int64(5_000) << Int64(min(max(failures, 1) - 1, 16)), 600_000)
+    }
+
+    /// Records a failed sync and moves the next one on by the backoff; returns when it is due.
+    @discardableResult
+    public func pingFailed(nowMs: Int64 = Clock.wallMs()) -> Int64 {
+        lock.withLock {
+            pingFailures += 1
+            nextPingAtMs = nowMs + Self.pingRetryDelayMs(afterFailures: pingFailures)
+            return nextPingAtMs
         }
     }
 

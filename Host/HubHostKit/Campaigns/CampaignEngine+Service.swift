@@ -16,7 +16,7 @@ extension CampaignEngine {
             first: { [self] in
                 let (configURL, pingURL, _) = endpoints.withLock { $0 }
                 guard configURL != nil || pingURL != nil else { return }
-                _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
+                try syncOrBackOff(configURL: configURL, pingURL: pingURL, http: http)
             }, onError: onError
         ) { [self] in
             let (configURL, pingURL, changed) = endpoints.withLock { state in
@@ -24,10 +24,20 @@ extension CampaignEngine {
                 return state
             }
             guard configURL != nil || pingURL != nil, changed || isPingDue() else { return }
-            _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
+            try syncOrBackOff(configURL: configURL, pingURL: pingURL, http: http)
         }
         lock.withLock { pings = service }
         return service
+    }
+
+    /// A sync; a failed one moves the next try on by the backoff (`pingFailed`) and is rethrown.
+    private func syncOrBackOff(configURL: String?, pingURL: String?, http: HTTPFetcher) throws {
+        do {
+            _ = try sync(configURL: configURL, pingURL: pingURL, http: http)
+        } catch {
+            pingFailed()
+            throw error
+        }
     }
 
     /// Applies a reload's `campaigns:` section, whose changes are live keys only (`HubHost.reload`

@@ -132,6 +132,8 @@ public final class CampaignEngine: @unchecked Sendable {
     var appStartLogged = false
     var shownThisLaunch: Set<String> = []
     var nextPingAtMs: Int64 = 0
+    /// Failed syncs in a row, for the backoff (`pingFailed`).
+    var pingFailures = 0
 
     /// Uses `operators` from now on (a reload changed the trigger_operator instances): the triggers
     /// are compiled again; an evaluation in progress finishes with the old ones first.
