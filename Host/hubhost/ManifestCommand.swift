@@ -17,8 +17,20 @@ struct ManifestCommand: ParsableCommand {
                 Exits 0 when the manifest is valid, 1 when it has problems, 2 when it cannot be read at all.
                 """)
 
-        @Argument(help: ArgumentHelp("The host manifest.", valueName: "path"))
-        var path: String = "plugins.yaml"
+        @Argument(help: ArgumentHelp("The host manifest (or give it with --manifest, as every other command takes it).", valueName: "path"))
+        var argument: String?
+
+        @Option(name: .long, help: ArgumentHelp("The host manifest, as every other command takes it.", valueName: "path"))
+        var manifest: String?
+
+        /// The manifest to check: the argument or --manifest (not both), else ./plugins.yaml.
+        var path: String { argument ?? manifest ?? "plugins.yaml" }
+
+        func validate() throws {
+            if let argument, let manifest, argument != manifest {
+                throw ValidationError("name the manifest once: as the argument ('\(argument)') or with --manifest ('\(manifest)')")
+            }
+        }
 
         @Flag(name: .long, help: "Print the effective configuration: paths resolved, defaults filled in, durations in seconds.")
         var resolved = false

@@ -24,6 +24,19 @@ final class CLIPapercutTests: XCTestCase {
 
     // MARK: Negative numbers are values
 
+    /// `manifest check` takes the manifest as its argument or with --manifest, as every other command does.
+    func testManifestCheckTakesTheManifestAsArgumentOrWithTheManifestOption() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        try TestSupport.write("data_dir: data\nplugins: []\n", to: folder + "/good.yaml")
+        try TestSupport.write("data_dir: data\nplugins: [\n", to: folder + "/bad.yaml")
+        XCTAssertEqual(try TestSupport.hubhost(["manifest", "check", folder + "/good.yaml"]).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["manifest", "check", "--manifest", folder + "/good.yaml"]).status, 0)
+        XCTAssertEqual(try TestSupport.hubhost(["manifest", "check", "--manifest", folder + "/bad.yaml"]).status, 2)
+        let both = try TestSupport.hubhost(["manifest", "check", folder + "/good.yaml", "--manifest", folder + "/bad.yaml"])
+        XCTAssertNotEqual(both.status, 0)
+        XCTAssertTrue(both.stderr.contains("name the manifest once"), both.stderr)
+    }
+
     func testNegativeNumbersAreAcceptedAsOptionValues() throws {
         let folder = try operatorsFolder()
         let integers = try TestSupport.hubhost(["operators", "test", "EQUALS", "--type", "integer", "--trigger", "-2", "--event", "-2"], in: folder)

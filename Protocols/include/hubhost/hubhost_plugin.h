@@ -11,7 +11,12 @@
  *   [thread-safe]       may be called from any thread, concurrently with any other call.
  *   [host-serialized]   the host never makes two such calls on the same instance at once,
  *                       but successive calls may come from different threads.
- *   [main-thread]       called only from the thread that loads plugins (create/destroy).
+ *   [lifecycle]         called on a thread the host chooses, never at the same time as any other
+ *                       call on the same instance or library: init before anything else, create
+ *                       before any call on the instance, destroy after its last call returned.
+ *                       It need not be the thread that loaded the library, and create and destroy
+ *                       of one instance may run on different threads (a reload retires an
+ *                       instance on a thread of its own; create runs under create_timeout).
  *   [any-thread]        may be called from any thread, but not concurrently with itself on the
  *                       same object unless also marked [thread-safe].
  *
@@ -249,11 +254,11 @@ struct hh_plugin_descriptor {
      * that the host passes to every kind_api call and finally to destroy.
      * On failure, report why with host->report_error and return a status: the host disables this
      * instance with that message and carries on with the other plugins; destroy is not called.
-     * [main-thread] */
+     * [lifecycle] */
     hh_status_t (*create)(const hh_host_t *host, void **out_instance);
 
     /* Destroy an instance: release everything it owns. The host guarantees no other call on this
-     * instance is running or will start. Cannot fail. [main-thread] */
+     * instance is running or will start. Cannot fail. [lifecycle] */
     void (*destroy)(void *instance);
 
     /* Optional (may be NULL): look up an extension of this plugin by id, for functions added
@@ -279,7 +284,7 @@ struct hh_library {
      * per process for each library content that loads; when loading fails (init fails, or a
      * descriptor is invalid) the library stays mapped and a later instance naming the same
      * content calls init again. A worker process (isolation: process) loads the library, and
-     * calls init, in its own process. [main-thread]
+     * calls init, in its own process. [lifecycle]
      *
      * The host reads the file once, checks it (a whole ELF shared object for this machine, the
      * pinned sha256 if any) and dlopens that checked content from a sealed in-memory copy, named
