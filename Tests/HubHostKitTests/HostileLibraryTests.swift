@@ -157,6 +157,33 @@ final class HostileLibraryTests: XCTestCase {
         XCTAssertEqual(host.registry.entry(id: "app")?.libraryHash, pinned)
     }
 
+    /// A reload adding an in-process library that crashes as it loads (or in its create): the new
+    /// content is tried in a worker first, so the crash refuses the reload instead of killing the
+    /// host, and the running instance keeps serving.
+    func testANewInProcessLibraryThatCrashesIsTriedInAWorkerAndRefused() throws {
+        try writeManifest()
+        let host = try openHost()
+        let engine = try host.events()
+        let crashing = try TestSupport.faultyFixture("CRASH_ON_LOAD", in: folder)
+        var text = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
+        text += "  - id: crashing\n    use: \(crashing)\n"
+        try TestSupport.write(text, to: folder + "/plugins.yaml")
+        let report = host.reload()
+        XCTAssertEqual(report.outcome, .refused, "\(report)")
+        XCTAssertEqual(
+            report.problems,
+            [
+                "plugins: instance 'crashing' does not load: instance 'crashing' not loaded: its library was tried in a worker process first, as a new library in a running hubhost is, and failed there: crashed (SIGSEGV); it was not opened in hubhost itself"
+            ])
+        XCTAssertNil(host.registry.entry(id: "crashing"))
+        XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
+        // A library this process already runs is not tried again: the same content under a new id loads at once.
+        text = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8).replacingOccurrences(
+            of: "  - id: crashing\n    use: \(crashing)\n", with: "  - id: app2\n    use: app-version/plugin.yaml\n    config: {version: \"2.0\"}\n")
+        try TestSupport.write(text, to: folder + "/plugins.yaml")
+        XCTAssertEqual(host.reload().added, ["app2"])
+    }
+
     /// Opened in process, the library is mapped from its checked copy: the file cut short in place
     /// afterwards (a deploy that truncates, then writes) cannot fault the running plugin.
     func testAFileTruncatedInPlaceAfterLoadingDoesNotReachTheMappedLibrary() throws {

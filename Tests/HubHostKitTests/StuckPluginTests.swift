@@ -146,8 +146,10 @@ final class StuckPluginTests: XCTestCase {
         start = Date()
         let report = host.reload()
         XCTAssertLessThan(Date().timeIntervalSince(start), 3, "the reload waited for the deadlines only: \(report)")
-        XCTAssertEqual(report.outcome, .applied, "\(report)")
-        XCTAssertTrue(reason("late").contains("within 0.2 s"), reason("late"))
+        // An instance the reload adds must load: the reload is refused, naming it, and nothing changes.
+        XCTAssertEqual(report.outcome, .refused, "\(report)")
+        XCTAssertTrue(report.problems.first?.contains("instance 'late'") == true && report.problems.first?.contains("within 0.2 s") == true, "\(report)")
+        XCTAssertNil(host.registry.entry(id: "late"))
     }
 
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits

@@ -48,6 +48,9 @@ public final class PluginLibrary: @unchecked Sendable {
         self.library = library
     }
 
+    /// Whether this process already loaded `image`'s content (its init ran here).
+    public static func isOpen(_ image: LibraryImage) -> Bool { cacheLock.withLock { cache[image.sha256] != nil } }
+
     /// Reads the library at `path` (absolute) into a checked image and opens it (`open(_:)`).
     /// Throws PluginLoadError, never crashes on a file that is not a whole shared object.
     public static func open(path: String) throws -> PluginLibrary {

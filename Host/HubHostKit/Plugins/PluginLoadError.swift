@@ -18,6 +18,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case createFailed(instance: String, plugin: String, status: Int32, message: String)
     case createTimedOut(instance: String, plugin: String, seconds: Double)
     case workerFailed(instance: String, reason: String)
+    /// A library new to a running host failed when it was tried in a worker before loading in process.
+    case trialFailed(instance: String, reason: String)
     case disabled
 
     public var description: String {
@@ -60,6 +62,9 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
                 "instance '\(instance)' disabled: \(plugin) create did not return within \(seconds) s (create_timeout); it is left to finish on its own thread and destroyed if it does"
         case .workerFailed(let instance, let reason):
             return "instance '\(instance)' disabled: its worker process (isolation: process) did not start: \(reason)"
+        case .trialFailed(let instance, let reason):
+            return
+                "instance '\(instance)' not loaded: its library was tried in a worker process first, as a new library in a running hubhost is, and failed there: \(reason); it was not opened in hubhost itself"
         case .disabled:
             return "disabled in plugins.yaml (enabled: false)"
         }

@@ -97,11 +97,13 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// Loads one instance; a failure is recorded in the entry, never thrown.
-    private func loadEntry(_ configuration: HostManifest.Instance, generation: Int) -> Entry {
+    /// `trial`: a new library content meant to run in process is first loaded and created in a
+    /// worker (`tryInWorker`), so that a library or create that crashes costs a refused reload.
+    private func loadEntry(_ configuration: HostManifest.Instance, generation: Int, trial: Bool = false) -> Entry {
         var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
         entry.generation = generation
         do {
-            try load(configuration, into: &entry)
+            try load(configuration, into: &entry, trial: trial)
             entry.state = .loaded
             logger.info(
                 "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
@@ -117,7 +119,7 @@ public final class PluginRegistry: @unchecked Sendable {
         return entry
     }
 
-    private func load(_ configuration: HostManifest.Instance, into entry: inout Entry) throws {
+    private func load(_ configuration: HostManifest.Instance, into entry: inout Entry, trial: Bool = false) throws {
         guard configuration.problems.isEmpty else { throw PluginLoadError.manifestProblems(configuration.problems) }
         guard configuration.enabled else { throw PluginLoadError.disabled }
         guard let plugin = configuration.plugin else {
@@ -150,12 +152,7 @@ public final class PluginRegistry: @unchecked Sendable {
             throw PluginLoadError.sha256Mismatch(path: path, expected: expected, actual: actual)
         }
         entry.libraryHash = image.sha256
-        if configuration.isolation == .process {
-            // The library is opened only in the worker: a library that crashes as it loads must not
-            // take hubhost down.
-            guard let executable = workerExecutable else {
-                throw PluginLoadError.workerFailed(instance: configuration.id, reason: "no hubhost executable found to run the worker")
-            }
+        func workerSettings(_ executable: String) -> PluginWorker.Settings {
             var settings = PluginWorker.Settings(
                 instanceID: configuration.id, manifestPath: plugin.file, library: image,
                 dataDirectory: manifest.dataDirectory, config: configuration.config,
@@ -164,7 +161,15 @@ public final class PluginRegistry: @unchecked Sendable {
             settings.memoryLimitMB = configuration.memoryLimitMB
             settings.http = configuration.http
             settings.environment = configuration.environment
-            let worker = PluginWorker(settings: settings, pipeline: pipeline)
+            return settings
+        }
+        if configuration.isolation == .process {
+            // The library is opened only in the worker: a library that crashes as it loads must not
+            // take hubhost down.
+            guard let executable = workerExecutable else {
+                throw PluginLoadError.workerFailed(instance: configuration.id, reason: "no hubhost executable found to run the worker")
+            }
+            let worker = PluginWorker(settings: workerSettings(executable), pipeline: pipeline)
             entry.worker = worker
             let exports = try worker.start()
             entry.binaryABI = ABIVersion.host
@@ -172,6 +177,17 @@ public final class PluginRegistry: @unchecked Sendable {
                 PluginHandle(worker: worker, index: $0.offset, pluginID: $0.element.id, kind: $0.element.kind)
             }
             return
+        }
+        if trial, let executable = workerExecutable, !PluginLibrary.isOpen(image) {
+            // A content this process has not run yet, arriving in a running host: its init and
+            // create run first in a worker, where a crash fails this instance, not the server.
+            let worker = PluginWorker(settings: workerSettings(executable), pipeline: pipeline)
+            defer { worker.stop() }
+            do {
+                _ = try worker.start()
+            } catch PluginLoadError.workerFailed(_, let reason) {
+                throw PluginLoadError.trialFailed(instance: configuration.id, reason: reason)
+            }
         }
         let library = try PluginLibrary.open(image)
         entry.binaryABI = library.abiVersion
@@ -259,7 +275,7 @@ public final class PluginRegistry: @unchecked Sendable {
                 next.append(kept)
                 continue
             }
-            let entry = loadEntry(instance, generation: generation)
+            let entry = loadEntry(instance, generation: generation, trial: true)
             next.append(entry)
             loaded.append(entry)
             guard case .failed(let error) = entry.state else { continue }
