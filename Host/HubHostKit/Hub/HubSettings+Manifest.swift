@@ -44,7 +44,7 @@ extension HubSettings: ManifestSection {
         settings.provider = text("provider")
         settings.dbServiceURL = text("db_service_url")
         settings.publicKeyPath = text("public_key").map { HostManifest.absolute($0, from: folder) }
-        settings.preloadedBundle = text("preloaded_bundle").map { HostManifest.absolute($0, from: folder) }
+        settings.preloadedBundle = text("preloaded_bundle").map { HostManifest.resource($0, from: folder) }
         if case .double(let seconds)? = values["download_timeout"] { settings.downloadTimeout = seconds }
         if let ancestors = text("frame_ancestors") {
             // One header value: a list of sources, never a second directive or header smuggled in.

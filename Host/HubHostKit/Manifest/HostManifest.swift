@@ -283,21 +283,37 @@ public struct HostManifest: Sendable {
         }
         var pluginDiagnostics: [ManifestDiagnostic] = []
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {
-            instance.use = absolute(use, from: folder)
+            let besideFile = absolute(use, from: folder)
+            var resolved: String? = besideFile
+            if PluginSearchPath.isPluginID(use), !FileManager.default.fileExists(atPath: besideFile) {
+                // A plugin named by its id: found in the plugin path, wherever this file is.
+                let searchPath = PluginSearchPath.standard()
+                resolved = searchPath.manifest(of: use)
+                if resolved == nil {
+                    let searched = searchPath.folders.isEmpty ? "no folder" : searchPath.folders.joined(separator: ", ")
+                    reader.report(
+                        node, key: "\(path).use",
+                        "no plugin with id '\(use)' in the plugin path (looked in: \(searched)); add the folder that holds it to HUBHOST_PLUGIN_PATH, or give the path of its plugin.yaml"
+                    )
+                }
+            }
+            instance.use = resolved ?? besideFile
             var isFolder: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: instance.use, isDirectory: &isFolder) {
-                reader.report(node, key: "\(path).use", "no plugin manifest at '\(use)' (resolved to \(instance.use))")
-            } else if isFolder.boolValue {
-                // Said here, at the line that names the folder, not at the folder itself.
-                let manifest = (instance.use as NSString).appendingPathComponent("plugin.yaml")
-                let hint = FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
-                reader.report(node, key: "\(path).use", "'\(use)' is a folder, not a plugin manifest; \(hint)")
-            } else {
-                let loaded = PluginManifest.load(path: instance.use)
-                instance.plugin = loaded.manifest
-                pluginDiagnostics = loaded.diagnostics
-                if loaded.manifest == nil, loaded.diagnostics.isEmpty {
-                    reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
+            if let resolved {
+                if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isFolder) {
+                    reader.report(node, key: "\(path).use", "no plugin manifest at '\(use)' (resolved to \(resolved))")
+                } else if isFolder.boolValue {
+                    // Said here, at the line that names the folder, not at the folder itself.
+                    let manifest = (resolved as NSString).appendingPathComponent("plugin.yaml")
+                    let hint = FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
+                    reader.report(node, key: "\(path).use", "'\(use)' is a folder, not a plugin manifest; \(hint)")
+                } else {
+                    let loaded = PluginManifest.load(path: resolved)
+                    instance.plugin = loaded.manifest
+                    pluginDiagnostics = loaded.diagnostics
+                    if loaded.manifest == nil, loaded.diagnostics.isEmpty {
+                        reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
+                    }
                 }
             }
         } else if fields["use"] == nil {
@@ -316,6 +332,21 @@ public struct HostManifest: Sendable {
     static func isVariableName(_ name: String) -> Bool {
         guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), name.utf8.count <= 256 else { return false }
         return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 < 128 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber)) }
+    }
+
+    /// `path` made absolute against `folder`, or, when nothing is there and the path is relative,
+    /// against the running hubhost's own folders (`HubHostInstallation.resourceFolders`: the package
+    /// checkout or `<prefix>/share/hubhost`), so that `Examples/content` in a plugins.yaml copied
+    /// elsewhere still names the demo content.
+    public static func resource(_ path: String, from folder: String) -> String {
+        let beside = absolute(path, from: folder)
+        let expanded = (path as NSString).expandingTildeInPath
+        guard !expanded.hasPrefix("/"), !FileManager.default.fileExists(atPath: beside) else { return beside }
+        for root in HubHostInstallation.resourceFolders() {
+            let candidate = absolute(path, from: root)
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return beside
     }
 
     /// `path` made absolute against `folder` (with ~ expanded), standardized.

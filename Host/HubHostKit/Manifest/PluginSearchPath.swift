@@ -1,0 +1,89 @@
+import Foundation
+
+/// Where a plugin named by its id in plugins.yaml (`use: standard-operators`) is found, so that a
+/// plugins.yaml copied anywhere still loads: the bundled plugins of the running hubhost (the
+/// `Plugins/` folder of the package it was built from, or `<prefix>/share/hubhost/plugins` of an
+/// installed one), then each folder of `HUBHOST_PLUGIN_PATH`. In each folder a plugin is a
+/// subfolder holding its plugin.yaml: `<folder>/<id>/plugin.yaml`, or any subfolder whose
+/// plugin.yaml says `id: <id>` (the bundled ones are named in CamelCase).
+public struct PluginSearchPath: Sendable {
+    /// The folders searched, in order.
+    public var folders: [String]
+
+    public init(folders: [String]) { self.folders = folders }
+
+    /// The bundled plugins of the running hubhost, then `HUBHOST_PLUGIN_PATH`.
+    public static func standard(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginSearchPath {
+        let extra = (environment["HUBHOST_PLUGIN_PATH"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
+        return PluginSearchPath(folders: HubHostInstallation.bundledPluginFolders() + extra)
+    }
+
+    /// Whether `use` names a plugin by id rather than by path: a plugin id, with no '/' and not a
+    /// file name ending in .yaml or .yml.
+    public static func isPluginID(_ use: String) -> Bool {
+        !use.contains("/") && !use.hasSuffix(".yaml") && !use.hasSuffix(".yml") && PluginManifest.isValidID(use)
+    }
+
+    /// The plugin.yaml of the plugin `id`, or nil.
+    public func manifest(of id: String) -> String? {
+        for folder in folders {
+            let named = ((folder as NSString).appendingPathComponent(id) as NSString).appendingPathComponent("plugin.yaml")
+            if Self.declaredID(named) == id { return named }
+            let children = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+            for child in children.prefix(10_000) {  // bounded: a plugin folder holds a handful
+                let candidate = ((folder as NSString).appendingPathComponent(child) as NSString).appendingPathComponent("plugin.yaml")
+                if Self.declaredID(candidate) == id { return candidate }
+            }
+        }
+        return nil
+    }
+
+    /// The `id:` a plugin.yaml declares on a line of its own (read without parsing the whole file:
+    /// the search must not report other plugins' problems).
+    static func declaredID(_ path: String) -> String? {
+        guard let bytes = try? BoundedFile.read(path: path, maxBytes: YAMLLimits.maxBytes) else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n").prefix(200) where line.hasPrefix("id:") {
+            let value = line.dropFirst(3).split(separator: "#").first?.trimmingCharacters(in: .whitespaces) ?? ""
+            return value.trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+        }
+        return nil
+    }
+}
+
+/// Where the running hubhost keeps what it ships beside its executable: built from a package
+/// checkout, the package's folder (its `Plugins/` and `Examples/`); installed under a prefix,
+/// `<prefix>/share/hubhost`.
+public enum HubHostInstallation {
+    /// The folders holding the bundled plugins, first found first.
+    public static func bundledPluginFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
+        resourceFolders(executableFolder: executableFolder).compactMap { root in
+            for name in ["Plugins", "plugins"] {
+                let folder = (root as NSString).appendingPathComponent(name)
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue { return folder }
+            }
+            return nil
+        }
+    }
+
+    /// The folders a relative path of plugins.yaml falls back to when it is not found beside the
+    /// file: the package checkout the executable was built in, or `<prefix>/share/hubhost`.
+    public static func resourceFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
+        guard let executableFolder else { return [] }
+        var found: [String] = []
+        let installed = (((executableFolder as NSString).deletingLastPathComponent as NSString).appendingPathComponent("share") as NSString)
+            .appendingPathComponent("hubhost")
+        if FileManager.default.fileExists(atPath: installed) { found.append(installed) }
+        // A build folder: <package>/.build/<triple>/<configuration>/ (or .build/<configuration>).
+        var folder = executableFolder as NSString
+        for _ in 0..<4 {  // bounded: the package is at most a few levels up
+            folder = folder.deletingLastPathComponent as NSString
+            if folder.lastPathComponent.hasPrefix(".build") {
+                let package = folder.deletingLastPathComponent
+                if FileManager.default.fileExists(atPath: (package as NSString).appendingPathComponent("Package.swift")) { found.append(package) }
+                break
+            }
+        }
+        return found
+    }
+}
