@@ -495,6 +495,56 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(stored[attribute: "After The Limit"], .bool(true))
     }
 
+    /// One C source that tries every edit the editor refuses, run in process, in a worker process
+    /// and as a .wasm: it hears HH_ERR_INVALID_ARGUMENT for each (the guest adapter answers as the
+    /// host's editor does, UTF-8 and times included), and the three leave the same event. The guest
+    /// gets more fuel than the default: its 1,000 appends each search the attributes by name.
+    func testRefusedEditsAreHeardAndLeftOutAlikeInProcessInAWorkerAndAsWasm() throws {
+        let native = try TestSupport.compileFixture("refused_edits_augmentation.c", into: folder + "/build-so", name: "librefused.so")
+        let wasm = try buildWasm("refused.wasm", ["\(TestSupport.repository)/Tests/Fixtures/refused_edits_augmentation.c"])
+        let exports = [("refused-edits", "augmentation")]
+        let nativeYAML = try manifest(id: "refused-so", library: native, abi: "1.0", exports: exports)
+        let registry = try registry(
+            """
+              - id: native
+                use: \(nativeYAML)
+              - id: worker
+                use: \(nativeYAML)
+                isolation: process
+              - id: guest
+                use: \(try manifest(id: "refused-wasm", library: wasm, abi: "1.0", exports: exports))
+                wasm_fuel: 1000000000
+            """)
+        let plugins = registry.plugins(of: .augmentation)
+        func plugin(_ instance: String) throws -> AugmentationPlugin {
+            AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == instance }, instance))
+        }
+        let event = AugmentableEvent(id: "e1", typeCode: 17, name: "LEVEL UP", timeMs: 1, attributes: [("Drop", .string("x"))])
+        let inProcess = try plugin("native").augment(event)
+        XCTAssertEqual(inProcess.status, HH_OK, inProcess.message)
+        let refused = [
+            "Empty Name", "Long Name", "Big Value", "NaN", "Infinity", "Minus Infinity", "Before 1970", "After 9999", "Stray Byte",
+            "Cut Sequence", "Surrogate", "Overlong", "Stray Byte Name", "Count Limit"
+        ]
+        for label in refused {
+            XCTAssertEqual(inProcess.event[attribute: "Heard \(label)"], .int(Int64(HH_ERR_INVALID_ARGUMENT)), label)
+        }
+        for label in ["Last Valid Time", "Unicode", "Fine"] {
+            XCTAssertEqual(inProcess.event[attribute: "Heard \(label)"], .int(Int64(HH_OK)), label)
+        }
+        XCTAssertEqual(inProcess.event.attributes.count, EventLimits.maxAttributes)
+        XCTAssertNil(inProcess.event[attribute: "Drop"])
+        XCTAssertEqual(inProcess.event[attribute: "Unicode"], .string("Ünïcode ✓ 𝄞"))
+
+        let inWorker = try plugin("worker").augment(event)
+        XCTAssertEqual(inWorker, inProcess, "a worker runs the in-process editor")
+        let asWasm = try plugin("guest").augment(event)
+        XCTAssertEqual(asWasm, inProcess)
+        for label in refused {
+            XCTAssertEqual(asWasm.event[attribute: "Heard \(label)"], .int(Int64(HH_ERR_INVALID_ARGUMENT)), label)
+        }
+    }
+
     // MARK: Budgets and failures
 
     /// A hand-written guest: one trigger operator whose compare misbehaves as the event value says
