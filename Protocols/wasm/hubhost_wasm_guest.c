@@ -56,10 +56,12 @@ enum {
 };
 
 /* Limits the host applies to attributes a plugin sets (EventLimits): checked here too, so the
- * plugin hears HH_ERR_INVALID_ARGUMENT as it would in process. The host checks the answer again. */
+ * plugin hears HH_ERR_INVALID_ARGUMENT as it would in process. The host does not rely on these
+ * checks: it replays every edit through its own editor, which checks it again. */
 #define MAX_ATTRIBUTES  1000
 #define MAX_NAME_BYTES  1024
 #define MAX_VALUE_BYTES (1024 * 1024)
+#define MAX_TIME_MS     INT64_C(253402300799999) /* 9999-12-31T23:59:59.999Z; the least is 0 */
 
 /* ---------------------------------------------------------------------------------------------
  * Byte buffers
@@ -581,9 +583,49 @@ static hh_status_t view_get(const hh_event_view_t *view, hh_string_t name, hh_va
     return HH_OK;
 }
 
+/* True when `s` is valid UTF-8 as the host reads it: no overlong forms, no surrogates, nothing
+ * past U+10FFFF, no sequence cut short. The host refuses any other name or string value. */
+static bool valid_utf8(hh_string_t s) {
+    const unsigned char *bytes = (const unsigned char *)s.data;
+    size_t i = 0;
+    while (i < s.length) {
+        unsigned char lead = bytes[i];
+        if (lead < 0x80) {
+            i++;
+            continue;
+        }
+        size_t follow = 0;
+        unsigned char low = 0x80, high = 0xBF; /* the range of the byte after the lead */
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            follow = 1;
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            follow = 2;
+            low = lead == 0xE0 ? 0xA0 : 0x80;  /* no overlong three-byte form */
+            high = lead == 0xED ? 0x9F : 0xBF; /* no surrogate */
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            follow = 3;
+            low = lead == 0xF0 ? 0x90 : 0x80;  /* no overlong four-byte form */
+            high = lead == 0xF4 ? 0x8F : 0xBF; /* nothing past U+10FFFF */
+        } else {
+            return false;
+        }
+        if (s.length - i <= follow || bytes[i + 1] < low || bytes[i + 1] > high) {
+            return false;
+        }
+        for (size_t k = 2; k <= follow; k++) {
+            if (bytes[i + k] < 0x80 || bytes[i + k] > 0xBF) {
+                return false;
+            }
+        }
+        i += follow + 1;
+    }
+    return true;
+}
+
 static hh_status_t editor_set(const hh_event_editor_t *editor, hh_string_t name, const hh_value_t *value) {
     attributes_t *a = editor->editor_data;
-    if (!value || name.length == 0 || name.length > MAX_NAME_BYTES || (name.length && !name.data)) {
+    if (!value || name.length == 0 || name.length > MAX_NAME_BYTES || (name.length && !name.data) ||
+        !valid_utf8(name)) {
         return HH_ERR_INVALID_ARGUMENT;
     }
     size_t string_length = 0;
@@ -591,7 +633,11 @@ static hh_status_t editor_set(const hh_event_editor_t *editor, hh_string_t name,
     case HH_VALUE_NULL:
     case HH_VALUE_INT64:
     case HH_VALUE_BOOL:
+        break;
     case HH_VALUE_TIME_MS:
+        if (value->of.time_ms < 0 || value->of.time_ms > MAX_TIME_MS) {
+            return HH_ERR_INVALID_ARGUMENT;
+        }
         break;
     case HH_VALUE_DOUBLE:
         if (!isfinite(value->of.real)) {
@@ -600,7 +646,8 @@ static hh_status_t editor_set(const hh_event_editor_t *editor, hh_string_t name,
         break;
     case HH_VALUE_STRING:
         string_length = value->of.string.length;
-        if (string_length > MAX_VALUE_BYTES || (string_length && !value->of.string.data)) {
+        if (string_length > MAX_VALUE_BYTES || (string_length && !value->of.string.data) ||
+            !valid_utf8(value->of.string)) {
             return HH_ERR_INVALID_ARGUMENT;
         }
         break;

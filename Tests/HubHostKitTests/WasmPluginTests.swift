@@ -259,6 +259,292 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(native, guest)
     }
 
+    // MARK: Edits are checked as in process
+
+    /// One edit as a guest's answer carries it: names and string values are raw bytes, UTF-8 or not.
+    private enum GuestEdit {
+        case set([UInt8], GuestValue)
+        case remove([UInt8])
+    }
+
+    private enum GuestValue {
+        case null, string([UInt8]), int(Int64), double(Double), bool(Bool), time(Int64)
+    }
+
+    /// `edits` in a guest's augment answer: status HH_OK, no message, then the edits (the encoding
+    /// the guest adapter writes).
+    private static func augmentAnswer(_ edits: [GuestEdit]) -> [UInt8] {
+        var out = WireWriter()
+        out.i32(HH_OK)
+        out.u32(0)
+        out.u32(UInt32(edits.count))
+        for edit in edits {
+            switch edit {
+            case .set(let name, let value):
+                out.u8(0)
+                out.u32(UInt32(name.count))
+                out.raw(name)
+                switch value {
+                case .null: out.u8(UInt8(HH_VALUE_NULL))
+                case .string(let bytes):
+                    out.u8(UInt8(HH_VALUE_STRING))
+                    out.u32(UInt32(bytes.count))
+                    out.raw(bytes)
+                case .int(let number):
+                    out.u8(UInt8(HH_VALUE_INT64))
+                    out.i64(number)
+                case .double(let number):
+                    out.u8(UInt8(HH_VALUE_DOUBLE))
+                    out.f64(number)
+                case .bool(let flag):
+                    out.u8(UInt8(HH_VALUE_BOOL))
+                    out.bool(flag)
+                case .time(let ms):
+                    out.u8(UInt8(HH_VALUE_TIME_MS))
+                    out.i64(ms)
+                }
+            case .remove(let name):
+                out.u8(1)
+                out.u32(UInt32(name.count))
+                out.raw(name)
+            }
+        }
+        return out.bytes
+    }
+
+    /// A hand-written guest exporting one augmentation, "hostile", that skips the guest adapter:
+    /// every augment call answers `answer` as it is, whatever its bytes say.
+    private static func hostileGuest(answering answer: [UInt8]) -> String {
+        var describe = WireWriter()
+        for number in [UInt32(1), 1, 0, 1] { describe.u32(number) }  // ABI 1.1.0, one plugin
+        for text in ["hostile", "Hostile", "", "1.0.0"] { describe.string(text) }
+        describe.i32(HH_KIND_AUGMENTATION)
+        func escaped(_ bytes: some Collection<UInt8>) -> String { bytes.map { String(format: "\\%02x", $0) }.joined() }
+        // The answer lies from 64 KiB on, as data segments for its bytes other than long runs of
+        // zeros (a string of zeros is valid UTF-8 and memory starts zeroed): the module text stays small.
+        let base = 65_536
+        var segments: [String] = []
+        var start: Int?
+        var zeros = 0
+        for (offset, byte) in answer.enumerated() {
+            if byte == 0 { zeros += 1 } else { zeros = 0 }
+            if start == nil, byte != 0 { start = offset }
+            if let from = start, zeros == 64 || offset == answer.count - 1 {
+                let through = zeros == 64 ? offset - 64 : offset
+                if through >= from { segments.append("(data (i32.const \(base + from)) \"\(escaped(answer[from...through]))\")") }
+                start = nil
+            }
+        }
+        let pages = (base + answer.count) / 65_536 + 1
+        return """
+            (module
+              (@custom "hubhost_abi" "\\01\\00\\00\\00\\01\\00\\00\\00\\00\\00\\00\\00")
+              (memory (export "memory") \(pages))
+              (data (i32.const 64) "\(escaped(describe.bytes))")
+              \(segments.joined(separator: "\n  "))
+              (func (export "hh_wasm_buffer") (param i32) (result i32)
+                (if (result i32) (i32.gt_u (local.get 0) (i32.const 60000)) (then (i32.const 0)) (else (i32.const 1024))))
+              (func (export "hh_wasm_describe") (result i64) (i64.const \(UInt64(describe.bytes.count) << 32 | 64)))
+              (func (export "hh_wasm_create") (param i32) (result i32) (i32.const 0))
+              (func (export "hh_wasm_destroy") (param i32))
+              (func (export "hh_wasm_call") (param $index i32) (param $op i32) (param $length i32) (result i64)
+                (if (i32.eq (local.get $op) (i32.const 1)) (then (return (i64.const \(UInt64(answer.count) << 32 | UInt64(base))))))
+                (i64.const \(UInt64(1) << 32 | 512)))
+            )
+            """
+    }
+
+    /// `edits` made through the editor an in-process plugin is given: the event they leave and the
+    /// status each answered.
+    private static func editedInProcess(_ event: AugmentableEvent, _ edits: [GuestEdit]) -> (AugmentableEvent, [Int32]) {
+        let session = EventEditSession(event)
+        defer { session.release() }
+        var statuses: [Int32] = []
+        _ = session.withView { _, editor in
+            // Bytes lent as a plugin lends them; an empty array may have no address, as a C plugin's "" may be NULL.
+            func lent(_ bytes: [UInt8], _ body: (hh_string_t) -> Int32) -> Int32 {
+                bytes.withUnsafeBufferPointer { buffer in
+                    body(hh_string_t(data: buffer.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, length: buffer.count))
+                }
+            }
+            for edit in edits {
+                switch edit {
+                case .remove(let name):
+                    statuses.append(lent(name) { editor.pointee.remove_attribute(editor, $0) })
+                case .set(let name, let guestValue):
+                    var value = hh_value_t()
+                    var text: [UInt8] = []
+                    switch guestValue {
+                    case .null: value.type = HH_VALUE_NULL
+                    case .string(let bytes):
+                        value.type = HH_VALUE_STRING
+                        text = bytes
+                    case .int(let number):
+                        value.type = HH_VALUE_INT64
+                        value.of.int64 = number
+                    case .double(let number):
+                        value.type = HH_VALUE_DOUBLE
+                        value.of.real = number
+                    case .bool(let flag):
+                        value.type = HH_VALUE_BOOL
+                        value.of.boolean = flag
+                    case .time(let ms):
+                        value.type = HH_VALUE_TIME_MS
+                        value.of.time_ms = ms
+                    }
+                    statuses.append(
+                        lent(name) { name in
+                            lent(text) { text in
+                                if value.type == HH_VALUE_STRING { value.of.string = text }
+                                return editor.pointee.set_attribute(editor, name, &value)
+                            }
+                        })
+                }
+            }
+            return HH_OK
+        }
+        return (session.working, statuses)
+    }
+
+    /// A guest that writes its answer itself instead of through the guest adapter sends every edit
+    /// the event limits refuse. The host replays them through the in-process editor: nothing outside
+    /// the limits or not valid UTF-8 is kept, and the guest's healthy edits of the same event leave
+    /// exactly what the same edits leave in process.
+    func testAHostileGuestsEditsAreCheckedAsAnInProcessPluginsAre() throws {
+        func text(_ string: String) -> [UInt8] { Array(string.utf8) }
+        let refused: [GuestEdit] = [
+            .set([], .int(7)),
+            .set([UInt8](repeating: UInt8(ascii: "n"), count: 1025), .int(7)),
+            .set(text("Two MiB"), .string([UInt8](repeating: 0, count: 2 << 20))),
+            .set(text("NaN"), .double(.nan)),
+            .set(text("Infinity"), .double(.infinity)),
+            .set(text("Minus Infinity"), .double(-.infinity)),
+            .set(text("Before 1970"), .time(-1)),
+            .set(text("After 9999"), .time(253_402_300_800_000)),
+            .set(text("Stray Byte"), .string([0x61, 0xFF, 0x62])),
+            .set(text("Cut Sequence"), .string([0xC3])),
+            .set(text("Surrogate"), .string([0xED, 0xA0, 0x80])),
+            .set(text("Overlong"), .string([0xC0, 0xAF])),
+            .set(text("Name ") + [0xFE], .int(7)),
+            .set(text("Keep"), .double(.nan))  // a refused replacement leaves the value it had
+        ]
+        let healthy: [GuestEdit] = [
+            .remove(text("Drop")),
+            .set(text("Level"), .int(2)),
+            .set(text("Last Valid Time"), .time(253_402_300_799_999)),
+            .set([UInt8](repeating: UInt8(ascii: "k"), count: 1024), .string(text("a name of exactly 1 KiB"))),
+            .set(text("One MiB"), .string([UInt8](repeating: 0, count: 1 << 20))),
+            .set(text("Fine"), .double(2.5)),
+            .set(text("Ünïcode ✓ 𝄞"), .string(text("ß"))),
+            .set(text("Nothing"), .null),
+            .set(text("Yes"), .bool(true))
+        ]
+        // 5,001 new attributes: the event reaches 1,000 and the rest are refused; a replacement
+        // still lands at the limit, and a remove makes room for one more.
+        let flood = (0...5000).map { GuestEdit.set(text("Extra \($0)"), .int(Int64($0))) }
+        let atTheLimit: [GuestEdit] = [.set(text("Level"), .int(3)), .remove(text("Extra 0")), .set(text("After The Limit"), .bool(true))]
+        let edits = refused + healthy + flood + atTheLimit
+
+        _ = FileManager.default.createFile(
+            atPath: folder + "/hostile.wasm", contents: Data(try wat2wasm(Self.hostileGuest(answering: Self.augmentAnswer(edits)))))
+        let yaml = try manifest(id: "hostile", library: folder + "/hostile.wasm", exports: [("hostile", "augmentation")])
+        let registry = try registry("  - id: hostile\n    use: \(yaml)")
+        XCTAssertEqual(registry.entry(id: "hostile")?.state, .loaded)
+        let guest = AugmentationPlugin(try XCTUnwrap(registry.plugins(of: .augmentation).first { $0.instanceID == "hostile" }))
+
+        let event = AugmentableEvent(
+            id: "e1", typeCode: 17, name: "LEVEL UP", timeMs: 1, attributes: [("Level", .int(1)), ("Drop", .string("x")), ("Keep", .string("ß"))])
+        let (inProcess, statuses) = Self.editedInProcess(event, edits)
+        XCTAssertEqual(
+            Array(statuses.prefix(refused.count)), Array(repeating: HH_ERR_INVALID_ARGUMENT, count: refused.count), "each is refused in process")
+        XCTAssertEqual(Array(statuses[refused.count..<refused.count + healthy.count]), Array(repeating: HH_OK, count: healthy.count))
+
+        let outcome = guest.augment(event)
+        XCTAssertEqual(outcome.status, HH_OK, outcome.message)
+        XCTAssertEqual(outcome.event, inProcess, "the guest's edits leave what the same edits leave in process")
+
+        let stored = outcome.event
+        XCTAssertEqual(stored.attributes.count, EventLimits.maxAttributes)
+        for (name, value) in stored.attributes {
+            XCTAssertFalse(name.isEmpty)
+            XCTAssertLessThanOrEqual(name.utf8.count, EventLimits.maxNameBytes)
+            XCTAssertFalse(name.contains("\u{FFFD}"), name)
+            switch value {
+            case .string(let string):
+                XCTAssertLessThanOrEqual(string.utf8.count, EventLimits.maxStringValueBytes, name)
+                XCTAssertFalse(string.contains("\u{FFFD}"), name)
+            case .double(let number): XCTAssertTrue(number.isFinite, name)
+            case .timeMs(let ms): XCTAssertTrue(SafeTime.validMs.contains(ms), name)
+            default: break
+            }
+        }
+        for name in [
+            "Two MiB", "NaN", "Infinity", "Minus Infinity", "Before 1970", "After 9999", "Stray Byte", "Cut Sequence", "Surrogate", "Overlong",
+            "Drop", "Extra 0", "Extra 991"
+        ] {
+            XCTAssertNil(stored[attribute: name], name)
+        }
+        XCTAssertEqual(stored[attribute: "Keep"], .string("ß"))
+        XCTAssertEqual(stored[attribute: "Level"], .int(3))
+        XCTAssertEqual(stored[attribute: "Last Valid Time"], .timeMs(253_402_300_799_999))
+        XCTAssertEqual(stored[attribute: String(repeating: "k", count: 1024)], .string("a name of exactly 1 KiB"))
+        XCTAssertEqual(stored[attribute: "One MiB"], .string(String(repeating: "\0", count: 1 << 20)))
+        XCTAssertEqual(stored[attribute: "Ünïcode ✓ 𝄞"], .string("ß"))
+        // Three given, "Drop" removed, seven new healthy ones: room for "Extra 0" to "Extra 990".
+        XCTAssertEqual(stored[attribute: "Extra 990"], .int(990))
+        XCTAssertEqual(stored[attribute: "After The Limit"], .bool(true))
+    }
+
+    /// One C source that tries every edit the editor refuses, run in process, in a worker process
+    /// and as a .wasm: it hears HH_ERR_INVALID_ARGUMENT for each (the guest adapter answers as the
+    /// host's editor does, UTF-8 and times included), and the three leave the same event. The guest
+    /// gets more fuel than the default: its 1,000 appends each search the attributes by name.
+    func testRefusedEditsAreHeardAndLeftOutAlikeInProcessInAWorkerAndAsWasm() throws {
+        let native = try TestSupport.compileFixture("refused_edits_augmentation.c", into: folder + "/build-so", name: "librefused.so")
+        let wasm = try buildWasm("refused.wasm", ["\(TestSupport.repository)/Tests/Fixtures/refused_edits_augmentation.c"])
+        let exports = [("refused-edits", "augmentation")]
+        let nativeYAML = try manifest(id: "refused-so", library: native, abi: "1.0", exports: exports)
+        let registry = try registry(
+            """
+              - id: native
+                use: \(nativeYAML)
+              - id: worker
+                use: \(nativeYAML)
+                isolation: process
+              - id: guest
+                use: \(try manifest(id: "refused-wasm", library: wasm, abi: "1.0", exports: exports))
+                wasm_fuel: 1000000000
+            """)
+        let plugins = registry.plugins(of: .augmentation)
+        func plugin(_ instance: String) throws -> AugmentationPlugin {
+            AugmentationPlugin(try XCTUnwrap(plugins.first { $0.instanceID == instance }, instance))
+        }
+        let event = AugmentableEvent(id: "e1", typeCode: 17, name: "LEVEL UP", timeMs: 1, attributes: [("Drop", .string("x"))])
+        let inProcess = try plugin("native").augment(event)
+        XCTAssertEqual(inProcess.status, HH_OK, inProcess.message)
+        let refused = [
+            "Empty Name", "Long Name", "Big Value", "NaN", "Infinity", "Minus Infinity", "Before 1970", "After 9999", "Stray Byte",
+            "Cut Sequence", "Surrogate", "Overlong", "Stray Byte Name", "Count Limit"
+        ]
+        for label in refused {
+            XCTAssertEqual(inProcess.event[attribute: "Heard \(label)"], .int(Int64(HH_ERR_INVALID_ARGUMENT)), label)
+        }
+        for label in ["Last Valid Time", "Unicode", "Fine"] {
+            XCTAssertEqual(inProcess.event[attribute: "Heard \(label)"], .int(Int64(HH_OK)), label)
+        }
+        XCTAssertEqual(inProcess.event.attributes.count, EventLimits.maxAttributes)
+        XCTAssertNil(inProcess.event[attribute: "Drop"])
+        XCTAssertEqual(inProcess.event[attribute: "Unicode"], .string("Ünïcode ✓ 𝄞"))
+
+        let inWorker = try plugin("worker").augment(event)
+        XCTAssertEqual(inWorker, inProcess, "a worker runs the in-process editor")
+        let asWasm = try plugin("guest").augment(event)
+        XCTAssertEqual(asWasm, inProcess)
+        for label in refused {
+            XCTAssertEqual(asWasm.event[attribute: "Heard \(label)"], .int(Int64(HH_ERR_INVALID_ARGUMENT)), label)
+        }
+    }
+
     // MARK: Budgets and failures
 
     /// A hand-written guest: one trigger operator whose compare misbehaves as the event value says

@@ -41,8 +41,16 @@ package enum IsolatedCalls {
                 let message = try reader.string()
                 var result = event
                 if status == HH_OK {
-                    // A worker sends the event back; a WebAssembly guest only the edits its plugin made.
-                    if case .wasm = handle.backend { result = try reader.edits(appliedTo: event) } else { result = try reader.event() }
+                    // A worker sends the event back, edited in its process by the in-process editor;
+                    // a WebAssembly guest only its plugin's edits, replayed through that editor here.
+                    if case .wasm = handle.backend {
+                        let session = EventEditSession(event)
+                        defer { session.release() }
+                        try session.replayWasmGuestEdits(from: &reader)
+                        result = session.working
+                    } else {
+                        result = try reader.event()
+                    }
                 }
                 return AugmentationOutcome(status: status, message: message, event: result)
             } catch {
@@ -486,37 +494,6 @@ extension WireReader {
         attributes.reserveCapacity(min(count, 4096))
         for _ in 0..<count { attributes.append((try string(), try value())) }
         return AugmentableEvent(id: id, typeCode: typeCode, name: name, timeMs: timeMs, attributes: attributes)
-    }
-
-    /// The most edits a guest's augment answer may carry (the guest adapter stops at as many).
-    static let maxAugmentEdits = 10_000
-
-    /// A WebAssembly guest's augment answer: u32 count, then its plugin's edits in order (u8 0,
-    /// name and value for a set; u8 1 and name for a remove), replayed on `event` as the guest's
-    /// editor applied them: a set replaces the value of the first attribute of that name or
-    /// appends one, a remove takes the first attribute of that name away.
-    mutating func edits(appliedTo event: AugmentableEvent) throws -> AugmentableEvent {
-        let count = Int(try u32())
-        guard count <= Self.maxAugmentEdits else { throw WireError(description: "\(count) edits; at most \(Self.maxAugmentEdits)") }
-        var result = event
-        for _ in 0..<count {
-            switch try u8() {
-            case 0:
-                let name = try string()
-                let value = try value()
-                if let at = result.attributes.firstIndex(where: { $0.name == name }) {
-                    result.attributes[at].value = value
-                } else {
-                    result.attributes.append((name, value))
-                }
-            case 1:
-                let name = try string()
-                if let at = result.attributes.firstIndex(where: { $0.name == name }) { result.attributes.remove(at: at) }
-            case let kind:
-                throw WireError(description: "edit kind \(kind)")
-            }
-        }
-        return result
     }
 
     mutating func sinkEvent() throws -> SinkEvent {

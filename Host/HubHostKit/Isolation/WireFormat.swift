@@ -97,9 +97,16 @@ struct WireReader {
     mutating func i64() throws -> Int64 { Int64(bitPattern: try u64()) }
     mutating func f64() throws -> Double { Double(bitPattern: try u64()) }
 
+    /// A string's bytes decoded leniently (invalid UTF-8 becomes U+FFFD): for what only a trusted
+    /// writer (the host, a worker's adapters) encodes, or what is only shown.
     mutating func string() throws -> String {
-        let count = Int(try u32())
-        return String(decoding: try take(count), as: UTF8.self)
+        String(decoding: try stringBytes(), as: UTF8.self)
+    }
+
+    /// A string's bytes as they were written, undecoded: for a reader that must refuse invalid
+    /// UTF-8 rather than repair it (a guest's edits, judged by the editor's own rules).
+    mutating func stringBytes() throws -> ArraySlice<UInt8> {
+        try take(Int(try u32()))
     }
 
     mutating func data() throws -> Data {

@@ -54,7 +54,9 @@ extern "C" {
  * cannot decode or an operation this plugin's kind does not have. The answers are the isolation
  * protocol's but one: augment answers the plugin's edits in order (u32 count, then u8 0, string
  * name and value for a set, u8 1 and string name for a remove; at most 10,000), which the host
- * replays on the event it sent, instead of the whole event. */
+ * replays on the event it sent, instead of the whole event. Each edit is replayed through the
+ * editor an in-process plugin gets and checked as set_attribute checks it (hubhost_augmentation.h):
+ * one it refuses is left out and the others stand. */
 #define HH_WASM_EXPORT_CALL "hh_wasm_call" /* (i32 index, i32 op, i32 length) -> i64 answer */
 
 /* An answer is an i64: the low 32 bits are a pointer to adapter-owned bytes, valid until the next
