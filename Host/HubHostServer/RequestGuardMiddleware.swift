@@ -13,7 +13,8 @@ import Hummingbird
 ///   browsers cannot send that cross-site without a CORS preflight, which this server never grants.
 /// - Bearer token: when one is configured, every /v1 request but /v1/health, and /metrics, must
 ///   send `Authorization: Bearer <token>`, compared in constant time (401).
-/// - Body size: a Content-Length above server.max_body_size answers 413 before it is read.
+/// - Body size: a Content-Length above server.max_body_size answers 413 before it is read (a
+///   body without one, chunked, is refused as it is read: HTTPAPI.body).
 struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     let allowedHosts: Set<String>
     let allowedOrigins: Set<String>
@@ -59,7 +60,7 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         }
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBodySize {
-            throw APIError(.contentTooLarge, "the request body is \(length) bytes; server.max_body_size is \(maxBodySize)")
+            throw APIError.bodyTooLarge(declared: length, limit: maxBodySize)
         }
         if let token, (path.hasPrefix("/v1/") && path != "/v1/health") || path == "/metrics" {
             guard let given = request.headers[.authorization], given.hasPrefix("Bearer "),
