@@ -89,4 +89,42 @@ final class HTTPAPISocketTests: XCTestCase {
             XCTAssertEqual(named, ["within"], "none of the refused bodies was stored: \(stored.body)")
         }
     }
+
+    /// `server.host: "::ffff:127.0.0.1"` answers its own Host, bracketed as a Host header always
+    /// is, and the same address written another way; IPv6 names of server.allowed_hosts are
+    /// accepted with or without brackets; every other name, and every malformed Host, is still 421.
+    func testIPv6LiteralHostsMatchWithAndWithoutBracketsAndOtherNamesAreStillRefused() async throws {
+        let manifest = """
+            data_dir: data
+            server: {host: "::ffff:127.0.0.1", port: 0, allowed_hosts: "[fd00::1], FD00::2, hub.example.lan"}
+            events: {cache_size: 1000}
+            plugins: []
+
+            """
+        try await InProcessAPI.listening(manifest: manifest, in: folder) { port, _ in
+            @Sendable func status(_ hostHeader: String) async throws -> Int {
+                try await Self.exchange(port, "GET /v1/health HTTP/1.1\r\nHost: \(hostHeader)\r\nConnection: close\r\n\r\n").status
+            }
+            let answered = [
+                "[::ffff:127.0.0.1]:\(port)", "[::ffff:127.0.0.1]", "[::FFFF:127.0.0.1]:\(port)", "[::ffff:7f00:1]:\(port)",
+                "[0:0:0:0:0:ffff:7f00:1]:\(port)", "[fd00::1]:\(port)", "[fd00:0::2]:\(port)", "hub.example.lan:\(port)",
+                "127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "[::1]:\(port)", "[0::1]", "::1"
+            ]
+            for name in answered {
+                let answer = try await status(name)
+                XCTAssertEqual(answer, 200, "Host: \(name)")
+            }
+            let refused = [
+                "evil.example:\(port)", "evil.example", "[::ffff:127.0.0.2]:\(port)", "[::ffff:127.0.0.1]evil.example",
+                "[::ffff:127.0.0.1]:\(port)evil", "[::ffff:127.0.0.1", "::ffff:127.0.0.1]", "[evil.example]:\(port)",
+                "[::2]:\(port)", "[fd00::3]", "127.0.0.1.evil.example", "localhost.evil.example:\(port)", "localhost:evil",
+                ":localhost", ":\(port)", "[::1]@evil.example", "evil.example@localhost", "ffff", "1", "",
+                "[fe80::1%25lo]:\(port)", "::ffff:127.0.0.1.evil.example"
+            ]
+            for name in refused {
+                let answer = try await status(name)
+                XCTAssertEqual(answer, 421, "Host: \(name)")
+            }
+        }
+    }
 }
