@@ -118,6 +118,14 @@ struct APIErrorBody: Encodable {
 
 extension APIError {
     static func engineOff(_ what: String) -> APIError { APIError(.notFound, what, code: "disabled") }
+
+    /// A request body past server.max_body_size (413), in the same words whether its size was
+    /// declared (Content-Length, refused before it is read) or found out while reading it (a
+    /// chunked body, refused as its limit is crossed).
+    static func bodyTooLarge(declared length: Int? = nil, limit: Int) -> APIError {
+        let size = length.map { "\($0) bytes" } ?? "more than \(limit) bytes"
+        return APIError(.contentTooLarge, "the request body is \(size); server.max_body_size is \(limit)")
+    }
 }
 
 /// Turns every error a route throws into the API's one error shape (and logs server faults).

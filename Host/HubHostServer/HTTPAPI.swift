@@ -1,6 +1,7 @@
 import Foundation
 import HubHostKit
 import Hummingbird
+import NIOCore
 
 /// The HTTP API of `hubhost serve`: a thin front end over HubHostKit, like the CLI. Every route
 /// answers JSON (the web hub's pages excepted); every error is `{"error": {"code", "message"}}`
@@ -42,11 +43,18 @@ enum HTTPAPI {
         return router
     }
 
-    /// The request's body, at most server.max_body_size bytes (413 beyond).
+    /// The request's body, at most server.max_body_size bytes (413 beyond). Every route reads its
+    /// body here. A body that declared its length was measured by RequestGuardMiddleware already;
+    /// a chunked one is only known to be too large once collecting it crosses the limit, and
+    /// NIO's error for that would otherwise answer 500.
     static func body(_ request: Request) async throws -> Data {
         var request = request
-        let buffer = try await request.collectBody(upTo: maxBodySize)
-        return Data(buffer.readableBytesView)
+        do {
+            let buffer = try await request.collectBody(upTo: maxBodySize)
+            return Data(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw APIError.bodyTooLarge(limit: maxBodySize)
+        }
     }
 
     /// `?tags=a,b` as a list (nil when absent); the same for the hub page and the present route.

@@ -15,7 +15,7 @@ import NIOCore
 ///   GET  /hub/resources/<path>                    a resource from the bundle's resources table
 ///   GET  /hub/hubhost.css, /hub/hubhost.js        hubhost's stylesheet (both color schemes) and link script (ETag, 304)
 ///   POST /hub/csp-report                          the browser's CSP violation reports
-///   GET  /hub/app-action?url=myapp://...          a custom-scheme link was followed: the app action (204)
+///   POST /hub/app-action?url=myapp://...          a custom-scheme link was followed: the app action (204; GET: 405)
 ///   GET  /hub/whitelisted?url=...                 a whitelisted URL with a query, fetched after a verbatim check
 ///   GET  /v1/hub/state                            HubState JSON
 ///   POST /v1/hub/views/drain                      waits until every page view answered so far is recorded (metrics, learning)
@@ -88,10 +88,19 @@ enum HubWebRoutes {
             try await HTTPAPI.blocking { web.recordViolation(data) }
             return Response(status: .noContent)
         }
-        webHub.get("/app-action") { request, _ in
+        // An app action changes state (the app acts, an event is tracked), so it is POST only: any
+        // page may make a browser GET a URL (an <img>, a link), but a POST from another site
+        // carries that site's Origin and is refused by RequestGuardMiddleware. The hub's own pages
+        // POST from hubhost.js.
+        webHub.post("/app-action") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<custom scheme URL>") }
             let text = String(url)
             return try respond(try await HTTPAPI.blocking { web.appAction(text) })
+        }
+        webHub.get("/app-action") { _, _ -> Response in
+            var error = APIError(.methodNotAllowed, "an app action is sent with POST (from the hub page's hubhost.js), never with GET")
+            error.headers[.allow] = "POST"
+            throw error
         }
         webHub.get("/whitelisted") { request, _ in
             guard let url = request.uri.queryParameters.get("url") else { throw APIError(.badRequest, "expected ?url=<whitelisted URL>") }

@@ -4,8 +4,9 @@ import Hummingbird
 
 /// The local API's gate, before any route runs:
 /// - Host: only the names the server is configured for (loopback names, server.host,
-///   server.allowed_hosts); any other answers 421, so a DNS-rebinding page that points its own
-///   name at 127.0.0.1 reads nothing.
+///   server.allowed_hosts), compared as HostName (an IPv6 literal with or without brackets); any
+///   other, or a malformed one, answers 421, so a DNS-rebinding page that points its own name at
+///   127.0.0.1 reads nothing.
 /// - Origin: a state-changing request (POST, PUT, PATCH, DELETE) that carries an Origin must come
 ///   from the server's own origin or one in server.allowed_origins; a page on another site gets
 ///   403, whatever its content type ("simple" cross-site requests included).
@@ -13,7 +14,8 @@ import Hummingbird
 ///   browsers cannot send that cross-site without a CORS preflight, which this server never grants.
 /// - Bearer token: when one is configured, every /v1 request but /v1/health, and /metrics, must
 ///   send `Authorization: Bearer <token>`, compared in constant time (401).
-/// - Body size: a Content-Length above server.max_body_size answers 413 before it is read.
+/// - Body size: a Content-Length above server.max_body_size answers 413 before it is read (a
+///   body without one, chunked, is refused as it is read: HTTPAPI.body).
 struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     let allowedHosts: Set<String>
     let allowedOrigins: Set<String>
@@ -21,9 +23,8 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     let maxBodySize: Int
 
     init(settings: ServerSettings, token: String?) {
-        var hosts: Set<String> = ["localhost", "127.0.0.1", "[::1]", "::1", settings.host.lowercased()]
-        hosts.formUnion(settings.allowedHosts)
-        allowedHosts = hosts
+        let configured = ["localhost", "127.0.0.1", "::1", settings.host] + settings.allowedHosts
+        allowedHosts = Set(configured.map(HostName.comparable))
         allowedOrigins = Set(settings.allowedOrigins)
         self.token = token.map { Array($0.utf8) }
         maxBodySize = settings.maxBodySize
@@ -39,7 +40,7 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let authority = (request.head.authority ?? "").lowercased()
-        guard allowedHosts.contains(Self.hostName(authority)) else {
+        guard let host = HostName.of(authority: authority), allowedHosts.contains(host) else {
             throw APIError(.misdirectedRequest, "the Host '\(authority)' is not one this server answers for (server.allowed_hosts)")
         }
         let path = request.uri.path
@@ -59,7 +60,7 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         }
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBodySize {
-            throw APIError(.contentTooLarge, "the request body is \(length) bytes; server.max_body_size is \(maxBodySize)")
+            throw APIError.bodyTooLarge(declared: length, limit: maxBodySize)
         }
         if let token, (path.hasPrefix("/v1/") && path != "/v1/health") || path == "/metrics" {
             guard let given = request.headers[.authorization], given.hasPrefix("Bearer "),
@@ -71,14 +72,6 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         }
         return try await HTTPAPI.$maxBodySize.withValue(maxBodySize) { try await next(request, context) }
-    }
-
-    /// The host name of an authority (`name:port`, `[v6]:port`), without the port.
-    static func hostName(_ authority: String) -> String {
-        if authority.hasPrefix("[") { return authority.firstIndex(of: "]").map { String(authority[...$0]) } ?? authority }
-        // The first run of characters other than `:` (no array of pieces for each request).
-        let name = authority.drop { $0 == ":" }.prefix { $0 != ":" }
-        return name.isEmpty ? authority : String(name)
     }
 
     /// Compares without an early exit, so the time taken does not tell how much of a guess matched.

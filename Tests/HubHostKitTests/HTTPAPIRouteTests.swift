@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import XCTest
@@ -101,6 +102,54 @@ final class HTTPAPIRouteTests: XCTestCase {
             let names = ((answer.json as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
             XCTAssertTrue(names.contains("ok"), answer.text)
             XCTAssertFalse(names.contains("x"), "none of the refused requests stored its event: \(names)")
+        }
+    }
+
+    /// What another site's page can make a browser send to `/hub/app-action` (a GET from an
+    /// `<img>` or a link, a POST from a form with its own or a `null` Origin) never reaches the
+    /// app, with a token set or not; only a POST from the hub's own origin (hubhost.js) does.
+    func testAppActionsActOnlyOnAPostFromTheServersOwnOrigin() async throws {
+        for (run, server) in ["{port: 0}", "{port: 0, auth_token_file: token}"].enumerated() {
+            let place = folder + "/run\(run)"  // a store of its own: the counts below start at 0
+            try TestSupport.write("s3cret\n", to: place + "/token")
+            let yaml = manifest(server: server) + "hub: {custom_url_schemes: [myapp]}\n"
+            try await InProcessAPI.test(manifest: yaml, in: place) { client, host in
+                let bearer: HTTPFields = server.contains("token") ? [.authorization: "Bearer s3cret"] : [:]
+                @Sendable func appActions() async throws -> (notified: [String], tracked: [String]) {
+                    let notified = host.notifications.recentNotifications().filter { $0.name == HostNotification.Name.appAction }
+                    let events = try await client.send(.get, "/v1/events?limit=100", headers: bearer)
+                    XCTAssertEqual(events.status, .ok, events.text)
+                    let tracked = ((events.json as? [[String: Any]]) ?? []).filter { $0["name"] as? String == "App Action" }
+                    return (
+                        notified.compactMap { if case .string(let url)? = $0.payload["url"] { url } else { nil } },
+                        tracked.compactMap { ($0["attributes"] as? [String: Any])?["URL"] as? String }
+                    )
+                }
+                let target = "/hub/app-action?url=myapp%3A%2F%2Ftransfer%3Famount%3D1000"
+                let crossSite: HTTPFields = [HTTPField.Name("Sec-Fetch-Site")!: "cross-site", HTTPField.Name("Sec-Fetch-Dest")!: "image"]
+                let getHeaders: [HTTPFields] = [[:], [.origin: "http://evil.example"], crossSite]
+                for headers in getHeaders {
+                    let answer = try await client.send(.get, target, headers: headers)
+                    XCTAssertEqual(answer.status, .methodNotAllowed, "GET \(headers): \(answer.text)")
+                    XCTAssertEqual(answer.errorCode, "method_not_allowed", answer.text)
+                    XCTAssertEqual(answer.headers[.allow], "POST")
+                }
+                for origin in ["http://evil.example", "null", "http://localhost.evil.example"] {
+                    let answer = try await client.send(.post, target, headers: [.origin: origin])
+                    XCTAssertEqual(answer.status, .forbidden, "POST from \(origin): \(answer.text)")
+                    XCTAssertEqual(answer.errorCode, "foreign_origin", answer.text)
+                }
+                let refused = try await appActions()
+                XCTAssertEqual(refused.notified, [], "\(server): no refused request reached the app")
+                XCTAssertEqual(refused.tracked, [], "\(server): no refused request was tracked")
+
+                // The hub page's own POST (its origin is the server's: the test client's Host is localhost).
+                let own = try await client.send(.post, target, headers: [.origin: "http://localhost"])
+                XCTAssertEqual(own.status, .noContent, own.text)
+                let sent = try await appActions()
+                XCTAssertEqual(sent.notified, ["myapp://transfer?amount=1000"], server)
+                XCTAssertEqual(sent.tracked, ["myapp://transfer?amount=1000"], server)
+            }
         }
     }
 

@@ -242,9 +242,15 @@ final class OpenAPITests: XCTestCase {
         api.call(
             "POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"], expect: 403)
         api.call("GET", "/v1/hub/csp-reports", expect: 200)
-        api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", expect: 204)
-        api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("https://example.com/"))", expect: 400)
-        api.call("GET", "/hub/app-action", expect: 400)
+        let ownOrigin = ["Origin": "http://127.0.0.1:\(server.port)"]
+        api.call("POST", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", headers: ownOrigin, expect: 204)
+        api.call("POST", "/hub/app-action", "/hub/app-action?url=\(q("https://example.com/"))", expect: 400)
+        api.call("POST", "/hub/app-action", expect: 400)
+        api.call(
+            "POST", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", headers: ["Origin": "http://evil.example"],
+            expect: 403)
+        let byGet = api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", expect: 405)
+        XCTAssertEqual(byGet.headers["allow"], "POST")
         api.call("GET", "/hub/whitelisted", "/hub/whitelisted?url=\(q(whitelisted))", expect: 200)
         api.call("GET", "/hub/whitelisted", "/hub/whitelisted?url=\(q("http://127.0.0.1:\(service.port)/content/settings?v=2"))", expect: 403)
         api.call("GET", "/hub", "/hub?uri=\(q("zbimdb://article/none"))", expect: 404)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A plain-socket HTTP/1.1 client for tests that must send what a well-behaved client would not:
-/// a foreign Host header, any Origin, raw bytes, or nothing at all (idle connections).
+/// a foreign Host header, any Origin, raw bytes (a chunked body), or nothing at all (idle connections).
 /// Loopback only; every read waits 10 s at most.
 final class RawHTTPClient {
     let fd: Int32
@@ -38,7 +38,13 @@ final class RawHTTPClient {
         var head = "\(method) \(path) HTTP/1.1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n"
         if headers["Host"] == nil { head += "Host: 127.0.0.1\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        send(head + "\r\n" + body)
+        return try exchange(head + "\r\n" + body)
+    }
+
+    /// Sends `request` exactly as given (it should say `Connection: close`) and reads the answer:
+    /// its status and body.
+    func exchange(_ request: String) throws -> (status: Int, body: String) {
+        send(request)
         let text = readAll()
         guard let line = text.split(separator: "\r\n").first, let status = Int(line.split(separator: " ").dropFirst().first ?? "") else {
             throw Failure(description: "no HTTP answer: \(text.prefix(200))")

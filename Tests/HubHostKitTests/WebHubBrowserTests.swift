@@ -323,8 +323,9 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertTrue(page.contains(#"href="/hub/app-action?url=myapp%3A%2F%2Fcheckout%3Fsku%3D1""#), "rewritten at render time: \(page)")
         XCTAssertTrue(page.contains(#"href="https://example.invalid/page""#), "other links stay as written")
 
-        // The page clicks both links (the rendered one, and one its script makes): the browser runs
-        // until both app actions arrived (bounded by the watch's timeout), then it is stopped.
+        // The page clicks both links (the rendered one, and one its script makes), which hubhost.js
+        // POSTs: the browser runs until both app actions arrived (bounded by the watch's timeout),
+        // then it is stopped.
         let watch = Process()
         watch.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
         watch.arguments = ["hub", "watch", "--url", server.base, "--json", "--name", "AppAction", "--count", "2", "--timeout", "30"]
@@ -351,7 +352,12 @@ final class WebHubBrowserTests: XCTestCase {
         let actions = events.filter { $0["name"] as? String == "App Action" }
         XCTAssertEqual(Set(actions.compactMap { ($0["attributes"] as? [String: Any])?["URL"] as? String }), urls)
         // A scheme that is not registered is no app action.
-        XCTAssertEqual(try rawGET(server.port, "/hub/app-action?url=" + query("other://x")).status, 400)
+        XCTAssertEqual(try server.call("POST", "/hub/app-action?url=" + query("other://x")).status, 400)
+        // Following the rendered link by GET (what an <img> or a link on any other site does) is
+        // refused, and nothing more is sent to the app.
+        XCTAssertEqual(try rawGET(server.port, "/hub/app-action?url=" + query("myapp://checkout?sku=1")).status, 405)
+        let eventsAfterGet = try server.get("/v1/events?limit=100") as? [[String: Any]] ?? []
+        XCTAssertEqual(eventsAfterGet.filter { $0["name"] as? String == "App Action" }.count, actions.count)
         XCTAssertEqual((try server.get("/v1/hub/csp-reports") as? [Any])?.count, 0, "nothing was blocked")
     }
 

@@ -3,7 +3,8 @@ import Foundation
 /// Rewrites the `href` and `src` attributes of an article body (HTML from the verified bundle) as
 /// it is rendered, because a browser cannot do these by itself:
 /// - `myapp://...` (a registered custom scheme) -> `/hub/app-action?url=...`: the browser would try
-///   to hand the URL to the operating system; hubhost turns it into an app action instead;
+///   to hand the URL to the operating system; hubhost turns it into an app action instead (the
+///   hub page's script POSTs the link when it is clicked: the route never acts on a GET);
 /// - `zbimdb://article/<id>` (and hub, channel) -> the hub page of that item;
 /// - in local_only mode, a whitelisted URL with a query, compared verbatim -> `/hub/whitelisted?url=...`
 ///   (see ContentSecurityPolicy for why).

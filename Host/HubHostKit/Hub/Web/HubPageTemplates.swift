@@ -73,9 +73,14 @@ public enum HubPageTemplates {
         @keyframes hubhost-spin { to { transform: rotate(360deg); } }
         """
 
-    /// `/hub/hubhost.js`: links to a registered custom scheme that a page's own scripts create at
-    /// runtime (render-time rewriting cannot see them) are sent to `/hub/app-action` instead of
-    /// being followed. The schemes are in `<body data-app-schemes="...">`.
+    /// `/hub/hubhost.js`: a click on a link to an app action is sent as a same-origin POST to
+    /// `/hub/app-action`, the only way that route acts (a GET could come from any other site: an
+    /// `<img>` or a link there). The link is either rewritten at render time to
+    /// `/hub/app-action?url=...` or, when a page's own scripts create it at runtime (render-time
+    /// rewriting cannot see those), still points at a registered custom scheme, which the browser
+    /// would otherwise hand to the operating system. The schemes are in `<body data-app-schemes="...">`.
+    /// `referrerPolicy: 'same-origin'` keeps the request's Origin the page's own even when the
+    /// page asks for no referrer (which would send `Origin: null`, refused as foreign).
     public static let script = """
         (function () {
           var schemes = (document.body.getAttribute('data-app-schemes') || '').split(' ').filter(Boolean);
@@ -83,10 +88,16 @@ public enum HubPageTemplates {
             var link = event.target && event.target.closest ? event.target.closest('a[href]') : null;
             if (!link) return;
             var href = link.getAttribute('href');
-            var match = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(href);
-            if (!match || schemes.indexOf(match[1].toLowerCase()) < 0) return;
+            var action;
+            if (href.indexOf('/hub/app-action?') === 0) {
+              action = href;
+            } else {
+              var match = /^([a-zA-Z][a-zA-Z0-9+.-]*):/.exec(href);
+              if (!match || schemes.indexOf(match[1].toLowerCase()) < 0) return;
+              action = '/hub/app-action?url=' + encodeURIComponent(href);
+            }
             event.preventDefault();
-            fetch('/hub/app-action?url=' + encodeURIComponent(href), {credentials: 'same-origin'});
+            fetch(action, {method: 'POST', credentials: 'same-origin', referrerPolicy: 'same-origin'});
           }, true);
         })();
         """

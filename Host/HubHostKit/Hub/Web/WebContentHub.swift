@@ -331,9 +331,9 @@ public final class WebContentHub: @unchecked Sendable {
 
     // MARK: App actions
 
-    /// A link to a registered custom scheme was followed (`/hub/app-action?url=myapp://...`): the
-    /// app action notification for the integrating app and an "App Action" event. 204, so the
-    /// browser stays on the page. A URL without a registered scheme is refused (400).
+    /// A link to a registered custom scheme was clicked (`POST /hub/app-action?url=myapp://...`,
+    /// sent by the hub page's script): the app action notification for the integrating app and
+    /// an "App Action" event; 204. A URL without a registered scheme is refused (400).
     public func appAction(_ url: String) -> HubWebResponse {
         guard HubLinkRewriter(settings: engine.settings).isAppAction(url) else {
             return HubWebResponse(
