@@ -111,14 +111,26 @@ static hh_status_t misbehave(void) {
     uint32_t u;
     int64_t when = 978307200000LL; /* 2001-01-01 */
     frame[at++] = 0x83;
-    u = 1; memcpy(frame + at, &u, 4); at += 4; /* critical_error */
-    u = 1; memcpy(frame + at, &u, 4); at += 4; /* debug */
-    memcpy(frame + at, &when, 8); at += 8;
-    u = sizeof source - 1; memcpy(frame + at, &u, 4); at += 4;
-    memcpy(frame + at, source, sizeof source - 1); at += sizeof source - 1;
-    u = sizeof message - 1; memcpy(frame + at, &u, 4); at += 4;
-    memcpy(frame + at, message, sizeof message - 1); at += sizeof message - 1;
-    u = (uint32_t)(at - 4); memcpy(frame, &u, 4);
+    u = 1;
+    memcpy(frame + at, &u, 4);
+    at += 4; /* critical_error */
+    u = 1;
+    memcpy(frame + at, &u, 4);
+    at += 4; /* debug */
+    memcpy(frame + at, &when, 8);
+    at += 8;
+    u = sizeof source - 1;
+    memcpy(frame + at, &u, 4);
+    at += 4;
+    memcpy(frame + at, source, sizeof source - 1);
+    at += sizeof source - 1;
+    u = sizeof message - 1;
+    memcpy(frame + at, &u, 4);
+    at += 4;
+    memcpy(frame + at, message, sizeof message - 1);
+    at += sizeof message - 1;
+    u = (uint32_t)(at - 4);
+    memcpy(frame, &u, 4);
     if (write(3, frame, at) != (ssize_t)at) {
         return HH_ERR_IO;
     }

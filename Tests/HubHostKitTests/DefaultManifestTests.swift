@@ -50,7 +50,8 @@ final class DefaultManifestTests: XCTestCase {
         // A plugin outside any checkout, in a folder named otherwise than its id.
         try FileManager.default.createDirectory(atPath: folder + "/shelf/ops-copy", withIntermediateDirectories: true)
         let bundled = try String(contentsOfFile: TestSupport.repository + "/Plugins/ExtraOperators/plugin.yaml", encoding: .utf8)
-        try TestSupport.write(bundled.replacingOccurrences(of: "id: extra-operators", with: "id: shelf-operators"), to: folder + "/shelf/ops-copy/plugin.yaml")
+        try TestSupport.write(
+            bundled.replacingOccurrences(of: "id: extra-operators", with: "id: shelf-operators"), to: folder + "/shelf/ops-copy/plugin.yaml")
         let search = PluginSearchPath(folders: [folder + "/shelf"])
         XCTAssertEqual(search.manifest(of: "shelf-operators"), folder + "/shelf/ops-copy/plugin.yaml")
         XCTAssertNil(search.manifest(of: "nothing-here"))
@@ -63,7 +64,10 @@ final class DefaultManifestTests: XCTestCase {
             "data_dir: data\nplugins:\n  - id: a\n    use: shelf-operators\n  - id: b\n    use: no-such-plugin\n", to: folder + "/plugins.yaml")
         let check = try TestSupport.hubhost(["manifest", "check", folder + "/plugins.yaml"], environment: ["HUBHOST_PLUGIN_PATH": folder + "/shelf"])
         XCTAssertEqual(check.status, 1, check.stdout + check.stderr)
-        XCTAssertTrue(check.stderr.contains("plugins[1].use: no plugin with id 'no-such-plugin' in the plugin path (looked in: \(TestSupport.repository)/Plugins, \(folder)/shelf)"), check.stderr)
+        XCTAssertTrue(
+            check.stderr.contains(
+                "plugins[1].use: no plugin with id 'no-such-plugin' in the plugin path (looked in: \(TestSupport.repository)/Plugins, \(folder)/shelf)"
+            ), check.stderr)
         XCTAssertFalse(check.stderr.contains("plugins[0]"), check.stderr)
     }
 }

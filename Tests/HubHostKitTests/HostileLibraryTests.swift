@@ -101,7 +101,11 @@ final class HostileLibraryTests: XCTestCase {
         try replaceLibrary(with: Array("junk\n".utf8))
         let report = host.reload()
         XCTAssertEqual(report.outcome, .refused, "\(report)")
-        XCTAssertEqual(report.problems, ["plugins: instance 'app' does not load: \(library) is not a loadable shared object: it is 5 bytes, shorter than an ELF header (cut short?)"])
+        XCTAssertEqual(
+            report.problems,
+            [
+                "plugins: instance 'app' does not load: \(library) is not a loadable shared object: it is 5 bytes, shorter than an ELF header (cut short?)"
+            ])
         XCTAssertEqual(host.registry.generation, generation)
         XCTAssertEqual(try engine.track(Event(type: .namedEvent, name: "A"))[attribute: "App Version"], .string("1.0"))
         // Fixed, the next reload applies the new build.
@@ -145,7 +149,9 @@ final class HostileLibraryTests: XCTestCase {
         var tracked: Event?
         for _ in 0..<100 {  // the crash, then the backoff, then the restart: at most 10 s
             let event = try engine.track(Event(type: .namedEvent, name: "AFTER"))
-            if case .running(let pid) = worker.currentState, pid != first, event[attribute: "App Version"] != nil || event[attribute: "Build B"] != nil {
+            if case .running(let pid) = worker.currentState, pid != first,
+                event[attribute: "App Version"] != nil || event[attribute: "Build B"] != nil
+            {
                 tracked = event
                 break
             }

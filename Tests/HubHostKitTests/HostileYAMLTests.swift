@@ -54,7 +54,9 @@ final class HostileYAMLTests: XCTestCase {
             let problems = try XCTUnwrap(loadWithin(20, path))
             XCTAssertEqual(
                 problems,
-                ["\(path):1:1: aliases make the document stand for more than 1000000 nodes (an alias counts as every node of its anchor); write the values out, or use fewer nested aliases"])
+                [
+                    "\(path):1:1: aliases make the document stand for more than 1000000 nodes (an alias counts as every node of its anchor); write the values out, or use fewer nested aliases"
+                ])
         }
         XCTAssertNotNil(YAMLLimits.problem(Self.aliasBomb(asKeys: true)))
         // A few aliases, as a real file uses them, are fine.
@@ -66,7 +68,8 @@ final class HostileYAMLTests: XCTestCase {
         try TestSupport.write("abi: \"1.0\"\nid: bomb\n" + Self.aliasBomb(asKeys: true), to: folder + "/bomb/plugin.yaml")
         try TestSupport.write("data_dir: data\nplugins:\n  - id: bomb\n    use: bomb/plugin.yaml\n", to: folder + "/plugins.yaml")
         let problems = try XCTUnwrap(loadWithin(20, folder + "/plugins.yaml"))
-        XCTAssertTrue(problems.contains { $0.hasPrefix(folder + "/bomb/plugin.yaml:1:1: aliases make the document stand for more than") }, "\(problems)")
+        XCTAssertTrue(
+            problems.contains { $0.hasPrefix(folder + "/bomb/plugin.yaml:1:1: aliases make the document stand for more than") }, "\(problems)")
     }
 
     /// A reload that meets a bomb is refused at once, and the next reload works.
@@ -90,7 +93,7 @@ final class HostileYAMLTests: XCTestCase {
         let expected = [
             big: "\(big):1:1: it is \(YAMLLimits.maxBytes + 18) bytes, more than the 4 MiB it may be",
             "/dev/zero": "/dev/zero:1:1: not a regular file",
-            folder + "/fifo.yaml": "\(folder)/fifo.yaml:1:1: not a regular file",
+            folder + "/fifo.yaml": "\(folder)/fifo.yaml:1:1: not a regular file"
         ]
         for (path, problem) in expected {
             XCTAssertEqual(loadWithin(20, path), [problem])
@@ -105,7 +108,8 @@ final class HostileYAMLTests: XCTestCase {
         let problems = try XCTUnwrap(loadWithin(60, folder + "/plugins.yaml"))
         XCTAssertEqual(problems.count, 10_000)
         XCTAssertEqual(Set(problems).count, 10_000)
-        XCTAssertTrue(problems[9_999].hasPrefix("\(folder)/plugins.yaml:10005:7: plugins[0].config.k9999: unknown config key 'k9999'"), problems[9_999])
+        XCTAssertTrue(
+            problems[9_999].hasPrefix("\(folder)/plugins.yaml:10005:7: plugins[0].config.k9999: unknown config key 'k9999'"), problems[9_999])
     }
 }
 
@@ -135,7 +139,9 @@ final class UsePathTests: XCTestCase {
                 ["\(folder)/\(name):1:1: this is not a plugin manifest: a plugin.yaml is a mapping with abi, id, name, version, library and exports"])
         }
         XCTAssertFalse(capture.messages.contains { $0.contains("TOPSECRET") }, "\(capture.messages)")
-        XCTAssertEqual(YAMLReader(file: "x").describe(.init(String(repeating: "s", count: 500))), "the string \"\(String(repeating: "s", count: 64))... (500 bytes)\"")
+        XCTAssertEqual(
+            YAMLReader(file: "x").describe(.init(String(repeating: "s", count: 500))),
+            "the string \"\(String(repeating: "s", count: 64))... (500 bytes)\"")
     }
 
     func testAUseNamingAFolderIsReportedAtTheLineThatNamesIt() throws {
@@ -145,6 +151,8 @@ final class UsePathTests: XCTestCase {
         let problems = try HostManifest.load(path: folder + "/plugins.yaml").diagnostics.map(\.description)
         XCTAssertEqual(
             problems,
-            ["\(folder)/plugins.yaml:4:10: plugins[0].use: 'Plugins/Thing' is a folder, not a plugin manifest; name its plugin.yaml: Plugins/Thing/plugin.yaml"])
+            [
+                "\(folder)/plugins.yaml:4:10: plugins[0].use: 'Plugins/Thing' is a folder, not a plugin manifest; name its plugin.yaml: Plugins/Thing/plugin.yaml"
+            ])
     }
 }

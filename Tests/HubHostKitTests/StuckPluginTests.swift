@@ -148,7 +148,8 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 3, "the reload waited for the deadlines only: \(report)")
         // An instance the reload adds must load: the reload is refused, naming it, and nothing changes.
         XCTAssertEqual(report.outcome, .refused, "\(report)")
-        XCTAssertTrue(report.problems.first?.contains("instance 'late'") == true && report.problems.first?.contains("within 0.2 s") == true, "\(report)")
+        XCTAssertTrue(
+            report.problems.first?.contains("instance 'late'") == true && report.problems.first?.contains("within 0.2 s") == true, "\(report)")
         XCTAssertNil(host.registry.entry(id: "late"))
     }
 

@@ -64,7 +64,9 @@ extension CampaignEngine {
             throw CampaignParser.Problem(
                 description: "no ping endpoint: set campaigns.ping_url, or have the config endpoint name one (data.endpoints.ping, or pingUrl)")
         }
-        let response = try http.fetch("GET", ping, timeoutSeconds: 15, maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes).mapError { CampaignParser.Problem(description: "ping endpoint: \($0)") }.get()
+        let response = try http.fetch("GET", ping, timeoutSeconds: 15, maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes).mapError {
+            CampaignParser.Problem(description: "ping endpoint: \($0)")
+        }.get()
         guard response.status == 200 else { throw CampaignParser.Problem(description: "ping endpoint answered HTTP \(response.status)") }
         try load(response.body)
         let next = (try? CampaignParser.parse(response.body).nextPingMillis) ?? nil

@@ -277,7 +277,9 @@ public struct HostManifest: Sendable {
                 if Self.isVariableName(name) {
                     instance.environment.append(name)
                 } else {
-                    reader.report(item, key: "\(path).environment", "'\(name)' is not an environment variable name (letters, digits and '_', not starting with a digit)")
+                    reader.report(
+                        item, key: "\(path).environment",
+                        "'\(name)' is not an environment variable name (letters, digits and '_', not starting with a digit)")
                 }
             }
         }
@@ -305,7 +307,8 @@ public struct HostManifest: Sendable {
                 } else if isFolder.boolValue {
                     // Said here, at the line that names the folder, not at the folder itself.
                     let manifest = (resolved as NSString).appendingPathComponent("plugin.yaml")
-                    let hint = FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
+                    let hint =
+                        FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
                     reader.report(node, key: "\(path).use", "'\(use)' is a folder, not a plugin manifest; \(hint)")
                 } else {
                     let loaded = PluginManifest.load(path: resolved)
@@ -331,7 +334,9 @@ public struct HostManifest: Sendable {
     /// Whether `name` can name an environment variable: ASCII letters, digits and '_', not starting with a digit.
     static func isVariableName(_ name: String) -> Bool {
         guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), name.utf8.count <= 256 else { return false }
-        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 < 128 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber)) }
+        return name.utf8.allSatisfy {
+            $0 == UInt8(ascii: "_") || ($0 < 128 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber))
+        }
     }
 
     /// `path` made absolute against `folder`, or, when nothing is there and the path is relative,

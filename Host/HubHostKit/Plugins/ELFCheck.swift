@@ -30,14 +30,19 @@ public enum ELFCheck {
         }
         let type = u16(16)
         guard type == 3 else {
-            return type == 2 ? "it is an executable, not a shared library (link it with -shared)" : "it is an ELF file of type \(type), not a shared library"
+            return type == 2
+                ? "it is an executable, not a shared library (link it with -shared)" : "it is an ELF file of type \(type), not a shared library"
         }
         let machine = u16(18)
         guard machine == hostMachine else {
             return "it was built for ELF machine \(machine) (\(machineName(machine))); this machine is \(machineName(hostMachine))"
         }
-        let programOffset = u64(32), sectionOffset = u64(40)
-        let programEntry = u16(54), programCount = u16(56), sectionEntry = u16(58), sectionCount = u16(60)
+        let programOffset = u64(32)
+        let sectionOffset = u64(40)
+        let programEntry = u16(54)
+        let programCount = u16(56)
+        let sectionEntry = u16(58)
+        let sectionCount = u16(60)
         guard programCount > 0, programEntry == 56, inside(programOffset, programCount, programEntry) else {
             return "its program headers lie outside its \(size) bytes (cut short?)"
         }
@@ -49,7 +54,9 @@ public enum ELFCheck {
             let header = Int(programOffset) + index * programEntry
             guard u32(header) == 1 else { continue }  // PT_LOAD: what dlopen maps from the file
             loadable += 1
-            let offset = u64(header + 8), fileSize = u64(header + 32), memorySize = u64(header + 40)
+            let offset = u64(header + 8)
+            let fileSize = u64(header + 32)
+            let memorySize = u64(header + 40)
             guard fileSize <= memorySize, inside(offset, 1, Int(clamping: fileSize)), fileSize <= UInt64(size) else {
                 return "its segment \(index) needs bytes \(offset) to \(offset &+ fileSize), past its end at \(size) (cut short?)"
             }

@@ -169,7 +169,8 @@ public final class HTTPFetcher: Sendable {
             return .success(
                 Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
         } catch let error as ResponseAccumulator.ResponseTooBigError {
-            return .failure(.unreachable("\(text): the answer is larger than \(Self.describe(bytes: error.maxBodySize)), the most hubhost reads of it"))
+            return .failure(
+                .unreachable("\(text): the answer is larger than \(Self.describe(bytes: error.maxBodySize)), the most hubhost reads of it"))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             return .failure(.timedOut(text))
         } catch {

@@ -83,7 +83,8 @@ public final class XMLAPIClient: Sendable {
             }
             switch http.fetch(
                 "POST", settings.endpoint, headers: headers, body: body, timeoutSeconds: settings.timeoutSeconds,
-                maxBodyBytes: XMLAPIResult.maxBytes) {
+                maxBodyBytes: XMLAPIResult.maxBytes)
+            {
             case .success(let response) where (200..<300).contains(response.status):
                 do { return try XMLAPIResult(data: response.body) } catch {
                     throw XMLAPIError.malformed(operation: op, reason: "\(error)")

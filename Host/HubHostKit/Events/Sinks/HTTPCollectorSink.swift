@@ -42,7 +42,8 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
             }
             switch http.fetch(
                 "POST", settings.collectorURL, headers: headers, body: body, timeoutSeconds: settings.postTimeout,
-                maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes) {
+                maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes)
+            {
             case .success(let response) where (200..<300).contains(response.status):
                 return .answered(Array(repeating: .delivered, count: count))
             case .success(let response) where response.status == 401 && !triedRefresh && usesOAuth:
