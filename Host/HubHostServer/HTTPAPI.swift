@@ -24,10 +24,15 @@ enum HTTPAPI {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         MetricsRoutes.add(to: router, host: host, engine: try host.events())
-        // Answers at once whatever the plugins do: a plugin stuck in a call makes it "degraded".
+        // Answers at once whatever the plugins do: a plugin stuck in a call, or an instance that
+        // failed while serving (a worker given up), makes it "degraded".
         router.get("/v1/health") { _, _ in
             let stuck = host.stuckPlugins
-            return json(Health(status: stuck.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck))
+            let failed = host.registry.failedWhileServing
+            return json(
+                Health(
+                    status: stuck.isEmpty && failed.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck,
+                    failed: failed.isEmpty ? nil : failed))
         }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         AdminRoutes.add(to: router, host: host)
@@ -117,8 +122,10 @@ enum HTTPAPI {
     }
 }
 
-/// `GET /v1/health`: "ok", or "degraded" with the plugins stuck in a call past its deadline.
+/// `GET /v1/health`: "ok", or "degraded" with the plugins stuck in a call past its deadline and
+/// the instances that failed while serving.
 struct Health: Encodable {
     var status: String
     var instances: [StuckPlugin]?
+    var failed: [FailedInstance]?
 }

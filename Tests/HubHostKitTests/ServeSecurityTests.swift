@@ -131,3 +131,18 @@ extension ServeSecurityTests {
         XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
     }
 }
+
+/// What counts as a loopback address for `server.host` (serve listens without a token only there):
+/// parsed as an address, never by its first characters.
+final class LoopbackAddressTests: XCTestCase {
+    func testOnlyLoopbackAddressesCountAndANameStartingWith127DoesNot() {
+        for host in ["localhost", "LOCALHOST", "127.0.0.1", "127.255.0.9", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "[::ffff:7f00:1]"] {
+            XCTAssertTrue(ServerSettings.isLoopback(host), host)
+        }
+        for host in [
+            "127.attacker.example", "127.0.0.1.nip.io", "0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1", "128.0.0.1", "localhost.example", "", "[::1"
+        ] {
+            XCTAssertFalse(ServerSettings.isLoopback(host), host)
+        }
+    }
+}

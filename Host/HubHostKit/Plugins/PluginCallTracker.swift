@@ -51,7 +51,22 @@ public struct StuckPlugin: Codable, Equatable, Sendable {
     public var runningMs: Int64
 }
 
+/// An instance that failed while serving (its worker given up after repeated crashes), as
+/// `GET /v1/health` names it.
+public struct FailedInstance: Codable, Equatable, Sendable {
+    public var instance: String
+    public var reason: String
+}
+
 extension PluginRegistry {
+    /// Every instance that loaded and has failed since (a worker given up), in plugins.yaml order.
+    public var failedWhileServing: [FailedInstance] {
+        entries.compactMap { entry in
+            guard entry.loadState == .loaded, case .failed(let error) = entry.state else { return nil }
+            return FailedInstance(instance: entry.id, reason: error.description)
+        }
+    }
+
     /// Every loaded plugin with a call past its deadline, in plugins.yaml order.
     public var stuckPlugins: [StuckPlugin] {
         let now = Clock.monotonicNs()

@@ -20,6 +20,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case workerFailed(instance: String, reason: String)
     /// A library new to a running host failed when it was tried in a worker before loading in process.
     case trialFailed(instance: String, reason: String)
+    /// An isolated instance whose worker crashed too often and was given up while serving.
+    case workerGivenUp(instance: String, crashes: Int, cause: String)
     case disabled
 
     public var description: String {
@@ -65,6 +67,9 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
         case .trialFailed(let instance, let reason):
             return
                 "instance '\(instance)' not loaded: its library was tried in a worker process first, as a new library in a running hubhost is, and failed there: \(reason); it was not opened in hubhost itself"
+        case .workerGivenUp(let instance, let crashes, let cause):
+            return
+                "instance '\(instance)' failed: its worker was given up after \(crashes) crashes (last: \(cause)); its calls fail until a reload or a restart of hubhost starts it again"
         case .disabled:
             return "disabled in plugins.yaml (enabled: false)"
         }

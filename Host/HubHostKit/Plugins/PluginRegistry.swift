@@ -30,8 +30,16 @@ public final class PluginRegistry: @unchecked Sendable {
     public struct Entry: @unchecked Sendable {
         /// The instance as plugins.yaml declares it.
         public let configuration: HostManifest.Instance
-        /// Loaded, failed (with why) or disabled (`enabled: false`).
-        public var state: State
+        /// What loading it came to: loaded, failed (with why) or disabled (`enabled: false`).
+        public var loadState: State
+        /// What it is now: `loadState`, except that an isolated instance whose worker was given up
+        /// after repeated crashes is failed (`workerGivenUp`), as every surface shows it.
+        public var state: State {
+            if loadState == .loaded, let worker, case .gaveUp(let crashes, let cause) = worker.currentState {
+                return .failed(.workerGivenUp(instance: configuration.id, crashes: crashes, cause: cause))
+            }
+            return loadState
+        }
         /// The library file it resolved to, when it got that far.
         public var libraryPath: String?
         /// The ABI version the binary reported, when it got that far.
@@ -100,21 +108,21 @@ public final class PluginRegistry: @unchecked Sendable {
     /// `trial`: a new library content meant to run in process is first loaded and created in a
     /// worker (`tryInWorker`), so that a library or create that crashes costs a refused reload.
     private func loadEntry(_ configuration: HostManifest.Instance, generation: Int, trial: Bool = false) -> Entry {
-        var entry = Entry(configuration: configuration, state: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
+        var entry = Entry(configuration: configuration, loadState: .disabled, libraryPath: nil, binaryABI: nil, plugins: [], worker: nil)
         entry.generation = generation
         do {
             try load(configuration, into: &entry, trial: trial)
-            entry.state = .loaded
+            entry.loadState = .loaded
             logger.info(
                 "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
             )
         } catch let error as PluginLoadError {
-            entry.state = error == .disabled ? .disabled : .failed(error)
+            entry.loadState = error == .disabled ? .disabled : .failed(error)
             // Refused for its ABI version: the version is the binary's, whatever plugin.yaml claims.
             if case .abiMismatch(_, let binary, _) = error { entry.binaryABI = binary }
             if error != .disabled { logger.error("instance '\(configuration.id)' not loaded: \(error)") }
         } catch {
-            entry.state = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
+            entry.loadState = .failed(.manifestMismatch(path: configuration.use, reason: "\(error)"))
         }
         return entry
     }

@@ -96,9 +96,21 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     /// True for addresses only this machine can reach.
     public var isLoopback: Bool { Self.isLoopback(host) }
 
+    /// Whether `host` is an address only this machine can reach: `localhost`, an IPv4 address in
+    /// 127.0.0.0/8, `::1` or `::ffff:127.x.x.x` (brackets allowed). Parsed as an address, so a DNS
+    /// name that merely starts with "127." (`127.attacker.example`) is not loopback.
     static func isLoopback(_ host: String) -> Bool {
-        let name = host.lowercased()
-        return name == "localhost" || name == "::1" || name == "[::1]" || name.hasPrefix("127.")
+        var name = host.lowercased()
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: v6) { Array($0) }
+        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }  // ::1
+        let mapped = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
+        return mapped && bytes[12] == 127  // ::ffff:127.x.x.x
     }
 
     /// The bearer token, read from the environment variable or the file; nil when none is
