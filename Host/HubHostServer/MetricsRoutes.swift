@@ -24,7 +24,30 @@ enum MetricsRoutes {
             RuntimeMetrics.recordStuckPlugins(host.stuckPlugins)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+                body: .init(byteBuffer: ByteBuffer(bytes: withHelp(registry.emitToBuffer()))))
         }
+    }
+
+    /// Every metric's HELP text, by name.
+    static var help: [String: String] {
+        RuntimeMetrics.help.merging(RequestMetricsMiddleware<BasicRequestContext>.help) { first, _ in first }
+    }
+
+    /// The registry's text with a `# HELP` line before each `# TYPE` line (swift-metrics, which the
+    /// runtime records through, carries no help text); a metric with no text in `help` gets none.
+    static func withHelp(_ text: [UInt8]) -> [UInt8] {
+        let help = Self.help
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count + 4096)
+        for line in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            if line.starts(with: Array("# TYPE ".utf8)) {
+                let name = String(decoding: line.dropFirst(7).prefix { $0 != UInt8(ascii: " ") }, as: UTF8.self)
+                if let text = help[name] { out.append(contentsOf: Array("# HELP \(name) \(text)\n".utf8)) }
+            }
+            out.append(contentsOf: line)
+            out.append(UInt8(ascii: "\n"))
+        }
+        if text.last != UInt8(ascii: "\n"), !out.isEmpty { out.removeLast() }
+        return out
     }
 }

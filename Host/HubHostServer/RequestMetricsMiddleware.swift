@@ -15,9 +15,10 @@ enum RequestMetrics {
     static func inMemory() { scope?.complete.store(true, ordering: .relaxed) }
 }
 
-/// The HTTP requests' metrics, as Hummingbird's MetricsMiddleware records them (the same names and
-/// dimensions: `hb.requests`, `http.server.request.duration` and `hb.request.errors` by route,
-/// method and status, `http.server.active_requests` by method), with one difference in WHEN: a
+/// The HTTP requests' metrics, as Hummingbird's MetricsMiddleware records them (its dimensions,
+/// under Prometheus names: `hubhost_http_requests_total`, `hubhost_http_request_duration_seconds`
+/// and `hubhost_http_request_errors_total` by route, method and status,
+/// `hubhost_http_active_requests` by method), with one difference in WHEN: a
 /// response the route marked as complete in memory (`RequestMetrics.inMemory()`, e.g.
 /// a hub page) is counted when the route returns it. Hummingbird's middleware counts every
 /// response after its body is written, by wrapping the body in a closure, and that wrapper costs
@@ -26,6 +27,16 @@ enum RequestMetrics {
 /// counted after its body is written.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     let cache = Cache()
+
+    /// The HELP text of the metrics above, by name (see RuntimeMetrics.help).
+    static var help: [String: String] {
+        [
+            "hubhost_http_requests_total": "HTTP requests answered, by route, method and status code.",
+            "hubhost_http_request_duration_seconds": "Time from a request's arrival to its response, in seconds, by route, method and status code.",
+            "hubhost_http_request_errors_total": "HTTP requests answered with an error, by route, method and error type.",
+            "hubhost_http_active_requests": "HTTP requests being answered, by method."
+        ]
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let startTime = DispatchTime.now().uptimeNanoseconds
@@ -80,7 +91,7 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         func activeRequests(_ method: HTTPRequest.Method) -> Meter {
             methods.withLock { cached in
                 if let meter = cached[method] { return meter }
-                let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)])
+                let meter = Meter(label: "hubhost_http_active_requests", dimensions: [("http.request.method", method.description)])
                 cached[method] = meter
                 return meter
             }
@@ -94,10 +105,10 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
                     ("http.response.status_code", id.status.code.description)
                 ]
                 let metrics = EndpointMetrics(
-                    counter: Counter(label: "hb.requests", dimensions: dimensions),
-                    timer: Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: .seconds),
+                    counter: Counter(label: "hubhost_http_requests_total", dimensions: dimensions),
+                    timer: Metrics.Timer(label: "hubhost_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds),
                     errorCounter: Counter(
-                        label: "hb.request.errors",
+                        label: "hubhost_http_request_errors_total",
                         dimensions: [
                             ("http.route", id.endpoint), ("http.request.method", id.method.description), ("error.type", id.status.code.description)
                         ]))

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import XCTest
 
 @testable import HubHostKit
+@testable import HubHostServer
 
 /// The HTTP API's routes and its request guard, in process (InProcessAPI): the same router and
 /// middlewares as `hubhost serve`, hostile and out-of-range requests included.
@@ -161,7 +162,7 @@ final class HTTPAPIRouteTests: XCTestCase {
         try await InProcessAPI.test(manifest: manifest(), in: folder) { client, _ in
             @Sendable func count(_ name: String, _ route: String, _ status: Int) async throws -> Double {
                 let text = try await client.send(.get, "/metrics").text
-                let statusLabel = name == "hb_request_errors" ? "error_type" : "http_response_status_code"
+                let statusLabel = name == "hubhost_http_request_errors_total" ? "error_type" : "http_response_status_code"
                 for line in text.split(separator: "\n")
                 where line.hasPrefix(name + "{") && line.contains("http_route=\"\(route)\"") && line.contains("http_request_method=\"GET\"")
                     && line.contains("\(statusLabel)=\"\(status)\"")
@@ -170,25 +171,48 @@ final class HTTPAPIRouteTests: XCTestCase {
                 }
                 return 0
             }
-            let health = try await count("hb_requests", "/v1/health", 200)
-            let home = try await count("hb_requests", "/hub/home", 303)
-            let unknown = try await count("hb_request_errors", "NotFound", 404)
-            let document = try await count("hb_requests", "/openapi.yaml", 200)
+            let health = try await count("hubhost_http_requests_total", "/v1/health", 200)
+            let home = try await count("hubhost_http_requests_total", "/hub/home", 303)
+            let unknown = try await count("hubhost_http_request_errors_total", "NotFound", 404)
+            let document = try await count("hubhost_http_requests_total", "/openapi.yaml", 200)
             for _ in 0..<2 { _ = try await client.send(.get, "/v1/health") }
             let served = try await client.send(.get, "/openapi.yaml").status
             XCTAssertEqual(served, .ok)
             let redirect = try await client.send(.get, "/hub/home")
             XCTAssertEqual(redirect.status, .seeOther, "no hub session: the hub page leads to /hub")
             _ = try await client.send(.get, "/v1/no-such-route")
-            let healthAfter = try await count("hb_requests", "/v1/health", 200)
-            let homeAfter = try await count("hb_requests", "/hub/home", 303)
-            let unknownAfter = try await count("hb_request_errors", "NotFound", 404)
+            let healthAfter = try await count("hubhost_http_requests_total", "/v1/health", 200)
+            let homeAfter = try await count("hubhost_http_requests_total", "/hub/home", 303)
+            let unknownAfter = try await count("hubhost_http_request_errors_total", "NotFound", 404)
             XCTAssertEqual(healthAfter, health + 2)
             XCTAssertEqual(homeAfter, home + 1)
             XCTAssertEqual(unknownAfter, unknown + 1)
-            let documentAfter = try await count("hb_requests", "/openapi.yaml", 200)
+            let documentAfter = try await count("hubhost_http_requests_total", "/openapi.yaml", 200)
             XCTAssertEqual(documentAfter, document + 1)
         }
+    }
+
+    /// /metrics after traffic of many kinds passes Prometheus' own linter (Debian's promtool): every
+    /// metric has HELP text and Prometheus' naming. Every exported name has its text in the table.
+    func testMetricsPassPromtoolAfterTrafficOfEveryKind() async throws {
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "promtool is needed (scripts/debian-packages.txt)")
+        let text = try await InProcessAPI.test(manifest: manifest(), in: folder) { client, host in
+            _ = try await client.send(.post, "/v1/events", json: #"{"name":"promtool"}"#)
+            _ = try await client.send(.post, "/v1/events", json: #"{"name":"#)
+            _ = try await client.send(.get, "/v1/health")
+            _ = try await client.send(.get, "/v1/no-such-route")
+            _ = try await client.send(.get, "/hub/home")
+            _ = host.reload()
+            return try await client.send(.get, "/metrics").text
+        }
+        let families = Set(text.split(separator: "\n").filter { $0.hasPrefix("# TYPE ") }.map { String($0.split(separator: " ")[2]) })
+        XCTAssertTrue(
+            families.isSuperset(of: ["hubhost_http_requests_total", "hubhost_events_tracked_total", "hubhost_reloads_total"]), "\(families)")
+        XCTAssertEqual(families.subtracting(MetricsRoutes.help.keys), [], "every exported metric has its HELP text")
+        try TestSupport.write(text, to: folder + "/metrics.txt")
+        let check = try TestSupport.run("/bin/sh", ["-c", "promtool check metrics < \"$0\"", folder + "/metrics.txt"])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+        XCTAssertEqual((check.stdout + check.stderr).trimmingCharacters(in: .whitespacesAndNewlines), "")
     }
 
     /// Unknown routes and malformed JSON answer in the one error shape; the document is served.

@@ -6,6 +6,23 @@ import Synchronization
 /// receives them (`hubhost serve` exports Prometheus text at GET /metrics); with none
 /// bootstrapped they cost a no-op call. Names follow Prometheus conventions.
 public enum RuntimeMetrics {
+    /// The HELP text of every metric below, by name: `GET /metrics` writes it before the metric's
+    /// TYPE line (swift-metrics carries no help text), and a test holds the list to what is exported.
+    public static let help: [String: String] = [
+        "hubhost_events_tracked_total": "Events stored by the event engine, from any front end.",
+        "hubhost_events_delivered_total": "Events a delivery attempt handled, by outcome (posted, retrying, failed).",
+        "hubhost_augmentation_duration_seconds": "Time one augmentation plugin instance took for an event, in seconds.",
+        "hubhost_reloads_total": "Reloads of plugins.yaml, by outcome (applied, unchanged, refused).",
+        "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
+        "hubhost_worker_restarts_total": "Restarts of an isolated plugin instance's worker process, by instance.",
+        "hubhost_hub_page_views_total": "Content Hub page views, by page (hub, channel, article).",
+        "hubhost_campaign_evaluations_total": "Events the campaign engine evaluated against its campaigns.",
+        "hubhost_messages_shown_total": "In-app messages shown (impressions).",
+        "hubhost_plugin_stuck": "1 while a plugin instance of a kind is stuck in a call past its deadline, else 0.",
+        "hubhost_plugins_stuck": "Plugin instances stuck in a call past its deadline.",
+        "hubhost_events": "Events in the store, by status."
+    ]
+
     /// Events stored by the engine (any front end).
     static func eventsTracked(_ count: Int) {
         Counter(label: "hubhost_events_tracked_total").increment(by: count)
@@ -19,7 +36,7 @@ public enum RuntimeMetrics {
 
     /// One augmentation call of a plugin instance: its latency, and an error when it failed.
     static func augmentation(instance: String, nanoseconds: UInt64, failed: Bool) {
-        Timer(label: "hubhost_augmentation_duration", dimensions: [("instance", instance)]).recordNanoseconds(Int64(clamping: nanoseconds))
+        Timer(label: "hubhost_augmentation_duration_seconds", dimensions: [("instance", instance)]).recordNanoseconds(Int64(clamping: nanoseconds))
         if failed { pluginCallError(instance: instance, kind: "error") }
     }
 
