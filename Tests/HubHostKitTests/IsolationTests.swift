@@ -298,6 +298,28 @@ final class IsolationTests: XCTestCase {
         XCTAssertTrue(gone, "the forked child \(child) outlived its worker")
     }
 
+    /// The ABI shown for an instance is the one its library declares, isolated or not (a worker
+    /// used to be shown as the host's own ABI).
+    func testTheABIShownIsTheLibrarysInProcessAndIsolated() throws {
+        _ = try TestSupport.compileFixture(into: folder + "/abi", name: "libfault.so")
+        try TestSupport.write(TestSupport.fixtureManifest(library: "libfault.so"), to: folder + "/abi/plugin.yaml")
+        try TestSupport.write(
+            """
+            data_dir: data
+            plugins:
+              - id: inside
+                use: abi/plugin.yaml
+              - id: isolated
+                use: abi/plugin.yaml
+                isolation: process
+            """, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        defer { host.shutdown() }
+        XCTAssertEqual(host.registry.entry(id: "inside")?.binaryABI, ABIVersion(major: 1, minor: 0, patch: 0))
+        XCTAssertEqual(host.registry.entry(id: "isolated")?.binaryABI, ABIVersion(major: 1, minor: 0, patch: 0))
+        XCTAssertNotEqual(ABIVersion.host, ABIVersion(major: 1, minor: 0, patch: 0), "the test tells the two apart")
+    }
+
     /// A worker writes its own log frames: one claiming to be the host's loader, dated 2001, is
     /// logged under the instance's name with the host's time.
     func testAWorkerCannotForgeTheSourceOrTimeOfItsLogRecords() throws {

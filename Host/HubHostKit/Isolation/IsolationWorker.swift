@@ -65,6 +65,10 @@ public enum IsolationWorker {
                 ready.i32(handle.kind.code)
             }
             ready.bool(slot != nil)
+            // The ABI the library declares, which the host shows (it never opens the library itself).
+            ready.u32(library.abiVersion.major)
+            ready.u32(library.abiVersion.minor)
+            ready.u32(library.abiVersion.patch)
         } catch {
             for handle in handles.reversed() { handle.destroy() }
             handles = []

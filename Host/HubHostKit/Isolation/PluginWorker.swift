@@ -139,6 +139,9 @@ public final class PluginWorker: @unchecked Sendable {
     }
 
     private var exports: [(id: String, kind: PluginKind)] = []
+    private var libraryABIVersion: ABIVersion?  // under lock
+    /// The ABI version the library declares, as the worker read it (nil before a start).
+    public var libraryABI: ABIVersion? { lock.withLock { libraryABIVersion } }
 
     /// Sends one call and waits for its answer (feeding the worker's log records to the pipeline).
     func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
@@ -454,6 +457,9 @@ public final class PluginWorker: @unchecked Sendable {
                 }
                 // A worker that could not map the slot says so; its calls then go on the socket.
                 if (try? reader.bool()) != true { slot = nil }
+                if let major = try? reader.u32(), let minor = try? reader.u32(), let patch = try? reader.u32() {
+                    libraryABIVersion = ABIVersion(major: major, minor: minor, patch: patch)
+                }
                 seenLogFrames = slot?.load(.logFrames) ?? 0
                 exports = loaded
                 return .success(loaded)

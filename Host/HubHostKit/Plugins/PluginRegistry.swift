@@ -180,7 +180,7 @@ public final class PluginRegistry: @unchecked Sendable {
             let worker = PluginWorker(settings: workerSettings(executable), pipeline: pipeline)
             entry.worker = worker
             let exports = try worker.start()
-            entry.binaryABI = ABIVersion.host
+            entry.binaryABI = worker.libraryABI
             entry.plugins = exports.enumerated().map {
                 PluginHandle(worker: worker, index: $0.offset, pluginID: $0.element.id, kind: $0.element.kind)
             }
