@@ -24,10 +24,21 @@ enum AdminRoutes {
             var libraryHash: String?
             var isolation: String
             var plugins: [Plugin]
+            /// The plugin's id and version (plugin.yaml), the ABI its library declares, its kinds.
+            var plugin: String?
+            var version: String?
+            var abi: String?
+            var kinds: [String]
+            var enabled: Bool
+            /// For isolation: process: this serve's worker, "running (pid N)", restarting or given up.
+            var worker: String?
+            var workerCrashes: Int?
         }
 
         var generation: Int
         var instances: [Instance]
+        /// The plugins.yaml this serve runs (so a client can tell it is asking the right one).
+        var manifest: String
     }
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
@@ -37,12 +48,17 @@ enum AdminRoutes {
             let instances = registry.entries.map { entry in
                 var reason: String?
                 if case .failed(let error) = entry.state { reason = "\(error)" }
+                if case .disabled = entry.state { reason = PluginLoadError.disabled.description }
+                let manifest = entry.configuration.plugin
                 return PluginList.Instance(
                     id: entry.id, state: entry.state.name, reason: reason, generation: entry.generation, library: entry.libraryPath,
                     libraryHash: entry.libraryHash, isolation: entry.runsIn,
-                    plugins: entry.plugins.map { PluginList.Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) })
+                    plugins: entry.plugins.map { PluginList.Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) },
+                    plugin: manifest?.id, version: manifest?.version, abi: entry.binaryABI?.description ?? manifest?.abi,
+                    kinds: manifest?.kinds.map(\.rawValue) ?? [], enabled: entry.configuration.enabled,
+                    worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
             }
-            return HTTPAPI.json(PluginList(generation: registry.generation, instances: instances))
+            return HTTPAPI.json(PluginList(generation: registry.generation, instances: instances, manifest: host.manifest.file))
         }
         admin.post("/reload") { _, _ in
             let report = try await HTTPAPI.blocking { host.reload() }

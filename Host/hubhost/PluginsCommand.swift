@@ -11,18 +11,59 @@ struct PluginsCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Load every instance in the manifest and show each one's state.",
-            discussion: "Exits 1 when an enabled instance did not load.")
+            abstract: "Show every plugin instance and its state, as the running serve has it.",
+            discussion: """
+                Asks the hubhost serve of the manifest (its server: address) for its instances, so \
+                what is shown is what serve runs: its workers, its reloads. When no serve answers \
+                there (or with --local), loads the manifest in this command instead and says so; \
+                workers shown then are this command's own. Exits 1 when an enabled instance failed.
+                """)
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
 
+        @Option(help: "The server, e.g. http://127.0.0.1:8420 (default: server: in plugins.yaml).")
+        var url: String?
+
+        @Flag(help: "Load the manifest in this command instead of asking the running serve.")
+        var local = false
+
         func run() throws {
-            let host = try manifestOption.startHost()
-            defer { host.shutdown() }
-            let rows = PluginRow.rows(host.registry)
+            let rows: [PluginRow]
+            if !local, let (address, served) = askServe() {
+                if !output.json { print("instances of the hubhost serve at \(address):") }
+                rows = served
+            } else {
+                if !output.json {
+                    print(
+                        local
+                            ? "plugins.yaml loaded in this command (--local); workers shown are this command's own"
+                            : "no hubhost serve answers for this manifest: plugins.yaml loaded in this command; workers shown are this command's own")
+                }
+                let host = try manifestOption.startHost()
+                defer { host.shutdown() }
+                rows = PluginRow.rows(host.registry)
+            }
             if output.json { Output.json(rows) } else { PluginRow.printTable(rows) }
             if rows.contains(where: { $0.state == "failed" }) { throw ExitCode.failed }
+        }
+
+        /// The rows of GET /v1/plugins from the serve of this manifest, or nil when none answers.
+        private func askServe() -> (String, [PluginRow])? {
+            guard let server = try? manifestOption.server(url) else { return nil }
+            var headers: [String: String] = [:]
+            if let token = server.token { headers["Authorization"] = "Bearer \(token)" }
+            let endpoint = server.url.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/plugins"
+            guard case .success(let response) = HTTPFetcher().fetch("GET", endpoint, headers: headers, timeoutSeconds: 5),
+                response.status == 200, let list = try? JSONDecoder().decode(ServedPluginList.self, from: response.body)
+            else { return nil }
+            // Another serve (another plugins.yaml on the same port) is not this manifest's.
+            let mine = HostManifest.absolute(manifestOption.manifest, from: FileManager.default.currentDirectoryPath)
+            guard list.manifest == nil || list.manifest == mine else {
+                Output.error("the hubhost serve at \(server.url) runs \(list.manifest ?? "another manifest"), not \(mine)")
+                return nil
+            }
+            return (server.url, list.instances.map(PluginRow.init))
         }
     }
 
@@ -91,6 +132,36 @@ struct PluginsCommand: ParsableCommand {
     }
 }
 
+/// GET /v1/plugins as `plugins list` reads it.
+struct ServedPluginList: Decodable {
+    struct Plugin: Decodable {
+        var id: String
+        var kind: String
+        var stuck: Bool?
+    }
+
+    struct Instance: Decodable {
+        var id: String
+        var state: String
+        var reason: String?
+        var generation: Int
+        var library: String?
+        var libraryHash: String?
+        var isolation: String
+        var plugins: [Plugin]
+        var plugin: String?
+        var version: String?
+        var abi: String?
+        var kinds: [String]?
+        var enabled: Bool?
+        var worker: String?
+        var workerCrashes: Int?
+    }
+
+    var instances: [Instance]
+    var manifest: String?
+}
+
 /// One row of `plugins list` and `status`.
 struct PluginRow: Encodable {
     var id: String
@@ -114,6 +185,40 @@ struct PluginRow: Encodable {
     var libraryHash: String?
     /// Exports stuck in a call past its deadline.
     var stuck: [String]
+
+    /// A row from the running serve's answer.
+    init(_ served: ServedPluginList.Instance) {
+        self.init(
+            id: served.id, plugin: served.plugin, kinds: served.kinds ?? [], version: served.version, abi: served.abi,
+            library: served.library, enabled: served.enabled ?? true, state: served.state, loaded: served.state == "loaded",
+            reason: served.reason, exports: served.plugins.map(\.id), isolation: served.isolation, worker: served.worker,
+            workerCrashes: served.workerCrashes, generation: served.generation, libraryHash: served.libraryHash,
+            stuck: served.plugins.filter { $0.stuck == true }.map(\.id))
+    }
+
+    init(
+        id: String, plugin: String?, kinds: [String], version: String?, abi: String?, library: String?, enabled: Bool, state: String,
+        loaded: Bool, reason: String?, exports: [String], isolation: String, worker: String?, workerCrashes: Int?, generation: Int,
+        libraryHash: String?, stuck: [String]
+    ) {
+        self.id = id
+        self.plugin = plugin
+        self.kinds = kinds
+        self.version = version
+        self.abi = abi
+        self.library = library
+        self.enabled = enabled
+        self.state = state
+        self.loaded = loaded
+        self.reason = reason
+        self.exports = exports
+        self.isolation = isolation
+        self.worker = worker
+        self.workerCrashes = workerCrashes
+        self.generation = generation
+        self.libraryHash = libraryHash
+        self.stuck = stuck
+    }
 
     static func rows(_ registry: PluginRegistry) -> [PluginRow] {
         registry.entries.map { entry in
