@@ -19,7 +19,7 @@ public enum Minisign {
     @discardableResult
     public static func verify(_ data: [UInt8], signature: MinisignSignature, publicKey: MinisignPublicKey) throws -> Verified {
         try checkKeyID(signature, publicKey)
-        let message = signature.algorithm == .legacy ? data : try MinisignCrypto.blake2b512(data)
+        let message = try signature.algorithm == .legacy ? data : MinisignCrypto.blake2b512(data)
         return try verify(message: message, signature: signature, publicKey: publicKey)
     }
 

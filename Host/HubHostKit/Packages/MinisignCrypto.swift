@@ -99,7 +99,7 @@ enum MinisignCrypto {
                         data_size: sizeBytes.count, return_size: Int.max),
                     OSSL_PARAM(key: nil, data_type: 0, data: nil, data_size: 0, return_size: 0)
                 ]
-                guard EVP_DigestInit_ex2(context, EVP_blake2b512(), &params) == 1, EVP_MD_CTX_get_size(context) == 32,
+                guard EVP_DigestInit_ex2(context, EVP_blake2b512(), &params) == 1,
                     EVP_DigestUpdate(context, bytes, bytes.count) == 1
                 else { return nil }
                 var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))

@@ -84,7 +84,7 @@ public struct MinisignSecretKey: Sendable {
     ) throws -> MinisignSignature {
         try MinisignFile.checkComment(trustedComment, what: "trusted comment", limit: MinisignSignature.maximumTrustedComment)
         try MinisignFile.checkComment(untrustedComment, what: "untrusted comment", limit: MinisignSignature.maximumUntrustedComment)
-        let message = legacy ? data : try MinisignCrypto.blake2b512(data)
+        let message = try legacy ? data : MinisignCrypto.blake2b512(data)
         let signature = try MinisignCrypto.sign(message, seed: seed)
         let trusted = Array(trustedComment.utf8)
         let global = try MinisignCrypto.sign(signature + trusted, seed: seed)

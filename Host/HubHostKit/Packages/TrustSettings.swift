@@ -60,9 +60,8 @@ public struct TrustSettings: ManifestSection, Equatable {
     /// Whether `pattern` may be a `trust[].ids` glob: the characters of plugin ids and glob's own.
     public static func isValidPattern(_ pattern: String) -> Bool {
         !pattern.isEmpty && pattern.utf8.count <= 256
-            && pattern.unicodeScalars.allSatisfy { scalar in
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                    || "-_.*?[]!".unicodeScalars.contains(scalar)
+            && pattern.utf8.allSatisfy { byte in
+                (0x61...0x7a).contains(byte) || (0x41...0x5a).contains(byte) || (0x30...0x39).contains(byte) || "-_.*?[]!".utf8.contains(byte)
             }
     }
 
