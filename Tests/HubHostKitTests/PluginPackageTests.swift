@@ -49,7 +49,7 @@ final class PluginPackageTests: XCTestCase {
         var header = USTarArchive.header(for: .init(name: name, bytes: []))
         header[156] = type.asciiValue!
         header.replaceSubrange(157..<157 + link.utf8.count, with: Array(link.utf8))
-        if let size { header.replaceSubrange(124..<136, with: Array(size.utf8) + [0]) }
+        if let size { header.replaceSubrange(124..<136, with: Array(size.utf8) + Array(repeating: 0, count: 12 - size.utf8.count)) }
         header.replaceSubrange(148..<156, with: Array("        ".utf8))
         let sum = header.reduce(0) { $0 + Int($1) } + (damage ? 1 : 0)
         let digits = String(sum, radix: 8)
@@ -238,7 +238,8 @@ final class PluginPackageTests: XCTestCase {
         XCTAssertEqual(report.platforms, [other.rawValue])
         XCTAssertEqual(report.notes.count, 1)
         try assertRefused(
-            Array(try Data(contentsOf: URL(fileURLWithPath: output))), entry: hostLibrary, "no library for this machine (\(PackagePlatform.host!.rawValue)); it carries only \(other.rawValue)")
+            Array(try Data(contentsOf: URL(fileURLWithPath: output))), entry: hostLibrary,
+            "no library for this machine (\(PackagePlatform.host!.rawValue)); it carries only \(other.rawValue)")
 
         // A library in the folder of the other platform that is this machine's is refused too.
         var files = try entries(try goodPackage())
@@ -250,7 +251,8 @@ final class PluginPackageTests: XCTestCase {
     // MARK: requires:
 
     func testRequiresIsParsedCheckedAtPackOpenAndRegistryLoad() throws {
-        let source = try pluginFolder()
+        let good = try goodPackage()
+        let source = folder + "/src/GOOD"
         let yaml = try String(contentsOfFile: source + "/plugin.yaml", encoding: .utf8)
         let requiringLater = yaml + "\nrequires: { hubhost: \">=0.2 <0.3\" }\n"
         try TestSupport.write(requiringLater, to: source + "/plugin.yaml")
@@ -263,7 +265,7 @@ final class PluginPackageTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("requires hubhost >=0.2 <0.3, but this is hubhost \(HubHostVersion.current)"), "\(error)")
         }
         // So does open, for a package made elsewhere.
-        var files = try entries(try goodPackage())
+        var files = try entries(good)
         files[0].bytes = Array(requiringLater.utf8)
         try assertRefused(archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.2 <0.3, but this is hubhost 0.1.0")
 

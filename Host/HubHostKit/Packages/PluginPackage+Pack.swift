@@ -38,7 +38,8 @@ extension PluginPackage {
         }
         if let problem = manifest.hubhostRequirementProblem { throw refuse("plugin.yaml", problem) }
         guard isPlainFileName(manifest.library) else {
-            throw refuse("plugin.yaml", "its library '\(manifest.library)' is not a plain file name; to be packed, the library lies beside plugin.yaml")
+            throw refuse(
+                "plugin.yaml", "its library '\(manifest.library)' is not a plain file name; to be packed, the library lies beside plugin.yaml")
         }
         let limits = Limits()
         func readFile(_ path: String, entry: String, maxBytes: Int) throws(PluginPackageError) -> [UInt8] {

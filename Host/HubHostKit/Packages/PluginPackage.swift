@@ -83,7 +83,8 @@ public struct PluginPackage: Sendable {
             if let problem = nameProblem(entry.name) { throw refuse(entry.name, problem) }
             guard seen.insert(entry.name).inserted else { throw refuse(entry.name, "it appears twice in the archive") }
             if topLevelNames.contains(entry.name), entry.bytes.count > limits.maxTextBytes {
-                throw refuse(entry.name, "it is \(entry.bytes.count) bytes, more than the \(BoundedFile.describe(bytes: limits.maxTextBytes)) it may be")
+                throw refuse(
+                    entry.name, "it is \(entry.bytes.count) bytes, more than the \(BoundedFile.describe(bytes: limits.maxTextBytes)) it may be")
             }
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 /// A package's SHA256SUMS, in the format `sha256sum` writes and `sha256sum -c` checks: one line per
 /// file, `<64 lowercase hex>  <name>`, sorted by name (byte order).
 enum SHA256Sums {

@@ -144,19 +144,31 @@ enum USTarArchive {
         }
         switch header[156] {
         case UInt8(ascii: "0"), 0: break
-        case UInt8(ascii: "1"): throw Refusal(entry: name, reason: "it is a hard link (to '\((try? text(header, 157, 100, field: "linkname", entry: name)) ?? "?")'); only regular files are allowed")
-        case UInt8(ascii: "2"): throw Refusal(entry: name, reason: "it is a symbolic link (to '\((try? text(header, 157, 100, field: "linkname", entry: name)) ?? "?")'); only regular files are allowed")
+        case UInt8(ascii: "1"):
+            throw Refusal(
+                entry: name,
+                reason:
+                    "it is a hard link (to '\((try? text(header, 157, 100, field: "linkname", entry: name)) ?? "?")'); only regular files are allowed"
+            )
+        case UInt8(ascii: "2"):
+            throw Refusal(
+                entry: name,
+                reason:
+                    "it is a symbolic link (to '\((try? text(header, 157, 100, field: "linkname", entry: name)) ?? "?")'); only regular files are allowed"
+            )
         case UInt8(ascii: "3"), UInt8(ascii: "4"): throw Refusal(entry: name, reason: "it is a device node; only regular files are allowed")
         case UInt8(ascii: "5"): throw Refusal(entry: name, reason: "it is a folder entry; only regular files are allowed")
         case UInt8(ascii: "6"): throw Refusal(entry: name, reason: "it is a FIFO; only regular files are allowed")
         case UInt8(ascii: "7"): throw Refusal(entry: name, reason: "it is a contiguous file (type 7); only regular files (type 0) are allowed")
         case UInt8(ascii: "x"), UInt8(ascii: "g"): throw Refusal(entry: name, reason: "it is a pax extended header; a package is plain ustar")
         case UInt8(ascii: "L"), UInt8(ascii: "K"): throw Refusal(entry: name, reason: "it is a GNU long-name header; a package is plain ustar")
-        case let other: throw Refusal(entry: name, reason: "it has entry type \(other) ('\(Character(Unicode.Scalar(other)))'); only regular files are allowed")
+        case let other:
+            throw Refusal(entry: name, reason: "it has entry type \(other) ('\(Character(Unicode.Scalar(other)))'); only regular files are allowed")
         }
         let size = try number(header, 124, 12, field: "size", entry: name)
         guard size <= maxEntryBytes else {
-            throw Refusal(entry: name, reason: "its header declares \(size) bytes, more than the \(BoundedFile.describe(bytes: maxEntryBytes)) a file may be")
+            throw Refusal(
+                entry: name, reason: "its header declares \(size) bytes, more than the \(BoundedFile.describe(bytes: maxEntryBytes)) a file may be")
         }
         let mode = try number(header, 100, 8, field: "mode", entry: name)
         guard mode & ~0o777 == 0 else {
