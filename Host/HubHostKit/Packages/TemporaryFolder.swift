@@ -10,9 +10,10 @@ enum TemporaryFolder {
     /// A new folder `<near>/.hhp-XXXXXX`, or why not.
     static func create(near folder: String) throws(Refusal) -> String {
         var template = Array((folder + "/.hhp-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard made != nil else { throw Refusal(reason: String(cString: strerror(errno))) }
-        return String(cString: template)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw Refusal(reason: String(cString: strerror(errno)))
+        }
+        return String(cString: made)
     }
 
     /// Renames `source` to `destination` unless `destination` exists (renameat2 RENAME_NOREPLACE,
