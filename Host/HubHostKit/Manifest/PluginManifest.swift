@@ -70,6 +70,15 @@ public struct PluginManifest: Sendable {
     /// A valid config for `hubhost plugins test` (`test_config:`), checked against the schema with
     /// defaults filled in; just the defaults when plugin.yaml has none.
     public var testConfig: [String: PluginValue] = [:]
+    /// `requires: { hubhost: ">=0.2 <0.3" }`: the hubhost versions the plugin runs on (nil: any).
+    /// Checked when the plugin is packed and when an instance of it loads.
+    public var requiresHubhost: VersionRequirement?
+
+    /// Why this hubhost (`HubHostVersion.current`) does not meet `requires:`, or nil when it does.
+    public var hubhostRequirementProblem: String? {
+        guard let requirement = requiresHubhost, !requirement.contains(HubHostVersion.current) else { return nil }
+        return "plugin '\(id)' requires hubhost \(requirement), but this is hubhost \(HubHostVersion.current)"
+    }
 
     public var kinds: [PluginKind] {
         var seen: [PluginKind] = []
@@ -79,7 +88,8 @@ public struct PluginManifest: Sendable {
 
     public var folder: String { (file as NSString).deletingLastPathComponent }
 
-    static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config", "test_config"]
+    static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config", "test_config", "requires"]
+    static let requiresKeys = ["hubhost"]
     static let exportKeys = ["id", "kind"]
     static let configKeys = ["key", "type", "default", "required", "doc", "minimum", "maximum", "allowed", "non_empty", "pattern"]
 
@@ -136,6 +146,17 @@ public struct PluginManifest: Sendable {
             }
         }
         let library = required("library")
+        var requiresHubhost: VersionRequirement?
+        if let node = top["requires"]?.value, let requirements = reader.mapping(node, key: "requires") {
+            let fields = reader.known(requirements, allowed: requiresKeys, in: "requires")
+            if let rangeNode = fields["hubhost"]?.value, let text = reader.string(rangeNode, key: "requires.hubhost") {
+                do {
+                    requiresHubhost = try VersionRequirement(text)
+                } catch {
+                    reader.report(rangeNode, key: "requires.hubhost", "'\(text)' is not a version range: \(error.reason)")
+                }
+            }
+        }
         let description = top["description"].flatMap { reader.string($0.value, key: "description") } ?? ""
         var capabilities: [String] = []
         if let node = top["capabilities"]?.value, let items = reader.sequence(node, key: "capabilities") {
@@ -229,6 +250,7 @@ public struct PluginManifest: Sendable {
             file: reader.file, id: id, name: name, version: version, description: description,
             abi: abi, library: library, capabilities: capabilities, exports: exports, config: schema)
         manifest.testConfig = testConfig
+        manifest.requiresHubhost = requiresHubhost
         return manifest
     }
 
