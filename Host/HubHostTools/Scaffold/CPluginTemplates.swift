@@ -66,7 +66,8 @@ struct CPluginTemplate: Sendable {
     static func augmentation(_ n: Names) -> CPluginTemplate {
         let s = n.symbol
         return CPluginTemplate(
-            summary: "an augmentation that adds the attribute named by `attribute` with the text of `value` to every event that does not carry it yet.",
+            summary:
+                "an augmentation that adds the attribute named by `attribute` with the text of `value` to every event that does not carry it yet.",
             config: """
                   - key: attribute
                     type: string
