@@ -7,7 +7,10 @@ struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
         abstract: "List the configured plugin instances, inspect one plugin, or run the conformance suite on one.",
-        subcommands: [List.self, Inspect.self, PluginCommand.Test.self, PluginsPackCommand.self, Keygen.self, Sign.self, Trust.self])
+        subcommands: [
+            List.self, Inspect.self, PluginCommand.Test.self, PluginsNewCommand.self, PluginsSDKCommand.self, PluginsPackCommand.self,
+            Keygen.self, Sign.self, Trust.self
+        ])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,0 +1,111 @@
+import Foundation
+import XCTest
+
+@testable import HubHostTools
+
+/// `hubhost plugins new`, `hubhost plugins sdk` and scripts/install, as a plugin author without a
+/// checkout uses them: every new plugin is built by its own Makefile in a folder outside the
+/// repository, with only the flags the CLI gives, and passes the conformance suite.
+final class PluginsNewTests: XCTestCase {
+    /// An environment where the built hubhost is first on PATH and pkg-config finds no installed
+    /// hubhost-plugin.pc, so `make` takes its flags from `hubhost plugins sdk --cflags`.
+    func checkoutEnvironment(_ scratch: String) throws -> [String: String] {
+        let empty = scratch + "/no-pkgconfig"
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        return [
+            "PATH": TestSupport.buildFolder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+            "PKG_CONFIG_LIBDIR": empty, "PKG_CONFIG_PATH": "", "HUBHOST_CFLAGS": ""
+        ]
+    }
+
+    func testEachCKindIsWrittenBuiltByItsMakefileAndPassesTheConformanceSuite() throws {
+        let scratch = try TestSupport.temporaryFolder(self)
+        let environment = try checkoutEnvironment(scratch)
+        let kinds = PluginScaffold.cKinds.map(\.rawValue)
+        XCTAssertEqual(kinds, ["augmentation", "trigger_operator", "logging", "advertiser_id", "location"])
+        try TestSupport.concurrently(kinds.count) { index in
+            let kind = kinds[index]
+            let name = "my-" + kind.replacingOccurrences(of: "_", with: "-")
+            let folder = scratch + "/" + name
+            let created = try TestSupport.hubhost(["plugins", "new", name, "--kind", kind, "--lang", "c", "--dir", folder], timeout: 60)
+            try created.expect(0)
+            for file in ["\(name).c", "plugin.yaml", "Makefile", "README.md"] {
+                XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/" + file), "\(kind): no \(file)")
+            }
+            let made = try TestSupport.run("/usr/bin/env", ["make"], environment: environment, currentDirectory: folder, timeout: 120)
+            try made.expect(0)
+            // The headers came from the CLI (the checkout it was built from), not from pkg-config.
+            XCTAssertTrue(made.stdout.contains("-I\(TestSupport.repository)/Protocols/include"), "\(kind): \(made)")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/lib\(name).so"), kind)
+            let tested = try TestSupport.run(
+                TestSupport.hubhostExecutable, ["plugins", "test", "plugin.yaml"], environment: environment, currentDirectory: folder,
+                timeout: 300)
+            XCTAssertEqual(tested.status, 0, "\(kind): \(tested)")
+        }
+    }
+
+    func testSDKNamesTheCheckoutHeaders() throws {
+        let include = TestSupport.repository + "/Protocols/include"
+        let flags = try TestSupport.hubhost(["plugins", "sdk", "--cflags"], in: NSTemporaryDirectory(), timeout: 30).expect(0)
+        XCTAssertEqual(flags.stdout, "-I\(include)\n")
+        let json = try TestSupport.hubhost(["plugins", "sdk", "--json"], timeout: 30).expect(0).json(as: [String: Any].self)
+        XCTAssertEqual(json["include"] as? String, include)
+        XCTAssertEqual(json["cflags"] as? String, "-I\(include)")
+        XCTAssertEqual(json["wasm_builder"] as? String, TestSupport.repository + "/scripts/build-wasm-plugin")
+    }
+
+    func testRefusesAnInvalidIDAKindOrLanguageNotWrittenAndANonEmptyFolder() throws {
+        let scratch = try TestSupport.temporaryFolder(self)
+        let badID = try TestSupport.hubhost(["plugins", "new", "My_Plugin", "--kind", "augmentation", "--dir", scratch + "/a"], timeout: 30)
+        XCTAssertEqual(badID.status, 64, "\(badID)")
+        XCTAssertTrue(badID.stderr.contains("'My_Plugin' is not a valid plugin id"), "\(badID)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: scratch + "/a"))
+
+        let sink = try TestSupport.hubhost(["plugins", "new", "sink", "--kind", "event_sink", "--dir", scratch + "/b"], timeout: 30)
+        XCTAssertEqual(sink.status, 64, "\(sink)")
+        XCTAssertTrue(sink.stderr.contains("does not write event_sink plugins yet"), "\(sink)")
+        XCTAssertTrue(sink.stderr.contains("augmentation, trigger_operator, logging, advertiser_id, location"), "\(sink)")
+
+        let swift = try TestSupport.hubhost(
+            ["plugins", "new", "swifty", "--kind", "logging", "--lang", "swift", "--dir", scratch + "/c"], timeout: 30)
+        XCTAssertEqual(swift.status, 64, "\(swift)")
+        XCTAssertTrue(swift.stderr.contains("--lang swift is not supported yet"), "\(swift)")
+
+        let full = scratch + "/full"
+        try TestSupport.write("mine\n", to: full + "/notes.txt")
+        let refused = try TestSupport.hubhost(["plugins", "new", "full", "--kind", "logging", "--dir", full], timeout: 30)
+        XCTAssertEqual(refused.status, 1, "\(refused)")
+        XCTAssertTrue(refused.stderr.contains("\(full) is not empty"), "\(refused)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: full), ["notes.txt"])
+    }
+
+    func testInstalledHubhostFindsItsHeadersAndBundledPlugins() throws {
+        let scratch = try TestSupport.temporaryFolder(self)
+        let prefix = scratch + "/prefix"
+        try TestSupport.run(
+            "/bin/bash", [TestSupport.repository + "/scripts/install", "--prefix", prefix, "--no-build", "--from", TestSupport.buildFolder],
+            timeout: 120
+        ).expect(0)
+        for path in [
+            "bin/hubhost", "include/hubhost/hubhost.h", "include/hubhost/hubhost_plugin_helpers.h", "lib/pkgconfig/hubhost-plugin.pc",
+            "share/hubhost/plugins/standard-operators/plugin.yaml", "share/hubhost/plugins/standard-operators/libhubhost-standard-operators.so",
+            "share/hubhost/Examples/content", "share/hubhost/scripts/build-wasm-plugin", "share/doc/hubhost/README.md",
+            "share/doc/hubhost/docs/plugin-authoring.md"
+        ] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: prefix + "/" + path), path)
+        }
+        let installed = prefix + "/bin/hubhost"
+        let flags = try TestSupport.run(installed, ["plugins", "sdk", "--cflags"], currentDirectory: scratch, timeout: 30).expect(0)
+        XCTAssertEqual(flags.stdout, "-I\(prefix)/include\n")
+        let pkgConfig = try TestSupport.run(
+            "/usr/bin/env", ["pkg-config", "--cflags", "hubhost-plugin"], environment: ["PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"],
+            timeout: 30
+        ).expect(0)
+        XCTAssertEqual(pkgConfig.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "-I\(prefix)/include")
+
+        let app = scratch + "/app"
+        try TestSupport.write("plugins:\n  - id: operators\n    use: standard-operators\n", to: app + "/plugins.yaml")
+        let checked = try TestSupport.run(installed, ["manifest", "check"], currentDirectory: app, timeout: 60)
+        XCTAssertEqual(checked.status, 0, "\(checked)")
+    }
+}
