@@ -6,7 +6,7 @@ import HubHostTools
 struct PluginsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plugins",
-        abstract: "List the configured plugin instances, inspect one plugin, or run the conformance suite on one.",
+        abstract: "List the plugin instances; start, inspect, test, pack and sign a plugin; trust a publisher's key.",
         subcommands: [
             List.self, Inspect.self, PluginCommand.Test.self, PluginsNewCommand.self, PluginsSDKCommand.self, PluginsPackCommand.self,
             Keygen.self, Sign.self, Trust.self
