@@ -268,13 +268,17 @@ final class PluginPackageTests: XCTestCase {
         files[0].bytes = Array(requiringLater.utf8)
         try assertRefused(archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.2 <0.3, but this is hubhost 0.1.0")
 
-        // And the registry, for an instance of it.
+        // And plugins.yaml, for an instance of it: a manifest problem `manifest check` reports, and
+        // the instance does not load.
         try TestSupport.write("data_dir: data\nplugins:\n  - id: late\n    use: \(source)/plugin.yaml\n", to: folder + "/plugins.yaml")
-        let registry = PluginRegistry(manifest: try HostManifest.load(path: folder + "/plugins.yaml"), pipeline: LogPipeline())
+        let hostManifest = try HostManifest.load(path: folder + "/plugins.yaml")
+        XCTAssertEqual(
+            hostManifest.diagnostics.map(\.message),
+            ["plugin 'faulty' requires hubhost >=0.2 <0.3; this is hubhost \(HubHostVersion.current)"])
+        let registry = PluginRegistry(manifest: hostManifest, pipeline: LogPipeline())
         registry.loadAll()
         defer { registry.shutdown() }
         guard case .failed(let error) = try XCTUnwrap(registry.entries.first).state else { return XCTFail("it loaded") }
-        XCTAssertEqual(error, .hubhostVersionMismatch(plugin: "faulty", requires: ">=0.2 <0.3", running: HubHostVersion.current))
         XCTAssertTrue(error.description.contains("requires hubhost >=0.2 <0.3"), error.description)
 
         // A range this hubhost meets loads.
@@ -303,5 +307,22 @@ final class PluginPackageTests: XCTestCase {
         XCTAssertFalse(range.contains("0.3.0"))
         XCTAssertFalse(range.contains("0.1.0"))
         XCTAssertTrue(try VersionRequirement("0.1").contains("0.1.0"))
+    }
+}
+
+/// An extracted package keeps its library in `lib/<triple>/`: the loader finds it there for this
+/// machine, and only for this machine.
+final class PackagedLibraryLocationTests: XCTestCase {
+    func testALibraryInLibTripleBesideItsManifestIsFoundForThisMachine() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let platform = try XCTUnwrap(PackagePlatform.host)
+        let other = try XCTUnwrap(PackagePlatform.allCases.first { $0 != platform })
+        try FileManager.default.createDirectory(atPath: folder + "/p/" + platform.folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder + "/q/" + other.folder, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: folder + "/p/" + platform.folder + "/libx.so", contents: Data())
+        _ = FileManager.default.createFile(atPath: folder + "/q/" + other.folder + "/libx.so", contents: Data())
+        let locator = LibraryLocator(environment: [:], executableFolder: nil)
+        XCTAssertEqual(try locator.locate(library: "libx.so", manifestFolder: folder + "/p").get(), folder + "/p/" + platform.folder + "/libx.so")
+        XCTAssertThrowsError(try locator.locate(library: "libx.so", manifestFolder: folder + "/q").get())
     }
 }

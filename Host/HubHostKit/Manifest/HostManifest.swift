@@ -317,6 +317,12 @@ public struct HostManifest: Sendable {
                     if loaded.manifest == nil, loaded.diagnostics.isEmpty {
                         reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
                     }
+                    // Said by `manifest check` too, not only when the instance loads.
+                    if let plugin = loaded.manifest, let requirement = plugin.requiresHubhost, !requirement.contains(HubHostVersion.current) {
+                        reader.report(
+                            node, key: "\(path).use",
+                            "plugin '\(plugin.id)' requires hubhost \(requirement.text); this is hubhost \(HubHostVersion.current)")
+                    }
                 }
             }
         } else if fields["use"] == nil {

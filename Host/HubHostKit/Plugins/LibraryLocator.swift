@@ -1,8 +1,9 @@
 import Foundation
 
-/// Finds a plugin library file: next to its plugin.yaml, then in each folder of
-/// `HUBHOST_PLUGIN_PATH` (colon-separated), then in the folder of the running executable (where
-/// `swift build` puts the bundled plugins' `.so` files).
+/// Finds a plugin library file: next to its plugin.yaml (or in its `lib/<triple>/` for this
+/// machine, where a plugin package keeps it), then in each folder of `HUBHOST_PLUGIN_PATH`
+/// (colon-separated), then in the folder of the running executable (where `swift build` puts the
+/// bundled plugins' `.so` files).
 public struct LibraryLocator: Sendable {
     public var searchPath: [String]
     public var executableFolder: String?
@@ -34,6 +35,11 @@ public struct LibraryLocator: Sendable {
         for folder in folders {
             let candidate = (folder as NSString).appendingPathComponent(library)
             if FileManager.default.fileExists(atPath: candidate) { return .success((candidate as NSString).standardizingPath) }
+            // An extracted plugin package keeps each platform's library in lib/<triple>/.
+            if folder == manifestFolder, let platform = PackagePlatform.host {
+                let packaged = ((folder as NSString).appendingPathComponent(platform.folder) as NSString).appendingPathComponent(library)
+                if FileManager.default.fileExists(atPath: packaged) { return .success((packaged as NSString).standardizingPath) }
+            }
         }
         return .failure(.libraryNotFound(library: library, searched: folders))
     }
