@@ -58,7 +58,7 @@ struct PluginsCommand: ParsableCommand {
             if let token = server.token { headers["Authorization"] = "Bearer \(token)" }
             let endpoint = server.url.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/plugins"
             guard case .success(let response) = HTTPFetcher().fetch("GET", endpoint, headers: headers, timeoutSeconds: 5),
-                response.status == 200, let list = try? JSONDecoder().decode(ServedPluginList.self, from: response.body)
+                response.status == 200, let list = try? JSONDecoder().decode(PluginInstanceList.self, from: response.body)
             else { return nil }
             // Another serve (another plugins.yaml on the same port) is not this manifest's.
             let mine = HostManifest.absolute(manifestOption.manifest, from: FileManager.default.currentDirectoryPath)
@@ -135,36 +135,6 @@ struct PluginsCommand: ParsableCommand {
     }
 }
 
-/// GET /v1/plugins as `plugins list` reads it.
-struct ServedPluginList: Decodable {
-    struct Plugin: Decodable {
-        var id: String
-        var kind: String
-        var stuck: Bool?
-    }
-
-    struct Instance: Decodable {
-        var id: String
-        var state: String
-        var reason: String?
-        var generation: Int
-        var library: String?
-        var libraryHash: String?
-        var isolation: String
-        var plugins: [Plugin]
-        var plugin: String?
-        var version: String?
-        var abi: String?
-        var kinds: [String]?
-        var enabled: Bool?
-        var worker: String?
-        var workerCrashes: Int?
-    }
-
-    var instances: [Instance]
-    var manifest: String?
-}
-
 /// One row of `plugins list` and `status`.
 struct PluginRow: Encodable {
     var id: String
@@ -190,7 +160,7 @@ struct PluginRow: Encodable {
     var stuck: [String]
 
     /// A row from the running serve's answer.
-    init(_ served: ServedPluginList.Instance) {
+    init(_ served: PluginInstanceList.Instance) {
         self.init(
             id: served.id, plugin: served.plugin, kinds: served.kinds ?? [], version: served.version, abi: served.abi,
             library: served.library, enabled: served.enabled ?? true, state: served.state, loaded: served.state == "loaded",

@@ -1,0 +1,59 @@
+/// Every configured plugin instance as one running host has it: what `GET /v1/plugins` answers and
+/// `hubhost plugins list` reads back from the running serve, so both say the same.
+public struct PluginInstanceList: Codable, Sendable {
+    public struct Plugin: Codable, Sendable {
+        public var id: String
+        public var kind: String
+        /// In a call past its deadline.
+        public var stuck: Bool?
+    }
+
+    public struct Instance: Codable, Sendable {
+        public var id: String
+        /// loaded, failed or disabled (`PluginRegistry.Entry.state`).
+        public var state: String
+        /// Why it failed, or that it is disabled.
+        public var reason: String?
+        /// The reload that loaded it (0: at start).
+        public var generation: Int
+        public var library: String?
+        public var libraryHash: String?
+        /// in_process, process or wasm.
+        public var isolation: String
+        public var plugins: [Plugin]
+        /// The plugin's id and version (plugin.yaml), the ABI its library declares, its kinds.
+        public var plugin: String?
+        public var version: String?
+        public var abi: String?
+        public var kinds: [String]?
+        public var enabled: Bool?
+        /// For isolation: process: this host's worker, "running (pid N)", restarting or given up.
+        public var worker: String?
+        public var workerCrashes: Int?
+    }
+
+    /// Reloads applied since start.
+    public var generation: Int
+    public var instances: [Instance]
+    /// The plugins.yaml the host runs (so a client can tell it asks the right one).
+    public var manifest: String?
+
+    /// The list of `registry`, a host running `manifest`.
+    public init(_ registry: PluginRegistry, manifest: String) {
+        generation = registry.generation
+        self.manifest = manifest
+        instances = registry.entries.map { entry in
+            var reason: String?
+            if case .failed(let error) = entry.state { reason = error.description }
+            if case .disabled = entry.state { reason = PluginLoadError.disabled.description }
+            let plugin = entry.configuration.plugin
+            return Instance(
+                id: entry.id, state: entry.state.name, reason: reason, generation: entry.generation, library: entry.libraryPath,
+                libraryHash: entry.libraryHash, isolation: entry.runsIn,
+                plugins: entry.plugins.map { Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) },
+                plugin: plugin?.id, version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
+                kinds: plugin?.kinds.map(\.rawValue) ?? [], enabled: entry.configuration.enabled,
+                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
+        }
+    }
+}
