@@ -12,6 +12,7 @@ struct HubHostCommand: ParsableCommand {
             data is kept in its data directory (default: ./.hubhost/). Every command that prints data \
             also takes --json.
             """,
+        version: HubHostVersion.current,
         subcommands: [
             StatusCommand.self, ServeCommand.self, ManifestCommand.self, ConfigCommand.self, PluginsCommand.self, PluginCommand.self,
             OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self,

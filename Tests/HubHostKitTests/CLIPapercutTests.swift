@@ -24,6 +24,13 @@ final class CLIPapercutTests: XCTestCase {
 
     // MARK: Negative numbers are values
 
+    /// `hubhost --version` prints the version a plugin's `requires:` is checked against.
+    func testVersionPrintsTheVersionRequiresIsCheckedAgainst() throws {
+        let result = try TestSupport.hubhost(["--version"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines), HubHostVersion.current)
+    }
+
     /// `manifest check` takes the manifest as its argument or with --manifest, as every other command does.
     func testManifestCheckTakesTheManifestAsArgumentOrWithTheManifestOption() throws {
         let folder = try TestSupport.temporaryFolder(self)
