@@ -162,8 +162,10 @@ public struct HostManifest: Sendable {
 
         if let node = top["plugins"]?.value, let items = reader.sequence(node, key: "plugins") {
             var seenIDs: [String: Int] = [:]
+            let searchPath = PluginSearchPath.standard()  // its folders are read at the first id, once
             for (index, item) in items.enumerated() {
-                manifest.instances.append(parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs))
+                manifest.instances.append(
+                    parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs, searchPath: searchPath))
             }
         }
         for type in Self.sectionTypes { type.finish(&manifest) }  // e.g. hub.db_service_url -> the hub's provider
@@ -178,7 +180,9 @@ public struct HostManifest: Sendable {
     }
 
     /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.
-    static func parseInstance(_ item: Node, index: Int, folder: String, file: String, seenIDs: inout [String: Int]) -> Instance {
+    static func parseInstance(
+        _ item: Node, index: Int, folder: String, file: String, seenIDs: inout [String: Int], searchPath: PluginSearchPath
+    ) -> Instance {
         let reader = YAMLReader(file: file)
         let path = "plugins[\(index)]"
         var instance = Instance(
@@ -289,7 +293,6 @@ public struct HostManifest: Sendable {
             var resolved: String? = besideFile
             if PluginSearchPath.isPluginID(use), !FileManager.default.fileExists(atPath: besideFile) {
                 // A plugin named by its id: found in the plugin path, wherever this file is.
-                let searchPath = PluginSearchPath.standard()
                 resolved = searchPath.manifest(of: use)
                 if resolved == nil {
                     let searched = searchPath.folders.isEmpty ? "no folder" : searchPath.folders.joined(separator: ", ")

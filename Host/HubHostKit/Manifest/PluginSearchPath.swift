@@ -6,9 +6,14 @@ import Foundation
 /// installed one), then each folder of `HUBHOST_PLUGIN_PATH`. In each folder a plugin is a
 /// subfolder holding its plugin.yaml: `<folder>/<id>/plugin.yaml`, or any subfolder whose
 /// plugin.yaml says `id: <id>` (the bundled ones are named in CamelCase).
-public struct PluginSearchPath: Sendable {
+///
+/// The folders are read once per search path, when a first id is looked up (a manifest load makes
+/// one for all its instances), not once per instance.
+public final class PluginSearchPath {
     /// The folders searched, in order.
-    public var folders: [String]
+    public let folders: [String]
+    /// Plugin id -> its plugin.yaml, the first found in folder order; built on first use.
+    private lazy var index: [String: String] = Self.index(folders)
 
     public init(folders: [String]) { self.folders = folders }
 
@@ -25,17 +30,23 @@ public struct PluginSearchPath: Sendable {
     }
 
     /// The plugin.yaml of the plugin `id`, or nil.
-    public func manifest(of id: String) -> String? {
+    public func manifest(of id: String) -> String? { index[id] }
+
+    /// Every plugin in `folders`: in each folder, the subfolders holding a plugin.yaml, by the id
+    /// it declares (a subfolder named after its id wins within its folder); an earlier folder wins.
+    private static func index(_ folders: [String]) -> [String: String] {
+        var found: [String: String] = [:]
         for folder in folders {
-            let named = ((folder as NSString).appendingPathComponent(id) as NSString).appendingPathComponent("plugin.yaml")
-            if Self.declaredID(named) == id { return named }
+            var here: [String: String] = [:]
             let children = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
             for child in children.prefix(10_000) {  // bounded: a plugin folder holds a handful
-                let candidate = ((folder as NSString).appendingPathComponent(child) as NSString).appendingPathComponent("plugin.yaml")
-                if Self.declaredID(candidate) == id { return candidate }
+                let manifest = ((folder as NSString).appendingPathComponent(child) as NSString).appendingPathComponent("plugin.yaml")
+                guard let id = declaredID(manifest) else { continue }
+                if here[id] == nil || child == id { here[id] = manifest }
             }
+            found.merge(here) { earlier, _ in earlier }
         }
-        return nil
+        return found
     }
 
     /// The `id:` a plugin.yaml declares on a line of its own (read without parsing the whole file:
