@@ -5,12 +5,19 @@
 /// checked against the bytes there are, with overflow-checked arithmetic, and the class, byte
 /// order, type and machine against this process.
 public enum ELFCheck {
-    /// Why `bytes` is not a shared object dlopen can map whole here, or nil when it is.
-    public static func problem(_ bytes: [UInt8]) -> String? {
-        bytes.withUnsafeBytes { problem(UnsafeRawBufferPointer($0)) }
+    /// Why `bytes` is not a shared object dlopen can map whole here, or nil when it is. With
+    /// `anyMachine`, a whole shared object for another machine passes too (a package's library for
+    /// another platform): `machine(of:)` then tells which.
+    public static func problem(_ bytes: [UInt8], anyMachine: Bool = false) -> String? {
+        bytes.withUnsafeBytes { problem(UnsafeRawBufferPointer($0), anyMachine: anyMachine) }
     }
 
-    static func problem(_ bytes: UnsafeRawBufferPointer) -> String? {
+    /// The ELF machine (e_machine) of bytes that passed `problem`.
+    public static func machine(of bytes: [UInt8]) -> Int? {
+        bytes.count >= 20 ? Int(bytes[18]) | Int(bytes[19]) << 8 : nil
+    }
+
+    static func problem(_ bytes: UnsafeRawBufferPointer, anyMachine: Bool = false) -> String? {
         let size = bytes.count
         guard size >= 64 else { return "it is \(size) bytes, shorter than an ELF header (cut short?)" }
         guard bytes[0] == 0x7f, bytes[1] == UInt8(ascii: "E"), bytes[2] == UInt8(ascii: "L"), bytes[3] == UInt8(ascii: "F") else {
@@ -34,7 +41,7 @@ public enum ELFCheck {
                 ? "it is an executable, not a shared library (link it with -shared)" : "it is an ELF file of type \(type), not a shared library"
         }
         let machine = u16(18)
-        guard machine == hostMachine else {
+        guard anyMachine || machine == hostMachine else {
             return "it was built for ELF machine \(machine) (\(machineName(machine))); this machine is \(machineName(hostMachine))"
         }
         let programOffset = u64(32)
