@@ -84,7 +84,7 @@ public struct PluginPackage: Sendable {
             guard seen.insert(entry.name).inserted else { throw refuse(entry.name, "it appears twice in the archive") }
             if topLevelNames.contains(entry.name), entry.bytes.count > limits.maxTextBytes {
                 throw refuse(
-                    entry.name, "it is \(entry.bytes.count) bytes, more than the \(BoundedFile.describe(bytes: limits.maxTextBytes)) it may be")
+                    entry.name, "it is \(entry.bytes.count) bytes, more than the \(ByteCount.text(limits.maxTextBytes)) it may be")
             }
         }
 

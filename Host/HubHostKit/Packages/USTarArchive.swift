@@ -168,7 +168,7 @@ enum USTarArchive {
         let size = try number(header, 124, 12, field: "size", entry: name)
         guard size <= maxEntryBytes else {
             throw Refusal(
-                entry: name, reason: "its header declares \(size) bytes, more than the \(BoundedFile.describe(bytes: maxEntryBytes)) a file may be")
+                entry: name, reason: "its header declares \(size) bytes, more than the \(ByteCount.text(maxEntryBytes)) a file may be")
         }
         let mode = try number(header, 100, 8, field: "mode", entry: name)
         guard mode & ~0o777 == 0 else {

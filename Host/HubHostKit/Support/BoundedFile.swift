@@ -21,7 +21,7 @@ enum BoundedFile {
         guard fstat(fd, &status) == 0 else { throw Refusal(reason: String(cString: strerror(errno))) }
         guard status.st_mode & S_IFMT == S_IFREG else { throw Refusal(reason: "not a regular file") }
         guard status.st_size >= 0, status.st_size <= Int64(maxBytes) else {
-            throw Refusal(reason: "it is \(status.st_size) bytes, more than the \(Self.describe(bytes: maxBytes)) it may be")
+            throw Refusal(reason: "it is \(status.st_size) bytes, more than the \(ByteCount.text(maxBytes)) it may be")
         }
         let size = Int(status.st_size)
         // One byte more than fstat said: a file that grows while it is read is seen to.
@@ -39,10 +39,5 @@ enum BoundedFile {
         }
         bytes.removeLast()
         return bytes
-    }
-
-    /// "512 MiB", "4 MiB", "100 bytes".
-    static func describe(bytes: Int) -> String {
-        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 }

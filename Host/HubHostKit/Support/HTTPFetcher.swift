@@ -170,19 +170,12 @@ public final class HTTPFetcher: Sendable {
                 Response(status: Int(response.status.code), headers: fields, body: Data(buffer.readBytes(length: buffer.readableBytes) ?? [])))
         } catch let error as ResponseAccumulator.ResponseTooBigError {
             return .failure(
-                .unreachable("\(text): the answer is larger than \(Self.describe(bytes: error.maxBodySize)), the most hubhost reads of it"))
+                .unreachable("\(text): the answer is larger than \(ByteCount.text(error.maxBodySize)), the most hubhost reads of it"))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
             return .failure(.timedOut(text))
         } catch {
             return .failure(.unreachable("\(text): \(Self.describe(error))"))
         }
-    }
-
-    /// "16 MiB", "1 KiB", "100 bytes".
-    static func describe(bytes: Int) -> String {
-        if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
-        if bytes >= 1 << 10 && bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
-        return "\(bytes) bytes"
     }
 
     static func describe(_ error: Error) -> String {
