@@ -15,8 +15,6 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
     case libraryInitFailed(path: String, status: Int32, message: String)
     case invalidDescriptor(path: String, index: Int, reason: String)
     case manifestMismatch(path: String, reason: String)
-    /// plugin.yaml's `requires: { hubhost: ... }` does not include this hubhost's version.
-    case hubhostVersionMismatch(plugin: String, requires: String, running: String)
     case createFailed(instance: String, plugin: String, status: Int32, message: String)
     case createTimedOut(instance: String, plugin: String, seconds: Double)
     case workerFailed(instance: String, reason: String)
@@ -59,9 +57,6 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
             return "\(path): plugin descriptor \(index) is invalid: \(reason)"
         case .manifestMismatch(let path, let reason):
             return "\(path) does not match its plugin.yaml: \(reason)"
-        case .hubhostVersionMismatch(let plugin, let requires, let running):
-            return
-                "plugin '\(plugin)' requires hubhost \(requires) (requires: in its plugin.yaml), but this is hubhost \(running); use a version of the plugin made for \(running)"
         case .createFailed(let instance, let plugin, let status, let message):
             return "instance '\(instance)' disabled: \(plugin) create failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")"
         case .createTimedOut(let instance, let plugin, let seconds):

@@ -133,9 +133,6 @@ public final class PluginRegistry: @unchecked Sendable {
         guard let plugin = configuration.plugin else {
             throw PluginLoadError.manifestProblems([])
         }
-        if let requirement = plugin.requiresHubhost, !requirement.contains(HubHostVersion.current) {
-            throw PluginLoadError.hubhostVersionMismatch(plugin: plugin.id, requires: requirement.text, running: HubHostVersion.current)
-        }
         let path = try locator.locate(library: plugin.library, manifestFolder: plugin.folder).get()
         entry.libraryPath = path
         if path.hasSuffix(".wasm") {
