@@ -41,7 +41,9 @@ extension HubHost {
         "prefetch.max_concurrent_downloads", "prefetch.item_download_behavior", "prefetch.network_selection",
         "prefetch.enable_auto_purge", "prefetch.cache_size_limit", "prefetch.sync_interval", "prefetch.retry_delay",
         "prefetch.lookup_retry_delay", "prefetch.register_retry", "prefetch.requires_charging", "prefetch.battery_low",
-        "prefetch.storage_low"
+        "prefetch.storage_low",
+        // Trusted keys matter only when a plugin installed from a package loads, which a reload re-checks.
+        "trust"
     ]
 
     /// Kinds whose instances the engines hold from the moment they open (the content provider of

@@ -9,7 +9,8 @@ struct PluginsCommand: ParsableCommand {
         abstract: "List the plugin instances; start, inspect, test, pack and sign a plugin; trust a publisher's key.",
         subcommands: [
             List.self, Inspect.self, PluginCommand.Test.self, PluginsNewCommand.self, PluginsSDKCommand.self, PluginsPackCommand.self,
-            Keygen.self, Sign.self, Trust.self
+            Keygen.self, Sign.self, Trust.self, PluginsAddCommand.self, PluginsUpgradeCommand.self, PluginsRemoveCommand.self,
+            PluginsVerifyCommand.self
         ])
 
     struct List: ParsableCommand {
@@ -158,6 +159,8 @@ struct PluginRow: Encodable {
     var libraryHash: String?
     /// Exports stuck in a call past its deadline.
     var stuck: [String]
+    /// Its package (version, file, signer, verification), when installed from one.
+    var package: PluginInstanceList.Package?
 
     /// A row from the running serve's answer.
     init(_ served: PluginInstanceList.Instance) {
@@ -167,6 +170,7 @@ struct PluginRow: Encodable {
             reason: served.reason, exports: served.plugins.map(\.id), isolation: served.isolation, worker: served.worker,
             workerCrashes: served.workerCrashes, generation: served.generation, libraryHash: served.libraryHash,
             stuck: served.plugins.filter { $0.stuck == true }.map(\.id))
+        package = served.package
     }
 
     init(
@@ -202,7 +206,7 @@ struct PluginRow: Encodable {
             case .disabled: reason = PluginLoadError.disabled.description
             case .loaded: reason = nil
             }
-            return PluginRow(
+            var row = PluginRow(
                 id: entry.id, plugin: plugin?.id, kinds: plugin?.kinds.map(\.rawValue) ?? [],
                 version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                 library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
@@ -211,6 +215,8 @@ struct PluginRow: Encodable {
                 isolation: entry.runsIn,
                 worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes,
                 generation: entry.generation, libraryHash: entry.libraryHash, stuck: entry.plugins.filter(\.calls.isStuck).map(\.pluginID))
+            row.package = PluginInstanceList.Package(entry)
+            return row
         }
     }
 
@@ -220,11 +226,12 @@ struct PluginRow: Encodable {
             return
         }
         Output.table(
-            ["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "STATE", "GEN", "SHA-256"],
+            ["ID", "KIND", "VERSION", "ABI", "ISOLATION", "LIBRARY", "PACKAGE", "STATE", "GEN", "SHA-256"],
             rows.map { row in
                 [
                     row.id, row.kinds.joined(separator: ","), row.version ?? "-", row.abi ?? "-",
                     row.worker.map { "process: \($0)" } ?? row.isolation, row.library ?? "-",
+                    row.package.map { "\($0.file), \($0.signer)\($0.allowUnsigned ? " (allow_unsigned)" : ""), \($0.verification)" } ?? "-",
                     row.reason.map { "\(row.state): \($0)" }
                         ?? (row.stuck.isEmpty ? row.state : "\(row.state), stuck: \(row.stuck.joined(separator: ", "))"),
                     "\(row.generation)", row.libraryHash.map { String($0.prefix(12)) } ?? "-"

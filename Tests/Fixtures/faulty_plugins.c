@@ -23,6 +23,12 @@
  *   FAULT_FORK_THEN_CRASH fork a child that sleeps a minute holding every descriptor, write its
  *                         pid to the file FAULTY_CRASH_MARKER names, then segfault
  *
+ *   FAULT_CREATE_FAILS    create returns HH_ERR_INTERNAL (a version that does not start)
+ *
+ * FIXTURE_VALUE (a C string, default "augmented") is the value the augmentation sets, so that two
+ * builds of one plugin (two versions) can be told apart in the events they augment;
+ * FIXTURE_VERSION (default "1.0.0") is the version both plugins declare.
+ *
  * The fault fires in every kind call (augment, compare, log), never in create, so the host sees it
  * while handling events. Without a FAULT_ define both plugins behave: the augmentation adds
  * "Fixture" = "augmented", the operator answers whether two int64 values are equal.
@@ -37,6 +43,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef FIXTURE_VALUE
+#define FIXTURE_VALUE "augmented"
+#endif
+#ifndef FIXTURE_VERSION
+#define FIXTURE_VERSION "1.0.0"
+#endif
 
 #ifdef FAULT_WRONG_ABI
 #define FIXTURE_ABI_MAJOR 7
@@ -165,6 +178,12 @@ static hh_status_t misbehave(void) {
 }
 
 static hh_status_t fixture_create(const hh_host_t *host, void **out_instance) {
+#ifdef FAULT_CREATE_FAILS
+    *out_instance = NULL;
+    host->log(host, HH_SEVERITY_ERROR, HH_VERBOSITY_DEBUG,
+              hh_string_from_cstr("faulty fixture refuses to start"));
+    return HH_ERR_INTERNAL;
+#endif
 #ifdef FAULT_LEAK
     *out_instance = malloc(4096);
 #else
@@ -202,7 +221,7 @@ static hh_status_t fixture_augment(void *instance, const hh_event_view_t *event,
     }
     hh_value_t value;
     value.type = HH_VALUE_STRING;
-    value.of.string = hh_string_from_cstr("augmented");
+    value.of.string = hh_string_from_cstr(FIXTURE_VALUE);
 #ifdef FAULT_BIG_ANSWER
     static char big[1u << 20];
     memset(big, 'b', sizeof big);
@@ -262,7 +281,7 @@ static const hh_plugin_descriptor_t descriptors[] = {
         .id = "faulty-augmentation",
         .name = "Faulty augmentation",
         .description = "Misbehaves as built.",
-        .version = "1.0.0",
+        .version = FIXTURE_VERSION,
         .kind = HH_KIND_AUGMENTATION,
         .kind_api = &augmentation_api,
         .create = fixture_create,
@@ -273,7 +292,7 @@ static const hh_plugin_descriptor_t descriptors[] = {
         .id = "faulty-operator",
         .name = "Faulty operator",
         .description = "Misbehaves as built.",
-        .version = "1.0.0",
+        .version = FIXTURE_VERSION,
         .kind = HH_KIND_TRIGGER_OPERATOR,
         .kind_api = &operator_api,
         .create = fixture_create,

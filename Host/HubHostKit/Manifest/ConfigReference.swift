@@ -133,7 +133,10 @@ extension HostManifest {
                         accepted: "lowercase letters, digits, -, _ and .",
                         doc: "The instance's unique name (sections such as events.sink refer to it)."),
                     ConfigReferenceEntry(
-                        key: "plugins[].use", type: "string, required", doc: "The path of the plugin's plugin.yaml, relative to plugins.yaml."),
+                        key: "plugins[].use", type: "string, required",
+                        doc:
+                            "The plugin: its id (an installed package, per plugins.lock, then the bundled plugins, then HUBHOST_PLUGIN_PATH), or the path of its plugin.yaml, relative to plugins.yaml."
+                    ),
                     ConfigReferenceEntry(
                         key: "plugins[].enabled", type: "bool", defaultValue: "true", doc: "false keeps the entry but does not load it."),
                     ConfigReferenceEntry(
@@ -185,7 +188,22 @@ extension HostManifest {
                     ConfigReferenceEntry(
                         key: "plugins[].http_timeout", type: "duration", defaultValue: "\(HostEnvironment.HTTPPolicy().timeoutSeconds) s",
                         accepted: "more than 0 s",
-                        doc: "The deadline of one request through the host's HTTP service.")
+                        doc: "The deadline of one request through the host's HTTP service."),
+                    ConfigReferenceEntry(
+                        key: "plugins[].allow_unsigned", type: "bool", defaultValue: "false",
+                        doc:
+                            "true lets an instance run a plugin installed from an unsigned package (hubhost plugins add --allow-unsigned); every listing shows it."
+                    )
+                ]),
+            ConfigReferenceSection(
+                name: "include",
+                summary: "More files of plugin instances, conf.d style: hubhost plugins add writes one per instance into plugins.d/.",
+                entries: [
+                    ConfigReferenceEntry(
+                        key: "include", type: "string or list of strings", defaultValue: "[]", accepted: "glob patterns",
+                        doc:
+                            "Files whose plugins: lists are loaded after this file's, in name order; relative to plugins.yaml, e.g. plugins.d/*.yaml. A pattern matching nothing is no problem."
+                    )
                 ])
         ]
     }

@@ -46,6 +46,12 @@ public struct HostManifest: Sendable {
         /// The variables of serve's environment an isolated plugin's worker also gets (`environment`),
         /// beside the few every worker gets (PluginWorker.passedEnvironment).
         public var environment: [String] = []
+        /// The package it runs, when `use:` names a plugin installed by `hubhost plugins add`.
+        public var installed: InstalledPlugin?
+        /// `allow_unsigned`: an installed plugin from an unsigned package may run.
+        public var allowUnsigned = false
+        /// The file the entry is in: plugins.yaml, or an instance file it includes (plugins.d/).
+        public var file = ""
     }
 
     /// `isolation:` of a plugin instance.
@@ -62,6 +68,8 @@ public struct HostManifest: Sendable {
     public var dataDirectory: String
     public var logging: LogFilter
     public var instances: [Instance]
+    /// plugins.lock beside plugins.yaml: the plugins installed from packages (empty when none).
+    public var pluginLock = PluginLock()
     /// The engines' sections, parsed by their own settings types (ManifestSection), by section
     /// name; an absent section reads as the type's defaults (`section(_:)`).
     var sections: [String: any ManifestSection] = [:]
@@ -87,7 +95,7 @@ public struct HostManifest: Sendable {
     }
 
     /// The sections plugins.yaml may have: the host's own and every engine's.
-    static var topKeys: [String] { ["data_dir", "logging", "plugins"] + sectionTypes.map { $0.sectionName } }
+    static var topKeys: [String] { ["data_dir", "logging", "plugins", "include"] + sectionTypes.map { $0.sectionName } }
 
     /// The settings of section `type`: as parsed, or its defaults when plugins.yaml has none.
     public func section<T: ManifestSection>(_ type: T.Type) -> T {
@@ -160,34 +168,61 @@ public struct HostManifest: Sendable {
             manifest.sections[type.sectionName] = type.init(section: entry.value, context: context)
         }
 
+        let lockPath = PluginLock.path(forManifest: file)
+        do {
+            manifest.pluginLock = try PluginLock.read(path: lockPath)
+        } catch {
+            reader.report(line: 1, column: 1, key: "", "\(PluginLock.fileName) \(error.reason)")
+        }
+        var context = InstanceContext(
+            folder: folder, file: file, manifestFile: file, searchPath: PluginSearchPath.standard(),  // its folders are read at the first id, once
+            lock: manifest.pluginLock, dataDirectory: manifest.dataDirectory, trust: manifest.trust)
         if let node = top["plugins"]?.value, let items = reader.sequence(node, key: "plugins") {
-            var seenIDs: [String: Int] = [:]
-            let searchPath = PluginSearchPath.standard()  // its folders are read at the first id, once
             for (index, item) in items.enumerated() {
-                manifest.instances.append(
-                    parseInstance(item, index: index, folder: folder, file: file, seenIDs: &seenIDs, searchPath: searchPath))
+                manifest.instances.append(parseInstance(item, index: index, context: &context))
             }
+        }
+        var includeProblems: [ManifestDiagnostic] = []
+        if let node = top["include"]?.value {
+            manifest.instances += includedInstances(node, reader: reader, context: &context, fileProblems: &includeProblems)
         }
         for type in Self.sectionTypes { type.finish(&manifest) }  // e.g. hub.db_service_url -> the hub's provider
         // Two instances of one plugin would report that plugin.yaml's problems twice: keep the first.
         var diagnostics: [ManifestDiagnostic] = []
         var seen = Set<ManifestDiagnostic>()  // a set: ten thousand problems are kept in linear time
-        for diagnostic in reader.diagnostics + manifest.instances.flatMap(\.problems) where seen.insert(diagnostic).inserted {
+        for diagnostic in reader.diagnostics + includeProblems + manifest.instances.flatMap(\.problems) where seen.insert(diagnostic).inserted {
             diagnostics.append(diagnostic)
         }
         manifest.diagnostics = diagnostics
         return manifest
     }
 
+    /// What parsing the instances of plugins.yaml and the files it includes shares.
+    struct InstanceContext {
+        /// plugins.yaml's folder, which relative `use:` paths start from.
+        var folder: String
+        /// The file being read (plugins.yaml or an included file).
+        var file: String
+        /// plugins.yaml.
+        var manifestFile: String
+        var searchPath: PluginSearchPath
+        var lock: PluginLock
+        var dataDirectory: String
+        var trust: TrustSettings
+        /// Instance id -> "file:line" of its first entry.
+        var seenIDs: [String: String] = [:]
+    }
+
     /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.
-    static func parseInstance(
-        _ item: Node, index: Int, folder: String, file: String, seenIDs: inout [String: Int], searchPath: PluginSearchPath
-    ) -> Instance {
+    static func parseInstance(_ item: Node, index: Int, context: inout InstanceContext) -> Instance {
+        let file = context.file
+        let folder = context.folder
         let reader = YAMLReader(file: file)
         let path = "plugins[\(index)]"
         var instance = Instance(
             id: "#\(index + 1)", use: "", enabled: true, sha256: nil, plugin: nil, config: [:],
             problems: [], line: item.mark?.line ?? 1)
+        instance.file = file
         guard let entries = reader.mapping(item, key: path) else {
             instance.problems = reader.diagnostics
             return instance
@@ -197,17 +232,20 @@ public struct HostManifest: Sendable {
             instance.id = id
             if !PluginManifest.isValidID(id) {
                 reader.report(node, key: "\(path).id", "'\(id)' is not a valid instance id: use lowercase letters, digits, '-', '_' and '.'")
-            } else if let firstLine = seenIDs[id] {
-                reader.report(
-                    node, key: "\(path).id", "duplicate instance id '\(id)' (first used on line \(firstLine)); each instance needs its own id")
+            } else if let first = context.seenIDs[id] {
+                reader.report(node, key: "\(path).id", "duplicate instance id '\(id)' (first used \(first)); each instance needs its own id")
             } else {
-                seenIDs[id] = node.mark?.line ?? 0
+                let line = node.mark?.line ?? 0
+                context.seenIDs[id] = file == context.manifestFile ? "on line \(line)" : "in \(file) on line \(line)"
             }
         } else if fields["id"] == nil {
             reader.report(item, key: "\(path).id", "missing required key 'id' (a unique name for this instance)")
         }
         if let node = fields["enabled"]?.value, let enabled = reader.bool(node, key: "\(path).enabled") {
             instance.enabled = enabled
+        }
+        if let node = fields["allow_unsigned"]?.value, let allow = reader.bool(node, key: "\(path).allow_unsigned") {
+            instance.allowUnsigned = allow
         }
         if let node = fields["sha256"]?.value, let pin = reader.string(node, key: "\(path).sha256") {
             let lowered = pin.lowercased()
@@ -291,8 +329,26 @@ public struct HostManifest: Sendable {
         if let node = fields["use"]?.value, let use = reader.string(node, key: "\(path).use") {
             let besideFile = absolute(use, from: folder)
             var resolved: String? = besideFile
-            if PluginSearchPath.isPluginID(use), !FileManager.default.fileExists(atPath: besideFile) {
+            if PluginSearchPath.isPluginID(use), !FileManager.default.fileExists(atPath: besideFile), let locked = context.lock.plugins[use] {
+                // A plugin installed from a package: the version plugins.lock names, its files checked against the lock.
+                let installed = InstalledPlugin(
+                    lock: locked, folder: PluginLock.folder(dataDirectory: context.dataDirectory, id: locked.id, version: locked.version))
+                instance.installed = installed
+                resolved = (installed.folder as NSString).appendingPathComponent("plugin.yaml")
+                for problem in installed.trustProblems(trust: context.trust, allowUnsigned: instance.allowUnsigned) {
+                    reader.report(node, key: "\(path).use", problem)
+                }
+                let pin = locked.files[locked.library]
+                if let own = instance.sha256, own != pin {
+                    reader.report(
+                        node, key: "\(path).use",
+                        "the instance's sha256: \(own) is not the installed library's (\(pin ?? "none") in plugins.lock); remove the sha256: line, the lock pins it"
+                    )
+                }
+                instance.sha256 = pin
+            } else if PluginSearchPath.isPluginID(use), !FileManager.default.fileExists(atPath: besideFile) {
                 // A plugin named by its id: found in the plugin path, wherever this file is.
+                let searchPath = context.searchPath
                 resolved = searchPath.manifest(of: use)
                 if resolved == nil {
                     let searched = searchPath.folders.isEmpty ? "no folder" : searchPath.folders.joined(separator: ", ")
@@ -314,13 +370,20 @@ public struct HostManifest: Sendable {
                         FileManager.default.fileExists(atPath: manifest) ? "name its plugin.yaml: \(use)/plugin.yaml" : "name a plugin.yaml file"
                     reader.report(node, key: "\(path).use", "'\(use)' is a folder, not a plugin manifest; \(hint)")
                 } else {
-                    let loaded = PluginManifest.load(path: resolved)
+                    let loaded = PluginManifest.load(path: resolved, sha256: instance.installed?.lock.files["plugin.yaml"])
                     instance.plugin = loaded.manifest
                     pluginDiagnostics = loaded.diagnostics
                     if loaded.manifest == nil, loaded.diagnostics.isEmpty {
                         reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
                     }
                     // Said by `manifest check` too, not only when the instance loads.
+                    if let plugin = loaded.manifest, let installed = instance.installed,
+                        plugin.id != installed.lock.id
+                            || installed.lock.library != plugin.library
+                                && !installed.lock.library.hasSuffix("/" + plugin.library)
+                    {
+                        reader.report(node, key: "\(path).use", "the installed plugin.yaml does not match plugins.lock (its id or library differs)")
+                    }
                     if let plugin = loaded.manifest, let requirement = plugin.requiresHubhost, !requirement.contains(HubHostVersion.current) {
                         reader.report(
                             node, key: "\(path).use",

@@ -94,8 +94,9 @@ public struct PluginManifest: Sendable {
     static let configKeys = ["key", "type", "default", "required", "doc", "minimum", "maximum", "allowed", "non_empty", "pattern"]
 
     /// Reads and checks a plugin.yaml. Returns the manifest (nil when it is unusable) and every problem found.
-    public static func load(path: String) -> (manifest: PluginManifest?, diagnostics: [ManifestDiagnostic]) {
-        let reader = YAMLReader(file: path)
+    /// `sha256`: the SHA-256 the file must have (an installed plugin's, from plugins.lock).
+    public static func load(path: String, sha256: String? = nil) -> (manifest: PluginManifest?, diagnostics: [ManifestDiagnostic]) {
+        let reader = YAMLReader(file: path, expectedSHA256: sha256)
         guard let root = reader.load() else { return (nil, reader.diagnostics) }
         let manifest = parse(root, reader: reader)
         return (reader.diagnostics.isEmpty ? manifest : nil, reader.diagnostics)

@@ -7,7 +7,14 @@ final class YAMLReader {
     let file: String
     private(set) var diagnostics: [ManifestDiagnostic] = []
 
-    init(file: String) { self.file = file }
+    /// The SHA-256 (hex) the file must have (an installed plugin's plugin.yaml, from plugins.lock):
+    /// checked on the bytes that are parsed, so what is checked is what is read.
+    let expectedSHA256: String?
+
+    init(file: String, expectedSHA256: String? = nil) {
+        self.file = file
+        self.expectedSHA256 = expectedSHA256
+    }
 
     /// Parses the file; nil (with a diagnostic) when it cannot be read or is not YAML.
     func load() -> Node? {
@@ -28,6 +35,13 @@ final class YAMLReader {
             bytes = try BoundedFile.read(path: file, maxBytes: YAMLLimits.maxBytes)
         } catch {
             report(line: 1, column: 1, key: "", "\(error.reason)")
+            return nil
+        }
+        if let expectedSHA256, case let actual = SHA256.hex(of: Data(bytes)), actual != expectedSHA256 {
+            report(
+                line: 1, column: 1, key: "",
+                "changed since it was installed: its SHA-256 is \(actual), plugins.lock says \(expectedSHA256) (add the package again, or run hubhost plugins verify)"
+            )
             return nil
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {

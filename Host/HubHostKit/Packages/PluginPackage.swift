@@ -64,7 +64,12 @@ public struct PluginPackage: Sendable {
     /// file with its digest, a valid plugin.yaml whose `requires:` this hubhost meets, and the
     /// library for this machine (or the `.wasm`). Nothing is written. Throws PluginPackageError
     /// naming the entry and the reason.
-    public static func open(path: String, limits: Limits = Limits()) throws(PluginPackageError) -> PluginPackage {
+    ///
+    /// `inspectArchive` sees the archive's bytes as read, before any of them is parsed (to check
+    /// its signature over exactly those bytes, and keep them); what it throws is thrown.
+    public static func open(
+        path: String, limits: Limits = Limits(), inspectArchive: (([UInt8]) throws(PluginPackageError) -> Void)? = nil
+    ) throws(PluginPackageError) -> PluginPackage {
         func refuse(_ entry: String?, _ reason: String) -> PluginPackageError { PluginPackageError(path: path, entry: entry, reason: reason) }
         let archive: [UInt8]
         do {
@@ -72,6 +77,7 @@ public struct PluginPackage: Sendable {
         } catch {
             throw refuse(nil, "cannot be read: \(error.reason)")
         }
+        try inspectArchive?(archive)
         let entries: [USTarArchive.Entry]
         do {
             entries = try USTarArchive.read(archive, maxEntryBytes: limits.maxLibraryBytes, maxEntries: limits.maxEntries)

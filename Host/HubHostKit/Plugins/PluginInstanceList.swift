@@ -8,6 +8,33 @@ public struct PluginInstanceList: Codable, Sendable {
         public var stuck: Bool?
     }
 
+    /// Where an instance's plugin came from, when it was installed from a package (plugins add).
+    public struct Package: Codable, Sendable, Equatable {
+        /// The installed version and the package file it came from.
+        public var version: String
+        public var file: String
+        /// "<trust name> (key <key id>)", or "unsigned".
+        public var signer: String
+        /// "verified": its files matched plugins.lock and its signer is trusted (or unsigned is
+        /// allowed); "failed": they did not, and the instance did not load (`reason` says why).
+        public var verification: String
+        /// The instance runs an unsigned package (`allow_unsigned: true`).
+        public var allowUnsigned: Bool
+
+        /// The package of `entry`, or nil when its plugin was not installed from one.
+        public init?(_ entry: PluginRegistry.Entry) {
+            guard let installed = entry.configuration.installed else { return nil }
+            version = installed.lock.version
+            file = installed.lock.package
+            signer = installed.signerText
+            allowUnsigned = entry.configuration.allowUnsigned
+            switch entry.loadState {
+            case .failed(.sha256Mismatch), .failed(.manifestProblems): verification = "failed"
+            default: verification = "verified"
+            }
+        }
+    }
+
     public struct Instance: Codable, Sendable {
         public var id: String
         /// loaded, failed or disabled (`PluginRegistry.Entry.state`).
@@ -30,6 +57,8 @@ public struct PluginInstanceList: Codable, Sendable {
         /// For isolation: process: this host's worker, "running (pid N)", restarting or given up.
         public var worker: String?
         public var workerCrashes: Int?
+        /// Its package, when installed from one.
+        public var package: Package?
     }
 
     /// Reloads applied since start.
@@ -53,7 +82,7 @@ public struct PluginInstanceList: Codable, Sendable {
                 plugins: entry.plugins.map { Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) },
                 plugin: plugin?.id, version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                 kinds: plugin?.kinds.map(\.rawValue) ?? [], enabled: entry.configuration.enabled,
-                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes)
+                worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes, package: Package(entry))
         }
     }
 }

@@ -224,6 +224,16 @@ public final class PluginRegistry: @unchecked Sendable {
         entry.plugins = created.map(PluginHandle.init)
     }
 
+    /// Loads and creates `instance` as a reload would (a new in-process library is tried in a
+    /// worker first), then retires it: what `hubhost plugins add` and `upgrade` check when no serve
+    /// runs. Returns why it does not load, or nil. Blocking: call it from a thread that may wait.
+    public func trial(_ instance: HostManifest.Instance) -> PluginLoadError? {
+        let entry = loadEntry(instance, generation: 0, trial: true)
+        retire([entry], waitSeconds: 0, grace: 0)
+        if case .failed(let error) = entry.state { return error }
+        return nil
+    }
+
     /// Distinct library contents this process has dlopened (each stays mapped for the process's life).
     public var loadedLibraryCount: Int { PluginLibrary.openedCount }
 

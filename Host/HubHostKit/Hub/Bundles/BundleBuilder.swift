@@ -70,7 +70,7 @@ public enum BundleBuilder {
         let data = try Data(contentsOf: URL(fileURLWithPath: output))
         let signature = try BundleSignature.sign(data, privateKeyAt: privateKeyPath)
         let metadata = BundleMetadata.describing(data, version: summary.version, created: summary.created, signature: signature)
-        try BundleStore.writeDurably(metadata.encoded(), to: BundleMetadata.path(besideBundle: output), atomically: true)
+        try DurableFile.write(metadata.encoded(), to: BundleMetadata.path(besideBundle: output), atomically: true)
         return (summary, metadata)
     }
 

@@ -130,7 +130,7 @@ public final class BundleStore: @unchecked Sendable {
         let finalPath = bundlePath(sha256: sha)
         let temporary = file(".incoming-\(UUID().uuidString).sqlite3")
         defer { try? FileManager.default.removeItem(atPath: temporary) }
-        do { try Self.writeDurably(data, to: temporary) } catch {
+        do { try DurableFile.write(data, to: temporary) } catch {
             throw BundleRejection(.unreadable, "the bundle cannot be stored in \(directory): \(error)")
         }
         do {
@@ -144,12 +144,12 @@ public final class BundleStore: @unchecked Sendable {
             throw BundleRejection(.notABundle, "the signed file is not a content bundle: \(error)")
         }
         do {
-            try Self.writeDurably(metadata.encoded(), to: metadataPath(sha256: sha))
+            try DurableFile.write(metadata.encoded(), to: metadataPath(sha256: sha))
             // The same bytes stored already (and intact) stay: another process may have that file
             // open, and a rename would put a new file under its name.
             if SHA256.hex(ofFile: finalPath) != sha {
                 if rename(temporary, finalPath) != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-                Self.syncDirectory(directory)
+                DurableFile.syncDirectory(directory)
             }
         } catch {
             throw BundleRejection(.unreadable, "the bundle cannot be stored as \(finalPath): \(error)")
@@ -170,7 +170,7 @@ public final class BundleStore: @unchecked Sendable {
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try Self.writeDurably(try encoder.encode(pointer), to: activePointerPath, atomically: true)
+            try DurableFile.write(try encoder.encode(pointer), to: activePointerPath, atomically: true)
         } catch {
             throw BundleRejection(.unreadable, "the bundle was stored but \(activePointerPath) cannot be written: \(error)")
         }
@@ -234,48 +234,5 @@ public final class BundleStore: @unchecked Sendable {
             guard !kept.contains(stem), !inUse.contains(stem) else { continue }
             unlink(file(name))
         }
-    }
-
-    /// Writes `data` to `path` and fsyncs it; `atomically` writes a sibling temp file first and
-    /// renames it over `path`, so readers see the old or the new content, never a mix.
-    static func writeDurably(_ data: Data, to path: String, atomically: Bool = false) throws {
-        let target = atomically ? path + ".tmp-\(getpid())" : path
-        let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var failure: Int32 = 0
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        if failure == 0 && fsync(fd) != 0 { failure = errno }
-        close(fd)
-        if failure != 0 {
-            unlink(target)
-            throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
-        }
-        if atomically {
-            guard rename(target, path) == 0 else {
-                let code = errno
-                unlink(target)
-                throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-            }
-            syncDirectory((path as NSString).deletingLastPathComponent)
-        }
-    }
-
-    /// fsync on the directory, so a rename survives a power loss.
-    static func syncDirectory(_ directory: String) {
-        let fd = open(directory, O_RDONLY)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
     }
 }
