@@ -11,7 +11,8 @@ struct PluginsNewCommand: ParsableCommand {
         abstract: "Start a plugin: write its source, plugin.yaml, a Makefile and a README into a new folder.",
         discussion: """
             --lang c writes the kinds \(PluginScaffold.kinds(.c).map(\.rawValue).joined(separator: ", ")); \
-            --lang rust and --lang swift write \(PluginScaffold.kinds(.rust).map(\.rawValue).joined(separator: ", ")).
+            --lang rust writes \(PluginScaffold.kinds(.rust).map(\.rawValue).joined(separator: ", ")); \
+            --lang swift writes \(PluginScaffold.kinds(.swift).map(\.rawValue).joined(separator: ", ")).
             In the folder, `make` builds libNAME.so beside plugin.yaml: C with the headers of \
             `pkg-config --cflags hubhost-plugin` or `hubhost plugins sdk --cflags`; Rust with \
             `cargo build --release --offline` (no dependencies); Swift with swiftc and \

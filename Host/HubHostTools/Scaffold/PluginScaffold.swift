@@ -182,8 +182,8 @@ public struct PluginScaffold: Sendable {
 
             A hubhost plugin of kind `\(kind.rawValue)`: \(t.summary)
 
-            Made by `hubhost plugins new \(id) --kind \(kind.rawValue) --lang \(language.rawValue)`. \(readmeEditing)
-            Declare every config key you read in `config:`.
+            Made by `hubhost plugins new \(id) --kind \(kind.rawValue) --lang \(language.rawValue)`.
+            \(readmeEditing) Declare every config key you read in `config:`.
 
             ## Build and test
 
