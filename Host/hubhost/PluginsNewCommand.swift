@@ -8,12 +8,15 @@ import HubHostTools
 struct PluginsNewCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "new",
-        abstract: "Start a plugin: write NAME.c, plugin.yaml, a Makefile and a README into a new folder.",
+        abstract: "Start a plugin: write its source, plugin.yaml, a Makefile and a README into a new folder.",
         discussion: """
-            --lang c writes the kinds \(PluginScaffold.cKinds.map(\.rawValue).joined(separator: ", ")); \
-            swift and rust are not written yet (docs/plugin-authoring.md shows them by hand).
-            In the folder, `make` builds libNAME.so with the headers of `pkg-config --cflags hubhost-plugin` \
-            or `hubhost plugins sdk --cflags`, and `make test` runs `hubhost plugins test plugin.yaml`.
+            --lang c writes the kinds \(PluginScaffold.kinds(.c).map(\.rawValue).joined(separator: ", ")); \
+            --lang rust writes \(PluginScaffold.kinds(.rust).map(\.rawValue).joined(separator: ", ")); \
+            --lang swift writes \(PluginScaffold.kinds(.swift).map(\.rawValue).joined(separator: ", ")).
+            In the folder, `make` builds libNAME.so beside plugin.yaml: C with the headers of \
+            `pkg-config --cflags hubhost-plugin` or `hubhost plugins sdk --cflags`; Rust with \
+            `cargo build --release --offline` (no dependencies); Swift with swiftc and \
+            `hubhost plugins sdk --swift-flags`. `make test` runs `hubhost plugins test plugin.yaml`.
             Exits 1 when the folder exists and is not empty.
             """)
 
@@ -23,7 +26,7 @@ struct PluginsNewCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The plugin kind, e.g. augmentation or trigger_operator.", valueName: "kind"))
     var kind: String
 
-    @Option(help: ArgumentHelp("The language of the source: c.", valueName: "lang"))
+    @Option(help: ArgumentHelp("The language of the source: c, rust or swift.", valueName: "lang"))
     var lang: String = "c"
 
     @Option(help: ArgumentHelp("The folder to write into (default ./NAME); must be new or empty.", valueName: "dir"))
@@ -64,6 +67,9 @@ struct PluginsSDKCommand: ParsableCommand {
     @Flag(help: "Print the compiler flags: -I<folder>.")
     var cflags = false
 
+    @Flag(help: "Print the swiftc flags that make `import HubHostABI` work (the headers' module map); exit 1 when there is none.")
+    var swiftFlags = false
+
     @Flag(help: "Print the WebAssembly build script (scripts/build-wasm-plugin); exit 1 when there is none.")
     var wasmBuilder = false
 
@@ -82,10 +88,17 @@ struct PluginsSDKCommand: ParsableCommand {
                 throw ExitCode.failed
             }
             print(builder)
+        } else if swiftFlags {
+            guard let flags = sdk.swiftFlags else {
+                Output.error("no hubhost/hubhost.modulemap in \(sdk.include): this hubhost's headers cannot be imported by swiftc")
+                throw ExitCode.failed
+            }
+            print(flags)
         } else if cflags {
             print(sdk.cflags)
         } else {
             print("cflags:  \(sdk.cflags)")
+            print("swift:   \(sdk.swiftFlags ?? "-")")
             print("include: \(sdk.include)")
             print("wasm:    \(sdk.wasmBuilder ?? "-")")
         }

@@ -52,6 +52,9 @@ final class PluginsNewTests: XCTestCase {
         XCTAssertEqual(json["include"] as? String, include)
         XCTAssertEqual(json["cflags"] as? String, "-I\(include)")
         XCTAssertEqual(json["wasm_builder"] as? String, TestSupport.repository + "/scripts/build-wasm-plugin")
+        XCTAssertEqual(json["module_map"] as? String, include + "/hubhost/hubhost.modulemap")
+        let swift = try TestSupport.hubhost(["plugins", "sdk", "--swift-flags"], in: NSTemporaryDirectory(), timeout: 30).expect(0)
+        XCTAssertEqual(swift.stdout, "-I\(include) -Xcc -fmodule-map-file=\(include)/hubhost/hubhost.modulemap\n")
     }
 
     func testRefusesAnInvalidIDAKindOrLanguageNotWrittenAndANonEmptyFolder() throws {
@@ -69,7 +72,7 @@ final class PluginsNewTests: XCTestCase {
         let swift = try TestSupport.hubhost(
             ["plugins", "new", "swifty", "--kind", "logging", "--lang", "swift", "--dir", scratch + "/c"], timeout: 30)
         XCTAssertEqual(swift.status, 64, "\(swift)")
-        XCTAssertTrue(swift.stderr.contains("--lang swift is not supported yet"), "\(swift)")
+        XCTAssertTrue(swift.stderr.contains("--lang swift does not write logging plugins yet"), "\(swift)")
 
         let full = scratch + "/full"
         try TestSupport.write("mine\n", to: full + "/notes.txt")
@@ -87,7 +90,8 @@ final class PluginsNewTests: XCTestCase {
             timeout: 120
         ).expect(0)
         for path in [
-            "bin/hubhost", "include/hubhost/hubhost.h", "include/hubhost/hubhost_plugin_helpers.h", "lib/pkgconfig/hubhost-plugin.pc",
+            "bin/hubhost", "include/hubhost/hubhost.h", "include/hubhost/hubhost_plugin_helpers.h", "include/hubhost/hubhost.modulemap",
+            "lib/pkgconfig/hubhost-plugin.pc",
             "share/hubhost/plugins/standard-operators/plugin.yaml", "share/hubhost/plugins/standard-operators/libhubhost-standard-operators.so",
             "share/hubhost/Examples/content", "share/hubhost/scripts/build-wasm-plugin", "share/doc/hubhost/README.md",
             "share/doc/hubhost/docs/plugin-authoring.md"

@@ -2,12 +2,23 @@ import Foundation
 import HubHostKit
 
 /// A new plugin's folder, as `hubhost plugins new NAME --kind KIND --lang LANG` writes it: the
-/// source, plugin.yaml, a Makefile (build, `make test`, `make wasm`) and a README, buildable
-/// outside a hubhost checkout with `hubhost plugins sdk --cflags` or pkg-config.
+/// source, plugin.yaml, a Makefile (build, `make test`; `make wasm` for C, `make package` for Rust
+/// and Swift) and a README, buildable outside a hubhost checkout with what an installed hubhost
+/// gives (`hubhost plugins sdk --cflags` or pkg-config for C, `--swift-flags` for Swift; Rust needs
+/// no headers).
 public struct PluginScaffold: Sendable {
     /// The languages `--lang` names.
     public enum Language: String, CaseIterable, Sendable {
         case c, swift, rust
+
+        /// The name as docs/plugin-authoring.md's section titles spell it.
+        var title: String {
+            switch self {
+            case .c: return "C"
+            case .swift: return "Swift"
+            case .rust: return "Rust"
+            }
+        }
     }
 
     /// A refusal, with a message for the author.
@@ -17,6 +28,15 @@ public struct PluginScaffold: Sendable {
 
     /// The kinds `--lang c` writes.
     public static var cKinds: [PluginKind] { CPluginTemplate.kinds }
+
+    /// The kinds `language` writes.
+    public static func kinds(_ language: Language) -> [PluginKind] {
+        switch language {
+        case .c: return CPluginTemplate.kinds
+        case .rust: return RustPluginTemplate.kinds
+        case .swift: return SwiftPluginTemplate.kinds
+        }
+    }
 
     public var id: String
     public var kind: PluginKind
@@ -32,20 +52,20 @@ public struct PluginScaffold: Sendable {
             throw Refusal(description: "unknown kind '\(kind)': one of \(PluginKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let language = Language(rawValue: language.lowercased()) else {
-            throw Refusal(description: "unknown language '\(language)': c (swift and rust are not written yet)")
+            throw Refusal(description: "unknown language '\(language)': one of \(Language.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard language == .c else {
+        let written = Self.kinds(language)
+        guard written.contains(kind) else {
+            let start =
+                language == .c
+                ? "docs/plugin-authoring.md, \"Plugin kinds\", has the \(kind.rawValue) header and a bundled example to start from."
+                : Self.kinds(.c).contains(kind)
+                    ? "--lang c writes it; docs/plugin-authoring.md, \"Plugins in \(language.title)\", shows how to write one by hand."
+                    : "docs/plugin-authoring.md, \"Plugin kinds\" and \"Plugins in \(language.title)\", show how to write one by hand."
             throw Refusal(
                 description: """
-                    --lang \(language.rawValue) is not supported yet: `hubhost plugins new` writes C plugins only. \
-                    docs/plugin-authoring.md, "Plugins in Swift" and "Plugins in Rust", shows how to write one by hand.
-                    """)
-        }
-        guard Self.cKinds.contains(kind) else {
-            throw Refusal(
-                description: """
-                    --lang c does not write \(kind.rawValue) plugins yet; it writes \(Self.cKinds.map(\.rawValue).joined(separator: ", ")). \
-                    docs/plugin-authoring.md, "Plugin kinds", has the \(kind.rawValue) header and a bundled example to start from.
+                    --lang \(language.rawValue) does not write \(kind.rawValue) plugins yet; it writes \(written.map(\.rawValue).joined(separator: ", ")). \
+                    \(start)
                     """)
         }
         self.id = id
@@ -53,11 +73,25 @@ public struct PluginScaffold: Sendable {
         self.language = language
     }
 
-    var template: CPluginTemplate { CPluginTemplate.template(kind, CPluginTemplate.Names(id: id))! }
+    var names: CPluginTemplate.Names { CPluginTemplate.Names(id: id) }
 
-    /// The files, each a name in the plugin's folder and its text.
+    /// The kind's behaviour (its config, README lines and C source), which every language shares.
+    var template: CPluginTemplate { CPluginTemplate.template(kind, names)! }
+
+    /// The files, each a path in the plugin's folder and its text.
     public var files: [(name: String, text: String)] {
-        [("\(id).c", template.source), ("plugin.yaml", pluginYAML), ("Makefile", makefile), ("README.md", readme)]
+        let sources: [(name: String, text: String)]
+        let makefile: String
+        switch language {
+        case .c:
+            (sources, makefile) = ([("\(id).c", template.source)], cMakefile)
+        case .rust:
+            sources = [("Cargo.toml", RustPluginTemplate.cargoToml(names)), ("src/lib.rs", RustPluginTemplate.source(kind, names)!)]
+            makefile = RustPluginTemplate.makefile(names)
+        case .swift:
+            (sources, makefile) = ([("\(id).swift", SwiftPluginTemplate.source(kind, names)!)], SwiftPluginTemplate.makefile(names))
+        }
+        return sources + [("plugin.yaml", pluginYAML), ("Makefile", makefile), ("README.md", readme)]
     }
 
     /// Writes the files into `folder`, creating it; refuses a folder that exists and is not empty.
@@ -75,6 +109,7 @@ public struct PluginScaffold: Sendable {
         try fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return try files.map { file in
             let path = (folder as NSString).appendingPathComponent(file.name)
+            try fm.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try file.text.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
@@ -101,7 +136,7 @@ public struct PluginScaffold: Sendable {
         return text
     }
 
-    var makefile: String {
+    var cMakefile: String {
         #"""
         # Builds the hubhost plugin \#(id) (made by `hubhost plugins new`).
         #   make          lib\#(id).so, beside plugin.yaml
@@ -147,17 +182,13 @@ public struct PluginScaffold: Sendable {
 
             A hubhost plugin of kind `\(kind.rawValue)`: \(t.summary)
 
-            Made by `hubhost plugins new \(id) --kind \(kind.rawValue) --lang c`. Edit `\(id).c`; keep `id`
-            and `version` in `plugin.yaml` equal to the descriptor's (`HH_SINGLE_PLUGIN_LIBRARY` at the
-            end of the source), and declare every config key you read in `config:`.
+            Made by `hubhost plugins new \(id) --kind \(kind.rawValue) --lang \(language.rawValue)`.
+            \(readmeEditing) Declare every config key you read in `config:`.
 
             ## Build and test
 
             ```sh
-            make          # lib\(id).so, with the headers of `pkg-config --cflags hubhost-plugin` or `hubhost plugins sdk --cflags`
-            make test     # hubhost plugins test plugin.yaml: the conformance suite, each test in its own process
-            make wasm     # \(id).wasm, when Debian's clang, lld and wasi-libc are installed
-            ```
+            \(readmeBuild)```
 
             `hubhost` must be on PATH (or run `make HUBHOST=/path/to/hubhost`).
 
@@ -184,5 +215,52 @@ public struct PluginScaffold: Sendable {
             (installed in `share/doc/hubhost/docs/`).
 
             """
+    }
+
+    /// The README's lines on what to edit, for the plugin's language.
+    var readmeEditing: String {
+        switch language {
+        case .c:
+            return """
+                Edit `\(id).c`; keep `id` and `version` in `plugin.yaml` equal to the descriptor's
+                (`HH_SINGLE_PLUGIN_LIBRARY` at the end of the source).
+                """
+        case .rust:
+            return """
+                Edit `src/lib.rs`: its `#[repr(C)]` types mirror the C headers field by field, and every
+                callback catches a panic so that none unwinds into the host. Keep `id` and `version` in
+                `plugin.yaml` equal to `DESCRIPTOR`'s.
+                """
+        case .swift:
+            return """
+                Edit `\(id).swift`: `import HubHostABI` is the C headers as a Clang module, and the
+                functions the host calls are plain Swift functions passed as C function pointers. Keep
+                `id` and `version` in `plugin.yaml` equal to `descriptor`'s.
+                """
+        }
+    }
+
+    /// The README's build commands (shell lines, each ending in a newline), for the plugin's language.
+    var readmeBuild: String {
+        let test = "make test     # hubhost plugins test plugin.yaml: the conformance suite, each test in its own process\n"
+        let package = "make package  # \(id)-0.1.0.hhp: hubhost plugins pack ., the plugin as one file (hubhost's docs/plugin-packages.md)\n"
+        switch language {
+        case .c:
+            return "make          # lib\(id).so, with the headers of `pkg-config --cflags hubhost-plugin` or `hubhost plugins sdk --cflags`\n"
+                + test + "make wasm     # \(id).wasm, when Debian's clang, lld and wasi-libc are installed\n"
+        case .rust:
+            return """
+                make          # cargo build --release --offline (no dependencies), then lib\(id).so beside plugin.yaml
+                \(test)\(package)
+                """
+        case .swift:
+            let swiftc = SwiftPluginTemplate.compileLine(
+                names, swiftc: "swiftc", flags: "-O", sdk: "$(hubhost plugins sdk --swift-flags)", output: "lib\(id).so")
+            return """
+                make          # lib\(id).so: swiftc with the module map of `hubhost plugins sdk --swift-flags`, i.e.
+                              # \(swiftc)
+                \(test)\(package)
+                """
+        }
     }
 }
