@@ -71,13 +71,16 @@ extension HubHost {
             ]
             if !report.problems.isEmpty { payload["problems"] = .string(report.problems.joined(separator: "\n")) }
             notifications.post("PluginsReloaded", payload)
+            // Logged as the operator's action: at the default severity (Error) too, so the log
+            // says what every reload did without turning on Info for everything else.
             switch report.outcome {
             case .refused:
-                logger.error("reload refused, nothing changed: \(report.problems.joined(separator: "; "))")
+                pipeline.logOperatorAction(.error, source: "hubhost", "reload refused, nothing changed: \(report.problems.joined(separator: "; "))")
             case .unchanged:
-                logger.info("reload: plugins.yaml asks for nothing new (generation \(report.generation))")
+                pipeline.logOperatorAction(.info, source: "hubhost", "reload: plugins.yaml asks for nothing new (generation \(report.generation))")
             case .applied:
-                logger.info(
+                pipeline.logOperatorAction(
+                    .info, source: "hubhost",
                     "reloaded plugins.yaml (generation \(report.generation)): added [\(report.added.joined(separator: ", "))], removed [\(report.removed.joined(separator: ", "))], changed [\(report.changed.joined(separator: ", "))], settings [\(report.settings.joined(separator: ", "))]"
                 )
             }

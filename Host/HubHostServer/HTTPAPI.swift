@@ -26,14 +26,7 @@ enum HTTPAPI {
         MetricsRoutes.add(to: router, host: host, engine: try host.events())
         // Answers at once whatever the plugins do: a plugin stuck in a call, or an instance that
         // failed while serving (a worker given up), makes it "degraded".
-        router.get("/v1/health") { _, _ in
-            let stuck = host.stuckPlugins
-            let failed = host.registry.failedWhileServing
-            return json(
-                Health(
-                    status: stuck.isEmpty && failed.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck,
-                    failed: failed.isEmpty ? nil : failed))
-        }
+        router.get("/v1/health") { _, _ in json(HostHealth(host)) }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         AdminRoutes.add(to: router, host: host)
         EventRoutes.add(to: router, engine: try host.events())
@@ -120,12 +113,4 @@ enum HTTPAPI {
         }
         throw APIError(.notFound, "openapi.yaml was not found beside the executable or in the source tree")
     }
-}
-
-/// `GET /v1/health`: "ok", or "degraded" with the plugins stuck in a call past its deadline and
-/// the instances that failed while serving.
-struct Health: Encodable {
-    var status: String
-    var instances: [StuckPlugin]?
-    var failed: [FailedInstance]?
 }

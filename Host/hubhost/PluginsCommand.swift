@@ -34,40 +34,17 @@ struct PluginsCommand: ParsableCommand {
 
         func run() throws {
             let rows: [PluginRow]
-            if !local, let (address, served) = askServe() {
-                if !output.json { print("instances of the hubhost serve at \(address):") }
-                rows = served
+            if !local, let serve = manifestOption.runningServe(url) {
+                if !output.json { print("instances of \(ServeLookup.servedBy(serve.url)):") }
+                rows = serve.plugins.instances.map(PluginRow.init)
             } else {
-                if !output.json {
-                    print(
-                        local
-                            ? "plugins.yaml loaded in this command (--local); workers shown are this command's own"
-                            : "no hubhost serve answers for this manifest: plugins.yaml loaded in this command; workers shown are this command's own")
-                }
+                if !output.json { print(ServeLookup.loadedLocally(asked: local)) }
                 let host = try manifestOption.startHost()
                 defer { host.shutdown() }
                 rows = PluginRow.rows(host.registry)
             }
             if output.json { Output.json(rows) } else { PluginRow.printTable(rows) }
             if rows.contains(where: { $0.state == "failed" }) { throw ExitCode.failed }
-        }
-
-        /// The rows of GET /v1/plugins from the serve of this manifest, or nil when none answers.
-        private func askServe() -> (String, [PluginRow])? {
-            guard let server = try? manifestOption.server(url) else { return nil }
-            var headers: [String: String] = [:]
-            if let token = server.token { headers["Authorization"] = "Bearer \(token)" }
-            let endpoint = server.url.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/plugins"
-            guard case .success(let response) = HTTPFetcher().fetch("GET", endpoint, headers: headers, timeoutSeconds: 5),
-                response.status == 200, let list = try? JSONDecoder().decode(PluginInstanceList.self, from: response.body)
-            else { return nil }
-            // Another serve (another plugins.yaml on the same port) is not this manifest's.
-            let mine = HostManifest.absolute(manifestOption.manifest, from: FileManager.default.currentDirectoryPath)
-            guard list.manifest == nil || list.manifest == mine else {
-                Output.error("the hubhost serve at \(server.url) runs \(list.manifest ?? "another manifest"), not \(mine)")
-                return nil
-            }
-            return (server.url, list.instances.map(PluginRow.init))
         }
     }
 

@@ -196,7 +196,17 @@ final class HTTPAPIRouteTests: XCTestCase {
     /// metric has HELP text and Prometheus' naming. Every exported name has its text in the table.
     func testMetricsPassPromtoolAfterTrafficOfEveryKind() async throws {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"), "promtool is needed (scripts/debian-packages.txt)")
-        let text = try await InProcessAPI.test(manifest: manifest(), in: folder) { client, host in
+        // Instances of every state the per-instance metrics show: one called, one disabled.
+        let instances = """
+            data_dir: data
+            server: {port: 0}
+            events: {cache_size: 1000}
+            plugins:
+              - {id: promtool-noop, use: noop}
+              - {id: promtool-spare, use: noop, enabled: false}
+
+            """
+        let text = try await InProcessAPI.test(manifest: instances, in: folder) { client, host in
             _ = try await client.send(.post, "/v1/events", json: #"{"name":"promtool"}"#)
             _ = try await client.send(.post, "/v1/events", json: #"{"name":"#)
             _ = try await client.send(.get, "/v1/health")
@@ -209,6 +219,18 @@ final class HTTPAPIRouteTests: XCTestCase {
         XCTAssertTrue(
             families.isSuperset(of: ["hubhost_http_requests_total", "hubhost_events_tracked_total", "hubhost_reloads_total"]), "\(families)")
         XCTAssertEqual(families.subtracting(MetricsRoutes.help.keys), [], "every exported metric has its HELP text")
+        let lines = text.split(separator: "\n").map(String.init)
+        func value(_ series: String) -> Double? {
+            lines.first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        XCTAssertEqual(value(#"hubhost_plugin_up{instance="promtool-noop"}"#), 1, text)
+        XCTAssertEqual(value(#"hubhost_plugin_up{instance="promtool-spare"}"#), 0, text)
+        XCTAssertEqual(value(#"hubhost_plugin_state{instance="promtool-spare",state="disabled"}"#), 1, text)
+        XCTAssertEqual(value(#"hubhost_plugin_state{instance="promtool-spare",state="loaded"}"#), 0, text)
+        XCTAssertEqual(value(#"hubhost_plugin_state{instance="promtool-noop",state="loaded"}"#), 1, text)
+        XCTAssertGreaterThanOrEqual(value(#"hubhost_plugin_calls_total{instance="promtool-noop"}"#) ?? 0, 1, "the event was augmented: \(text)")
+        XCTAssertEqual(value(#"hubhost_plugin_call_errors_total{instance="promtool-noop",kind="timeout"}"#), 0, text)
+        XCTAssertEqual(value(#"hubhost_plugin_call_errors_total{instance="promtool-spare",kind="error"}"#), 0, "every instance shows from start")
         try TestSupport.write(text, to: folder + "/metrics.txt")
         let check = try TestSupport.run("/bin/sh", ["-c", "promtool check metrics < \"$0\"", folder + "/metrics.txt"])
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)

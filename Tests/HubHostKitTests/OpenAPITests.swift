@@ -119,6 +119,7 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/openapi.yaml", expect: 200)
         api.call("GET", "/metrics", expect: 200)
         api.call("GET", "/v1/plugins", expect: 200)
+        api.call("GET", "/v1/status", expect: 200)
         api.call("POST", "/v1/admin/reload", expect: 200)
         api.call("GET", "/metrics", authorized: false, expect: 401)
 

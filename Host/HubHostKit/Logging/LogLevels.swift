@@ -66,6 +66,15 @@ public struct LogFilter: Codable, Equatable, Sendable {
         return recordSeverity <= severity && recordVerbosity <= verbosity
     }
 
+    /// Whether `record` passes: by its levels, except that the record of an operator's own action
+    /// (a reload and what it changed) passes whatever severity is set, unless logging is off. At
+    /// the default severity (Error) the operator still finds in the log what the reload did, and
+    /// the record keeps its true severity (Info for an applied reload) rather than posing as an error.
+    public func allows(_ record: LogRecord) -> Bool {
+        if record.isOperatorAction { return severity != .none && verbosity != .none }
+        return allows(severity: record.severity, verbosity: record.verbosity)
+    }
+
     /// How a swift-log level maps onto the two scales: the host's own logging uses swift-log.
     /// debug and trace are the most detailed records (verbosity Info); the rest are ordinary detail.
     public static func levels(for level: Logger.Level) -> (LogSeverity, LogVerbosity) {
@@ -87,13 +96,18 @@ public struct LogRecord: Equatable, Sendable {
     /// "hubhost", an engine label ("hubhost.loader") or a plugin instance id.
     public var source: String
     public var message: String
+    /// The record of something the operator did (a reload): logged at any severity setting but None.
+    public var isOperatorAction: Bool
 
-    public init(severity: LogSeverity, verbosity: LogVerbosity, timeMs: Int64, source: String, message: String) {
+    public init(
+        severity: LogSeverity, verbosity: LogVerbosity, timeMs: Int64, source: String, message: String, isOperatorAction: Bool = false
+    ) {
         self.severity = severity
         self.verbosity = verbosity
         self.timeMs = timeMs
         self.source = source
         self.message = message
+        self.isOperatorAction = isOperatorAction
     }
 }
 

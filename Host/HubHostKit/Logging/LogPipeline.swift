@@ -29,11 +29,17 @@ public final class LogPipeline: @unchecked Sendable {
         log(LogRecord(severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(), source: source, message: message))
     }
 
+    /// The record of an operator's action (a reload): passed on at any severity setting but None
+    /// (`LogFilter.allows(_:)`), with its true severity.
+    public func logOperatorAction(_ severity: LogSeverity, source: String, _ message: String) {
+        log(LogRecord(severity: severity, verbosity: .debug, timeMs: Clock.wallMs(), source: source, message: message, isOperatorAction: true))
+    }
+
     public func log(_ record: LogRecord) {
         // A logging plugin that logs from inside its own log call would recurse forever: drop it.
         guard !LoggingReentrancy.isInside else { return }
         let targets: [LogDestination] = lock.withLock {
-            guard filter.allows(severity: record.severity, verbosity: record.verbosity) else { return [] }
+            guard filter.allows(record) else { return [] }
             if early != nil {
                 if early!.count < Self.earlyLimit { early!.append(record) }
                 return []
@@ -54,7 +60,7 @@ public final class LogPipeline: @unchecked Sendable {
             destinations = newDestinations
             let kept = early ?? []
             early = nil
-            return (kept.filter { filter.allows(severity: $0.severity, verbosity: $0.verbosity) }, destinations)
+            return (kept.filter { filter.allows($0) }, destinations)
         }
         for record in replay { deliver(record, to: targets) }
     }

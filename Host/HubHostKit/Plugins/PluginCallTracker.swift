@@ -7,32 +7,64 @@ import Foundation
 /// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
 /// Safe to share: `inFlight` and `nextToken`, its only mutable fields, are read and written under `lock`.
 public final class PluginCallTracker: @unchecked Sendable {
-    private let lock = NSLock()
-    private var inFlight: [UInt64: (startedNs: UInt64, deadlineNs: UInt64)] = [:]
-    private var nextToken: UInt64 = 0
+    private struct Call {
+        var startedNs: UInt64
+        var deadlineNs: UInt64
+        /// Counted as a timeout already (once per call, whenever it is first seen overdue).
+        var timeoutCounted = false
+    }
 
-    public init() {}
+    private let lock = NSLock()
+    private var inFlight: [UInt64: Call] = [:]
+    private var nextToken: UInt64 = 0
+    /// The instance whose calls these are, for its calls and timeouts in /metrics; nil for a
+    /// tracker that spans instances (the campaign evaluation), which is not counted per instance.
+    private let instance: String?
+
+    public init(instance: String? = nil) { self.instance = instance }
 
     /// Records a call starting now that should end within `deadlineSeconds`; returns its token.
     public func begin(deadlineSeconds: Double) -> UInt64 {
         let now = Clock.monotonicNs()
         let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
+        if let instance { RuntimeMetrics.pluginCall(instance: instance) }
         return lock.withLock {
             nextToken &+= 1
-            inFlight[nextToken] = (now, max(deadline, now))
+            inFlight[nextToken] = Call(startedNs: now, deadlineNs: max(deadline, now))
             return nextToken
         }
     }
 
-    /// Records that the call of `token` returned.
+    /// Records that the call of `token` returned; one that returned past its deadline, and was not
+    /// seen overdue before, counts as a timeout now.
     public func end(_ token: UInt64) {
-        lock.withLock { _ = inFlight.removeValue(forKey: token) }
+        let now = Clock.monotonicNs()
+        let lateUncounted = lock.withLock {
+            guard let call = inFlight.removeValue(forKey: token) else { return false }
+            return call.deadlineNs < now && !call.timeoutCounted
+        }
+        if lateUncounted { countTimeouts(1) }
     }
 
     /// When the oldest call past its deadline started (monotonic ns), or nil when none is overdue.
+    /// An overdue call is counted as a timeout the first time it is seen here (a call that never
+    /// returns is counted too, as soon as anyone asks whether the plugin is stuck).
     public var stuckSinceNs: UInt64? {
         let now = Clock.monotonicNs()
-        return lock.withLock { inFlight.values.filter { $0.deadlineNs < now }.map(\.startedNs).min() }
+        let (since, newlyOverdue): (UInt64?, Int) = lock.withLock {
+            var since: UInt64?
+            var newlyOverdue = 0
+            for (token, call) in inFlight where call.deadlineNs < now {
+                since = min(since ?? call.startedNs, call.startedNs)
+                if !call.timeoutCounted {
+                    inFlight[token]?.timeoutCounted = true
+                    newlyOverdue += 1
+                }
+            }
+            return (since, newlyOverdue)
+        }
+        if newlyOverdue > 0 { countTimeouts(newlyOverdue) }
+        return since
     }
 
     /// True while a call is past its deadline and has not returned.
@@ -40,6 +72,11 @@ public final class PluginCallTracker: @unchecked Sendable {
 
     /// Calls in flight now (overdue or not).
     public var callsInFlight: Int { lock.withLock { inFlight.count } }
+
+    private func countTimeouts(_ count: Int) {
+        guard let instance else { return }
+        for _ in 0..<count { RuntimeMetrics.pluginCallError(instance: instance, kind: "timeout") }
+    }
 }
 
 /// A plugin that is stuck, as health reports it.

@@ -22,11 +22,12 @@ public final class PluginHandle: @unchecked Sendable {
     /// Where the plugin runs: an instance in this process, or a worker process.
     public let backend: Backend
     /// Its calls in flight and their deadlines: whether it is stuck in one.
-    public let calls = PluginCallTracker()
+    public let calls: PluginCallTracker
 
     /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {
         instanceID = instance.instanceID
+        calls = PluginCallTracker(instance: instanceID)
         pluginID = instance.descriptor.id
         kind = instance.kind
         backend = .inProcess(instance)
@@ -34,6 +35,7 @@ public final class PluginHandle: @unchecked Sendable {
 
     package init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
         instanceID = worker.instanceID
+        calls = PluginCallTracker(instance: instanceID)
         self.pluginID = pluginID
         self.kind = kind
         backend = .isolated(worker, index: index)
@@ -41,6 +43,7 @@ public final class PluginHandle: @unchecked Sendable {
 
     package init(wasm: WasmPluginInstance, index: Int) {
         instanceID = wasm.instanceID
+        calls = PluginCallTracker(instance: instanceID)
         pluginID = wasm.plugins[index].id
         kind = wasm.plugins[index].kind
         backend = .wasm(wasm, index: index)

@@ -13,7 +13,10 @@ public enum RuntimeMetrics {
         "hubhost_events_delivered_total": "Events a delivery attempt handled, by outcome (posted, retrying, failed).",
         "hubhost_augmentation_duration_seconds": "Time one augmentation plugin instance took for an event, in seconds.",
         "hubhost_reloads_total": "Reloads of plugins.yaml, by outcome (applied, unchanged, refused).",
+        "hubhost_plugin_calls_total": "Plugin calls the host made with a deadline, by instance.",
         "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
+        "hubhost_plugin_up": "1 while a plugin instance takes calls (loaded; its worker running or to be restarted), else 0, by instance.",
+        "hubhost_plugin_state": "1 for the state a plugin instance is in (loaded, restarting, failed, disabled), 0 for the others.",
         "hubhost_worker_restarts_total": "Restarts of an isolated plugin instance's worker process, by instance.",
         "hubhost_hub_page_views_total": "Content Hub page views, by page (hub, channel, article).",
         "hubhost_campaign_evaluations_total": "Events the campaign engine evaluated against its campaigns.",
@@ -40,12 +43,20 @@ public enum RuntimeMetrics {
         if failed { pluginCallError(instance: instance, kind: "error") }
     }
 
-    /// A plugin call that failed (`error`), timed out (`timeout`) or crashed its worker (`crash`).
     /// One reload of plugins.yaml by its outcome (applied, unchanged, refused).
     static func reload(_ outcome: String) {
         Counter(label: "hubhost_reloads_total", dimensions: [("outcome", outcome)]).increment()
     }
 
+    /// One call into a plugin instance that the host made with a deadline (PluginCallTracker).
+    static func pluginCall(instance: String) {
+        Counter(label: "hubhost_plugin_calls_total", dimensions: [("instance", instance)]).increment()
+    }
+
+    /// The kinds of failure `hubhost_plugin_call_errors_total` counts.
+    static let callErrorKinds = ["error", "timeout", "crash"]
+
+    /// A plugin call that failed (`error`), timed out (`timeout`) or crashed its worker (`crash`).
     static func pluginCallError(instance: String, kind: String) {
         Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment()
     }
@@ -92,6 +103,42 @@ public enum RuntimeMetrics {
     }
     /// Every (instance, kind) ever reported stuck, so one that recovered is set back to 0.
     private static let stuckReported = Mutex<Set<StuckKey>>([])
+
+    /// Every configured instance's state, as a gauge set when metrics are read: `hubhost_plugin_up`
+    /// and one `hubhost_plugin_state` series per state. Its call counters are made too (at 0), so
+    /// an instance shows before its first call. An instance a reload removed loses its gauges.
+    public static func recordPluginStates(_ registry: PluginRegistry) {
+        var states: [String: String] = [:]
+        for entry in registry.entries {
+            var state = entry.state.name
+            if state == "loaded", case .some(.restarting) = entry.worker?.currentState { state = "restarting" }
+            states[entry.id] = state
+        }
+        let gone = instancesReported.withLock { reported in
+            defer { reported = Set(states.keys) }
+            return reported.subtracting(states.keys)
+        }
+        for instance in gone {
+            Gauge(label: "hubhost_plugin_up", dimensions: [("instance", instance)]).destroy()
+            for state in pluginStates { Gauge(label: "hubhost_plugin_state", dimensions: [("instance", instance), ("state", state)]).destroy() }
+        }
+        for (instance, current) in states {
+            Gauge(label: "hubhost_plugin_up", dimensions: [("instance", instance)]).record(current == "loaded" || current == "restarting" ? 1 : 0)
+            for state in pluginStates {
+                Gauge(label: "hubhost_plugin_state", dimensions: [("instance", instance), ("state", state)]).record(state == current ? 1 : 0)
+            }
+            Counter(label: "hubhost_plugin_calls_total", dimensions: [("instance", instance)]).increment(by: 0)
+            for kind in callErrorKinds {
+                Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment(by: 0)
+            }
+        }
+    }
+
+    /// The states `hubhost_plugin_state` has a series for: `PluginRegistry.State`'s, and
+    /// restarting (loaded, its isolated worker to be started again at the next call).
+    static let pluginStates = ["loaded", "restarting", "failed", "disabled"]
+    /// The instances whose state was last reported, so one a reload removed loses its gauges.
+    private static let instancesReported = Mutex<Set<String>>([])
 
     /// The stored events by status, as a gauge per status (set when metrics are read).
     public static func recordStoredEvents(_ counts: [EventStatus: Int]) {
