@@ -24,15 +24,17 @@ enum HTTPAPI {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         MetricsRoutes.add(to: router, host: host, engine: try host.events())
-        // Answers at once whatever the plugins do: a plugin stuck in a call, or an instance that
-        // failed while serving (a worker given up), makes it "degraded".
+        // Answers at once whatever the plugins do: a plugin stuck in a call, an instance that
+        // failed while serving (a worker given up), or a plugin ejected for failing calls in a
+        // row makes it "degraded".
         router.get("/v1/health") { _, _ in
             let stuck = host.stuckPlugins
             let failed = host.registry.failedWhileServing
+            let ejected = host.registry.ejectedPlugins
             return json(
                 Health(
-                    status: stuck.isEmpty && failed.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck,
-                    failed: failed.isEmpty ? nil : failed))
+                    status: stuck.isEmpty && failed.isEmpty && ejected.isEmpty ? "ok" : "degraded", instances: stuck.isEmpty ? nil : stuck,
+                    failed: failed.isEmpty ? nil : failed, ejected: ejected.isEmpty ? nil : ejected))
         }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         AdminRoutes.add(to: router, host: host)
@@ -128,4 +130,5 @@ struct Health: Encodable {
     var status: String
     var instances: [StuckPlugin]?
     var failed: [FailedInstance]?
+    var ejected: [EjectedPlugin]?
 }

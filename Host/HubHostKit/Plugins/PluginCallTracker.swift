@@ -24,9 +24,11 @@ public final class PluginCallTracker: @unchecked Sendable {
         }
     }
 
-    /// Records that the call of `token` returned.
-    public func end(_ token: UInt64) {
-        lock.withLock { _ = inFlight.removeValue(forKey: token) }
+    /// Records that the call of `token` returned; true when it returned past its deadline.
+    @discardableResult
+    public func end(_ token: UInt64) -> Bool {
+        let now = Clock.monotonicNs()
+        return lock.withLock { inFlight.removeValue(forKey: token).map { $0.deadlineNs < now } ?? false }
     }
 
     /// When the oldest call past its deadline started (monotonic ns), or nil when none is overdue.

@@ -14,6 +14,7 @@ public enum RuntimeMetrics {
         "hubhost_augmentation_duration_seconds": "Time one augmentation plugin instance took for an event, in seconds.",
         "hubhost_reloads_total": "Reloads of plugins.yaml, by outcome (applied, unchanged, refused).",
         "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
+        "hubhost_plugin_ejections_total": "Times a plugin instance was ejected (not called for a while) after failing calls in a row, by instance.",
         "hubhost_worker_restarts_total": "Restarts of an isolated plugin instance's worker process, by instance.",
         "hubhost_hub_page_views_total": "Content Hub page views, by page (hub, channel, article).",
         "hubhost_campaign_evaluations_total": "Events the campaign engine evaluated against its campaigns.",
@@ -48,6 +49,11 @@ public enum RuntimeMetrics {
 
     static func pluginCallError(instance: String, kind: String) {
         Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment()
+    }
+
+    /// A plugin instance was ejected after failing calls in a row (PluginEjection).
+    static func pluginEjected(instance: String) {
+        Counter(label: "hubhost_plugin_ejections_total", dimensions: [("instance", instance)]).increment()
     }
 
     /// An isolation worker was restarted.
