@@ -195,7 +195,9 @@ extension HostManifest {
                     ConfigReferenceEntry(
                         key: "plugins[].eject_for", type: "duration", defaultValue: "\(Int(EjectionPolicy.defaultForSeconds)) s",
                         accepted: "more than 0 s, at most 86400 s",
-                        doc: "How long the first ejection lasts; each ejection that follows a failed probe or a relapse lasts twice as long as the one before."),
+                        doc:
+                            "How long the first ejection lasts; each ejection that follows a failed probe or a relapse lasts twice as long as the one before."
+                    ),
                     ConfigReferenceEntry(
                         key: "plugins[].eject_max", type: "duration", defaultValue: "\(Int(EjectionPolicy.defaultMaxSeconds)) s",
                         accepted: "at least eject_for, at most 86400 s",

@@ -76,9 +76,9 @@ extension PluginRegistry.Entry {
         case .disabled: return (state.name, PluginLoadError.disabled.description, nil)
         case .loaded:
             let ejected = plugins.compactMap { handle in handle.ejection.ejected.map { (handle.pluginID, $0) } }
-            guard let first = ejected.map(\.1).min(by: { $0.until < $1.until }) else { return (state.name, nil, nil) }
+            guard let first = ejected.map({ $0.1 }).min(by: { $0.until < $1.until }) else { return (state.name, nil, nil) }
             let until = UTCTimestamp.text(ms: Int64(first.until.timeIntervalSince1970 * 1000))
-            let which = plugins.count > 1 ? " (\(ejected.map(\.0).joined(separator: ", ")))" : ""
+            let which = plugins.count > 1 ? " (\(ejected.map { $0.0 }.joined(separator: ", ")))" : ""
             return ("ejected", "until \(until)\(which), ejection \(first.count): \(first.reason)", until)
         }
     }

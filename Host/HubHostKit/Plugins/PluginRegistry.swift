@@ -341,7 +341,8 @@ public final class PluginRegistry: @unchecked Sendable {
         a.id == b.id && a.use == b.use && a.enabled == b.enabled && a.sha256 == b.sha256 && a.config == b.config
             && a.isolation == b.isolation && a.callTimeoutSeconds == b.callTimeoutSeconds && a.memoryLimitMB == b.memoryLimitMB
             && a.wasm == b.wasm && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
-            && a.environment == b.environment && a.ejection == b.ejection && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
+            && a.environment == b.environment && a.ejection == b.ejection && a.problems.isEmpty && b.problems.isEmpty
+            && a.plugin?.library == b.plugin?.library
     }
 
     /// Whether the library file the entry loaded still has the content it had.
