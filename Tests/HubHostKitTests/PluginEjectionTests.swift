@@ -1,5 +1,7 @@
 import Foundation
+import HTTPTypes
 import HubHostABI
+import HummingbirdTesting
 import Logging
 import XCTest
 
@@ -179,6 +181,44 @@ final class PluginEjectionTests: XCTestCase {
         XCTAssertEqual(probed[attribute: "Fixture"], .string("augmented"), "the probe's edits are kept")
         XCTAssertNil(slow.ejection.ejected, "a probe that succeeds un-ejects")
         XCTAssertEqual(slow.ejection.consecutiveFailures, 0)
+    }
+
+    /// Under the HTTP API: health is degraded naming it, GET /v1/plugins says ejected with until
+    /// when, and /metrics counts the ejection with its HELP text.
+    func testAnEjectionIsShownInHealthThePluginListAndMetrics() async throws {
+        let yaml = """
+            data_dir: data
+            server: {port: 0}
+            events: {cache_size: 1000}
+            plugins:
+              - id: healthy
+                use: \(try healthyPlugin())
+              - id: ejected-under-http
+                use: \(try loopingWasmPlugin())
+                wasm_fuel: 2000000
+                eject_after: 1
+                eject_for: 10m
+            """
+        try await InProcessAPI.test(manifest: yaml, in: folder) { client, _ in
+            let posted = try await client.send(.post, "/v1/events", json: #"{"name":"one"}"#)
+            XCTAssertEqual(posted.status.code, 201, posted.text)
+            let health = try await client.send(.get, "/v1/health")
+            let body = try XCTUnwrap(health.json as? [String: Any], health.text)
+            XCTAssertEqual(body["status"] as? String, "degraded")
+            let ejected = try XCTUnwrap(body["ejected"] as? [[String: Any]], health.text)
+            XCTAssertEqual(ejected.first?["instance"] as? String, "ejected-under-http")
+            XCTAssertEqual(ejected.first?["kind"] as? String, "augmentation")
+            XCTAssertNotNil(ejected.first?["until"] as? String)
+            let plugins = try await client.send(.get, "/v1/plugins")
+            let instances = try XCTUnwrap((plugins.json as? [String: Any])?["instances"] as? [[String: Any]], plugins.text)
+            let entry = try XCTUnwrap(instances.first { $0["id"] as? String == "ejected-under-http" })
+            XCTAssertEqual(entry["state"] as? String, "ejected")
+            XCTAssertNotNil(entry["ejectedUntil"] as? String)
+            XCTAssertEqual(instances.first { $0["id"] as? String == "healthy" }?["state"] as? String, "loaded")
+            let metrics = try await client.send(.get, "/metrics").text
+            XCTAssertTrue(metrics.contains(#"hubhost_plugin_ejections_total{instance="ejected-under-http"} 1"#), metrics)
+            XCTAssertTrue(metrics.contains("# HELP hubhost_plugin_ejections_total "), metrics)
+        }
     }
 
     func testTheEjectionKeysAreRangeChecked() throws {
