@@ -111,7 +111,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
             if let stage = shared.lock.withLock({ shared.stage }) {
                 let outcomes = stage.close()
                 apply(outcomes, of: stage.indexes, over: stage.input, to: &partial, eventID: event.id)
+                // Named: the calls still running (a plugin skipped as ejected or stuck was not called).
                 unanswered = stage.indexes.indices.filter { outcomes[$0] == nil }.map { stage.indexes[$0] }
+                    .filter { plugins[$0].handle.calls.callsInFlight > 0 }
             }
             logger.warning(
                 "augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds))\(describe(unanswered)); the event is EXPIRED and sent with the edits of the plugins that answered in time"
@@ -295,10 +297,10 @@ public final class AugmentationTimeline: @unchecked Sendable {
         }
     }
 
-    /// " (no answer from 'a/x', 'b/y')" for the plugins of `indexes`, or nothing.
+    /// " (still running: 'a/x', 'b/y')" for the plugins of `indexes`, or nothing.
     private func describe(_ indexes: [Int]) -> String {
         guard !indexes.isEmpty else { return "" }
-        return " (no answer from " + indexes.map { "'\(plugins[$0].handle.instanceID)/\(plugins[$0].handle.pluginID)'" }.joined(separator: ", ") + ")"
+        return " (still running: " + indexes.map { "'\(plugins[$0].handle.instanceID)/\(plugins[$0].handle.pluginID)'" }.joined(separator: ", ") + ")"
     }
 
     /// Applies one stage's outcomes in manifest order over its `input`: the failures are logged and
