@@ -24,8 +24,9 @@ enum HTTPAPI {
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))
         MetricsRoutes.add(to: router, host: host, engine: try host.events())
-        // Answers at once whatever the plugins do: a plugin stuck in a call, or an instance that
-        // failed while serving (a worker given up), makes it "degraded".
+        // Answers at once whatever the plugins do: a plugin stuck in a call, an instance that
+        // failed while serving (a worker given up), or a plugin ejected for failing calls in a
+        // row makes it "degraded".
         router.get("/v1/health") { _, _ in json(HostHealth(host)) }
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         AdminRoutes.add(to: router, host: host)

@@ -143,7 +143,8 @@ struct PluginRow: Encodable {
     init(_ served: PluginInstanceList.Instance) {
         self.init(
             id: served.id, plugin: served.plugin, kinds: served.kinds ?? [], version: served.version, abi: served.abi,
-            library: served.library, enabled: served.enabled ?? true, state: served.state, loaded: served.state == "loaded",
+            library: served.library, enabled: served.enabled ?? true, state: served.state,
+            loaded: served.state == "loaded" || served.state == "ejected",
             reason: served.reason, exports: served.plugins.map(\.id), isolation: served.isolation, worker: served.worker,
             workerCrashes: served.workerCrashes, generation: served.generation, libraryHash: served.libraryHash,
             stuck: served.plugins.filter { $0.stuck == true }.map(\.id))
@@ -177,17 +178,12 @@ struct PluginRow: Encodable {
     static func rows(_ registry: PluginRegistry) -> [PluginRow] {
         registry.entries.map { entry in
             let plugin = entry.configuration.plugin
-            var reason: String?
-            switch entry.state {
-            case .failed(let error): reason = error.description
-            case .disabled: reason = PluginLoadError.disabled.description
-            case .loaded: reason = nil
-            }
+            let shown = entry.shown
             var row = PluginRow(
                 id: entry.id, plugin: plugin?.id, kinds: plugin?.kinds.map(\.rawValue) ?? [],
                 version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                 library: entry.libraryPath ?? plugin?.library, enabled: entry.configuration.enabled,
-                state: entry.state.name, loaded: entry.state == .loaded, reason: reason,
+                state: shown.state, loaded: entry.state == .loaded, reason: shown.reason,
                 exports: entry.plugins.map(\.pluginID),
                 isolation: entry.runsIn,
                 worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes,

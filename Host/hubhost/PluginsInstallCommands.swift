@@ -175,7 +175,7 @@ struct InstallTarget: ParsableArguments {
     /// Applies a change: reloads the serve of this manifest when one answers, else loads and creates
     /// `instances` in this process as a check.
     func apply(_ manifest: HostManifest, _ instances: [String]) throws(PluginInstaller.Refusal) -> PluginInstaller.Applied {
-        if let server = runningServe() {
+        if let server = manifestOption.runningServe(url) {
             var headers = ["Content-Length": "0"]
             if let token = server.token { headers["Authorization"] = "Bearer \(token)" }
             let endpoint = server.url + "/v1/admin/reload"
@@ -207,19 +207,5 @@ struct InstallTarget: ParsableArguments {
             detail:
                 "no hubhost serve answers for this manifest; \(instances.isEmpty ? "nothing to load" : "loaded and created \(instances.joined(separator: ", ")) here"); a serve started later loads it"
         )
-    }
-
-    /// The serve running this manifest, when one answers (GET /v1/plugins names its manifest).
-    private func runningServe() -> (url: String, token: String?)? {
-        guard let server = try? manifestOption.server(url) else { return nil }
-        var headers: [String: String] = [:]
-        if let token = server.token { headers["Authorization"] = "Bearer \(token)" }
-        let base = server.url.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        guard case .success(let response) = HTTPFetcher().fetch("GET", base + "/v1/plugins", headers: headers, timeoutSeconds: 5),
-            response.status == 200, let list = try? JSONDecoder().decode(PluginInstanceList.self, from: response.body)
-        else { return nil }
-        let mine = HostManifest.absolute(manifestOption.manifest, from: FileManager.default.currentDirectoryPath)
-        guard list.manifest == nil || list.manifest == mine else { return nil }
-        return (base, server.token)
     }
 }

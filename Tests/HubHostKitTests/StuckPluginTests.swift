@@ -155,7 +155,7 @@ final class StuckPluginTests: XCTestCase {
 
     /// `hubhost serve` with an in-process augmentation that loops forever: the first event waits
     /// out augmentation_timeout and is EXPIRED; from then on events are acknowledged at once
-    /// (EXPIRED, the plugin skipped), and health answers "degraded" naming the instance, quickly,
+    /// (NOT_POSTED, the stuck plugin skipped), and health answers "degraded" naming the instance, quickly,
     /// throughout. Only one thread is left looping.
     func testALoopingInProcessAugmentationLeavesEveryRouteAnswering() throws {
         let folder = try TestSupport.temporaryFolder(self)
@@ -194,9 +194,13 @@ final class StuckPluginTests: XCTestCase {
         let (statsStatus, stats) = try server.call("GET", "/v1/events/stats")
         XCTAssertEqual(statsStatus, 200, "\(stats)")
         let counts = try XCTUnwrap(stats as? [String: Any])
-        // The 21 posted, and the session-start event the pipeline adds: every one EXPIRED and sent as it was.
-        XCTAssertEqual((counts["EXPIRED"] as? NSNumber)?.intValue, 22, "\(counts)")
-        XCTAssertEqual((counts["NOT_POSTED"] as? NSNumber)?.intValue, 0, "\(counts)")
+        // The 21 posted, and the session-start event the pipeline adds: the first EXPIRED by the
+        // timeout, the 20 later ones gone on without the stuck plugin (NOT_POSTED).
+        let expired = (counts["EXPIRED"] as? NSNumber)?.intValue ?? 0
+        let notPosted = (counts["NOT_POSTED"] as? NSNumber)?.intValue ?? 0
+        XCTAssertEqual(expired + notPosted, 22, "\(counts)")
+        XCTAssertGreaterThanOrEqual(expired, 1, "\(counts)")
+        XCTAssertGreaterThanOrEqual(notPosted, 20, "\(counts)")
         // Other routes answer too.
         XCTAssertEqual(try server.call("GET", "/v1/events?limit=1").0, 200)
         // /metrics and GET /v1/plugins name it too.

@@ -8,9 +8,12 @@ import Logging
 /// and everything after it waits for it (later plugins may depend on its output). Plugins between
 /// such barriers all get the same input, and run concurrently when their calls are slow enough to
 /// earn a thread hand-over (SpreadEstimate); their edits are applied in manifest order.
-/// A plugin that fails is logged with its id and the event id, and its edits are dropped. When the
-/// timeout passes, the event is EXPIRED exactly as it was handed to augmentation; an answer that
-/// comes later changes nothing.
+/// A plugin that fails (an error status, a trap, a crash, its own budget or call_timeout spent) is
+/// logged with its id and the event id, and its edits are dropped: the event keeps the other
+/// plugins' edits. A plugin that is ejected (PluginEjection) or stuck in an earlier call past its
+/// deadline is not called: the event goes on without it. When the timeout passes, the event is
+/// EXPIRED with the edits of the plugins that answered in time (of every finished stage, and of
+/// the current stage's finished calls); an answer that comes later changes nothing.
 /// Safe to share: `lastStuckWarningNs`, its only mutable field, is read and written under `stuckWarningLock`; the rest
 /// are `let`s, and the plugins are safe to share on their own.
 public final class AugmentationTimeline: @unchecked Sendable {
@@ -44,126 +47,155 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     public var isEmpty: Bool { plugins.isEmpty }
 
-    /// The augmented event (status NOT_POSTED), or the event as given (status EXPIRED) on timeout.
+    /// The outcomes of one stage's calls, filled in as they answer, until the deadline closes it.
+    /// Safe to share: `list` and `closed` are read and written under `lock`; `input` is a `let`.
+    private final class StageOutcomes: @unchecked Sendable {
+        let lock = NSLock()
+        let input: Event
+        let indexes: [Int]
+        var list: [AugmentationOutcome?]
+        var closed = false
+        init(_ indexes: [Int], input: Event) {
+            self.indexes = indexes
+            self.input = input
+            list = Array(repeating: nil, count: indexes.count)
+        }
+        /// Records an answer, unless the deadline closed the stage (a late answer changes nothing).
+        func record(_ i: Int, _ outcome: AugmentationOutcome?) {
+            lock.withLock { if !closed { list[i] = outcome } }
+        }
+        /// Closes the stage: the answers so far, and no more.
+        func close() -> [AugmentationOutcome?] {
+            lock.withLock {
+                closed = true
+                return list
+            }
+        }
+    }
+
+    /// The augmented event (status NOT_POSTED), or on timeout the event with the edits of the
+    /// plugins that answered in time (status EXPIRED).
     public func run(_ event: Event) -> Event {
         guard !plugins.isEmpty else { return event }
-        if let stuck = stuckPlugin() { return skipped(event, because: stuck) }
         let shared = UntilDeadline(event)
         let stages = self.stages
         let (working, completed) = waitForWork(shared, deadline: nil) {
             for stage in stages {
-                let input = shared.lock.withLock { shared.value }
-                // Safe to share: `list` is read and written under `lock`.
-                final class Outcomes: @unchecked Sendable {
-                    let lock = NSLock()
-                    var list: [AugmentationOutcome?]
-                    init(_ count: Int) { list = Array(repeating: nil, count: count) }
-                }
-                let collected = Outcomes(stage.count)
+                // The stage's input and its outcomes, published together unless the wait ended.
+                guard
+                    let collected: StageOutcomes = shared.lock.withLock({
+                        guard !shared.timedOut else { return nil }
+                        let collected = StageOutcomes(stage, input: shared.value)
+                        shared.stage = collected
+                        return collected
+                    })
+                else { break }
+                let input = collected.input
                 Self.concurrently(stage.count, estimate: self.callSpread) { i in
-                    let outcome = self.augment(stage[i], input.augmentable)
-                    collected.lock.withLock { collected.list[i] = outcome }
+                    collected.record(i, self.augment(stage[i], input.augmentable))
                 }
-                let outcomes = collected.lock.withLock { collected.list }
+                let outcomes = collected.close()
                 let keepGoing: Bool = shared.lock.withLock {
                     if shared.timedOut { return false }  // too late: change nothing
-                    // A plugin past its own budget (a WebAssembly plugin out of fuel) is this
-                    // augmentation's timeout, come early: the event is EXPIRED as it was given.
-                    if let late = outcomes.indices.first(where: { outcomes[$0]?.ranOutOfTime == true }) {
-                        shared.ranOutOfTime = self.plugins[stage[late]]
-                        return false
-                    }
-                    for (i, outcome) in outcomes.enumerated() {
-                        guard let outcome else { continue }
-                        guard outcome.status == 0 else {
-                            self.logFailure(of: self.plugins[stage[i]], on: event.id, outcome)
-                            continue
-                        }
-                        Self.apply(outcome, over: input, to: &shared.value)
-                    }
+                    shared.stage = nil
+                    self.apply(outcomes, of: stage, over: input, to: &shared.value, eventID: event.id)
                     return true
                 }
                 if !keepGoing { break }
             }
         }
-        if let late = shared.lock.withLock({ shared.ranOutOfTime }) {
-            logger.warning(
-                "augmentation '\(late.handle.instanceID)/\(late.handle.pluginID)' ran out of its budget on event \(event.id); the event is EXPIRED and sent as it was"
-            )
-            var expired = event
-            expired.status = .expired
-            return expired
-        }
         guard completed else {
+            // The finished stages are in `working`; the stage under way adds the calls that answered.
+            var partial = working
+            var unanswered: [Int] = []
+            if let stage = shared.lock.withLock({ shared.stage }) {
+                let outcomes = stage.close()
+                apply(outcomes, of: stage.indexes, over: stage.input, to: &partial, eventID: event.id)
+                // Named: the calls still running (a plugin skipped as ejected or stuck was not called).
+                unanswered = stage.indexes.indices.filter { outcomes[$0] == nil }.map { stage.indexes[$0] }
+                    .filter { plugins[$0].handle.calls.callsInFlight > 0 }
+            }
             logger.warning(
-                "augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds)); the event is EXPIRED and sent as it was"
+                "augmentation of event \(event.id) did not finish within \(EngageDuration.format(timeoutSeconds))\(describe(unanswered)); the event is EXPIRED and sent with the edits of the plugins that answered in time"
             )
-            var expired = event
-            expired.status = .expired
-            return expired
+            partial.status = .expired
+            return partial
         }
         var done = working
         done.status = .notPosted
         return done
     }
 
+    /// One event of a batch as its augmentation goes: written by its worker after each call,
+    /// read at the deadline (then closed: a late answer changes nothing).
+    /// Safe to share: every mutable field is read and written under `lock`.
+    private final class Progress: @unchecked Sendable {
+        let lock = NSLock()
+        var event: Event
+        var done = false
+        var closed = false
+        init(_ event: Event) { self.event = event }
+    }
+
     /// Augments many events that arrived together (one batch): the same rules as `run`, with one
     /// deadline for all of them (they started together), and one thread hop for the whole batch
     /// instead of one per event. Events not finished at the deadline (by default the timeout from
-    /// now) are EXPIRED as they were given.
+    /// now) are EXPIRED with the edits of the plugins that answered in time.
     public func run(batch events: [Event], deadline: DispatchTime? = nil) -> [Event] {
         guard !plugins.isEmpty, !events.isEmpty else { return events }
-        if let stuck = stuckPlugin() { return events.map { skipped($0, because: stuck) } }
-        let shared = UntilDeadline<[Event?]>(Array(repeating: nil, count: events.count))
-        let (results, completed) = waitForWork(shared, deadline: deadline) {
+        let shared = UntilDeadline<Void>(())
+        let progress = events.map(Progress.init)
+        let (_, completed) = waitForWork(shared, deadline: deadline) {
             Self.concurrently(events.count, estimate: self.eventSpread) { i in
                 if shared.lock.withLock({ shared.timedOut }) { return }
-                var working = events[i]
+                let box = progress[i]
                 for stage in self.stages {
-                    let input = working
+                    let input = box.lock.withLock { box.event }
                     for index in stage {  // in a batch the events give the concurrency; a stage runs in order
-                        let outcome = self.augment(index, input.augmentable)
-                        // Out of its budget: this event is EXPIRED as it was given (no result).
-                        if outcome.ranOutOfTime {
-                            let handle = self.plugins[index].handle
-                            self.logger.warning(
-                                "augmentation '\(handle.instanceID)/\(handle.pluginID)' ran out of its budget on event \(input.id); the event is EXPIRED and sent as it was"
-                            )
-                            return
-                        }
+                        guard let outcome = self.augment(index, input.augmentable) else { continue }
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: input.id, outcome)
                             continue
                         }
-                        Self.apply(outcome, over: input, to: &working)
+                        box.lock.withLock { if !box.closed { Self.apply(outcome, over: input, to: &box.event) } }
                     }
                 }
-                working.status = .notPosted
-                shared.lock.withLock { if !shared.timedOut { shared.value[i] = working } }
+                box.lock.withLock {
+                    if !box.closed {
+                        box.event.status = .notPosted
+                        box.done = true
+                    }
+                }
+            }
+        }
+        var unfinished = 0
+        let results = progress.map { box in
+            box.lock.withLock { () -> Event in
+                box.closed = true
+                if box.done { return box.event }
+                unfinished += 1
+                var expired = box.event
+                expired.status = .expired
+                return expired
             }
         }
         if !completed {
             logger.warning(
-                "augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); unfinished events are EXPIRED and sent as they were"
+                "augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); \(unfinished) unfinished events are EXPIRED and sent with the edits of the plugins that answered in time"
             )
         }
-        return events.indices.map { i in
-            if let done = results[i] { return done }
-            var expired = events[i]
-            expired.status = .expired
-            return expired
-        }
+        return results
     }
 
     /// What the waiting thread and the working thread share: a value under one lock, and whether
     /// the wait has ended (from then on a late answer changes nothing).
-    /// Safe to share: `value` and `timedOut` are read and written under `lock`.
+    /// Safe to share: `value`, `timedOut` and `stage` are read and written under `lock`.
     private final class UntilDeadline<Value>: @unchecked Sendable {
         let lock = NSLock()
         var value: Value
         var timedOut = false
-        /// The plugin whose call ran past its own budget, when one did.
-        var ranOutOfTime: AugmentationPlugin?
+        /// The stage under way, when one is (a single event's run).
+        var stage: StageOutcomes?
         init(_ value: Value) { self.value = value }
     }
 
@@ -226,22 +258,32 @@ public final class AugmentationTimeline: @unchecked Sendable {
     }
 
     /// One plugin's call on one event, recorded in its call tracker with the augmentation timeout
-    /// as its deadline.
-    private func augment(_ index: Int, _ event: consuming AugmentableEvent) -> AugmentationOutcome {
+    /// as its deadline, and in its ejection state: a failure, or an answer past that deadline,
+    /// counts towards ejecting it. Nil when the plugin is not called: it is ejected, or stuck in
+    /// an earlier call (a new call would only hang beside it).
+    private func augment(_ index: Int, _ event: consuming AugmentableEvent) -> AugmentationOutcome? {
         let plugin = plugins[index]
-        let token = plugin.handle.calls.begin(deadlineSeconds: timeoutSeconds)
-        defer { plugin.handle.calls.end(token) }
-        return plugin.augment(consume event)
+        let handle = plugin.handle
+        if handle.calls.isStuck {
+            warnStuck(plugin)
+            return nil
+        }
+        guard handle.ejection.admit() else { return nil }
+        let token = handle.calls.begin(deadlineSeconds: timeoutSeconds)
+        let outcome = plugin.augment(consume event)
+        let overran = handle.calls.end(token)
+        if overran {
+            handle.ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
+        } else if outcome.status != 0 {
+            handle.ejection.failed("\(StatusCode.name(outcome.status))\(outcome.message.isEmpty ? "" : ": \(outcome.message)")")
+        } else {
+            handle.ejection.succeeded()
+        }
+        return outcome
     }
 
-    /// The first plugin with a call past its deadline that has not returned, if any.
-    private func stuckPlugin() -> AugmentationPlugin? {
-        plugins.first { $0.handle.calls.isStuck }
-    }
-
-    /// `event` EXPIRED at once, as a timeout would leave it, because `plugin` is stuck in a call:
-    /// a new call would only hang beside it.
-    private func skipped(_ event: Event, because plugin: AugmentationPlugin) -> Event {
+    /// Says, at most once per 10 s, that `plugin` is stuck in a call and left out meanwhile.
+    private func warnStuck(_ plugin: AugmentationPlugin) {
         let now = Clock.monotonicNs()
         let warn: Bool = stuckWarningLock.withLock {
             guard lastStuckWarningNs == 0 || now &- lastStuckWarningNs > 10_000_000_000 else { return false }
@@ -250,12 +292,28 @@ public final class AugmentationTimeline: @unchecked Sendable {
         }
         if warn {
             logger.warning(
-                "augmentation '\(plugin.handle.instanceID)/\(plugin.handle.pluginID)' is stuck in a call past augmentation_timeout; events are EXPIRED and sent as they were, without calling it, until that call returns"
+                "augmentation '\(plugin.handle.instanceID)/\(plugin.handle.pluginID)' is stuck in a call past augmentation_timeout; events go on without it, and without calling it, until that call returns"
             )
         }
-        var expired = event
-        expired.status = .expired
-        return expired
+    }
+
+    /// " (still running: 'a/x', 'b/y')" for the plugins of `indexes`, or nothing.
+    private func describe(_ indexes: [Int]) -> String {
+        guard !indexes.isEmpty else { return "" }
+        return " (still running: " + indexes.map { "'\(plugins[$0].handle.instanceID)/\(plugins[$0].handle.pluginID)'" }.joined(separator: ", ") + ")"
+    }
+
+    /// Applies one stage's outcomes in manifest order over its `input`: the failures are logged and
+    /// dropped, a plugin not called or not answered adds nothing.
+    private func apply(_ outcomes: [AugmentationOutcome?], of stage: [Int], over input: Event, to working: inout Event, eventID: String) {
+        for (i, outcome) in outcomes.enumerated() {
+            guard let outcome else { continue }
+            guard outcome.status == 0 else {
+                logFailure(of: plugins[stage[i]], on: eventID, outcome)
+                continue
+            }
+            Self.apply(outcome, over: input, to: &working)
+        }
     }
 
     /// Whether two arrays share one storage (a copy not changed since), so hold the same elements.

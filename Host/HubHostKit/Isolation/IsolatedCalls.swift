@@ -57,9 +57,7 @@ package enum IsolatedCalls {
                 return AugmentationOutcome(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)", event: event)
             }
         case .failure(let failure):
-            var outcome = AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
-            if case .timedOut = failure { outcome.ranOutOfTime = true }
-            return outcome
+            return AugmentationOutcome(status: status(of: failure), message: failure.description, event: event)
         }
     }
 

@@ -193,6 +193,24 @@ extension HostManifest {
                         key: "plugins[].allow_unsigned", type: "bool", defaultValue: "false",
                         doc:
                             "true lets an instance run a plugin installed from an unsigned package (hubhost plugins add --allow-unsigned); every listing shows it."
+                    ),
+                    ConfigReferenceEntry(
+                        key: "plugins[].eject_after", type: "int", defaultValue: "\(EjectionPolicy.defaultAfterFailures)",
+                        accepted: "0 to \(EjectionPolicy.maximumAfterFailures)",
+                        doc:
+                            "Failed calls in a row (an error, a trap, a crash, a timeout) after which the instance is ejected: not called for eject_for, then one probe call decides; 0 never ejects."
+                    ),
+                    ConfigReferenceEntry(
+                        key: "plugins[].eject_for", type: "duration", defaultValue: "\(Int(EjectionPolicy.defaultForSeconds)) s",
+                        accepted: "more than 0 s, at most 86400 s",
+                        doc:
+                            "How long the first ejection lasts; each ejection that follows a failed probe or a relapse lasts twice as long as the one before."
+                    ),
+                    ConfigReferenceEntry(
+                        key: "plugins[].eject_max", type: "duration", defaultValue: "\(Int(EjectionPolicy.defaultMaxSeconds)) s",
+                        accepted: "at least eject_for, at most 86400 s",
+                        doc:
+                            "The longest an ejection gets by doubling; an instance that stays healthy this long starts again at eject_for."
                     )
                 ]),
             ConfigReferenceSection(

@@ -43,6 +43,8 @@ public struct HostManifest: Sendable {
         public var http = HostEnvironment.HTTPPolicy()
         /// Fuel per call and memory ceiling of a `.wasm` plugin (`wasm_fuel`, `wasm_memory_limit`).
         public var wasm = WasmBudget()
+        /// When its plugins are ejected for failing calls in a row (`eject_after`, `eject_for`, `eject_max`).
+        public var ejection = EjectionPolicy()
         /// The variables of serve's environment an isolated plugin's worker also gets (`environment`),
         /// beside the few every worker gets (PluginWorker.passedEnvironment).
         public var environment: [String] = []
@@ -313,6 +315,7 @@ public struct HostManifest: Sendable {
                 reader.report(node, key: "\(path).http_timeout", "the HTTP timeout must be longer than 0 seconds, not \(seconds)")
             }
         }
+        parseEjection(fields, path: path, reader: reader, into: &instance.ejection)
         if let node = fields["environment"]?.value, let items = reader.sequence(node, key: "\(path).environment") {
             for item in items {
                 guard let name = reader.string(item, key: "\(path).environment") else { continue }

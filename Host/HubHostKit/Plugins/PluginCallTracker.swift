@@ -35,15 +35,17 @@ public final class PluginCallTracker: @unchecked Sendable {
         }
     }
 
-    /// Records that the call of `token` returned; one that returned past its deadline, and was not
-    /// seen overdue before, counts as a timeout now.
-    public func end(_ token: UInt64) {
+    /// Records that the call of `token` returned; true when it returned past its deadline. One that
+    /// returned late, and was not seen overdue before, counts as a timeout now.
+    @discardableResult
+    public func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
-        let lateUncounted = lock.withLock {
-            guard let call = inFlight.removeValue(forKey: token) else { return false }
-            return call.deadlineNs < now && !call.timeoutCounted
+        let (late, lateUncounted) = lock.withLock { () -> (Bool, Bool) in
+            guard let call = inFlight.removeValue(forKey: token) else { return (false, false) }
+            return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted)
         }
         if lateUncounted { countTimeouts(1) }
+        return late
     }
 
     /// When the oldest call past its deadline started (monotonic ns), or nil when none is overdue.

@@ -23,6 +23,8 @@ public final class PluginHandle: @unchecked Sendable {
     public let backend: Backend
     /// Its calls in flight and their deadlines: whether it is stuck in one.
     public let calls: PluginCallTracker
+    /// Its run of failed calls, and whether it is ejected for it (not called for a while).
+    public let ejection: PluginEjection
 
     /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {
@@ -31,6 +33,7 @@ public final class PluginHandle: @unchecked Sendable {
         pluginID = instance.descriptor.id
         kind = instance.kind
         backend = .inProcess(instance)
+        ejection = PluginEjection(instanceID: instanceID, pluginID: pluginID)
     }
 
     package init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
@@ -39,6 +42,7 @@ public final class PluginHandle: @unchecked Sendable {
         self.pluginID = pluginID
         self.kind = kind
         backend = .isolated(worker, index: index)
+        ejection = PluginEjection(instanceID: instanceID, pluginID: pluginID)
     }
 
     package init(wasm: WasmPluginInstance, index: Int) {
@@ -47,6 +51,7 @@ public final class PluginHandle: @unchecked Sendable {
         pluginID = wasm.plugins[index].id
         kind = wasm.plugins[index].kind
         backend = .wasm(wasm, index: index)
+        ejection = PluginEjection(instanceID: instanceID, pluginID: pluginID)
     }
 
     /// The in-process instance, when it runs here.

@@ -6,6 +6,9 @@ public struct PluginInstanceList: Codable, Sendable {
         public var kind: String
         /// In a call past its deadline.
         public var stuck: Bool?
+        /// Ejected after failing calls in a row: not called until `ejectedUntil` (ISO 8601), then probed.
+        public var ejected: Bool?
+        public var ejectedUntil: String?
     }
 
     /// Where an instance's plugin came from, when it was installed from a package (plugins add).
@@ -37,10 +40,13 @@ public struct PluginInstanceList: Codable, Sendable {
 
     public struct Instance: Codable, Sendable {
         public var id: String
-        /// loaded, failed or disabled (`PluginRegistry.Entry.state`).
+        /// loaded, failed or disabled (`PluginRegistry.Entry.state`), or ejected: loaded, but a
+        /// plugin of it failed calls in a row and is not called for a while (`shown`).
         public var state: String
-        /// Why it failed, or that it is disabled.
+        /// Why it failed, that it is disabled, or until when and why it is ejected.
         public var reason: String?
+        /// For an ejected instance: when its probe call is let through (ISO 8601).
+        public var ejectedUntil: String?
         /// The reload that loaded it (0: at start).
         public var generation: Int
         public var library: String?
@@ -72,17 +78,37 @@ public struct PluginInstanceList: Codable, Sendable {
         generation = registry.generation
         self.manifest = manifest
         instances = registry.entries.map { entry in
-            var reason: String?
-            if case .failed(let error) = entry.state { reason = error.description }
-            if case .disabled = entry.state { reason = PluginLoadError.disabled.description }
+            let shown = entry.shown
             let plugin = entry.configuration.plugin
             return Instance(
-                id: entry.id, state: entry.state.name, reason: reason, generation: entry.generation, library: entry.libraryPath,
-                libraryHash: entry.libraryHash, isolation: entry.runsIn,
-                plugins: entry.plugins.map { Plugin(id: $0.pluginID, kind: $0.kind.rawValue, stuck: $0.calls.isStuck) },
+                id: entry.id, state: shown.state, reason: shown.reason, ejectedUntil: shown.ejectedUntil, generation: entry.generation,
+                library: entry.libraryPath, libraryHash: entry.libraryHash, isolation: entry.runsIn,
+                plugins: entry.plugins.map { handle in
+                    let ejected = handle.ejection.ejected
+                    return Plugin(
+                        id: handle.pluginID, kind: handle.kind.rawValue, stuck: handle.calls.isStuck, ejected: ejected != nil,
+                        ejectedUntil: ejected.map { UTCTimestamp.text(ms: Int64($0.until.timeIntervalSince1970 * 1000)) })
+                },
                 plugin: plugin?.id, version: plugin?.version, abi: entry.binaryABI?.description ?? plugin?.abi,
                 kinds: plugin?.kinds.map(\.rawValue) ?? [], enabled: entry.configuration.enabled,
                 worker: entry.worker?.stateDescription, workerCrashes: entry.worker?.totalCrashes, package: Package(entry))
+        }
+    }
+}
+
+extension PluginRegistry.Entry {
+    /// The state every surface shows (`GET /v1/plugins`, `hubhost plugins list`): the entry's
+    /// state, or `ejected` while a plugin of a loaded instance is, with until when and why.
+    public var shown: (state: String, reason: String?, ejectedUntil: String?) {
+        switch state {
+        case .failed(let error): return (state.name, error.description, nil)
+        case .disabled: return (state.name, PluginLoadError.disabled.description, nil)
+        case .loaded:
+            let ejected = plugins.compactMap { handle in handle.ejection.ejected.map { (handle.pluginID, $0) } }
+            guard let first = ejected.map({ $0.1 }).min(by: { $0.until < $1.until }) else { return (state.name, nil, nil) }
+            let until = UTCTimestamp.text(ms: Int64(first.until.timeIntervalSince1970 * 1000))
+            let which = plugins.count > 1 ? " (\(ejected.map { $0.0 }.joined(separator: ", ")))" : ""
+            return ("ejected", "until \(until)\(which), ejection \(first.count): \(first.reason)", until)
         }
     }
 }

@@ -113,6 +113,7 @@ public final class PluginRegistry: @unchecked Sendable {
         do {
             try load(configuration, into: &entry, trial: trial)
             entry.loadState = .loaded
+            for handle in entry.plugins { handle.ejection.configure(configuration.ejection, logger: logger) }
             logger.info(
                 "instance '\(configuration.id)' loaded\(entry.worker.map { " in a worker process, \($0.stateDescription)" } ?? ""): \(entry.plugins.map { "\($0.pluginID) (\($0.kind.rawValue))" }.joined(separator: ", "))"
             )
@@ -350,7 +351,8 @@ public final class PluginRegistry: @unchecked Sendable {
         a.id == b.id && a.use == b.use && a.enabled == b.enabled && a.sha256 == b.sha256 && a.config == b.config
             && a.isolation == b.isolation && a.callTimeoutSeconds == b.callTimeoutSeconds && a.memoryLimitMB == b.memoryLimitMB
             && a.wasm == b.wasm && a.http.allowedHosts == b.http.allowedHosts && a.http.timeoutSeconds == b.http.timeoutSeconds
-            && a.environment == b.environment && a.problems.isEmpty && b.problems.isEmpty && a.plugin?.library == b.plugin?.library
+            && a.environment == b.environment && a.ejection == b.ejection && a.problems.isEmpty && b.problems.isEmpty
+            && a.plugin?.library == b.plugin?.library
     }
 
     /// Whether the library file the entry loaded still has the content it had.

@@ -17,6 +17,7 @@ public enum RuntimeMetrics {
         "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
         "hubhost_plugin_up": "1 while a plugin instance takes calls (loaded; its worker running or to be restarted), else 0, by instance.",
         "hubhost_plugin_state": "1 for the state a plugin instance is in (loaded, restarting, failed, disabled), 0 for the others.",
+        "hubhost_plugin_ejections_total": "Times a plugin instance was ejected (not called for a while) after failing calls in a row, by instance.",
         "hubhost_worker_restarts_total": "Restarts of an isolated plugin instance's worker process, by instance.",
         "hubhost_hub_page_views_total": "Content Hub page views, by page (hub, channel, article).",
         "hubhost_campaign_evaluations_total": "Events the campaign engine evaluated against its campaigns.",
@@ -59,6 +60,11 @@ public enum RuntimeMetrics {
     /// A plugin call that failed (`error`), timed out (`timeout`) or crashed its worker (`crash`).
     static func pluginCallError(instance: String, kind: String) {
         Counter(label: "hubhost_plugin_call_errors_total", dimensions: [("instance", instance), ("kind", kind)]).increment()
+    }
+
+    /// A plugin instance was ejected after failing calls in a row (PluginEjection).
+    static func pluginEjected(instance: String) {
+        Counter(label: "hubhost_plugin_ejections_total", dimensions: [("instance", instance)]).increment()
     }
 
     /// An isolation worker was restarted.

@@ -11,9 +11,6 @@ public struct AugmentationOutcome: Equatable, Sendable {
     /// needs no search by name. False for an answer read from an isolated worker (not trusted with
     /// that). Not part of the outcome's value (==).
     var appendsOnlyNewNames = false
-    /// True when the call ran past its budget (a WebAssembly plugin out of fuel): the augmentation
-    /// treats it as its own timeout and EXPIRES the event. Not part of the outcome's value (==).
-    var ranOutOfTime = false
 
     init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false) {
         self.status = status
