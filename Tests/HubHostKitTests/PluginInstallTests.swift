@@ -343,6 +343,16 @@ final class PluginInstallTests: XCTestCase {
         XCTAssertEqual(added.status, 0, added.description)
         XCTAssertEqual((try TestSupport.json(added.stdout, as: [String: Any].self)["applied"] as? [String: Any])?["how"] as? String, "reloaded")
         XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.0.0")
+        // /metrics names the package, and stays clean Prometheus text with it.
+        let metrics = String(decoding: try serve.http.fetch("GET", serve.base + "/metrics", timeoutSeconds: 10).get().body, as: UTF8.self)
+        let info = metrics.split(separator: "\n").filter { $0.hasPrefix("hubhost_plugin_package_info{") }
+        XCTAssertEqual(info.count, 1, metrics)
+        XCTAssertTrue(
+            info.first.map { $0.contains(#"version="1.0.0""#) && $0.contains(#"verification="verified""#) && $0.contains(#"signer="me (key "#) }
+                ?? false, "\(info)")
+        try Data(metrics.utf8).write(to: URL(fileURLWithPath: folder + "/metrics.txt"))
+        let promtool = try TestSupport.run("/bin/sh", ["-c", "promtool check metrics < metrics.txt"], currentDirectory: folder)
+        XCTAssertEqual(promtool.status, 0, promtool.description)
         usleep(300_000)
         let bad = try hubhost(["plugins", "upgrade", broken] + url)
         XCTAssertEqual(bad.status, 1, bad.description)

@@ -15,6 +15,8 @@ public enum RuntimeMetrics {
         "hubhost_reloads_total": "Reloads of plugins.yaml, by outcome (applied, unchanged, refused).",
         "hubhost_plugin_calls_total": "Plugin calls the host made with a deadline, by instance.",
         "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
+        "hubhost_plugin_package_info":
+            "1 for each plugin instance installed from a package, labelled with its plugin, version, signer (or unsigned) and verification (verified, failed).",
         "hubhost_plugin_up": "1 while a plugin instance takes calls (loaded; its worker running or to be restarted), else 0, by instance.",
         "hubhost_plugin_state": "1 for the state a plugin instance is in (loaded, restarting, failed, disabled), 0 for the others.",
         "hubhost_plugin_ejections_total": "Times a plugin instance was ejected (not called for a while) after failing calls in a row, by instance.",
@@ -128,6 +130,7 @@ public enum RuntimeMetrics {
             Gauge(label: "hubhost_plugin_up", dimensions: [("instance", instance)]).destroy()
             for state in pluginStates { Gauge(label: "hubhost_plugin_state", dimensions: [("instance", instance), ("state", state)]).destroy() }
         }
+        recordPackages(registry.entries)
         for (instance, current) in states {
             Gauge(label: "hubhost_plugin_up", dimensions: [("instance", instance)]).record(current == "loaded" || current == "restarting" ? 1 : 0)
             for state in pluginStates {
@@ -139,6 +142,27 @@ public enum RuntimeMetrics {
             }
         }
     }
+
+    /// `hubhost_plugin_package_info` for the instances installed from a package; the series of an
+    /// instance whose labels changed (an upgrade) or that is gone is removed.
+    static func recordPackages(_ entries: [PluginRegistry.Entry]) {
+        var current: [String: [(String, String)]] = [:]
+        for entry in entries {
+            guard let package = PluginInstanceList.Package(entry) else { continue }
+            current[entry.id] = [
+                ("instance", entry.id), ("plugin", entry.configuration.installed?.lock.id ?? ""), ("version", package.version),
+                ("signer", package.signer), ("verification", package.verification)
+            ]
+        }
+        let stale = packagesReported.withLock { reported in
+            defer { reported = current }
+            return reported.filter { instance, labels in current[instance].map { $0.elementsEqual(labels, by: ==) } != true }
+        }
+        for (_, labels) in stale { Gauge(label: "hubhost_plugin_package_info", dimensions: labels).destroy() }
+        for (_, labels) in current { Gauge(label: "hubhost_plugin_package_info", dimensions: labels).record(1) }
+    }
+    /// The labels of each instance's package series last reported.
+    private static let packagesReported = Mutex<[String: [(String, String)]]>([:])
 
     /// The states `hubhost_plugin_state` has a series for: `PluginRegistry.State`'s, and
     /// restarting (loaded, its isolated worker to be started again at the next call).
