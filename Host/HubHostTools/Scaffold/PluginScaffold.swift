@@ -2,8 +2,8 @@ import Foundation
 import HubHostKit
 
 /// A new plugin's folder, as `hubhost plugins new NAME --kind KIND --lang LANG` writes it: the
-/// source, plugin.yaml, a Makefile (build, `make test`; `make wasm` for C, `make package` for Rust
-/// and Swift) and a README, buildable outside a hubhost checkout with what an installed hubhost
+/// source, plugin.yaml, a Makefile (build, `make test`, `make package`; `make wasm` for C)
+/// and a README, buildable outside a hubhost checkout with what an installed hubhost
 /// gives (`hubhost plugins sdk --cflags` or pkg-config for C, `--swift-flags` for Swift; Rust needs
 /// no headers).
 public struct PluginScaffold: Sendable {
@@ -167,10 +167,13 @@ public struct PluginScaffold: Sendable {
         \#t"$$builder" $@ \#(id).c || { echo "the wasm build needs Debian's clang, lld and wasi-libc (docs/plugin-authoring.md, WebAssembly plugins)" >&2; exit 1; }
         \#t@echo "built $@: set 'library: \#(id).wasm' in plugin.yaml to load it instead of lib\#(id).so"
 
+        package: lib\#(id).so
+        \#t$(HUBHOST) plugins pack .
+
         clean:
         \#trm -f lib\#(id).so \#(id).wasm
 
-        .PHONY: test wasm clean
+        .PHONY: test wasm package clean
 
         """#
     }
@@ -247,7 +250,7 @@ public struct PluginScaffold: Sendable {
         switch language {
         case .c:
             return "make          # lib\(id).so, with the headers of `pkg-config --cflags hubhost-plugin` or `hubhost plugins sdk --cflags`\n"
-                + test + "make wasm     # \(id).wasm, when Debian's clang, lld and wasi-libc are installed\n"
+                + test + "make wasm     # \(id).wasm, when Debian's clang, lld and wasi-libc are installed\n" + package
         case .rust:
             return """
                 make          # cargo build --release --offline (no dependencies), then lib\(id).so beside plugin.yaml
