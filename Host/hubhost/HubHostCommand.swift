@@ -18,7 +18,7 @@ struct HubHostCommand: ParsableCommand {
             OperatorsCommand.self, CampaignsCommand.self, MessagesCommand.self, TrackCommand.self, EventsCommand.self, OpenURLCommand.self,
             NotificationCommand.self, AdvertiserIDCommand.self, WorkerCommand.self,
             LocationCommand.self, BenchCommand.self, UsersCommand.self, HubCommand.self, LocalNotificationsCommand.self, BundleCommand.self,
-            IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self, ReloadCommand.self
+            IdentityCommand.self, XMLAPICommand.self, PrefetchCommand.self, ReloadCommand.self, TopCommand.self
         ],
         defaultSubcommand: StatusCommand.self
     )
