@@ -310,30 +310,7 @@ final class PluginInstallTests: XCTestCase {
         let broken = try package(version: "1.1.0", defines: ["FAULT_CREATE_FAILS"])
         let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
         let serve = try ServeProcess(manifest: manifest)
-        final class Tally: @unchecked Sendable {  // Safe to share: every access holds `lock`.
-            let lock = NSLock()
-            var ids: [String] = []
-            var failures: [String] = []
-        }
-        let tally = Tally()
-        let stop = DispatchSemaphore(value: 0)
-        let clients = DispatchGroup()
-        for client in 0..<8 {
-            clients.enter()
-            Thread {
-                defer { clients.leave() }
-                for n in 0..<600 where stop.wait(timeout: .now()) == .timedOut {
-                    do {
-                        let (status, body) = try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"C\#(client)-\#(n)"}"#)
-                        let id = ((body as? [[String: Any]])?.last?["id"] as? String) ?? ""
-                        tally.lock.withLock { if status == 201 { tally.ids.append(id) } else { tally.failures.append("\(status)") } }
-                    } catch {
-                        tally.lock.withLock { tally.failures.append("\(error)") }
-                    }
-                }
-                stop.signal()  // let the next client see it too
-            }.start()
-        }
+        let crowd = EventCrowd(serve: serve, perClient: 600)
         func served() throws -> [String: Any]? {
             let (_, list) = try serve.call("GET", "/v1/plugins")
             return ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
@@ -368,10 +345,9 @@ final class PluginInstallTests: XCTestCase {
         let removed = try hubhost(["plugins", "remove", "faulty"] + url)
         XCTAssertEqual(removed.status, 0, removed.description)
         XCTAssertNil(try served(), "retired")
-        stop.signal()
-        XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
+        XCTAssertTrue(crowd.finish(), "the clients stopped")
 
-        let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
+        let (ids, failures) = (crowd.ids, crowd.failures)
         XCTAssertEqual(failures, [], "no request failed")
         XCTAssertGreaterThan(ids.count, 50)
         XCTAssertEqual(Set(ids).count, ids.count)

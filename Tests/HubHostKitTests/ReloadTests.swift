@@ -278,12 +278,6 @@ final class ReloadTests: XCTestCase {
     func testACrowdPostingWhileServeReloadsLosesNothing() throws {
         try writeManifest([("app", "v0")], server: true)
         let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
-        final class Tally: @unchecked Sendable {  // Safe to share: every access holds `lock`.
-            let lock = NSLock()
-            var ids: [String] = []
-            var failures: [String] = []
-        }
-        let tally = Tally()
         let descriptorsBefore = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
         // Two followers of the notification stream, connected through every reload.
         let base = serve.base
@@ -301,24 +295,7 @@ final class ReloadTests: XCTestCase {
             }.start()
         }
         usleep(500_000)  // connected before the first reload
-        let stop = DispatchSemaphore(value: 0)
-        let clients = DispatchGroup()
-        for client in 0..<8 {
-            clients.enter()
-            Thread {
-                defer { clients.leave() }
-                for n in 0..<2_000 where stop.wait(timeout: .now()) == .timedOut {
-                    do {
-                        let (status, body) = try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"C\#(client)-\#(n)"}"#)
-                        let id = ((body as? [[String: Any]])?.last?["id"] as? String) ?? ""
-                        tally.lock.withLock { if status == 201 { tally.ids.append(id) } else { tally.failures.append("\(status)") } }
-                    } catch {
-                        tally.lock.withLock { tally.failures.append("\(error)") }
-                    }
-                }
-                stop.signal()  // let the next client see it too
-            }.start()
-        }
+        let crowd = EventCrowd(serve: serve, perClient: 2_000)
         func libraryHash() throws -> String? {
             let (_, plugins) = try serve.call("GET", "/v1/plugins")
             let instances = (plugins as? [String: Any])?["instances"] as? [[String: Any]]
@@ -351,8 +328,7 @@ final class ReloadTests: XCTestCase {
                 XCTAssertFalse(Self.children(of: serve.process.processIdentifier).isEmpty, "the isolated instance's worker runs")
             }
         }
-        stop.signal()
-        XCTAssertEqual(clients.wait(timeout: .now() + 120), .success)
+        XCTAssertTrue(crowd.finish(), "the clients stopped")
         XCTAssertEqual(followers.wait(timeout: .now() + 130), .success)
         let rssAfter = Self.residentMB("\(serve.process.processIdentifier)")
         XCTAssertLessThan(rssAfter - rssBefore, 64, "resident memory bounded through 50 reloads (\(rssBefore) -> \(rssAfter) MiB)")
@@ -369,7 +345,7 @@ final class ReloadTests: XCTestCase {
             "no worker left behind: \(Self.children(of: serve.process.processIdentifier))")
         let descriptorsAfter = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(serve.process.processIdentifier)/fd").count
         XCTAssertLessThan(descriptorsAfter - descriptorsBefore, 16, "no descriptor leaked per reload (\(descriptorsBefore) -> \(descriptorsAfter))")
-        let (ids, failures) = tally.lock.withLock { (tally.ids, tally.failures) }
+        let (ids, failures) = (crowd.ids, crowd.failures)
         XCTAssertEqual(failures, [], "no request failed during the reloads")
         XCTAssertGreaterThan(ids.count, 50)
         XCTAssertEqual(Set(ids).count, ids.count)
