@@ -181,7 +181,13 @@ struct InstallTarget: ParsableArguments {
             let endpoint = server.url + "/v1/admin/reload"
             switch HTTPFetcher().fetch("POST", endpoint, headers: headers, timeoutSeconds: 120) {
             case .failure(let failure):
-                throw PluginInstaller.Refusal("the serve at \(server.url) did not answer the reload: \(failure)")
+                // The answer can be lost after serve reloaded: ask what it runs before anything is
+                // rolled back, so the files on disk never go back under a serve that runs the change.
+                if let confirmed = Self.confirmReload(server, before: server.plugins.generation, manifest: manifest, instances: instances) {
+                    return confirmed
+                }
+                throw PluginInstaller.Refusal(
+                    "the serve at \(server.url) did not answer the reload (\(failure)), and GET /v1/plugins does not show it applied")
             case .success(let response):
                 guard response.status == 200, let report = try? JSONDecoder().decode(ReloadReport.self, from: response.body) else {
                     let report = try? JSONDecoder().decode(ReloadReport.self, from: response.body)
@@ -195,6 +201,30 @@ struct InstallTarget: ParsableArguments {
                 return PluginInstaller.Applied(how: "reloaded", generation: report.generation, detail: detail)
             }
         }
+        return try trial(manifest, instances)
+    }
+
+    /// The reload whose answer was lost, as applied, when serve's `GET /v1/plugins` shows a newer
+    /// generation than `before` running each of `instances` at the version `manifest` names; nil
+    /// when it shows the reload not applied or does not answer (asked for up to about 10 s).
+    static func confirmReload(_ server: RunningServe, before: Int, manifest: HostManifest, instances: [String]) -> PluginInstaller.Applied? {
+        for attempt in 0..<5 {
+            if attempt > 0 { Thread.sleep(forTimeInterval: 1) }
+            guard case .success(let list) = server.get(PluginInstanceList.self, "/v1/plugins", timeoutSeconds: 2) else { continue }
+            guard list.generation > before else { return nil }
+            for id in instances {
+                let expected = manifest.instances.first(where: { $0.id == id })?.installed?.lock.version
+                guard let running = list.instances.first(where: { $0.id == id }), running.package?.version == expected else { return nil }
+            }
+            return PluginInstaller.Applied(
+                how: "reloaded", generation: list.generation,
+                detail: "the serve at \(server.url), generation \(list.generation) (the reload's answer was lost; GET /v1/plugins shows it applied)")
+        }
+        return nil
+    }
+
+    /// Loads and creates `instances` of `manifest` in this process (no serve runs it), then lets them go.
+    func trial(_ manifest: HostManifest, _ instances: [String]) throws(PluginInstaller.Refusal) -> PluginInstaller.Applied {
         let registry = PluginRegistry(manifest: manifest, pipeline: LogPipeline(filter: LogFilter(severity: .none)))
         for id in instances {
             guard let instance = manifest.instances.first(where: { $0.id == id }) else { continue }

@@ -175,12 +175,25 @@ final class PluginInstallTests: XCTestCase {
         // Signed, then its key no longer trusted: every load refuses the instance, naming the signer.
         let signed = try package(version: "1.0.0")
         XCTAssertEqual(try hubhost(["plugins", "add", signed]).status, 0)
+        func shownFaulty() throws -> (state: String?, verification: String?) {
+            let list = try hubhost(["plugins", "list", "--local", "--json"])
+            let row = try TestSupport.json(list.stdout, as: [[String: Any]].self).first { $0["id"] as? String == "faulty" }
+            return (row?["state"] as? String, (row?["package"] as? [String: Any])?["verification"] as? String)
+        }
+        // A config the plugin refuses fails the instance, but its package is still verified.
+        let instanceFile = folder + "/plugins.d/faulty.yaml"
+        let written = try String(contentsOfFile: instanceFile, encoding: .utf8)
+        try TestSupport.write(written + "    config: {nonsense: 1}\n", to: instanceFile)
+        XCTAssertEqual(try shownFaulty().state, "failed")
+        XCTAssertEqual(try shownFaulty().verification, "verified", "a config problem is not the package's")
+        try TestSupport.write(written, to: instanceFile)
         var text = try String(contentsOfFile: manifest, encoding: .utf8)
         text = text.replacingOccurrences(of: "ids: \"*\"", with: "ids: \"acme-*\"")
         try TestSupport.write(text, to: manifest)
         let host = try HostManifest.load(path: manifest)
         let problems = try XCTUnwrap(host.instances.first { $0.id == "faulty" }).problems.map(\.message)
         XCTAssertTrue(problems.contains { $0.contains("signed by 'me'") && $0.contains("no longer trusts") }, "\(problems)")
+        XCTAssertEqual(try shownFaulty().verification, "failed", "its signer is no longer trusted")
     }
 
     // MARK: Hostile packages
@@ -362,6 +375,31 @@ final class PluginInstallTests: XCTestCase {
         XCTAssertTrue(versions.isSubset(of: ["v1", "v2"]), "only the good versions augmented events: \(versions)")
     }
 
+    /// An upgrade whose reload answer is lost after serve applied it (a proxy forwards the POST and
+    /// closes the connection instead of answering): the command asks GET /v1/plugins, sees the new
+    /// version running and keeps it, rather than rolling the files back under a serve that runs it.
+    func testAReloadAnswerLostAfterServeAppliedItKeepsTheUpgrade() throws {
+        try keyPair()
+        let v1 = try package(version: "1.0.0", defines: [#"FIXTURE_VALUE="v1""#])
+        let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
+        let serve = try ServeProcess(manifest: manifest)
+        XCTAssertEqual(try hubhost(["plugins", "add", v1, "--url", serve.base]).status, 0)
+        let proxy = try AnswerDroppingProxy(upstream: serve.base, folder: folder)
+        defer { proxy.stop() }
+
+        let upgraded = try hubhost(["plugins", "upgrade", v2, "--url", proxy.base, "--json"])
+        XCTAssertEqual(upgraded.status, 0, upgraded.description)
+        let applied = try TestSupport.json(upgraded.stdout, as: [String: Any].self)["applied"] as? [String: Any]
+        XCTAssertEqual(applied?["how"] as? String, "reloaded")
+        XCTAssertTrue((applied?["detail"] as? String ?? "").contains("answer was lost"), "\(applied ?? [:])")
+        XCTAssertEqual(try PluginLock.read(path: lockPath).plugins["faulty"]?.version, "1.2.0", "the lock names what serve runs")
+        let (_, list) = try serve.call("GET", "/v1/plugins")
+        let running = ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
+        XCTAssertEqual((running?["package"] as? [String: Any])?["version"] as? String, "1.2.0")
+        XCTAssertEqual(try hubhost(["plugins", "verify"]).status, 0, "the files on disk are the new version's")
+        XCTAssertGreaterThanOrEqual(proxy.droppedAnswers, 1, "the proxy swallowed the reload's answer")
+    }
+
     // MARK: include:
 
     func testIncludedFilesAddInstancesInNameOrderAndTheirProblemsNameTheirFile() throws {
@@ -378,5 +416,74 @@ final class PluginInstallTests: XCTestCase {
             messages.contains { $0.hasPrefix(folder + "/more.yaml:2:") && $0.contains("duplicate instance id 'first' (first used on line 3)") },
             "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix(folder + "/more.yaml:3:") && $0.contains("surprise") }, "\(messages)")
+    }
+}
+
+/// An HTTP proxy on 127.0.0.1 (a Python child process) that passes every request to `upstream`,
+/// but closes the connection without answering after forwarding POST /v1/admin/reload: an answer
+/// lost after the other side acted on it.
+final class AnswerDroppingProxy {
+    private let process = Process()
+    private let portFile: String
+    private let droppedFile: String
+    let base: String
+
+    init(upstream: String, folder: String) throws {
+        portFile = folder + "/proxy.port"
+        droppedFile = folder + "/proxy.dropped"
+        let script = folder + "/proxy.py"
+        try TestSupport.write(
+            #"""
+            import http.client, http.server, sys, urllib.parse
+            upstream = urllib.parse.urlsplit(sys.argv[1])
+            class Proxy(http.server.BaseHTTPRequestHandler):
+                def forward(self):
+                    body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=120)
+                    headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                    connection.request(self.command, self.path, body=body, headers=headers)
+                    answer = connection.getresponse()
+                    data = answer.read()
+                    if self.command == "POST" and self.path == "/v1/admin/reload":
+                        with open(sys.argv[3], "a") as dropped: dropped.write("1\n")
+                        self.close_connection = True
+                        return
+                    self.send_response(answer.status)
+                    for k, v in answer.getheaders():
+                        if k.lower() not in ("transfer-encoding", "connection", "content-length"): self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(data)
+                do_GET = forward
+                do_POST = forward
+                def log_message(self, *args): pass
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+            with open(sys.argv[2] + ".tmp", "w") as port: port.write(str(server.server_address[1]))
+            import os; os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+            server.serve_forever()
+            """#, to: script)
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, upstream, portFile, droppedFile]
+        try process.run()
+        var port = ""
+        let portFile = self.portFile
+        _ = TestSupport.waitUntil(timeout: 10) {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8)) ?? ""
+            return !port.isEmpty
+        }
+        guard !port.isEmpty else {
+            process.terminate()
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "the proxy did not start"])
+        }
+        base = "http://127.0.0.1:\(port)"
+    }
+
+    /// Reload answers the proxy swallowed.
+    var droppedAnswers: Int { ((try? String(contentsOfFile: droppedFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
     }
 }

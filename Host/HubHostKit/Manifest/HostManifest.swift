@@ -340,6 +340,7 @@ public struct HostManifest: Sendable {
                 resolved = (installed.folder as NSString).appendingPathComponent("plugin.yaml")
                 for problem in installed.trustProblems(trust: context.trust, allowUnsigned: instance.allowUnsigned) {
                     reader.report(node, key: "\(path).use", problem)
+                    instance.installed?.problems.append(problem)
                 }
                 let pin = locked.files[locked.library]
                 if let own = instance.sha256, own != pin {
@@ -379,13 +380,19 @@ public struct HostManifest: Sendable {
                     if loaded.manifest == nil, loaded.diagnostics.isEmpty {
                         reader.report(node, key: "\(path).use", "'\(use)' is not a usable plugin manifest")
                     }
+                    if loaded.manifest == nil, instance.installed != nil {
+                        // Installed files were checked whole when added: one that no longer reads changed since.
+                        instance.installed?.problems += loaded.diagnostics.map { "plugin.yaml: \($0.message)" }
+                    }
                     // Said by `manifest check` too, not only when the instance loads.
                     if let plugin = loaded.manifest, let installed = instance.installed,
                         plugin.id != installed.lock.id
                             || installed.lock.library != plugin.library
                                 && !installed.lock.library.hasSuffix("/" + plugin.library)
                     {
-                        reader.report(node, key: "\(path).use", "the installed plugin.yaml does not match plugins.lock (its id or library differs)")
+                        let problem = "the installed plugin.yaml does not match plugins.lock (its id or library differs)"
+                        reader.report(node, key: "\(path).use", problem)
+                        instance.installed?.problems.append(problem)
                     }
                     if let plugin = loaded.manifest, let requirement = plugin.requiresHubhost, !requirement.contains(HubHostVersion.current) {
                         reader.report(

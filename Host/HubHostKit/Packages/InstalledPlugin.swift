@@ -8,6 +8,10 @@ public struct InstalledPlugin: Equatable, Sendable {
     public var lock: PluginLock.Entry
     /// `<data_dir>/plugins/<id>/<version>`.
     public var folder: String
+    /// What the manifest load found wrong with the package itself, each a sentence: its signer no
+    /// longer trusted, plugin.yaml changed since it was installed, or plugin.yaml not the lock's.
+    /// Empty when the package checks out (a library changed on disk is found when it loads).
+    public var problems: [String] = []
 
     public init(lock: PluginLock.Entry, folder: String) {
         self.lock = lock

@@ -20,6 +20,8 @@ public struct PluginInstanceList: Codable, Sendable {
         public var signer: String
         /// "verified": its files matched plugins.lock and its signer is trusted (or unsigned is
         /// allowed); "failed": they did not, and the instance did not load (`reason` says why).
+        /// Decided by the package's checks alone: an instance refused for its config still runs
+        /// (or would run) a verified package.
         public var verification: String
         /// The instance runs an unsigned package (`allow_unsigned: true`).
         public var allowUnsigned: Bool
@@ -31,9 +33,12 @@ public struct PluginInstanceList: Codable, Sendable {
             file = installed.lock.package
             signer = installed.signerText
             allowUnsigned = entry.configuration.allowUnsigned
-            switch entry.loadState {
-            case .failed(.sha256Mismatch), .failed(.manifestProblems): verification = "failed"
-            default: verification = "verified"
+            // Only the package's own checks decide it: an instance that fails for its config is
+            // still running a verified package.
+            if case .failed(.sha256Mismatch) = entry.loadState {
+                verification = "failed"
+            } else {
+                verification = installed.problems.isEmpty ? "verified" : "failed"
             }
         }
     }
