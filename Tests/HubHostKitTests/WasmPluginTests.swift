@@ -622,6 +622,69 @@ final class WasmPluginTests: XCTestCase {
         XCTAssertEqual(guest.reinstantiations, 3)
     }
 
+    /// A guest that waits on the host burns no fuel: one that spins on `monotonic_ns`, and one
+    /// that loops over HTTP requests to a server that never answers (each within its http_timeout),
+    /// both with fuel for hours. The call's wall-clock deadline (`call_timeout`) ends each as a
+    /// timeout, and the next call is served by a new instantiation.
+    func testAGuestWaitingOnTheHostIsStoppedAtItsWallClockDeadline() throws {
+        let collector = try TestCollector()
+        defer { collector.stop() }
+        collector.script([], then: .hang)
+        func le32(_ n: Int) -> String { String(format: "\\%02x\\%02x\\%02x\\%02x", n & 255, (n >> 8) & 255, (n >> 16) & 255, (n >> 24) & 255) }
+        let url = collector.url
+        // hubhost_wasm.h's encoded HTTP request: method, URL, no headers, no body, no timeout of its own.
+        let request = le32(3) + "GET" + le32(url.utf8.count) + url + le32(0) + le32(0) + le32(0)
+        let length = 4 + 3 + 4 + url.utf8.count + 12
+        let module = Self.misbehavingOperator
+            .replacingOccurrences(
+                of: "(memory (export \"memory\") 1)",
+                with: """
+                    (import "hubhost" "monotonic_ns" (func $now (result i64)))
+                      (import "hubhost" "http_fetch" (func $fetch (param i32 i32 i32) (result i32)))
+                      (memory (export "memory") 1)
+                      (data (i32.const 512) "\(request)")
+                    """
+            )
+            .replacingOccurrences(
+                of: "(if (i64.eq (local.get $mode) (i64.const 3)) (then unreachable))",
+                with: """
+                    (if (i64.eq (local.get $mode) (i64.const 3)) (then unreachable))
+                        (if (i64.eq (local.get $mode) (i64.const 5)) (then (loop $clock (drop (call $now)) (br $clock))))
+                        (if (i64.eq (local.get $mode) (i64.const 6))
+                          (then (loop $ask (drop (call $fetch (i32.const 512) (i32.const \(length)) (i32.const 2000))) (br $ask))))
+                    """)
+        _ = FileManager.default.createFile(atPath: folder + "/spin.wasm", contents: Data(try wat2wasm(module)))
+        let yaml = try manifest(id: "spin", library: folder + "/spin.wasm", exports: [("spin", "trigger_operator")])
+        let registry = try registry(
+            "  - id: spin\n    use: \(yaml)\n    wasm_fuel: 100000000000\n    call_timeout: 1s\n    http_allow: [127.0.0.1]\n    http_timeout: 300ms")
+        let spin = try operatorNamed(registry, instance: "spin", "spin")
+        guard case .wasm(let guest, _) = spin.handle.backend else { return XCTFail("not a wasm plugin") }
+
+        for mode in [5, 6] {
+            let started = Date()
+            let answered = DispatchSemaphore(value: 0)
+            let outcome = ConcurrentResults<(status: Int32, reason: String)>()
+            DispatchQueue.global().async {
+                let compared = spin.compare(event: .int(Int64(mode)), trigger: .null)
+                outcome.lock.withLock { outcome.values[0] = .success((compared.status, compared.reason)) }
+                answered.signal()
+            }
+            guard answered.wait(timeout: .now() + 20) == .success, let result = try outcome.lock.withLock({ outcome.values[0] })?.get() else {
+                return XCTFail("mode \(mode): the call did not end within 20 s")
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            XCTAssertEqual(result.status, HH_ERR_TIMEOUT, "mode \(mode): \(result.reason)")
+            XCTAssertTrue(result.reason.contains("call deadline"), "mode \(mode): \(result.reason)")
+            XCTAssertGreaterThanOrEqual(elapsed, 0.9, "mode \(mode) ran until its deadline")
+            XCTAssertLessThan(elapsed, 5, "mode \(mode) ended near its 1 s deadline")
+        }
+        XCTAssertGreaterThanOrEqual(collector.requests.count, 2, "the guest asked the server, each request cut at its http_timeout")
+        XCTAssertLessThanOrEqual(collector.requests.count, 5, "no more requests than fit in the deadline")
+        let after = spin.compare(event: .int(0), trigger: .null)
+        XCTAssertEqual(after.status, HH_OK, after.reason)
+        XCTAssertEqual(guest.reinstantiations, 2)
+    }
+
     /// A guest that recurses until its stack is exhausted, on every call: each failure is one line
     /// (the trap's reason, not its backtrace), and the log gets one line per 10 s, not one per call.
     func testATrapIsOneShortLineAndRepeatedTrapsAreRateLimited() throws {

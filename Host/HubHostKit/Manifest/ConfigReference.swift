@@ -154,7 +154,9 @@ extension HostManifest {
                     ConfigReferenceEntry(
                         key: "plugins[].call_timeout", type: "duration", defaultValue: "\(Instance.defaultCallTimeoutSeconds) s",
                         accepted: "more than 0 s",
-                        doc: "The deadline of one call to an isolated plugin; the worker is replaced after a miss."),
+                        doc:
+                            "The deadline of one call to an isolated plugin (the worker is replaced after a miss), or to a .wasm plugin (a host import called past it ends the call; an HTTP request gets at most the time left)."
+                    ),
                     ConfigReferenceEntry(
                         key: "plugins[].create_timeout", type: "duration", defaultValue: "\(Instance.defaultCreateTimeoutSeconds) s",
                         accepted: "more than 0 s, at most 86400 s",

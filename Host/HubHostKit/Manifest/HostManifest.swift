@@ -27,7 +27,7 @@ public struct HostManifest: Sendable {
         public var line: Int
         /// Where the plugin runs: in this process (default) or in a worker child process.
         public var isolation: Isolation = .inProcess
-        /// Deadline of one call to an isolated plugin (`call_timeout`).
+        /// Deadline of one call to an isolated or `.wasm` plugin (`call_timeout`).
         public var callTimeoutSeconds: Double = Instance.defaultCallTimeoutSeconds
         /// Address-space limit of an isolated plugin's worker, in MiB (`memory_limit`).
         public var memoryLimitMB: Int = Instance.defaultMemoryLimitMB

@@ -144,9 +144,11 @@ public final class PluginRegistry: @unchecked Sendable {
             let hash = SHA256.hex(of: Data(bytes))
             entry.libraryHash = hash
             if let pin = configuration.sha256, pin != hash { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: hash) }
+            var budget = configuration.wasm
+            budget.callTimeoutSeconds = configuration.callTimeoutSeconds
             let wasm = try WasmPluginInstance(
                 file: try WasmModuleFile.parse(bytes, path: path), manifest: plugin, instanceID: configuration.id,
-                config: configuration.config, pipeline: pipeline, budget: configuration.wasm, http: configuration.http)
+                config: configuration.config, pipeline: pipeline, budget: budget, http: configuration.http)
             entry.binaryABI = wasm.abiVersion
             entry.plugins = wasm.plugins.indices.map { PluginHandle(wasm: wasm, index: $0) }
             return

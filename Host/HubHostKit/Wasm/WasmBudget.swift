@@ -17,10 +17,19 @@ public struct WasmBudget: Equatable, Sendable {
 
     public var fuelPerCall: UInt64 = defaultFuelPerCall
     public var memoryLimitMB: Int = defaultMemoryLimitMB
+    /// The wall-clock deadline of one call (the instance's `call_timeout`). Fuel bounds what the
+    /// guest computes; this bounds the time it spends in the host's imports, where it burns no
+    /// fuel: an import called past it ends the call as a timeout, and an HTTP request gets at most
+    /// the time left.
+    public var callTimeoutSeconds: Double = HostManifest.Instance.defaultCallTimeoutSeconds
 
-    public init(fuelPerCall: UInt64 = defaultFuelPerCall, memoryLimitMB: Int = defaultMemoryLimitMB) {
+    public init(
+        fuelPerCall: UInt64 = defaultFuelPerCall, memoryLimitMB: Int = defaultMemoryLimitMB,
+        callTimeoutSeconds: Double = HostManifest.Instance.defaultCallTimeoutSeconds
+    ) {
         self.fuelPerCall = fuelPerCall
         self.memoryLimitMB = memoryLimitMB
+        self.callTimeoutSeconds = callTimeoutSeconds
     }
 
     var memoryLimitBytes: Int { memoryLimitMB << 20 }

@@ -5,6 +5,8 @@ import Foundation
 enum WasmCallFailure: Error, CustomStringConvertible {
     /// The call used up its fuel: the plugin ran too long (a timeout).
     case outOfFuel(UInt64)
+    /// The call called a host import past its wall-clock deadline (a timeout).
+    case deadlinePassed(Double)
     /// The guest trapped (unreachable, out-of-bounds access, stack exhausted, a refused import...).
     case trapped(String)
     /// The guest answered something the host cannot read (an answer outside its memory).
@@ -13,6 +15,8 @@ enum WasmCallFailure: Error, CustomStringConvertible {
     var description: String {
         switch self {
         case .outOfFuel(let fuel): return "ran out of fuel (\(fuel) per call): the call took too long"
+        case .deadlinePassed(let seconds):
+            return "passed its \(EngageDuration.format(seconds)) call deadline (call_timeout) in the host's imports: the call took too long"
         case .trapped(let why): return "trapped: \(why)"
         case .badAnswer(let why): return "answered badly: \(why)"
         }
@@ -32,6 +36,8 @@ final class WasmGuest {
     let store: Store
     let memory: Memory
     let budget: WasmBudget
+    /// The host's imports, which end a call past its deadline (`WasmHostImports.deadlineNs`).
+    private let services: WasmHostImports
     private let bufferFunction: Function
     private let describeFunction: Function
     private let createFunction: Function
@@ -56,6 +62,7 @@ final class WasmGuest {
     /// Instantiates `file` with `imports` and runs its `_initialize` (a reactor's constructors).
     init(file: WasmModuleFile, imports services: WasmHostImports, budget: WasmBudget) throws {
         self.budget = budget
+        self.services = services
         stack = ExecutionStack(engine: Self.engine)
         store = Store(engine: Self.engine)
         store.resourceLimiter = WasmMemoryCeiling(bytes: budget.memoryLimitBytes)
@@ -104,8 +111,12 @@ final class WasmGuest {
     /// Calls `function` with a fresh fuel budget; a trap becomes a WasmCallFailure.
     private func invoke(_ function: Function, _ arguments: [Value]) throws(WasmCallFailure) -> [Value] {
         store.fuel = Fuel(remaining: budget.fuelPerCall)
+        services.deadlineNs = Clock.monotonicNs() &+ SafeTime.durationNs(budget.callTimeoutSeconds)
+        defer { services.deadlineNs = .max }
         do {
             return try function.invoke(arguments, on: &stack)
+        } catch is WasmHostImports.DeadlinePassed {
+            throw .deadlinePassed(budget.callTimeoutSeconds)
         } catch let trap as Trap {
             // WasmKit names the reason only in the description (TrapReason is not public).
             if trap.description.contains("out of fuel") { throw .outOfFuel(budget.fuelPerCall) }

@@ -20,6 +20,19 @@ final class WasmHostImports: @unchecked Sendable {
     private var lastError = ""
     /// What the last http_fetch left for http_take: the encoded response or a failure's message.
     private var httpHeld: [UInt8]?
+    /// When the call in progress must end (monotonic ns; `.max` between calls). Set by WasmGuest
+    /// around each call and read by the imports on the same thread: WasmPluginInstance runs one
+    /// call at a time, so no lock is needed.
+    var deadlineNs: UInt64 = .max
+
+    /// Thrown by an import called past `deadlineNs`: it unwinds the guest, and WasmGuest answers
+    /// the call as a timeout.
+    struct DeadlinePassed: Error {}
+
+    /// Throws DeadlinePassed once the call's deadline has passed.
+    private func checkDeadline() throws(DeadlinePassed) {
+        if Clock.monotonicNs() >= deadlineNs { throw DeadlinePassed() }
+    }
 
     init(instanceID: String, config: [String: PluginValue], pipeline: LogPipeline, http: HostEnvironment.HTTPPolicy = .init()) {
         self.instanceID = instanceID
@@ -85,6 +98,9 @@ final class WasmHostImports: @unchecked Sendable {
         }
         guard type.parameters == want.params, type.results == want.results else { return nil }
         return Function(store: store, parameters: want.params, results: want.results) { [unowned self] _, args in
+            // Every import is a point where a call past its deadline ends: a guest that waits on
+            // the host (HTTP above all) burns no fuel, so fuel alone would not stop it.
+            try self.checkDeadline()
             switch name {
             case "log":
                 self.log(severity: args[0].i32, verbosity: args[1].i32, pointer: args[2].i32, length: args[3].i32)
@@ -94,7 +110,7 @@ final class WasmHostImports: @unchecked Sendable {
                 self.errorLock.withLock { self.lastError = message }
                 return []
             case "monotonic_ns": return [.i64(Clock.monotonicNs())]
-            case "http_fetch": return [.i32(UInt32(bitPattern: self.httpFetch(args[0].i32, args[1].i32, lengthAt: args[2].i32)))]
+            case "http_fetch": return [.i32(UInt32(bitPattern: try self.httpFetch(args[0].i32, args[1].i32, lengthAt: args[2].i32)))]
             case "http_take": return [.i32(UInt32(bitPattern: self.httpTake(args[0].i32, capacity: args[1].i32)))]
             default:
                 return [.i32(UInt32(bitPattern: self.configGet(args[0].i32, args[1].i32, args[2].i32, args[3].i32)))]
@@ -135,14 +151,14 @@ final class WasmHostImports: @unchecked Sendable {
 
     /// Decodes the guest's request, performs it as an in-process plugin's would be, and holds the
     /// encoded response (or the failure's message) for http_take; writes its length at `lengthAt`.
-    private func httpFetch(_ pointer: UInt32, _ length: UInt32, lengthAt: UInt32) -> Int32 {
+    private func httpFetch(_ pointer: UInt32, _ length: UInt32, lengthAt: UInt32) throws(DeadlinePassed) -> Int32 {
         httpHeld = nil
         guard let memory, Int(length) <= Self.maxHTTPRequestBytes, Int(pointer) + Int(length) <= memory.byteCount,
             Int(lengthAt) + 4 <= memory.byteCount
         else { return HH_ERR_INVALID_ARGUMENT }
         let bytes = memory.withUnsafeBufferPointer(offset: UInt(pointer), count: Int(length)) { [UInt8]($0) }
         var reader = WireReader(bytes)
-        let request: PluginHTTPRequest
+        var request: PluginHTTPRequest
         do {
             let method = try reader.string()
             let url = try reader.string()
@@ -156,6 +172,14 @@ final class WasmHostImports: @unchecked Sendable {
                 method: method.isEmpty ? "GET" : method, url: url, headers: headers, body: body.isEmpty ? nil : body, timeoutMs: try reader.u32())
         } catch {
             return HH_ERR_INVALID_ARGUMENT
+        }
+        // The request gets at most the call's time left (its own timeout_ms and http_timeout still
+        // apply when shorter), so a guest cannot wait on the network past its deadline.
+        let now = Clock.monotonicNs()
+        guard now < deadlineNs else { throw DeadlinePassed() }
+        if deadlineNs != .max {
+            let leftMs = UInt32(clamping: max(1, (deadlineNs - now) / 1_000_000))
+            request.timeoutMs = request.timeoutMs == 0 ? leftMs : min(request.timeoutMs, leftMs)
         }
         var held = WireWriter()
         let status: Int32
@@ -192,6 +216,8 @@ final class WasmHostImports: @unchecked Sendable {
         Function(store: store, type: type) { [unowned self] _, args in
             switch (name, type.parameters, type.results) {
             case ("clock_time_get", [.i32, .i64, .i32], [.i32]):
+                // A guest that spins on the clock waits for time to pass: the deadline ends it too.
+                try self.checkDeadline()
                 // Clock 0 is the wall clock, every other one monotonic: both in nanoseconds.
                 let now = args[0].i32 == 0 ? UInt64(max(0, Date().timeIntervalSince1970 * 1e9)) : Clock.monotonicNs()
                 return [.i32(UInt32(bitPattern: self.store(now, at: args[2].i32) ? 0 : 28))]

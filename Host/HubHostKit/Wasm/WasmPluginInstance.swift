@@ -6,7 +6,8 @@ import Logging
 /// memory: instances never share state), the plugins it created, and the calls the kind adapters
 /// send it in the isolation protocol's encoding (IsolatedCalls' host side serves both).
 ///
-/// A call that runs out of fuel is a timeout and one that traps a plugin error; neither reaches the
+/// A call that runs out of fuel, or calls a host import past its wall-clock deadline
+/// (`call_timeout`), is a timeout, and one that traps a plugin error; neither reaches the
 /// host. Either may leave the guest's state half changed, so the instantiation is dropped and the
 /// next call makes a new one from the module and creates the plugins again (`reinstantiations`).
 /// Calls are serialized: a WasmKit store runs one call at a time.
@@ -205,7 +206,10 @@ public final class WasmPluginInstance: @unchecked Sendable {
                         "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call\(leftOut > 0 ? " (\(leftOut) more failed calls in the last \(failureLog.intervalNs / 1_000_000_000) s not logged)" : "")"
                     )
                 }
-                if case .outOfFuel = error { return .failure(.timedOut(error.description)) }
+                switch error {
+                case .outOfFuel, .deadlinePassed: return .failure(.timedOut(error.description))
+                case .trapped, .badAnswer: break
+                }
                 return .failure(.crashed(error.description))
             } catch {
                 self.guest = nil
