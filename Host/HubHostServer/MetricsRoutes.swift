@@ -5,14 +5,18 @@ import Metrics
 import Prometheus
 
 /// `GET /metrics`: the runtime's metrics in Prometheus text format (RuntimeMetrics: events by
-/// status, tracked and delivered events, augmentation latency, plugin calls, call errors and
+/// status, tracked and delivered events, plugin call latency by instance and kind, plugin calls, call errors and
 /// timeouts and state per instance, worker restarts, plugins stuck in a call, hub page views, campaign evaluations and messages shown) and the HTTP
 /// requests by route (RequestMetricsMiddleware: the metrics of Hummingbird's MetricsMiddleware).
 enum MetricsRoutes {
     /// The process's one registry: swift-metrics can be bootstrapped once per process.
     static let registry: PrometheusCollectorRegistry = {
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["hubhost_plugin_call_duration_seconds"] = RuntimeMetrics.callDurationBuckets.map {
+            .nanoseconds(Int64(($0 * 1e9).rounded()))
+        }
+        MetricsSystem.bootstrap(factory)
         return registry
     }()
 

@@ -13,7 +13,8 @@ struct TopCommand: ParsableCommand {
             Samples the serve of the manifest (its server: address, or --url) every --interval \
             seconds: GET /metrics for each instance's counters (hubhost_plugin_calls_total, \
             hubhost_plugin_call_errors_total by kind, hubhost_worker_restarts_total, \
-            hubhost_plugin_ejections_total) and GET /v1/plugins for its state, and prints the rates \
+            hubhost_plugin_ejections_total) and its call durations' 99th percentile \
+            (hubhost_plugin_call_duration_seconds) and GET /v1/plugins for its state, and prints the rates \
             since the previous sample, busiest first. Runs until interrupted, or --count refreshes. \
             Exits 1 when no serve of the manifest answers.
             """)
@@ -44,6 +45,9 @@ struct TopCommand: ParsableCommand {
         var errorsPerSecond: Double
         var timeoutsPerSecond: Double
         var crashesPerSecond: Double
+        /// The 99th percentile of its calls' durations since the last sample, in milliseconds (the
+        /// upper bound of the histogram bucket it falls in); nil when it made no calls.
+        var p99Milliseconds: Double?
         var restarts: Double
         var ejections: Double
         var reason: String?
@@ -74,11 +78,12 @@ struct TopCommand: ParsableCommand {
                     "\(ServeLookup.servedBy(serve.url)), generation \(refresh.generation), per second over \(String(format: "%.1f", refresh.seconds)) s:"
                 )
                 Output.table(
-                    ["ID", "STATE", "ISOLATION", "CALLS/S", "ERRORS/S", "TIMEOUTS/S", "CRASHES/S", "RESTARTS", "EJECTIONS"],
+                    ["ID", "STATE", "ISOLATION", "CALLS/S", "P99", "ERRORS/S", "TIMEOUTS/S", "CRASHES/S", "RESTARTS", "EJECTIONS"],
                     refresh.instances.map { row in
                         [
                             row.id, row.reason.map { "\(row.state): \($0.prefix(60))" } ?? row.state, row.isolation,
-                            Self.rate(row.callsPerSecond), Self.rate(row.errorsPerSecond), Self.rate(row.timeoutsPerSecond),
+                            Self.rate(row.callsPerSecond), row.p99Milliseconds.map(Self.milliseconds) ?? "-",
+                            Self.rate(row.errorsPerSecond), Self.rate(row.timeoutsPerSecond),
                             Self.rate(row.crashesPerSecond), "\(Int(row.restarts))", "\(Int(row.ejections))"
                         ]
                     })
@@ -112,7 +117,7 @@ struct TopCommand: ParsableCommand {
             Output.error("top: the serve at \(serve.url) did not answer GET /metrics")
             throw ExitCode.failed
         }
-        return Sample(atNs: Clock.monotonicNs(), plugins: plugins, counters: Self.counters(String(decoding: response.body, as: UTF8.self)))
+        return Sample(atNs: Clock.monotonicNs(), plugins: plugins, counters: PrometheusText.samples(String(decoding: response.body, as: UTF8.self)))
     }
 
     /// The rates between two samples, busiest instance first.
@@ -123,45 +128,24 @@ struct TopCommand: ParsableCommand {
             let id = instance.id
             return Row(
                 id: id, state: instance.state, isolation: instance.worker.map { "process: \($0)" } ?? instance.isolation,
-                callsPerSecond: rate(key("hubhost_plugin_calls_total", ["instance": id])),
-                errorsPerSecond: rate(key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "error"])),
-                timeoutsPerSecond: rate(key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "timeout"])),
-                crashesPerSecond: rate(key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "crash"])),
-                restarts: after.counters[key("hubhost_worker_restarts_total", ["instance": id])] ?? 0,
-                ejections: after.counters[key("hubhost_plugin_ejections_total", ["instance": id])] ?? 0, reason: instance.reason)
+                callsPerSecond: rate(PrometheusText.key("hubhost_plugin_calls_total", ["instance": id])),
+                errorsPerSecond: rate(PrometheusText.key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "error"])),
+                timeoutsPerSecond: rate(PrometheusText.key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "timeout"])),
+                crashesPerSecond: rate(PrometheusText.key("hubhost_plugin_call_errors_total", ["instance": id, "kind": "crash"])),
+                p99Milliseconds: PrometheusText.quantile(
+                    0.99, of: "hubhost_plugin_call_duration_seconds", instance: id, before: before.counters, after: after.counters
+                ).map { $0 * 1000 },
+                restarts: after.counters[PrometheusText.key("hubhost_worker_restarts_total", ["instance": id])] ?? 0,
+                ejections: after.counters[PrometheusText.key("hubhost_plugin_ejections_total", ["instance": id])] ?? 0, reason: instance.reason)
         }
         return Refresh(
             server: server, seconds: seconds, generation: after.plugins.generation,
             instances: rows.sorted { ($0.callsPerSecond, $1.id) > ($1.callsPerSecond, $0.id) })
     }
 
-    /// A series' key: its name and its labels sorted, as `counters` makes them.
-    static func key(_ name: String, _ labels: [String: String]) -> String {
-        name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"
-    }
-
-    /// Every sample line of Prometheus text (`name{label="value",...} number`) by `key`; comments
-    /// and lines that do not parse are skipped. Label values with an escaped quote are not ones
-    /// hubhost writes (instance ids are letters, digits, '-', '_', '.'); such a line is skipped.
-    static func counters(_ text: String) -> [String: Double] {
-        var found: [String: Double] = [:]
-        for line in text.split(separator: "\n").prefix(1_000_000) where !line.hasPrefix("#") {
-            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
-            let series = line[..<space]
-            guard let open = series.firstIndex(of: "{") else {
-                found[String(series) + "{}"] = value
-                continue
-            }
-            guard series.hasSuffix("}"), !series.contains("\\\"") else { continue }
-            var labels: [String: String] = [:]
-            for pair in series[series.index(after: open)..<series.index(before: series.endIndex)].split(separator: ",") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2, parts[1].hasPrefix("\""), parts[1].hasSuffix("\""), parts[1].count >= 2 else { continue }
-                labels[String(parts[0])] = String(parts[1].dropFirst().dropLast())
-            }
-            found[key(String(series[..<open]), labels)] = value
-        }
-        return found
+    static func milliseconds(_ value: Double) -> String {
+        guard value.isFinite else { return "slow" }
+        return value < 1 ? String(format: "%.2fms", value) : String(format: "%.0fms", value)
     }
 
     static func rate(_ value: Double) -> String { value == 0 ? "0" : String(format: value < 10 ? "%.2f" : "%.0f", value) }

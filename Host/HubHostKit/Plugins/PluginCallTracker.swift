@@ -20,8 +20,13 @@ public final class PluginCallTracker: @unchecked Sendable {
     /// The instance whose calls these are, for its calls and timeouts in /metrics; nil for a
     /// tracker that spans instances (the campaign evaluation), which is not counted per instance.
     private let instance: String?
+    /// The plugin's kind, the `kind` label of its call durations in /metrics.
+    private let kind: String
 
-    public init(instance: String? = nil) { self.instance = instance }
+    public init(instance: String? = nil, kind: String = "") {
+        self.instance = instance
+        self.kind = kind
+    }
 
     /// Records a call starting now that should end within `deadlineSeconds`; returns its token.
     public func begin(deadlineSeconds: Double) -> UInt64 {
@@ -40,11 +45,12 @@ public final class PluginCallTracker: @unchecked Sendable {
     @discardableResult
     public func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
-        let (late, lateUncounted) = lock.withLock { () -> (Bool, Bool) in
-            guard let call = inFlight.removeValue(forKey: token) else { return (false, false) }
-            return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted)
+        let (late, lateUncounted, startedNs) = lock.withLock { () -> (Bool, Bool, UInt64?) in
+            guard let call = inFlight.removeValue(forKey: token) else { return (false, false, nil) }
+            return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs)
         }
         if lateUncounted { countTimeouts(1) }
+        if let instance, let startedNs { RuntimeMetrics.pluginCallDuration(instance: instance, kind: kind, nanoseconds: now &- startedNs) }
         return late
     }
 

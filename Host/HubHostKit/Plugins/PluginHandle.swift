@@ -29,7 +29,7 @@ public final class PluginHandle: @unchecked Sendable {
     /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {
         instanceID = instance.instanceID
-        calls = PluginCallTracker(instance: instanceID)
+        calls = PluginCallTracker(instance: instanceID, kind: instance.kind.rawValue)
         pluginID = instance.descriptor.id
         kind = instance.kind
         backend = .inProcess(instance)
@@ -38,7 +38,7 @@ public final class PluginHandle: @unchecked Sendable {
 
     package init(worker: PluginWorker, index: Int, pluginID: String, kind: PluginKind) {
         instanceID = worker.instanceID
-        calls = PluginCallTracker(instance: instanceID)
+        calls = PluginCallTracker(instance: instanceID, kind: kind.rawValue)
         self.pluginID = pluginID
         self.kind = kind
         backend = .isolated(worker, index: index)
@@ -47,7 +47,7 @@ public final class PluginHandle: @unchecked Sendable {
 
     package init(wasm: WasmPluginInstance, index: Int) {
         instanceID = wasm.instanceID
-        calls = PluginCallTracker(instance: instanceID)
+        calls = PluginCallTracker(instance: instanceID, kind: wasm.plugins[index].kind.rawValue)
         pluginID = wasm.plugins[index].id
         kind = wasm.plugins[index].kind
         backend = .wasm(wasm, index: index)

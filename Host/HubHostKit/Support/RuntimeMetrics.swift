@@ -11,7 +11,8 @@ public enum RuntimeMetrics {
     public static let help: [String: String] = [
         "hubhost_events_tracked_total": "Events stored by the event engine, from any front end.",
         "hubhost_events_delivered_total": "Events a delivery attempt handled, by outcome (posted, retrying, failed).",
-        "hubhost_augmentation_duration_seconds": "Time one augmentation plugin instance took for an event, in seconds.",
+        "hubhost_plugin_call_duration_seconds":
+            "Time one plugin call the host made with a deadline took (augmentations, sinks, and the kinds requests wait on), by instance and kind.",
         "hubhost_reloads_total": "Reloads of plugins.yaml, by outcome (applied, unchanged, refused).",
         "hubhost_plugin_calls_total": "Plugin calls the host made with a deadline, by instance.",
         "hubhost_plugin_call_errors_total": "Plugin calls that failed, by instance and kind of failure (error, timeout, crash).",
@@ -40,10 +41,22 @@ public enum RuntimeMetrics {
         Counter(label: "hubhost_events_delivered_total", dimensions: [("outcome", outcome)]).increment(by: count)
     }
 
-    /// One augmentation call of a plugin instance: its latency, and an error when it failed.
-    static func augmentation(instance: String, nanoseconds: UInt64, failed: Bool) {
-        Timer(label: "hubhost_augmentation_duration_seconds", dimensions: [("instance", instance)]).recordNanoseconds(Int64(clamping: nanoseconds))
-        if failed { pluginCallError(instance: instance, kind: "error") }
+    /// The upper bounds of `hubhost_plugin_call_duration_seconds`'s buckets, in seconds: from the
+    /// microseconds of an in-process call to a sink's seconds-long post (a backend's defaults start
+    /// at 5 ms, where every in-process call would fall into the first bucket).
+    public static let callDurationBuckets: [Double] = [
+        0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
+    ]
+
+    /// One plugin call of an instance that returned (PluginCallTracker): its latency.
+    static func pluginCallDuration(instance: String, kind: String, nanoseconds: UInt64) {
+        Timer(label: "hubhost_plugin_call_duration_seconds", dimensions: [("instance", instance), ("kind", kind)])
+            .recordNanoseconds(Int64(clamping: nanoseconds))
+    }
+
+    /// One augmentation call of a plugin instance that failed.
+    static func augmentationFailed(instance: String) {
+        pluginCallError(instance: instance, kind: "error")
     }
 
     /// One reload of plugins.yaml by its outcome (applied, unchanged, refused).
