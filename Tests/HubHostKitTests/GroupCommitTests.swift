@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 
 @testable import HubHostKit
@@ -41,6 +42,38 @@ final class GroupCommitTests: XCTestCase {
     }
 
     func testEveryEventAcknowledgedUnderConcurrentLoadSurvivesKillDashNine() throws {
+        try killDashNineUnderLoad(durability: .fsync)
+    }
+
+    /// `events.durability: process` skips the fsync of each commit, but a commit is still in the
+    /// OS's page cache before it is acknowledged: kill -9 of serve loses nothing either.
+    func testWithProcessDurabilityEveryAcknowledgedEventSurvivesKillDashNineToo() throws {
+        try killDashNineUnderLoad(durability: .process)
+    }
+
+    /// The store's connections run `synchronous` as `events.durability` says (FULL = 2, NORMAL = 1).
+    func testDurabilitySetsTheStoresSynchronousMode() throws {
+        for (durability, expected) in [(EventDurability.fsync, 2), (.process, 1)] {
+            let store = try EventStore.open(path: folder + "/\(durability.rawValue).sqlite", durability: durability).store
+            XCTAssertEqual(try store.pool.write { try Int.fetchOne($0, sql: "PRAGMA synchronous") }, expected, "\(durability) writer")
+            XCTAssertEqual(try store.pool.read { try Int.fetchOne($0, sql: "PRAGMA synchronous") }, expected, "\(durability) reader")
+        }
+        try TestSupport.write("data_dir: data\nevents: {durability: sometimes}\nplugins: []\n", to: folder + "/bad.yaml")
+        let problems = try HostManifest.load(path: folder + "/bad.yaml").diagnostics.map(\.message)
+        XCTAssertTrue(problems.contains { $0.contains("sometimes") && $0.contains("fsync") && $0.contains("process") }, "\(problems)")
+    }
+
+    private func killDashNineUnderLoad(durability: EventDurability) throws {
+        try TestSupport.write(
+            """
+            data_dir: data
+            logging: {severity: none}
+            server: {port: 0}
+            events: {cache_size: 1000000, durability: \(durability.rawValue)}
+            plugins:
+              - id: noop
+                use: \(TestSupport.plugin("Noop"))
+            """, to: folder + "/plugins.yaml")
         let server = try ServeProcess(manifest: folder + "/plugins.yaml")
         let outcomes = Outcomes()
         let clients = 8

@@ -73,7 +73,7 @@ public final class EventEngine: @unchecked Sendable {
             let value = settings.string(core.key)
             return value.isEmpty ? nil : (core.field, PluginValue.string(value))
         }
-        let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"))
+        let opened = try EventStore.open(path: (dataDirectory as NSString).appendingPathComponent("events.sqlite"), durability: settings.durability)
         store = opened.store
         if let aside = opened.movedAside {
             logger.error(

@@ -10,6 +10,11 @@ public struct EventSettings: Sendable {
             key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
             doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange),
         ConfigKey(
+            key: "durability", type: .string, defaultValue: .string(EventDurability.fsync.rawValue),
+            doc:
+                "What an acknowledged event survives. fsync: each commit is on disk before it returns (survives a power loss). process: in the OS's cache (survives kill -9 or a crash of hubhost, not a power loss or OS crash), for faster ingest. Read at start.",
+            allowedValues: EventDurability.allCases.map(\.rawValue)),
+        ConfigKey(
             key: "cache_size", type: .int, defaultValue: .int(3),
             doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000)),
         ConfigKey(
@@ -90,6 +95,7 @@ public struct EventSettings: Sendable {
     func int(_ key: String) -> Int { if case .int(let i)? = values[key] { return Int(i) } else { return 0 } }
 
     public var augmentationTimeout: Double { seconds("augmentation_timeout") }
+    public var durability: EventDurability { EventDurability(rawValue: string("durability")) ?? .fsync }
     public var cacheSize: Int { max(1, int("cache_size")) }
     public var flushInterval: Double { seconds("flush_interval") }
     public var collectorURL: String { string("collector_url") }

@@ -4,7 +4,8 @@ import GRDBSQLite
 
 /// The local event store (Engage "Local Event Storage"): one SQLite file in the data directory,
 /// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
-/// and power loss. Events keep one of the five statuses of EventStatus: most in their own row, but
+/// and power loss (or `NORMAL` with `events.durability: process`: it survives kill -9, not a power
+/// loss). Events keep one of the five statuses of EventStatus: most in their own row, but
 /// the events a delivery step passed by the delivered cursor are SUCCESSFULLY_POSTED without a write
 /// to their rows (see `cursor(_:)` for the one rule that decides an event's status).
 /// Safe to share: `path` and `pool` are `let`s and GRDB's DatabasePool is thread-safe (it serialises writes and hands
@@ -23,9 +24,9 @@ public final class EventStore: @unchecked Sendable {
     /// Opens (creating) the store at `path`. A file that is not a database, or is corrupt, is moved
     /// aside (`<path>.corrupt-<time>`), never overwritten, and a new store is started; the returned
     /// `movedAside` says where the old file went. An unreadable file is an error naming it.
-    public static func open(path: String) throws -> (store: EventStore, movedAside: String?) {
+    public static func open(path: String, durability: EventDurability = .fsync) throws -> (store: EventStore, movedAside: String?) {
         do {
-            return (try EventStore(path: path), nil)
+            return (try EventStore(path: path, durability: durability), nil)
         } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode.primaryResultCode) {
             let aside = "\(path).corrupt-\(Clock.wallMs())"
             do {
@@ -36,17 +37,21 @@ public final class EventStore: @unchecked Sendable {
             } catch {
                 throw OpenError(description: "\(path) is not a valid event database (\(error.localizedDescription)), and it could not be moved aside")
             }
-            return (try EventStore(path: path), aside)
+            return (try EventStore(path: path, durability: durability), aside)
         } catch let error as DatabaseError {
             throw OpenError(description: "cannot open the event database \(path): \(error.message ?? "\(error.resultCode)")")
         }
     }
 
-    private init(path: String) throws {
+    /// What a commit survives (`events.durability`).
+    public let durability: EventDurability
+
+    private init(path: String, durability: EventDurability) throws {
         self.path = path
+        self.durability = durability
         let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
         defer { opening.release() }
-        pool = try SharedSQLite.open(path: path, label: "events")
+        pool = try SharedSQLite.open(path: path, label: "events", synchronous: durability.synchronous)
         try migrate()
     }
 

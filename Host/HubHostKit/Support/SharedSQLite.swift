@@ -3,32 +3,35 @@ import GRDB
 
 /// How hubhost opens the SQLite files of its data directory, which several processes may use at
 /// once (`serve` and CLI commands beside it): WAL, `synchronous = FULL` (a commit is on disk
-/// before it returns, even in WAL mode), and a busy timeout, so that a writer waits for another
-/// process's transaction instead of failing with "database is locked".
+/// before it returns, even in WAL mode; the event store may ask for NORMAL, `events.durability`),
+/// and a busy timeout, so that a writer waits for another process's transaction instead of
+/// failing with "database is locked".
 enum SharedSQLite {
     /// How long a write waits for another process's transaction before it fails.
     static let busyTimeoutSeconds: TimeInterval = 30
 
     /// `mmapBytes` > 0: each connection reads up to that much of the file through a memory map
     /// (`PRAGMA mmap_size`) instead of copying every page it reads with a system call.
-    static func configuration(label: String, mmapBytes: Int = 0) -> Configuration {
+    /// `synchronous`: FULL or NORMAL (EventDurability.synchronous).
+    static func configuration(label: String, mmapBytes: Int = 0, synchronous: String = "FULL") -> Configuration {
         var configuration = Configuration()
         configuration.label = label
         configuration.busyMode = .timeout(busyTimeoutSeconds)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             if mmapBytes > 0 { try db.execute(sql: "PRAGMA mmap_size = \(mmapBytes)") }
         }
         return configuration
     }
 
     /// Opens (creating) the pool at `path` and makes its files owner-only (0600): they hold user data.
-    static func open(path: String, label: String, mmapBytes: Int = 0) throws -> DatabasePool {
-        let pool = try DatabasePool(path: path, configuration: configuration(label: label, mmapBytes: mmapBytes))
+    static func open(path: String, label: String, mmapBytes: Int = 0, synchronous: String = "FULL") throws -> DatabasePool {
+        precondition(["FULL", "NORMAL"].contains(synchronous), "synchronous is FULL or NORMAL")
+        let pool = try DatabasePool(path: path, configuration: configuration(label: label, mmapBytes: mmapBytes, synchronous: synchronous))
         // GRDB's pool turns WAL on with `synchronous = NORMAL` on its writer AFTER prepareDatabase
         // ran, so the one connection that commits synced nothing at commit: a committed event
         // survived kill -9 (the page cache) but not a power loss. FULL again, on the writer.
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         DataDirectory.restrict(DataDirectory.sqliteFiles(path))
         return pool
     }
