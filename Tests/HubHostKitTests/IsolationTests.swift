@@ -179,6 +179,30 @@ final class IsolationTests: XCTestCase {
         return nil
     }
 
+    /// A call holds the worker for its whole length; what health and the plugin list read (the
+    /// state, crashes, the library's ABI) does not wait for it.
+    func testTheWorkersStateIsReadWithoutWaitingForTheCallInFlight() throws {
+        setenv("FAULTY_SLOW_MS", "2000", 1)
+        defer { unsetenv("FAULTY_SLOW_MS") }
+        let (host, _) = try host("SLOW", timeout: "5s")
+        let worker = try XCTUnwrap(host.registry.entry(id: "faulty")?.worker)
+        let plugin = try augmentation(host)
+        let returned = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = plugin.augment(AugmentableEvent(id: "e", typeCode: 17, name: "E", timeMs: 1))
+            returned.signal()
+        }
+        usleep(300_000)  // the call is in flight in the worker, which sleeps 2 s in it
+        let start = Date()
+        guard case .running = worker.currentState else { return XCTFail("not running: \(worker.currentState)") }
+        XCTAssertEqual(worker.totalCrashes, 0)
+        XCTAssertNotNil(worker.libraryABI)
+        XCTAssertEqual(host.registry.failedWhileServing, [])
+        XCTAssertEqual(HostHealth(host).status, "ok")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 0.5, "read without waiting for the 2 s call")
+        XCTAssertEqual(returned.wait(timeout: .now() + 10), .success)
+    }
+
     func testKillingTheWorkerMidCallFailsOnlyThatCall() throws {
         setenv("FAULTY_SLOW_MS", "200", 1)
         defer { unsetenv("FAULTY_SLOW_MS") }

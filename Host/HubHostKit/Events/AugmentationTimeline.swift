@@ -146,20 +146,29 @@ public final class AugmentationTimeline: @unchecked Sendable {
         let shared = UntilDeadline<Void>(())
         let progress = events.map(Progress.init)
         let (_, completed) = waitForWork(shared, deadline: deadline) {
-            Self.concurrently(events.count, estimate: self.eventSpread) { i in
-                if shared.lock.withLock({ shared.timedOut }) { return }
-                let box = progress[i]
-                for stage in self.stages {
-                    let input = box.lock.withLock { box.event }
-                    for index in stage {  // in a batch the events give the concurrency; a stage runs in order
-                        guard let outcome = self.augment(index, input.augmentable) else { continue }
+            for stage in self.stages {
+                // Each event's input to the stage: the plugins of a stage see the same event.
+                let inputs = progress.map { box in box.lock.withLock { box.event } }
+                // One plugin over every event, then the next: a slow plugin holds up only the
+                // plugins after it, never a faster one's edits to the batch's other events. (Event
+                // by event, the first event's slow call spent the shared deadline and the events
+                // after it were EXPIRED without any plugin's edits.) In a batch the events give
+                // the concurrency.
+                for index in stage {
+                    if shared.lock.withLock({ shared.timedOut }) { return }
+                    Self.concurrently(events.count, estimate: self.eventSpread) { i in
+                        if shared.lock.withLock({ shared.timedOut }) { return }
+                        guard let outcome = self.augment(index, inputs[i].augmentable) else { return }
                         guard outcome.status == 0 else {
-                            self.logFailure(of: self.plugins[index], on: input.id, outcome)
-                            continue
+                            self.logFailure(of: self.plugins[index], on: inputs[i].id, outcome)
+                            return
                         }
-                        box.lock.withLock { if !box.closed { Self.apply(outcome, over: input, to: &box.event) } }
+                        let box = progress[i]
+                        box.lock.withLock { if !box.closed { Self.apply(outcome, over: inputs[i], to: &box.event) } }
                     }
                 }
+            }
+            for box in progress {
                 box.lock.withLock {
                     if !box.closed {
                         box.event.status = .notPosted

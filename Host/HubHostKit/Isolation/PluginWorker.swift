@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Why an isolated call failed, in the words that go into the log and into the call's failure.
 public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
@@ -93,14 +94,29 @@ public final class PluginWorker: @unchecked Sendable {
     private var slot: SharedCallSlot?
     /// The worker's count of log frames when the host last read them (SharedCallSlot.Word.logFrames).
     private var seenLogFrames: UInt32 = 0
-    private var state: State = .notStarted
+    /// Under `lock`, which a call holds for its whole length (up to call_timeout); each change is
+    /// also published to `published`, which health and the plugin list read without waiting for
+    /// the call in flight.
+    private var state: State = .notStarted {
+        didSet { published.withLock { $0.state = state } }
+    }
+    /// What the readers outside the calls see: the state, the crashes and the library's ABI, each
+    /// a copy of the field under `lock` as it last changed.
+    private struct Published {
+        var state: State = .notStarted
+        var crashes = 0
+        var libraryABI: ABIVersion?
+    }
+    private let published = Mutex(Published())
     private var crashTimes: [UInt64] = []
     private var restartAtNs: UInt64 = 0
     private var backoffMs: Int
     private var nextRequest: UInt32 = 0
-    private var crashCount = 0  // under lock
-    /// Crashes since start, for `plugins list`.
-    public var totalCrashes: Int { lock.withLock { crashCount } }
+    private var crashCount = 0 {  // under lock
+        didSet { published.withLock { $0.crashes = crashCount } }
+    }
+    /// Crashes since start, for `plugins list`. Never waits for a call in flight.
+    public var totalCrashes: Int { published.withLock { $0.crashes } }
 
     public init(settings: Settings, pipeline: LogPipeline) {
         self.settings = settings
@@ -109,7 +125,8 @@ public final class PluginWorker: @unchecked Sendable {
         self.logger = Logger(label: "hubhost.isolation", pipeline: pipeline)
     }
 
-    public var currentState: State { lock.withLock { state } }
+    /// The state now. Never waits for a call in flight (health asks it on every request).
+    public var currentState: State { published.withLock { $0.state } }
 
     /// Whether calls go through a shared call slot (else on the socket alone).
     var usesSharedSlot: Bool { lock.withLock { slot != nil } }
@@ -139,9 +156,11 @@ public final class PluginWorker: @unchecked Sendable {
     }
 
     private var exports: [(id: String, kind: PluginKind)] = []
-    private var libraryABIVersion: ABIVersion?  // under lock
+    private var libraryABIVersion: ABIVersion? {  // under lock
+        didSet { published.withLock { $0.libraryABI = libraryABIVersion } }
+    }
     /// The ABI version the library declares, as the worker read it (nil before a start).
-    public var libraryABI: ABIVersion? { lock.withLock { libraryABIVersion } }
+    public var libraryABI: ABIVersion? { published.withLock { $0.libraryABI } }
 
     /// Sends one call and waits for its answer (feeding the worker's log records to the pipeline).
     func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
