@@ -12,6 +12,7 @@ import Hummingbird
 ///   PUT  /v1/campaigns/user              {"userId", "idTrackingIdentifier", "accessToken"?}: set it and re-ping
 ///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none; a held one
 ///                                        names its pause or cap in the Hubhost-Hold-Reason header)
+///   GET  /v1/messages/stream?context=C   server-sent events: the next message (or why it is held) whenever it changes
 ///   POST /v1/messages/{id}/later         put the message back in the queue, checked again when it comes up
 ///   GET  /v1/messages/pause              whether messages are paused, and until when
 ///   POST /v1/messages/pause              {"until": ms?, "for": "15m"?}: hold every message
@@ -67,6 +68,11 @@ enum CampaignRoutes {
             }
             return HTTPAPI.json(message)
         }
+        messages.get("/stream") { request, _ in
+            let campaigns = try engine()
+            let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
+            return messageStream(campaigns, contexts: contexts)
+        }
         messages.post("/:id/later") { _, context in
             let campaigns = try engine()
             let id = context.parameters.get("id") ?? ""
@@ -118,6 +124,42 @@ enum CampaignRoutes {
             let clear = try await HTTPAPI.decode(Close.self, from: request, empty: Close()).clear_queued_campaigns ?? false
             try await HTTPAPI.blocking { campaigns.close(clearQueue: clear) }
             return HTTPAPI.json(["status": "closed"])
+        }
+    }
+
+    /// How often `GET /v1/messages/stream` asks the engine again.
+    static let streamPollSeconds: Double = 1
+
+    /// One event of `GET /v1/messages/stream`: the message that may show now, or why a ready one
+    /// is held; both absent: none is ready.
+    struct StreamEvent: Encodable, Equatable {
+        /// The event's name, as every stream's data carries it.
+        var name = "message"
+        var message: Campaign?
+        var held: String?
+    }
+
+    /// `GET /v1/messages/stream`: `event: message` with a StreamEvent at once, then whenever the
+    /// answer of `nextMessage` changes (asked every `streamPollSeconds`, on the blocking pool). The
+    /// message sent is handed out as `GET /v1/messages/next` hands it out: it is the current message.
+    static func messageStream(_ campaigns: CampaignEngine, contexts: [String]) -> Response {
+        ServerSentEventStream.response(prelude: "hubhost messages") { continuation in
+            let task = Task {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                var last: StreamEvent?
+                while !Task.isCancelled {
+                    if let answer = try? await HTTPAPI.blocking({ campaigns.nextMessage(allowedContexts: contexts) }) {
+                        let event = StreamEvent(message: answer.message, held: answer.held?.rawValue)
+                        if event != last, let data = try? encoder.encode(event) {
+                            continuation.yield("event: message\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+                            last = event
+                        }
+                    }
+                    try? await Task.sleep(nanoseconds: UInt64(streamPollSeconds * 1_000_000_000))
+                }
+            }
+            return { task.cancel() }
         }
     }
 

@@ -269,6 +269,7 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/hub/close", expect: 200)
         api.call("POST", "/hub/close", headers: ["Origin": "http://127.0.0.1:\(server.port)"], expect: 200)
         api.call("GET", "/v1/notifications", "/v1/notifications?replay=1", expect: 200, stream: true)
+        api.call("GET", "/v1/messages/stream", "/v1/messages/stream?context=home", expect: 200, stream: true)
         api.call("GET", "/v1/notifications", authorized: false, expect: 401)
 
         // Content prefetch.
