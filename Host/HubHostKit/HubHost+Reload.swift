@@ -37,6 +37,8 @@ extension HubHost {
         "events.sink", "events.collector_url", "events.cache_size", "events.flush_interval", "events.max_num_retries",
         "events.retry_base_delay", "events.post_timeout", "events.augmentation_timeout", "events.expire_local_events_after",
         "campaigns.config_url", "campaigns.ping_url", "campaigns.context_rule",
+        "campaigns.frequency_caps.per_session", "campaigns.frequency_caps.per_period", "campaigns.frequency_caps.period",
+        "campaigns.frequency_caps.min_gap", "campaigns.frequency_caps.campaign_interval",
         "hub.download_timeout",
         "prefetch.max_concurrent_downloads", "prefetch.item_download_behavior", "prefetch.network_selection",
         "prefetch.enable_auto_purge", "prefetch.cache_size_limit", "prefetch.sync_interval", "prefetch.retry_delay",

@@ -111,6 +111,14 @@ public final class HubHost: @unchecked Sendable {
             for conflict in operators.conflicts { logger.warning("\(conflict)") }
             let campaigns = try CampaignEngine(state: try KeyValueState(store: engine.store), operators: operators, pipeline: pipeline)
             campaigns.contextRule = manifest.campaigns.contextRule
+            campaigns.frequencyCaps = manifest.campaigns.frequencyCaps
+            // `Campaign Shown` and `Campaign Holdout` go through the event pipeline like any event.
+            let campaignLog = logger
+            campaigns.trackEvents { [weak engine] events in
+                for event in events {
+                    do { try engine?.track(event) } catch { campaignLog.error("campaigns: the event \(event.name) could not be tracked: \(error)") }
+                }
+            }
             if let file = manifest.campaigns.file {
                 do { try campaigns.loadFile(file) } catch { logger.error("campaigns: \(error)") }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import HubHostKit
 import Hummingbird
 
@@ -9,7 +10,13 @@ import Hummingbird
 ///   POST /v1/campaigns/{id}/opt-out      the user opted out of the campaign (durable)
 ///   GET  /v1/campaigns/user              the campaign user (user id, tracking identifier)
 ///   PUT  /v1/campaigns/user              {"userId", "idTrackingIdentifier", "accessToken"?}: set it and re-ping
-///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none)
+///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none; a held one
+///                                        names its pause or cap in the Hubhost-Hold-Reason header)
+///   GET  /v1/messages/stream?context=C   server-sent events: the next message (or why it is held) whenever it changes
+///   POST /v1/messages/{id}/later         put the message back in the queue, checked again when it comes up
+///   GET  /v1/messages/pause              whether messages are paused, and until when
+///   POST /v1/messages/pause              {"until": ms?, "for": "15m"?}: hold every message
+///   POST /v1/messages/resume             end the pause
 ///   POST /v1/messages/{id}/impression    the message was shown: one impression
 ///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
 enum CampaignRoutes {
@@ -53,8 +60,54 @@ enum CampaignRoutes {
         messages.get("/next") { request, _ in
             let campaigns = try engine()
             let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
-            guard let message = try await HTTPAPI.blocking({ campaigns.next(allowedContexts: contexts) }) else { return Response(status: .noContent) }
+            let answer = try await HTTPAPI.blocking { campaigns.nextMessage(allowedContexts: contexts) }
+            guard let message = answer.message else {
+                var headers = HTTPFields()
+                if let held = answer.held { headers[CampaignRoutes.holdReasonHeader] = held.rawValue }
+                return Response(status: .noContent, headers: headers)
+            }
             return HTTPAPI.json(message)
+        }
+        messages.get("/stream") { request, _ in
+            let campaigns = try engine()
+            let contexts = request.uri.queryParameters.getAll("context").map { String($0) }
+            return messageStream(campaigns, contexts: contexts)
+        }
+        messages.post("/:id/later") { _, context in
+            let campaigns = try engine()
+            let id = context.parameters.get("id") ?? ""
+            do { try await HTTPAPI.blocking { try campaigns.later(id) } } catch let error as CampaignEngine.NotFound {
+                throw APIError(.notFound, error.description)
+            } catch let error as CampaignEngine.NotAllowed {
+                throw APIError(.conflict, error.description)
+            }
+            return HTTPAPI.json(["status": "later", "id": id])
+        }
+        messages.get("/pause") { _, _ in
+            let campaigns = try engine()
+            return HTTPAPI.json(try await HTTPAPI.blocking { campaigns.pauseState })
+        }
+        messages.post("/pause") { request, _ in
+            let campaigns = try engine()
+            let body = try await HTTPAPI.decode(PauseRequest.self, from: request, empty: PauseRequest())
+            let until = try body.untilMs(now: Clock.wallMs())
+            do {
+                return HTTPAPI.json(
+                    try await HTTPAPI.blocking {
+                        try campaigns.pause(untilMs: until)
+                        return campaigns.pauseState
+                    })
+            } catch let error as CampaignEngine.Refused {
+                throw APIError(.badRequest, error.description)
+            }
+        }
+        messages.post("/resume") { _, _ in
+            let campaigns = try engine()
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking {
+                    try campaigns.resume()
+                    return campaigns.pauseState
+                })
         }
         messages.post("/:id/impression") { _, context in
             let campaigns = try engine()
@@ -71,6 +124,64 @@ enum CampaignRoutes {
             let clear = try await HTTPAPI.decode(Close.self, from: request, empty: Close()).clear_queued_campaigns ?? false
             try await HTTPAPI.blocking { campaigns.close(clearQueue: clear) }
             return HTTPAPI.json(["status": "closed"])
+        }
+    }
+
+    /// How often `GET /v1/messages/stream` asks the engine again.
+    static let streamPollSeconds: Double = 1
+
+    /// One event of `GET /v1/messages/stream`: the message that may show now, or why a ready one
+    /// is held; both absent: none is ready.
+    struct StreamEvent: Encodable, Equatable {
+        /// The event's name, as every stream's data carries it.
+        var name = "message"
+        var message: Campaign?
+        var held: String?
+    }
+
+    /// `GET /v1/messages/stream`: `event: message` with a StreamEvent at once, then whenever the
+    /// answer of `nextMessage` changes (asked every `streamPollSeconds`, on the blocking pool). The
+    /// message sent is handed out as `GET /v1/messages/next` hands it out: it is the current message.
+    static func messageStream(_ campaigns: CampaignEngine, contexts: [String]) -> Response {
+        ServerSentEventStream.response(prelude: "hubhost messages") { continuation in
+            let task = Task {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                var last: StreamEvent?
+                while !Task.isCancelled {
+                    if let answer = try? await HTTPAPI.blocking({ campaigns.nextMessage(allowedContexts: contexts) }) {
+                        let event = StreamEvent(message: answer.message, held: answer.held?.rawValue)
+                        if event != last, let data = try? encoder.encode(event) {
+                            continuation.yield("event: message\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+                            last = event
+                        }
+                    }
+                    try? await Task.sleep(nanoseconds: UInt64(streamPollSeconds * 1_000_000_000))
+                }
+            }
+            return { task.cancel() }
+        }
+    }
+
+    /// The header of a 204 from `GET /v1/messages/next` naming what holds a ready message.
+    static let holdReasonHeader = HTTPField.Name("Hubhost-Hold-Reason")!
+
+    /// `POST /v1/messages/pause`: `until` (ms since 1970) or `for` (a duration, e.g. "15m"), or neither.
+    struct PauseRequest: Decodable {
+        var until: Int64?
+        var `for`: String?
+
+        func untilMs(now: Int64) throws -> Int64? {
+            if until != nil && self.for != nil { throw APIError(.badRequest, "give until or for, not both") }
+            guard let text = self.for else { return until }
+            switch EngageDuration.parse(text) {
+            case .success(let seconds) where seconds > 0 && seconds <= FrequencyCaps.maxSeconds:
+                return now + Int64(seconds * 1000)
+            case .success(let seconds):
+                throw APIError(.badRequest, "for must be more than 0 and at most 366 days; got \(seconds) s")
+            case .failure(let error):
+                throw APIError(.badRequest, "for: \(error)")
+            }
         }
     }
 

@@ -162,6 +162,17 @@ final class OpenAPITests: XCTestCase {
         api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
         api.call("POST", "/v1/messages/close", expect: 200)
         api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": "yes"}"#, expect: 400)
+        // Display later, pause and resume ("promo" is queued by its event; its context is home).
+        api.call("POST", "/v1/events", json: #"{"name":"PROMO SEEN"}"#, expect: 201)
+        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/promo/later", expect: 200)
+        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/welcome/later", expect: 409)
+        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/nope/later", expect: 404)
+        api.call("POST", "/v1/messages/pause", json: #"{"for": "5m"}"#, expect: 200)
+        api.call("GET", "/v1/messages/pause", expect: 200)
+        api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home", expect: 204)
+        api.call("POST", "/v1/messages/pause", json: #"{"for": "0s"}"#, expect: 400)
+        api.call("POST", "/v1/messages/resume", expect: 200)
+        api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
         api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/welcome/opt-out", expect: 200)
         api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/promo/opt-out", expect: 409)
         api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/nope/opt-out", expect: 404)
@@ -258,6 +269,7 @@ final class OpenAPITests: XCTestCase {
         api.call("GET", "/hub/close", expect: 200)
         api.call("POST", "/hub/close", headers: ["Origin": "http://127.0.0.1:\(server.port)"], expect: 200)
         api.call("GET", "/v1/notifications", "/v1/notifications?replay=1", expect: 200, stream: true)
+        api.call("GET", "/v1/messages/stream", "/v1/messages/stream?context=home", expect: 200, stream: true)
         api.call("GET", "/v1/notifications", authorized: false, expect: 401)
 
         // Content prefetch.

@@ -21,5 +21,15 @@ final class UserCacheJSONTests: XCTestCase {
         XCTAssertEqual(try JSONDecoder().decode(UserCache.self, from: Data(cache.json.utf8)), cache)
         cache.current = ids[1]
         XCTAssertEqual(try JSONDecoder().decode(UserCache.self, from: Data(cache.json.utf8)), cache)
+        // The frequency caps' times, the session count and the campaigns put back for later.
+        cache.shownAt = [1, Int64.max, -5]
+        cache.lastShownAt = Dictionary(uniqueKeysWithValues: ids.enumerated().map { ($1, Int64($0) * 1_000_000_007) })
+        cache.session = .init(startMs: 1_795_400_000_000, count: 3)
+        cache.later = [ids[0], ids[3]]
+        XCTAssertEqual(try JSONDecoder().decode(UserCache.self, from: Data(cache.json.utf8)), cache)
+        cache.shownAt = []
+        cache.lastShownAt = [:]
+        cache.later = []
+        XCTAssertEqual(try JSONDecoder().decode(UserCache.self, from: Data(cache.json.utf8)), cache)
     }
 }

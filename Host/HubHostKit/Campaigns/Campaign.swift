@@ -58,6 +58,12 @@ public struct Campaign: Codable, Equatable, Sendable {
     public var buttons: [Button]
     /// The triggers, never empty.
     public var triggers: [Trigger]
+    /// Higher shows first (`priority`, 0 when not given); equal priorities keep the queue's order.
+    public var priority: Int = 0
+    /// The percent of users the campaign reaches (`rollout`, 0 to 100); nil: every user.
+    public var rollout: Double?
+    /// The percent of the users reached kept out as a control group (`holdout`, 0 to 100); nil: none.
+    public var holdout: Double?
 
     /// The contexts of the title: the texts in [brackets], e.g. "[ctx1] Summer" -> ["ctx1"].
     public var contexts: [String] {
@@ -99,6 +105,8 @@ public enum CampaignParser {
 
     /// The most impressions a campaign may ask for.
     public static let maxImpressionsLimit: Int64 = Int64(Int32.max)
+    /// The highest `priority` (and the lowest, negated).
+    public static let priorityLimit: Int64 = 1_000_000
     /// Campaign `type`: the message's display type (RInAppMessaging's CampaignDisplayType; 0 is invalid).
     public static let campaignTypes: [Int64: String] = [1: "modal", 2: "full screen", 3: "slide-up", 4: "HTML"]
     /// Trigger `type`: what triggers it (RInAppMessaging's CampaignTriggerType; 0 is invalid).
@@ -215,6 +223,15 @@ public enum CampaignParser {
             return Fields(object: inner, context: context, path: path + key + ".")
         }
 
+        /// A number (integer or not) in `range`, e.g. a percent.
+        func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+            guard let value = object[key] else { return nil }
+            guard case .number(let number) = value, number.isFinite, range.contains(number) else {
+                throw fail(key, "a number from \(Int64(range.lowerBound)) to \(Int64(range.upperBound))", value)
+            }
+            return number
+        }
+
         func array(_ key: String) throws -> [JSONValue]? {
             guard let value = object[key] else { return nil }
             guard case .array(let items) = value else { throw fail(key, "an array", value) }
@@ -228,6 +245,9 @@ public enum CampaignParser {
         let maxImpressions = try fields.int("maxImpressions", in: 1...maxImpressionsLimit) ?? 1
         let type = try fields.int("type", in: 1...4, choices: campaignTypes) ?? 1
         let isTest = try fields.bool("isTest") ?? false
+        let priority = try fields.int("priority", in: -priorityLimit...priorityLimit) ?? 0
+        let rollout = try fields.number("rollout", in: 0...100)
+        let holdout = try fields.number("holdout", in: 0...100)
 
         guard let payload = try fields.object("messagePayload", required: true) else { throw Problem(description: "missing messagePayload") }
         let payloadFields = payload
@@ -290,7 +310,8 @@ public enum CampaignParser {
         return Campaign(
             id: id, maxImpressions: Int(maxImpressions), type: Int(type), isTest: isTest, title: title,
             header: header, body: body, imageURL: imageURL, endTimeMillis: endTimeMillis,
-            optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers)
+            optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers, priority: Int(priority), rollout: rollout,
+            holdout: holdout)
     }
 
     static func value(_ text: String, type: Int, attribute: String) throws -> PluginValue {

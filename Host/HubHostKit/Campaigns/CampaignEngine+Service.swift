@@ -45,6 +45,7 @@ extension CampaignEngine {
     /// asked at once.
     package func applyLiveSettings(_ new: CampaignSettings) {
         contextRule = new.contextRule
+        frequencyCaps = new.frequencyCaps
         let moved = endpoints.withLock { state in
             guard state.configURL != new.configURL || state.pingURL != new.pingURL else { return false }
             state = (new.configURL, new.pingURL, true)

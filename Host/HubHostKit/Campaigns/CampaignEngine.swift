@@ -73,6 +73,10 @@ public final class CampaignEngine: @unchecked Sendable {
         public var triggersSatisfied: Int
         /// How many triggers it has.
         public var triggers: Int
+        /// Its priority: higher shows first.
+        public var priority: Int = 0
+        /// This user's group in its rollout and holdout (`treatment` when it has neither).
+        public var group: Group = .treatment
     }
 
     /// No loaded campaign has the id given.
@@ -87,6 +91,9 @@ public final class CampaignEngine: @unchecked Sendable {
         public var description: String
     }
 
+    /// The pause as last read, the frequency caps, the clock, the event tracker and the users'
+    /// buckets (CampaignEngine+Holds.swift); taken after `lock` when both are, never before.
+    let holds = Mutex(Holds())
     /// Guards everything below; held while the shared state is read or written.
     let lock = NSLock()
     let shared: CampaignSharedState
@@ -204,7 +211,7 @@ public final class CampaignEngine: @unchecked Sendable {
     public func statuses() -> [Status] {
         lock.withLock {
             refreshQuietly()
-            let now = Clock.wallMs()
+            let now = nowMs()
             return loaded.map { c in
                 let satisfied = c.triggers.indices.filter {
                     c.triggers[$0].eventType == 1 ? appStartLogged : (cache.satisfied[c.id] ?? []).contains($0)
@@ -213,7 +220,7 @@ public final class CampaignEngine: @unchecked Sendable {
                     id: c.id, title: c.title, contexts: c.contexts, maxImpressions: c.maxImpressions,
                     impressionsLeft: max(0, cache.impressionsLeft[c.id] ?? c.maxImpressions), optedOut: cache.optedOut.contains(c.id),
                     expired: c.isExpired(nowMs: now), ready: queuedIDs.contains(c.id) && eligible(c, in: cache, now: now),
-                    triggersSatisfied: satisfied, triggers: c.triggers.count)
+                    triggersSatisfied: satisfied, triggers: c.triggers.count, priority: c.priority, group: group(of: c))
             }
         }
     }

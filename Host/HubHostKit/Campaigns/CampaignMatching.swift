@@ -87,7 +87,7 @@ extension CampaignEngine {
             }
             guard !progress.touched.isEmpty else { return }
             // Only a real change costs a commit: asked of the state as last read, without copying it.
-            guard changes(progress, cache, queued: queuedIDs, now: Clock.wallMs()) else { return }
+            guard changes(progress, cache, queued: queuedIDs, now: nowMs()) else { return }
             let listVersion = seenListVersion
             do {
                 try update { _, _ in
@@ -96,7 +96,7 @@ extension CampaignEngine {
                         logger.notice("the campaign list changed while events were matched; their progress is not recorded")
                         return
                     }
-                    _ = apply(progress, to: &cache, queued: &queuedIDs, now: Clock.wallMs())
+                    _ = apply(progress, to: &cache, queued: &queuedIDs, now: nowMs())
                 }
             } catch {
                 logger.error("campaign progress from tracked events not saved: \(error)")
@@ -249,7 +249,7 @@ extension CampaignEngine {
     /// is left stays between 0 and the new maximum (a count stored below zero by an older hubhost
     /// counts as 0).
     func reconcile() {
-        let now = Clock.wallMs()
+        let now = nowMs()
         for campaign in loaded {
             let known = cache.knownMaxImpressions[campaign.id]
             if known == nil {
@@ -262,6 +262,10 @@ extension CampaignEngine {
         }
         cache.queue = cache.queue.filter { id in positions[id].map { eligible(loaded[$0], in: cache, now: now) } ?? false }
         queuedIDs = Set(cache.queue)
+        if let later = cache.later {
+            let kept = later.filter(queuedIDs.contains)
+            cache.later = kept.isEmpty ? nil : kept
+        }
     }
 
     func isReady(_ campaign: Campaign, in cache: UserCache) -> Bool {
@@ -274,6 +278,8 @@ extension CampaignEngine {
     func eligible(_ campaign: Campaign, in cache: UserCache, now: Int64) -> Bool {
         if campaign.isExpired(nowMs: now) || cache.optedOut.contains(campaign.id) { return false }
         if (cache.impressionsLeft[campaign.id] ?? campaign.maxImpressions) <= 0 { return false }
+        // Outside its rollout the campaign never reaches this user.
+        if campaign.rollout != nil && group(of: campaign) == .excluded { return false }
         // A campaign that needs only app start shows once per launch.
         if campaign.triggers.allSatisfy({ $0.eventType == 1 }) && shownThisLaunch.contains(campaign.id) { return false }
         return true

@@ -6,9 +6,27 @@ extension CampaignSettings: ManifestSection {
     public static let summary =
         "The campaign engine (Rakuten In-App Messaging): where the campaign list comes from and when a message with contexts may show."
 
+    /// `frequency_caps` is a map of its own (`FrequencyCaps.schema`): documented as `campaigns.frequency_caps.KEY`.
+    public static var structuredKeys: [ConfigReferenceEntry] {
+        FrequencyCaps.schema.keys.map { ConfigReferenceEntry(section: "\(sectionName).\(Self.frequencyCapsKey)", key: $0) }
+    }
+
+    static let frequencyCapsKey = "frequency_caps"
+
     public init(section node: Node, context: ManifestSectionContext) {
         self.init()
-        let values = context.resolve(node, schema: Self.schema, lines: &lines)
+        // The frequency_caps map is checked against its own schema; the rest against the section's.
+        var scalars = node
+        if case .mapping(let mapping) = node, let caps = mapping.first(where: { $0.key.string == Self.frequencyCapsKey }) {
+            scalars = .mapping(
+                Node.Mapping(
+                    mapping.filter { $0.key.string != Self.frequencyCapsKey }.map { ($0.key, $0.value) }, mapping.tag, mapping.style, mapping.mark))
+            let values = FrequencyCaps.schema.resolve(
+                caps.value, path: "\(Self.sectionName).\(Self.frequencyCapsKey)", reader: context.reader, reportAt: caps.key,
+                lines: &frequencyCapsLines)
+            frequencyCaps = FrequencyCaps(values: values)
+        }
+        let values = context.resolve(scalars, schema: Self.schema, lines: &lines)
         if case .string(let file)? = values["file"], !file.isEmpty { self.file = context.absolute(file) }
         if case .bool(let enabled)? = values["enabled"] { self.enabled = enabled }
         if case .string(let url)? = values["config_url"], !url.isEmpty { configURL = url }
@@ -23,6 +41,8 @@ extension CampaignSettings: ManifestSection {
             "ping_url": .string(pingURL ?? ""), "context_rule": .string(contextRule.rawValue)
         ]
         return Self.schema.effective(values, lines: lines, section: Self.sectionName)
+            + FrequencyCaps.schema.effective(
+                frequencyCaps.values, lines: frequencyCapsLines, section: "\(Self.sectionName).\(Self.frequencyCapsKey)")
     }
 }
 

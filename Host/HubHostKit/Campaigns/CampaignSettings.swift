@@ -25,8 +25,12 @@ public struct CampaignSettings: Sendable, Equatable {
     public var configURL: String?
     public var pingURL: String?
     public var contextRule: CampaignEngine.ContextRule = .all
+    /// `frequency_caps`: the caps on how often messages show (none by default).
+    public var frequencyCaps = FrequencyCaps()
     /// The plugins.yaml line each key was given on (absent: the default).
     public var lines: [String: Int] = [:]
+    /// The same for the keys of `frequency_caps`.
+    public var frequencyCapsLines: [String: Int] = [:]
 
     public init() {}
 }

@@ -12,6 +12,21 @@ struct UserCache: Codable, Equatable {
     var queue: [String] = []
     /// The message handed out by `next` and not yet reported shown or closed.
     var current: String?
+    /// When this user's latest impressions were counted (ms since 1970, oldest first), for the
+    /// frequency caps: only those the caps still look at are kept (FrequencyCaps.prune).
+    var shownAt: [Int64]?
+    /// Campaign id -> when its latest impression was counted (`frequency_caps.campaign_interval`).
+    var lastShownAt: [String: Int64]?
+    /// The impressions counted in the event engine's current session (`frequency_caps.per_session`).
+    var session: SessionCount?
+    /// Campaigns put back with `later`: their triggers are checked again before they show.
+    var later: [String]?
+
+    /// Impressions counted in the session that started at `startMs`.
+    struct SessionCount: Codable, Equatable {
+        var startMs: Int64
+        var count: Int
+    }
 }
 
 /// Where the campaign engine's state lives, shared by every process on the data directory
@@ -19,7 +34,9 @@ struct UserCache: Codable, Equatable {
 ///
 /// - `campaigns.list` (the ping response as loaded) and `campaigns.listVersion` (bumped when the
 ///   list changes);
-/// - `campaigns.enabled`, `campaigns.user` (the current user) and `campaigns.cache.<user>` (UserCache);
+/// - `campaigns.enabled`, `campaigns.user` (the current user) and `campaigns.cache.<user>` (UserCache,
+///   which holds the user's impression times for the frequency caps too);
+/// - `campaigns.pause` (`CampaignEngine.Pause`: every message held, until a time or a resume);
 /// - `campaigns.version`, bumped by every write of any of them.
 ///
 /// Every change is a read-modify-write in ONE write transaction (BEGIN IMMEDIATE, so no other
@@ -34,6 +51,7 @@ struct CampaignSharedState {
     static let listVersionKey = "campaigns.listVersion"
     static let enabledKey = "campaigns.enabled"
     static let userKey = "campaigns.user"
+    static let pauseKey = "campaigns.pause"
     static func cacheKey(_ user: CampaignEngine.User) -> String { "campaigns.cache.\(user.cacheKey)" }
 
     let state: KeyValueState
@@ -55,6 +73,11 @@ struct CampaignSharedState {
         try KeyValueState.set(db, Self.listVersionKey, next)
         return next
     }
+
+    func pause(_ db: Database) throws -> CampaignEngine.Pause { try KeyValueState.get(db, Self.pauseKey) ?? CampaignEngine.Pause() }
+    func setPause(_ db: Database, _ pause: CampaignEngine.Pause) throws { try KeyValueState.set(db, Self.pauseKey, pause) }
+    /// When the event engine's current session started (its `session` row), nil before any.
+    func sessionStart(_ db: Database) throws -> Int64? { (try KeyValueState.get(db, SessionTracker.key) as SessionTracker.State?)?.startedMs }
 
     func setEnabled(_ db: Database, _ enabled: Bool) throws { try KeyValueState.set(db, Self.enabledKey, enabled) }
     func setUser(_ db: Database, _ user: CampaignEngine.User) throws { try KeyValueState.set(db, Self.userKey, user) }
@@ -101,6 +124,8 @@ extension CampaignEngine {
             seenListVersion = listVersion
         }
         enabled = try shared.enabled(db)
+        let storedPause = try shared.pause(db)
+        holds.withLock { $0.pause = storedPause }
         currentUser = try shared.user(db)
         cache = try shared.cache(db, for: currentUser) ?? UserCache()
         reconcile()  // in memory; the next change writes it

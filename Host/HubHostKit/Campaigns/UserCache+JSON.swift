@@ -68,6 +68,39 @@ extension UserCache {
             key("current")
             CollectorJSON.string(current, into: &out)
         }
+        if let shownAt {
+            out.append(UInt8(ascii: ","))
+            key("shownAt")
+            out.append(UInt8(ascii: "["))
+            var first = true
+            for time in shownAt {
+                comma(&first)
+                out.append(contentsOf: String(time).utf8)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        if let lastShownAt {
+            out.append(UInt8(ascii: ","))
+            key("lastShownAt")
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for (id, time) in lastShownAt {
+                comma(&first)
+                key(id)
+                out.append(contentsOf: String(time).utf8)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        if let session {
+            out.append(UInt8(ascii: ","))
+            key("session")
+            out.append(contentsOf: "{\"startMs\":\(session.startMs),\"count\":\(session.count)}".utf8)
+        }
+        if let later {
+            out.append(UInt8(ascii: ","))
+            key("later")
+            strings(later)
+        }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
     }
