@@ -6,7 +6,9 @@
  * - The message key is the event's mobile user id, else its anonymous id (else no key): the default
  *   partitioner hashes the key, so one user's events land in one partition, in tracked order.
  * - Headers: "idempotency-key" (the host's event id: a reader drops a repeat by it) and
- *   "event-type-code" (decimal). The value is the collector JSON of the event, as the host gave it.
+ *   "event-type-code" (decimal), and "traceparent" (W3C) for an event that has one, read through
+ *   the host extension "hubhost.event_trace.v1" (ABI 1.2; none on an older host or under
+ *   isolation: process). The value is the collector JSON of the event, as the host gave it.
  * - The answer of each event is its delivery report: no error is HH_SINK_DELIVERED; a message too
  *   large or otherwise refused for good is HH_SINK_REJECTED; everything else, including a full
  *   producer queue and a report that did not come before the host's deadline, is HH_SINK_RETRY.

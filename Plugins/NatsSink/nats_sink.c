@@ -5,7 +5,9 @@
  *   (default "hubhost.events.{type}": named events go to hubhost.events.17).
  * - Nats-Msg-Id is the event's idempotency key, so JetStream drops a repeat (a batch retried after
  *   a lost ack, a restart after a crash) inside the stream's duplicate window. The value is the
- *   collector JSON of the event; the header Hubhost-Event-Type holds the type code.
+ *   collector JSON of the event; the header Hubhost-Event-Type holds the type code, and
+ *   "traceparent" (W3C) the event's trace when it has one ("hubhost.event_trace.v1", ABI 1.2; none
+ *   on an older host or under isolation: process).
  * - The stream is checked before the first publish (at create when the server is reachable, else
  *   on the first deliver): it must exist (or `create_stream` makes it, with the pattern's subjects)
  *   and every publish expects it, so an event captured by another stream is not counted delivered.
