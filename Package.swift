@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 // hubhost: an in-app engagement runtime built as a small host that loads `.so` plugins.
 //
 // Layout (see README.md):
@@ -69,7 +69,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // WebAssembly plugins: a pure-Swift interpreter with fuel metering (WasmKit) and, for the
         // tests' text-format fixtures, its WAT parser.
-        .package(url: "https://github.com/swiftwasm/WasmKit", exact: "0.4.2")
+        .package(url: "https://github.com/swiftwasm/WasmKit", exact: "0.4.2"),
+        // Traces: the swift-distributed-tracing API everywhere, and swift-otel's OTLP/HTTP exporter
+        // (only its OTLPHTTP trait, so the gRPC stack is not built) bootstrapped by `serve` when
+        // `tracing.endpoint` is set.
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"])
     ],
     targets: [
         // Protocols/wasm holds the guest adapter, compiled into .wasm plugins only (scripts/build-wasm-plugin).
@@ -94,7 +99,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "WasmKit", package: "WasmKit"),
-                .product(name: "WasmParser", package: "WasmKit")
+                .product(name: "WasmParser", package: "WasmKit"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel")
             ],
             path: "Host/HubHostKit",
             swiftSettings: [.swiftLanguageMode(.v6)]

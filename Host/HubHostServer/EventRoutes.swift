@@ -16,7 +16,11 @@ enum EventRoutes {
     static func add(to router: Router<BasicRequestContext>, engine: EventEngine) {
         let eventPaths = router.group("/v1/events")
         eventPaths.post("") { request, _ in
-            let events = try EventInput.parse(try await HTTPAPI.body(request))
+            var events = try EventInput.parse(try await HTTPAPI.body(request))
+            // Kept with each event and sent on by its sink: the consumer joins the trace.
+            if let traceparent = RequestTrace.traceparent(of: request) {
+                for index in events.indices where events[index].traceparent == nil { events[index].traceparent = traceparent }
+            }
             // Committed with the events of concurrent requests (group commit); answered once on
             // disk. Never flushes here: the delivery service is woken when cache_size events wait.
             let tracked = try await engine.trackGrouped(events)

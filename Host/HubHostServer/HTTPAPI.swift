@@ -20,6 +20,11 @@ enum HTTPAPI {
         let router = Router()
         _ = MetricsRoutes.registry  // bootstraps swift-metrics before any metric is made
         // Middlewares apply to the routes added after them: every route below is guarded.
+        if HubTracing.isEnabled {
+            // A span per request (named for its route), under the caller's traceparent when valid.
+            router.add(middleware: TraceparentMiddleware())
+            router.add(middleware: TracingMiddleware())
+        }
         router.add(middleware: RequestMetricsMiddleware())
         router.add(middleware: APIErrorMiddleware())
         router.add(middleware: RequestGuardMiddleware(settings: settings, token: token))

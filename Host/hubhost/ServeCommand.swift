@@ -34,11 +34,15 @@ struct ServeCommand: ParsableCommand {
             ProcessLogging.route(to: host.pipeline)  // libraries' swift-log records too
             // The licence counts on the call that opens the engine: open it before the runtime does.
             if let license = command.license { _ = try host.prefetch(license: license) }
+            // tracing.endpoint set: the process's tracer, before the server's routes are made (they
+            // get a span each), and its exporter as the first service, so it stops last.
+            let tracing = try HubTracing.bootstrap(host.manifest.tracing, logger: host.logger)
             let runtime = try HubHostRuntime(host: host)
-            try await runtime.run(with: [
-                try HTTPServer.application(runtime: runtime, port: command.port),
-                PrefetchHLSAnnouncement(host: host)
-            ])
+            try await runtime.run(
+                with: [
+                    try HTTPServer.application(runtime: runtime, port: command.port),
+                    PrefetchHLSAnnouncement(host: host)
+                ], leading: tracing.map { [$0] } ?? [])
         }
     }
 }

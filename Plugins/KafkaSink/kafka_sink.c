@@ -6,7 +6,9 @@
  * - The message key is the event's mobile user id, else its anonymous id (else no key): the default
  *   partitioner hashes the key, so one user's events land in one partition, in tracked order.
  * - Headers: "idempotency-key" (the host's event id: a reader drops a repeat by it) and
- *   "event-type-code" (decimal). The value is the collector JSON of the event, as the host gave it.
+ *   "event-type-code" (decimal), and "traceparent" (W3C) for an event that has one, read through
+ *   the host extension "hubhost.event_trace.v1" (ABI 1.2; none on an older host or under
+ *   isolation: process). The value is the collector JSON of the event, as the host gave it.
  * - The answer of each event is its delivery report: no error is HH_SINK_DELIVERED; a message too
  *   large or otherwise refused for good is HH_SINK_REJECTED; everything else, including a full
  *   producer queue and a report that did not come before the host's deadline, is HH_SINK_RETRY.
@@ -45,6 +47,9 @@ typedef struct kafka_slot {
 
 typedef struct kafka_sink {
     const hh_host_t *host;
+    /* "hubhost.event_trace.v1": each event's traceparent, sent as the message's `traceparent`
+     * header; NULL on a host that does not offer it (older, or isolation: process). */
+    const hh_host_event_trace_v1_t *trace;
     rd_kafka_t *producer;
     /* The topic's handle, held from the start: holding it makes librdkafka fetch the topic's
      * metadata in the background at once. Without it the first produce found no metadata and
@@ -213,6 +218,7 @@ static hh_status_t kafka_create(const hh_host_t *host, void **out_instance) {
         return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     sink->host = host;
+    sink->trace = host->get_extension(host, HH_HOST_EXT_EVENT_TRACE);
     if (!hh_config_string_copy(host, "topic", sink->topic, sizeof sink->topic) || sink->topic[0] == '\0') {
         free(sink);
         return hh_report(host, HH_ERR_CONFIG, "topic is required");
@@ -317,6 +323,22 @@ static rd_kafka_resp_err_t produce(kafka_sink_t *sink, const hh_sink_event_t *ev
         sink->type_cached = true;
         sink->type_code = event->type_code;
         sink->type_length = written > 0 ? (size_t)written : 0;
+    }
+    /* The event's traceparent (host-owned for this deliver call; librdkafka copies headers). */
+    hh_string_t traceparent = {NULL, 0};
+    if (sink->trace) {
+        traceparent = sink->trace->traceparent(sink->host, index);
+    }
+    if (traceparent.data && traceparent.length > 0) {
+        return rd_kafka_producev(
+            sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
+            RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
+            RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
+                              (ssize_t)event->idempotency_key.length),
+            RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
+            RD_KAFKA_V_HEADER("traceparent", traceparent.data, (ssize_t)traceparent.length),
+            RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
     }
     return rd_kafka_producev(
         sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

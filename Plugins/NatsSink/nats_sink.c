@@ -5,7 +5,9 @@
  *   (default "hubhost.events.{type}": named events go to hubhost.events.17).
  * - Nats-Msg-Id is the event's idempotency key, so JetStream drops a repeat (a batch retried after
  *   a lost ack, a restart after a crash) inside the stream's duplicate window. The value is the
- *   collector JSON of the event; the header Hubhost-Event-Type holds the type code.
+ *   collector JSON of the event; the header Hubhost-Event-Type holds the type code, and
+ *   "traceparent" (W3C) the event's trace when it has one ("hubhost.event_trace.v1", ABI 1.2; none
+ *   on an older host or under isolation: process).
  * - The stream is checked before the first publish (at create when the server is reachable, else
  *   on the first deliver): it must exist (or `create_stream` makes it, with the pattern's subjects)
  *   and every publish expects it, so an event captured by another stream is not counted delivered.
@@ -49,6 +51,9 @@ typedef struct nats_slot {
 
 typedef struct nats_sink {
     const hh_host_t *host;
+    /* "hubhost.event_trace.v1": each event's traceparent, sent as the message's `traceparent`
+     * header; NULL on a host that does not offer it (older, or isolation: process). */
+    const hh_host_event_trace_v1_t *trace;
     natsConnection *connection;
     jsCtx *js;
     char subject[512];
@@ -230,6 +235,7 @@ static hh_status_t nats_create(const hh_host_t *host, void **out_instance) {
         return hh_report(host, HH_ERR_INTERNAL, "out of memory");
     }
     sink->host = host;
+    sink->trace = host->get_extension(host, HH_HOST_EXT_EVENT_TRACE);
     strcpy(sink->subject, "hubhost.events.{type}");
     strcpy(sink->stream, "HUBHOST_EVENTS");
     if ((host->config_get(host, "url", &value) == HH_OK &&
@@ -413,6 +419,16 @@ static hh_status_t nats_deliver(void *instance, const hh_sink_event_t *events, s
             natsMsg_Create(&msg, sink->cached_subject, NULL, events[i].json.data, (int)events[i].json.length);
         if (status == NATS_OK) {
             status = natsMsgHeader_Set(msg, "Hubhost-Event-Type", sink->cached_type_text);
+        }
+        if (status == NATS_OK && sink->trace) {
+            /* Host-owned for this call: copied, NUL-terminated, into the header (the message copies it). */
+            hh_string_t traceparent = sink->trace->traceparent(sink->host, i);
+            char value[128];
+            if (traceparent.data && traceparent.length > 0 && traceparent.length < sizeof value) {
+                memcpy(value, traceparent.data, traceparent.length);
+                value[traceparent.length] = '\0';
+                status = natsMsgHeader_Set(msg, "traceparent", value);
+            }
         }
         if (status == NATS_OK) {
             status = js_PublishMsgAsync(sink->js, &msg, &options); /* takes msg on success */

@@ -1,14 +1,17 @@
 /*
  * Test helper: prints every message of a JetStream stream, one a line:
  * "SEQUENCE<TAB>NATS-MSG-ID<TAB>SUBJECT<TAB>DATA". Built by the tests with `cc ... -lnats`.
+ * With --traceparent, each line ends in one more field, "<TAB>TRACEPARENT" (the message's
+ * `traceparent` header, empty when it has none), before DATA's line ends.
  *
- *   nats_stream_reader URL STREAM
+ *   nats_stream_reader URL STREAM [--traceparent]
  *
  * Exits 0 after the last message, 1 when the server or the stream cannot be read.
  */
 #include <nats/nats.h>
 
 #include <stdio.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     natsConnection *connection = NULL;
@@ -16,8 +19,9 @@ int main(int argc, char **argv) {
     jsStreamInfo *info = NULL;
     jsErrCode code = 0;
     natsStatus status;
-    if (argc != 3) {
-        fprintf(stderr, "usage: nats_stream_reader URL STREAM\n");
+    int traceparent = argc == 4 && strcmp(argv[3], "--traceparent") == 0;
+    if (argc != 3 && !traceparent) {
+        fprintf(stderr, "usage: nats_stream_reader URL STREAM [--traceparent]\n");
         return 2;
     }
     if ((status = natsConnection_ConnectTo(&connection, argv[1])) != NATS_OK ||
@@ -35,8 +39,16 @@ int main(int argc, char **argv) {
             continue; /* deleted */
         }
         natsMsgHeader_Get(msg, "Nats-Msg-Id", &id);
-        printf("%llu\t%s\t%s\t%.*s\n", (unsigned long long)sequence, id ? id : "", natsMsg_GetSubject(msg),
-               natsMsg_GetDataLength(msg), natsMsg_GetData(msg));
+        if (traceparent) {
+            const char *parent = "";
+            natsMsgHeader_Get(msg, "traceparent", &parent);
+            printf("%llu\t%s\t%s\t%.*s\t%s\n", (unsigned long long)sequence, id ? id : "",
+                   natsMsg_GetSubject(msg), natsMsg_GetDataLength(msg), natsMsg_GetData(msg),
+                   parent ? parent : "");
+        } else {
+            printf("%llu\t%s\t%s\t%.*s\n", (unsigned long long)sequence, id ? id : "",
+                   natsMsg_GetSubject(msg), natsMsg_GetDataLength(msg), natsMsg_GetData(msg));
+        }
         natsMsg_Destroy(msg);
     }
     jsStreamInfo_Destroy(info);

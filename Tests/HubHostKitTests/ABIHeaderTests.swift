@@ -80,7 +80,10 @@ final class ABIHeaderTests: XCTestCase {
     }
 
     func testHostAndHeaderVersionsAgree() {
-        XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 1, patch: 0))
+        // 1.2 added the host extension "hubhost.event_trace.v1" (hubhost_event_sink.h), nothing else.
+        XCTAssertEqual(ABIVersion.host, ABIVersion(major: 1, minor: 2, patch: 0))
+        XCTAssertEqual(HH_HOST_EXT_EVENT_TRACE, "hubhost.event_trace.v1")
+        XCTAssertEqual(MemoryLayout<hh_sink_event_t>.stride, 80, "hh_sink_event_t keeps its 1.1 layout (the host allocates arrays of it)")
         XCTAssertEqual(PluginKind.allCases.map(\.code), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         // The kinds added in 1.1 carry the header's constants and say when they came.
         XCTAssertEqual(PluginKind.eventSink.code, HH_KIND_EVENT_SINK)

@@ -104,6 +104,37 @@ final class EventStoreMigrationTests: XCTestCase {
             try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery_leases") }, 0, "markPosted ended the lease")
     }
 
+    /// A v8 store (before traces) with waiting events: v9 adds the traceparent column, NULL for the
+    /// old rows, which are claimed and delivered as before; a new event keeps its traceparent.
+    func testAVersion8StoreGainsANullTraceparentColumn() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let path = folder + "/events.sqlite"
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try queue.write { db in
+                try db.execute(sql: OlderEventStoreSchema.sql(version: 8))
+                for n in 1...3 {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO events (seq, id, type, name, timestamp_ms, attributes, status, created_ms, updated_ms)
+                            VALUES (?, ?, 'named_event', 'E', 1000, '[]', 'NOT_POSTED', 1, 1)
+                            """, arguments: [n, "v8-\(n)"])
+                }
+            }
+        }
+        let store = try EventStore.open(path: path).store
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        try store.insert([Event(id: "v9", type: .namedEvent, traceparent: traceparent)])
+        let stored = try store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, traceparent FROM events ORDER BY seq").map { ($0["id"] as String, $0["traceparent"] as String?) }
+        }
+        XCTAssertEqual(stored.map(\.0), ["v8-1", "v8-2", "v8-3", "v9"])
+        XCTAssertEqual(stored.map(\.1), [nil, nil, nil, traceparent])
+        let claimed = try store.claimDeliverable(limit: 10, nowMs: Clock.wallMs(), leaseUntilMs: Clock.wallMs() + 60_000)
+        XCTAssertEqual(claimed.map(\.id), ["v8-1", "v8-2", "v8-3", "v9"])
+        XCTAssertEqual(claimed.map(\.traceparent), [nil, nil, nil, traceparent])
+    }
+
     /// The seq ranges a claim may read, between the running leases (overlapping and unsorted included).
     func testUnleasedRangesAreTheGapsBetweenLeases() {
         XCTAssertEqual(EventStore.unleasedRanges([]), [Int64.min...Int64.max])

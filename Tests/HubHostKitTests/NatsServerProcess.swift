@@ -19,6 +19,8 @@ final class NatsServerProcess {
         var msgID: String
         var subject: String
         var data: String
+        /// The `traceparent` header ("" when none); read only by `read(stream:traceparents: true)`.
+        var traceparent = ""
     }
 
     init(storeDirectory: String) throws {
@@ -76,7 +78,8 @@ final class NatsServerProcess {
     }
 
     static func reader(in folder: String) throws -> String {
-        let binary = folder + "/nats_stream_reader"
+        // Versioned: a helper built by an older checkout (without --traceparent) is not reused.
+        let binary = folder + "/nats_stream_reader-2"
         if FileManager.default.isExecutableFile(atPath: binary) { return binary }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let result = try TestSupport.run(
@@ -90,14 +93,20 @@ final class NatsServerProcess {
     }
 
     /// Every message of `stream`, in sequence order.
-    func read(stream: String) throws -> [Message] {
+    func read(stream: String, traceparents: Bool = false) throws -> [Message] {
         let reader = try Self.reader(in: NSTemporaryDirectory() + "hubhost-nats-helper-\(getuid())")
-        let run = try TestSupport.run(reader, [url, stream], timeout: 60)
+        let run = try TestSupport.run(reader, [url, stream] + (traceparents ? ["--traceparent"] : []), timeout: 60)
         guard run.status == 0 else { throw Failure(description: "reading \(stream): \(run.stderr)") }
         return try run.stdout.split(separator: "\n").map { line in
-            let fields = line.split(separator: "\t", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+            var text = Substring(line)
+            var traceparent = ""
+            if traceparents, let tab = text.lastIndex(of: "\t") {  // the last field; DATA (JSON) holds no tab
+                traceparent = String(text[text.index(after: tab)...])
+                text = text[..<tab]
+            }
+            let fields = text.split(separator: "\t", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
             guard fields.count == 4, let sequence = Int(fields[0]) else { throw Failure(description: "bad line: \(line)") }
-            return Message(sequence: sequence, msgID: fields[1], subject: fields[2], data: fields[3])
+            return Message(sequence: sequence, msgID: fields[1], subject: fields[2], data: fields[3], traceparent: traceparent)
         }
     }
 

@@ -2,16 +2,16 @@
 /// of today's EventStore would add the later steps): for tests that open such a file with the
 /// current store.
 enum OlderEventStoreSchema {
-    /// The migrations recorded by hubhost up to `version` (5 or 7), in order.
+    /// The migrations recorded by hubhost up to `version` (5, 7 or 8), in order.
     private static let migrations = [
         "v1 events", "v2 events without AUTOINCREMENT", "v3 state", "v4 hold holder", "v5 status index in seq order",
-        "v6 delivery leases", "v7 events waiting out a backoff"
+        "v6 delivery leases", "v7 events waiting out a backoff", "v8 delivered cursor"
     ]
 
     /// The SQL that makes an empty store of schema `version`: 5 (the status index in seq order,
-    /// leases on the rows) or 7 (lease rows, the backoff index).
+    /// leases on the rows), 7 (lease rows, the backoff index) or 8 (the delivered cursor; no traceparent column).
     static func sql(version: Int) -> String {
-        precondition(version == 5 || version == 7, "only the v5 and v7 schemas are written here")
+        precondition([5, 7, 8].contains(version), "only the v5, v7 and v8 schemas are written here")
         let recorded = migrations.prefix(version).map { "('\($0)')" }.joined(separator: ", ")
         var sql = """
             CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
@@ -29,6 +29,13 @@ enum OlderEventStoreSchema {
             sql += """
                 CREATE TABLE delivery_leases (id INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, until_ms INTEGER NOT NULL);
                 CREATE INDEX events_backoff ON events(status, next_attempt_ms) WHERE next_attempt_ms > 0;
+
+                """
+        }
+        if version >= 8 {
+            sql += """
+                CREATE TABLE delivery_log (last_seq INTEGER PRIMARY KEY, posted_ms INTEGER NOT NULL);
+                CREATE TABLE delivery_holes (seq INTEGER PRIMARY KEY);
 
                 """
         }

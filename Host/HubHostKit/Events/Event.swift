@@ -32,11 +32,16 @@ public struct Event: Codable, Equatable, Sendable {
     public var status: EventStatus
     /// Delivery attempts so far.
     public var attempts: Int
+    /// The W3C traceparent the event was tracked under (the `traceparent` of its POST /v1/events,
+    /// or of hubhost's span for that request when tracing is on); nil when none. Kept with the
+    /// event and sent on by its sink, so the consumer joins the trace.
+    public var traceparent: String?
 
     /// An event to track; `id` defaults to a new unique id and `timestampMs` to now.
     public init(
         id: String = EventID.make(), type: EventType, name: String = "",
-        timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0
+        timestampMs: Int64 = Clock.wallMs(), attributes: [Attribute] = [], status: EventStatus = .notPosted, attempts: Int = 0,
+        traceparent: String? = nil
     ) {
         self.id = id
         self.type = type
@@ -45,6 +50,7 @@ public struct Event: Codable, Equatable, Sendable {
         self.attributes = attributes
         self.status = status
         self.attempts = attempts
+        self.traceparent = traceparent
     }
 
     /// The value of the first attribute named `name`, or nil.

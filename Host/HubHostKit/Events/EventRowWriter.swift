@@ -10,8 +10,8 @@ package struct EventRowWriter {
     /// The last argument, seq, is NULL (SQLite gives the largest seq + 1) but for the first row
     /// when that would not be above the delivered cursor (see init).
     static let insertSQL = """
-        INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms, seq)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO events (id, type, name, timestamp_ms, attributes, status, attempts, created_ms, updated_ms, seq, traceparent)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     package struct Row {
@@ -22,6 +22,8 @@ package struct EventRowWriter {
         var attributes: String
         var status: String
         var attempts: Int
+        /// NULL when the event has none (the usual case).
+        var traceparent: String? = nil
     }
 
     private let statement: Statement
@@ -50,6 +52,12 @@ package struct EventRowWriter {
         sqlite3_reset(handle)
         if let nextSeq { sqlite3_bind_int64(handle, 10, nextSeq) } else { sqlite3_bind_null(handle, 10) }
         var row = row
+        // Bound as a copy (SQLITE_TRANSIENT): rare, and it keeps the nesting below as it was.
+        if let traceparent = row.traceparent {
+            sqlite3_bind_text(handle, 11, traceparent, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+        } else {
+            sqlite3_bind_null(handle, 11)
+        }
         let code: Int32 = bindText(handle, 1, &row.id) {
             bindText(handle, 2, &row.type) {
                 bindText(handle, 3, &row.name) {
@@ -90,6 +98,6 @@ extension EventRowWriter.Row {
     package init(_ event: Event, attributes: String) {
         self.init(
             id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
-            status: event.status.rawValue, attempts: event.attempts)
+            status: event.status.rawValue, attempts: event.attempts, traceparent: event.traceparent)
     }
 }

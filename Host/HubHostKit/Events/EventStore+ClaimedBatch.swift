@@ -17,6 +17,8 @@ extension EventStore {
             var status: EventStatus
             var timestampMs: Int64
             var attempts: Int
+            /// The W3C traceparent it was tracked under; nil for most events (no String is made then).
+            var traceparent: String?
         }
 
         /// Every event's id, name and attributes JSON, back to back: valid UTF-8, as the store holds it.
@@ -37,7 +39,7 @@ extension EventStore {
         /// Appends a row read from the store; its bytes are copied.
         mutating func append(
             seq: Int64, id: UnsafeBufferPointer<UInt8>, type: EventType, name: UnsafeBufferPointer<UInt8>, timestampMs: Int64,
-            attributesJSON: UnsafeBufferPointer<UInt8>, status: EventStatus, attempts: Int
+            attributesJSON: UnsafeBufferPointer<UInt8>, status: EventStatus, attempts: Int, traceparent: String? = nil
         ) {
             func copy(_ bytes: UnsafeBufferPointer<UInt8>) -> Range<Int> {
                 let start = text.count
@@ -52,7 +54,7 @@ extension EventStore {
             events.append(
                 ClaimedEvent(
                     id: copy(id), name: copy(name), attributesJSON: copy(attributesJSON), type: type, status: status, timestampMs: timestampMs,
-                    attempts: attempts))
+                    attempts: attempts, traceparent: traceparent))
             seqs.append(seq)
         }
 
@@ -66,7 +68,7 @@ extension EventStore {
                     attributes.withUTF8 { attributes in
                         append(
                             seq: seq, id: id, type: event.type, name: name, timestampMs: event.timestampMs, attributesJSON: attributes,
-                            status: event.status, attempts: event.attempts)
+                            status: event.status, attempts: event.attempts, traceparent: event.traceparent)
                     }
                 }
             }
@@ -101,7 +103,7 @@ extension EventStore {
             return Event(
                 id: string(claimed.id), type: claimed.type, name: string(claimed.name), timestampMs: claimed.timestampMs,
                 attributes: try AttributeJSONReader.decodeOrThrow(string(claimed.attributesJSON)), status: claimed.status,
-                attempts: claimed.attempts)
+                attempts: claimed.attempts, traceparent: claimed.traceparent)
         }
     }
 }

@@ -159,6 +159,11 @@ public final class EventStore: @unchecked Sendable {
                     CREATE TABLE delivery_holes (seq INTEGER PRIMARY KEY);
                     """)
         }
+        // Traces: the W3C traceparent an event was tracked under, sent on by its sink. Old rows
+        // have none (NULL), as have events tracked without one.
+        migrator.registerMigration("v9 event traceparent") { db in
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN traceparent TEXT")
+        }
         try migrator.migrate(pool)
     }
 
@@ -373,7 +378,7 @@ public final class EventStore: @unchecked Sendable {
     /// sorted: no sort step); arguments: `dueArguments`. `package` for `bench sinks`' store ceiling,
     /// as the other delivery statements.
     package static let claimRowsSQL = """
-        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts FROM events WHERE seq IN (\(dueSeqsSQL)) ORDER BY seq
+        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts, traceparent FROM events WHERE seq IN (\(dueSeqsSQL)) ORDER BY seq
         """
 
     /// The seqs of the oldest `limit` due holes inside one seq range at or below the cursor, with
@@ -387,7 +392,7 @@ public final class EventStore: @unchecked Sendable {
     /// claim's read of one unleased seq range at or below the cursor, as claimRowsSQL above it;
     /// arguments: `dueHoleArguments`.
     package static let claimHolesSQL = """
-        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts FROM events WHERE seq IN (\(dueHoleSeqsSQL)) ORDER BY seq
+        SELECT seq, id, type, name, timestamp_ms, attributes, status, attempts, traceparent FROM events WHERE seq IN (\(dueHoleSeqsSQL)) ORDER BY seq
         """
 
     package static func dueHoleArguments(nowMs: Int64, limit: Int, in range: ClosedRange<Int64>) -> StatementArguments {
@@ -679,7 +684,8 @@ public final class EventStore: @unchecked Sendable {
                 batch.append(
                     seq: seq, id: columns.bytes(1), type: types.value(columns.bytes(2)) ?? .namedEvent, name: columns.bytes(3),
                     timestampMs: sqlite3_column_int64(handle, 4), attributesJSON: columns.bytes(5),
-                    status: statuses.value(columns.bytes(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7)))
+                    status: statuses.value(columns.bytes(6)) ?? .notPosted, attempts: Int(sqlite3_column_int64(handle, 7)),
+                    traceparent: columns.optionalText(8))
             }
             code = sqlite3_step(handle)
         }
@@ -935,7 +941,7 @@ public final class EventStore: @unchecked Sendable {
         let event = Event(
             id: row["id"], type: EventType(rawValue: row["type"]) ?? .namedEvent, name: row["name"],
             timestampMs: row["timestamp_ms"], attributes: attributes,
-            status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"])
+            status: EventStatus(rawValue: row["status"]) ?? .notPosted, attempts: row["attempts"], traceparent: row["traceparent"])
         var stored = StoredEvent(event: event, createdMs: row["created_ms"], updatedMs: row["updated_ms"], lastError: row["last_error"])
         if let postedMs = row["delivered_ms"] as Int64? {
             stored.event.status = .successfullyPosted

@@ -84,6 +84,19 @@ final class GroupCommit: @unchecked Sendable {
     /// two submissions of the group keeps the later one for a commit of its own, after this one.
     /// `committed` runs before the answers: a caller keeps the engine alive until it is answered.
     private func commit(_ group: [Submission]) {
+        // Tracing on: one span for the commit, under the first traced event's span.
+        guard HubTracing.isEnabled else { return commitUntraced(group) }
+        let parent = group.lazy.flatMap(\.events).first { $0.traceparent != nil }?.traceparent
+        guard let span = HubTracing.startSpan("events.group_commit", parent: parent) else { return commitUntraced(group) }
+        span.updateAttributes { attributes in
+            attributes["hubhost.events.count"] = group.reduce(0) { $0 + $1.events.count }
+            attributes["hubhost.group.submissions"] = group.count
+        }
+        HubTracing.withCurrent(span) { commitUntraced(group) }
+        span.end()
+    }
+
+    private func commitUntraced(_ group: [Submission]) {
         var ids = Set<String>()
         var together: [Submission] = []
         var after: [Submission] = []

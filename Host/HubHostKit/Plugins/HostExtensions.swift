@@ -25,10 +25,17 @@ enum HostExtensions {
         return table
     }()
 
+    nonisolated(unsafe) static let eventTrace: UnsafeMutablePointer<hh_host_event_trace_v1_t> = {
+        let table = UnsafeMutablePointer<hh_host_event_trace_v1_t>.allocate(capacity: 1)
+        table.initialize(to: hh_host_event_trace_v1_t(traceparent: eventTraceparent))
+        return table
+    }()
+
     static func lookup(_ id: String, for services: HostServices) -> UnsafeRawPointer? {
         switch id {
         case HH_HOST_EXT_HTTP: return UnsafeRawPointer(http)
         case HH_HOST_EXT_EVENT_AUTH: return services.environment.eventAuth == nil ? nil : UnsafeRawPointer(eventAuth)
+        case HH_HOST_EXT_EVENT_TRACE: return services.environment.offersEventTrace ? UnsafeRawPointer(eventTrace) : nil
         case HH_HOST_EXT_LOCATION: return services.environment.location?.hasDelegates == true ? UnsafeRawPointer(location) : nil
         default: return nil
         }

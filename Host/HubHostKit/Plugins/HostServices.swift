@@ -21,6 +21,10 @@ final class HostServices: @unchecked Sendable {
     private var lastErrors: [UInt: (status: Int32, message: String)] = [:]
     /// Why each thread's last HTTP service request failed, when the status alone does not say.
     private var httpFailures: [UInt: String] = [:]
+    /// The traceparents of the batch an event_sink's deliver call is running on, NUL-terminated
+    /// copies by event index ("hubhost.event_trace.v1"); set for the call, freed after it. Under `traceLock`.
+    var deliveryTraceparents: [Int: UnsafeMutablePointer<CChar>] = [:]
+    let traceLock = NSLock()
 
     init(
         instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,

@@ -28,9 +28,12 @@ extension PluginHandle {
         let token = calls.begin(deadlineSeconds: limit)
         let outcome = DeadlineOutcome<T>()
         let calls = self.calls
+        let span = PluginCallSpan.start(self)  // nil unless tracing is on, inside a trace
+        let startedNs = span == nil ? 0 : Clock.monotonicNs()
         PluginCallThreads.run {
             let value = call()
-            calls.end(token)
+            let late = calls.end(token)
+            if let span { PluginCallSpan.end(span, outcome: late ? "late" : "ok", startedNs: startedNs) }
             outcome.finish(value)
         }
         return outcome.wait(seconds: limit)

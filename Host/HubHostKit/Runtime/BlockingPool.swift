@@ -1,4 +1,5 @@
 import NIOPosix
+import Tracing
 
 /// Where hubhost's blocking work runs when async code needs it: SQLite commits and their fsync,
 /// plugin calls, file I/O and synchronous HTTP. Swift concurrency's cooperative threads (one per
@@ -17,7 +18,11 @@ public enum BlockingPool {
     }()
 
     /// Runs `work` on the pool and returns its result (or rethrows its error).
+    /// With tracing on, the caller's span stays the current one in `work` (its plugin calls are its children).
     public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await pool.runIfActive(work)
+        if HubTracing.isEnabled, let context = InstrumentationContext.current {
+            return try await pool.runIfActive { try InstrumentationContext.withValue(context, operation: work) }
+        }
+        return try await pool.runIfActive(work)
     }
 }

@@ -58,10 +58,13 @@ public final class HubHostRuntime: Sendable {
 
     /// Runs the engines' services and `additional` ones (an HTTP server) until one of
     /// `signals` arrives or a service fails; then shuts down gracefully and shuts the host down.
-    public func run(with additional: [any Service] = [], signals: [UnixSignal] = [.sigterm, .sigint]) async throws {
+    /// `leading` services start first and stop last (the trace exporter: it exports the others' last spans).
+    public func run(
+        with additional: [any Service] = [], leading: [any Service] = [], signals: [UnixSignal] = [.sigterm, .sigint]
+    ) async throws {
         let group = ServiceGroup(
             configuration: .init(
-                services: services + additional, gracefulShutdownSignals: signals,
+                services: leading + services + additional, gracefulShutdownSignals: signals,
                 logger: host.logger))
         do {
             try await group.run()

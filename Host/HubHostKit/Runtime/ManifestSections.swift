@@ -3,7 +3,7 @@
 extension HostManifest {
     static let sectionTypes: [any ManifestSection.Type] = [
         ServerSettings.self, EventSettings.self, DeepLinkRouter.self, CampaignSettings.self, HubSettings.self, IdentitySettings.self,
-        PrefetchSettings.self, TrustSettings.self
+        PrefetchSettings.self, TrustSettings.self, TracingSettings.self
     ]
 
     /// The engine sections' names, in the order `config show` lists them.

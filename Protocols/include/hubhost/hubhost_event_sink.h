@@ -152,6 +152,37 @@ typedef struct hh_host_event_auth_v1 {
                              size_t *out_length);
 } hh_host_event_auth_v1_t;
 
+/* ---------------------------------------------------------------------------------------------
+ * The host's event-trace extension, "hubhost.event_trace.v1" (added in ABI 1.2): the W3C
+ * traceparent each event of the batch was tracked under (the `traceparent` header of its
+ * POST /v1/events, or the span hubhost made for that request when `tracing.endpoint` is set), for
+ * a sink that sends it on with the message (e.g. a Kafka or NATS message header `traceparent`) so
+ * the consumer joins the trace. hh_sink_event_t is unchanged: the traceparent is looked up by the
+ * event's index in the batch instead. Obtain the table with
+ *
+ *     const hh_host_event_trace_v1_t *trace = host->get_extension(host, HH_HOST_EXT_EVENT_TRACE);
+ *
+ * once (in create, or at the first deliver; the table is host-owned and valid for the instance's
+ * life), and handle NULL: an older host (ABI 1.0, 1.1) does not offer it, and neither does a host
+ * running the sink under `isolation: process` (the traceparents do not cross to the worker).
+ * ------------------------------------------------------------------------------------------- */
+
+#define HH_HOST_EXT_EVENT_TRACE "hubhost.event_trace.v1"
+
+typedef struct hh_host_event_trace_v1 {
+    /* The traceparent of events[index] of the batch the instance's `deliver` call in progress was
+     * given: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>" (55 bytes, lowercase, valid
+     * per W3C Trace Context; NUL-terminated as well). {NULL, 0} when that event has none (most
+     * events: only those posted with a traceparent, or while tracing is on, carry one), when
+     * `index` is not below the call's `count`, or when no deliver call of this instance is running.
+     *
+     * Host-owned: valid only until the `deliver` call returns; copy the bytes (e.g. into the
+     * message's header) to keep them. Call it only while `deliver` runs, from the thread of that
+     * call or any thread the sink waits on inside it (the host reads its own state under a lock);
+     * never after `deliver` returned, e.g. from a delivery-report callback. [thread-safe] */
+    hh_string_t (*traceparent)(const hh_host_t *host, size_t index);
+} hh_host_event_trace_v1_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -58,7 +58,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define HH_ABI_VERSION_MAJOR 1
-#define HH_ABI_VERSION_MINOR 1
+#define HH_ABI_VERSION_MINOR 2
 #define HH_ABI_VERSION_PATCH 0
 
 typedef struct hh_version {

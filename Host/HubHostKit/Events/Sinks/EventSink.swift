@@ -52,8 +52,14 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
     public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
         // Tracked: a call past post_timeout makes the instance stuck for health and status.
         let token = plugin.handle.calls.begin(deadlineSeconds: Double(timeoutMs) / 1000 + PendingSinkDelivery.marginSeconds)
+        let span = PluginCallSpan.start(plugin.handle)  // nil unless tracing is on (under the delivery's span)
+        let startedNs = span == nil ? 0 : Clock.monotonicNs()
         let answer = plugin.deliver(batch, timeoutMs: timeoutMs)
-        plugin.handle.calls.end(token)
+        let late = plugin.handle.calls.end(token)
+        if span != nil {
+            let outcome = answer.status == HH_OK ? (late ? "late" : "ok") : answer.status == HH_ERR_UNAVAILABLE ? "unavailable" : "error"
+            PluginCallSpan.end(span, outcome: outcome, startedNs: startedNs)
+        }
         if answer.status == HH_ERR_UNAVAILABLE {
             // Nothing was sent (not connected, reconnecting): a wait, not an attempt.
             return .notAttempted(reason: answer.message)

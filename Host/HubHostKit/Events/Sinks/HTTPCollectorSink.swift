@@ -34,6 +34,9 @@ public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
         let usesOAuth = tokens.isConfigured
         for _ in 0..<2 {  // at most one refresh of the token
             var headers = ["Content-Type": "application/json"]
+            // The collector joins the trace: the delivery's span when tracing is on, else the
+            // first traced event's own traceparent (one request carries the whole batch).
+            if let traceparent = HubTracing.currentTraceparent ?? batch.firstTraceparent { headers["traceparent"] = traceparent }
             if usesOAuth {
                 switch tokens.token(forceRefresh: triedRefresh) {
                 case .success(let token): headers["Authorization"] = "Bearer \(token)"

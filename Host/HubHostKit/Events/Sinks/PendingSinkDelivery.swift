@@ -17,7 +17,13 @@ final class PendingSinkDelivery: @unchecked Sendable {
         PluginCallThreads.run { [self] in
             let messages = prepared.wait()
             let start = Clock.monotonicNs()
-            let answer = PreparedSinkMessages.deliver(messages) { sink.deliver(batch: $0, timeoutMs: timeoutMs) }
+            // The batch's span (tracing on): under the first traced event's span, the sink's plugin
+            // call below it, and the traceparent the HTTP collector sends.
+            let span = SinkDeliverySpan.start(sink: sink.name, messages.batch)
+            let answer = HubTracing.withCurrent(span) {
+                PreparedSinkMessages.deliver(messages) { sink.deliver(batch: $0, timeoutMs: timeoutMs) }
+            }
+            SinkDeliverySpan.end(span, answer)
             lock.withLock {
                 result = answer
                 elapsedNs = Clock.monotonicNs() - start

@@ -49,9 +49,13 @@ final class PreparedSinkMessages: @unchecked Sendable {
                 ) { body in
                     CollectorJSON.appendEvent(index, of: claimed, nameField: nameField, to: &body)
                 }
-                guard !written else { continue }
+                guard !written else {
+                    messages.batch.setTraceparentOfLast(event.traceparent)
+                    continue
+                }
                 do {
                     messages.batch.append(EventDelivery.sinkEvent(try claimed.event(at: index), nameField: nameField))
+                    messages.batch.setTraceparentOfLast(event.traceparent)
                 } catch {
                     messages.unreadable.append((index, "the stored event cannot be read (its attributes are not valid): \(error)"))
                 }

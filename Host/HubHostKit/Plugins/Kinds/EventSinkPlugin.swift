@@ -116,9 +116,12 @@ public final class EventSinkPlugin: @unchecked Sendable {
                         anonymous_id: string(fields, entry.anonymousID))
                 }
                 return lock.withLock {
-                    let status = views.withUnsafeBufferPointer { viewBuffer in
-                        answers.withUnsafeMutableBufferPointer { answerBuffer in
-                            api.pointee.deliver(instance.handle, viewBuffer.baseAddress, count, answerBuffer.baseAddress, max(1, timeoutMs))
+                    // Each event's traceparent is the plugin's to read during the call ("hubhost.event_trace.v1").
+                    let status = instance.services.withDeliveryTraceparents(batch.traceparents) {
+                        views.withUnsafeBufferPointer { viewBuffer in
+                            answers.withUnsafeMutableBufferPointer { answerBuffer in
+                                api.pointee.deliver(instance.handle, viewBuffer.baseAddress, count, answerBuffer.baseAddress, max(1, timeoutMs))
+                            }
                         }
                     }
                     // The reasons are the plugin's until its next deliver: copy them inside the lock.

@@ -23,6 +23,9 @@ public struct SinkBatch: Sendable, Equatable {
     public private(set) var body: [UInt8] = Array(#"{"events":[]}"#.utf8)
     public private(set) var fields: [UInt8] = []
     public private(set) var entries: [Entry] = []
+    /// The W3C traceparent of each event that has one, by its index (most have none: then this
+    /// stays empty and costs nothing). Sinks send it on (HTTP header, Kafka and NATS message header).
+    public private(set) var traceparents: [Int: String] = [:]
 
     public init() {}
 
@@ -91,6 +94,18 @@ public struct SinkBatch: Sendable, Equatable {
                 json: json, idempotencyKey: keyStart..<fields.count, mobileUserID: field(users.mobileUserID),
                 anonymousID: field(users.anonymousID), typeCode: typeCode, timeMs: timeMs))
         return true
+    }
+
+    /// Gives the event appended last `traceparent` (nothing for nil).
+    public mutating func setTraceparentOfLast(_ traceparent: String?) {
+        guard let traceparent, !entries.isEmpty else { return }
+        traceparents[entries.count - 1] = traceparent
+    }
+
+    /// The traceparent of the first event that has one: the parent of the batch's delivery span,
+    /// and the header of a sink that sends the batch as one request.
+    public var firstTraceparent: String? {
+        traceparents.isEmpty ? nil : traceparents.min { $0.key < $1.key }?.value
     }
 
     /// The batch as separate messages, for a sink that takes them one by one.
