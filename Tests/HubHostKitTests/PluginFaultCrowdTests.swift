@@ -148,6 +148,12 @@ final class PluginFaultCrowdTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(metrics[PrometheusText.key("hubhost_worker_restarts_total", ["instance": "crash-once-worker"])] ?? 0, 1)
         XCTAssertGreaterThanOrEqual(
             metrics[PrometheusText.key("hubhost_plugin_call_errors_total", ["instance": "crash-once-worker", "kind": "crash"])] ?? 0, 1)
+        // What each runtime holds and spends: the worker's resident memory, the guest's memory and fuel.
+        XCTAssertGreaterThan(metrics[PrometheusText.key("hubhost_worker_resident_memory_bytes", ["instance": "crash-once-worker"])] ?? 0, 1_048_576)
+        XCTAssertGreaterThan(metrics[PrometheusText.key("hubhost_wasm_memory_bytes", ["instance": "looping-wasm"])] ?? 0, 0)
+        XCTAssertGreaterThanOrEqual(
+            metrics[PrometheusText.key("hubhost_wasm_fuel_consumed_total", ["instance": "looping-wasm"])] ?? 0, 1_000_000,
+            "each looping call used most of its 2,000,000 fuel")
 
         // One truth: the serve's list, plugins list, status and health say the same of each instance.
         let (_, served) = try serve.call("GET", "/v1/plugins")

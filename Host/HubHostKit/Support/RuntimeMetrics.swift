@@ -28,7 +28,7 @@ public enum RuntimeMetrics {
         "hubhost_plugin_stuck": "1 while a plugin instance of a kind is stuck in a call past its deadline, else 0.",
         "hubhost_plugins_stuck": "Plugin instances stuck in a call past its deadline.",
         "hubhost_events": "Events in the store, by status."
-    ]
+    ].merging(PluginResourceMetrics.help) { first, _ in first }
 
     /// Events stored by the engine (any front end).
     static func eventsTracked(_ count: Int) {
@@ -144,6 +144,7 @@ public enum RuntimeMetrics {
             for state in pluginStates { Gauge(label: "hubhost_plugin_state", dimensions: [("instance", instance), ("state", state)]).destroy() }
         }
         recordPackages(registry.entries)
+        PluginResourceMetrics.record(registry.entries)
         for (instance, current) in states {
             Gauge(label: "hubhost_plugin_up", dimensions: [("instance", instance)]).record(current == "loaded" || current == "restarting" ? 1 : 0)
             for state in pluginStates {

@@ -108,6 +108,12 @@ final class WasmGuest {
         }
     }
 
+    /// The fuel the last call used (its budget less what remained; a call that ran out used it all).
+    var fuelUsed: UInt64 {
+        let remaining = store.fuel?.remaining ?? 0
+        return budget.fuelPerCall >= remaining ? budget.fuelPerCall - remaining : 0
+    }
+
     /// Calls `function` with a fresh fuel budget; a trap becomes a WasmCallFailure.
     private func invoke(_ function: Function, _ arguments: [Value]) throws(WasmCallFailure) -> [Value] {
         store.fuel = Fuel(remaining: budget.fuelPerCall)

@@ -1,6 +1,7 @@
 import Foundation
 import HubHostABI
 import Logging
+import Synchronization
 
 /// One plugins.yaml instance of a `.wasm` plugin: its own instantiation of the module (its own
 /// memory: instances never share state), the plugins it created, and the calls the kind adapters
@@ -22,6 +23,14 @@ public final class WasmPluginInstance: @unchecked Sendable {
     public private(set) var plugins: [(id: String, kind: PluginKind, libraryIndex: Int)] = []
     /// How many times a trap or a timeout made the host instantiate the module again.
     public var reinstantiations: Int { lock.withLock { reinstantiationCount } }
+
+    /// The fuel its calls used so far and its linear memory after the last one, published after
+    /// each call for /metrics, which reads them without waiting for a call in flight.
+    private let usage = Mutex<(fuel: UInt64, memoryBytes: Int)>((0, 0))
+    /// Fuel its calls have used since it was created (about one unit per instruction).
+    public var fuelConsumed: UInt64 { usage.withLock { $0.fuel } }
+    /// The linear memory its guest held after its last call, in bytes.
+    public var memoryBytes: Int { usage.withLock { $0.memoryBytes } }
 
     private let services: WasmHostImports
     private let logger: Logger
@@ -192,6 +201,10 @@ public final class WasmPluginInstance: @unchecked Sendable {
                 } catch {
                     return .failure(.crashed("could not instantiate the module again: \(error)"))
                 }
+            }
+            defer {
+                let (used, bytes) = (guest.fuelUsed, guest.memory.byteCount)
+                usage.withLock { $0 = ($0.fuel &+ used, bytes) }
             }
             do {
                 guard let answer = try guest.call(plugins[index].libraryIndex, op: op.rawValue, request: request.bytes) else {
