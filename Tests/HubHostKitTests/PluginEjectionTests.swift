@@ -19,20 +19,7 @@ final class PluginEjectionTests: XCTestCase {
     }
 
     /// The editing fixture as an in-process library with its plugin.yaml: the healthy plugin (it adds "Seen Name").
-    private func healthyPlugin() throws -> String {
-        _ = try TestSupport.compileFixture("editing_augmentation.c", into: folder + "/healthy", name: "libediting.so")
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: editing
-            name: Editing
-            version: 1.0.0
-            library: libediting.so
-            exports:
-              - {id: editing-augmentation, kind: augmentation}
-            """, to: folder + "/healthy/plugin.yaml")
-        return folder + "/healthy/plugin.yaml"
-    }
+    private func healthyPlugin() throws -> String { try TestSupport.editingFixture(in: folder + "/healthy") }
 
     /// The faulty fixture built as .wasm with FAULT_HANG (a loop: each call runs out of its fuel).
     private func loopingWasmPlugin() throws -> String {

@@ -51,21 +51,6 @@ final class PluginFaultCrowdTests: XCTestCase {
         return dir + "/plugin.yaml"
     }
 
-    private func healthy() throws -> String {
-        _ = try TestSupport.compileFixture("editing_augmentation.c", into: folder + "/healthy", name: "libediting.so")
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: editing
-            name: Editing
-            version: 1.0.0
-            library: libediting.so
-            exports:
-              - {id: editing-augmentation, kind: augmentation}
-            """, to: folder + "/healthy/plugin.yaml")
-        return folder + "/healthy/plugin.yaml"
-    }
-
     func testEightClientsWhileAPluginPerRuntimeLoopsOrCrashesKeepEveryHealthyEditAndEverySurfaceAgrees() throws {
         // serve and its worker get these from this process's environment.
         setenv("FAULTY_CRASH_MARKER", folder + "/crashed-once", 1)
@@ -79,7 +64,7 @@ final class PluginFaultCrowdTests: XCTestCase {
             events: {cache_size: 1000000, augmentation_timeout: 1s}
             plugins:
               - id: healthy
-                use: \(try healthy())
+                use: \(try TestSupport.editingFixture(in: folder + "/healthy"))
               - id: looping-wasm
                 use: \(try faulty("looping", ["FAULT_HANG"], wasm: true))
                 wasm_fuel: 2000000

@@ -170,6 +170,23 @@ enum TestSupport {
         return dir + "/plugin.yaml"
     }
 
+    /// Builds Tests/Fixtures/editing_augmentation.c (an augmentation that copies the event's name
+    /// into "Seen Name") into `folder` with its plugin.yaml, and returns the plugin.yaml's path.
+    static func editingFixture(in folder: String) throws -> String {
+        _ = try compileFixture("editing_augmentation.c", into: folder, name: "libediting.so")
+        try write(
+            """
+            abi: "1.0"
+            id: editing
+            name: Editing
+            version: 1.0.0
+            library: libediting.so
+            exports:
+              - {id: editing-augmentation, kind: augmentation}
+            """, to: folder + "/plugin.yaml")
+        return folder + "/plugin.yaml"
+    }
+
     /// Builds Tests/Fixtures/slow_kinds_plugins.c (a location and a content provider that sleep
     /// `delay_ms` per call and `create_delay_ms` in create; negative: forever) into `folder` with its
     /// plugin.yaml, and returns the plugin.yaml's path.
