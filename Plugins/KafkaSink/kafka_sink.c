@@ -329,25 +329,24 @@ static rd_kafka_resp_err_t produce(kafka_sink_t *sink, const hh_sink_event_t *ev
     if (sink->trace) {
         traceparent = sink->trace->traceparent(sink->host, index);
     }
+    /* One header list, handed to librdkafka (which copies the values) when the message is
+       queued, and destroyed here when it is not. */
+    rd_kafka_headers_t *headers = rd_kafka_headers_new(3);
+    rd_kafka_header_add(headers, "idempotency-key", -1, event->idempotency_key.data,
+                        (ssize_t)event->idempotency_key.length);
+    rd_kafka_header_add(headers, "event-type-code", -1, sink->type_text, (ssize_t)sink->type_length);
     if (traceparent.data && traceparent.length > 0) {
-        return rd_kafka_producev(
-            sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
-            RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
-            RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
-                              (ssize_t)event->idempotency_key.length),
-            RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
-            RD_KAFKA_V_HEADER("traceparent", traceparent.data, (ssize_t)traceparent.length),
-            RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
+        rd_kafka_header_add(headers, "traceparent", -1, traceparent.data, (ssize_t)traceparent.length);
     }
-    return rd_kafka_producev(
+    rd_kafka_resp_err_t error = rd_kafka_producev(
         sink->producer, RD_KAFKA_V_RKT(sink->topic_handle), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_KEY(key ? (void *)key->data : NULL, key ? key->length : 0),
-        RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length),
-        RD_KAFKA_V_HEADER("idempotency-key", event->idempotency_key.data,
-                          (ssize_t)event->idempotency_key.length),
-        RD_KAFKA_V_HEADER("event-type-code", sink->type_text, (ssize_t)sink->type_length),
+        RD_KAFKA_V_VALUE((void *)event->json.data, event->json.length), RD_KAFKA_V_HEADERS(headers),
         RD_KAFKA_V_OPAQUE(slot_opaque(sink->generation, index)), RD_KAFKA_V_END);
+    if (error != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_headers_destroy(headers);
+    }
+    return error;
 }
 
 static hh_status_t kafka_deliver(void *instance, const hh_sink_event_t *events, size_t count,

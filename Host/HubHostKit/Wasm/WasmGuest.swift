@@ -114,11 +114,15 @@ final class WasmGuest {
         return budget.fuelPerCall >= remaining ? budget.fuelPerCall - remaining : 0
     }
 
-    /// Calls `function` with a fresh fuel budget; a trap becomes a WasmCallFailure.
+    /// Calls `function` with a fresh fuel budget; a trap becomes a WasmCallFailure. The wall-clock
+    /// deadline is `call_timeout` from now, unless a caller set one already for a call made of
+    /// several invocations (`WasmPluginInstance.call`): then that one holds, so the parts of one
+    /// call share one deadline instead of each getting a whole one.
     private func invoke(_ function: Function, _ arguments: [Value]) throws(WasmCallFailure) -> [Value] {
         store.fuel = Fuel(remaining: budget.fuelPerCall)
-        services.deadlineNs = Clock.monotonicNs() &+ SafeTime.durationNs(budget.callTimeoutSeconds)
-        defer { services.deadlineNs = .max }
+        let outermost = services.deadlineNs == .max
+        if outermost { services.deadlineNs = Clock.monotonicNs() &+ SafeTime.durationNs(budget.callTimeoutSeconds) }
+        defer { if outermost { services.deadlineNs = .max } }
         do {
             return try function.invoke(arguments, on: &stack)
         } catch is WasmHostImports.DeadlinePassed {

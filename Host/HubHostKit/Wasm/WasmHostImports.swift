@@ -20,9 +20,10 @@ final class WasmHostImports: @unchecked Sendable {
     private var lastError = ""
     /// What the last http_fetch left for http_take: the encoded response or a failure's message.
     private var httpHeld: [UInt8]?
-    /// When the call in progress must end (monotonic ns; `.max` between calls). Set by WasmGuest
-    /// around each call and read by the imports on the same thread: WasmPluginInstance runs one
-    /// call at a time, so no lock is needed.
+    /// When the call in progress must end (monotonic ns; `.max` between calls). Set once per call
+    /// by WasmPluginInstance (or by WasmGuest around an invocation made outside one) and read by
+    /// the imports on the same thread: WasmPluginInstance runs one call at a time, so no lock is
+    /// needed.
     var deadlineNs: UInt64 = .max
 
     /// Thrown by an import called past `deadlineNs`: it unwinds the guest, and WasmGuest answers

@@ -186,6 +186,10 @@ public final class WasmPluginInstance: @unchecked Sendable {
         arguments(&request)
         return lock.withLock {
             guard index < destroyed.count, !destroyed[index] else { return .failure(.crashed("the plugin was destroyed")) }
+            // One deadline for the whole call: instantiating again, the request buffer and the
+            // call itself together get `call_timeout`, not one each.
+            services.deadlineNs = Clock.monotonicNs() &+ SafeTime.durationNs(budget.callTimeoutSeconds)
+            defer { services.deadlineNs = .max }
             let guest: WasmGuest
             if let current = self.guest {
                 guest = current
