@@ -261,4 +261,99 @@ final class PluginEjectionTests: XCTestCase {
         XCTAssertNil(never.ejected)
         XCTAssertTrue(never.admit())
     }
+
+    /// Ejection is not only for augmentations: a location plugin that times out, in process and
+    /// in a worker, is ejected after `eject_after` timeouts and then answers HH_ERR_UNAVAILABLE at
+    /// once, naming the ejection, until its probe; a handle made outside plugins.yaml (the
+    /// plugin's side of a worker, `plugins test`) never ejects.
+    func testARequestPathPluginThatTimesOutIsEjectedInProcessAndInAWorker() throws {
+        _ = try TestSupport.slowKindsFixture(in: folder + "/slow")
+        let registry = try registry(
+            """
+            data_dir: data
+            plugins:
+              - id: here
+                use: slow/plugin.yaml
+                config: {delay_ms: 300}
+                eject_after: 2
+                eject_for: 1s
+              - id: worker
+                use: slow/plugin.yaml
+                isolation: process
+                call_timeout: 0.2s
+                config: {delay_ms: 2000}
+                eject_after: 2
+                eject_for: 1s
+            """)
+        for instance in ["here", "worker"] {
+            let handle = try XCTUnwrap(registry.plugins(of: .location).first { $0.instanceID == instance })
+            let location = LocationPlugin(handle)
+            for n in 1...2 {
+                // In process the call overruns a 0.1 s deadline and is stuck until it returns at 0.3 s.
+                XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { !handle.calls.isStuck }, "\(instance): the last call returned")
+                guard case .failed(let status, _) = location.current(deadlineSeconds: 0.1) else {
+                    return XCTFail("\(instance): call \(n) should time out")
+                }
+                // A hung worker is killed and restarted: its call fails as unavailable.
+                XCTAssertEqual(status, instance == "here" ? HH_ERR_TIMEOUT : HH_ERR_UNAVAILABLE, "\(instance) call \(n)")
+            }
+            let ejected = try XCTUnwrap(handle.ejection.ejected, "\(instance): ejected after two timeouts")
+            XCTAssertTrue(ejected.reason.contains(instance == "here" ? "HH_ERR_TIMEOUT" : "worker restarting"), ejected.reason)
+            XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { !handle.calls.isStuck })
+            let started = Date()
+            guard case .failed(let status, let message) = location.current(deadlineSeconds: 0.1) else {
+                return XCTFail("\(instance): an ejected plugin answers a failure")
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(started), 0.05, "\(instance): skipped at once, without its deadline")
+            XCTAssertEqual(status, HH_ERR_UNAVAILABLE)
+            XCTAssertTrue(message.contains("ejected until"), message)
+            XCTAssertEqual(handle.ejection.consecutiveFailures, 2, "\(instance): not called while ejected")
+            XCTAssertEqual(PluginInstanceList(registry, manifest: "").instances.first { $0.id == instance }?.state, "ejected")
+        }
+        XCTAssertEqual(registry.ejectedPlugins.map(\.instance), ["here", "worker"])
+
+        // The probe, once eject_for is over: given time, the in-process one answers, and is back.
+        let here = try XCTUnwrap(registry.plugins(of: .location).first { $0.instanceID == "here" })
+        XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { here.ejection.ejected.map { Date() >= $0.until } ?? true })
+        guard case .location = LocationPlugin(here).current(deadlineSeconds: 2) else { return XCTFail("the probe answers") }
+        XCTAssertNil(here.ejection.ejected, "a probe that answers brings it back")
+        XCTAssertEqual(registry.ejectedPlugins.map(\.instance), ["worker"])
+
+        // Outside plugins.yaml nothing ejects: ten failures in a row, each one called.
+        let bare = LocationPlugin(PluginHandle(here.instance!))
+        for _ in 0..<3 {
+            XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { !bare.handle.calls.isStuck })
+            _ = bare.current(deadlineSeconds: 0.01)
+        }
+        XCTAssertNil(bare.handle.ejection.ejected)
+        XCTAssertEqual(bare.handle.ejection.consecutiveFailures, 3)
+    }
+
+    /// A .wasm trigger operator that loops (each call spends its fuel) is ejected after
+    /// `eject_after` calls, and then answers false with HH_ERR_UNAVAILABLE at once.
+    func testALoopingWasmOperatorIsEjected() throws {
+        let registry = try registry(
+            """
+            data_dir: data
+            plugins:
+              - id: looping
+                use: \(try loopingWasmPlugin())
+                wasm_fuel: 2000000
+                eject_after: 2
+            """)
+        let handle = try XCTUnwrap(registry.plugins(of: .triggerOperator).first)
+        let op = TriggerOperatorPlugin(handle)
+        for n in 1...2 {
+            let answer = op.compare(event: .int(1), trigger: .int(1))
+            XCTAssertEqual(answer.status, HH_ERR_TIMEOUT, "call \(n): \(answer.reason)")
+        }
+        XCTAssertNotNil(handle.ejection.ejected)
+        let started = Date()
+        let skipped = op.compare(event: .int(1), trigger: .int(1))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 0.05, "no fuel spent")
+        XCTAssertFalse(skipped.result)
+        XCTAssertEqual(skipped.status, HH_ERR_UNAVAILABLE)
+        XCTAssertTrue(skipped.reason.contains("ejected until"), skipped.reason)
+        XCTAssertEqual(handle.ejection.consecutiveFailures, 2)
+    }
 }

@@ -22,6 +22,13 @@ public struct EjectionPolicy: Equatable, Sendable {
     public static let maximumAfterFailures = 1_000_000
 
     public init() {}
+
+    /// The policy of a handle no plugins.yaml entry configured: it never ejects.
+    static var unconfigured: EjectionPolicy {
+        var policy = EjectionPolicy()
+        policy.afterFailures = 0
+        return policy
+    }
 }
 
 /// One plugin's run of failures and its ejection, shared by every caller of the plugin (each
@@ -43,7 +50,10 @@ public final class PluginEjection: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var policy = EjectionPolicy()
+    /// Never ejects until the registry configures it from plugins.yaml: a handle made outside
+    /// one (the plugin's side of a worker, `plugins test`, a benchmark) answers every call as
+    /// the plugin does, and the host's own handle on an isolated plugin does the ejecting.
+    private var policy = EjectionPolicy.unconfigured
     private var logger: Logger?
     private let instanceID: String
     private let pluginID: String

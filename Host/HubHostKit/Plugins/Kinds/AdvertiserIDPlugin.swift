@@ -13,6 +13,12 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
     case noOpinion
     /// The delegate failed; its status and message.
     case failed(status: Int32, message: String)
+
+    /// The failure that counts towards ejecting the plugin, if this answer is one.
+    var ejectionFailure: String? {
+        guard case .failed(let status, let message) = self else { return nil }
+        return PluginEjection.failure(status: status, message: message)
+    }
 }
 
 // Safe to share: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
@@ -31,7 +37,13 @@ public final class AdvertiserIDPlugin: @unchecked Sendable {
 
     /// Asks the plugin. [thread-safe], as the header promises. Isolated: a failed worker answers
     /// `.failed`, so the chain asks the next delegate.
+    /// A plugin ejected after failing calls in a row answers `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func answer() -> AdvertiserIDAnswer {
+        handle.unlessEjected(answerInAnyRuntime, failure: \.ejectionFailure)
+            ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
+    }
+
+    private func answerInAnyRuntime() -> AdvertiserIDAnswer {
         guard handle.instance != nil else { return IsolatedCalls.advertiserID(handle) }
         return handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in answerInProcess() }
             ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)

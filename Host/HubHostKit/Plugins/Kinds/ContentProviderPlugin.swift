@@ -37,7 +37,15 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     /// Waits for an in-process plugin at most `deadlineSeconds`: one that overran answers
     /// HH_ERR_TIMEOUT and is stuck (later calls answer at once until it returns; health reports it).
     /// An isolated one has its worker's call_timeout.
+    /// A plugin ejected after failing calls in a row answers HH_ERR_UNAVAILABLE at once.
     public func fetch(_ resource: String, limit: Int = 1 << 30, deadlineSeconds: Double = PluginHandle.contentCallDeadlineSeconds) -> Fetched {
+        handle.unlessEjected(
+            { fetchInAnyRuntime(resource, limit: limit, deadlineSeconds: deadlineSeconds) },
+            failure: { PluginEjection.failure(status: $0.status, message: $0.message) })
+            ?? Fetched(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage, data: Data())
+    }
+
+    private func fetchInAnyRuntime(_ resource: String, limit: Int, deadlineSeconds: Double) -> Fetched {
         guard handle.instance != nil else { return IsolatedCalls.fetch(handle, resource) }
         return handle.withDeadline(deadlineSeconds) { [self] in fetchWithoutDeadline(resource, limit: limit) }
             ?? Fetched(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage(deadlineSeconds), data: Data())
@@ -121,6 +129,13 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     public func stream(
         _ resource: String, into sink: Sink, deadlineSeconds: Double = PluginHandle.contentCallDeadlineSeconds
     ) -> (status: Int32, message: String) {
+        handle.unlessEjected(
+            { streamInAnyRuntime(resource, into: sink, deadlineSeconds: deadlineSeconds) },
+            failure: { PluginEjection.failure(status: $0.status, message: $0.message) })
+            ?? (HH_ERR_UNAVAILABLE, handle.ejectedMessage)
+    }
+
+    private func streamInAnyRuntime(_ resource: String, into sink: Sink, deadlineSeconds: Double) -> (status: Int32, message: String) {
         guard handle.instance != nil else { return streamWithoutDeadline(resource, into: sink) }
         let gate = SinkGate(sink)
         let answer = handle.withDeadline(deadlineSeconds) { [self] in gate.forward { streamWithoutDeadline(resource, into: $0) } }

@@ -102,7 +102,15 @@ public final class DeviceConditionsPlugin: @unchecked Sendable {
     /// wanted. Throws `PluginCallError.failed` when the plugin fails (HH_ERR_UNAVAILABLE: it
     /// cannot tell now) and `.invalidAnswer` when a field is out of range. Blocking (the plugin
     /// reads files): call it through `BlockingPool.run` from async code. [thread-safe]
+    /// A plugin ejected after failing calls in a row throws `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func read(dataDirectory: String) throws -> DeviceConditions {
+        guard let conditions = try handle.unlessEjected({ try readInAnyRuntime(dataDirectory: dataDirectory) }, failure: { _ in nil }) else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
+        }
+        return conditions
+    }
+
+    private func readInAnyRuntime(dataDirectory: String) throws -> DeviceConditions {
         guard handle.instance != nil else { return try IsolatedCalls.deviceConditions(handle, dataDirectory: dataDirectory) }
         let answer = handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in
             Result { try readInProcess(dataDirectory: dataDirectory) }.mapError {

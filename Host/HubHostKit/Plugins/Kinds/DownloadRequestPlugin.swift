@@ -38,7 +38,15 @@ public final class DownloadRequestPlugin: @unchecked Sendable {
     /// makes none). Throws `PluginCallError.failed` when the plugin fails, `.invalidAnswer` when
     /// its result breaks the header's limits (`DownloadRequestLimits`). May block briefly: call it
     /// through `BlockingPool.run` from async code. [thread-safe]
+    /// A plugin ejected after failing calls in a row throws `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func convert(_ request: DownloadRequest) throws -> DownloadRequest {
+        guard let converted = try handle.unlessEjected({ try convertInAnyRuntime(request) }, failure: { _ in nil }) else {
+            throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
+        }
+        return converted
+    }
+
+    private func convertInAnyRuntime(_ request: DownloadRequest) throws -> DownloadRequest {
         guard handle.instance != nil else { return try IsolatedCalls.convertDownloadRequest(handle, request) }
         let answer = handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in
             Result { try convertInProcess(request) }.mapError {

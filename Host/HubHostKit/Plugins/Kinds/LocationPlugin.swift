@@ -29,6 +29,12 @@ public enum LocationAnswer: Equatable, Sendable {
     case location(Location)
     case unavailable
     case failed(status: Int32, message: String)
+
+    /// The failure that counts towards ejecting the plugin, if this answer is one.
+    var ejectionFailure: String? {
+        guard case .failed(let status, let message) = self else { return nil }
+        return PluginEjection.failure(status: status, message: message)
+    }
 }
 
 // Safe to share: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
@@ -50,7 +56,13 @@ public final class LocationPlugin: @unchecked Sendable {
     /// [thread-safe], as the header promises. Waits for an in-process plugin at most
     /// `deadlineSeconds`: one that overran is stuck (later calls answer `.failed` at once until it
     /// returns, and health reports it); an isolated one has its worker's call_timeout.
+    /// A plugin ejected after failing calls in a row answers `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func current(deadlineSeconds: Double = PluginHandle.requestCallDeadlineSeconds) -> LocationAnswer {
+        handle.unlessEjected({ currentInAnyRuntime(deadlineSeconds: deadlineSeconds) }, failure: \.ejectionFailure)
+            ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
+    }
+
+    private func currentInAnyRuntime(deadlineSeconds: Double) -> LocationAnswer {
         guard handle.instance != nil else { return IsolatedCalls.location(handle) }
         return handle.withDeadline(deadlineSeconds) { [self] in currentInProcess() }
             ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage(deadlineSeconds))

@@ -45,8 +45,16 @@ public final class TriggerOperatorPlugin: @unchecked Sendable {
 
     /// The operator's answer; a type mismatch or a failure answers false (and says why in `reason`).
     /// Isolated: a failed worker answers false.
+    /// An isolated operator ejected after failing calls in a row answers false (HH_ERR_UNAVAILABLE)
+    /// at once; an in-process one is bounded by the campaign evaluation's deadline instead, which
+    /// keeps this call free of a lock.
     public func compare(event: PluginValue, trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
-        guard let api else { return IsolatedCalls.compare(handle, event, trigger) }
+        guard let api else {
+            return handle.unlessEjected(
+                { IsolatedCalls.compare(handle, event, trigger) },
+                failure: { PluginEjection.failure(status: $0.status, message: $0.reason) })
+                ?? (false, HH_ERR_UNAVAILABLE, handle.ejectedMessage)
+        }
         var result = false
         let status = event.withRawValue { eventRaw in
             trigger.withRawValue { triggerRaw in

@@ -23,11 +23,23 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
     public enum Answer: Equatable, Sendable {
         case id(String)
         case failed(status: Int32, message: String)
+
+        /// The failure that counts towards ejecting the plugin, if this answer is one.
+        var ejectionFailure: String? {
+            guard case .failed(let status, let message) = self else { return nil }
+            return PluginEjection.failure(status: status, message: message)
+        }
     }
 
     /// Calls `generate` once. [thread-safe], as the header promises. Isolated: a failed worker
-    /// answers `.failed`.
+    /// answers `.failed`. A plugin ejected after failing calls in a row answers `.failed`
+    /// (HH_ERR_UNAVAILABLE) at once.
     public func answer() -> Answer {
+        handle.unlessEjected(answerInAnyRuntime, failure: \.ejectionFailure)
+            ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
+    }
+
+    private func answerInAnyRuntime() -> Answer {
         guard handle.instance != nil else { return IsolatedCalls.userID(handle) }
         return handle.withDeadline(PluginHandle.requestCallDeadlineSeconds) { [self] in answerInProcess() }
             ?? .failed(status: HH_ERR_TIMEOUT, message: PluginHandle.overranMessage)
