@@ -430,10 +430,30 @@ static void http_release(const hh_host_t *host, hh_http_response_t *response) {
 
 static const hh_host_http_v1_t guest_http = {http_fetch, http_release};
 
+/* The traceparents of the deliver call in progress, by event index, each NUL-terminated in its
+ * own 56-byte slot ({NULL, 0} for an event without one); NULL between deliver calls. */
+#define TRACEPARENT_SLOT 56
+static hh_string_t *deliver_traceparents;
+static size_t deliver_traceparent_count;
+
+static hh_string_t event_traceparent(const hh_host_t *host, size_t index) {
+    (void)host;
+    hh_string_t none = {NULL, 0};
+    if (!deliver_traceparents || index >= deliver_traceparent_count) {
+        return none;
+    }
+    return deliver_traceparents[index];
+}
+
+static const hh_host_event_trace_v1_t guest_event_trace = {event_traceparent};
+
 static const void *host_get_extension(const hh_host_t *host, const char *extension_id) {
     (void)host;
     if (extension_id && strcmp(extension_id, HH_HOST_EXT_HTTP) == 0) {
         return &guest_http;
+    }
+    if (extension_id && strcmp(extension_id, HH_HOST_EXT_EVENT_TRACE) == 0) {
+        return &guest_event_trace;
     }
     return NULL; /* no other host extension reaches a guest */
 }
@@ -931,7 +951,9 @@ static void serve_user_id(slot_t *slot) {
 }
 
 /* Request: u32 timeout_ms, u32 count (1 to HH_SINK_MAX_BATCH), per event string idempotency key,
- * i32 type code, i64 time, string json, string mobile user id, string anonymous id.
+ * i32 type code, i64 time, string json, string mobile user id, string anonymous id; then, when
+ * the host sends them, u32 traced and per traced event u32 index and string traceparent (what
+ * hubhost.event_trace.v1 answers during the call).
  * Answer: i32 status, string message, and on HH_OK u32 count and per event i32 outcome and string
  * reason, as the plugin wrote them (the host judges them, as it does in process). */
 static bool serve_deliver(slot_t *slot, reader_t *r) {
@@ -962,8 +984,32 @@ static bool serve_deliver(slot_t *slot, reader_t *r) {
         free(answers);
         return false;
     }
+    /* The traceparents, copied with a NUL each, as the header promises. */
+    hh_string_t *traceparents = NULL;
+    char *traceparent_bytes = NULL;
+    uint32_t traced = r->offset < r->length ? get_u32(r) : 0;
+    if (traced > 0 && traced <= count) {
+        traceparents = calloc(count, sizeof(hh_string_t));
+        traceparent_bytes = calloc(traced, TRACEPARENT_SLOT);
+    }
+    for (uint32_t i = 0; traceparents && traceparent_bytes && i < traced && !r->failed; i++) {
+        uint32_t index = get_u32(r);
+        hh_string_t value = get_string(r);
+        if (!r->failed && index < count && value.length > 0 && value.length < TRACEPARENT_SLOT) {
+            char *slot_bytes = traceparent_bytes + (size_t)i * TRACEPARENT_SLOT;
+            memcpy(slot_bytes, value.data, value.length);
+            traceparents[index].data = slot_bytes;
+            traceparents[index].length = value.length;
+        }
+    }
+    deliver_traceparents = traceparent_bytes ? traceparents : NULL;
+    deliver_traceparent_count = deliver_traceparents ? count : 0;
     last_error_length = 0;
     hh_status_t status = api->deliver(slot->instance, events, count, answers, timeout_ms ? timeout_ms : 1);
+    deliver_traceparents = NULL;
+    deliver_traceparent_count = 0;
+    free(traceparents);
+    free(traceparent_bytes);
     put_i32(&answer, status);
     put_string(&answer, status == HH_OK ? hh_string_from_cstr("") : take_error());
     if (status == HH_OK) {

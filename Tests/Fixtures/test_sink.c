@@ -10,6 +10,9 @@
  *   hang      loop forever
  *   token     ask the host for the OAuth token ("hubhost.event_auth.v1") and answer every event
  *             HH_SINK_RETRY with the reason "token: <token>" (HH_ERR_UNAVAILABLE when there is none)
+ *   trace     answer every event HH_SINK_RETRY with the reason "trace: <its traceparent>" from
+ *             "hubhost.event_trace.v1" ("trace: none" for an event without one; HH_ERR_UNAVAILABLE
+ *             when the host does not offer the extension)
  *
  * `record_file` (optional): every delivered event's idempotency key is appended to it, one a line,
  * so a test can compare what arrived with what was tracked.
@@ -100,6 +103,22 @@ static hh_status_t sink_deliver(void *instance, const hh_sink_event_t *events, s
         snprintf(reason, sizeof reason, "token: %s", token);
         for (size_t i = 0; i < count; i++) {
             answers[i].reason = hh_string_from_cstr(reason);
+        }
+        return HH_OK;
+    }
+    if (strcmp(sink->mode, "trace") == 0) {
+        static char reasons[HH_SINK_MAX_BATCH][80];
+        const hh_host_event_trace_v1_t *trace =
+            sink->host->get_extension(sink->host, HH_HOST_EXT_EVENT_TRACE);
+        if (!trace) {
+            return hh_report(sink->host, HH_ERR_UNAVAILABLE, "no event_trace extension");
+        }
+        for (size_t i = 0; i < count && i < HH_SINK_MAX_BATCH; i++) {
+            hh_string_t traceparent = trace->traceparent(sink->host, i);
+            snprintf(reasons[i], sizeof reasons[i], "trace: %.*s",
+                     traceparent.data ? (int)traceparent.length : 4,
+                     traceparent.data ? traceparent.data : "none");
+            answers[i].reason = hh_string_from_cstr(reasons[i]);
         }
         return HH_OK;
     }

@@ -125,6 +125,8 @@ final class TracingTests: XCTestCase {
                   topic: \(cluster.topic)
                   message_timeout: 2 sec
                   client_settings: "linger.ms=2"
+              - id: tagger
+                use: \(try TestSupport.faultyFixture(nil, in: folder + "/tagger"))
             """, to: folder + "/plugins.yaml")
         let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
         let body = #"{"id":"traced-1","type":"named_event","name":"T","attributes":{"Mobile User Id":"u1"}}"#
@@ -141,7 +143,7 @@ final class TracingTests: XCTestCase {
 
         let wanted: (([[String: Any]]) -> Bool) = { lines in
             let names = Set(lines.filter { $0["trace_id"] as? String == self.traceID }.compactMap { $0["name"] as? String })
-            return ["/v1/events", "events.group_commit", "events.sink.deliver", "plugin event_sink"].allSatisfy(names.contains)
+            return ["/v1/events", "events.group_commit", "events.sink.deliver", "plugin event_sink", "plugin augmentation"].allSatisfy(names.contains)
         }
         let spans = receiver.lines(within: 30, until: wanted).filter { $0["name"] != nil }
         let traced = spans.filter { $0["trace_id"] as? String == traceID }
@@ -152,6 +154,10 @@ final class TracingTests: XCTestCase {
         let request = try XCTUnwrap(traced.first { $0["name"] as? String == "/v1/events" })
         XCTAssertEqual(request["parent_span_id"] as? String, "00f067aa0ba902b7", "a child of the caller's span")
         XCTAssertEqual((request["attributes"] as? [String: Any])?["http.route"] as? String, "/v1/events")
+        let augmented = try XCTUnwrap(traced.first { $0["name"] as? String == "plugin augmentation" }, "the augmentation call: \(names)")
+        XCTAssertEqual(augmented["parent_span_id"] as? String, request["span_id"] as? String, "a child of the request's span")
+        XCTAssertEqual((augmented["attributes"] as? [String: Any])?["hubhost.plugin.instance"] as? String, "tagger")
+        XCTAssertEqual((augmented["attributes"] as? [String: Any])?["hubhost.plugin.outcome"] as? String, "ok")
         let call = try XCTUnwrap(traced.first { $0["name"] as? String == "plugin event_sink" }, "the sink's plugin call: \(names)")
         let attributes = try XCTUnwrap(call["attributes"] as? [String: Any])
         XCTAssertEqual(attributes["hubhost.plugin.instance"] as? String, "kafka")
@@ -218,12 +224,19 @@ final class TracingTests: XCTestCase {
     // MARK: NATS, the store, the header's rules
 
     /// The NATS sink sends each event's traceparent as the message's `traceparent` header; an event
-    /// without one gets none.
+    /// without one gets none. The same in a worker process (`isolation: process`), where the
+    /// traceparents travel with the batch.
     func testNATSMessagesCarryTheEventsTraceparent() throws {
         let server = try NatsServerProcess(storeDirectory: folder + "/nats-store")
+        for isolation in ["in_process", "process"] {
+            try natsMessagesCarryTheTraceparent(server, isolation: isolation)
+        }
+    }
+
+    private func natsMessagesCarryTheTraceparent(_ server: NatsServerProcess, isolation: String) throws {
         try TestSupport.write(
             """
-            data_dir: data
+            data_dir: data-\(isolation)
             logging: {severity: error}
             events:
               sink: nats
@@ -233,6 +246,7 @@ final class TracingTests: XCTestCase {
             plugins:
               - id: nats
                 use: \(TestSupport.plugin("NatsSink"))
+                isolation: \(isolation)
                 config:
                   url: \(server.url)
                   subject: "app.events.{type}"
@@ -247,8 +261,8 @@ final class TracingTests: XCTestCase {
         let report = engine.flush()
         XCTAssertNil(report.lastError, "\(report)")
         let messages = try server.read(stream: "EVENTS", traceparents: true)
-        XCTAssertEqual(messages.first { $0.msgID == traced.id }?.traceparent, callerTraceparent)
-        XCTAssertEqual(messages.first { $0.msgID == plain.id }?.traceparent, "")
+        XCTAssertEqual(messages.first { $0.msgID == traced.id }?.traceparent, callerTraceparent, isolation)
+        XCTAssertEqual(messages.first { $0.msgID == plain.id }?.traceparent, "", isolation)
     }
 
     /// The traceparent is a column of the store: read back with the event, NULL (nil) for an event without one.

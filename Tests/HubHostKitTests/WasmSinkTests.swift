@@ -107,6 +107,35 @@ final class WasmSinkTests: XCTestCase {
         XCTAssertEqual(hang.deliver(events, timeoutMs: 1000).outcomes.count, events.count)
     }
 
+    /// "hubhost.event_trace.v1" in every runtime: the test sink in `trace` mode answers with each
+    /// event's traceparent as it read it, in process, in a worker and as `.wasm` alike.
+    func testEveryRuntimeOffersASinkItsEventsTraceparents() throws {
+        let (native, wasm) = try bothBuilds(
+            "test_sink.c", id: "test-sink", pluginID: "test-sink",
+            config: "  - {key: mode, type: string, default: deliver}\n  - {key: record_file, type: string}")
+        let registry = try registry(
+            [
+                "  - {id: here, use: \(native), config: {mode: trace}}",
+                "  - {id: worker, use: \(native), isolation: process, config: {mode: trace}}",
+                "  - {id: guest, use: \(wasm), config: {mode: trace}}"
+            ].joined(separator: "\n"))
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        var traced = SinkBatch()
+        for (n, event) in batch(["A", "B", "C"]).enumerated() {
+            traced.append(event)
+            if n == 1 { traced.setTraceparentOfLast(traceparent) }
+        }
+        for instance in ["here", "worker", "guest"] {
+            let answer = try sink(registry, instance).deliver(traced, timeoutMs: 1000)
+            XCTAssertEqual(
+                answer.outcomes, [.retry(reason: "trace: none"), .retry(reason: "trace: \(traceparent)"), .retry(reason: "trace: none")],
+                "\(instance): \(answer.message)")
+            // A batch without traceparents: none for every event.
+            let plain = try sink(registry, instance).deliver(batch(["D"]), timeoutMs: 1000)
+            XCTAssertEqual(plain.outcomes, [.retry(reason: "trace: none")], instance)
+        }
+    }
+
     func testAGuestReachesTheHostHTTPServiceOnlyUnderItsAllowList() throws {
         let received = Received()
         let server = try LoopbackHTTPServer(address: "127.0.0.1")

@@ -92,7 +92,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 else { break }
                 let input = collected.input
                 Self.concurrently(stage.count, estimate: self.callSpread) { i in
-                    collected.record(i, self.augment(stage[i], input.augmentable))
+                    collected.record(i, self.augment(stage[i], input.augmentable, traceparent: input.traceparent))
                 }
                 let outcomes = collected.close()
                 let keepGoing: Bool = shared.lock.withLock {
@@ -158,7 +158,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     if shared.lock.withLock({ shared.timedOut }) { return }
                     Self.concurrently(events.count, estimate: self.eventSpread) { i in
                         if shared.lock.withLock({ shared.timedOut }) { return }
-                        guard let outcome = self.augment(index, inputs[i].augmentable) else { return }
+                        guard let outcome = self.augment(index, inputs[i].augmentable, traceparent: inputs[i].traceparent) else { return }
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: inputs[i].id, outcome)
                             return
@@ -269,8 +269,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// One plugin's call on one event, recorded in its call tracker with the augmentation timeout
     /// as its deadline, and in its ejection state: a failure, or an answer past that deadline,
     /// counts towards ejecting it. Nil when the plugin is not called: it is ejected, or stuck in
-    /// an earlier call (a new call would only hang beside it).
-    private func augment(_ index: Int, _ event: consuming AugmentableEvent) -> AugmentationOutcome? {
+    /// an earlier call (a new call would only hang beside it). Tracing on, the call is a
+    /// `plugin augmentation` span under the event's traceparent (its POST's span).
+    private func augment(_ index: Int, _ event: consuming AugmentableEvent, traceparent: String?) -> AugmentationOutcome? {
         let plugin = plugins[index]
         let handle = plugin.handle
         if handle.calls.isStuck {
@@ -279,8 +280,13 @@ public final class AugmentationTimeline: @unchecked Sendable {
         }
         guard handle.ejection.admit() else { return nil }
         let token = handle.calls.begin(deadlineSeconds: timeoutSeconds)
+        let span =
+            !HubTracing.isEnabled || traceparent == nil
+            ? nil : PluginCallSpan.start(handle, context: HubTracing.context(fromTraceparent: traceparent))
+        let startedNs = span == nil ? 0 : Clock.monotonicNs()
         let outcome = plugin.augment(consume event)
         let overran = handle.calls.end(token)
+        if let span { PluginCallSpan.end(span, outcome: overran ? "late" : outcome.status == 0 ? "ok" : "error", startedNs: startedNs) }
         if overran {
             handle.ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
         } else if outcome.status != 0 {

@@ -255,12 +255,20 @@ package enum IsolatedCalls {
 
     /// A sink batch in the worker: a crash or a hang there is a failed call, so every event of the
     /// batch is a retry (the store keeps them) and the worker is restarted by the next call.
-    static func deliver(_ handle: PluginHandle, _ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
+    /// The events' traceparents follow the events (a count, then index and traceparent each),
+    /// for the plugin's `hubhost.event_trace.v1` in the worker; a reader that stops after the
+    /// events (the Wasm guest adapter) is not disturbed by them.
+    static func deliver(_ handle: PluginHandle, _ events: [SinkEvent], traceparents: [Int: String] = [:], timeoutMs: UInt32) -> SinkAnswer {
         let (worker, index) = worker(handle)
         let result = worker.call(index, .deliver) { out in
             out.u32(timeoutMs)
             out.u32(UInt32(events.count))
             for event in events { out.sinkEvent(event) }
+            out.u32(UInt32(traceparents.count))
+            for (index, traceparent) in traceparents.sorted(by: { $0.key < $1.key }) {
+                out.u32(UInt32(index))
+                out.string(traceparent)
+            }
         }
         switch result {
         case .success(var reader):
@@ -383,10 +391,17 @@ package enum IsolatedCalls {
             let timeoutMs = try request.u32()
             let count = Int(try request.u32())
             guard (1...EventSinkPlugin.maxBatch).contains(count) else { throw WireError(description: "a sink batch of \(count) events") }
-            var events: [SinkEvent] = []
-            for _ in 0..<count { events.append(try request.sinkEvent()) }
+            var batch = SinkBatch()
+            for _ in 0..<count { batch.append(try request.sinkEvent()) }
+            let traced = request.isAtEnd ? 0 : Int(try request.u32())
+            guard traced <= count else { throw WireError(description: "\(traced) traceparents for \(count) events") }
+            for _ in 0..<traced {
+                let index = Int(try request.u32())
+                guard let traceparent = HubTracing.validTraceparent(try request.string()) else { continue }
+                batch.setTraceparent(traceparent, at: index)
+            }
             // The raw codes travel as the plugin wrote them: the host judges them, as in process.
-            let raw = EventSinkPlugin(handle).deliverRaw(events, timeoutMs: timeoutMs)
+            let raw = EventSinkPlugin(handle).deliverRaw(batch, timeoutMs: timeoutMs)
             out.i32(raw.status)
             out.string(raw.message)
             guard raw.status == HH_OK else { return }

@@ -30,8 +30,7 @@ public enum IsolationWorker {
         let slot = slotCapacity > 0 ? SharedCallSlot.attach(fd: 4, capacity: Int(slotCapacity)) : nil
         if slotCapacity > 0 { close(4) }  // mapped (or not): the descriptor is not needed any more
         // The location service lives in the host; an isolated plugin does not get it.
-        var environment = HostEnvironment(http: .init(allowedHosts: allowed, timeoutSeconds: httpTimeout))
-        environment.offersEventTrace = false  // the traceparents of a batch stay in the host (hubhost_event_sink.h)
+        let environment = HostEnvironment(http: .init(allowedHosts: allowed, timeoutSeconds: httpTimeout))
 
         let forwarder = LogForwarder(fd: fd, slot: slot)
         let pipeline = LogPipeline(filter: LogFilter(severity: severity, verbosity: verbosity))

@@ -21,9 +21,6 @@ public struct HostEnvironment: Sendable {
     public var location: LocationService?
     /// The OAuth token of event delivery behind "hubhost.event_auth.v1"; nil: not offered.
     public var eventAuth: EventAuthTokens?
-    /// Whether "hubhost.event_trace.v1" is offered (to event_sink instances): in this process
-    /// only; an isolation worker does not carry the batch's traceparents.
-    public var offersEventTrace = true
 
     public init(http: HTTPPolicy = HTTPPolicy(), location: LocationService? = nil, eventAuth: EventAuthTokens? = nil) {
         self.http = http

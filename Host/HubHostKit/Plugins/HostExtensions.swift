@@ -35,7 +35,7 @@ enum HostExtensions {
         switch id {
         case HH_HOST_EXT_HTTP: return UnsafeRawPointer(http)
         case HH_HOST_EXT_EVENT_AUTH: return services.environment.eventAuth == nil ? nil : UnsafeRawPointer(eventAuth)
-        case HH_HOST_EXT_EVENT_TRACE: return services.environment.offersEventTrace ? UnsafeRawPointer(eventTrace) : nil
+        case HH_HOST_EXT_EVENT_TRACE: return UnsafeRawPointer(eventTrace)
         case HH_HOST_EXT_LOCATION: return services.environment.location?.hasDelegates == true ? UnsafeRawPointer(location) : nil
         default: return nil
         }

@@ -163,8 +163,9 @@ typedef struct hh_host_event_auth_v1 {
  *     const hh_host_event_trace_v1_t *trace = host->get_extension(host, HH_HOST_EXT_EVENT_TRACE);
  *
  * once (in create, or at the first deliver; the table is host-owned and valid for the instance's
- * life), and handle NULL: an older host (ABI 1.0, 1.1) does not offer it, and neither does a host
- * running the sink under `isolation: process` (the traceparents do not cross to the worker).
+ * life), and handle NULL: an older host (ABI 1.0, 1.1) does not offer it. Under
+ * `isolation: process` the worker offers it, and a `.wasm` sink's guest adapter does (one built
+ * with this header or later): the traceparents are sent along with the batch.
  * ------------------------------------------------------------------------------------------- */
 
 #define HH_HOST_EXT_EVENT_TRACE "hubhost.event_trace.v1"

@@ -81,7 +81,9 @@ public final class EventSinkPlugin: @unchecked Sendable {
     public func deliver(_ batch: SinkBatch, timeoutMs: UInt32) -> SinkAnswer {
         guard !batch.isEmpty else { return SinkAnswer(status: HH_OK, message: "", outcomes: []) }
         precondition(batch.count <= Self.maxBatch, "a sink batch holds at most \(Self.maxBatch) events")
-        guard handle.instance != nil else { return IsolatedCalls.deliver(handle, batch.events, timeoutMs: timeoutMs) }
+        guard handle.instance != nil else {
+            return IsolatedCalls.deliver(handle, batch.events, traceparents: batch.traceparents, timeoutMs: timeoutMs)
+        }
         let raw = deliverRaw(batch, timeoutMs: timeoutMs)
         guard raw.status == HH_OK else {
             return .failed(raw.status, raw.message.isEmpty ? "the sink failed (\(StatusCode.name(raw.status)))" : raw.message, count: batch.count)

@@ -96,6 +96,12 @@ public struct SinkBatch: Sendable, Equatable {
         return true
     }
 
+    /// Gives event `index` `traceparent`; an index outside the batch changes nothing.
+    public mutating func setTraceparent(_ traceparent: String, at index: Int) {
+        guard entries.indices.contains(index) else { return }
+        traceparents[index] = traceparent
+    }
+
     /// Gives the event appended last `traceparent` (nothing for nil).
     public mutating func setTraceparentOfLast(_ traceparent: String?) {
         guard let traceparent, !entries.isEmpty else { return }
