@@ -25,6 +25,7 @@ enum MetricsRoutes {
         router.get("/metrics") { _, _ in
             let counts = try await HTTPAPI.blocking { try engine.store.stats() }
             RuntimeMetrics.recordStoredEvents(counts)
+            RuntimeMetrics.recordSinkBacklog(sink: engine.settings.sinkName, events: counts[.notPosted] ?? 0)
             RuntimeMetrics.recordStuckPlugins(host.stuckPlugins)
             RuntimeMetrics.recordPluginStates(host.registry)
             return Response(

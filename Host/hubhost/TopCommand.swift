@@ -15,7 +15,8 @@ struct TopCommand: ParsableCommand {
             hubhost_plugin_call_errors_total by kind, hubhost_worker_restarts_total, \
             hubhost_plugin_ejections_total) and its call durations' 99th percentile \
             (hubhost_plugin_call_duration_seconds) and GET /v1/plugins for its state, and prints the rates \
-            since the previous sample, busiest first. Runs until interrupted, or --count refreshes. \
+            since the previous sample, busiest first; then the sink events are delivered through, with \
+            its backlog (hubhost_sink_backlog_events) and its deliveries per second by outcome. Runs until interrupted, or --count refreshes. \
             Exits 1 when no serve of the manifest answers.
             """)
 
@@ -53,11 +54,24 @@ struct TopCommand: ParsableCommand {
         var reason: String?
     }
 
+    /// The sink events are delivered through: what waits for it, and what its deliveries did per
+    /// second since the last sample.
+    struct SinkRow: Encodable, Equatable {
+        var sink: String
+        /// Stored events not yet delivered (NOT_POSTED).
+        var backlog: Double
+        var postedPerSecond: Double
+        var retryingPerSecond: Double
+        var failedPerSecond: Double
+    }
+
     struct Refresh: Encodable {
         var server: String
         var seconds: Double
         var generation: Int
         var instances: [Row]
+        /// Nil when the serve's /metrics names no sink (before the first event engine started).
+        var sink: SinkRow?
     }
 
     func run() throws {
@@ -87,6 +101,11 @@ struct TopCommand: ParsableCommand {
                             Self.rate(row.crashesPerSecond), "\(Int(row.restarts))", "\(Int(row.ejections))"
                         ]
                     })
+                if let sink = refresh.sink {
+                    print(
+                        "sink \(sink.sink): backlog \(Int(sink.backlog)) events; posted \(Self.rate(sink.postedPerSecond))/s, retrying \(Self.rate(sink.retryingPerSecond))/s, failed \(Self.rate(sink.failedPerSecond))/s"
+                    )
+                }
                 print("")
             }
             previous = next
@@ -138,9 +157,17 @@ struct TopCommand: ParsableCommand {
                 restarts: after.counters[PrometheusText.key("hubhost_worker_restarts_total", ["instance": id])] ?? 0,
                 ejections: after.counters[PrometheusText.key("hubhost_plugin_ejections_total", ["instance": id])] ?? 0, reason: instance.reason)
         }
+        let backlogPrefix = "hubhost_sink_backlog_events{sink="
+        let sink = after.counters.first { $0.key.hasPrefix(backlogPrefix) }.map { key, backlog in
+            SinkRow(
+                sink: String(key.dropFirst(backlogPrefix.count).dropLast()), backlog: backlog,
+                postedPerSecond: rate(PrometheusText.key("hubhost_events_delivered_total", ["outcome": "posted"])),
+                retryingPerSecond: rate(PrometheusText.key("hubhost_events_delivered_total", ["outcome": "retrying"])),
+                failedPerSecond: rate(PrometheusText.key("hubhost_events_delivered_total", ["outcome": "failed"])))
+        }
         return Refresh(
             server: server, seconds: seconds, generation: after.plugins.generation,
-            instances: rows.sorted { ($0.callsPerSecond, $1.id) > ($1.callsPerSecond, $0.id) })
+            instances: rows.sorted { ($0.callsPerSecond, $1.id) > ($1.callsPerSecond, $0.id) }, sink: sink)
     }
 
     static func milliseconds(_ value: Double) -> String {

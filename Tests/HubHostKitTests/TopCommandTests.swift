@@ -42,6 +42,11 @@ final class TopCommandTests: XCTestCase {
         XCTAssertEqual(row["errorsPerSecond"] as? Double, 0)
         let p99 = try XCTUnwrap(row["p99Milliseconds"] as? Double, "the calls' 99th percentile: \(row)")
         XCTAssertTrue(p99 > 0 && p99 <= 30_000, "a bucket bound: \(p99)")
+        // No collector_url: every event posted waits, and the sink's backlog shows them.
+        let sink = try XCTUnwrap(last["sink"] as? [String: Any], "the sink's row: \(last)")
+        XCTAssertEqual(sink["sink"] as? String, "http-collector")
+        XCTAssertGreaterThan(sink["backlog"] as? Double ?? 0, 0, "\(sink)")
+        XCTAssertEqual(sink["postedPerSecond"] as? Double, 0)
 
         let none = try TestSupport.hubhost(["top", "--url", "http://127.0.0.1:9", "--count", "1"], manifest: folder + "/plugins.yaml", in: folder)
         XCTAssertEqual(none.status, 1)

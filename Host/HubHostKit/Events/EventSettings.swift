@@ -101,6 +101,8 @@ public struct EventSettings: Sendable {
     public var collectorURL: String { string("collector_url") }
     /// The event_sink instance id; "" for the built-in HTTP collector.
     public var sink: String { string("sink") == HTTPCollectorSink.sinkName ? "" : string("sink") }
+    /// The sink events are delivered through, by name: the event_sink instance, or http-collector.
+    public var sinkName: String { sink.isEmpty ? HTTPCollectorSink.sinkName : sink }
     public var maxNumRetries: Int { max(1, int("max_num_retries")) }
     public var retryBaseDelay: Double { seconds("retry_base_delay") }
     public var postTimeout: Double { seconds("post_timeout") }

@@ -27,7 +27,8 @@ public enum RuntimeMetrics {
         "hubhost_messages_shown_total": "In-app messages shown (impressions).",
         "hubhost_plugin_stuck": "1 while a plugin instance of a kind is stuck in a call past its deadline, else 0.",
         "hubhost_plugins_stuck": "Plugin instances stuck in a call past its deadline.",
-        "hubhost_events": "Events in the store, by status."
+        "hubhost_events": "Events in the store, by status.",
+        "hubhost_sink_backlog_events": "Stored events waiting for delivery (NOT_POSTED) through the sink in use, by sink."
     ].merging(PluginResourceMetrics.help) { first, _ in first }
 
     /// Events stored by the engine (any front end).
@@ -190,4 +191,17 @@ public enum RuntimeMetrics {
             Gauge(label: "hubhost_events", dimensions: [("status", status.rawValue)]).record(count)
         }
     }
+
+    /// `hubhost_sink_backlog_events{sink}`: the events waiting for `sink` (NOT_POSTED), set when
+    /// metrics are read; the series of a sink a reload replaced is removed.
+    public static func recordSinkBacklog(sink: String, events: Int) {
+        let stale = sinkReported.withLock { reported in
+            defer { reported = sink }
+            return reported == sink ? nil : reported
+        }
+        if let stale { Gauge(label: "hubhost_sink_backlog_events", dimensions: [("sink", stale)]).destroy() }
+        Gauge(label: "hubhost_sink_backlog_events", dimensions: [("sink", sink)]).record(events)
+    }
+    /// The sink whose backlog was last reported.
+    private static let sinkReported = Mutex<String?>(nil)
 }
