@@ -19,9 +19,10 @@ final class EventViewJSONTests: XCTestCase {
         for (n, text) in texts.enumerated() {
             var attributes: [Event.Attribute] = [.init(text, .string(text)), .init("Z last", .int(1)), .init("a first", .string("x"))]
             for (k, number) in numbers.enumerated() { attributes.append(.init("value \(k)", number)) }
-            let event = Event(
+            var event = Event(
                 id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .purchaseSuccessful, name: text,
                 timestampMs: 1_402_358_400_000 + Int64(n), attributes: attributes, status: .notPosted, attempts: n)
+            if n % 2 == 1 { event.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\(n % 10)" }
             let view = EventView(event, lastError: n % 3 == 0 ? nil : "failed: \(text)")
             views.append(view)
             XCTAssertEqual(

@@ -47,6 +47,10 @@ extension EventView {
         CollectorJSON.string(timestamp, into: &out)
         key("timestampMs")
         out.append(contentsOf: String(timestampMs).utf8)
+        if let traceparent {
+            key("traceparent")
+            CollectorJSON.string(traceparent, into: &out)
+        }
         key("type")
         CollectorJSON.string(type, into: &out)
         key("typeCode")

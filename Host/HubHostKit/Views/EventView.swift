@@ -12,6 +12,8 @@ public struct EventView: Encodable, Equatable, Sendable {
     public var attempts: Int
     public var attributes: [String: JSONValue]
     public var lastError: String?
+    /// The W3C traceparent it was tracked under (its POST's), which its sink sends on; nil when none.
+    public var traceparent: String?
 
     public init(_ event: Event, lastError: String? = nil) {
         id = event.id
@@ -24,6 +26,7 @@ public struct EventView: Encodable, Equatable, Sendable {
         attempts = event.attempts
         attributes = Dictionary(event.attributes.map { ($0.name, $0.value.json) }, uniquingKeysWith: { _, b in b })
         self.lastError = lastError
+        traceparent = event.traceparent
     }
 
     public init(_ stored: StoredEvent) {
