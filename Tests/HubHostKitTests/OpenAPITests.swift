@@ -81,6 +81,8 @@ final class OpenAPITests: XCTestCase {
                        {"unique_id": "h1", "content_id": "355", "source": "acme", "categories": ["news"], "title": "HLS",
                         "files": [{"role": "hls_main_index", "url": "\(catalog.fileURL("h1/index.m3u8"))"}]}]}
             """
+        // serve may sync on its own before the test's POST /v1/prefetch/sync: that one then asks from c1.
+        catalog.pages["c1"] = #"{"cursor": "c1", "items": []}"#
 
         try TestSupport.write(Self.campaigns, to: folder + "/campaigns.json")
         let token = "openapi-test-token"
