@@ -2,12 +2,14 @@ import Foundation
 import HTTPTypes
 import HubHostKit
 import Hummingbird
+import NIOCore
 
 /// The campaign engine (in-app messages) over HTTP. Every route answers 404 (code `disabled`)
 /// when `campaigns: enabled: false`.
 ///
 ///   GET  /v1/campaigns                   every loaded campaign with its impressions, opt-out and readiness
 ///   POST /v1/campaigns/{id}/opt-out      the user opted out of the campaign (durable)
+///   GET  /v1/campaigns/{id}/preview      the message as an HTML page (CampaignPreview): no impression, no event
 ///   GET  /v1/campaigns/user              the campaign user (user id, tracking identifier)
 ///   PUT  /v1/campaigns/user              {"userId", "idTrackingIdentifier", "accessToken"?}: set it and re-ping
 ///   GET  /v1/messages/next?context=C     the next in-app message that may show (204 when none; a held one
@@ -20,7 +22,10 @@ import Hummingbird
 ///   POST /v1/messages/{id}/impression    the message was shown: one impression
 ///   POST /v1/messages/close              {"clear_queued_campaigns": bool}: close without an impression
 enum CampaignRoutes {
-    static func add(to router: Router<BasicRequestContext>, campaigns: CampaignEngine?, source: CampaignSettings) {
+    static func add(
+        to router: Router<BasicRequestContext>, campaigns: CampaignEngine?, source: CampaignSettings, images: CampaignImageCache,
+        frameAncestors: String
+    ) {
         let campaignPaths = router.group("/v1/campaigns")
         let messages = router.group("/v1/messages")
         @Sendable func engine() throws -> CampaignEngine {
@@ -40,6 +45,20 @@ enum CampaignRoutes {
                 throw APIError(.conflict, error.description)
             }
             return HTTPAPI.json(["status": "opted_out", "id": id])
+        }
+        campaignPaths.get("/:id/preview") { _, context in
+            let campaigns = try engine()
+            let id = context.parameters.get("id") ?? ""
+            let page: CampaignPreview.Page
+            do {
+                page = try await HTTPAPI.blocking { try campaigns.preview(id, images: images, frameAncestors: frameAncestors) }
+            } catch let error as CampaignEngine.NotFound {
+                throw APIError(.notFound, error.description)
+            }
+            RequestMetrics.inMemory()
+            return Response(
+                status: .ok, headers: HubWebRoutes.fields(contentType: "text/html; charset=utf-8", page.headers),
+                body: .init(byteBuffer: ByteBuffer(string: page.html)))
         }
         campaignPaths.get("/user") { _, _ in
             let user = try engine().user

@@ -36,7 +36,9 @@ enum HTTPAPI {
         router.get("/openapi.yaml") { _, _ in try openAPIDocument() }
         AdminRoutes.add(to: router, host: host)
         EventRoutes.add(to: router, engine: try host.events())
-        CampaignRoutes.add(to: router, campaigns: try host.campaigns(), source: host.manifest.campaigns)
+        CampaignRoutes.add(
+            to: router, campaigns: try host.campaigns(), source: host.manifest.campaigns, images: CampaignImageCache(manifest: host.manifest),
+            frameAncestors: host.manifest.hub.frameAncestors)
         UserRoutes.add(to: router, host: host)
         HubWebRoutes.add(to: router, host: host, engine: try host.events())
         HubDeliveryRoutes.add(to: router, host: host)

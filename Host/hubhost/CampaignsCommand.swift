@@ -6,7 +6,7 @@ struct CampaignsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "campaigns",
         abstract: "The in-app messaging campaigns: load, list, the ready queue, impressions, opt-outs, the user.",
-        subcommands: [Sync.self, List.self, Ready.self, Displayed.self, OptOut.self, UserCommand.self])
+        subcommands: [Sync.self, List.self, Ready.self, Preview.self, Displayed.self, OptOut.self, UserCommand.self])
 
     /// Counts one impression of a campaign (`messages impression ID`, and its old name `campaigns displayed ID`).
     static func impression(_ id: String, _ manifestOption: ManifestOption) throws {
@@ -120,6 +120,66 @@ struct CampaignsCommand: ParsableCommand {
                     )
                 }
             }
+        }
+    }
+
+    struct Preview: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Render a campaign's message from a file as an HTML page, without loading it or counting an impression.",
+            discussion: """
+                FILE is a campaign list in the ping response format (what `campaigns sync --file` loads), one \
+                {"campaignData": {...}} of it, or the campaignData object alone; --id picks one of several. The page \
+                (title, header, body, image, buttons with their actions, colours, the layout of the display type) has \
+                no script and one stylesheet named in its Content-Security-Policy. The image is fetched when its host is \
+                in hub.whitelist_domains (or the URL in hub.whitelist_urls) of the manifest, cached in the data \
+                directory (campaign-images/) and embedded, so the page shows offline; a refused or failed image shows \
+                a placeholder with why. An invalid colour is left out, with a note on the page and on stderr.
+                """)
+
+        @Argument(help: ArgumentHelp("The campaign file (JSON).", valueName: "FILE.json"))
+        var file: String
+
+        @Option(help: ArgumentHelp("The campaign to preview when the file has several.", valueName: "id"))
+        var id: String?
+
+        @Option(name: [.short, .long], help: ArgumentHelp("Write the page to this file instead of stdout.", valueName: "FILE.html"))
+        var output: String?
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var json: JSONFlag
+
+        func run() throws {
+            // The manifest names the data directory (the image cache) and the allow-list; without
+            // plugins.yaml the defaults apply (nothing allowed: images show as placeholders).
+            let manifest: HostManifest
+            if manifestOption.manifest == "plugins.yaml" && !FileManager.default.fileExists(atPath: "plugins.yaml") {
+                manifest = HostManifest.empty()
+            } else {
+                do { manifest = try HostManifest.load(path: manifestOption.manifest) } catch {
+                    Output.error("\(error)")
+                    throw ExitCode.unusableInput
+                }
+            }
+            let campaign: Campaign
+            do { campaign = try CampaignPreview.campaign(fromFile: file, id: id) } catch {
+                Output.error("\(error)")
+                throw ExitCode.failed
+            }
+            let images = CampaignImageCache(manifest: manifest)
+            let page = CampaignPreview.render(campaign, image: images.image(for: campaign.imageURL), frameAncestors: manifest.hub.frameAncestors)
+            if let output {
+                do { try Data(page.html.utf8).write(to: URL(fileURLWithPath: output)) } catch {
+                    Output.error("cannot write \(output): \(error.localizedDescription)")
+                    throw ExitCode.failed
+                }
+            }
+            if json.json {
+                Output.json(page.summary)
+                return
+            }
+            if output == nil { FileHandle.standardOutput.write(Data(page.html.utf8)) }
+            if let problem = page.summary.imageProblem { Output.error("note: the image is not shown: \(problem)") }
+            for note in page.summary.notes { Output.error("note: \(note)") }
         }
     }
 

@@ -452,7 +452,15 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertEqual(campaign.endTimeMillis, 4_102_444_800_000)
         XCTAssertEqual(campaign.optOut, true)
         XCTAssertEqual(campaign.delay, 0)
-        XCTAssertEqual(campaign.buttons, [.init(text: "Shop now", action: 2, uri: "myapp://shop"), .init(text: "Later", action: 3, uri: nil)])
+        XCTAssertEqual(
+            campaign.buttons,
+            [
+                .init(text: "Shop now", action: 2, uri: "myapp://shop", textColor: "#ffffff", backgroundColor: "#1a73e8"),
+                .init(text: "Later", action: 3, uri: nil)
+            ])
+        XCTAssertEqual(
+            campaign.colors, Campaign.Colors(title: "#1b1b1b", header: "#c62828", body: "#333333", background: "#ffffff", frame: "#000000"))
+        XCTAssertEqual(campaign.slideFrom, 1)
         XCTAssertEqual(campaign.triggers.map(\.eventType), [2, 4])
         XCTAssertEqual(
             campaign.triggers[1].attributes,

@@ -157,6 +157,8 @@ final class OpenAPITests: XCTestCase {
 
         // Campaigns and messages (the app start above made "welcome" ready for the anonymous user).
         api.call("GET", "/v1/campaigns", expect: 200)
+        api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/welcome/preview", expect: 200)
+        api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/nope/preview", expect: 404)
         api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home&context=cart", expect: 200)
         api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/welcome/impression", expect: 200)
         api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/nope/impression", expect: 404)
@@ -357,8 +359,10 @@ final class OpenAPITests: XCTestCase {
           {"campaignData": {"campaignId": "welcome", "maxImpressions": 3, "type": 1, "isTest": false,
             "triggers": [{"type": 1, "eventType": 1, "eventName": "app_start", "attributes": []}],
             "messagePayload": {"title": "Welcome", "header": "Hello", "messageBody": "Welcome to hubhost",
+              "titleColor": "#222222", "backgroundColor": "#ffffff",
               "messageSettings": {"displaySettings": {"optOut": true, "delay": 0},
-                "controlSettings": {"buttons": [{"buttonText": "OK", "buttonBehavior": {"action": 3}}]}}}}},
+                "controlSettings": {"buttons": [{"buttonText": "OK", "buttonTextColor": "#ffffff",
+                  "buttonBackgroundColor": "#1a73e8", "buttonBehavior": {"action": 3}}]}}}}},
           {"campaignData": {"campaignId": "promo", "maxImpressions": 1, "type": 2, "isTest": false,
             "triggers": [{"type": 1, "eventType": 4, "eventName": "PROMO SEEN", "attributes": []}],
             "messagePayload": {"title": "[home] Promo", "messageSettings": {"displaySettings": {"optOut": false}}}}}

@@ -414,40 +414,14 @@ final class WebHubBrowserTests: XCTestCase {
         XCTAssertEqual(found, found.sorted(), "expected the order \(titles): \(html)", file: file, line: line)
     }
 
-    private static let chromium = "/usr/bin/chromium"
-
-    private func chromiumArguments() throws -> [String] {
-        guard FileManager.default.isExecutableFile(atPath: Self.chromium) else {
-            throw NSError(
-                domain: "WebHubBrowserTests", code: 1,
-                userInfo: [
-                    NSLocalizedDescriptionKey:
-                        "the browser tests need Debian's chromium at \(Self.chromium) (apt-get install chromium)"
-                ])
-        }
-        return ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(folder)/chromium-profile"]
-    }
-
-    /// The DOM Chromium built for `url`: after its scripts ran in 3 s of virtual time, or (for pages
-    /// that navigate by themselves) as soon as it loaded.
+    /// The DOM Chromium built for `url` (HeadlessChromium.dumpDOM).
     private func browse(_ url: String, virtualTime: Bool = true) throws -> String {
-        let result = try TestSupport.run(
-            Self.chromium,
-            try chromiumArguments() + (virtualTime ? ["--virtual-time-budget=3000"] : [])
-                + ["--dump-dom", url], timeout: 90)
-        XCTAssertEqual(result.status, 0, result.stderr)
-        return result.stdout
+        try HeadlessChromium(folder: folder).dumpDOM(url, virtualTime: virtualTime)
     }
 
     /// Chromium showing `url` until the caller kills it.
     private func openInBrowser(_ url: String) throws -> Process {
-        let browser = Process()
-        browser.executableURL = URL(fileURLWithPath: Self.chromium)
-        browser.arguments = try chromiumArguments() + [url]
-        browser.standardOutput = FileHandle.nullDevice
-        browser.standardError = FileHandle.nullDevice
-        try browser.run()
-        return browser
+        try HeadlessChromium(folder: folder).open(url)
     }
 
     private func query(_ text: String) -> String {

@@ -30,6 +30,31 @@ public struct Campaign: Codable, Equatable, Sendable {
         public var action: Int
         /// The URI a redirect or deep link opens.
         public var uri: String?
+        /// The label's colour as the payload gives it (`buttonTextColor`); checked when rendered (`CampaignPreview`).
+        public var textColor: String?
+        /// The button's colour as the payload gives it (`buttonBackgroundColor`).
+        public var backgroundColor: String?
+    }
+
+    /// The message's colours as the payload gives them (`titleColor`, `headerColor`,
+    /// `messageBodyColor`, `backgroundColor`, `frameColor`): kept as sent, checked when the message
+    /// is rendered (`CampaignPreview` shows only `#rgb`, `#rrggbb` and `#rrggbbaa`).
+    public struct Colors: Codable, Equatable, Sendable {
+        public var title: String?
+        public var header: String?
+        public var body: String?
+        public var background: String?
+        public var frame: String?
+
+        public init(title: String? = nil, header: String? = nil, body: String? = nil, background: String? = nil, frame: String? = nil) {
+            self.title = title
+            self.header = header
+            self.body = body
+            self.background = background
+            self.frame = frame
+        }
+
+        var isEmpty: Bool { self == Colors() }
     }
 
     /// The campaign id (`campaignId`), never empty.
@@ -64,6 +89,11 @@ public struct Campaign: Codable, Equatable, Sendable {
     public var rollout: Double?
     /// The percent of the users reached kept out as a control group (`holdout`, 0 to 100); nil: none.
     public var holdout: Double?
+    /// The message's colours; nil when the payload gives none.
+    public var colors: Colors?
+    /// Where a slide-up message comes in from (`displaySettings.slideFrom`): 1 bottom, 2 top, 3 left,
+    /// 4 right (`CampaignParser.slideDirections`); nil when not given.
+    public var slideFrom: Int?
 
     /// The contexts of the title: the texts in [brackets], e.g. "[ctx1] Summer" -> ["ctx1"].
     public var contexts: [String] {
@@ -115,6 +145,8 @@ public enum CampaignParser {
     public static let eventTypes: [Int64: String] = [1: "app start", 2: "login successful", 3: "purchase successful", 4: "custom"]
     /// A button's `action` (RInAppMessaging's ActionType; 0 is invalid).
     public static let buttonActions: [Int64: String] = [1: "redirect", 2: "deep link", 3: "close"]
+    /// `displaySettings.slideFrom`: where a slide-up message comes in from (RInAppMessaging's SlideDirection).
+    public static let slideDirections: [Int64: String] = [1: "bottom", 2: "top", 3: "left", 4: "right"]
     /// Attribute `type`.
     public static let attributeTypes: [Int64: String] = [1: "string", 2: "integer", 3: "double", 4: "boolean", 5: "time in ms"]
 
@@ -257,7 +289,12 @@ public enum CampaignParser {
         let settings = try payloadFields.object("messageSettings")
         let display = try settings?.object("displaySettings") ?? payloadFields.object("displaySettings")
         let control = try settings?.object("controlSettings")
-        let imageURL = try display?.string("imageUrl") ?? payloadFields.string("imageUrl")
+        let imageURL = try display?.string("imageUrl") ?? payloadFields.object("resource")?.string("imageUrl") ?? payloadFields.string("imageUrl")
+        let slideFrom = try display?.int("slideFrom", in: 1...4, choices: slideDirections)
+        let colors = Campaign.Colors(
+            title: try payloadFields.string("titleColor"), header: try payloadFields.string("headerColor"),
+            body: try payloadFields.string("messageBodyColor"), background: try payloadFields.string("backgroundColor"),
+            frame: try payloadFields.string("frameColor"))
         let endTimeMillis = try display?.int("endTimeMillis", in: 0...Int64(9e15))
         let optOut = try display?.bool("optOut") ?? false
         let delay = try display?.int("delay", in: 0...Int64(Int32.max)) ?? 0
@@ -268,7 +305,8 @@ public enum CampaignParser {
             let behavior = try buttonFields.object("buttonBehavior") ?? buttonFields
             return Campaign.Button(
                 text: try buttonFields.string("buttonText") ?? buttonFields.string("text") ?? "",
-                action: Int(try behavior.int("action", in: 1...3, choices: buttonActions) ?? 0), uri: try behavior.string("uri"))
+                action: Int(try behavior.int("action", in: 1...3, choices: buttonActions) ?? 0), uri: try behavior.string("uri"),
+                textColor: try buttonFields.string("buttonTextColor"), backgroundColor: try buttonFields.string("buttonBackgroundColor"))
         }
 
         guard let rawTriggers = try fields.array("triggers"), !rawTriggers.isEmpty else { throw Problem(description: "no triggers") }
@@ -311,7 +349,7 @@ public enum CampaignParser {
             id: id, maxImpressions: Int(maxImpressions), type: Int(type), isTest: isTest, title: title,
             header: header, body: body, imageURL: imageURL, endTimeMillis: endTimeMillis,
             optOut: optOut, delay: Int(delay), buttons: buttons, triggers: triggers, priority: Int(priority), rollout: rollout,
-            holdout: holdout)
+            holdout: holdout, colors: colors.isEmpty ? nil : colors, slideFrom: slideFrom.map { Int($0) })
     }
 
     static func value(_ text: String, type: Int, attribute: String) throws -> PluginValue {
