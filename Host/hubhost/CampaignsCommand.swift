@@ -89,10 +89,11 @@ struct CampaignsCommand: ParsableCommand {
                 return
             }
             Output.table(
-                ["ID", "TITLE", "TRIGGERS", "IMPRESSIONS LEFT", "STATE"],
+                ["ID", "TITLE", "PRIORITY", "GROUP", "TRIGGERS", "IMPRESSIONS LEFT", "STATE"],
                 statuses.map { s in
                     [
-                        s.id, s.title, "\(s.triggersSatisfied)/\(s.triggers)", "\(s.impressionsLeft)/\(s.maxImpressions)",
+                        s.id, s.title, "\(s.priority)", s.group.rawValue, "\(s.triggersSatisfied)/\(s.triggers)",
+                        "\(s.impressionsLeft)/\(s.maxImpressions)",
                         s.optedOut ? "opted out" : s.expired ? "expired" : s.ready ? "ready" : "waiting"
                     ]
                 })

@@ -10,10 +10,12 @@ extension HubSettings: ManifestSection {
         [
             ConfigReferenceEntry(
                 key: "hub.whitelist_urls", type: "list of strings", defaultValue: "[]",
-                doc: "URLs a local_only hub may still load, compared verbatim (query and fragment included)."),
+                doc:
+                    "URLs a local_only hub may still load, compared verbatim (query and fragment included); also the images a campaign preview may fetch."
+            ),
             ConfigReferenceEntry(
                 key: "hub.whitelist_domains", type: "list of strings", defaultValue: "[]",
-                doc: "Domains a local_only hub may still load from."),
+                doc: "Domains a local_only hub may still load from; also where a campaign preview may fetch images (their subdomains too)."),
             ConfigReferenceEntry(
                 key: "hub.custom_url_schemes", type: "list of strings", defaultValue: "[]",
                 doc: "Schemes whose links are app actions for the integrating app, e.g. myapp (a trailing :// is dropped).")
