@@ -73,6 +73,72 @@ final class CampaignHoldsTests: XCTestCase {
 
     // MARK: Frequency caps
 
+    /// 8 clients of one user in two processes on one data directory, 4 over HTTP to a serve and 4
+    /// on an engine in this process, take the next message and report it shown while the
+    /// campaigns are loaded again and again: never more distinct messages are shown than
+    /// `per_period` allows (a message two clients both report counts twice, so fewer may show,
+    /// never more), the cap then holds every client in both processes, and no call fails.
+    func testEightClientsInTwoProcessesNeverShowMoreMessagesThanTheCap() throws {
+        try writeList((0..<12).map { campaign("c\($0)", max: 100, trigger: "go") })
+        try TestSupport.write(
+            manifest(caps: "{per_period: 4, period: 1h}", events: "{cache_size: 1000}") + "\nserver: {host: 127.0.0.1, port: 0}\n",
+            to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        addTeardownBlock { host.shutdown() }
+        let campaigns = try XCTUnwrap(try host.campaigns())
+        try track(try host.events(), "go")
+        XCTAssertEqual(campaigns.ready().count, 12, "every campaign is ready")
+        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
+        let list = try Data(contentsOf: URL(fileURLWithPath: folder + "/campaigns.json"))
+
+        let shown = Mutex<[String]>([])
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for client in 0..<9 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                for round in 0..<25 {
+                    do {
+                        switch client {
+                        case 8:  // the campaigns loaded again, as a sync does
+                            try campaigns.load(list)
+                        case 0..<4:  // over HTTP, to serve
+                            // A connection per request (RawHTTPClient closes it): a 204 has no body to parse.
+                            let (status, body) = try RawHTTPClient(port: serve.port).request("GET", "/v1/messages/next")
+                            guard status == 200, let id = try TestSupport.json(body, as: [String: Any].self)["id"] as? String else {
+                                if status != 204 { failures.withLock { $0.append("next: \(status) \(body)") } }
+                                continue
+                            }
+                            let (shownStatus, answer) = try RawHTTPClient(port: serve.port).request("POST", "/v1/messages/\(id)/impression")
+                            // A message another client reported first is no longer current: still counted, never refused.
+                            guard shownStatus == 200 else {
+                                failures.withLock { $0.append("impression \(id): \(shownStatus) \(answer)") }
+                                continue
+                            }
+                            shown.withLock { $0.append(id) }
+                        default:  // in this process
+                            guard let message = campaigns.nextMessage().message else { continue }
+                            _ = try campaigns.displayed(message.id)
+                            shown.withLock { $0.append(message.id) }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("client \(client) round \(round): \(error)") }
+                    }
+                }
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 120), .success, "the clients finished")
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        let distinct = Set(shown.withLock { $0 })
+        XCTAssertTrue((1...4).contains(distinct.count), "at most per_period messages, by both processes together: \(shown.withLock { $0 })")
+        XCTAssertTrue(shown.withLock { $0 }.count >= 4, "the clients reported the cap full: \(shown.withLock { $0 })")
+        XCTAssertEqual(campaigns.nextMessage().held, .perPeriod, "the cap holds this process")
+        let answer = try RawHTTPClient(port: serve.port).request("GET", "/v1/messages/next")
+        XCTAssertEqual(answer.status, 204, "and serve: \(answer.body)")
+        XCTAssertEqual(campaigns.ready().count, 12 - distinct.count, "the other campaigns stay queued")
+    }
+
     func testCapsHoldAMessageUntilTheGapAndThePeriodPassAcrossARestartASecondEngineAndAProcess() throws {
         try writeList([campaign("a"), campaign("b"), campaign("c")])
         let clock = FakeClock()
