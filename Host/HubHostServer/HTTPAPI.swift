@@ -7,10 +7,9 @@ import NIOCore
 /// answers JSON (the web hub's pages excepted); every error is `{"error": {"code", "message"}}`
 /// (APIError). The whole API is described in openapi.yaml, served at GET /openapi.yaml. Each
 /// engine's routes are in their own `*Routes.swift` file of this folder, added in `router(...)`
-/// below: on a route group per path prefix (`let prefetch = router.group("/v1/prefetch")`), a
-/// lone route on `router` itself, the forms Tests/openapi/validate.py reads to check that every
-/// registered route is documented. The tests drive this router in process
-/// (Tests/HubHostKitTests/InProcessAPI.swift).
+/// below, written any way Hummingbird allows: OpenAPITests reads the routes from the built router
+/// (`Router.routes`) and checks them against openapi.yaml both ways. The tests drive this router
+/// in process (Tests/HubHostKitTests/InProcessAPI.swift).
 enum HTTPAPI {
     /// The body limit of the request being handled (server.max_body_size), set by RequestGuardMiddleware.
     @TaskLocal static var maxBodySize = ServerSettings.defaultMaxBodySize

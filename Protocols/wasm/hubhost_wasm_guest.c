@@ -12,6 +12,7 @@
  */
 #include <hubhost/hubhost.h>
 #include <hubhost/hubhost_wasm.h>
+#include <hubhost/hubhost_wire_ops.h> /* the op codes of hh_wasm_call, shared with the host's WorkerOp */
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,21 +40,6 @@ int32_t hh_import_config_get(const char *key, uint32_t key_length, uint8_t *out,
 HH_WASM_IMPORT(http_fetch)
 int32_t hh_import_http_fetch(const uint8_t *request, uint32_t length, uint32_t *out_length);
 HH_WASM_IMPORT(http_take) int32_t hh_import_http_take(uint8_t *out, uint32_t capacity);
-
-/* The operation codes of the isolation protocol (WorkerOp in the host). */
-enum {
-    OP_AUGMENT = 1,
-    OP_PROCESS_SYNCHRONOUSLY = 2,
-    OP_IS_SUPPLEMENTAL_DATA_READY = 3,
-    OP_OPERATOR_INFO = 4,
-    OP_COMPARE = 5,
-    OP_LOG = 6,
-    OP_FLUSH = 7,
-    OP_ADVERTISER_ID = 8,
-    OP_LOCATION = 9,
-    OP_USER_ID = 11,
-    OP_DELIVER = 14
-};
 
 /* Limits the host applies to attributes a plugin sets (EventLimits): checked here too, so the
  * plugin hears HH_ERR_INVALID_ARGUMENT as it would in process. The host does not rely on these
@@ -1040,34 +1026,34 @@ HH_WASM_EXPORTED(hh_wasm_call) int64_t hh_wasm_call(uint32_t index, int32_t op, 
     answer.failed = false;
     hh_plugin_kind_t kind = slot->descriptor->kind;
     bool served = true;
-    if (kind == HH_KIND_AUGMENTATION && op == OP_AUGMENT) {
+    if (kind == HH_KIND_AUGMENTATION && op == HH_WIRE_OP_AUGMENT) {
         served = serve_augment(slot, &reader);
-    } else if (kind == HH_KIND_AUGMENTATION && op == OP_PROCESS_SYNCHRONOUSLY) {
+    } else if (kind == HH_KIND_AUGMENTATION && op == HH_WIRE_OP_PROCESS_SYNCHRONOUSLY) {
         put_u8(&answer, ((const hh_augmentation_v1_t *)slot->descriptor->kind_api)
                             ->process_synchronously(slot->instance));
-    } else if (kind == HH_KIND_AUGMENTATION && op == OP_IS_SUPPLEMENTAL_DATA_READY) {
+    } else if (kind == HH_KIND_AUGMENTATION && op == HH_WIRE_OP_IS_SUPPLEMENTAL_DATA_READY) {
         put_u8(&answer, ((const hh_augmentation_v1_t *)slot->descriptor->kind_api)
                             ->is_supplemental_data_ready(slot->instance));
-    } else if (kind == HH_KIND_TRIGGER_OPERATOR && op == OP_OPERATOR_INFO) {
+    } else if (kind == HH_KIND_TRIGGER_OPERATOR && op == HH_WIRE_OP_OPERATOR_INFO) {
         const hh_trigger_operator_v1_t *api = slot->descriptor->kind_api;
         put_cstring(&answer, api->operator_name ? api->operator_name : slot->descriptor->id);
         put_i32(&answer, api->wire_code);
-    } else if (kind == HH_KIND_TRIGGER_OPERATOR && op == OP_COMPARE) {
+    } else if (kind == HH_KIND_TRIGGER_OPERATOR && op == HH_WIRE_OP_COMPARE) {
         served = serve_compare(slot, &reader);
-    } else if (kind == HH_KIND_LOGGING && op == OP_LOG) {
+    } else if (kind == HH_KIND_LOGGING && op == HH_WIRE_OP_LOG) {
         served = serve_log(slot, &reader);
-    } else if (kind == HH_KIND_LOGGING && op == OP_FLUSH) {
+    } else if (kind == HH_KIND_LOGGING && op == HH_WIRE_OP_FLUSH) {
         const hh_logging_v1_t *api = slot->descriptor->kind_api;
         if (api->flush) {
             api->flush(slot->instance);
         }
-    } else if (kind == HH_KIND_ADVERTISER_ID && op == OP_ADVERTISER_ID) {
+    } else if (kind == HH_KIND_ADVERTISER_ID && op == HH_WIRE_OP_ADVERTISER_ID) {
         serve_advertiser_id(slot);
-    } else if (kind == HH_KIND_LOCATION && op == OP_LOCATION) {
+    } else if (kind == HH_KIND_LOCATION && op == HH_WIRE_OP_LOCATION) {
         serve_location(slot);
-    } else if (kind == HH_KIND_USER_ID_GENERATOR && op == OP_USER_ID) {
+    } else if (kind == HH_KIND_USER_ID_GENERATOR && op == HH_WIRE_OP_USER_ID) {
         serve_user_id(slot);
-    } else if (kind == HH_KIND_EVENT_SINK && op == OP_DELIVER) {
+    } else if (kind == HH_KIND_EVENT_SINK && op == HH_WIRE_OP_DELIVER) {
         served = serve_deliver(slot, &reader);
     } else {
         served = false;

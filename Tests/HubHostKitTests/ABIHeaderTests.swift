@@ -10,7 +10,7 @@ final class ABIHeaderTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         let headers = try FileManager.default.contentsOfDirectory(atPath: TestSupport.repository + "/Protocols/include/hubhost")
             .filter { $0.hasSuffix(".h") }.sorted()
-        XCTAssertEqual(headers.count, 15)
+        XCTAssertEqual(headers.count, 16)
         for header in headers {
             // Each header must stand alone, included first.
             let source = "#include <hubhost/\(header)>\nint hubhost_header_test(void);\nint hubhost_header_test(void) { return 0; }\n"
@@ -76,6 +76,39 @@ final class ABIHeaderTests: XCTestCase {
                     ])
                 XCTAssertEqual(result.status, 0, "\(name) as \(standard): \(result.stderr)")
             }
+        }
+    }
+
+    /// The isolation protocol's op codes are written once, in hubhost_wire_ops.h: every WorkerOp has
+    /// its HH_WIRE_OP_* constant with the same number (WorkerOp reads it from the header), every
+    /// constant has its WorkerOp, no two share a code, the guest adapter uses the header rather
+    /// than numbers of its own, and the header stays out of what plugins include.
+    func testWorkerOpsAreTheWireOpsHeadersCodes() throws {
+        let protocols = TestSupport.repository + "/Protocols"
+        let header = try String(contentsOfFile: protocols + "/include/hubhost/hubhost_wire_ops.h", encoding: .utf8)
+        var constants: [String: Int] = [:]
+        for match in header.matches(of: /HH_WIRE_OP_([A-Z_]+) *= *([0-9]+)/) {
+            XCTAssertNil(constants.updateValue(Int(match.2)!, forKey: String(match.1)), "HH_WIRE_OP_\(match.1) is defined twice")
+        }
+        // WorkerOp.processSynchronously is HH_WIRE_OP_PROCESS_SYNCHRONOUSLY, .advertiserID HH_WIRE_OP_ADVERTISER_ID.
+        func constantName(_ op: WorkerOp) -> String {
+            "\(op)".replacing(/([a-z])([A-Z])/) { "\($0.1)_\($0.2)" }.uppercased()
+        }
+        for op in WorkerOp.allCases {
+            XCTAssertEqual(constants[constantName(op)], Int(op.rawValue), "WorkerOp.\(op) and HH_WIRE_OP_\(constantName(op)) in hubhost_wire_ops.h")
+            XCTAssertEqual(WorkerOp(rawValue: op.rawValue), op, "code \(op.rawValue) reads back as WorkerOp.\(op)")
+        }
+        XCTAssertEqual(
+            Set(constants.keys), Set(WorkerOp.allCases.map(constantName)), "every HH_WIRE_OP_* constant has its WorkerOp case, and the reverse")
+        XCTAssertEqual(Set(constants.values).count, constants.count, "two ops share a code: \(constants)")
+        XCTAssertNil(WorkerOp(rawValue: 0))
+
+        let guest = try String(contentsOfFile: protocols + "/wasm/hubhost_wasm_guest.c", encoding: .utf8)
+        XCTAssertTrue(guest.contains("#include <hubhost/hubhost_wire_ops.h>"), "the guest adapter reads the op codes from the header")
+        XCTAssertTrue(guest.matches(of: /\bOP_[A-Z_]+ *= *[0-9]/).isEmpty, "the guest adapter defines op codes of its own")
+        for plugins in ["hubhost.h", "hubhost.modulemap", "hubhost_plugin_helpers.h"] {
+            let text = try String(contentsOfFile: protocols + "/include/hubhost/" + plugins, encoding: .utf8)
+            XCTAssertFalse(text.contains("hubhost_wire_ops.h"), "\(plugins) is what plugins include: the wire ops are not part of the ABI")
         }
     }
 

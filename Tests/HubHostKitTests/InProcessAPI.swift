@@ -61,6 +61,15 @@ enum InProcessAPI {
         }
     }
 
+    /// Every route serve's router registers for the manifest `yaml` written to `folder`/plugins.yaml,
+    /// read from the router itself (Hummingbird's `Router.routes`): the method, and the path as
+    /// Hummingbird prints it (`{id}` a capture, `**` the rest of the path).
+    static func routes(manifest yaml: String, in folder: String) throws -> [(method: String, path: String)] {
+        let (host, router) = try makeRouter(manifest: yaml, in: folder)
+        defer { host.shutdown() }
+        return router.routes.map { (method: $0.method.rawValue, path: $0.path.description) }
+    }
+
     /// The host for the manifest `yaml` written to `folder`/plugins.yaml, and serve's router on it.
     private static func makeRouter(manifest yaml: String, in folder: String) throws -> (HubHost, Router<BasicRequestContext>) {
         try TestSupport.write(yaml, to: folder + "/plugins.yaml")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks hubhost's openapi.yaml, and live answers of `hubhost serve` against it.
 
-    validate.py --spec openapi.yaml [--server-sources Host/HubHostServer] [--exchanges FILE]
+    validate.py --spec openapi.yaml [--routes FILE] [--exchanges FILE]
 
 --spec             the document: a valid OpenAPI 3.1 document (openapi_spec_validator when it
                    imports, else a structural check), every schema a valid JSON Schema 2020-12
@@ -9,10 +9,11 @@
                    components/schemas/Error as JSON, every operation documenting the request
                    guard's refusals that can reach it (421; 401 under /v1 and /metrics; 403 and
                    413 on POST/PUT/PATCH/DELETE; 415 on those under /v1).
---server-sources   a folder of route files: every route they register with a literal path
-                   (`router.get("/v1/x")`, `.post(...)`, `.on("/x", method: .put)`, and the same on a
-                   route group, `let prefetch = router.group("/v1/prefetch")`) must be in the document;
-                   a group made another way (chained, or a path that is not a literal) is a problem.
+--routes           a JSON file written by Tests/HubHostKitTests/OpenAPITests.swift from the router
+                   `hubhost serve` runs (Hummingbird's `Router.routes`): {"routes": [{"method",
+                   "path"}]}, a path spelled as Hummingbird prints it (`{id}` a capture, `**` the rest
+                   of the path). Every route must be documented, and every operation of the
+                   document must have a route of its method that serves its path.
 --exchanges        a JSON file written by Tests/HubHostKitTests/OpenAPITests.swift:
                    {"exchanges": [{"method", "path" (the document's template), "target" (the
                    request target sent), "requestContentType", "requestBody", "expectedStatus",
@@ -183,95 +184,55 @@ def check_document(document, problems, name="openapi.yaml"):
                         problems.add(f"{where} {status} {media}", f"not a valid schema: {error.message}")
 
 
-# MARK: Routes registered in the server's sources
+# MARK: The router's routes
 
-# Routes are registered on `router` or on a group made from it (`let prefetch = router.group("/v1/prefetch")`,
-# a group of a group too): `NAME.get("/x")`, `.post`, `.put`, `.delete`, `.patch`, `.head`, or
-# `NAME.on("/x", method: .put)`. A call without a path string (`NAME.get { }`, `NAME.get(use: f)`)
-# registers the group's own path; a path built at run time (`router.get(RouterPath(path))`) is not
-# read. Calls on any other receiver (e.g. `queryParameters.get("name")`) are not routes. A group made
-# any other way (`router.group("/x").get(...)`, a path that is not a literal) is reported: its
-# routes could not be read.
-GROUP = re.compile(r"\b(?:let|var)\s+(\w+)\s*=\s*(\w+)\.group\(\s*\"([^\"]*)\"\s*\)")
-ANY_GROUP = re.compile(r"\.group\(")
-ROUTE_CALL = re.compile(
-    r"\b(\w+)\.(get|post|put|delete|patch|head)\s*(?:\(\s*(?:\"(?P<path>[^\"]*)\"|(?P<own>\)|\w+\s*:))?|(?P<closure>\{))")
-ROUTE_ON = re.compile(r"\b(\w+)\.on\(\s*\"([^\"]*)\"\s*,\s*method:\s*\.(\w+)")
-
-
-def registered_routes(text):
-    """(method, path, position) of every route `text` registers on the router or its groups, and
-    the positions of the groups whose routes cannot be read."""
-    # A name is the group last assigned to it before the call (two functions may reuse a name).
-    assignments = {"router": [(-1, "")]}
-    readable = set()
-    for m in GROUP.finditer(text):
-        parent = prefix_at(assignments, m.group(2), m.start())
-        if parent is not None:
-            assignments.setdefault(m.group(1), []).append((m.start(), parent + m.group(3)))
-            readable.add(m.end(2))
-    unreadable = [m.start() for m in ANY_GROUP.finditer(text) if m.start() not in readable]
-    routes = []
-    for m in ROUTE_CALL.finditer(text):
-        prefix = prefix_at(assignments, m.group(1), m.start())
-        path = m.group("path")
-        if prefix is None or (path is None and m.group("own") is None and m.group("closure") is None):
-            continue  # not a route, or a path built at run time
-        if path and not path.startswith("/"):
-            continue
-        routes.append((m.group(2), prefix + (path or ""), m.start()))
-    for m in ROUTE_ON.finditer(text):
-        prefix = prefix_at(assignments, m.group(1), m.start())
-        if prefix is not None:
-            routes.append((m.group(3).lower(), prefix + m.group(2), m.start()))
-    return sorted(routes, key=lambda route: route[2]), unreadable
-
-
-def prefix_at(assignments, name, position):
-    """The path of the group `name` names at `position` (None: not the router or a group)."""
-    earlier = [prefix for start, prefix in assignments.get(name, []) if start < position]
-    return earlier[-1] if earlier else None
+# The routes come from the router `hubhost serve` runs, built in process by OpenAPITests.swift and
+# read through Hummingbird's `Router.routes`; their paths are spelled as Hummingbird prints a
+# RouterPath: `{id}` a capture, `*` any one segment, `**` the rest of the path (one segment or
+# more), `*.jpg`, `file.*`, `{id}.jpg`, `file.{id}` a part of one segment.
+PATTERN_PART = re.compile(r"\{[^{}]*\}|\*")
 
 
 def segments(path):
     return [part for part in path.strip("/").split("/") if part != ""]
 
 
-def registered_matches(registered, documented):
-    """Whether a Hummingbird route path (`:id`, `{id}`, `*`, `**`) can be the document's path."""
+def segment_serves(registered, documented):
+    """Whether a route's segment serves the document's segment (a literal, or a `{parameter}`
+    standing for any value: only a whole-segment capture or `*` serves every value)."""
+    if registered == documented or registered == "*" or re.fullmatch(r"\{[^{}]+\}", registered):
+        return True
+    if documented.startswith("{") or not PATTERN_PART.search(registered):
+        return False
+    pattern = "".join(".*" if PATTERN_PART.fullmatch(part) else re.escape(part) for part in re.split(r"(\{[^{}]*\}|\*)", registered))
+    return re.fullmatch(pattern, documented) is not None
+
+
+def route_serves(registered, documented):
+    """Whether the router's route path `registered` serves requests to the document's path."""
     reg, doc = segments(registered), segments(documented)
-    index = 0
-    for position, part in enumerate(reg):
+    for index, part in enumerate(reg):
         if part == "**":
             return len(doc) > index
-        if index >= len(doc):
+        if index >= len(doc) or not segment_serves(part, doc[index]):
             return False
-        wildcard = part.startswith(":") or part.startswith("{") or part == "*"
-        parameter = doc[index].startswith("{")
-        if not (wildcard or parameter or part == doc[index]):
-            return False
-        index += 1
-    return index == len(doc)
+    return len(reg) == len(doc)
 
 
-def check_sources(folder, document, problems):
+def check_routes(routes, document, problems):
+    """Both directions: every route of the router is documented, and every operation of the
+    document is served by a route of the router with its method."""
     documented = [(path, method) for path, method, _ in operations(document)]
-    found = 0
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".swift"):
-            continue
-        text = open(os.path.join(folder, name), encoding="utf-8").read()
-        routes, unreadable = registered_routes(text)
-        for position in unreadable:
-            line = text.count("\n", 0, position) + 1
-            problems.add(f"{os.path.join(folder, name)}:{line}",
-                         "a route group this check cannot read: assign it, `let NAME = router.group(\"/prefix\")`")
-        for method, path, position in routes:
-            found += 1
-            if not any(m == method and registered_matches(path, p) for p, m in documented):
-                line = text.count("\n", 0, position) + 1
-                problems.add(f"{os.path.join(folder, name)}:{line}", f"{method.upper()} {path} is registered but not in openapi.yaml")
-    return found
+    registered = [(route["method"].lower(), route["path"]) for route in routes]
+    if not registered:
+        problems.add("--routes", "the router has no routes: was the router built?")
+    for method, path in registered:
+        if not any(m == method and route_serves(path, p) for p, m in documented):
+            problems.add(f"{method.upper()} {path}", "the router registers this route, but openapi.yaml does not document it")
+    for path, method in documented:
+        if not any(m == method and route_serves(r, path) for m, r in registered):
+            problems.add(f"{method.upper()} {path}", "openapi.yaml documents this operation, but the router has no route for it")
+    return len(registered)
 
 
 # MARK: Exchanges
@@ -467,7 +428,7 @@ def check_exchanges(document, exchanges, problems):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--spec", required=True)
-    parser.add_argument("--server-sources")
+    parser.add_argument("--routes")
     parser.add_argument("--exchanges")
     arguments = parser.parse_args()
 
@@ -480,9 +441,10 @@ def main():
         return 1
     check_document(document, problems, os.path.basename(arguments.spec))
     summary = [f"{sum(1 for _ in operations(document))} operations in {len(document.get('paths') or {})} paths"]
-    if arguments.server_sources:
-        found = check_sources(arguments.server_sources, document, problems)
-        summary.append(f"{found} registered routes read from {arguments.server_sources}")
+    if arguments.routes:
+        with open(arguments.routes, encoding="utf-8") as file:
+            found = check_routes(json.load(file)["routes"], document, problems)
+        summary.append(f"{found} routes of the router")
     if arguments.exchanges:
         with open(arguments.exchanges, encoding="utf-8") as file:
             exchanges = json.load(file)["exchanges"]

@@ -1,15 +1,46 @@
 import Foundation
 import HubHostABI
 
-/// The calls an isolated plugin answers, one code each on the wire.
-enum WorkerOp: UInt8 {
-    case augment = 1, processSynchronously, isSupplementalDataReady
+/// The calls an isolated plugin answers, one code each on the wire. The codes are written once, as
+/// the HH_WIRE_OP_* constants of Protocols/include/hubhost/hubhost_wire_ops.h (internal, not part
+/// of the plugin ABI), which the WebAssembly guest adapter (Protocols/wasm/hubhost_wasm_guest.c)
+/// reads too: a new call gets its constant there, then its case and its line in `rawValue` here.
+enum WorkerOp: RawRepresentable, CaseIterable {
+    case augment, processSynchronously, isSupplementalDataReady
     case operatorInfo, compare
     case log, flush
     case advertiserID, location, fetch
     case userID
     case deviceConditions, convertDownloadRequest
     case deliver  // ABI 1.1: event_sink
+
+    /// The call's code on the wire.
+    var rawValue: UInt8 {
+        switch self {
+        case .augment: UInt8(HH_WIRE_OP_AUGMENT)
+        case .processSynchronously: UInt8(HH_WIRE_OP_PROCESS_SYNCHRONOUSLY)
+        case .isSupplementalDataReady: UInt8(HH_WIRE_OP_IS_SUPPLEMENTAL_DATA_READY)
+        case .operatorInfo: UInt8(HH_WIRE_OP_OPERATOR_INFO)
+        case .compare: UInt8(HH_WIRE_OP_COMPARE)
+        case .log: UInt8(HH_WIRE_OP_LOG)
+        case .flush: UInt8(HH_WIRE_OP_FLUSH)
+        case .advertiserID: UInt8(HH_WIRE_OP_ADVERTISER_ID)
+        case .location: UInt8(HH_WIRE_OP_LOCATION)
+        case .fetch: UInt8(HH_WIRE_OP_FETCH)
+        case .userID: UInt8(HH_WIRE_OP_USER_ID)
+        case .deviceConditions: UInt8(HH_WIRE_OP_DEVICE_CONDITIONS)
+        case .convertDownloadRequest: UInt8(HH_WIRE_OP_CONVERT_DOWNLOAD_REQUEST)
+        case .deliver: UInt8(HH_WIRE_OP_DELIVER)
+        }
+    }
+
+    /// The call a code names; nil for a code of no call.
+    init?(rawValue: UInt8) {
+        guard let op = Self.byCode[rawValue] else { return nil }
+        self = op
+    }
+
+    private static let byCode = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
 }
 
 /// Both halves of every isolated call: the host encodes a request and decodes the answer (or turns a
