@@ -12,7 +12,8 @@ import Synchronization
 /// host. Either may leave the guest's state half changed, so the instantiation is dropped and the
 /// next call makes a new one from the module and creates the plugins again (`reinstantiations`).
 /// Calls are serialized: a WasmKit store runs one call at a time.
-/// Safe to share: every mutable field is read and written under `lock`.
+/// @unchecked: it owns a WasmKit store (not Sendable) that `lock` serialises every call into; every
+/// mutable field is read and written under `lock`.
 public final class WasmPluginInstance: @unchecked Sendable {
     public let instanceID: String
     public let file: WasmModuleFile
