@@ -184,8 +184,8 @@ public final class EventEngine: @unchecked Sendable {
             let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
             /// (the semaphore orders the two; the slots array itself never changes).
-            /// Safe to share: `done` is written by the producer before it signals `ready` and read only after
-            /// `ready.wait()`; `ready` is a `let`.
+            /// @unchecked: a DispatchSemaphore hand-off on the hot path: `done` is written by the producer
+            /// before it signals `ready` and read only after `ready.wait()`; `ready` is a `let`.
             final class Slot: @unchecked Sendable {
                 var done: Result<(events: [Event], attributes: [String]), Error>?
                 let ready = DispatchSemaphore(value: 0)
