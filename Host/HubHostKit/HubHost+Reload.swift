@@ -61,7 +61,7 @@ extension HubHost {
     /// retired instance is destroyed after its last call returns. Blocking (loads libraries and
     /// creates plugins): call it from a thread that may wait. One reload runs at a time.
     public func reload(manifestPath: String? = nil) -> ReloadReport {
-        reloadLock.withLock {
+        reloading.withLock { _ in
             let report = reloadLocked(path: manifestPath ?? manifest.file)
             RuntimeMetrics.reload(report.outcome.rawValue)
             // Notification payloads hold scalars: the ids comma-separated, the problems one per line.
@@ -141,7 +141,7 @@ extension HubHost {
         setManifest(new)
         pipeline.setFilter(new.logging)
         pipeline.attach(logDestinations())
-        let (events, campaigns, hub, prefetch) = engineLock.withLock { (eventEngine, campaignEngine, hubEngine, prefetchEngine) }
+        let (events, campaigns, hub, prefetch) = engines.withLock { ($0.events, $0.campaigns, $0.hub, $0.prefetch) }
         if let events {
             events.applyLiveSettings(new.events)
             events.replaceAugmentations(registry.plugins(of: .augmentation).map(AugmentationPlugin.init))

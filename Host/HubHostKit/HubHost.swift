@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The hubhost runtime: one manifest, its data directory, its logging pipeline and its plugins.
 /// The CLI, the HTTP API and embedding apps all use this one API.
@@ -8,16 +9,15 @@ import Logging
 ///     defer { host.shutdown() }
 ///     print(host.advertiserID())
 ///
-/// Safe to share: the engines and the shut-down flag are read and written under `engineLock`;
-/// every other stored property is a `let`.
-public final class HubHost: @unchecked Sendable {
+/// Sendable: the manifest, and the engines with the shut-down flag, each live in a Mutex; every
+/// other stored property is a `let` of a Sendable type.
+public final class HubHost: Sendable {
     /// The manifest the host runs on, with its defaults and diagnostics: the one it was started
     /// from, or the last one a reload applied.
-    public var manifest: HostManifest { manifestLock.withLock { currentManifest } }
-    private var currentManifest: HostManifest  // under manifestLock
-    private let manifestLock = NSLock()
-    /// One reload at a time.
-    let reloadLock = NSLock()
+    public var manifest: HostManifest { currentManifest.withLock { $0 } }
+    private let currentManifest: Mutex<HostManifest>
+    /// Held through a reload: one at a time.
+    let reloading = Mutex(())
     /// The destinations given at start beside the logging plugins (kept across reloads).
     let extraDestinations: [LogDestination]
     /// The logging pipeline: applies the `logging:` filter and hands records to the logging plugins.
@@ -28,7 +28,6 @@ public final class HubHost: @unchecked Sendable {
     public let logger: Logger
     /// Notifications for the integrating app (hub state, progress, app actions, errors).
     public let notifications = HostNotifications()
-    private var isShutDown = false  // under engineLock
 
     /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
     /// cannot be used at all; problems inside it are logged and disable only what they touch.
@@ -42,7 +41,7 @@ public final class HubHost: @unchecked Sendable {
     /// Starts the runtime from a parsed manifest. `extraDestinations` receive log records beside the
     /// logging plugins (tests use it to capture records).
     public init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination] = []) throws {
-        currentManifest = manifest
+        currentManifest = Mutex(manifest)
         self.extraDestinations = extraDestinations
         pipeline = LogPipeline(filter: manifest.logging)
         logger = Logger(label: "hubhost", pipeline: pipeline)
@@ -58,7 +57,7 @@ public final class HubHost: @unchecked Sendable {
     /// Every plugin stuck in a call past its deadline (what health reports): the registry's, and
     /// the campaign evaluation while a trigger operator call in it overran.
     public var stuckPlugins: [StuckPlugin] {
-        let campaigns = engineLock.withLock { campaignEngine }
+        let campaigns = engines.withLock { $0.campaigns }
         return registry.stuckPlugins + (campaigns?.stuckEvaluation.map { [$0] } ?? [])
     }
 
@@ -69,34 +68,45 @@ public final class HubHost: @unchecked Sendable {
 
     /// Replaces the manifest after a reload applied it.
     func setManifest(_ manifest: HostManifest) {
-        manifestLock.withLock { currentManifest = manifest }
+        currentManifest.withLock { $0 = manifest }
     }
 
-    let engineLock = NSLock()
-    var eventEngine: EventEngine?
-    var campaignEngine: CampaignEngine?
+    /// The engines, each opened on first use, and whether the host was shut down.
+    struct Engines {
+        var events: EventEngine?
+        var campaigns: CampaignEngine?
+        var identityStore: IdentityStore?
+        var identityManager: MobileIdentityManager?
+        var hub: HubEngine?
+        var delivery: ContentDelivery?
+        var prefetch: PrefetchEngine?
+        var isShutDown = false
+    }
+    let engines = Mutex(Engines())
 
     /// The event engine, opened on first use (its SQLite store lives in the data directory). When
     /// campaigns are enabled, the campaign engine hears every tracked event.
     public func events() throws -> EventEngine {
-        try engineLock.withLock { try openEngines().events }
+        try engines.withLock { try openEngines(&$0).events }
     }
 
     /// The campaign engine (with the event engine it listens to); nil when `campaigns.enabled` is false.
     public func campaigns() throws -> CampaignEngine? {
-        try engineLock.withLock { try openEngines().campaigns }
+        try engines.withLock { try openEngines(&$0).campaigns }
     }
 
-    private func openEngines() throws -> (events: EventEngine, campaigns: CampaignEngine?) {
-        if let eventEngine { return (eventEngine, campaignEngine) }
+    private func openEngines(_ engines: inout Engines) throws -> (events: EventEngine, campaigns: CampaignEngine?) {
+        if let eventEngine = engines.events { return (eventEngine, engines.campaigns) }
         try manifest.requireNoProblems(inSections: [EventSettings.sectionName, DeepLinkRouter.sectionName, CampaignSettings.sectionName])
         let engine = try EventEngine(
             settings: manifest.events, dataDirectory: manifest.dataDirectory,
             augmentations: registry.plugins(of: .augmentation).map(AugmentationPlugin.init),
             pipeline: pipeline, deepLinks: manifest.deepLinks, sink: eventSink())
-        eventEngine = engine
+        engines.events = engine
         // Once an identity exists (identity.sqlite), its ids go on every event.
-        if FileManager.default.fileExists(atPath: identityStorePath) { engine.identitySource = Self.identityValues(try openIdentityStore()) }
+        if FileManager.default.fileExists(atPath: identityStorePath) {
+            engine.identitySource = Self.identityValues(try openIdentityStore(&engines))
+        }
         if manifest.prefetch.enabled {
             // A push payload addressed to prefetch refreshes the catalog (PrefetchEngine.notificationKey).
             engine.observe { [weak self] event in
@@ -130,21 +140,17 @@ public final class HubHost: @unchecked Sendable {
                 RuntimeMetrics.campaignEvaluations(events.count)
                 campaigns?.logEvents(events, deadlineSeconds: deadline)
             }
-            campaignEngine = campaigns
+            engines.campaigns = campaigns
         }
-        return (engine, campaignEngine)
+        return (engine, engines.campaigns)
     }
-
-    private var identityStore: IdentityStore?
-    private var identityManager: MobileIdentityManager?
 
     var identityStorePath: String { (manifest.dataDirectory as NSString).appendingPathComponent("identity.sqlite") }
 
-    /// Caller holds engineLock.
-    private func openIdentityStore() throws -> IdentityStore {
-        if let identityStore { return identityStore }
+    private func openIdentityStore(_ engines: inout Engines) throws -> IdentityStore {
+        if let identityStore = engines.identityStore { return identityStore }
         let store = try IdentityStore(path: identityStorePath)
-        identityStore = store
+        engines.identityStore = store
         return store
     }
 
@@ -164,9 +170,9 @@ public final class HubHost: @unchecked Sendable {
     public func identity() throws -> MobileIdentityManager {
         try manifest.requireNoProblems(inSections: [IdentitySettings.sectionName])
         let engine = try self.events()
-        return try engineLock.withLock {
-            if let identityManager { return identityManager }
-            let store = try openIdentityStore()
+        return try engines.withLock { engines in
+            if let identityManager = engines.identityManager { return identityManager }
+            let store = try openIdentityStore(&engines)
             engine.identitySource = Self.identityValues(store)
             let settings = manifest.identity
             let identityLogger = Logger(label: "hubhost.identity", pipeline: pipeline)
@@ -181,7 +187,7 @@ public final class HubHost: @unchecked Sendable {
                         identityLogger.error("cannot track \(change.kind.rawValue): \(error)")
                     }
                 })
-            identityManager = manager
+            engines.identityManager = manager
             return manager
         }
     }
@@ -214,13 +220,11 @@ public final class HubHost: @unchecked Sendable {
         return PluginEventSink(EventSinkPlugin(plugin)) { message in sinkLogger.error("\(message)") }
     }
 
-    var hubEngine: HubEngine?
-
     /// The Content Hub engine, opened on first use; nil when `hub.enabled` is false.
     public func hub() throws -> HubEngine? {
-        try engineLock.withLock {
+        try engines.withLock { engines in
             guard manifest.hub.enabled else { return nil }
-            if let hubEngine { return hubEngine }
+            if let hubEngine = engines.hub { return hubEngine }
             try manifest.requireNoProblems(inSections: [HubSettings.sectionName])
             // Weak: the engine may outlive its host; its metrics then have nowhere to go (and say so in the log).
             let metrics = HubMetrics(
@@ -243,21 +247,19 @@ public final class HubHost: @unchecked Sendable {
                 logger: logger)
             let engine = try HubEngine(
                 settings: manifest.hub, dataDirectory: manifest.dataDirectory,
-                notifications: notifications, pipeline: pipeline, metrics: metrics)
-            engine.beforePresent = { [weak self] wait in try self?.delivery()?.prepareForPresent(wait: wait) }
-            hubEngine = engine
+                notifications: notifications, pipeline: pipeline, metrics: metrics,
+                beforePresent: { [weak self] wait in try self?.delivery()?.prepareForPresent(wait: wait) })
+            engines.hub = engine
             return engine
         }
     }
-
-    private var contentDelivery: ContentDelivery?
 
     /// Content delivery for the Content Hub (Hub/Delivery), opened on first use with the hub's
     /// provider instance (`hub.provider`, else the first content_provider); nil when the hub is off.
     public func delivery() throws -> ContentDelivery? {
         guard let hub = try hub() else { return nil }
-        return engineLock.withLock {
-            if let contentDelivery { return contentDelivery }
+        return engines.withLock { engines in
+            if let contentDelivery = engines.delivery { return contentDelivery }
             // One answer to "which instance is the hub's provider", the manifest's (the same
             // instance hub.db_service_url was handed to), then the loaded plugin of that instance.
             let instanceID = manifest.hubProviderIndex.map { manifest.instances[$0].id }
@@ -273,21 +275,19 @@ public final class HubHost: @unchecked Sendable {
                 hub: hub, provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
                 providerProblem: problem, location: { [weak self] in self?.location()?.location },
                 pipeline: pipeline)
-            contentDelivery = delivery
+            engines.delivery = delivery
             return delivery
         }
     }
-
-    var prefetchEngine: PrefetchEngine?
 
     /// The content prefetch engine (Prefetch/), opened on first use; nil when `prefetch.enabled`
     /// is false. `license` is the Swift API option, which wins over prefetch.license and
     /// HUBHOST_PREFETCH_CONFIG; it counts on the call that opens the engine.
     public func prefetch(license: String? = nil) throws -> PrefetchEngine? {
-        try engineLock.withLock {
+        try engines.withLock { engines in
             let settings = manifest.prefetch
             guard settings.enabled else { return nil }
-            if let prefetchEngine { return prefetchEngine }
+            if let prefetchEngine = engines.prefetch { return prefetchEngine }
             try manifest.requireNoProblems(inSections: [PrefetchSettings.sectionName])
             let providers = registry.plugins(of: .contentProvider)
             let handle = settings.provider.map { id in providers.first { $0.instanceID == id } } ?? providers.first
@@ -301,57 +301,59 @@ public final class HubHost: @unchecked Sendable {
                 settings: settings, dataDirectory: manifest.dataDirectory, licenseOption: license,
                 provider: handle.map(ContentProviderPlugin.init), providerInstance: handle?.instanceID,
                 providerProblem: problem, notifications: notifications, logger: logger,
-                providerAllowedHosts: manifest.instances.first { $0.id == handle?.instanceID }?.http.allowedHosts ?? [])
-            wirePrefetchPlugins(engine, settings)
-            // Consumption records become events; weak: the engine may outlive its host.
-            engine.trackEvent = { [weak self] event in
-                guard let self else { throw PrefetchError.invalid("the host was shut down") }
-                _ = try self.events().track(event)
-            }
-            prefetchEngine = engine
+                providerAllowedHosts: manifest.instances.first { $0.id == handle?.instanceID }?.http.allowedHosts ?? [],
+                device: prefetchDevice(settings),
+                // Consumption records become events; weak: the engine may outlive its host.
+                trackEvent: { [weak self] event in
+                    guard let self else { throw PrefetchError.invalid("the host was shut down") }
+                    _ = try self.events().track(event)
+                },
+                convertRequest: prefetchConvertRequest(settings))
+            engines.prefetch = engine
             return engine
         }
     }
 
-    /// Hands the engine its device_conditions and download_request instances (prefetch.device_conditions,
-    /// prefetch.download_request). A named instance that is not loaded makes downloads wait
-    /// (`device_conditions_unavailable`) or fail, rather than run without the integrator's rule.
-    private func wirePrefetchPlugins(_ engine: PrefetchEngine, _ settings: PrefetchSettings) {
+    /// The engine's device conditions from its device_conditions instance (prefetch.device_conditions),
+    /// else PrefetchPolicy.Device.assumed. A named instance that is not loaded makes downloads wait
+    /// (`device_conditions_unavailable`) rather than run without the integrator's rule.
+    private func prefetchDevice(_ settings: PrefetchSettings) -> @Sendable () -> PrefetchPolicy.Device? {
+        guard let id = settings.deviceConditions else { return { .assumed } }
+        guard let handle = registry.plugins(of: .deviceConditions).first(where: { $0.instanceID == id }) else {
+            logger.error("prefetch.device_conditions '\(id)' is not a loaded device_conditions instance: downloads wait")
+            return { nil }
+        }
+        let plugin = DeviceConditionsPlugin(handle)
         let dataDirectory = manifest.dataDirectory
         let logger = self.logger
-        if let id = settings.deviceConditions {
-            if let handle = registry.plugins(of: .deviceConditions).first(where: { $0.instanceID == id }) {
-                let plugin = DeviceConditionsPlugin(handle)
-                engine.device = {
-                    do {
-                        let conditions = try plugin.read(dataDirectory: dataDirectory)
-                        return PrefetchPolicy.Device(
-                            network: conditions.network.rawValue, metered: conditions.metered,
-                            batteryLevel: conditions.batteryLevel, charging: conditions.charging,
-                            freeBytes: conditions.freeBytes)
-                    } catch {
-                        logger.warning("prefetch: device_conditions '\(id)': \(error)")
-                        return nil
-                    }
-                }
-            } else {
-                logger.error("prefetch.device_conditions '\(id)' is not a loaded device_conditions instance: downloads wait")
-                engine.device = { nil }
+        return {
+            do {
+                let conditions = try plugin.read(dataDirectory: dataDirectory)
+                return PrefetchPolicy.Device(
+                    network: conditions.network.rawValue, metered: conditions.metered,
+                    batteryLevel: conditions.batteryLevel, charging: conditions.charging,
+                    freeBytes: conditions.freeBytes)
+            } catch {
+                logger.warning("prefetch: device_conditions '\(id)': \(error)")
+                return nil
             }
         }
-        if let id = settings.downloadRequest {
-            if let handle = registry.plugins(of: .downloadRequest).first(where: { $0.instanceID == id }) {
-                let plugin = DownloadRequestPlugin(handle)
-                engine.convertRequest = { url, headers, item, role in
-                    let converted = try plugin.convert(DownloadRequest(url: url, headers: headers, itemId: item, fileRole: role))
-                    return (converted.url, converted.headers)
-                }
-            } else {
-                logger.error("prefetch.download_request '\(id)' is not a loaded download_request instance: downloads fail")
-                engine.convertRequest = { _, _, _, _ in
-                    throw PrefetchError.invalid("prefetch.download_request '\(id)' is not a loaded download_request instance")
-                }
+    }
+
+    /// The engine's download_request hook from its instance (prefetch.download_request), else none
+    /// (requests go as the catalog says). A named instance that is not loaded makes downloads fail.
+    private func prefetchConvertRequest(_ settings: PrefetchSettings) -> PrefetchEngine.ConvertRequest {
+        guard let id = settings.downloadRequest else { return { url, headers, _, _ in (url, headers) } }
+        guard let handle = registry.plugins(of: .downloadRequest).first(where: { $0.instanceID == id }) else {
+            logger.error("prefetch.download_request '\(id)' is not a loaded download_request instance: downloads fail")
+            return { _, _, _, _ in
+                throw PrefetchError.invalid("prefetch.download_request '\(id)' is not a loaded download_request instance")
             }
+        }
+        let plugin = DownloadRequestPlugin(handle)
+        return { url, headers, item, role in
+            let converted = try plugin.convert(DownloadRequest(url: url, headers: headers, itemId: item, fileRole: role))
+            return (converted.url, converted.headers)
         }
     }
 
@@ -376,21 +378,21 @@ public final class HubHost: @unchecked Sendable {
     /// Flushes the logging plugins and destroys every plugin instance. Safe to call twice.
     public func shutdown() {
         // Once, even when two threads call it together: the flag is taken under the engines' lock.
-        let first: Bool = engineLock.withLock {
-            defer { isShutDown = true }
-            return !isShutDown
+        let (first, opened): (Bool, Engines) = engines.withLock { engines in
+            defer { engines.isShutDown = true }
+            return (!engines.isShutDown, engines)
         }
         guard first else { return }
-        if let campaignEngine = engineLock.withLock({ campaignEngine }) {
+        if let campaignEngine = opened.campaigns {
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
-        engineLock.withLock { contentDelivery }?.close()  // no sync may outlive its provider
-        engineLock.withLock { prefetchEngine }?.close()  // nor a download
+        opened.delivery?.close()  // no sync may outlive its provider
+        opened.prefetch?.close()  // nor a download
         // Page views not recorded yet (their metrics go to the event engine, so first).
-        if let hubEngine = engineLock.withLock({ hubEngine }), !hubEngine.viewRecorder.waitUntilDrained() {
+        if let hubEngine = opened.hub, !hubEngine.viewRecorder.waitUntilDrained() {
             logger.error("hub: page views still unrecorded after 60 s at shutdown: \(hubEngine.viewRecorder.counts.pending)")
         }
-        engineLock.withLock { eventEngine }?.waitForBackgroundWrites()  // metrics still in memory
+        opened.events?.waitForBackgroundWrites()  // metrics still in memory
         pipeline.flush()
         pipeline.attach([])
         registry.shutdown()

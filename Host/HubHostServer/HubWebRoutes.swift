@@ -3,6 +3,7 @@ import HTTPTypes
 import HubHostKit
 import Hummingbird
 import NIOCore
+import Synchronization
 
 /// The web Content Hub's routes and the hub's state and notification stream: thin translations
 /// to WebContentHub (HubHostKit/Hub/Web). Pages are HTML with the hub's Content-Security-Policy.
@@ -186,39 +187,43 @@ enum HubWebRoutes {
 
 /// The open notification streams, so that `hubhost serve` can end them when it shuts down (a
 /// graceful shutdown waits for open responses, and a stream never ends by itself).
-/// Safe to share: `open` and `signalSources`, its only mutable fields, are read and written under `lock`.
-final class NotificationStreams: @unchecked Sendable {
+/// Sendable: the open streams and the signal sources live in a Mutex.
+final class NotificationStreams: Sendable {
     static let shared = NotificationStreams()
-    private let lock = NSLock()
-    private var open: [AsyncStream<String>.Continuation] = []
-    private var signalSources: [DispatchSourceSignal] = []
+    private struct State {
+        var open: [AsyncStream<String>.Continuation] = []
+        var signalSources: [DispatchSourceSignal] = []
+    }
+    private let state = Mutex(State())
 
     /// Ends every open stream on SIGTERM or SIGINT, beside the server's own graceful shutdown on
     /// the same signals (which would otherwise wait for the streams forever).
     func endOnShutdownSignals() {
-        lock.withLock {
-            guard signalSources.isEmpty else { return }
+        state.withLock { state in
+            guard state.signalSources.isEmpty else { return }
             for number in [SIGTERM, SIGINT] {
                 signal(number, SIG_IGN)  // as the server's handler does: the dispatch sources get the signal
                 let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
                 source.setEventHandler { [weak self] in self?.finishAll() }
                 source.resume()
-                signalSources.append(source)
+                state.signalSources.append(source)
             }
         }
     }
 
     func add(_ continuation: AsyncStream<String>.Continuation) {
-        lock.withLock {
-            open.append(continuation)
-            if open.count > 64 { open.removeAll { stream in if case .terminated = stream.yield("") { return true } else { return false } } }
+        state.withLock { state in
+            state.open.append(continuation)
+            if state.open.count > 64 {
+                state.open.removeAll { stream in if case .terminated = stream.yield("") { return true } else { return false } }
+            }
         }
     }
 
     func finishAll() {
-        let all: [AsyncStream<String>.Continuation] = lock.withLock {
-            defer { open = [] }
-            return open
+        let all: [AsyncStream<String>.Continuation] = state.withLock { state in
+            defer { state.open = [] }
+            return state.open
         }
         for continuation in all { continuation.finish() }
     }

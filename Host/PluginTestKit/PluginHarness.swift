@@ -14,10 +14,11 @@ import Foundation
 /// agreement), and config through the same schema check. A `.wasm` library (a WebAssembly build)
 /// is driven the same way: each plugin gets a module instance of its own under the default fuel and
 /// memory budget.
-/// Safe to share: every stored property is a `let`; the adapters of the kinds the headers mark
-/// [host-serialized] (content provider, logging) are made once per instance, so calls from many
-/// threads go through one adapter and its lock, as the host's do.
-public final class PluginHarness: @unchecked Sendable {
+/// Sendable: every stored property is a `let` of a Sendable type. The adapters of the kinds the
+/// headers mark [host-serialized] (content provider, logging) are made once per instance, so calls
+/// from many threads go through one adapter and its lock, as the host's do; a `.wasm` instance
+/// serializes every call itself.
+public final class PluginHarness: Sendable {
     public let manifest: PluginManifest?
     /// The library: a `.so` or a `.wasm` module.
     public let library: PluginBinary

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import Synchronization
 
 /// `hubhost hub ...`: the Content Hub. Each subcommand is a thin front end over HubHostKit
 /// (HubEngine, ContentDelivery); add new ones to `subcommands`.
@@ -32,20 +33,19 @@ struct HubCommand: ParsableCommand {
         func run() throws {
             let (host, delivery) = try HubCommand.delivery(manifestOption)
             defer { host.shutdown() }
-            // Safe to share: `open` is written only by the progress subscriber, which runs inside `delivery.sync()`
-            // (the provider's sink calls end before its fetch returns), and read after sync has returned.
-            final class Line: @unchecked Sendable { var open = false }
+            /// Whether a progress line is open on stderr (its subscriber runs inside `delivery.sync()`).
+            final class Line: Sendable { let open = Mutex(false) }
             let line = Line()
             let token = host.notifications.subscribe { notification in
                 guard notification.name == HostNotification.Name.downloadProgressChanged, let percent = notification.payload["percent"]?.plainText
                 else { return }
-                line.open = percent != "100"
+                line.open.withLock { $0 = percent != "100" }
                 FileHandle.standardError.write(Data("\rdownloading: \(percent)%\(percent == "100" ? "\n" : "")".utf8))
             }
             defer { host.notifications.unsubscribe(token) }
             let report: ContentDelivery.SyncReport
             do { report = try delivery.sync() } catch {
-                Output.error("\(line.open ? "\n" : "")hub sync failed: \(error)")
+                Output.error("\(line.open.withLock { $0 } ? "\n" : "")hub sync failed: \(error)")
                 throw ExitCode.failed
             }
             if output.json { Output.json(report) } else { print("\(report.result): \(report.message)") }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -69,24 +70,27 @@ struct HubWatchCommand: ParsableCommand {
 }
 
 /// Reads a server-sent-event stream and prints its events until a count, a deadline or the end.
-/// Safe to share: `buffer`, `finished` and `printed` are written under `lock` (the session's delegate queue is serial);
-/// `printed` is read without it only after `run` returns, and nothing writes it once `finished` is set, which `run`
-/// does first; the rest are `let`s.
-final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+/// Sendable: the bytes not yet parsed, the outcome and the count printed live in a Mutex; the rest
+/// are `let`s of Sendable types.
+final class ServerSentEventReader: NSObject, URLSessionDataDelegate, Sendable {
     enum Outcome { case done, timedOut, failed(String) }
 
     private let names: Set<String>
     private let limit: Int?
     private let json: Bool
     /// How an event prints as text (event name, data); nil: as a HostNotification.
-    private let format: ((String, String) -> String)?
-    private let lock = NSLock()
-    private var buffer = Data()
-    private var finished: Outcome?
+    private let format: (@Sendable (String, String) -> String)?
+    private struct State {
+        var buffer = Data()
+        var finished: Outcome?
+        var printed = 0
+    }
+    private let state = Mutex(State())
     private let done = DispatchSemaphore(value: 0)
-    private(set) var printed = 0
+    /// How many events were printed.
+    var printed: Int { state.withLock { $0.printed } }
 
-    init(names: Set<String>, limit: Int?, json: Bool, format: ((String, String) -> String)? = nil) {
+    init(names: Set<String>, limit: Int?, json: Bool, format: (@Sendable (String, String) -> String)? = nil) {
         self.names = names
         self.limit = limit
         self.json = json
@@ -111,13 +115,13 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
         if waited == .timedOut { finish(.timedOut) }  // before cancelling, which ends the task as "done"
         task.cancel()
         session.invalidateAndCancel()
-        return lock.withLock { finished } ?? .done
+        return state.withLock { $0.finished } ?? .done
     }
 
     private func finish(_ outcome: Outcome) {
-        let first: Bool = lock.withLock {
-            guard finished == nil else { return false }
-            finished = outcome
+        let first: Bool = state.withLock { state in
+            guard state.finished == nil else { return false }
+            state.finished = outcome
             return true
         }
         if first { done.signal() }
@@ -136,12 +140,12 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let blocks: [String] = lock.withLock {
-            buffer.append(data)
+        let blocks: [String] = state.withLock { state in
+            state.buffer.append(data)
             var blocks: [String] = []
-            while let end = buffer.range(of: Data("\n\n".utf8)) {
-                blocks.append(String(decoding: buffer[buffer.startIndex..<end.lowerBound], as: UTF8.self))
-                buffer.removeSubrange(buffer.startIndex..<end.upperBound)
+            while let end = state.buffer.range(of: Data("\n\n".utf8)) {
+                blocks.append(String(decoding: state.buffer[state.buffer.startIndex..<end.lowerBound], as: UTF8.self))
+                state.buffer.removeSubrange(state.buffer.startIndex..<end.upperBound)
             }
             return blocks
         }
@@ -165,9 +169,9 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
             if line.hasPrefix("data:") { data += line.dropFirst(5).trimmingCharacters(in: .whitespaces) }
         }
         guard !event.isEmpty, names.isEmpty || names.contains(event) else { return }
-        let reached: Bool = lock.withLock {
-            guard finished == nil, limit.map({ printed < $0 }) ?? true else { return false }
-            printed += 1
+        let reached: Bool = state.withLock { state in
+            guard state.finished == nil, limit.map({ state.printed < $0 }) ?? true else { return false }
+            state.printed += 1
             if json {
                 print(data)
             } else if let format {
@@ -180,7 +184,7 @@ final class ServerSentEventReader: NSObject, URLSessionDataDelegate, @unchecked 
                 print([time, event, values].filter { !$0.isEmpty }.joined(separator: " "))
             }
             fflush(nil)
-            return limit.map { printed >= $0 } ?? false
+            return limit.map { state.printed >= $0 } ?? false
         }
         if reached { finish(.done) }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import Synchronization
 
 /// `hubhost prefetch ...`: the content prefetch engine (HubHostKit/Prefetch). Each subcommand is
 /// a thin front end over PrefetchEngine; the HTTP routes (Server/PrefetchRoutes.swift) are the
@@ -241,11 +242,10 @@ struct PrefetchCommand: ParsableCommand {
             }
             let waitFor = answers.filter { $0.accepted || $0.state == .downloading }.map(\.id)
             let terminal = isatty(2) == 1
-            // Safe to share: `result` and `lastPercent` are touched only by the one task (its progress callbacks run in
-            // turn inside waitForDownloads) until it signals `done`, and read by the caller only after `done.wait()`.
-            final class Box: @unchecked Sendable {
-                var result: Result<[PrefetchItem], Error> = .success([])
-                var lastPercent: [String: Int] = [:]
+            /// The task's result and the last percent printed per item (its progress callbacks run in turn).
+            final class Box: Sendable {
+                let result = Mutex<Result<[PrefetchItem], Error>>(.success([]))
+                let lastPercent = Mutex<[String: Int]>([:])
             }
             let box = Box()
             let done = DispatchSemaphore(value: 0)
@@ -253,29 +253,32 @@ struct PrefetchCommand: ParsableCommand {
             let json = common.output.json
             Task {
                 do {
-                    box.result = .success(
-                        try await engine.waitForDownloads(waitFor, timeout: timeout) { items in
-                            guard !json else { return }
-                            for item in items {
-                                let percent =
-                                    item.size > 0 ? Int(min(100, item.bytesDownloaded * 100 / max(1, item.size))) : (item.state == .cached ? 100 : 0)
-                                guard box.lastPercent[item.uniqueId] != percent else { continue }
-                                box.lastPercent[item.uniqueId] = percent
-                                if terminal {
-                                    let bar = String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5)
-                                    FileHandle.standardError.write(Data("\r\(item.uniqueId) [\(bar)] \(percent)%".utf8))
-                                } else {
-                                    FileHandle.standardError.write(Data("\(item.uniqueId) \(percent)%\n".utf8))
-                                }
+                    let downloaded = try await engine.waitForDownloads(waitFor, timeout: timeout) { items in
+                        guard !json else { return }
+                        for item in items {
+                            let percent =
+                                item.size > 0 ? Int(min(100, item.bytesDownloaded * 100 / max(1, item.size))) : (item.state == .cached ? 100 : 0)
+                            let changed = box.lastPercent.withLock { last in
+                                defer { last[item.uniqueId] = percent }
+                                return last[item.uniqueId] != percent
                             }
-                        })
-                } catch { box.result = .failure(error) }
+                            guard changed else { continue }
+                            if terminal {
+                                let bar = String(repeating: "#", count: percent / 5) + String(repeating: ".", count: 20 - percent / 5)
+                                FileHandle.standardError.write(Data("\r\(item.uniqueId) [\(bar)] \(percent)%".utf8))
+                            } else {
+                                FileHandle.standardError.write(Data("\(item.uniqueId) \(percent)%\n".utf8))
+                            }
+                        }
+                    }
+                    box.result.withLock { $0 = .success(downloaded) }
+                } catch { box.result.withLock { $0 = .failure(error) } }
                 done.signal()
             }
             done.wait()
             if terminal && !json { FileHandle.standardError.write(Data("\n".utf8)) }
             let items: [PrefetchItem]
-            do { items = try box.result.get() } catch {
+            do { items = try box.result.withLock { $0 }.get() } catch {
                 Output.error("prefetch download failed: \(error)")
                 throw ExitCode.failed
             }

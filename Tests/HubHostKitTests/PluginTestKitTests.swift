@@ -67,6 +67,28 @@ final class PluginTestKitTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: folder), "destroy removes the scratch data directory")
     }
 
+    /// log and flush are [host-serialized]: threads sharing one harness reach the plugin one call at
+    /// a time (one adapter per instance), so the Swift plugin's buffer is never written by two at once.
+    func testLoggingCallsFromManyThreadsAreSerializedPerInstance() throws {
+        let harness = try PluginHarness(manifest: TestSupport.plugin("JSONLinesLogger"))
+        defer { harness.destroy() }
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for n in 0..<200 {
+                harness.log(.warning, "thread \(thread) record \(n)", source: "kit")
+                if n % 50 == 0 { harness.flushLogging() }
+            }
+        }
+        harness.flushLogging()
+        let text = try String(contentsOfFile: harness.dataDirectory + "/logs/hubhost.jsonl", encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        XCTAssertEqual(lines.count, 8 * 200)
+        let messages = Set(
+            lines.compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["message"] as? String
+            })
+        XCTAssertEqual(messages.count, 8 * 200, "every record is one whole line")
+    }
+
     func testConsoleLoggerWritesOneLinePerRecord() throws {
         let harness = try PluginHarness(manifest: TestSupport.plugin("ConsoleLogger"), config: ["timestamps": .bool(false)])
         defer { harness.destroy() }

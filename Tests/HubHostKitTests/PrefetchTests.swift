@@ -17,6 +17,20 @@ final class PrefetchTests: PrefetchTestCase {
         try openEngine(manifest(prefetch), license: license)
     }
 
+    /// A host whose prefetch.device_conditions is the bundled fixed-device-conditions instance
+    /// `device`, reading `data/device.txt`: `conditions` is its first content, `setDevice` changes it.
+    private func hostWithDevice(_ conditions: String, _ prefetch: String = ", license: good-licence") throws -> (HubHost, PrefetchEngine) {
+        try setDevice(conditions)
+        let device = ManifestText.Plugin(id: "device", use: TestSupport.plugin("FixedDeviceConditions"), ("config", "{file: device.txt}"))
+        return try openEngine(
+            prefetchManifest(
+                ", retry_delay: 0.05, read_timeout: 1, register_retry: 0.05, device_conditions: device" + prefetch,
+                sections: [("logging", "{severity: info}")], plugins: [device]))
+    }
+
+    /// Rewrites the conditions file `hostWithDevice`'s plugin reads (atomically: the plugin sees a new file).
+    private func setDevice(_ conditions: String) throws { try TestSupport.write(conditions, to: folder + "/data/device.txt") }
+
     /// Bytes that differ from file to file.
     private func content(_ seed: Int, size: Int) -> Data { Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed) }) }
 
@@ -471,10 +485,7 @@ final class PrefetchTests: PrefetchTestCase {
 
     func testWifiOnlyPolicyOnCellularWaitsWithReasonThenResumesOnWifi() throws {
         catalog(1)
-        let (_, engine) = try host()
-        final class Network: @unchecked Sendable { var kind = "cellular" }
-        let network = Network()
-        engine.device = { PrefetchPolicy.Device(network: network.kind, metered: network.kind == "cellular") }
+        let (_, engine) = try hostWithDevice("network = cellular\nmetered = true\n")
         try engine.register()
         try engine.sync()
         for _ in 0..<3 { try engine.round() }
@@ -488,7 +499,7 @@ final class PrefetchTests: PrefetchTestCase {
         XCTAssertEqual(try state(engine, "item0"), .queued)
         XCTAssertEqual(try engine.item("item0")?.waitReason, "network_not_allowed")
         XCTAssertEqual(service.requestRanges("item0.mp4").count, 0)
-        network.kind = "wifi"
+        try setDevice("network = wifi\n")
         try until(engine, "cached on wifi") { try state(engine, "item0") == .cached }
         // With cellular allowed by the override, cellular is fine.
         try engine.setNetworkSelectionOverride(.both)
@@ -569,11 +580,8 @@ final class PrefetchTests: PrefetchTestCase {
 
     func testPurgeUnderStoragePressureEvictsConsumedFirstAndNeverSavedOrLocked() throws {
         catalog(5)
-        let (host, engine) = try host(", license: good-licence, enable_auto_purge: false")
+        let (host, engine) = try hostWithDevice("network = wifi\nfree_bytes = 1099511627776\n", ", license: good-licence, enable_auto_purge: false")
         let notes = record(host)
-        final class Disk: @unchecked Sendable { var free: UInt64 = 1 << 40 }
-        let disk = Disk()
-        engine.device = { PrefetchPolicy.Device(network: "wifi", metered: false, freeBytes: disk.free) }
         try engine.register()
         try engine.sync()
         try until(engine, "all cached") { try engine.items(PrefetchItemFilter(states: [.cached])).count == 5 }
@@ -582,7 +590,7 @@ final class PrefetchTests: PrefetchTestCase {
         _ = try engine.recordConsumption("item4", start: 0, end: 30)
         XCTAssertEqual(try engine.purge().evicted, [], "no pressure, nothing expired: nothing purged")
 
-        disk.free = 1000  // below storage_low (512 MiB)
+        try setDevice("network = wifi\nfree_bytes = 1000\n")  // below storage_low (512 MiB)
         XCTAssertEqual(try engine.status().downloadPolicyStatus, "storage_low")
         let report = try engine.purge()
         XCTAssertEqual(report.pressure, "storage_low")

@@ -1,8 +1,8 @@
 import Foundation
-import HubHostTools
 import XCTest
 
 @testable import HubHostKit
+@testable import HubHostTools
 
 #if canImport(FoundationXML)
     import FoundationXML
@@ -173,6 +173,29 @@ final class ValidatorTests: XCTestCase {
         let (status, report, _) = try validate(try TestSupport.prefetchKindsFixture(in: folder + "/good"))
         XCTAssertEqual(status, 0, "\(report.results.filter { $0.outcome == .failed })")
         XCTAssertEqual(report.passed, 2 + 2 * (4 + 3))
+    }
+
+    /// The validator's child runner reads output as it arrives: a child killed at its deadline
+    /// while a grandchild (here `sleep`) still holds its pipes returns what it wrote, read after the
+    /// bounded wait on the readers gave up (they are still running: the buffer is under a lock),
+    /// and at once: the child's end is seen by waitid, not by Process, which waits for the grandchild.
+    func testAChildKilledAtItsDeadlineKeepsItsOutputWhileAGrandchildHoldsThePipes() throws {
+        let started = Date()
+        let result = try ChildProcess.run(
+            ["/bin/sh", "-c", "echo before; echo oops >&2; sleep 5; echo never"], timeoutMs: 500, readerGraceMs: 300)
+        XCTAssertEqual(result.termination, .timedOut)
+        XCTAssertEqual(result.stdout, "before\n")
+        XCTAssertEqual(result.stderr, "oops\n")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "neither the wait for the child nor the readers' is held by the grandchild")
+    }
+
+    /// The same for a child that exits by itself and leaves a grandchild holding its pipes.
+    func testAChildThatExitsKeepsItsOutputWhileAGrandchildHoldsThePipes() throws {
+        let started = Date()
+        let result = try ChildProcess.run(["/bin/sh", "-c", "echo done; sleep 5 & exit 7"], timeoutMs: 5000, readerGraceMs: 300)
+        XCTAssertEqual(result.termination, .exited(7))
+        XCTAssertEqual(result.stdout, "done\n")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.5, "not held until the grandchild ends")
     }
 
     func testLeaksFindsTheLeakingPluginAndPassesTheCleanOne() throws {

@@ -6,7 +6,8 @@ import Foundation
 /// with one batch (one commit) at a time, so they are durable within milliseconds; a crash in that
 /// window loses them, which is why `EventEngine.track` (durable before it returns) stays the
 /// default. `waitUntilWritten()` returns once everything enqueued before it is on disk.
-/// Safe to share: `pending` and `writing`, its only mutable fields, are read and written only while `condition` is
+/// @unchecked: its state is guarded by an NSCondition (waitUntilWritten waits), which Mutex cannot
+/// express. `pending` and `writing`, its only mutable fields, are read and written only while `condition` is
 /// locked; the closures are `let` and @Sendable.
 final class BackgroundTracker: @unchecked Sendable {
     private let condition = NSCondition()

@@ -21,8 +21,8 @@ public struct DeepLinkRouter: Sendable {
     }
 
     /// A compiled regex that can be shared across threads (it is immutable once built).
-    /// Safe to share: its only field is a `let`, and Foundation documents NSRegularExpression as immutable and
-    /// thread-safe.
+    /// @unchecked: NSRegularExpression is not marked Sendable, though Foundation documents it as
+    /// immutable and thread-safe; the box's only field is a `let`.
     final class NSRegularExpressionBox: @unchecked Sendable {
         let expression: NSRegularExpression
         init(_ expression: NSRegularExpression) { self.expression = expression }

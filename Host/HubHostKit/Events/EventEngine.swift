@@ -1,14 +1,16 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// The event engine: every event in hubhost, whoever produces it, goes through `track`:
 /// core values -> session events -> campaign attribution -> durable store (HOLD while augmented) ->
 /// augmentation timeline -> NOT_POSTED (or EXPIRED) -> batched delivery.
-/// Safe to share: `sessions`, `campaigns` and `identityValues` change only under `trackLock` (trackBatch's producer
-/// thread works for the caller holding it, handing chunks over by semaphore); the observers, `deliveryDue` and
-/// `identityProvider` are read and written under `observerLock`, the lazy `groupCommit` and `background` under
-/// `groupLock` and `backgroundLock`; the rest are `let`s.
+/// @unchecked: `sessions`, `campaigns` and `identityValues` change only under `trackLock`, held
+/// across a whole track (trackBatch's producer thread works for the caller holding it, handing
+/// chunks over by semaphore), which a Mutex's closure cannot express; the timeline, the observers
+/// and hooks, and the lazily made group commit and background tracker each live in a Mutex; the
+/// rest are `let`s.
 public final class EventEngine: @unchecked Sendable {
     /// The `events:` settings: those the engine was opened with, and the live keys as the last
     /// reload set them (`HubHost.liveReloadKeys`).
@@ -19,9 +21,8 @@ public final class EventEngine: @unchecked Sendable {
     public let store: EventStore
     /// Runs the augmentation plugins on each tracked event, within `augmentation_timeout`. A reload
     /// replaces it; each event is augmented wholly by the timeline it started with.
-    public var timeline: AugmentationTimeline { timelineLock.withLock { currentTimeline } }
-    private var currentTimeline: AugmentationTimeline  // under timelineLock
-    private let timelineLock = NSLock()
+    public var timeline: AugmentationTimeline { currentTimeline.withLock { $0 } }
+    private let currentTimeline: Mutex<AugmentationTimeline>
     /// Posts waiting events in batches to the sink (the HTTP collector unless one is given).
     public let delivery: EventDelivery
     private(set) var sessions: SessionTracker
@@ -31,13 +32,19 @@ public final class EventEngine: @unchecked Sendable {
     /// The core values (device, OS, app) that are set, read from the settings once.
     private let coreValues: [(field: String, value: PluginValue)]
     private let trackLock = NSLock()  // session and campaign state change one event at a time
-    private let observerLock = NSLock()
-    private var observers: [@Sendable (Event) -> Void] = []
-    private var batchObservers: [@Sendable ([Event]) -> Void] = []
+    /// Who hears of tracked events, and the hooks the host and the runtime set.
+    private struct Observers {
+        var each: [@Sendable (Event) -> Void] = []
+        var batches: [@Sendable ([Event]) -> Void] = []
+        var deliveryDue: (@Sendable () -> Void)?
+        weak var flushService: PeriodicService?
+        var identityProvider: (@Sendable () -> [(field: String, value: PluginValue)])?
+    }
+    private let observers = Mutex(Observers())
 
     /// Calls `observer` with every event after it is tracked (stored and augmented).
     public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
-        observerLock.withLock { observers.append(observer) }
+        observers.withLock { $0.each.append(observer) }
     }
 
     /// Calls `observer` once per commit with the events it stored (in tracked order, never empty):
@@ -45,13 +52,13 @@ public final class EventEngine: @unchecked Sendable {
     /// engine re-reads its shared state's version, one SQLite read) pays it once per batch, not
     /// once per event: per event, that read was 86% of `bench events`' instructions.
     public func observeBatches(_ observer: @escaping @Sendable ([Event]) -> Void) {
-        observerLock.withLock { batchObservers.append(observer) }
+        observers.withLock { $0.batches.append(observer) }
     }
 
     private func notify(_ events: [Event]) {
         RuntimeMetrics.eventsTracked(events.count)
         guard !events.isEmpty else { return }
-        let (each, batches) = observerLock.withLock { (observers, batchObservers) }
+        let (each, batches) = observers.withLock { ($0.each, $0.batches) }
         for event in events { for observer in each { observer(event) } }
         for observer in batches { observer(events) }
     }
@@ -87,7 +94,7 @@ public final class EventEngine: @unchecked Sendable {
         state = try KeyValueState(store: store)
         sessions = try SessionTracker(settings: settings, state: state)
         campaigns = try CampaignAttribution(settings: settings, state: state)
-        currentTimeline = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
+        currentTimeline = Mutex(AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger))
         delivery = EventDelivery(
             liveSettings: liveSettings, store: store, sink: sink ?? HTTPCollectorSink(settings: settings, http: http),
             logger: logger)
@@ -100,20 +107,20 @@ public final class EventEngine: @unchecked Sendable {
     package func applyLiveSettings(_ new: EventSettings) {
         liveSettings.replace(new)
         replaceAugmentations(timeline.plugins)
-        observerLock.withLock { flushService }?.setInterval(new.flushInterval)
+        observers.withLock { $0.flushService }?.setInterval(new.flushInterval)
     }
 
     /// Remembers the service made by `deliveryService` (weakly: the runtime owns it), so a reload
     /// can change its interval.
     func attachFlushService(_ service: PeriodicService) {
-        observerLock.withLock { flushService = service }
+        observers.withLock { $0.flushService = service }
     }
 
     /// Augments events tracked from now on with `augmentations` (a reload changed them); an event
     /// already in its timeline finishes with the old plugins.
     package func replaceAugmentations(_ augmentations: [AugmentationPlugin]) {
         let replacement = AugmentationTimeline(plugins: augmentations, timeoutSeconds: settings.augmentationTimeout, logger: logger)
-        timelineLock.withLock { currentTimeline = replacement }
+        currentTimeline.withLock { $0 = replacement }
     }
 
     /// Tracks one event and returns it as stored after augmentation. It is on disk (HOLD or
@@ -177,8 +184,8 @@ public final class EventEngine: @unchecked Sendable {
             let chunkCount = (events.count + chunkSize - 1) / chunkSize
             /// One chunk's result: written once by the producer, read by the writer after `ready`
             /// (the semaphore orders the two; the slots array itself never changes).
-            /// Safe to share: `done` is written by the producer before it signals `ready` and read only after
-            /// `ready.wait()`; `ready` is a `let`.
+            /// @unchecked: a DispatchSemaphore hand-off on the hot path: `done` is written by the producer
+            /// before it signals `ready` and read only after `ready.wait()`; `ready` is a `let`.
             final class Slot: @unchecked Sendable {
                 var done: Result<(events: [Event], attributes: [String]), Error>?
                 let ready = DispatchSemaphore(value: 0)
@@ -280,16 +287,21 @@ public final class EventEngine: @unchecked Sendable {
         for event in events where !seen.insert(event.id).inserted {
             throw DuplicateEventID(id: event.id, reason: "it appears twice in the input")
         }
-        let committer = groupLock.withLock { groupCommit }
+        let committer = groupCommit.withLock { committer in
+            if let committer { return committer }
+            let made = GroupCommit(
+                track: { [unowned self] events in try self.trackBatch(events) },  // unowned: callers keep the engine while they wait
+                committed: { [unowned self] in try? self.signalIfDeliveryDue() })  // once per commit, not per request
+            committer = made
+            return made
+        }
         return try await withCheckedThrowingContinuation { continuation in
             committer.submit(.init(events: events, answer: { continuation.resume(with: $0) }))
         }
     }
 
-    private let groupLock = NSLock()
-    private lazy var groupCommit = GroupCommit(
-        track: { [unowned self] events in try self.trackBatch(events) },  // unowned: callers keep the engine while they wait
-        committed: { [unowned self] in try? self.signalIfDeliveryDue() })  // once per commit, not per request
+    /// Made on first use (`trackGrouped`).
+    private let groupCommit = Mutex<GroupCommit?>(nil)
 
     /// An event id that is already stored, or given twice in one input: nothing was stored.
     public struct DuplicateEventID: Error, CustomStringConvertible {
@@ -301,27 +313,36 @@ public final class EventEngine: @unchecked Sendable {
         public var description: String { "event id \(id.map { "'\($0)' " } ?? "")refused: \(reason); nothing was stored" }
     }
 
-    /// Its own lock, never trackLock: a caller enqueueing must not wait for a batch being written.
-    private let backgroundLock = NSLock()
-    private lazy var background = BackgroundTracker(
-        write: { [unowned self] events in try self.trackBatch(events) },
-        failed: { [unowned self] error, events in  // unowned, as `write`: the drain thread must own nothing heavy
-            self.logger.error("\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")
-        })
+    /// Made on first use. Its own lock, never trackLock: a caller enqueueing must not wait for a batch being written.
+    private let backgroundTracker = Mutex<BackgroundTracker?>(nil)
+
+    private var background: BackgroundTracker {
+        backgroundTracker.withLock { tracker in
+            if let tracker { return tracker }
+            let made = BackgroundTracker(
+                write: { [unowned self] events in try self.trackBatch(events) },
+                failed: { [unowned self] error, events in  // unowned, as `write`: the drain thread must own nothing heavy
+                    self.logger.error(
+                        "\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")
+                })
+            tracker = made
+            return made
+        }
+    }
 
     /// Tracks `event` without waiting for the disk (see BackgroundTracker): it is written with
     /// others in one batch within milliseconds. Returns the event as handed over (its id is final).
     /// For page-view metrics and the like; `track` is durable before it returns.
     @discardableResult
     public func trackInBackground(_ event: Event) -> Event {
-        backgroundLock.withLock { background }.enqueue(event)
+        background.enqueue(event)
         return event
     }
 
     /// Waits until every event tracked in the background so far is stored. Reads that must see
     /// them (lists, stats, delivery, shutdown) call it first.
     public func waitForBackgroundWrites() {
-        backgroundLock.withLock { background }.waitUntilWritten()
+        background.waitUntilWritten()
     }
 
     /// Opening a URL (a deep link): matches the deep link routes, reads the campaign parameters, and
@@ -360,11 +381,9 @@ public final class EventEngine: @unchecked Sendable {
     /// the runtime's delivery service (EventDeliveryService) sets it to wake up, so delivery never
     /// runs on a request's path. Called on the tracking thread; must return at once.
     public var onDeliveryDue: (@Sendable () -> Void)? {
-        get { observerLock.withLock { deliveryDue } }
-        set { observerLock.withLock { deliveryDue = newValue } }
+        get { observers.withLock { $0.deliveryDue } }
+        set { observers.withLock { $0.deliveryDue = newValue } }
     }
-    private var deliveryDue: (@Sendable () -> Void)?
-    private weak var flushService: PeriodicService?  // under observerLock
 
     /// Wakes the delivery service when cache_size events wait (what an HTTP route calls after
     /// tracking, instead of posting on the request's path).
@@ -453,10 +472,9 @@ public final class EventEngine: @unchecked Sendable {
     /// (the identity may change in another process on the data directory). Set by the host when the
     /// mobile identity manager is in use.
     public var identitySource: (@Sendable () -> [(field: String, value: PluginValue)])? {
-        get { observerLock.withLock { identityProvider } }
-        set { observerLock.withLock { identityProvider = newValue } }
+        get { observers.withLock { $0.identityProvider } }
+        set { observers.withLock { $0.identityProvider = newValue } }
     }
-    private var identityProvider: (@Sendable () -> [(field: String, value: PluginValue)])?
     /// The identity values of the event being tracked (caller holds trackLock).
     private var identityValues: [(field: String, value: PluginValue)] = []
 

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 
 /// The local event store (Engage "Local Event Storage"): one SQLite file in the data directory,
 /// WAL mode, `synchronous = FULL`, so an event whose insert returned is on disk and survives kill -9
@@ -8,9 +9,9 @@ import GRDBSQLite
 /// loss). Events keep one of the five statuses of EventStatus: most in their own row, but
 /// the events a delivery step passed by the delivered cursor are SUCCESSFULLY_POSTED without a write
 /// to their rows (see `cursor(_:)` for the one rule that decides an event's status).
-/// Safe to share: `path` and `pool` are `let`s and GRDB's DatabasePool is thread-safe (it serialises writes and hands
-/// each read its own connection); `seenDataVersion` is read and written under `dataVersionLock`.
-public final class EventStore: @unchecked Sendable {
+/// Sendable: `path` and `pool` are `let`s and GRDB's DatabasePool is thread-safe (it serialises writes and hands
+/// each read its own connection); `seenDataVersion` lives in a Mutex.
+public final class EventStore: Sendable {
     /// The SQLite file's path.
     public let path: String
     package let pool: DatabasePool
@@ -217,13 +218,12 @@ public final class EventStore: @unchecked Sendable {
     /// data_version` on the writer connection, which this store's own commits never change.
     func committedByAnotherConnection() throws -> Bool {
         let version = try pool.writeWithoutTransaction { db in try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) } ?? -1
-        return dataVersionLock.withLock {
-            defer { seenDataVersion = version }
-            return seenDataVersion != version
+        return seenDataVersion.withLock { seen in
+            defer { seen = version }
+            return seen != version
         }
     }
-    private let dataVersionLock = NSLock()
-    private var seenDataVersion: Int64?
+    private let seenDataVersion = Mutex<Int64?>(nil)
 
     /// Replaces an event's attributes and status (after augmentation).
     public func update(_ event: Event) throws {

@@ -10,7 +10,8 @@ import Foundation
 ///
 /// A group that fails as a whole (an id already stored, a full disk) is tracked again one caller
 /// at a time, so each caller gets its own answer: one bad request never fails its neighbours.
-/// Safe to share: `pending` and `writerRunning` are read and written only while `condition` is locked, and
+/// @unchecked: its state is guarded by an NSCondition (callers wait for their group), which Mutex
+/// cannot express. `pending` and `writerRunning` are read and written only while `condition` is locked, and
 /// `writerRunning` keeps a single writer thread, the only caller of the `let` closures `track` and `committed`.
 final class GroupCommit: @unchecked Sendable {
     /// One caller's batch and how to answer it.

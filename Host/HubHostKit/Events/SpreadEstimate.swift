@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Whether a run of augmentation work is worth spreading over the cores. Handing part of a run to
 /// another thread costs a wake-up and a wait on each side (tens of microseconds of CPU on a small
@@ -7,20 +8,19 @@ import Foundation
 /// expected to take, from the time per item the last runs took, is above `spreadAboveNs`; slow
 /// plugins (I/O, a WebAssembly guest) are still spread, and so is a run before anything was
 /// measured.
-/// Safe to share: `nsPerItem` is read and written only under `lock`.
-final class SpreadEstimate: @unchecked Sendable {
+/// Sendable: `nsPerItem` lives in a Mutex.
+final class SpreadEstimate: Sendable {
     /// Expected work above which a run is spread: a few times what the hand-over costs.
     static let spreadAboveNs: UInt64 = 100_000
 
-    private let lock = NSLock()
     /// Nanoseconds one item took, averaged over the last runs (each new run weighs a quarter);
     /// nil until a run was measured.
-    private var nsPerItem: UInt64?
+    private let nsPerItem = Mutex<UInt64?>(nil)
 
     /// Whether `count` items are expected to take long enough to be spread.
     func worthSpreading(_ count: Int) -> Bool {
         guard count > 1 else { return false }
-        guard let perItem = lock.withLock({ nsPerItem }) else { return true }
+        guard let perItem = nsPerItem.withLock({ $0 }) else { return true }
         let (expected, overflow) = perItem.multipliedReportingOverflow(by: UInt64(count))
         return overflow || expected > Self.spreadAboveNs
     }
@@ -29,7 +29,7 @@ final class SpreadEstimate: @unchecked Sendable {
     func record(ns: UInt64, items: Int) {
         guard items > 0 else { return }
         let sample = ns / UInt64(items)
-        lock.withLock {
+        nsPerItem.withLock { nsPerItem in
             if let old = nsPerItem {
                 nsPerItem = old / 4 * 3 + sample / 4
             } else {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// A content bundle: one SQLite file (the ZBiM SDK's contentDB.sqlite3) holding one content source's
 /// hubs, channels and articles, the resources the articles use (CSS, images), its metadata and the
@@ -9,9 +10,9 @@ import GRDB
 /// Ids are paths: hub `news`, channel `news/sports`, article `news/sports/final-score` (the
 /// folder and file names the bundle was built from), so `zbimdb://article/news/sports/final-score`
 /// names an article.
-/// Safe to share: immutable after init (all `let`s); GRDB's DatabaseQueue serialises every access to the bundle file,
-/// and the static serial counter is read and written under `serialLock`.
-public final class ContentBundle: @unchecked Sendable {
+/// Sendable: every field is a `let` of a Sendable type (GRDB's DatabaseQueue serialises every access
+/// to the bundle file), and the static serial counter lives in a Mutex.
+public final class ContentBundle: Sendable {
     /// The bundle's tables. `tags` columns hold a JSON array of strings; `position` is the order the
     /// author gave (front matter `order`, then name), which is the "bundle order" ties fall back to.
     public static let schema = """
@@ -147,13 +148,12 @@ public final class ContentBundle: @unchecked Sendable {
         self.articleIndex = articleIndex
     }
 
-    private static let serialLock = NSLock()
-    nonisolated(unsafe) private static var lastSerial = 0
+    private static let lastSerial = Mutex(0)
 
     private static func nextSerial() -> Int {
-        serialLock.withLock {
-            lastSerial += 1
-            return lastSerial
+        lastSerial.withLock { last in
+            last += 1
+            return last
         }
     }
 

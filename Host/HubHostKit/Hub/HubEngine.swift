@@ -1,13 +1,13 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The Content Hub engine (the ZBiM SDK rebuilt): the active verified bundle, the hub's state and
 /// its notifications, tailoring and presenting. Bundles reach it through a content_provider plugin
 /// and are verified and stored by the host before they are activated.
-/// Safe to share: `currentState`, `bundle`, `bundleSHA256`, `seenStamp` and `followsStore` are read and written under
-/// `lock` (installs are also serialised by `installLock`); the rest are `let`s, except `beforePresent`, which is set
-/// without a lock and so must be set before the engine is shared (HubHost.hub() does).
-public final class HubEngine: @unchecked Sendable {
+/// Sendable: the hub's state and the active bundle live in the `current` Mutex (installs are also
+/// serialised by `installing`); the rest are `let`s of Sendable types.
+public final class HubEngine: Sendable {
     /// The `hub:` settings: those the engine was opened with, and the live keys as the last
     /// reload set them (`HubHost.liveReloadKeys`).
     public var settings: HubSettings { liveSettings.current }
@@ -28,29 +28,32 @@ public final class HubEngine: @unchecked Sendable {
     public let viewRecorder: HubViewRecorder
 
     /// Called first by `present`: content delivery's rule for presenting (download on demand, wait
-    /// for fresh content when stale content may not show). HubHost sets it, since the engine knows
-    /// no provider. The argument is false when the caller shows progress instead of waiting.
-    public var beforePresent: ((_ wait: Bool) throws -> Void)?
+    /// for fresh content when stale content may not show). HubHost passes it to `init`, since the
+    /// engine knows no provider. The argument is false when the caller shows progress instead of waiting.
+    public let beforePresent: (@Sendable (_ wait: Bool) throws -> Void)?
 
-    private let lock = NSLock()
-    private var currentState = HubState()
-    private var bundle: ContentBundle?
-    /// The stored bundle's SHA-256 (nil for a preloaded or hand-activated bundle).
-    private var bundleSHA256: String?
-    /// The stamp of `active.json` the engine last acted on (nil: never read).
-    private var seenStamp: FileStamp?
-    /// False once a bundle was activated by hand (`activate`, e.g. a `--bundle` preview): the
-    /// engine then stays on it instead of following the store, until the next install.
-    private var followsStore = true
+    private struct Current {
+        var state = HubState()
+        var bundle: ContentBundle?
+        /// The stored bundle's SHA-256 (nil for a preloaded or hand-activated bundle).
+        var bundleSHA256: String?
+        /// The stamp of `active.json` the engine last acted on (nil: never read).
+        var seenStamp: FileStamp?
+        /// False once a bundle was activated by hand (`activate`, e.g. a `--bundle` preview): the
+        /// engine then stays on it instead of following the store, until the next install.
+        var followsStore = true
+    }
+    private let current = Mutex(Current())
 
     /// Opens (creating) `<dataDirectory>/hub` and its stores, and activates the stored bundle or the
     /// preloaded one. Throws when a directory or database cannot be opened. `HubHost.hub()` opens the
     /// host's engine.
     public init(
         settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
-        metrics: HubMetrics = HubMetrics()
+        metrics: HubMetrics = HubMetrics(), beforePresent: (@Sendable (_ wait: Bool) throws -> Void)? = nil
     ) throws {
         liveSettings = LiveSettings(settings)
+        self.beforePresent = beforePresent
         self.notifications = notifications
         self.pipeline = pipeline
         self.metrics = metrics
@@ -65,13 +68,13 @@ public final class HubEngine: @unchecked Sendable {
     // MARK: State
 
     /// The hub's state flags now; any thread.
-    public var state: HubState { lock.withLock { currentState } }
+    public var state: HubState { current.withLock { $0.state } }
 
     /// Changes one state flag; a change (and only a change) is announced by its notification.
     public func setState(_ keyPath: WritableKeyPath<HubState, Bool>, _ value: Bool) {
-        let changed: Bool = lock.withLock {
-            guard currentState[keyPath: keyPath] != value else { return false }
-            currentState[keyPath: keyPath] = value
+        let changed: Bool = current.withLock { current in
+            guard current.state[keyPath: keyPath] != value else { return false }
+            current.state[keyPath: keyPath] = value
             return true
         }
         guard changed, let flag = HubState.flags.first(where: { $0.keyPath == keyPath }) else { return }
@@ -85,7 +88,7 @@ public final class HubEngine: @unchecked Sendable {
     /// engine checks the store's `active.json` stamp (one stat) on every read.
     public var activeBundle: ContentBundle? {
         followStore()
-        return lock.withLock { bundle }
+        return current.withLock { $0.bundle }
     }
 
     /// Makes `bundle` the one presented from now on (the caller verified it). Hub sessions already
@@ -96,11 +99,11 @@ public final class HubEngine: @unchecked Sendable {
     }
 
     private func setActive(_ newBundle: ContentBundle, sha256: String?, stamp: FileStamp?, follow: Bool) {
-        lock.withLock {
-            bundle = newBundle
-            bundleSHA256 = sha256
-            if let stamp { seenStamp = stamp }
-            followsStore = follow
+        current.withLock { current in
+            current.bundle = newBundle
+            current.bundleSHA256 = sha256
+            if let stamp { current.seenStamp = stamp }
+            current.followsStore = follow
         }
         setState(\.isReady, true)
     }
@@ -110,17 +113,17 @@ public final class HubEngine: @unchecked Sendable {
     /// the current bundle stays.
     func followStore() {
         let stamp = bundleStore.activeStamp()
-        guard lock.withLock({ followsStore && stamp != seenStamp }) else { return }
-        installLock.withLock {
-            guard lock.withLock({ followsStore && stamp != seenStamp }) else { return }  // another thread did
-            let current = lock.withLock { bundleSHA256 }
-            if let pointer = bundleStore.activePointer(), pointer.sha256 == current {
-                lock.withLock { seenStamp = stamp }
+        guard current.withLock({ $0.followsStore && stamp != $0.seenStamp }) else { return }
+        installing.withLock { _ in
+            guard current.withLock({ $0.followsStore && stamp != $0.seenStamp }) else { return }  // another thread did
+            let active = current.withLock { $0.bundleSHA256 }
+            if let pointer = bundleStore.activePointer(), pointer.sha256 == active {
+                current.withLock { $0.seenStamp = stamp }
                 return
             }
             do {
                 guard let opened = try bundleStore.openActive() else {
-                    lock.withLock { seenStamp = stamp }
+                    current.withLock { $0.seenStamp = stamp }
                     return
                 }
                 setActive(opened.bundle, sha256: opened.sha256, stamp: opened.stamp, follow: true)
@@ -128,7 +131,7 @@ public final class HubEngine: @unchecked Sendable {
                     .info, .info, source: "hub",
                     "content bundle \(opened.bundle.metadata.version) was activated by another process; now presenting it (\(opened.bundle.path))")
             } catch {
-                lock.withLock { seenStamp = stamp }
+                current.withLock { $0.seenStamp = stamp }
                 pipeline.log(.error, .debug, source: "hub", "\(error)")
             }
         }
@@ -150,11 +153,11 @@ public final class HubEngine: @unchecked Sendable {
 
     /// Store and activate happen under one lock (with following the store), so two installs racing
     /// (a download and a local provider) leave the engine on the bundle `active.json` names.
-    private let installLock = NSLock()
+    private let installing = Mutex(())
 
     private func installed(_ store: () throws -> BundleStore.Opened) throws -> ContentBundle {
         do {
-            let bundle = try installLock.withLock {
+            let bundle = try installing.withLock { _ in
                 let opened = try store()
                 setActive(opened.bundle, sha256: opened.sha256, stamp: opened.stamp, follow: true)
                 return opened.bundle
@@ -173,7 +176,7 @@ public final class HubEngine: @unchecked Sendable {
     /// as the app's own files) and only has to be a bundle.
     private func activateStoredOrPreloadedBundle() {
         let stamp = bundleStore.activeStamp()
-        lock.withLock { seenStamp = stamp }  // a later change is followed (activeBundle)
+        current.withLock { $0.seenStamp = stamp }  // a later change is followed (activeBundle)
         do {
             if let stored = try bundleStore.openActive() {
                 setActive(stored.bundle, sha256: stored.sha256, stamp: stored.stamp, follow: true)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The Content Hub's metrics (the ZBiM SDK's "Metrics"): hub presented, channel viewed, article
 /// viewed and local notification handled become named events in the event pipeline, each carrying
@@ -13,9 +14,8 @@ import Logging
 /// The entry point (the SDK's setContentHubEntryPoint) is set before presenting, used by the next
 /// presentation only (its "Hub Presented" event and the channel and article views of that hub
 /// session), then reset.
-/// Safe to share: `pendingEntryPoint` and `sessionEntryPoint`, its only mutable fields, are read and written under
-/// `lock`; the rest are `let`s of Sendable types (the closures are @Sendable).
-public final class HubMetrics: @unchecked Sendable {
+/// Sendable: the two entry points live in a Mutex; the rest are `let`s of Sendable types (the closures are @Sendable).
+public final class HubMetrics: Sendable {
     public typealias Track = @Sendable (Event) throws -> Event
     public typealias DecideAdvertiserID = @Sendable () -> AdvertiserIDDecision
 
@@ -56,9 +56,8 @@ public final class HubMetrics: @unchecked Sendable {
     private let trackBatch: TrackBatch?
     private let decideAdvertiserID: DecideAdvertiserID?
     private let logger: Logger?
-    private let lock = NSLock()
-    private var pendingEntryPoint: String?
-    private var sessionEntryPoint: String?
+    /// The entry point waiting for the next presentation, and the current hub session's.
+    private let entryPoints = Mutex<(pending: String?, session: String?)>((nil, nil))
 
     /// With `track` nil, events are built but not tracked. `trackBatch` tracks the page-view
     /// recorder's batches (`send(batch:)`); without it they go through `track` one by one.
@@ -71,11 +70,11 @@ public final class HubMetrics: @unchecked Sendable {
 
     /// Sets the entry point for the next presentation (nil clears it).
     public func setEntryPoint(_ entryPoint: String?) {
-        lock.withLock { pendingEntryPoint = entryPoint.flatMap { $0.isEmpty ? nil : $0 } }
+        entryPoints.withLock { $0.pending = entryPoint.flatMap { $0.isEmpty ? nil : $0 } }
     }
 
     /// The entry point of the current hub session (the last presentation), nil when it had none.
-    public var currentEntryPoint: String? { lock.withLock { sessionEntryPoint } }
+    public var currentEntryPoint: String? { entryPoints.withLock { $0.session } }
 
     @discardableResult
     func hubPresented(_ presentation: Presentation) -> Event? {
@@ -85,9 +84,9 @@ public final class HubMetrics: @unchecked Sendable {
     /// Takes the entry point waiting for the next presentation (it is reset): for a presentation
     /// whose "Hub Presented" is tracked later, in order with its page views (HubViewRecorder).
     func takePendingEntryPoint() -> String? {
-        lock.withLock {
-            defer { pendingEntryPoint = nil }
-            return pendingEntryPoint
+        entryPoints.withLock { entryPoints in
+            defer { entryPoints.pending = nil }
+            return entryPoints.pending
         }
     }
 
@@ -114,7 +113,7 @@ public final class HubMetrics: @unchecked Sendable {
     /// "Hub Presented", not tracked yet (see `send(batch:)`); its entry point is the session's from
     /// now on, so build a batch's events in the order of its views.
     func hubPresentedEvent(_ presentation: Presentation, entryPoint: String?) -> Event {
-        lock.withLock { sessionEntryPoint = entryPoint }
+        entryPoints.withLock { $0.session = entryPoint }
         var event = Event(type: .namedEvent, name: Name.hubPresented)
         event.set(Attribute.hub, .string(presentation.hubID))
         event.set(Attribute.title, .string(presentation.hubTitle))

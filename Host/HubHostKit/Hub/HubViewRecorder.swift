@@ -22,7 +22,8 @@ import Logging
 ///   `POST /v1/hub/views/drain`, and the host's shutdown before the event pipeline's last write).
 ///   A recording that fails (e.g. the users file is locked past its busy timeout) is logged with
 ///   the views it concerned, never dropped silently.
-/// Safe to share: `queue`, `reserved`, `inFlight`, `running`, `recorderIdle`, `waiters` and `recordedCount` are read
+/// @unchecked: its state is guarded by an NSCondition (callers wait for room and for the drain), which
+/// Mutex cannot express. `queue`, `reserved`, `inFlight`, `running`, `recorderIdle`, `waiters` and `recordedCount` are read
 /// and written only while `condition` is locked; `capacity` and the @Sendable `record` are `let`s.
 public final class HubViewRecorder: @unchecked Sendable {
     /// One page view's records (each part optional: a hub page view has none of its own).

@@ -10,9 +10,9 @@ import GRDB
 /// after the service confirmed it; the local switch to the new ids commits in the same transaction
 /// that closes the merge. A crash anywhere leaves a pending merge that the next setup, check or
 /// `serve` start resumes from its first step not marked done; every step is safe to send twice.
-/// Safe to share: immutable after init (`path` and `pool` are `let`s), and GRDB's DatabasePool is thread-safe (it
-/// serialises writes and hands each read its own connection).
-public final class IdentityStore: @unchecked Sendable {
+/// Sendable: `path` and `pool` are `let`s, and GRDB's DatabasePool is thread-safe (it serialises
+/// writes and hands each read its own connection).
+public final class IdentityStore: Sendable {
     public let path: String
     let pool: DatabasePool
 

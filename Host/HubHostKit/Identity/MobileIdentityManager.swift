@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The Engage SDK's MobileIdentityManager: sets up the recipient of this installation (a mobile user id
 /// and an Engage recipient holding it) and checks an identity (columns such as facebook_id) against
@@ -7,9 +8,8 @@ import Logging
 /// in IdentityStore and resumed after a failure or crash; see there.
 ///
 /// Blocking (SQLite and XMLAPI calls): call it from the BlockingPool or another thread that may wait.
-/// Safe to share: immutable after init; every field is a `let` of a Sendable type (or of the IdentityStore, safe to
-/// share on its own), and `lock` serialises setup and checks.
-public final class MobileIdentityManager: @unchecked Sendable {
+/// Sendable: every field is a `let` of a Sendable type, and the `exclusive` Mutex serialises setup and checks.
+public final class MobileIdentityManager: Sendable {
     /// The `identity:` settings (list ids, column names, generators).
     public let settings: IdentitySettings
     /// The XMLAPI client the setup, check and merge calls go through.
@@ -21,7 +21,7 @@ public final class MobileIdentityManager: @unchecked Sendable {
     let logger: Logger
     /// Hears every identity change (the host tracks it as an event).
     let onChange: @Sendable (IdentityChange) -> Void
-    private let lock = NSLock()  // one setup or check at a time in this process (exclusively)
+    private let exclusive = Mutex(())  // one setup or check at a time in this process (exclusively)
 
     /// How long a setup, check or reset waits for another process's (`identity.lock`): long enough
     /// for a setup with every XMLAPI retry, short enough that a wedged holder is reported.
@@ -30,8 +30,8 @@ public final class MobileIdentityManager: @unchecked Sendable {
     /// Runs `body` as the only setup, check or reset on this identity: one thread of this process
     /// and one process on the data directory at a time (an flock on `identity.lock` beside
     /// identity.sqlite), so two processes setting up at once add one recipient, not two.
-    private func exclusively<T>(_ body: () throws -> T) throws -> T {
-        try lock.withLock {
+    private func exclusively<T: Sendable>(_ body: () throws -> T) throws -> T {
+        try exclusive.withLock { _ in
             let path = ((store.path as NSString).deletingPathExtension as NSString).appendingPathExtension("lock")!
             let file: FileLock
             do { file = try FileLock(path: path, waitSeconds: Self.crossProcessWaitSeconds) } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The worker side of `isolation: process`: `hubhost worker --fd 3` runs this. It loads one
 /// plugin library exactly as the host would (manifest agreement, ABI check, create with the
@@ -178,11 +179,11 @@ public enum IsolationWorker {
 
     /// Sends the worker's frames (answers and log records) on the socket, one writer at a time:
     /// plugins may log from their own threads.
-    /// Safe to share: `fd` and `slot` are `let`s, every write of a frame to `fd` runs under `lock`, so frames never
-    /// interleave, and the slot's count is an atomic.
-    final class LogForwarder: LogDestination, @unchecked Sendable {
+    /// Sendable: `fd` and `slot` are `let`s, every write of a frame to `fd` holds `writing`, so frames
+    /// never interleave, and the slot's count is an atomic.
+    final class LogForwarder: LogDestination, Sendable {
         let fd: Int32
-        let lock = NSLock()
+        private let writing = Mutex(())
         /// Where the count of log frames sent is kept, so the host reads the socket after a call only
         /// when there are records to forward.
         let slot: SharedCallSlot?
@@ -192,7 +193,7 @@ public enum IsolationWorker {
             self.slot = slot
         }
 
-        func send(_ frame: [UInt8]) -> Bool { lock.withLock { FrameIO.write(fd, frame) } }
+        func send(_ frame: [UInt8]) -> Bool { writing.withLock { _ in FrameIO.write(fd, frame) } }
 
         func write(_ record: LogRecord) {
             var frame = WireWriter()

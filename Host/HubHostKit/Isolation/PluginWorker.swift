@@ -28,6 +28,9 @@ public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
 /// id and the cause, and the worker is restarted on a later call after a backoff (100 ms, doubling,
 /// at most 10 s). After `maxCrashes` crashes within `crashWindow` it is given up: calls fail at once.
 /// hubhost itself never dies with it. Calls to one worker are serialized.
+/// @unchecked: it owns OS handles (the child process, its socket and shared call slot) and state that
+/// `lock` guards across a whole call (up to call_timeout), which a Mutex's closure cannot express;
+/// every mutable field is read and written under `lock`.
 public final class PluginWorker: @unchecked Sendable {
     public struct Settings: Sendable {
         public var instanceID: String

@@ -22,6 +22,8 @@ import Synchronization
 /// The worker is not trusted: it can write anything into the slot at any time. The host reads each
 /// length once and range-checks it, copies the answer out before decoding it, and the memfd is
 /// sealed against shrinking, so the worker cannot make the host's mapping fault (SIGBUS).
+/// @unchecked: it wraps a shared-memory mapping (a raw pointer), read and written
+/// through atomics and the call protocol above.
 final class SharedCallSlot: @unchecked Sendable {
     /// Bytes of the request area and of the answer area each; larger frames go on the socket.
     static let defaultCapacity = 64 << 10

@@ -1,17 +1,17 @@
 import Foundation
+import Synchronization
 
 /// A log destination that keeps every record it receives: for tests, PluginTestKit and the
 /// conformance suite, which check what a plugin logged.
-/// Safe to share: `kept`, its only mutable field, is read and written under `lock`.
-public final class LogCapture: LogDestination, @unchecked Sendable {
-    private let lock = NSLock()
-    private var kept: [LogRecord] = []
+/// Sendable: the records it kept live in a Mutex.
+public final class LogCapture: LogDestination, Sendable {
+    private let kept = Mutex<[LogRecord]>([])
 
     public init() {}
 
-    public var records: [LogRecord] { lock.withLock { kept } }
+    public var records: [LogRecord] { kept.withLock { $0 } }
     public var messages: [String] { records.map(\.message) }
 
-    public func write(_ record: LogRecord) { lock.withLock { kept.append(record) } }
+    public func write(_ record: LogRecord) { kept.withLock { $0.append(record) } }
     public func flush() {}
 }

@@ -1,7 +1,9 @@
 import Foundation
+import Synchronization
 
 /// Something that receives filtered log records: a logging plugin instance, or a test's capture.
-public protocol LogDestination: AnyObject {
+/// Called from any thread, so safe to share.
+public protocol LogDestination: AnyObject, Sendable {
     func write(_ record: LogRecord)
     func flush()
 }
@@ -9,20 +11,22 @@ public protocol LogDestination: AnyObject {
 /// The host's logging pipeline: filter first (severity and verbosity from plugins.yaml), then every
 /// destination in order. Records logged before the logging plugins are loaded are kept (a bounded
 /// number) and replayed to them, so the loader's own messages about a failing plugin are not lost.
-/// Safe to share: `filter`, `destinations` and `early` are read and written under `lock`; destinations are called
-/// outside it and are each safe to share on their own.
-public final class LogPipeline: @unchecked Sendable {
-    private let lock = NSLock()
-    private var filter: LogFilter
-    private var destinations: [LogDestination] = []
-    private var early: [LogRecord]? = []
+/// Sendable: the filter, the destinations and the early records live in a Mutex; destinations are
+/// called outside it and are each Sendable.
+public final class LogPipeline: Sendable {
+    private struct State {
+        var filter: LogFilter
+        var destinations: [LogDestination] = []
+        var early: [LogRecord]? = []
+    }
+    private let state: Mutex<State>
     private static let earlyLimit = 1000
 
-    public init(filter: LogFilter = LogFilter()) { self.filter = filter }
+    public init(filter: LogFilter = LogFilter()) { state = Mutex(State(filter: filter)) }
 
     /// True when a record of these levels would reach the destinations; callers may skip building it.
     public func allows(severity: LogSeverity, verbosity: LogVerbosity) -> Bool {
-        lock.withLock { filter.allows(severity: severity, verbosity: verbosity) }
+        state.withLock { $0.filter.allows(severity: severity, verbosity: verbosity) }
     }
 
     public func log(_ severity: LogSeverity, _ verbosity: LogVerbosity = .debug, source: String, _ message: String) {
@@ -38,35 +42,35 @@ public final class LogPipeline: @unchecked Sendable {
     public func log(_ record: LogRecord) {
         // A logging plugin that logs from inside its own log call would recurse forever: drop it.
         guard !LoggingReentrancy.isInside else { return }
-        let targets: [LogDestination] = lock.withLock {
-            guard filter.allows(record) else { return [] }
-            if early != nil {
-                if early!.count < Self.earlyLimit { early!.append(record) }
+        let targets: [LogDestination] = state.withLock { state in
+            guard state.filter.allows(record) else { return [] }
+            if state.early != nil {
+                if state.early!.count < Self.earlyLimit { state.early!.append(record) }
                 return []
             }
-            return destinations
+            return state.destinations
         }
         deliver(record, to: targets)
     }
 
     /// Filters records with `filter` from now on (a reload changed `logging:`).
     public func setFilter(_ filter: LogFilter) {
-        lock.withLock { self.filter = filter }
+        state.withLock { $0.filter = filter }
     }
 
     /// Sets the destinations and replays the records kept since start-up (those that still pass the filter).
     public func attach(_ newDestinations: [LogDestination]) {
-        let (replay, targets): ([LogRecord], [LogDestination]) = lock.withLock {
-            destinations = newDestinations
-            let kept = early ?? []
-            early = nil
-            return (kept.filter { filter.allows($0) }, destinations)
+        let (replay, targets): ([LogRecord], [LogDestination]) = state.withLock { state in
+            state.destinations = newDestinations
+            let kept = state.early ?? []
+            state.early = nil
+            return (kept.filter { state.filter.allows($0) }, state.destinations)
         }
         for record in replay { deliver(record, to: targets) }
     }
 
     public func flush() {
-        for destination in lock.withLock({ destinations }) { destination.flush() }
+        for destination in state.withLock({ $0.destinations }) { destination.flush() }
     }
 
     private func deliver(_ record: LogRecord, to targets: [LogDestination]) {

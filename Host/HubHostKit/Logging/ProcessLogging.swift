@@ -1,13 +1,13 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Routes swift-log's process-wide LoggingSystem (what Hummingbird, NIO, AsyncHTTPClient and other
 /// libraries log with) through a host's logging pipeline: the same severity/verbosity filter and
 /// the same logging plugins as hubhost's own records. `hubhost serve` calls it; an embedding app
 /// may, unless it bootstraps LoggingSystem itself (swift-log allows one bootstrap per process).
 public enum ProcessLogging {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var current: LogPipeline?
+    private static let current = Mutex<LogPipeline?>(nil)
     private static let bootstrapped: Void = {
         LoggingSystem.bootstrap { label in RoutedLogHandler(label: label) }
     }()
@@ -16,10 +16,10 @@ public enum ProcessLogging {
     /// later calls only switch the pipeline. [thread-safe]
     public static func route(to pipeline: LogPipeline) {
         _ = bootstrapped
-        lock.withLock { current = pipeline }
+        current.withLock { $0 = pipeline }
     }
 
-    static var pipeline: LogPipeline? { lock.withLock { current } }
+    static var pipeline: LogPipeline? { current.withLock { $0 } }
 
     /// A handler that looks up the routed pipeline at each record (loggers are made before a host
     /// exists); with none yet, warnings and errors go to standard error.

@@ -2,8 +2,8 @@
 /// errors, already in the logging pipeline, also go onto the notification stream as `Error`
 /// notifications (payload: source, severity, message), so an app watching `/v1/notifications`
 /// hears them. It sits behind the pipeline's filter like every destination.
-/// Safe to share: immutable after init; its one field is a `let` HostNotifications, which locks its own state.
-final class EngineErrorNotifications: LogDestination, @unchecked Sendable {
+/// Sendable: its one field is a `let` HostNotifications.
+final class EngineErrorNotifications: LogDestination, Sendable {
     /// Log sources whose warnings and errors are announced.
     static let sources = ["hubhost.campaigns"]
 

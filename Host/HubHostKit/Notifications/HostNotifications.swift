@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One notification for the integrating app: a Content Hub state change, download progress, the
 /// content shown, an app action, a due local notification, an engine error. `GET /v1/notifications`
@@ -49,20 +50,22 @@ public struct HostNotification: Codable, Equatable, Sendable {
 /// poster's thread, so a subscriber must not block (the server's stream hands each notification to
 /// its own async stream). Each subscriber also gets the most recent notifications on subscribing
 /// (`replay`), so that a client that connects just after a change still sees it.
-/// Safe to share: `subscribers`, `targets` and `recent` are read and written under `lock`; `recentLimit` is a `let`, and
-/// subscribers are called outside the lock and are @Sendable.
-public final class HostNotifications: @unchecked Sendable {
+/// Sendable: the subscribers and the recent notifications live in a Mutex; subscribers are called
+/// outside it and are @Sendable.
+public final class HostNotifications: Sendable {
     /// Hears each notification on the poster's thread; must not block.
     public typealias Subscriber = @Sendable (HostNotification) -> Void
 
-    private let lock = NSLock()
-    private var subscribers: [UUID: Subscriber] = [:] {
-        didSet { targets = Array(subscribers.values) }
+    private struct State {
+        var subscribers: [UUID: Subscriber] = [:] {
+            didSet { targets = Array(subscribers.values) }
+        }
+        /// The subscribers as a list, made when they change: a post (one per hub page view) takes it
+        /// as it is instead of copying the dictionary's values each time.
+        var targets: [Subscriber] = []
+        var recent: [HostNotification] = []
     }
-    /// The subscribers as a list, made when they change: a post (one per hub page view) takes it
-    /// as it is instead of copying the dictionary's values each time.
-    private var targets: [Subscriber] = []
-    private var recent: [HostNotification] = []
+    private let state = Mutex(State())
     private let recentLimit: Int
 
     /// A bus that keeps the last `recentLimit` notifications for `replay`.
@@ -70,10 +73,10 @@ public final class HostNotifications: @unchecked Sendable {
 
     /// Keeps `notification` among the recent ones and calls every subscriber with it, on this thread.
     public func post(_ notification: HostNotification) {
-        let targets: [Subscriber] = lock.withLock {
-            recent.append(notification)
-            if recent.count > recentLimit { recent.removeFirst(recent.count - recentLimit) }
-            return self.targets
+        let targets: [Subscriber] = state.withLock { state in
+            state.recent.append(notification)
+            if state.recent.count > recentLimit { state.recent.removeFirst(state.recent.count - recentLimit) }
+            return state.targets
         }
         for target in targets { target(notification) }
     }
@@ -88,9 +91,9 @@ public final class HostNotifications: @unchecked Sendable {
     @discardableResult
     public func subscribe(replay: Bool = false, _ subscriber: @escaping Subscriber) -> UUID {
         let token = UUID()
-        let backlog: [HostNotification] = lock.withLock {
-            subscribers[token] = subscriber
-            return replay ? recent : []
+        let backlog: [HostNotification] = state.withLock { state in
+            state.subscribers[token] = subscriber
+            return replay ? state.recent : []
         }
         for notification in backlog { subscriber(notification) }
         return token
@@ -98,9 +101,9 @@ public final class HostNotifications: @unchecked Sendable {
 
     /// Removes the subscriber `subscribe` returned `token` for; an unknown token does nothing.
     public func unsubscribe(_ token: UUID) {
-        _ = lock.withLock { subscribers.removeValue(forKey: token) }
+        _ = state.withLock { $0.subscribers.removeValue(forKey: token) }
     }
 
     /// The most recent notifications, oldest first.
-    public func recentNotifications() -> [HostNotification] { lock.withLock { recent } }
+    public func recentNotifications() -> [HostNotification] { state.withLock { $0.recent } }
 }

@@ -6,9 +6,8 @@ import HubHostABI
 /// service, a local folder). The provider is asked for two resource names with a query string
 /// (`prefetch/register?...`, `prefetch/catalog?...`) and returns the JSON document; the engine
 /// parses and checks it. Blocking: call from the BlockingPool or a CLI thread.
-/// Safe to share: immutable after init; its only field is the `let` ContentProviderPlugin, which is safe to share on
-/// its own.
-final class CatalogService: @unchecked Sendable {
+/// Sendable: its only field is the `let` ContentProviderPlugin, which is Sendable.
+final class CatalogService: Sendable {
     let provider: ContentProviderPlugin
     /// The largest document read (a catalog page): a broken service cannot fill memory.
     static let maxDocumentBytes = 64 << 20

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The download queue: policy decides which discovered items are queued (and records why the
 /// others wait), interrupted downloads go back to the queue by themselves, and up to
@@ -9,8 +10,12 @@ extension PrefetchEngine {
     /// when due, sync when due, recover downloads of dead processes, apply policy, start downloads.
     public func round() throws {
         let now = Clock.wallMs()
-        let (current, registerDue, refused, syncDue) = lock.withLock {
-            (state, now >= nextRegisterAtMs, refusedLicense, lastSyncMs.map { Double(now - $0) / 1000 >= settings.syncInterval } ?? true)
+        let syncInterval = settings.syncInterval
+        let (current, registerDue, refused, syncDue) = service.withLock { service in
+            (
+                service.state, now >= service.nextRegisterAtMs, service.refusedLicense,
+                service.lastSyncMs.map { Double(now - $0) / 1000 >= syncInterval } ?? true
+            )
         }
         if current == .notRegistered, registerDue, license.key != nil, refused != license.key, catalog != nil {
             do { try register() } catch { logger.warning("prefetch: registration failed: \(error)") }
@@ -18,7 +23,7 @@ extension PrefetchEngine {
         if [.registered, .initialized].contains(serviceState), try syncDue || store.meta("sync_requested") != nil {
             do { try sync() } catch {
                 logger.warning("prefetch: catalog sync failed: \(error)")
-                lock.withLock { lastSyncMs = now }  // the next attempt waits a sync interval, not a second
+                service.withLock { $0.lastSyncMs = now }  // the next attempt waits a sync interval, not a second
             }
         }
         try recoverOrphans()
@@ -31,7 +36,7 @@ extension PrefetchEngine {
     /// Downloads whose process died (kill -9): Idle (interrupted), then Queued again; the bytes on
     /// disk are kept and the download resumes with a Range request.
     func recoverOrphans() throws {
-        for id in try store.orphanedDownloads() where lock.withLock({ running[id] == nil }) {
+        for id in try store.orphanedDownloads() where service.withLock({ $0.running[id] == nil }) {
             try transition(id) { item in
                 guard item.state == .downloading else { return false }
                 item.state = .idle
@@ -126,15 +131,16 @@ extension PrefetchEngine {
             return
         }
         while true {
-            let (busy, full, isClosed) = lock.withLock { (Set(running.keys), running.count >= settings.maxConcurrentDownloads, closed) }
+            let maxConcurrent = settings.maxConcurrentDownloads
+            let (busy, full, isClosed) = service.withLock { (Set($0.running.keys), $0.running.count >= maxConcurrent, $0.closed) }
             guard !full, !isClosed, let item = try store.claimNext(owner: ProcessIdentity.current, excluding: busy) else { break }
             announceState(item, previous: .queued)
             notifications.post(PrefetchNotificationName.itemsStartDownloading, ["ids": .array([.string(item.uniqueId)])])
             let id = item.uniqueId
-            lock.withLock {
-                running[id] = Task { [self] in
+            service.withLock { service in
+                service.running[id] = Task { [self] in
                     await download(item)
-                    _ = lock.withLock { running.removeValue(forKey: id) }
+                    _ = self.service.withLock { $0.running.removeValue(forKey: id) }
                     try? await BlockingPool.run { [self] in try pump() }
                 }
             }
@@ -148,7 +154,7 @@ extension PrefetchEngine {
     }
 
     /// True while item `id` downloads in this process.
-    public func isDownloadingHere(_ id: String) -> Bool { lock.withLock { running[id] != nil } }
+    public func isDownloadingHere(_ id: String) -> Bool { service.withLock { $0.running[id] != nil } }
 
     /// Downloads one claimed item's files, one after another: main files decide the outcome,
     /// thumbnails and subtitles (when auto_download) are fetched too but never change the state.
@@ -219,10 +225,8 @@ extension PrefetchEngine {
     /// records the outcome in the item's files. `stillWanted(onDisk)` runs on the BlockingPool at
     /// most twice a second; false stops the download (`Failure.stopped`), bytes kept.
     func fetchFile(_ id: String, _ file: PrefetchFile, stopAt: Int64?, stillWanted: @escaping @Sendable (Int64) throws -> Bool) async throws {
-        // Safe to share: `lastWriteNs` is read and written under `lock`.
-        final class Progress: @unchecked Sendable {
-            let lock = NSLock()
-            var lastWriteNs: UInt64 = 0
+        final class Progress: Sendable {
+            let lastWriteNs = Mutex<UInt64>(0)
         }
         let progress = Progress()
         let before = FileDownloader.partialLength(file.localPath)
@@ -242,9 +246,9 @@ extension PrefetchEngine {
             },
             progress: { onDisk in
                 let now = Clock.monotonicNs()
-                let due = progress.lock.withLock { () -> Bool in
-                    guard now &- progress.lastWriteNs >= 500_000_000 else { return false }
-                    progress.lastWriteNs = now
+                let due = progress.lastWriteNs.withLock { lastWriteNs -> Bool in
+                    guard now &- lastWriteNs >= 500_000_000 else { return false }
+                    lastWriteNs = now
                     return true
                 }
                 guard due else { return !Task.isCancelled }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What an app (or a user through the CLI and HTTP API) asks of items: download, pause, cancel,
 /// fill, delete, save, lock. Each answer says per item whether it was done and, if not, why.
@@ -214,7 +215,7 @@ extension PrefetchEngine {
                 return .success(true)
             }
         }
-        for id in answers.filter(\.accepted).map(\.id) where !filesOnly { lock.withLock { userInfos[id] = nil } }
+        for id in answers.filter(\.accepted).map(\.id) where !filesOnly { service.withLock { $0.userInfos[id] = nil } }
         return answers
     }
 
@@ -258,7 +259,7 @@ extension PrefetchEngine {
 
     /// Stops this process's download tasks of `ids` (their state was already changed).
     func stopLocal(_ ids: [String]) {
-        let tasks = lock.withLock { ids.compactMap { running[$0] } }
+        let tasks = service.withLock { service in ids.compactMap { service.running[$0] } }
         for task in tasks { task.cancel() }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// Catalog sync: fetch the pages of changes since the stored cursor, apply each in one
 /// transaction (sources, categories, items, tombstones), then announce what changed.
@@ -91,7 +92,7 @@ extension PrefetchEngine {
     /// (kept in the catalog, so `hubhost notifications received` beside a running serve works).
     public func requestRefresh() throws {
         try store.setMeta(["sync_requested": "1"])
-        lock.withLock { lastSyncMs = nil }
+        service.withLock { $0.lastSyncMs = nil }
     }
 
     struct AppliedChanges {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// Thumbnail-only downloads (item download behavior `thumbnail_only`, from the settings or the
 /// item's own override): policy fetches the item's thumbnail files and never its main file. The
@@ -18,17 +19,20 @@ extension PrefetchEngine {
                 AND EXISTS (SELECT 1 FROM json_each(item.files) WHERE json_extract(value, '$.role') = 'thumbnail' AND json_extract(value, '$.done') = 0)
                 """, arguments: [settings.itemDownloadBehavior.rawValue, now], limit: 64)
         for item in candidates {
-            let (busy, full, isClosed) = lock.withLock { (running[item.uniqueId] != nil, running.count >= settings.maxConcurrentDownloads, closed) }
+            let maxConcurrent = settings.maxConcurrentDownloads
+            let (busy, full, isClosed) = service.withLock {
+                ($0.running[item.uniqueId] != nil, $0.running.count >= maxConcurrent, $0.closed)
+            }
             if full || isClosed { break }
             if busy { continue }
             let owner = ProcessIdentity.current
             guard try store.claimWithoutStateChange(item.uniqueId, state: .discovered, owner: owner) else { continue }
             let id = item.uniqueId
             let thumbnails = item.files.filter { $0.role == "thumbnail" && !$0.done }
-            lock.withLock {
-                running[id] = Task { [self] in
+            service.withLock { service in
+                service.running[id] = Task { [self] in
                     await downloadThumbnails(id, thumbnails, owner: owner)
-                    _ = lock.withLock { running.removeValue(forKey: id) }
+                    _ = self.service.withLock { $0.running.removeValue(forKey: id) }
                 }
             }
         }

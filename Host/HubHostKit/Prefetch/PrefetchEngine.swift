@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// The content prefetch engine (the PCD SDK's VocService): registration with the catalog service,
 /// the catalog in SQLite, the nine item states, the download queue and its policy. Blocking
@@ -9,11 +10,10 @@ import Logging
 /// one data directory: every transition is a compare-and-set in the catalog, downloads are
 /// claimed by one process (its ProcessIdentity), and a download whose process died is resumed.
 /// The last failure is kept in the catalog (PrefetchStore.lastFailure), so every process reads it.
-/// Safe to share: the service state (`state`, `registerFailures`, `nextRegisterAtMs`, `refusedLicense`,
-/// `lastSyncMs`, `running`, `closed`, `userInfos`) is read and written under `lock`, in this file and its extensions;
-/// `device`, `trackEvent` and `convertRequest` are set without a lock, so they must be set before the engine is shared
-/// (HubHost.prefetch() does); the rest are `let`s.
-public final class PrefetchEngine: @unchecked Sendable {
+/// Sendable: the service state (registration, last sync, downloads running here, userInfo) lives in
+/// the `service` Mutex, in this file and its extensions; the rest are `let`s of Sendable types (the
+/// plugin hooks `device`, `trackEvent` and `convertRequest` are init arguments).
+public final class PrefetchEngine: Sendable {
     /// The PCD SDK's VOCServiceState values.
     public enum ServiceState: String, Sendable, Codable {
         case notRegistered = "NotRegistered", registering = "Registering", registered = "Registered", initialized = "Initialized"
@@ -33,26 +33,32 @@ public final class PrefetchEngine: @unchecked Sendable {
     let notifications: HostNotifications
     let logger: Logger
     let downloader: FileDownloader
+    /// The download_request hook's shape: a file request's URL and headers, its item and file role,
+    /// to the URL and headers sent.
+    typealias ConvertRequest =
+        @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String])
     /// The device's conditions as the engine sees them: from the prefetch.device_conditions
     /// instance (HubHost.prefetch wires it), else PrefetchPolicy.Device.assumed. nil: the plugin
     /// could not tell (downloads wait with `device_conditions_unavailable`).
-    var device: @Sendable () -> PrefetchPolicy.Device? = { .assumed }
+    let device: @Sendable () -> PrefetchPolicy.Device?
     /// Tracks an event in the event pipeline (HubHost.prefetch wires the event engine): consumption.
-    var trackEvent: (@Sendable (Event) throws -> Void)?
+    let trackEvent: (@Sendable (Event) throws -> Void)?
     /// The download_request hook: may rewrite a file request's URL and headers before it is sent.
-    var convertRequest: @Sendable (_ url: String, _ headers: [String: String], _ item: String, _ role: String) throws -> (String, [String: String]) =
-        { url, headers, _, _ in (url, headers) }
+    let convertRequest: ConvertRequest
 
-    let lock = NSLock()
-    // Guarded by `lock`.
-    var state: ServiceState
-    var registerFailures = 0
-    var nextRegisterAtMs: Int64 = 0
-    var refusedLicense: String?
-    var lastSyncMs: Int64?
-    var running: [String: Task<Void, Never>] = [:]
-    var closed = false
-    var userInfos: [String: [String: JSONValue]] = [:]
+    /// What the engine knows of the service and its own work, changed by any thread.
+    struct Service {
+        var state: ServiceState
+        var registerFailures = 0
+        var nextRegisterAtMs: Int64 = 0
+        var refusedLicense: String?
+        var lastSyncMs: Int64?
+        /// The downloads this process runs, by item.
+        var running: [String: Task<Void, Never>] = [:]
+        var closed = false
+        var userInfos: [String: [String: JSONValue]] = [:]
+    }
+    let service: Mutex<Service>
     /// Local playback: the HLS endpoint's address and the layouts it serves (PrefetchPlayback.swift).
     let playbackState = PrefetchPlaybackState()
     /// The live sets being listened to, one per distinct filter (PrefetchLiveSet).
@@ -66,9 +72,14 @@ public final class PrefetchEngine: @unchecked Sendable {
     init(
         settings: PrefetchSettings, dataDirectory: String, licenseOption: String?, provider: ContentProviderPlugin?,
         providerInstance: String?, providerProblem: String?, notifications: HostNotifications, logger: Logger,
-        providerAllowedHosts: [String] = []
+        providerAllowedHosts: [String] = [], device: @escaping @Sendable () -> PrefetchPolicy.Device? = { .assumed },
+        trackEvent: (@Sendable (Event) throws -> Void)? = nil,
+        convertRequest: @escaping ConvertRequest = { url, headers, _, _ in (url, headers) }
     ) throws {
         liveSettings = LiveSettings(settings)
+        self.device = device
+        self.trackEvent = trackEvent
+        self.convertRequest = convertRequest
         license = PrefetchLicense.resolve(option: licenseOption, manifest: settings.license)
         let root = (dataDirectory as NSString).appendingPathComponent("prefetch")
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -81,12 +92,13 @@ public final class PrefetchEngine: @unchecked Sendable {
         self.notifications = notifications
         self.logger = logger
         downloader = FileDownloader(readTimeout: settings.readTimeout, redirectHosts: providerAllowedHosts, owner: providerInstance ?? "")
+        let state: ServiceState
         if try store.meta("registration_id") != nil {
             state = try store.meta("initialized") != nil ? .initialized : .registered
         } else {
             state = .notRegistered
         }
-        lastSyncMs = try store.meta("last_sync_ms").flatMap { Int64($0) }
+        service = Mutex(Service(state: state, lastSyncMs: try store.meta("last_sync_ms").flatMap { Int64($0) }))
     }
 
     // MARK: identity and registration
@@ -101,12 +113,12 @@ public final class PrefetchEngine: @unchecked Sendable {
     }
 
     /// The registration state now, as this process last saw it; any thread.
-    public var serviceState: ServiceState { lock.withLock { state } }
+    public var serviceState: ServiceState { service.withLock { $0.state } }
 
     /// Sets the state; `failure` .some(reason) records the last failure, .some(nil) clears a
     /// registration or sync failure (not a download's).
     func setState(_ new: ServiceState, failure: String?? = nil) {
-        lock.withLock { state = new }
+        service.withLock { $0.state = new }
         switch failure {
         case .some(.some(let why)): recordFailure(why)
         case .some(.none): clearFailure(item: nil)
@@ -134,10 +146,10 @@ public final class PrefetchEngine: @unchecked Sendable {
         do {
             answer = try catalog.register(license: key, deviceID: try deviceID())
         } catch {
-            let delay = lock.withLock { () -> Double in
-                registerFailures += 1
-                let delay = min(3600, settings.registerRetry * pow(2, Double(min(registerFailures - 1, 20))))
-                nextRegisterAtMs = Clock.wallMs() + Int64(delay * 1000)
+            let delay = service.withLock { service -> Double in
+                service.registerFailures += 1
+                let delay = min(3600, settings.registerRetry * pow(2, Double(min(service.registerFailures - 1, 20))))
+                service.nextRegisterAtMs = Clock.wallMs() + Int64(delay * 1000)
                 return delay
             }
             setState(previous == .registering ? .notRegistered : previous, failure: .some("\(error)"))
@@ -148,7 +160,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
         guard answer.registered, let id = answer.registrationId else {
             let why = answer.reason ?? "the service refused the registration"
-            lock.withLock { refusedLicense = key }
+            service.withLock { $0.refusedLicense = key }
             try store.setMeta(["registration_id": nil, "initialized": nil])
             setState(.notRegistered, failure: .some("refused: \(why)"))
             notifications.post(PrefetchNotificationName.didFailToRegister, ["error": .string("refused: \(why)")])
@@ -156,9 +168,9 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
         let policy = answer.policy.map { String(decoding: (try? PrefetchStore.encoder.encode($0)) ?? Data("{}".utf8), as: UTF8.self) }
         try store.setMeta(["registration_id": id, "server_policy": policy])
-        lock.withLock {
-            registerFailures = 0
-            nextRegisterAtMs = 0
+        service.withLock { service in
+            service.registerFailures = 0
+            service.nextRegisterAtMs = 0
         }
         let initialized = try store.meta("initialized") != nil
         setState(initialized ? .initialized : .registered, failure: .some(nil))
@@ -180,9 +192,9 @@ public final class PrefetchEngine: @unchecked Sendable {
     }
 
     func setSynced(_ ms: Int64) {
-        lock.withLock {
-            lastSyncMs = ms
-            if state == .registered { state = .initialized }
+        service.withLock { service in
+            service.lastSyncMs = ms
+            if service.state == .registered { service.state = .initialized }
         }
         clearFailure(item: nil)
     }
@@ -249,7 +261,7 @@ public final class PrefetchEngine: @unchecked Sendable {
         }
         let policy = try currentPolicy()
         let reason = try policyReason(policy, device: device(), fileSize: nil, categoryCount: nil)
-        let snapshot = lock.withLock { (state, lastSyncMs, Array(running.keys).sorted()) }
+        let snapshot = service.withLock { ($0.state, $0.lastSyncMs, Array($0.running.keys).sorted()) }
         let failure = try store.lastFailure()
         return Status(
             serviceState: snapshot.0, lastFailure: failure?.reason, lastFailureMs: failure?.ms, lastFailureItem: failure?.item,
@@ -327,9 +339,9 @@ public final class PrefetchEngine: @unchecked Sendable {
     public func sources() throws -> [PrefetchSource] { try store.sources() }
 
     /// The memory-only userInfo of an item: never written to disk.
-    public func userInfo(_ id: String) -> [String: JSONValue] { lock.withLock { userInfos[id] ?? [:] } }
+    public func userInfo(_ id: String) -> [String: JSONValue] { service.withLock { $0.userInfos[id] ?? [:] } }
     /// Replaces the memory-only userInfo of item `id` (lost when the engine closes); any thread.
-    public func setUserInfo(_ id: String, _ info: [String: JSONValue]) { lock.withLock { userInfos[id] = info } }
+    public func setUserInfo(_ id: String, _ info: [String: JSONValue]) { service.withLock { $0.userInfos[id] = info } }
 
     /// Changes item `id` when `change` says so, then announces a state change (after the commit).
     @discardableResult
@@ -380,13 +392,13 @@ public final class PrefetchEngine: @unchecked Sendable {
     /// Cancels this process's downloads (their items go back to Idle, to resume at the next start)
     /// and stops the HTTP client. `HubHost.shutdown()` calls it; blocks until the client stops.
     public func close() {
-        let tasks: [Task<Void, Never>] = lock.withLock {
-            closed = true
-            return Array(running.values)
+        let tasks: [Task<Void, Never>] = service.withLock { service in
+            service.closed = true
+            return Array(service.running.values)
         }
         for task in tasks { task.cancel() }
         // Downloads this process held are interrupted: Idle, and queued again at the next start.
-        for id in lock.withLock({ Array(running.keys) }) {
+        for id in service.withLock({ Array($0.running.keys) }) {
             _ = try? transition(id) { item in
                 guard item.state == .downloading else { return false }
                 item.state = .idle

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The machinery every live set shares (items, categories, sources): a set is
 /// re-read after every Prefetch* notification of this process (coalesced: a burst of changes is
@@ -50,66 +51,64 @@ enum PrefetchLiveSet {
 /// The shared live sets of one engine, by set: a set's group starts with its first listener and
 /// stops when its last one leaves (joining and leaving under one lock, so a listener never joins a
 /// group that is stopping).
-/// Safe to share: `groups` and `nextID`, its only mutable fields, are read and written under `lock`.
-final class PrefetchLiveSets: @unchecked Sendable {
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var groups: [String: AnyObject] = [:]
-    private var nextID: UInt64 = 0
+/// Sendable: the groups and the last listener id live in a Mutex.
+final class PrefetchLiveSets: Sendable {
+    private let state = Mutex<(groups: [String: any AnyObject & Sendable], nextID: UInt64)>(([:], 0))
 
     func join<Object, Change>(
         _ key: String, _ continuation: AsyncStream<Change>.Continuation,
         create: () -> PrefetchLiveSetGroup<Object, Change>
     ) -> UInt64 {
-        lock.withLock {
-            nextID += 1
+        state.withLock { state in
+            state.nextID += 1
             let group: PrefetchLiveSetGroup<Object, Change>
-            if let existing = groups[key] as? PrefetchLiveSetGroup<Object, Change> {
+            if let existing = state.groups[key] as? PrefetchLiveSetGroup<Object, Change> {
                 group = existing
             } else {
                 group = create()
-                groups[key] = group
+                state.groups[key] = group
             }
-            group.add(nextID, continuation)
-            return nextID
+            group.add(state.nextID, continuation)
+            return state.nextID
         }
     }
 
     func leave<Object, Change>(_ key: String, id: UInt64, of type: PrefetchLiveSetGroup<Object, Change>.Type) {
-        lock.withLock {
-            guard let group = groups[key] as? PrefetchLiveSetGroup<Object, Change> else { return }
+        state.withLock { state in
+            guard let group = state.groups[key] as? PrefetchLiveSetGroup<Object, Change> else { return }
             if group.remove(id) {
-                groups[key] = nil
+                state.groups[key] = nil
                 group.stop()
             }
         }
     }
 
     /// How many sets are being kept (one per distinct filter listened to).
-    var count: Int { lock.withLock { groups.count } }
+    var count: Int { state.withLock { $0.groups.count } }
 }
 
 /// One live set and its listeners: one reader re-reads the set (on the BlockingPool) after each
 /// poke, diffs the reading against the one before and gives every listener the same
 /// willChange/didChange; a listener that joins gets `initial` from the first reading made after it
 /// joined (so it starts from the set as it is then, and from there sees every later change).
-/// Safe to share: `listeners` is read and written under `lock`; `reader` is set in init and only read after (by
-/// `stop`); the rest are `let`s.
-final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>: @unchecked Sendable {
+/// Sendable: the listeners and the reader task live in a Mutex; the rest are `let`s of Sendable types.
+final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>: Sendable {
     private struct Listener {
         var continuation: AsyncStream<Change>.Continuation
         /// Has had its `initial`: gets the diffs of later readings.
         var started: Bool
     }
 
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var listeners: [UInt64: Listener] = [:]
+    private struct State {
+        var listeners: [UInt64: Listener] = [:]
+        /// Set once in init (the task needs `self`), cancelled by `stop`.
+        var reader: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
     private let poke: AsyncStream<Void>.Continuation
     private let notifications: HostNotifications
     private let token: UUID
     private let ticker: Task<Void, Never>
-    private var reader: Task<Void, Never>?
 
     init(
         notifications: HostNotifications, pollInterval: Double, key: @escaping @Sendable (Object) -> String,
@@ -128,7 +127,7 @@ final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>
                 poke.yield()
             }
         }
-        reader = Task { [weak self] in
+        let reader = Task { [weak self] in
             var previous: [String: Object]?
             for await _ in pokes {
                 if Task.isCancelled { break }
@@ -152,13 +151,14 @@ final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>
                 else { continue }
                 previous = reading.0
                 guard let self else { break }
-                let (changed, starting) = self.lock.withLock { () -> ([AsyncStream<Change>.Continuation], [AsyncStream<Change>.Continuation]) in
-                    let changed = self.listeners.values.filter(\.started).map(\.continuation)
+                let (changed, starting) = self.state.withLock {
+                    state -> ([AsyncStream<Change>.Continuation], [AsyncStream<Change>.Continuation]) in
+                    let changed = state.listeners.values.filter(\.started).map(\.continuation)
                     var starting: [AsyncStream<Change>.Continuation] = []
                     for id in waiting {
-                        guard var listener = self.listeners[id] else { continue }
+                        guard var listener = state.listeners[id] else { continue }
                         listener.started = true
-                        self.listeners[id] = listener
+                        state.listeners[id] = listener
                         starting.append(listener.continuation)
                     }
                     return (changed, starting)
@@ -178,31 +178,32 @@ final class PrefetchLiveSetGroup<Object: Equatable & Sendable, Change: Sendable>
                 }
             }
         }
+        state.withLock { $0.reader = reader }
     }
 
     /// The listeners still waiting for their initial.
     private func waitingIDs() -> [UInt64] {
-        lock.withLock { listeners.filter { !$0.value.started }.map(\.key) }
+        state.withLock { $0.listeners.filter { !$0.value.started }.map(\.key) }
     }
 
     /// A new listener: it waits for the next reading, which this asks for.
     func add(_ id: UInt64, _ continuation: AsyncStream<Change>.Continuation) {
-        lock.withLock { listeners[id] = Listener(continuation: continuation, started: false) }
+        state.withLock { $0.listeners[id] = Listener(continuation: continuation, started: false) }
         poke.yield()
     }
 
     /// Forgets a listener; true when it was the last one.
     func remove(_ id: UInt64) -> Bool {
-        lock.withLock {
-            listeners[id] = nil
-            return listeners.isEmpty
+        state.withLock { state in
+            state.listeners[id] = nil
+            return state.listeners.isEmpty
         }
     }
 
     func stop() {
         notifications.unsubscribe(token)
         ticker.cancel()
-        reader?.cancel()
+        state.withLock { $0.reader }?.cancel()
         poke.finish()
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import Synchronization
 
 /// How an item plays (as in the PCD SDK): an HLS item through the local HLS endpoint of `hubhost serve`
 /// (`<server>/v1/prefetch/hls/<id>/index.m3u8`: cached segments from disk, the others relayed
@@ -29,29 +30,29 @@ public struct PrefetchPlayback: Codable, Sendable, Equatable {
 
 /// The playback side of a PrefetchEngine: the HLS endpoint's address while `serve` offers it, and
 /// the HLS layouts it serves (a bounded memory cache, so a playlist is not rebuilt per segment).
-/// Safe to share: `serverURL` and `layouts`, its only mutable fields, are read and written under `lock`.
-final class PrefetchPlaybackState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var serverURL: String?
-    private var layouts: [String: HLSLayout] = [:]
+/// Sendable: the server's address and the layouts live in a Mutex.
+final class PrefetchPlaybackState: Sendable {
+    private let state = Mutex<(serverURL: String?, layouts: [String: HLSLayout])>((nil, [:]))
     /// The most layouts kept in memory; beyond, one is dropped (it is rebuilt when asked again).
     static let maxLayouts = 64
 
-    var server: String? { lock.withLock { serverURL } }
-    func setServer(_ url: String?) { lock.withLock { serverURL = url } }
+    var server: String? { state.withLock { $0.serverURL } }
+    func setServer(_ url: String?) { state.withLock { $0.serverURL = url } }
 
     func layout(_ id: String, indexURL: String) -> HLSLayout? {
-        lock.withLock { layouts[id].flatMap { $0.indexURL == indexURL ? $0 : nil } }
+        state.withLock { $0.layouts[id].flatMap { $0.indexURL == indexURL ? $0 : nil } }
     }
 
     func remember(_ id: String, _ layout: HLSLayout) {
-        lock.withLock {
-            if layouts[id] == nil, layouts.count >= Self.maxLayouts, let victim = layouts.keys.first { layouts[victim] = nil }
-            layouts[id] = layout
+        state.withLock { state in
+            if state.layouts[id] == nil, state.layouts.count >= Self.maxLayouts, let victim = state.layouts.keys.first {
+                state.layouts[victim] = nil
+            }
+            state.layouts[id] = layout
         }
     }
 
-    func forget(_ id: String) { _ = lock.withLock { layouts.removeValue(forKey: id) } }
+    func forget(_ id: String) { _ = state.withLock { $0.layouts.removeValue(forKey: id) } }
 }
 
 /// What the HLS endpoint answers for one local name.

@@ -7,9 +7,9 @@ import GRDB
 /// key-value table for the registration, the catalog cursor and the settings changed at run time.
 /// Every state change is a compare-and-set in one transaction: it is on disk before the engine
 /// announces it, and two processes can never both move one item out of the same state.
-/// Safe to share: immutable after init; its only field is a `let` GRDB DatabasePool, which is thread-safe (it
-/// serialises writes and hands each read its own connection).
-final class PrefetchStore: @unchecked Sendable {
+/// Sendable: its only field is a `let` GRDB DatabasePool, which is thread-safe (it serialises writes
+/// and hands each read its own connection).
+final class PrefetchStore: Sendable {
     let pool: DatabasePool
 
     init(path: String) throws {

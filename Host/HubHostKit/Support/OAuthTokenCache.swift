@@ -1,11 +1,11 @@
 import Foundation
+import Synchronization
 
 /// The OAuth 2 refresh-token grant and its cached access token, shared by everything in the process
 /// that talks to Engage with the same credentials (event delivery and the XMLAPI client): one
 /// token, refreshed when it is about to expire or when a service answered 401.
-/// Safe to share: `token`, the only mutable field, is read and written under `lock`; the static `caches` registry is
-/// read and written under `registryLock`.
-public final class OAuthTokenCache: @unchecked Sendable {
+/// Sendable: the cached token and the static registry of caches each live in a Mutex.
+public final class OAuthTokenCache: Sendable {
     /// The credentials of one refresh-token grant.
     public struct Credentials: Hashable, Sendable {
         public var tokenURL: String
@@ -30,15 +30,14 @@ public final class OAuthTokenCache: @unchecked Sendable {
     }
 
     public let credentials: Credentials
-    private let lock = NSLock()  // one refresh at a time; the others wait for its token
-    private var token: (value: String, expiresAtMs: Int64)?
+    /// The cached token; held through a refresh, so one refresh runs at a time and the others wait for its token.
+    private let token = Mutex<(value: String, expiresAtMs: Int64)?>(nil)
 
-    private static let registryLock = NSLock()
-    nonisolated(unsafe) private static var caches: [Credentials: OAuthTokenCache] = [:]
+    private static let caches = Mutex<[Credentials: OAuthTokenCache]>([:])
 
     /// The process's one cache for `credentials`.
     public static func shared(_ credentials: Credentials) -> OAuthTokenCache {
-        registryLock.withLock {
+        caches.withLock { caches in
             if let cache = caches[credentials] { return cache }
             let cache = OAuthTokenCache(credentials: credentials)
             caches[credentials] = cache
@@ -51,7 +50,7 @@ public final class OAuthTokenCache: @unchecked Sendable {
     /// The cached access token, or a new one from the refresh-token grant. `forceRefresh` after a
     /// 401: the cached token may have been revoked. Blocks (HTTP): call it off the event loops.
     public func accessToken(http: HTTPFetcher, timeoutSeconds: Double, forceRefresh: Bool = false) -> Result<String, Failure> {
-        lock.withLock {
+        token.withLock { token in
             if !forceRefresh, let token, token.expiresAtMs > Clock.wallMs() + 5000 { return .success(token.value) }
             token = nil
             var form = URLComponents()

@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import Synchronization
 @_spi(Fuzzing) import WasmKit
 
 /// The functions a guest may import: the `hubhost` module (hubhost_wasm.h: log, report_error,
@@ -8,6 +9,9 @@ import HubHostABI
 /// preview 1 functions. Of WASI only the clocks and random answer; every other function the module
 /// imports answers ENOSYS, and `proc_exit` traps: a guest has no files, sockets or environment.
 /// Anything else the module imports makes instantiation fail with the import's name.
+/// @unchecked: it holds the guest's WasmKit `Memory` (a handle into a store that is not Sendable) and
+/// per-call state, used only inside a call, which WasmPluginInstance's lock serialises; `lastError`
+/// is also in a Mutex of its own.
 final class WasmHostImports: @unchecked Sendable {
     let instanceID: String
     let config: [String: PluginValue]
@@ -16,8 +20,7 @@ final class WasmHostImports: @unchecked Sendable {
     let http: HostEnvironment.HTTPPolicy
     /// The guest's memory once instantiated (imports are defined before it exists).
     var memory: Memory?
-    private let errorLock = NSLock()
-    private var lastError = ""
+    private let lastError = Mutex("")
     /// What the last http_fetch left for http_take: the encoded response or a failure's message.
     private var httpHeld: [UInt8]?
     /// When the call in progress must end (monotonic ns; `.max` between calls). Set once per call
@@ -44,7 +47,7 @@ final class WasmHostImports: @unchecked Sendable {
 
     /// The last message the guest gave report_error (then cleared).
     func takeError() -> String {
-        errorLock.withLock {
+        lastError.withLock { lastError in
             defer { lastError = "" }
             return lastError
         }
@@ -108,7 +111,7 @@ final class WasmHostImports: @unchecked Sendable {
                 return []
             case "report_error":
                 let message = self.string(at: args[1].i32, length: args[2].i32)
-                self.errorLock.withLock { self.lastError = message }
+                self.lastError.withLock { $0 = message }
                 return []
             case "monotonic_ns": return [.i64(Clock.monotonicNs())]
             case "http_fetch": return [.i32(UInt32(bitPattern: try self.httpFetch(args[0].i32, args[1].i32, lengthAt: args[2].i32)))]

@@ -12,17 +12,18 @@ import Synchronization
 /// host. Either may leave the guest's state half changed, so the instantiation is dropped and the
 /// next call makes a new one from the module and creates the plugins again (`reinstantiations`).
 /// Calls are serialized: a WasmKit store runs one call at a time.
-/// Safe to share: every mutable field is read and written under `lock`.
-public final class WasmPluginInstance: @unchecked Sendable {
+/// Sendable: the guest (a WasmKit store, not Sendable itself) and what changes with it live in the
+/// `guest` Mutex, which every call holds; the rest are `let`s of Sendable types.
+public final class WasmPluginInstance: Sendable {
     public let instanceID: String
     public let file: WasmModuleFile
     public let budget: WasmBudget
     /// The library's ABI version, as its hubhost_library_entry says.
-    public private(set) var abiVersion = ABIVersion.host
+    public let abiVersion: ABIVersion
     /// The plugins created, in the manifest's order: id, kind and index in the library.
-    public private(set) var plugins: [(id: String, kind: PluginKind, libraryIndex: Int)] = []
+    public let plugins: [(id: String, kind: PluginKind, libraryIndex: Int)]
     /// How many times a trap or a timeout made the host instantiate the module again.
-    public var reinstantiations: Int { lock.withLock { reinstantiationCount } }
+    public var reinstantiations: Int { guest.withLock { $0.reinstantiations } }
 
     /// The fuel its calls used so far and its linear memory after the last one, published after
     /// each call for /metrics, which reads them without waiting for a call in flight.
@@ -34,13 +35,16 @@ public final class WasmPluginInstance: @unchecked Sendable {
 
     private let services: WasmHostImports
     private let logger: Logger
-    private let lock = NSLock()
-    private var guest: WasmGuest?
-    private var reinstantiationCount = 0
-    /// Failed calls are logged one line at a time, at most every 10 s (under `lock`).
-    private var failureLog = LogRateLimit()
-    /// Which plugins (by index in `plugins`) were destroyed: read on every call, so an array.
-    private var destroyed: [Bool] = []
+    private struct Guest {
+        /// nil after a call left it unusable: the next call instantiates the module again.
+        var current: WasmGuest?
+        var reinstantiations = 0
+        /// Failed calls are logged one line at a time, at most every 10 s.
+        var failureLog = LogRateLimit()
+        /// Which plugins (by index in `plugins`) were destroyed: read on every call, so an array.
+        var destroyed: [Bool]
+    }
+    private let guest: Mutex<Guest>
 
     /// Instantiates `file`, reads its descriptors, checks them against `manifest` and creates every
     /// plugin the manifest exports. Throws PluginLoadError as a `.so` would.
@@ -88,13 +92,13 @@ public final class WasmPluginInstance: @unchecked Sendable {
         let guest = try WasmGuest(file: file, imports: services, budget: budget)
         let described = try Self.describe(guest, path: file.path)
         abiVersion = described.abi
-        plugins = try select(described).map { id in
+        let plugins = try select(described).map { id in
             let index = described.plugins.firstIndex { $0.id == id }!
-            return (id, described.plugins[index].kind, index)
+            return (id: id, kind: described.plugins[index].kind, libraryIndex: index)
         }
-        destroyed = Array(repeating: false, count: plugins.count)
-        try createAll(in: guest)
-        self.guest = guest
+        self.plugins = plugins
+        try Self.createAll(plugins, in: guest, instanceID: instanceID, services: services)
+        self.guest = Mutex(Guest(current: guest, destroyed: Array(repeating: false, count: plugins.count)))
     }
 
     /// What a module's library says about itself (hh_wasm_describe), for `plugins inspect`.
@@ -163,7 +167,9 @@ public final class WasmPluginInstance: @unchecked Sendable {
     }
 
     /// Creates every plugin in `guest`; on a failure destroys the ones created and throws.
-    private func createAll(in guest: WasmGuest) throws {
+    private static func createAll(
+        _ plugins: [(id: String, kind: PluginKind, libraryIndex: Int)], in guest: WasmGuest, instanceID: String, services: WasmHostImports
+    ) throws {
         var created: [Int] = []
         for plugin in plugins {
             let status: Int32
@@ -184,23 +190,23 @@ public final class WasmPluginInstance: @unchecked Sendable {
     func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
         var request = WireWriter()
         arguments(&request)
-        return lock.withLock {
-            guard index < destroyed.count, !destroyed[index] else { return .failure(.crashed("the plugin was destroyed")) }
+        return self.guest.withLock { state -> Result<WireReader, WorkerFailure> in
+            guard index < state.destroyed.count, !state.destroyed[index] else { return .failure(.crashed("the plugin was destroyed")) }
             // One deadline for the whole call: instantiating again, the request buffer and the
             // call itself together get `call_timeout`, not one each.
             services.deadlineNs = Clock.monotonicNs() &+ SafeTime.durationNs(budget.callTimeoutSeconds)
             defer { services.deadlineNs = .max }
             let guest: WasmGuest
-            if let current = self.guest {
+            if let current = state.current {
                 guest = current
             } else {
                 do {
                     // The last call left the guest unusable: a new one from the module, plugins created again.
                     let fresh = try WasmGuest(file: file, imports: services, budget: budget)
                     _ = try fresh.describe()  // the adapter learns its descriptors here, before any create
-                    try createAll(in: fresh)
-                    self.guest = fresh
-                    reinstantiationCount += 1
+                    try Self.createAll(plugins, in: fresh, instanceID: instanceID, services: services)
+                    state.current = fresh
+                    state.reinstantiations += 1
                     guest = fresh
                 } catch {
                     return .failure(.crashed("could not instantiate the module again: \(error)"))
@@ -216,11 +222,11 @@ public final class WasmPluginInstance: @unchecked Sendable {
                 }
                 return .success(WireReader(answer))
             } catch let error as WasmCallFailure {
-                self.guest = nil
-                let (write, leftOut) = failureLog.admit()
+                state.current = nil
+                let (write, leftOut) = state.failureLog.admit()
                 if write {
                     logger.warning(
-                        "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call\(leftOut > 0 ? " (\(leftOut) more failed calls in the last \(failureLog.intervalNs / 1_000_000_000) s not logged)" : "")"
+                        "instance '\(instanceID)' (\(plugins[index].id)) \(error) during \(op); the module is instantiated again for the next call\(leftOut > 0 ? " (\(leftOut) more failed calls in the last \(state.failureLog.intervalNs / 1_000_000_000) s not logged)" : "")"
                     )
                 }
                 switch error {
@@ -229,7 +235,7 @@ public final class WasmPluginInstance: @unchecked Sendable {
                 }
                 return .failure(.crashed(error.description))
             } catch {
-                self.guest = nil
+                state.current = nil
                 return .failure(.crashed("\(error)"))
             }
         }
@@ -237,10 +243,10 @@ public final class WasmPluginInstance: @unchecked Sendable {
 
     /// Destroys the plugin at `index` (in `plugins`) once.
     public func destroy(_ index: Int) {
-        lock.withLock {
-            guard index < destroyed.count, !destroyed[index] else { return }
-            destroyed[index] = true
-            guard let guest else { return }
+        guest.withLock { state in
+            guard index < state.destroyed.count, !state.destroyed[index] else { return }
+            state.destroyed[index] = true
+            guard let guest = state.current else { return }
             try? guest.destroy(plugins[index].libraryIndex)
         }
     }

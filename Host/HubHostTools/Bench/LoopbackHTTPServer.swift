@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The loopback HTTP server of the tests and the benchmarks: listens on a loopback address and a
 /// free port and reads each request (head and body, every read bounded). Two ways to serve:
@@ -7,9 +8,9 @@ import Foundation
 /// services, with faults); `startKeepAlive` serves each connection on a thread of its own, many
 /// requests per connection, with one fixed answer (the benchmarks' collector and weather endpoint,
 /// measured without the network).
-/// Safe to share: `stopped`, `openConnections` and `acceptThreadStarted` are read and written under
-/// `lock`; the listener, address and port are `let`s set in init.
-package final class LoopbackHTTPServer: @unchecked Sendable {
+/// Sendable: the stop flag, the connections kept open and whether the accept thread started live in
+/// a Mutex; the listener, address and port are `let`s set in init.
+package final class LoopbackHTTPServer: Sendable {
     package struct Request: Sendable {
         package var method: String
         /// The request target: path and query, as sent.
@@ -38,14 +39,16 @@ package final class LoopbackHTTPServer: @unchecked Sendable {
     package let address: String
     package let port: UInt16
     private let listener: Int32
-    private let lock = NSLock()
-    private var stopped = false
-    private var openConnections: [Int32] = []
+    private struct State {
+        var stopped = false
+        var openConnections: [Int32] = []
+        var acceptThreadStarted = false
+    }
+    private let state = Mutex(State())
     /// Signalled when the accept thread has returned: the listener is closed only then, so its
     /// descriptor number cannot be reused by another server while this thread still accepts on it
     /// (it would take that server's connections and close them).
     private let acceptThreadDone = DispatchSemaphore(value: 0)
-    private var acceptThreadStarted = false
 
     /// Binds `address` (a loopback address) on a free port. Call `start` or `startKeepAlive` to begin accepting.
     package init(address: String = "127.0.0.1") throws {
@@ -63,13 +66,13 @@ package final class LoopbackHTTPServer: @unchecked Sendable {
     /// Accepts connections on a thread of its own until `stop`; a request that cannot be read
     /// (closed early, no head within the bounds) is dropped.
     package func start(_ handle: @escaping @Sendable (Int32, Request) -> Void) {
-        lock.withLock { acceptThreadStarted = true }
+        state.withLock { $0.acceptThreadStarted = true }
         let thread = Thread { [self] in
             defer { acceptThreadDone.signal() }
             while true {
                 let fd = accept(listener, nil, nil)
                 if fd < 0 { return }
-                if lock.withLock({ stopped }) {
+                if state.withLock({ $0.stopped }) {
                     close(fd)
                     return
                 }
@@ -106,20 +109,20 @@ package final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Leaves the connection unanswered (a hanging server); `stop` closes it.
     package func keepOpen(_ fd: Int32) {
-        lock.withLock { openConnections.append(fd) }
+        state.withLock { $0.openConnections.append(fd) }
     }
 
     package func stop() {
-        let waitForThread: Bool? = lock.withLock {
-            guard !stopped else { return nil }  // the first stop closes the listener
-            stopped = true
+        let waitForThread: Bool? = state.withLock { state in
+            guard !state.stopped else { return nil }  // the first stop closes the listener
+            state.stopped = true
             shutdown(listener, Int32(SHUT_RDWR))  // wakes the accept thread
-            for fd in openConnections {
+            for fd in state.openConnections {
                 shutdown(fd, Int32(SHUT_RDWR))
                 close(fd)
             }
-            openConnections = []
-            return acceptThreadStarted
+            state.openConnections = []
+            return state.acceptThreadStarted
         }
         guard let waitForThread else { return }
         if waitForThread && Thread.current.name != "loopback-accept" {

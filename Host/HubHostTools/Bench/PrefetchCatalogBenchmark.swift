@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HubHostKit
+import Synchronization
 
 /// `hubhost bench prefetch`'s catalog figures: a catalog of `items` items (100
 /// categories, 20 sources, a mix of states and flags) built offline through the engine
@@ -217,21 +218,22 @@ public struct PrefetchCatalogBenchmark {
     }
 
     /// Collects, per change, when each listener saw it.
-    /// Safe to share: every field (`target`, `startNs`, `seen`, `latencies`, `ready`) is read and written under `lock`.
-    private final class Arrivals: @unchecked Sendable {
-        let lock = NSLock()
+    private struct Arrivals {
         var target: String?
         var startNs: UInt64 = 0
         var seen: Set<Int> = []
         var latencies: [Double] = []
         var ready = 0
     }
+    private final class SharedArrivals: Sendable {
+        let state = Mutex(Arrivals())
+    }
 
     private func measureListeners(_ engine: PrefetchEngine, filter: PrefetchItemFilter) throws -> [Double] {
         // Items of the listened category still discovered: each change moves one of them.
         let candidates = try engine.items(PrefetchItemFilter(states: [.discovered], category: filter.category)).map(\.uniqueId)
         guard !candidates.isEmpty else { throw PageServingBenchmark.Failure.failed("no discovered item in category \(filter.category ?? "")") }
-        let arrivals = Arrivals()
+        let arrivals = SharedArrivals()
         var tasks: [Task<Void, Never>] = []
         for listener in 0..<listeners {
             // A long poll interval: only the change's notification wakes the sets.
@@ -240,7 +242,7 @@ public struct PrefetchCatalogBenchmark {
                 Task {
                     for await change in stream {
                         let now = Clock.monotonicNs()
-                        arrivals.lock.withLock {
+                        arrivals.state.withLock { arrivals in
                             if change.phase == .initial {
                                 arrivals.ready += 1
                                 return
@@ -255,19 +257,19 @@ public struct PrefetchCatalogBenchmark {
                 })
         }
         defer { tasks.forEach { $0.cancel() } }
-        try wait(60, "\(listeners) live sets to start") { arrivals.lock.withLock { arrivals.ready } >= listeners }
+        try wait(60, "\(listeners) live sets to start") { arrivals.state.withLock { $0.ready } >= listeners }
         for change in 0..<changes {
             let id = candidates[(change / 2) % candidates.count]
-            arrivals.lock.withLock {
+            arrivals.state.withLock { arrivals in
                 arrivals.target = id
                 arrivals.seen = []
                 arrivals.startNs = Clock.monotonicNs()
             }
             let answers = change % 2 == 0 ? try engine.download([id]) : try engine.pause([id])
             guard answers.first?.accepted == true else { throw PageServingBenchmark.Failure.failed("state change of \(id) refused: \(answers)") }
-            try wait(120, "change \(change + 1) to reach \(listeners) listeners") { arrivals.lock.withLock { arrivals.seen.count } >= listeners }
+            try wait(120, "change \(change + 1) to reach \(listeners) listeners") { arrivals.state.withLock { $0.seen.count } >= listeners }
         }
-        return arrivals.lock.withLock { arrivals.latencies }
+        return arrivals.state.withLock { $0.latencies }
     }
 
     private func wait(_ seconds: Double, _ what: String, _ done: () -> Bool) throws {

@@ -1,19 +1,21 @@
 import Foundation
 import HubHostKit
+import Synchronization
 
 /// A time budget per plugin call, so a hang is a failed test. A watchdog thread checks the calls in
 /// flight; when one overruns, `onOverrun` runs with the call's label. In a test's own child process
 /// that ends the process with the failure (the call cannot be stopped otherwise); in-process it is
 /// recorded and the test fails when (if) the call returns.
-/// Safe to share: `inFlight`, `nextToken`, `overruns` and `stopped` are read and written under `lock`; the rest are
-/// `let`s.
-public final class CallBudget: @unchecked Sendable {
+/// Sendable: the calls in flight, the overruns and the stop flag live in a Mutex; the rest are `let`s.
+public final class CallBudget: Sendable {
     public let budgetMs: Int
-    private let lock = NSLock()
-    private var inFlight: [Int: (label: String, startNs: UInt64)] = [:]
-    private var nextToken = 0
-    private var overruns: [String] = []
-    private var stopped = false
+    private struct State {
+        var inFlight: [Int: (label: String, startNs: UInt64)] = [:]
+        var nextToken = 0
+        var overruns: [String] = []
+        var stopped = false
+    }
+    private let state = Mutex(State())
     private let onOverrun: @Sendable (String) -> Void
 
     public init(budgetMs: Int, onOverrun: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -26,17 +28,17 @@ public final class CallBudget: @unchecked Sendable {
 
     /// Runs one plugin call under the budget.
     public func run<T>(_ label: String, _ body: () throws -> T) rethrows -> T {
-        let token: Int = lock.withLock {
-            nextToken += 1
-            inFlight[nextToken] = (label, Clock.monotonicNs())
-            return nextToken
+        let token: Int = state.withLock { state in
+            state.nextToken += 1
+            state.inFlight[state.nextToken] = (label, Clock.monotonicNs())
+            return state.nextToken
         }
         defer {
-            lock.withLock {
-                if let call = inFlight.removeValue(forKey: token) {
+            state.withLock { state in
+                if let call = state.inFlight.removeValue(forKey: token) {
                     let elapsedMs = Double(Clock.monotonicNs() - call.startNs) / 1e6
                     if elapsedMs > Double(budgetMs) {
-                        overruns.append("\(label) took \(String(format: "%.0f", elapsedMs)) ms, over its \(budgetMs) ms budget")
+                        state.overruns.append("\(label) took \(String(format: "%.0f", elapsedMs)) ms, over its \(budgetMs) ms budget")
                     }
                 }
             }
@@ -46,23 +48,23 @@ public final class CallBudget: @unchecked Sendable {
 
     /// Calls that overran and returned; empties the list.
     public func takeOverruns() -> [String] {
-        lock.withLock {
-            defer { overruns = [] }
-            return overruns
+        state.withLock { state in
+            defer { state.overruns = [] }
+            return state.overruns
         }
     }
 
-    public func stop() { lock.withLock { stopped = true } }
+    public func stop() { state.withLock { $0.stopped = true } }
 
     private func watch() {
         var reported = Set<Int>()
         while true {
             usleep(10_000)
-            let late: [(Int, String)] = lock.withLock {
-                if stopped { return [(-1, "")] }
+            let late: [(Int, String)] = state.withLock { state in
+                if state.stopped { return [(-1, "")] }
                 // Read the clock under the lock: a call registered after it would start "in the future".
                 let now = Clock.monotonicNs()
-                return inFlight.filter {
+                return state.inFlight.filter {
                     now > $0.value.startNs && now - $0.value.startNs > UInt64(budgetMs) * 1_000_000 && !reported.contains($0.key)
                 }
                 .map { ($0.key, $0.value.label) }

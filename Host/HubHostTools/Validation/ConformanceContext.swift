@@ -1,12 +1,12 @@
 import Foundation
 import HubHostABI
 import HubHostKit
+import Synchronization
 
 /// What a conformance test works with: the library under test, its manifest, a valid config, a
 /// scratch data directory, a capture of what the plugins log, and the per-call budget.
-/// Safe to share: immutable after init (all `let`s); the budget, pipeline and capture it holds are each safe to share
-/// on their own.
-public final class ConformanceContext: @unchecked Sendable {
+/// Sendable: every field is a `let` of a Sendable type.
+public final class ConformanceContext: Sendable {
     public let target: ValidationTarget
     public let budget: CallBudget
     public let dataDirectory: String
@@ -78,21 +78,18 @@ public final class ConformanceContext: @unchecked Sendable {
 
     /// Runs `body` on `threads` threads at once, `iterations` times each, and rethrows the first failure.
     func concurrently(threads: Int = 8, iterations: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
-        // Safe to share: `error` is written under `lock`, and read only after concurrentPerform has returned, when
-        // every writer is done.
-        final class FirstError: @unchecked Sendable {
-            var error: Error?
-            let lock = NSLock()
+        final class FirstError: Sendable {
+            let error = Mutex<Error?>(nil)
         }
         let first = FirstError()
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
             for i in 0..<iterations {
                 do { try body(thread * iterations + i) } catch {
-                    first.lock.withLock { if first.error == nil { first.error = error } }
+                    first.error.withLock { if $0 == nil { $0 = error } }
                     return
                 }
             }
         }
-        if let error = first.error { throw error }
+        if let error = first.error.withLock({ $0 }) { throw error }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HubHostABI
 import HubHostKit
+import Synchronization
 
 /// The conformance tests of `hubhost plugins test`, built for a target: library checks first, then,
 /// for every plugin the library exports, lifecycle tests and the tests of its kind.
@@ -240,16 +241,14 @@ public enum ConformanceSuite {
             ) { context in
                 try withInstance(id, context) { instance in
                     let plugin = UserIDGeneratorPlugin(instance)
-                    // Safe to share: `ids` is read and written under `lock`.
-                    final class Seen: @unchecked Sendable {
-                        let lock = NSLock()
-                        var ids = Set<String>()
+                    final class Seen: Sendable {
+                        let ids = Mutex(Set<String>())
                     }
                     let seen = Seen()
                     try context.concurrently(iterations: 250) { _ in
                         switch context.budget.run("\(id).generate", { plugin.answer() }) {
                         case .id(let generated):
-                            let fresh = seen.lock.withLock { seen.ids.insert(generated).inserted }
+                            let fresh = seen.ids.withLock { $0.insert(generated).inserted }
                             if !fresh { throw ConformanceFailure("generate answered '\(generated)' twice") }
                         case .failed(let status, let message):
                             try context.checkStatus(status, call: "\(id).generate")

@@ -1,5 +1,6 @@
 import Foundation
 import HubHostKit
+import Synchronization
 
 /// Settings of one `hubhost plugins test` run.
 public struct ValidationOptions: Sendable {
@@ -23,8 +24,8 @@ public struct ValidationOptions: Sendable {
 /// Runs the conformance suite: by default each test in its own child process (a `hubhost plugin
 /// test --run-one` of the same executable), so a segfault, abort or hang fails that test and the
 /// run goes on; `inProcess` runs them here, for debugging.
-/// Safe to share: immutable after init; every field is a `let` of a Sendable type.
-public final class ValidationRunner: @unchecked Sendable {
+/// Sendable: every field is a `let` of a Sendable type.
+public final class ValidationRunner: Sendable {
     public let target: ValidationTarget
     public let options: ValidationOptions
     /// The command that runs one test in a child: the hubhost executable and `plugins test PATH`.
@@ -85,11 +86,9 @@ public final class ValidationRunner: @unchecked Sendable {
         let budget = CallBudget(budgetMs: options.callBudgetMs, onOverrun: onOverrun)
         defer { budget.stop() }
         let start = Clock.monotonicNs()
-        // Safe to share: `failure` and `done` are written by the test thread before it signals `finished` and read only
-        // after `finished.wait` succeeds; on a timeout they are never read.
-        final class Box: @unchecked Sendable {
-            var failure: String?
-            var done = false
+        /// The test thread's failure, written by it before it signals `finished` (on a timeout, never read).
+        final class Box: Sendable {
+            let failure = Mutex<String?>(nil)
         }
         let box = Box()
         let finished = DispatchSemaphore(value: 0)
@@ -99,9 +98,8 @@ public final class ValidationRunner: @unchecked Sendable {
                 defer { context.cleanUp() }
                 try test.body(context)
             } catch {
-                box.failure = "\(error)"
+                box.failure.withLock { $0 = "\(error)" }
             }
-            box.done = true
             finished.signal()
         }
         thread.stackSize = 8 << 20
@@ -112,7 +110,7 @@ public final class ValidationRunner: @unchecked Sendable {
                 name: test.name, outcome: .failed, message: "timed out after \(options.testTimeoutMs) ms (a call hung)",
                 durationMs: elapsed(), timedOut: true)
         }
-        if let failure = box.failure {
+        if let failure = box.failure.withLock({ $0 }) {
             return ConformanceResult(name: test.name, outcome: .failed, message: failure, durationMs: elapsed())
         }
         let overruns = budget.takeOverruns()

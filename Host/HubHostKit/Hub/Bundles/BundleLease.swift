@@ -8,8 +8,8 @@ import Foundation
 ///
 /// The descriptor is close-on-exec, so plugin worker processes started meanwhile do not inherit
 /// (and so prolong) the claim.
-/// Safe to share: immutable after init; its only field is a `let` file descriptor, closed once in deinit.
-public final class BundleLease: @unchecked Sendable {
+/// Sendable: its only field is a `let` file descriptor, closed once in deinit.
+public final class BundleLease: Sendable {
     private let descriptor: Int32
 
     /// Takes a shared lock on `path`; nil when the file is gone (deleted before the lock was taken:

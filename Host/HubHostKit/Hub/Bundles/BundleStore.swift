@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The host's verified bundles on disk: `<data_dir>/hub/bundles/<sha256>.sqlite3` (each beside its
 /// metadata document `<sha256>.json`) and `active.json`, the pointer to the active one.
@@ -17,9 +18,9 @@ import Foundation
 ///   in use is kept and deleted by a later install once no process has it open;
 /// - `activeStamp()` changes whenever any process activates a bundle, so a running engine notices
 ///   and opens the new one (HubEngine).
-/// Safe to share: immutable after init (`directory` and `keepPrevious` are `let`s); installs are serialised by `lock`
-/// in this process and by the install file lock across processes.
-public final class BundleStore: @unchecked Sendable {
+/// Sendable: `directory` and `keepPrevious` are `let`s; installs are serialised by the `installing`
+/// Mutex in this process and by the install file lock across processes.
+public final class BundleStore: Sendable {
     /// What `active.json` holds.
     public struct ActivePointer: Codable, Equatable, Sendable {
         /// The active bundle's SHA-256 (its file is `<sha256>.sqlite3`).
@@ -37,7 +38,8 @@ public final class BundleStore: @unchecked Sendable {
     public let directory: String
     /// How many bundles to keep: the active one plus this many before it.
     public let keepPrevious: Int
-    private let lock = NSLock()
+    /// Held through an install: one at a time in this process.
+    private let installing = Mutex(())
 
     public init(directory: String, keepPrevious: Int = 1) throws {
         self.directory = directory
@@ -111,7 +113,7 @@ public final class BundleStore: @unchecked Sendable {
     /// `install`, with the stamp of the pointer it wrote (read while no other process can write one).
     func installOpened(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws -> Opened {
         try BundleVerifier.verify(data, metadata: metadata, publicKeyPath: publicKeyPath)
-        return try lock.withLock {
+        return try installing.withLock { _ in
             let locked: Opened
             do { locked = try FileLocks.exclusively(installLockPath) { try storeAndActivate(data, metadata: metadata) } } catch let rejection
                 as BundleRejection

@@ -10,7 +10,8 @@ import HubHostABI
 /// present (on_demand, dont_show_stale, stale_ok) and `serveStartUp()` / `isRecurringSyncDue` in
 /// `hubhost serve` (immediate, recurring). Content is *stale* until a sync succeeded in this run,
 /// and again once that success is older than the service's refreshInterval.
-/// Safe to share: `record`, `recordStamp`, `lastSuccessThisRunMs`, `lastAttemptMs`, `inFlight`, `lastResult`,
+/// @unchecked: its state is guarded by an NSCondition (syncs wait for one in flight), which Mutex cannot
+/// express. `record`, `recordStamp`, `lastSuccessThisRunMs`, `lastAttemptMs`, `inFlight`, `lastResult`,
 /// `syncGeneration`, `activeDigest` and `isClosed` are read and written under the `lock` condition; the rest are `let`s
 /// (the `location` closure only calls HubHost.location(), itself thread-safe).
 public final class ContentDelivery: @unchecked Sendable {

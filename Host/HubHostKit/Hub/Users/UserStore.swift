@@ -1,13 +1,14 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The Content Hub's users (the ZBiM SDK's "SDK Initialization" and "User Tags"): anonymous user ids,
 /// which one is active, and each user's tag usage counts, which tailoring reads. One SQLite file,
 /// `<data_dir>/hub/users.sqlite` (WAL), so users, the active user and their counts survive restarts.
 /// Several users may exist (an app with several logins keeps each one's profile); one is active.
-/// Safe to share: `cachedActive`, its only mutable field, is read and written under `activeLock`; `pool` (a
-/// DatabasePool) and `versionReader` (a DatabaseQueue) are `let`s, and GRDB makes both thread-safe.
-public final class UserStore: @unchecked Sendable {
+/// Sendable: the active-user cache lives in a Mutex; `pool` (a DatabasePool) and `versionReader`
+/// (a DatabaseQueue) are `let`s, and GRDB makes both thread-safe.
+public final class UserStore: Sendable {
     public let path: String
     /// Shared with the local-notification log, which keeps its small table in the same file.
     let pool: DatabasePool
@@ -15,9 +16,8 @@ public final class UserStore: @unchecked Sendable {
     /// `PRAGMA data_version` compares commits against what ONE connection saw before, so it must
     /// always be asked on the same connection (the pool's readers take turns).
     private let versionReader: DatabaseQueue
-    private let activeLock = NSLock()
     /// The active user as last read, with the file's data_version on `versionReader` then.
-    private var cachedActive: (user: String?, dataVersion: Int64)?
+    private let cachedActive = Mutex<(user: String?, dataVersion: Int64)?>(nil)
 
     public enum UserError: Error, Equatable, CustomStringConvertible {
         case invalidID(String)
@@ -109,7 +109,7 @@ public final class UserStore: @unchecked Sendable {
     /// itself is SQLite work and so runs on the blocking pool like any other; the request path
     /// never calls this.
     public func activeUser() -> String? {
-        activeLock.withLock {
+        cachedActive.withLock { cachedActive in
             do {
                 return try versionReader.read { db -> String? in
                     let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? -1

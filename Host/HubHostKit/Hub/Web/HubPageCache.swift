@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import Synchronization
 
 /// A hub page rendered once and kept as immutable bytes, with the few per-session bits left out:
 /// the session id (`<body data-session="...">`) and hubhost's chrome (back and forward enabled or
@@ -46,9 +47,8 @@ public struct RenderedHubPage: Sendable {
 /// then served from here. A newly activated bundle has a new serial, so its pages never meet the
 /// old ones; those age out. Bounded by bytes: beyond `byteLimit` the least recently used pages go.
 /// Lookups hold the lock for a dictionary access only, never while rendering.
-/// Safe to share: `entries`, `uses`, `bytes`, `hitCount` and `renderCount` are read and written under `lock`;
-/// `byteLimit` is a `let`.
-public final class HubPageCache: @unchecked Sendable {
+/// Sendable: the entries and their counters live in a Mutex; `byteLimit` is a `let`.
+public final class HubPageCache: Sendable {
     /// What a tailored page (the hub, a channel) depends on besides the bundle: the hub presented
     /// and the tag counts that ordered its articles. Its hash is computed once per session.
     public struct Tailoring: Hashable, Sendable {
@@ -84,12 +84,14 @@ public final class HubPageCache: @unchecked Sendable {
     public static let defaultByteLimit = 64 << 20
 
     public let byteLimit: Int
-    private let lock = NSLock()
-    private var entries: [Key: (page: RenderedHubPage, lastUse: UInt64)] = [:]
-    private var uses: UInt64 = 0
-    private var bytes = 0
-    private var hitCount = 0
-    private var renderCount = 0
+    private struct State {
+        var entries: [Key: (page: RenderedHubPage, lastUse: UInt64)] = [:]
+        var uses: UInt64 = 0
+        var bytes = 0
+        var hitCount = 0
+        var renderCount = 0
+    }
+    private let state = Mutex(State())
 
     public init(byteLimit: Int = HubPageCache.defaultByteLimit) {
         self.byteLimit = max(1, byteLimit)
@@ -107,35 +109,35 @@ public final class HubPageCache: @unchecked Sendable {
 
     /// The cached page for `key`, nil when it was not rendered yet (or was evicted).
     public func cached(_ key: Key) -> RenderedHubPage? {
-        lock.withLock {
-            uses &+= 1
-            guard let index = entries.index(forKey: key) else { return nil }
-            entries.values[index].lastUse = uses
-            hitCount += 1
-            return entries.values[index].page
+        state.withLock { state in
+            state.uses &+= 1
+            guard let index = state.entries.index(forKey: key) else { return nil }
+            state.entries.values[index].lastUse = state.uses
+            state.hitCount += 1
+            return state.entries.values[index].page
         }
     }
 
     /// Pages served from memory and pages rendered, since the cache was made (for tests and tools).
     public var counts: (hits: Int, renders: Int, pages: Int, bytes: Int) {
-        lock.withLock { (hitCount, renderCount, entries.count, bytes) }
+        state.withLock { ($0.hitCount, $0.renderCount, $0.entries.count, $0.bytes) }
     }
 
     private func insert(_ page: RenderedHubPage, for key: Key) {
-        lock.withLock {
-            uses &+= 1
-            renderCount += 1
-            if let old = entries.updateValue((page, uses), forKey: key) { bytes -= old.page.byteCount }
-            bytes += page.byteCount
-            guard bytes > byteLimit else { return }
+        state.withLock { state in
+            state.uses &+= 1
+            state.renderCount += 1
+            if let old = state.entries.updateValue((page, state.uses), forKey: key) { state.bytes -= old.page.byteCount }
+            state.bytes += page.byteCount
+            guard state.bytes > byteLimit else { return }
             // Evict the least recently used down to 3/4 of the limit: one sort per many inserts,
             // so an insert costs O(1) amortized.
             var target = byteLimit / 4 * 3
             if page.byteCount > target { target = page.byteCount }
-            for (oldKey, entry) in entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where bytes > target {
+            for (oldKey, entry) in state.entries.sorted(by: { $0.value.lastUse < $1.value.lastUse }) where state.bytes > target {
                 guard oldKey != key else { continue }
-                entries.removeValue(forKey: oldKey)
-                bytes -= entry.page.byteCount
+                state.entries.removeValue(forKey: oldKey)
+                state.bytes -= entry.page.byteCount
             }
         }
     }

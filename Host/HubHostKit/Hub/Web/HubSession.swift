@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A page of the web Content Hub: the session's hub, a channel or an article (ids are bundle paths).
 public enum HubPageLocation: Hashable, Sendable {
@@ -70,9 +71,8 @@ public enum HubPageLocation: Hashable, Sendable {
 ///
 /// Every call is O(1) under the session's own small lock (never held across rendering): the
 /// history keeps the latest `historyLimit` pages, so a long session cannot grow it without bound.
-/// Safe to share: `history` and `index`, its only mutable fields, are read and written under `lock`; every other field
-/// is a `let` of a type that is safe to share.
-public final class HubSession: @unchecked Sendable {
+/// Sendable: the history lives in a Mutex; every other field is a `let` of a Sendable type.
+public final class HubSession: Sendable {
     public let id = UUID().uuidString.lowercased()
     /// nil while the session shows a status view (no content yet, downloading, an error).
     public let presentation: Presentation?
@@ -94,14 +94,19 @@ public final class HubSession: @unchecked Sendable {
         public var canGoForward: Bool
     }
 
-    private let lock = NSLock()
-    /// The history is `history[first...]`: the entries before `first` are dropped already, and
-    /// removed from the array together once there are `historyLimit` of them (one move of the
-    /// array per `historyLimit` views, not one per view once the history is full).
-    private var history: [HubPageLocation] = []
-    private var first = 0
-    /// The current page's position in `history` (-1: none yet); never below `first`.
-    private var index = -1
+    private struct History {
+        /// The history is `pages[first...]`: the entries before `first` are dropped already, and
+        /// removed from the array together once there are `historyLimit` of them (one move of the
+        /// array per `historyLimit` views, not one per view once the history is full).
+        var pages: [HubPageLocation] = []
+        var first = 0
+        /// The current page's position in `pages` (-1: none yet); never below `first`.
+        var index = -1
+
+        var canGoBack: Bool { index > first }
+        var canGoForward: Bool { index >= 0 && index < pages.count - 1 }
+    }
+    private let history = Mutex(History())
 
     public init(presentation: Presentation?, bundle: ContentBundle?, embed: Bool, entryPoint: String? = nil) {
         self.presentation = presentation
@@ -117,46 +122,46 @@ public final class HubSession: @unchecked Sendable {
     /// does not add an entry; a new page drops the forward entries.
     @discardableResult
     public func visit(_ location: HubPageLocation) -> Navigation {
-        lock.withLock {
-            if index < 0 || history[index] != location {
-                if index + 1 < history.count { history.removeSubrange((index + 1)...) }
-                history.append(location)
-                if history.count - first > Self.historyLimit {
-                    first = history.count - Self.historyLimit
-                    if first >= Self.historyLimit {
-                        history.removeFirst(first)
-                        first = 0
+        history.withLock { h in
+            if h.index < 0 || h.pages[h.index] != location {
+                if h.index + 1 < h.pages.count { h.pages.removeSubrange((h.index + 1)...) }
+                h.pages.append(location)
+                if h.pages.count - h.first > Self.historyLimit {
+                    h.first = h.pages.count - Self.historyLimit
+                    if h.first >= Self.historyLimit {
+                        h.pages.removeFirst(h.first)
+                        h.first = 0
                     }
                 }
-                index = history.count - 1
+                h.index = h.pages.count - 1
             }
-            return Navigation(canGoBack: index > first, canGoForward: index >= 0 && index < history.count - 1)
+            return Navigation(canGoBack: h.canGoBack, canGoForward: h.canGoForward)
         }
     }
 
     /// Steps back; the page to show, or nil at the start of the session.
     public func back() -> HubPageLocation? {
-        lock.withLock {
-            guard index > first else { return nil }
-            index -= 1
-            return history[index]
+        history.withLock { h in
+            guard h.canGoBack else { return nil }
+            h.index -= 1
+            return h.pages[h.index]
         }
     }
 
     /// Steps forward; the page to show, or nil when nothing lies ahead.
     public func forward() -> HubPageLocation? {
-        lock.withLock {
-            guard index >= 0, index < history.count - 1 else { return nil }
-            index += 1
-            return history[index]
+        history.withLock { h in
+            guard h.canGoForward else { return nil }
+            h.index += 1
+            return h.pages[h.index]
         }
     }
 
-    public var current: HubPageLocation? { lock.withLock { index >= 0 ? history[index] : nil } }
-    public var canGoBack: Bool { lock.withLock { index > first } }
-    public var canGoForward: Bool { lock.withLock { index >= 0 && index < history.count - 1 } }
+    public var current: HubPageLocation? { history.withLock { $0.index >= 0 ? $0.pages[$0.index] : nil } }
+    public var canGoBack: Bool { history.withLock { $0.canGoBack } }
+    public var canGoForward: Bool { history.withLock { $0.canGoForward } }
     /// The history, oldest first, with the position of the current page (-1: none yet).
     public var historySnapshot: (pages: [HubPageLocation], index: Int) {
-        lock.withLock { (Array(history[first...]), index < 0 ? -1 : index - first) }
+        history.withLock { (Array($0.pages[$0.first...]), $0.index < 0 ? -1 : $0.index - $0.first) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 
 /// An answer of the web Content Hub, independent of the HTTP server that sends it.
 public struct HubWebResponse: Sendable {
@@ -42,9 +43,9 @@ extension HostNotification.Name {
 /// session at a time, its pages with their security policy, status views while there is no
 /// content, app actions for custom-scheme links, and the browser's CSP violation reports. The HTTP
 /// routes (Host/hubhost/Server/HubWebRoutes.swift) only translate requests to these calls.
-/// Safe to share: `session`, `downloadPercent`, `lastError`, `violations` and `openArticle` are read and written under
-/// `lock`; `subscription` is set in init and read only in deinit; the rest are `let`s.
-public final class WebContentHub: @unchecked Sendable {
+/// Sendable: the session, the status views' percent and error, the violation reports, the open
+/// article and the notification subscription live in a Mutex; the rest are `let`s.
+public final class WebContentHub: Sendable {
     public let engine: HubEngine
     public let pages: HubPages
     public let policy: ContentSecurityPolicy
@@ -57,14 +58,16 @@ public final class WebContentHub: @unchecked Sendable {
     let events: EventEngine?
     let logger: Logger
 
-    private let lock = NSLock()
-    private var session: HubSession?
-    private var downloadPercent: Int?
-    private var lastError: String?
-    private var violations: [Data] = []
-    private var subscription: UUID?
-    /// The article on screen, when it was shown (for its time spent) and the bundle it is from.
-    private var openArticle: (id: String, shownAtMs: Int64, bundle: ContentBundle)?
+    private struct State {
+        var session: HubSession?
+        var downloadPercent: Int?
+        var lastError: String?
+        var violations: [Data] = []
+        var subscription: UUID?
+        /// The article on screen, when it was shown (for its time spent) and the bundle it is from.
+        var openArticle: (id: String, shownAtMs: Int64, bundle: ContentBundle)?
+    }
+    private let state = Mutex(State())
     /// The most violation reports kept for `GET /v1/hub/csp-reports`.
     public static let violationLimit = 200
 
@@ -76,7 +79,7 @@ public final class WebContentHub: @unchecked Sendable {
         policy = ContentSecurityPolicy(settings: engine.settings)
         pageHeaders = policy.pageHeaders.merging(["Cache-Control": "no-store"]) { a, _ in a }
         // The status views show the latest download percent and error.
-        subscription = engine.notifications.subscribe(replay: true) { [weak self] notification in
+        let subscription = engine.notifications.subscribe(replay: true) { [weak self] notification in
             guard let self else { return }
             switch notification.name {
             case HostNotification.Name.downloadProgressChanged:
@@ -84,22 +87,23 @@ public final class WebContentHub: @unchecked Sendable {
                 if case .number(let value)? = notification.payload["percent"] ?? notification.payload["progress"], value.isFinite {
                     percent = Int(min(100, max(0, value)))
                 }
-                self.lock.withLock { self.downloadPercent = percent }
+                self.state.withLock { $0.downloadPercent = percent }
             case HostNotification.Name.error:
                 let message =
                     notification.payload["message"]?.plainText ?? notification.payload.values.map(\.plainText).sorted().joined(separator: " ")
-                self.lock.withLock { self.lastError = message }
+                self.state.withLock { $0.lastError = message }
             case HostNotification.Name.readyStateChanged:
-                self.lock.withLock { self.lastError = nil }
+                self.state.withLock { $0.lastError = nil }
             default: break
             }
         }
+        state.withLock { $0.subscription = subscription }
     }
 
-    deinit { if let subscription { engine.notifications.unsubscribe(subscription) } }
+    deinit { if let subscription = state.withLock({ $0.subscription }) { engine.notifications.unsubscribe(subscription) } }
 
     /// The open hub session, if any.
-    public var currentSession: HubSession? { lock.withLock { session } }
+    public var currentSession: HubSession? { state.withLock { $0.session } }
 
     // MARK: Presenting and closing
 
@@ -146,20 +150,20 @@ public final class WebContentHub: @unchecked Sendable {
     /// Closes the session (the hub's close button, or the app): isDisplayingContentHub becomes false.
     public func close() -> HubWebResponse {
         engine.viewRecorder.add(HubViewRecorder.View(leaving: takeOpenArticle()))
-        lock.withLock { session = nil }
+        state.withLock { $0.session = nil }
         engine.setState(\.isDisplayingContentHub, false)
         return .html(pages.closed(), policy: policy)
     }
 
     private func open(_ newSession: HubSession) {
-        lock.withLock { session = newSession }
+        state.withLock { $0.session = newSession }
         engine.setState(\.isDisplayingContentHub, true)
     }
 
     private func statusView(for error: HubEngine.PresentError, session: HubSession) -> HubWebResponse {
         switch error {
         case .noContent:
-            let (percent, failure) = lock.withLock { (downloadPercent, lastError) }
+            let (percent, failure) = state.withLock { ($0.downloadPercent, $0.lastError) }
             if engine.state.isDownloadingContent {
                 return .html(pages.status(.downloading, message: "Downloading content…", percent: percent ?? 0, session: session), policy: policy)
             }
@@ -260,15 +264,15 @@ public final class WebContentHub: @unchecked Sendable {
         var view = HubViewRecorder.View()
         // An article's reading starts when it is shown; the same article again (a reload) goes on.
         let now = Clock.wallMs()
-        let left = lock.withLock { () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
-            let previous = openArticle
+        let left = state.withLock { state -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
+            let previous = state.openArticle
             switch location {
             case .article(let id):
                 guard previous?.id != id else { return nil }
-                openArticle = (id, now, bundle)
+                state.openArticle = (id, now, bundle)
                 if let article = bundle.article(id) { view.read = article }
             case .hub, .channel:
-                openArticle = nil
+                state.openArticle = nil
             }
             return previous
         }
@@ -282,9 +286,9 @@ public final class WebContentHub: @unchecked Sendable {
 
     /// The article on screen, which the reader is leaving now (nil when none).
     private func takeOpenArticle() -> (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)? {
-        let open = lock.withLock { () -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
-            defer { openArticle = nil }
-            return openArticle
+        let open = state.withLock { state -> (id: String, shownAtMs: Int64, bundle: ContentBundle)? in
+            defer { state.openArticle = nil }
+            return state.openArticle
         }
         return open.flatMap { Self.leaving($0, now: Clock.wallMs()) }
     }
@@ -394,9 +398,11 @@ public final class WebContentHub: @unchecked Sendable {
             let document = "\(report["document-uri"] ?? report["documentURL"] ?? "")"
             logger.warning("content security policy blocked \(blocked) (\(directive)) on \(document)")
             if let data = try? JSONSerialization.data(withJSONObject: report, options: [.sortedKeys]) {
-                lock.withLock {
-                    violations.append(data)
-                    if violations.count > Self.violationLimit { violations.removeFirst(violations.count - Self.violationLimit) }
+                state.withLock { state in
+                    state.violations.append(data)
+                    if state.violations.count > Self.violationLimit {
+                        state.violations.removeFirst(state.violations.count - Self.violationLimit)
+                    }
                 }
             }
             engine.notifications.post(
@@ -407,7 +413,7 @@ public final class WebContentHub: @unchecked Sendable {
 
     /// The kept violation reports, oldest first, as a JSON array.
     public func violationReportsJSON() -> Data {
-        let kept = lock.withLock { violations }
+        let kept = state.withLock { $0.violations }
         return Data(("[" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]").utf8)
     }
 }
