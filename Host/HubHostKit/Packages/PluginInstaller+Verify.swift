@@ -33,6 +33,36 @@ extension PluginInstaller {
         }
     }
 
+    /// What is wrong with the package kept at `kept` against its plugins.lock `entry`, and its
+    /// signature as `trust` sees it (unsigned when it could not be read).
+    private static func keptPackageProblems(
+        _ kept: String, entry: PluginLock.Entry, trust: TrustSettings
+    ) -> (problems: [String], signature: PackageSignatureCheck.Outcome) {
+        // A box, not a captured `var`: the Swift 6.3 optimizer crashed (a SIL ownership
+        // verification failure) on a local enum the typed-throws closure assigned.
+        final class Found { var signature = PackageSignatureCheck.Outcome.unsigned }
+        let found = Found()
+        var problems: [String] = []
+        do {
+            let package = try PluginPackage.open(path: kept) { (bytes: [UInt8]) throws(PluginPackageError) in
+                let digest = SHA256.hex(of: Data(bytes))
+                guard digest == entry.packageSHA256 else {
+                    throw PluginPackageError(
+                        path: kept, reason: "is not the package installed (SHA-256 \(digest), plugins.lock says \(entry.packageSHA256))")
+                }
+                found.signature = try PackageSignatureCheck.check(archive: bytes, package: kept, trust: trust)
+            }
+            let packaged = Dictionary(uniqueKeysWithValues: package.files.map { ($0.name, $0.sha256) })
+            if packaged != entry.files { problems.append("\(kept): its files are not the ones plugins.lock lists") }
+            if package.manifest.id != entry.id || package.manifest.version != entry.version {
+                problems.append("\(kept): it is \(package.manifest.id) \(package.manifest.version), not \(entry.id) \(entry.version)")
+            }
+        } catch {
+            problems.append(error.description)
+        }
+        return (problems, found.signature)
+    }
+
     static func problems(of entry: PluginLock.Entry, manifest: HostManifest, users: [HostManifest.Instance]) -> [String] {
         var problems: [String] = []
         let folder = PluginLock.folder(dataDirectory: manifest.dataDirectory, id: entry.id, version: entry.version)
@@ -51,24 +81,8 @@ extension PluginInstaller {
         }
         // The package kept beside the folder.
         let kept = keptPackagePath(folder: folder)
-        var signature = PackageSignatureCheck.Outcome.unsigned
-        do {
-            let package = try PluginPackage.open(path: kept) { (bytes: [UInt8]) throws(PluginPackageError) in
-                let digest = SHA256.hex(of: Data(bytes))
-                guard digest == entry.packageSHA256 else {
-                    throw PluginPackageError(
-                        path: kept, reason: "is not the package installed (SHA-256 \(digest), plugins.lock says \(entry.packageSHA256))")
-                }
-                signature = try PackageSignatureCheck.check(archive: bytes, package: kept, trust: manifest.trust)
-            }
-            let packaged = Dictionary(uniqueKeysWithValues: package.files.map { ($0.name, $0.sha256) })
-            if packaged != entry.files { problems.append("\(kept): its files are not the ones plugins.lock lists") }
-            if package.manifest.id != entry.id || package.manifest.version != entry.version {
-                problems.append("\(kept): it is \(package.manifest.id) \(package.manifest.version), not \(entry.id) \(entry.version)")
-            }
-        } catch {
-            problems.append(error.description)
-        }
+        let (packageProblems, signature) = keptPackageProblems(kept, entry: entry, trust: manifest.trust)
+        problems += packageProblems
         switch signature {
         case .signed(let signer, _):
             if signer.name != entry.signer || signer.key.keyIDText != entry.keyID {
