@@ -254,6 +254,28 @@ final class PluginEjectionTests: XCTestCase {
         XCTAssertNil(ejection.ejected)
         XCTAssertTrue(ejection.admit())
 
+        // A call refused during a worker's restart backoff never reached the plugin: it neither
+        // counts nor ends the run, and a probe refused so leaves the probing to the next call.
+        let restarting = WorkerFailure.restarting("hung past its 200 ms call deadline (killed)").description
+        XCTAssertEqual(PluginEjection.verdict(status: HH_ERR_UNAVAILABLE, message: restarting), .notCalled)
+        XCTAssertEqual(
+            PluginEjection.verdict(status: HH_ERR_UNAVAILABLE, message: WorkerFailure.crashed("exited").description),
+            .failed("HH_ERR_UNAVAILABLE: exited"))
+        XCTAssertEqual(PluginEjection.verdict(status: HH_ERR_NOT_FOUND, message: "no such thing"), .answered)
+        let crashing = PluginEjection(instanceID: "z", pluginID: "z")
+        crashing.configure(policy, logger: nil)
+        crashing.failed("crashed")
+        for _ in 0..<10 { crashing.record(.notCalled) }
+        XCTAssertEqual(crashing.consecutiveFailures, 1)
+        XCTAssertNil(crashing.ejected, "one crash, then calls refused while its worker restarts: one failure")
+        crashing.failed("crashed again")
+        XCTAssertNotNil(crashing.ejected)
+        usleep(120_000)
+        XCTAssertTrue(crashing.admit(), "the probe")
+        crashing.record(.notCalled)
+        XCTAssertNotNil(crashing.ejected, "a refused probe decides nothing")
+        XCTAssertTrue(crashing.admit(), "the next call is the probe")
+
         let never = PluginEjection(instanceID: "y", pluginID: "y")
         policy.afterFailures = 0
         never.configure(policy, logger: nil)
@@ -288,17 +310,28 @@ final class PluginEjectionTests: XCTestCase {
         for instance in ["here", "worker"] {
             let handle = try XCTUnwrap(registry.plugins(of: .location).first { $0.instanceID == instance })
             let location = LocationPlugin(handle)
-            for n in 1...2 {
+            var n = 0
+            for _ in 0..<200 where n < 2 {
                 // In process the call overruns a 0.1 s deadline and is stuck until it returns at 0.3 s.
                 XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { !handle.calls.isStuck }, "\(instance): the last call returned")
-                guard case .failed(let status, _) = location.current(deadlineSeconds: 0.1) else {
-                    return XCTFail("\(instance): call \(n) should time out")
+                guard case .failed(let status, let message) = location.current(deadlineSeconds: 0.1) else {
+                    return XCTFail("\(instance): call \(n + 1) should time out")
                 }
+                // A call refused in the hung worker's restart backoff never reached the plugin: it
+                // does not count (the crash before it did, once).
+                if message.hasPrefix("worker restarting after: ") {
+                    XCTAssertEqual(handle.ejection.consecutiveFailures, n, "\(instance): a refused call is not a failure")
+                    XCTAssertNil(handle.ejection.ejected, "\(instance): not ejected by calls refused during one restart")
+                    usleep(20_000)
+                    continue
+                }
+                n += 1
                 // A hung worker is killed and restarted: its call fails as unavailable.
                 XCTAssertEqual(status, instance == "here" ? HH_ERR_TIMEOUT : HH_ERR_UNAVAILABLE, "\(instance) call \(n)")
+                XCTAssertEqual(handle.ejection.consecutiveFailures, n, "\(instance) call \(n)")
             }
             let ejected = try XCTUnwrap(handle.ejection.ejected, "\(instance): ejected after two timeouts")
-            XCTAssertTrue(ejected.reason.contains(instance == "here" ? "HH_ERR_TIMEOUT" : "worker restarting"), ejected.reason)
+            XCTAssertTrue(ejected.reason.contains(instance == "here" ? "HH_ERR_TIMEOUT" : "hung past its 200 ms call deadline"), ejected.reason)
             XCTAssertTrue(TestSupport.waitUntil(timeout: 5) { !handle.calls.isStuck })
             let started = Date()
             guard case .failed(let status, let message) = location.current(deadlineSeconds: 0.1) else {

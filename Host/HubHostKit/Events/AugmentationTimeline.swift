@@ -290,7 +290,13 @@ public final class AugmentationTimeline: @unchecked Sendable {
         if overran {
             handle.ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
         } else if outcome.status != 0 {
-            handle.ejection.failed("\(StatusCode.name(outcome.status))\(outcome.message.isEmpty ? "" : ": \(outcome.message)")")
+            // Any failed augmentation counts (the event goes on without its edits), except a call
+            // refused during its worker's restart backoff: the crash before it counted already.
+            if PluginEjection.verdict(status: outcome.status, message: outcome.message) == .notCalled {
+                handle.ejection.notCalled()
+            } else {
+                handle.ejection.failed("\(StatusCode.name(outcome.status))\(outcome.message.isEmpty ? "" : ": \(outcome.message)")")
+            }
         } else {
             handle.ejection.succeeded()
         }

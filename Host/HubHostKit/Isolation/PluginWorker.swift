@@ -10,11 +10,15 @@ public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
     /// The call ran past its budget (a WebAssembly guest out of fuel): a timeout.
     case timedOut(String)
 
+    /// How a call refused during the worker's restart backoff begins: it never reached the plugin
+    /// (the crash before it is what failed), which PluginEjection tells apart by it.
+    static let restartingPrefix = "worker restarting after: "
+
     public var description: String {
         switch self {
         case .timedOut(let cause): return cause
         case .crashed(let cause): return cause
-        case .restarting(let cause): return "worker restarting after: \(cause)"
+        case .restarting(let cause): return Self.restartingPrefix + cause
         case .gaveUp(let cause): return "worker given up: \(cause)"
         }
     }

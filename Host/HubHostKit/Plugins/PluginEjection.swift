@@ -140,6 +140,14 @@ public final class PluginEjection: @unchecked Sendable {
         )
     }
 
+    /// The admitted call never reached the plugin (its worker is in its restart backoff): nothing
+    /// changes, except that a probe refused so leaves the probing to the next call.
+    public func notCalled() {
+        lock.withLock {
+            if untilNs != nil, probing { probing = false }
+        }
+    }
+
     /// The ejection in force, nil when the plugin is called.
     public var ejected: Ejected? {
         lock.withLock { untilNs == nil ? nil : Ejected(until: untilWall, reason: reason, count: ejections) }

@@ -41,7 +41,7 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     public func fetch(_ resource: String, limit: Int = 1 << 30, deadlineSeconds: Double = PluginHandle.contentCallDeadlineSeconds) -> Fetched {
         handle.unlessEjected(
             { fetchInAnyRuntime(resource, limit: limit, deadlineSeconds: deadlineSeconds) },
-            failure: { PluginEjection.failure(status: $0.status, message: $0.message) })
+            verdict: { PluginEjection.verdict(status: $0.status, message: $0.message) })
             ?? Fetched(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage, data: Data())
     }
 
@@ -131,7 +131,7 @@ public final class ContentProviderPlugin: @unchecked Sendable {
     ) -> (status: Int32, message: String) {
         handle.unlessEjected(
             { streamInAnyRuntime(resource, into: sink, deadlineSeconds: deadlineSeconds) },
-            failure: { PluginEjection.failure(status: $0.status, message: $0.message) })
+            verdict: { PluginEjection.verdict(status: $0.status, message: $0.message) })
             ?? (HH_ERR_UNAVAILABLE, handle.ejectedMessage)
     }
 

@@ -104,7 +104,7 @@ public final class DeviceConditionsPlugin: @unchecked Sendable {
     /// reads files): call it through `BlockingPool.run` from async code. [thread-safe]
     /// A plugin ejected after failing calls in a row throws `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func read(dataDirectory: String) throws -> DeviceConditions {
-        guard let conditions = try handle.unlessEjected({ try readInAnyRuntime(dataDirectory: dataDirectory) }, failure: { _ in nil }) else {
+        guard let conditions = try handle.unlessEjected({ try readInAnyRuntime(dataDirectory: dataDirectory) }, verdict: { _ in .answered }) else {
             throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
         }
         return conditions

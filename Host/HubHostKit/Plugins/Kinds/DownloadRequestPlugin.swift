@@ -40,7 +40,7 @@ public final class DownloadRequestPlugin: @unchecked Sendable {
     /// through `BlockingPool.run` from async code. [thread-safe]
     /// A plugin ejected after failing calls in a row throws `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func convert(_ request: DownloadRequest) throws -> DownloadRequest {
-        guard let converted = try handle.unlessEjected({ try convertInAnyRuntime(request) }, failure: { _ in nil }) else {
+        guard let converted = try handle.unlessEjected({ try convertInAnyRuntime(request) }, verdict: { _ in .answered }) else {
             throw PluginCallError.failed(instance: handle.instanceID, status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
         }
         return converted

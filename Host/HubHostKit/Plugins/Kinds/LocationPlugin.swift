@@ -30,10 +30,10 @@ public enum LocationAnswer: Equatable, Sendable {
     case unavailable
     case failed(status: Int32, message: String)
 
-    /// The failure that counts towards ejecting the plugin, if this answer is one.
-    var ejectionFailure: String? {
-        guard case .failed(let status, let message) = self else { return nil }
-        return PluginEjection.failure(status: status, message: message)
+    /// What this answer says about the plugin, for its ejection.
+    var ejectionVerdict: PluginEjection.Verdict {
+        guard case .failed(let status, let message) = self else { return .answered }
+        return PluginEjection.verdict(status: status, message: message)
     }
 }
 
@@ -58,7 +58,7 @@ public final class LocationPlugin: @unchecked Sendable {
     /// returns, and health reports it); an isolated one has its worker's call_timeout.
     /// A plugin ejected after failing calls in a row answers `.failed` (HH_ERR_UNAVAILABLE) at once.
     public func current(deadlineSeconds: Double = PluginHandle.requestCallDeadlineSeconds) -> LocationAnswer {
-        handle.unlessEjected({ currentInAnyRuntime(deadlineSeconds: deadlineSeconds) }, failure: \.ejectionFailure)
+        handle.unlessEjected({ currentInAnyRuntime(deadlineSeconds: deadlineSeconds) }, verdict: \.ejectionVerdict)
             ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
     }
 

@@ -52,7 +52,7 @@ public final class TriggerOperatorPlugin: @unchecked Sendable {
         guard let api else {
             return handle.unlessEjected(
                 { IsolatedCalls.compare(handle, event, trigger) },
-                failure: { PluginEjection.failure(status: $0.status, message: $0.reason) })
+                verdict: { PluginEjection.verdict(status: $0.status, message: $0.reason) })
                 ?? (false, HH_ERR_UNAVAILABLE, handle.ejectedMessage)
         }
         var result = false

@@ -24,10 +24,10 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
         case id(String)
         case failed(status: Int32, message: String)
 
-        /// The failure that counts towards ejecting the plugin, if this answer is one.
-        var ejectionFailure: String? {
-            guard case .failed(let status, let message) = self else { return nil }
-            return PluginEjection.failure(status: status, message: message)
+        /// What this answer says about the plugin, for its ejection.
+        var ejectionVerdict: PluginEjection.Verdict {
+            guard case .failed(let status, let message) = self else { return .answered }
+            return PluginEjection.verdict(status: status, message: message)
         }
     }
 
@@ -35,7 +35,7 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendab
     /// answers `.failed`. A plugin ejected after failing calls in a row answers `.failed`
     /// (HH_ERR_UNAVAILABLE) at once.
     public func answer() -> Answer {
-        handle.unlessEjected(answerInAnyRuntime, failure: \.ejectionFailure)
+        handle.unlessEjected(answerInAnyRuntime, verdict: \.ejectionVerdict)
             ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
     }
 
