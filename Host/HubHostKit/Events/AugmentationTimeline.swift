@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Tracing
 
 /// The Engage augmentation service: runs the augmentation plugins on an event in plugins.yaml order
 /// under one timeout per event, however many plugins there are.
@@ -77,6 +78,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// plugins that answered in time (status EXPIRED).
     public func run(_ event: Event) -> Event {
         guard !plugins.isEmpty else { return event }
+        let context = Self.spanContext(of: event)
         let shared = UntilDeadline(event)
         let stages = self.stages
         let (working, completed) = waitForWork(shared, deadline: nil) {
@@ -92,7 +94,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                 else { break }
                 let input = collected.input
                 Self.concurrently(stage.count, estimate: self.callSpread) { i in
-                    collected.record(i, self.augment(stage[i], input.augmentable, traceparent: input.traceparent))
+                    collected.record(i, self.augment(stage[i], input.augmentable, context: context))
                 }
                 let outcomes = collected.close()
                 let keepGoing: Bool = shared.lock.withLock {
@@ -145,6 +147,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
         guard !plugins.isEmpty, !events.isEmpty else { return events }
         let shared = UntilDeadline<Void>(())
         let progress = events.map(Progress.init)
+        let contexts = HubTracing.isEnabled ? events.map(Self.spanContext(of:)) : []
         let (_, completed) = waitForWork(shared, deadline: deadline) {
             for stage in self.stages {
                 // Each event's input to the stage: the plugins of a stage see the same event.
@@ -158,7 +161,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     if shared.lock.withLock({ shared.timedOut }) { return }
                     Self.concurrently(events.count, estimate: self.eventSpread) { i in
                         if shared.lock.withLock({ shared.timedOut }) { return }
-                        guard let outcome = self.augment(index, inputs[i].augmentable, traceparent: inputs[i].traceparent) else { return }
+                        guard let outcome = self.augment(index, inputs[i].augmentable, context: contexts.isEmpty ? nil : contexts[i]) else { return }
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: inputs[i].id, outcome)
                             return
@@ -270,8 +273,8 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// as its deadline, and in its ejection state: a failure, or an answer past that deadline,
     /// counts towards ejecting it. Nil when the plugin is not called: it is ejected, or stuck in
     /// an earlier call (a new call would only hang beside it). Tracing on, the call is a
-    /// `plugin augmentation` span under the event's traceparent (its POST's span).
-    private func augment(_ index: Int, _ event: consuming AugmentableEvent, traceparent: String?) -> AugmentationOutcome? {
+    /// `plugin augmentation` span under `context` (the event's POST's span).
+    private func augment(_ index: Int, _ event: consuming AugmentableEvent, context: InstrumentationContext?) -> AugmentationOutcome? {
         let plugin = plugins[index]
         let handle = plugin.handle
         if handle.calls.isStuck {
@@ -280,9 +283,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
         }
         guard handle.ejection.admit() else { return nil }
         let token = handle.calls.begin(deadlineSeconds: timeoutSeconds)
-        let span =
-            !HubTracing.isEnabled || traceparent == nil
-            ? nil : PluginCallSpan.start(handle, context: HubTracing.context(fromTraceparent: traceparent))
+        let span = context.flatMap { PluginCallSpan.start(handle, context: $0) }
         let startedNs = span == nil ? 0 : Clock.monotonicNs()
         let outcome = plugin.augment(consume event)
         let overran = handle.calls.end(token)
@@ -301,6 +302,13 @@ public final class AugmentationTimeline: @unchecked Sendable {
             handle.ejection.succeeded()
         }
         return outcome
+    }
+
+    /// The context the augmentations of `event` are spans in: its traceparent, read once per event
+    /// rather than once per plugin call; nil when tracing is off or the event has none.
+    private static func spanContext(of event: Event) -> InstrumentationContext? {
+        guard HubTracing.isEnabled, let traceparent = event.traceparent else { return nil }
+        return HubTracing.context(fromTraceparent: traceparent)
     }
 
     /// Says, at most once per 10 s, that `plugin` is stuck in a call and left out meanwhile.
