@@ -33,20 +33,9 @@ extension HubHost {
     /// download deadline and the prefetch policy. Any other change to a section makes the reload
     /// refuse: those keys are read once, when an engine opens (the server's address, the data
     /// directory, the names and values sent with every event, the hub's page policy, identity).
-    public static let liveReloadKeys: Set<String> = [
-        "events.sink", "events.collector_url", "events.cache_size", "events.flush_interval", "events.max_num_retries",
-        "events.retry_base_delay", "events.post_timeout", "events.augmentation_timeout", "events.expire_local_events_after",
-        "campaigns.config_url", "campaigns.ping_url", "campaigns.context_rule",
-        "campaigns.frequency_caps.per_session", "campaigns.frequency_caps.per_period", "campaigns.frequency_caps.period",
-        "campaigns.frequency_caps.min_gap", "campaigns.frequency_caps.campaign_interval",
-        "hub.download_timeout",
-        "prefetch.max_concurrent_downloads", "prefetch.item_download_behavior", "prefetch.network_selection",
-        "prefetch.enable_auto_purge", "prefetch.cache_size_limit", "prefetch.sync_interval", "prefetch.retry_delay",
-        "prefetch.lookup_retry_delay", "prefetch.register_retry", "prefetch.requires_charging", "prefetch.battery_low",
-        "prefetch.storage_low",
-        // Trusted keys matter only when a plugin installed from a package loads, which a reload re-checks.
-        "trust"
-    ]
+    /// The keys are those marked live in their section's schema (ConfigKey.live), read from the
+    /// configuration reference, so the list, docs/configuration.md and docs/reload.md agree.
+    public static let liveReloadKeys = Set(ConfigReference.liveKeys)
 
     /// Kinds whose instances the engines hold from the moment they open (the content provider of
     /// the hub and of prefetch, device conditions, download requests, id generators): changing or

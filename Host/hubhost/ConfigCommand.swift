@@ -11,11 +11,13 @@ struct ConfigCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Every key plugins.yaml accepts: type, default, accepted values and meaning.",
             discussion:
-                "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys."
+                "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys. LIVE marks the keys a reload applies to a running serve; `--live` lists only those (with `--markdown`, the table docs/reload.md carries)."
         )
 
-        @Flag(name: .long, help: "Print the Markdown page docs/configuration.md.")
+        @Flag(name: .long, help: "Print the Markdown page docs/configuration.md (with --live: docs/reload.md's table of live keys).")
         var markdown = false
+        @Flag(name: .long, help: "Only the keys a reload applies to a running serve.")
+        var live = false
         @OptionGroup var output: JSONFlag
 
         func validate() throws {
@@ -24,12 +26,18 @@ struct ConfigCommand: ParsableCommand {
 
         func run() throws {
             if markdown {
-                print(ConfigReference.markdown(), terminator: "")
+                print(live ? ConfigReference.liveKeysMarkdown() : ConfigReference.markdown(), terminator: "")
             } else if output.json {
-                Output.json(ConfigReference.sections)
+                let sections = ConfigReference.sections.map { section in
+                    var section = section
+                    if live { section.entries = section.entries.filter(\.live) }
+                    return section
+                }
+                Output.json(live ? sections.filter { !$0.entries.isEmpty } : sections)
             } else {
-                let rows = ConfigReference.sections.flatMap { $0.entries }.map { [$0.key, $0.type, $0.defaultValue, $0.accepted] }
-                Output.table(["KEY", "TYPE", "DEFAULT", "ACCEPTED"], rows)
+                let entries = ConfigReference.sections.flatMap { $0.entries }.filter { !live || $0.live }
+                let rows = entries.map { [$0.key, $0.type, $0.defaultValue, $0.accepted, $0.live ? "live" : ""] }
+                Output.table(["KEY", "TYPE", "DEFAULT", "ACCEPTED", "LIVE"], rows)
             }
         }
     }

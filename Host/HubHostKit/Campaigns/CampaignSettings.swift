@@ -8,15 +8,16 @@ public struct CampaignSettings: Sendable, Equatable {
         ConfigKey(
             key: "config_url", type: .string, defaultValue: .string(""),
             doc:
-                "The configuration endpoint: {\"data\": {\"enabled\": bool, \"endpoints\": {\"ping\": \"...\"}}} or {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off."
+                "The configuration endpoint: {\"data\": {\"enabled\": bool, \"endpoints\": {\"ping\": \"...\"}}} or {\"enabled\": bool, \"pingUrl\": \"...\"}; \"enabled\": false turns the engine off.",
+            live: true
         ),
         ConfigKey(
             key: "ping_url", type: .string, defaultValue: .string(""),
-            doc: "The ping endpoint answering the campaign list (used when the config endpoint names none)."),
+            doc: "The ping endpoint answering the campaign list (used when the config endpoint names none).", live: true),
         ConfigKey(
             key: "context_rule", type: .string, defaultValue: .string("all"),
             doc: "When a message with [contexts] may show: all (every context allowed by the caller), any, or none.",
-            allowedValues: CampaignEngine.ContextRule.allCases.map(\.rawValue))
+            allowedValues: CampaignEngine.ContextRule.allCases.map(\.rawValue), live: true)
     ])
 
     public var enabled = true

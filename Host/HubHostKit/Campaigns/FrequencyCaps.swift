@@ -13,19 +13,19 @@ public struct FrequencyCaps: Sendable, Equatable {
         ConfigKey(
             key: "per_session", type: .int, defaultValue: .int(0),
             doc: "At most this many messages per session (the event engine's session, events.session_timeout); 0: no cap.",
-            range: .between(0, Double(maxCount))),
+            range: .between(0, Double(maxCount)), live: true),
         ConfigKey(
             key: "per_period", type: .int, defaultValue: .int(0),
-            doc: "At most this many messages in any rolling `period`; 0: no cap.", range: .between(0, Double(maxCount))),
+            doc: "At most this many messages in any rolling `period`; 0: no cap.", range: .between(0, Double(maxCount)), live: true),
         ConfigKey(
             key: "period", type: .duration, defaultValue: .double(86_400),
-            doc: "The rolling period `per_period` counts in, e.g. 24h.", range: .positive(atMost: maxSeconds)),
+            doc: "The rolling period `per_period` counts in, e.g. 24h.", range: .positive(atMost: maxSeconds), live: true),
         ConfigKey(
             key: "min_gap", type: .duration, defaultValue: .double(0),
-            doc: "The least time between any two messages, e.g. 10m; 0: none.", range: .between(0, maxSeconds)),
+            doc: "The least time between any two messages, e.g. 10m; 0: none.", range: .between(0, maxSeconds), live: true),
         ConfigKey(
             key: "campaign_interval", type: .duration, defaultValue: .double(0),
-            doc: "The least time between two impressions of the same campaign, e.g. 1d; 0: none.", range: .between(0, maxSeconds))
+            doc: "The least time between two impressions of the same campaign, e.g. 1d; 0: none.", range: .between(0, maxSeconds), live: true)
     ])
 
     /// The most a count cap may allow.

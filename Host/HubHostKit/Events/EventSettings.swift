@@ -8,7 +8,7 @@ public struct EventSettings: Sendable {
     public static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
-            doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange),
+            doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange, live: true),
         ConfigKey(
             key: "durability", type: .string, defaultValue: .string(EventDurability.fsync.rawValue),
             doc:
@@ -16,28 +16,30 @@ public struct EventSettings: Sendable {
             allowedValues: EventDurability.allCases.map(\.rawValue)),
         ConfigKey(
             key: "cache_size", type: .int, defaultValue: .int(3),
-            doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000)),
+            doc: "Events to collect before a batch is posted (General->ubfEventCacheSize).", range: .between(1, 1_000_000), live: true),
         ConfigKey(
             key: "flush_interval", type: .duration, defaultValue: .double(60),
-            doc: "hubhost serve posts what is waiting at least this often.", range: durationRange),
+            doc: "hubhost serve posts what is waiting at least this often.", range: durationRange, live: true),
         ConfigKey(
             key: "sink", type: .string, defaultValue: .string(""),
-            doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url)."),
+            doc: "The event_sink plugin instance events are delivered through; empty or http-collector: the built-in HTTP collector (collector_url).",
+            live: true),
         ConfigKey(
             key: "collector_url", type: .string, defaultValue: .string(""),
-            doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk."),
+            doc: "Where batches are POSTed as JSON; empty keeps events NOT_POSTED on disk.", live: true),
         ConfigKey(
             key: "max_num_retries", type: .int, defaultValue: .int(3),
-            doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries).", range: .between(1, 100)),
+            doc: "Attempts before an event becomes FAILED_POST (Networking->maxNumRetries).", range: .between(1, 100), live: true),
         ConfigKey(
             key: "retry_base_delay", type: .duration, defaultValue: .double(1),
-            doc: "First retry delay; doubled each attempt, with jitter.", range: .between(0, SafeTime.maxDurationSeconds)),
+            doc: "First retry delay; doubled each attempt, with jitter.", range: .between(0, SafeTime.maxDurationSeconds), live: true),
         ConfigKey(
             key: "post_timeout", type: .duration, defaultValue: .double(30),
-            doc: "Deadline of one POST to the collector.", range: durationRange),
+            doc: "Deadline of one POST to the collector.", range: durationRange, live: true),
         ConfigKey(
             key: "expire_local_events_after", type: .duration, defaultValue: .double(30 * 86_400),
-            doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays).", range: durationRange),
+            doc: "SUCCESSFULLY_POSTED events are purged after this (LocalEventStore->expireLocalEventsAfterNumDays).", range: durationRange,
+            live: true),
         ConfigKey(
             key: "session_timeout", type: .duration, defaultValue: .double(30 * 60),
             doc: "Inactivity that ends a session (Session->sessionLifecycleExpiration).", range: durationRange),

@@ -28,7 +28,7 @@ public struct HubSettings: Sendable, Equatable {
             allowedValues: ColorScheme.allCases.map(\.rawValue)),
         ConfigKey(
             key: "download_timeout", type: .duration, defaultValue: .double(120), doc: "The most one bundle download may take.",
-            range: .positive(atMost: SafeTime.maxDurationSeconds))
+            range: .positive(atMost: SafeTime.maxDurationSeconds), live: true)
     ])
     /// Keys whose value is a list of strings.
     static let listKeys = ["whitelist_urls", "whitelist_domains", "custom_url_schemes"]

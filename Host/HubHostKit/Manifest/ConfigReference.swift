@@ -10,15 +10,18 @@ public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
     /// The accepted values: a range, a list, or empty for any value of the type.
     public var accepted: String
     public var doc: String
+    /// Whether a reload applies it to a running serve (ConfigKey.live).
+    public var live: Bool
 
-    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", accepted, doc }
+    enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", accepted, doc, live }
 
-    public init(key: String, type: String, defaultValue: String = "", accepted: String = "", doc: String) {
+    public init(key: String, type: String, defaultValue: String = "", accepted: String = "", doc: String, live: Bool = false) {
         self.key = key
         self.type = type
         self.defaultValue = defaultValue
         self.accepted = accepted
         self.doc = doc
+        self.live = live
     }
 
     /// The entry of a schema key of `section`.
@@ -33,7 +36,7 @@ public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
         }
         self.init(
             key: section.isEmpty ? key.key : "\(section).\(key.key)", type: key.type.rawValue + (key.required ? ", required" : ""),
-            defaultValue: defaultText, accepted: accepted, doc: key.doc)
+            defaultValue: defaultText, accepted: accepted, doc: key.doc, live: key.live)
     }
 }
 
@@ -75,6 +78,10 @@ public enum ConfigReference {
             instance's own `config:` keys are declared in its plugin's `plugin.yaml` (`hubhost plugins inspect PATH`
             lists them; see [plugin-authoring.md](plugin-authoring.md)).
 
+            A key marked **live** is applied by a reload of a running `hubhost serve` (`kill -HUP`, `hubhost reload`;
+            [reload.md](reload.md)); a reload that changes any other key of a section is refused, naming it, until a
+            restart. Plugin instances (`plugins:`), `logging:` and `include:` files always reload live.
+
             Sections: \(sections.map { "[`\($0.name)`](#\($0.name))" }.joined(separator: " · "))
 
             """
@@ -82,9 +89,27 @@ public enum ConfigReference {
             text += "\n## \(section.name)\n\n\(section.summary)\n\n"
             text += "| key | type | default | accepted | meaning |\n| --- | --- | --- | --- | --- |\n"
             for entry in section.entries {
-                let cells = [code(entry.key), entry.type, entry.defaultValue.isEmpty ? "" : code(entry.defaultValue), entry.accepted, entry.doc]
+                let key = code(entry.key) + (entry.live ? " (**live**)" : "")
+                let cells = [key, entry.type, entry.defaultValue.isEmpty ? "" : code(entry.defaultValue), entry.accepted, entry.doc]
                 text += "| " + cells.map(escaped).joined(separator: " | ") + " |\n"
             }
+        }
+        return text
+    }
+
+    /// Every key a reload applies live (ConfigKey.live), in reference order.
+    public static var liveKeys: [String] {
+        sections.flatMap(\.entries).filter(\.live).map(\.key)
+    }
+
+    /// The list of live keys by section that docs/reload.md carries between its
+    /// `<!-- live keys -->` markers (`hubhost config reference --live --markdown`).
+    public static func liveKeysMarkdown() -> String {
+        var text = "| section | keys a reload applies live |\n| --- | --- |\n"
+        for section in sections {
+            let keys = section.entries.filter(\.live).map(\.key)
+            guard !keys.isEmpty else { continue }
+            text += "| `\(section.name)` | " + keys.map(code).joined(separator: ", ") + " |\n"
         }
         return text
     }

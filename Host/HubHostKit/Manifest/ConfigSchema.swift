@@ -69,6 +69,10 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
     public var nonEmpty: Bool
     /// A regular expression the whole string must match (string type); nil: any.
     public var pattern: String?
+    /// A setting of a plugins.yaml section that a reload applies to a running serve (the other
+    /// keys are read once, when their engine opens, and a reload that changes one is refused).
+    /// The reload, `config reference` and docs/reload.md read it; a plugin's own keys leave it false.
+    public var live: Bool
 
     enum CodingKeys: String, CodingKey {
         case key, type, defaultValue = "default", required, doc, minimum, maximum, allowed, nonEmpty = "non_empty", pattern
@@ -76,7 +80,8 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
 
     public init(
         key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
-        range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil
+        range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil,
+        live: Bool = false
     ) {
         self.key = key
         self.type = type
@@ -87,6 +92,7 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
         self.allowedValues = allowedValues
         self.nonEmpty = nonEmpty
         self.pattern = pattern
+        self.live = live
     }
 
     /// True when `pattern` compiles and matches all of `text`.

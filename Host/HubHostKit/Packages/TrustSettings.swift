@@ -40,7 +40,7 @@ public struct TrustSettings: ManifestSection, Equatable {
     public static let schema = ConfigSchema(keys: [])
     public static var structuredKeys: [ConfigReferenceEntry] {
         [
-            ConfigReferenceEntry(key: "trust", type: "list of maps", defaultValue: "[]", doc: "The trusted keys; empty: none."),
+            ConfigReferenceEntry(key: "trust", type: "list of maps", defaultValue: "[]", doc: "The trusted keys; empty: none.", live: true),
             ConfigReferenceEntry(
                 key: "trust[].name", type: "string, required", accepted: "unique",
                 doc: "A name for the key, such as its publisher's; two entries may not share one."),

@@ -21,48 +21,48 @@ public struct PrefetchSettings: Sendable, Equatable {
         ConfigKey(
             key: "max_concurrent_downloads", type: .int, defaultValue: .int(4),
             doc: "Files downloaded at once (the PCD SDK's default is unlimited; a few keep one host from opening hundreds of connections to a CDN).",
-            range: .between(1, 64)),
+            range: .between(1, 64), live: true),
         ConfigKey(
             key: "item_download_behavior", type: .string, defaultValue: .string("full_auto"),
             doc: "full_auto: discovered items download by themselves; thumbnail_only: only their thumbnails; none: only on request.",
-            allowedValues: DownloadBehavior.allCases.map(\.rawValue)),
+            allowedValues: DownloadBehavior.allCases.map(\.rawValue), live: true),
         ConfigKey(
             key: "network_selection", type: .string, defaultValue: .string(""),
             doc: "wifi, cellular or both; empty: the catalog service's default (wifi when it sends none).",
-            allowedValues: NetworkSelection.allCases.map(\.rawValue)),
-        ConfigKey(key: "enable_auto_purge", type: .bool, defaultValue: .bool(true), doc: "false: hubhost never purges items by itself."),
+            allowedValues: NetworkSelection.allCases.map(\.rawValue), live: true),
+        ConfigKey(key: "enable_auto_purge", type: .bool, defaultValue: .bool(true), doc: "false: hubhost never purges items by itself.", live: true),
         ConfigKey(
             key: "cache_size_limit", type: .int, defaultValue: .int(0),
             doc: "Auto purge evicts items while their files take more bytes than this; 0: no limit (storage_low still applies).",
-            range: .between(0, Double(CatalogProtocol.maxFileSize))),
+            range: .between(0, Double(CatalogProtocol.maxFileSize)), live: true),
         ConfigKey(
             key: "sync_interval", type: .duration, defaultValue: .double(900), doc: "How often the catalog is fetched again.",
-            range: durationRange),
+            range: durationRange, live: true),
         ConfigKey(
             key: "read_timeout", type: .duration, defaultValue: .double(30),
             doc: "The longest a file download may go without receiving a byte before the attempt fails (a hanging server).",
             range: durationRange),
         ConfigKey(
             key: "retry_delay", type: .duration, defaultValue: .double(10),
-            doc: "The wait before a failed file download is tried again; doubled on each of the 3 retries.", range: durationRange),
+            doc: "The wait before a failed file download is tried again; doubled on each of the 3 retries.", range: durationRange, live: true),
         ConfigKey(
             key: "lookup_retry_delay", type: .duration, defaultValue: .double(10),
             doc: "The wait between the 3 attempts of a metadata look-up by contentIds when the service cannot be reached (the PCD SDK's 10 s).",
-            range: durationRange),
+            range: durationRange, live: true),
         ConfigKey(
             key: "register_retry", type: .duration, defaultValue: .double(30),
             doc: "The first wait before registration is tried again after a transport or server failure; doubled each time, at most 1 hour.",
-            range: durationRange),
+            range: durationRange, live: true),
         ConfigKey(
             key: "requires_charging", type: .bool, defaultValue: .bool(false),
-            doc: "true: policy-driven downloads wait while the device is not charging (WorkManager's requiresCharging)."),
+            doc: "true: policy-driven downloads wait while the device is not charging (WorkManager's requiresCharging).", live: true),
         ConfigKey(
             key: "battery_low", type: .double, defaultValue: .double(0.15),
-            doc: "Policy-driven downloads wait while the battery is below this level and not charging.", range: .between(0, 1)),
+            doc: "Policy-driven downloads wait while the battery is below this level and not charging.", range: .between(0, 1), live: true),
         ConfigKey(
             key: "storage_low", type: .int, defaultValue: .int(512 << 20),
             doc: "Every download waits while the data directory has fewer free bytes than this.",
-            range: .between(0, Double(CatalogProtocol.maxFileSize))),
+            range: .between(0, Double(CatalogProtocol.maxFileSize)), live: true),
         ConfigKey(
             key: "device_conditions", type: .string, defaultValue: .string(""),
             doc: "The device_conditions plugin instance that tells network, battery and storage; empty: none (downloads assume an unmetered network)."
