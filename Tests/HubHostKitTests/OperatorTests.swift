@@ -239,6 +239,26 @@ final class OperatorTests: XCTestCase {
         assertRegex("^\\s$", "\u{00A0}", true, "no-break space is white space")
     }
 
+    /// The Unicode tables of the regex engine are what scripts/regex-tables.swift prints from this
+    /// toolchain's Unicode data: the generator is kept beside the tables it made, and still makes them.
+    func testTheRegexUnicodeTablesAreWhatTheirGeneratorPrints() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        let built = try TestSupport.run(
+            "/usr/bin/env", ["swiftc", "-O", TestSupport.repository + "/scripts/regex-tables.swift", "-o", folder + "/regex-tables"], timeout: 300)
+        XCTAssertEqual(built.status, 0, built.stderr)
+        let printed = try TestSupport.run(folder + "/regex-tables", [], timeout: 120)
+        XCTAssertEqual(printed.status, 0, printed.stderr)
+        let header = try String(contentsOfFile: TestSupport.repository + "/Plugins/StandardOperators/bounded_regex_tables.h", encoding: .utf8)
+        // Compared as the tables' names and numbers: the header is the output after clang-format.
+        func tables(_ text: String) -> [String] {
+            let start = text.range(of: "static const")?.lowerBound ?? text.endIndex
+            return text[start...].split(whereSeparator: { " \n,{}=;[]".contains($0) }).map(String.init).filter { $0 != "#endif" }
+        }
+        let expected = tables(printed.stdout)
+        XCTAssertGreaterThan(expected.count, 2_500, "four tables: 802 + 72 + 10 ranges, 206 runs")
+        XCTAssertEqual(tables(header), expected, "run scripts/regex-tables.swift as its first lines say")
+    }
+
     /// Anchors and word boundaries as ICU. Before: $ only at the very end, \b a literal b, \A \z
     /// \Z literal letters, `.` stopped only at \n.
     func testRegexAnchorsAndLineTerminators() {
