@@ -26,12 +26,19 @@ enum CampaignRoutes {
         to router: Router<BasicRequestContext>, campaigns: CampaignEngine?, source: CampaignSettings, images: CampaignImageCache,
         frameAncestors: String
     ) {
-        let campaignPaths = router.group("/v1/campaigns")
-        let messages = router.group("/v1/messages")
         @Sendable func engine() throws -> CampaignEngine {
             guard let campaigns else { throw APIError.engineOff("campaigns are disabled (campaigns: enabled: false)") }
             return campaigns
         }
+        addCampaigns(router.group("/v1/campaigns"), engine: engine, source: source, images: images, frameAncestors: frameAncestors)
+        addMessages(router.group("/v1/messages"), engine: engine)
+    }
+
+    /// `/v1/campaigns`: the list, opt-out, preview and the campaign user.
+    private static func addCampaigns(
+        _ campaignPaths: RouterGroup<BasicRequestContext>, engine: @escaping @Sendable () throws -> CampaignEngine,
+        source: CampaignSettings, images: CampaignImageCache, frameAncestors: String
+    ) {
         campaignPaths.get("") { _, _ in
             let campaigns = try engine()
             return HTTPAPI.json(try await HTTPAPI.blocking { campaigns.statuses() })
@@ -76,6 +83,12 @@ enum CampaignRoutes {
             }
             return HTTPAPI.json(UserView(userId: user.userId, idTrackingIdentifier: user.idTrackingIdentifier, accessToken: nil))
         }
+    }
+
+    /// `/v1/messages`: the next message, its stream, later, pause and resume, impressions and close.
+    private static func addMessages(
+        _ messages: RouterGroup<BasicRequestContext>, engine: @escaping @Sendable () throws -> CampaignEngine
+    ) {
         messages.get("/next") { request, _ in
             let campaigns = try engine()
             let contexts = request.uri.queryParameters.getAll("context").map { String($0) }

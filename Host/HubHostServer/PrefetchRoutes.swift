@@ -119,6 +119,13 @@ enum PrefetchRoutes {
 
     static func add(to router: Router<BasicRequestContext>, host: HubHost) {
         let prefetch = router.group("/v1/prefetch")
+        addState(prefetch, host: host)
+        addItems(prefetch, host: host)
+        addDownloads(prefetch, host: host)
+    }
+
+    /// The engine's state and policy: status, register, sync, lookup, purge, policy.
+    private static func addState(_ prefetch: RouterGroup<BasicRequestContext>, host: HubHost) {
         prefetch.get("/status") { _, _ in
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
@@ -135,6 +142,42 @@ enum PrefetchRoutes {
             let engine = try engine(host)
             return HTTPAPI.json(try await HTTPAPI.blocking { try engine.sync() })
         }
+        prefetch.get("/lookup") { request, _ in
+            let engine = try engine(host)
+            let query = request.uri.queryParameters
+            guard let source = query.get("source").map({ String($0) }), !source.isEmpty else { throw APIError(.badRequest, "'source' is required") }
+            let ids = query.getAll("content_id").map { String($0) }
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.lookup(contentIds: ids, source: source) })
+        }
+        prefetch.post("/purge") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.purge() })
+        }
+        prefetch.get("/policy") { _, _ in
+            let engine = try engine(host)
+            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
+        }
+        prefetch.put("/policy") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(PolicyBody.self, from: request)
+            var selection: PrefetchSettings.NetworkSelection?
+            if let text = body.network_selection {
+                guard let parsed = PrefetchSettings.NetworkSelection(rawValue: text) else {
+                    throw APIError(.badRequest, "unknown network_selection '\(text)'; expected wifi, cellular, both or null")
+                }
+                selection = parsed
+            }
+            let chosen = selection
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking {
+                    try engine.setNetworkSelectionOverride(chosen)
+                    return try engine.status()
+                })
+        }
+    }
+
+    /// The items: listed, watched, one by id, consumption, imports and deletes.
+    private static func addItems(_ prefetch: RouterGroup<BasicRequestContext>, host: HubHost) {
         prefetch.get("/items") { request, _ in
             let engine = try engine(host)
             let chosen = try filter(request)
@@ -150,6 +193,57 @@ enum PrefetchRoutes {
             guard let item = try await HTTPAPI.blocking({ try engine.item(id) }) else { throw PrefetchError.unknownItem(id) }
             return HTTPAPI.json(item)
         }
+        prefetch.post("/delete") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(DeleteBody.self, from: request)
+            guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
+            return HTTPAPI.json(
+                Answers(
+                    answers: try await HTTPAPI.blocking {
+                        try engine.delete(body.ids, filesOnly: body.files_only ?? false, keepThumbnail: body.keep_thumbnail ?? false)
+                    }))
+        }
+        prefetch.post("/consume") { request, _ in
+            let engine = try engine(host)
+            let body = try await HTTPAPI.decode(ConsumeBody.self, from: request)
+            var date = Date()
+            if let ms = body.at_ms {
+                guard (0...253_402_300_799_000).contains(ms) else { throw APIError(.badRequest, "'at_ms' is out of range") }
+                date = Date(timeIntervalSince1970: Double(ms) / 1000)
+            }
+            let when = date
+            return HTTPAPI.json(
+                try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
+                status: .created)
+        }
+        prefetch.post("/import") { request, _ in
+            let engine = try engine(host)
+            let data = try await HTTPAPI.body(request)
+            let list: [PrefetchImportMetadata]
+            if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) {
+                list = many
+            } else {
+                list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
+            }
+            guard !list.isEmpty, list.count <= maxIDs else { throw APIError(.badRequest, "import 1 to \(maxIDs) items") }
+            return HTTPAPI.json(
+                Answers(
+                    answers: try await HTTPAPI.blocking {
+                        list.map { metadata in
+                            do {
+                                let item = try engine.addDownloadedItem(metadata)
+                                return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
+                            } catch {
+                                return PrefetchEngine.Answer(
+                                    id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
+                            }
+                        }
+                    }))
+        }
+    }
+
+    /// Downloads and the items' flags: download, resume, pause, cancel, fill, save, lock.
+    private static func addDownloads(_ prefetch: RouterGroup<BasicRequestContext>, host: HubHost) {
         prefetch.post("/download") { request, _ in
             let engine = try engine(host)
             let body = try await ids(request)
@@ -189,16 +283,6 @@ enum PrefetchRoutes {
             let engine = try engine(host)
             return HTTPAPI.json(Queued(queued: try await HTTPAPI.blocking { try engine.fill() }))
         }
-        prefetch.post("/delete") { request, _ in
-            let engine = try engine(host)
-            let body = try await HTTPAPI.decode(DeleteBody.self, from: request)
-            guard !body.ids.isEmpty, body.ids.count <= maxIDs else { throw APIError(.badRequest, "'ids' must name 1 to \(maxIDs) items") }
-            return HTTPAPI.json(
-                Answers(
-                    answers: try await HTTPAPI.blocking {
-                        try engine.delete(body.ids, filesOnly: body.files_only ?? false, keepThumbnail: body.keep_thumbnail ?? false)
-                    }))
-        }
         @Sendable func flag(_ flag: PrefetchEngine.Flag, _ value: Bool, _ request: Request) async throws -> Response {
             let engine = try engine(host)
             let body = try await ids(request)
@@ -208,74 +292,5 @@ enum PrefetchRoutes {
         prefetch.post("/unsave") { request, _ in try await flag(.saved, false, request) }
         prefetch.post("/lock") { request, _ in try await flag(.locked, true, request) }
         prefetch.post("/unlock") { request, _ in try await flag(.locked, false, request) }
-        prefetch.post("/consume") { request, _ in
-            let engine = try engine(host)
-            let body = try await HTTPAPI.decode(ConsumeBody.self, from: request)
-            var date = Date()
-            if let ms = body.at_ms {
-                guard (0...253_402_300_799_000).contains(ms) else { throw APIError(.badRequest, "'at_ms' is out of range") }
-                date = Date(timeIntervalSince1970: Double(ms) / 1000)
-            }
-            let when = date
-            return HTTPAPI.json(
-                try await HTTPAPI.blocking { try engine.recordConsumption(body.id, date: when, start: body.start, end: body.end) },
-                status: .created)
-        }
-        prefetch.post("/import") { request, _ in
-            let engine = try engine(host)
-            let data = try await HTTPAPI.body(request)
-            let list: [PrefetchImportMetadata]
-            if let many = try? JSONDecoder().decode([PrefetchImportMetadata].self, from: data) {
-                list = many
-            } else {
-                list = [try JSONDecoder().decode(PrefetchImportMetadata.self, from: data)]
-            }
-            guard !list.isEmpty, list.count <= maxIDs else { throw APIError(.badRequest, "import 1 to \(maxIDs) items") }
-            return HTTPAPI.json(
-                Answers(
-                    answers: try await HTTPAPI.blocking {
-                        list.map { metadata in
-                            do {
-                                let item = try engine.addDownloadedItem(metadata)
-                                return PrefetchEngine.Answer(id: item.uniqueId, accepted: true, reason: nil, state: item.state)
-                            } catch {
-                                return PrefetchEngine.Answer(
-                                    id: "\(metadata.provider):\(metadata.contentId)", accepted: false, reason: "\(error)", state: nil)
-                            }
-                        }
-                    }))
-        }
-        prefetch.get("/lookup") { request, _ in
-            let engine = try engine(host)
-            let query = request.uri.queryParameters
-            guard let source = query.get("source").map({ String($0) }), !source.isEmpty else { throw APIError(.badRequest, "'source' is required") }
-            let ids = query.getAll("content_id").map { String($0) }
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.lookup(contentIds: ids, source: source) })
-        }
-        prefetch.post("/purge") { _, _ in
-            let engine = try engine(host)
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.purge() })
-        }
-        prefetch.get("/policy") { _, _ in
-            let engine = try engine(host)
-            return HTTPAPI.json(try await HTTPAPI.blocking { try engine.status() })
-        }
-        prefetch.put("/policy") { request, _ in
-            let engine = try engine(host)
-            let body = try await HTTPAPI.decode(PolicyBody.self, from: request)
-            var selection: PrefetchSettings.NetworkSelection?
-            if let text = body.network_selection {
-                guard let parsed = PrefetchSettings.NetworkSelection(rawValue: text) else {
-                    throw APIError(.badRequest, "unknown network_selection '\(text)'; expected wifi, cellular, both or null")
-                }
-                selection = parsed
-            }
-            let chosen = selection
-            return HTTPAPI.json(
-                try await HTTPAPI.blocking {
-                    try engine.setNetworkSelectionOverride(chosen)
-                    return try engine.status()
-                })
-        }
     }
 }

@@ -82,7 +82,8 @@ public enum CampaignPreview {
         return utf8.dropFirst().allSatisfy { (0x30...0x39).contains($0) || (0x41...0x46).contains($0) || (0x61...0x66).contains($0) }
     }
 
-    /// Renders `campaign`'s message with `image` (see `CampaignImageCache.image(for:)`).
+    /// Renders `campaign`'s message with `image` (see `CampaignImageCache.image(for:)`). Long: the
+    /// page is written in one pass, top to bottom, as it will read.
     public static func render(_ campaign: Campaign, image: Image, frameAncestors: String = "'self'") -> Page {
         var notes: [String] = []
         let layout = layouts[campaign.type] ?? "modal"

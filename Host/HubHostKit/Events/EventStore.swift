@@ -56,6 +56,8 @@ public final class EventStore: Sendable {
         try migrate()
     }
 
+    /// Brings the store's schema to the current version. Long: every migration, in order, each a
+    /// few statements; a store of any earlier version runs the ones after it.
     private func migrate() throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 events") { db in

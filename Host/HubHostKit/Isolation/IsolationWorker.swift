@@ -5,7 +5,9 @@ import Synchronization
 /// plugin library exactly as the host would (manifest agreement, ABI check, create with the
 /// checked config), then answers calls until the host says goodbye or goes away.
 public enum IsolationWorker {
-    /// Serves on `fd` and returns the process exit status.
+    /// Serves on `fd` and returns the process exit status. Long: the handshake, the library's
+    /// checks and the call loop run in the order the host expects them, each failure answered on
+    /// the socket before the worker exits.
     public static func serve(fd: Int32) -> Int32 {
         let reader = FrameReader(fd: fd)
         guard case .frame(let bytes) = reader.next(deadlineNs: nil) else { return 3 }

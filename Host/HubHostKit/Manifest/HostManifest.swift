@@ -216,6 +216,9 @@ public struct HostManifest: Sendable {
     }
 
     /// One `plugins:` entry, checked with its own reader so its problems stay attached to it.
+    /// Long on purpose: one short check per key of an entry, in the order the configuration
+    /// reference lists them, each reporting at the key's own position; split, the checks of one
+    /// entry would be read across several functions that share every local.
     static func parseInstance(_ item: Node, index: Int, context: inout InstanceContext) -> Instance {
         let file = context.file
         let folder = context.folder

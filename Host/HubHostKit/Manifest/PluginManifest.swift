@@ -102,6 +102,9 @@ public struct PluginManifest: Sendable {
         return (reader.diagnostics.isEmpty ? manifest : nil, reader.diagnostics)
     }
 
+    /// The manifest in `root`, every problem reported through `reader` (nil when one is fatal).
+    /// Long on purpose: one short check per key of plugin.yaml, in the order plugin-authoring.md
+    /// documents them, each reporting at the key's own position.
     static func parse(_ root: Node, reader: YAMLReader) -> PluginManifest? {
         // A file that is not a plugin manifest at all (`use:` naming /etc/passwd, say) is refused
         // without quoting any of it: its content goes no further than this process, not into a

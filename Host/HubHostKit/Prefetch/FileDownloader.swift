@@ -116,7 +116,9 @@ final class FileDownloader: Sendable {
     /// the download (`Failure.stopped`), bytes kept for a later resume. `stopAt` (a partial
     /// download, less than `expectedSize`) asks only up to that byte (`Range: bytes=N-(stopAt-1)`),
     /// keeps the `.part` file, fsyncs it and answers `complete: false`; a later call without it
-    /// resumes from there.
+    /// resumes from there. Long: the request, the answer's checks (status, range, length), the
+    /// chunk loop and the verification share the open file and the byte counts; each step is
+    /// commented where it starts.
     func download(
         url: String, headers: [String: String], localPath: String, expectedSize: Int64?, sha256: String?,
         validator: String?, stopAt requestedStop: Int64? = nil, maxSize: Int64? = nil, onValidator: @escaping @Sendable (String?) -> Void,

@@ -110,6 +110,8 @@ extension PrefetchEngine {
     }
 
     /// Applies a page of changes in one transaction; `cursor` nil leaves the stored cursor (a look-up).
+    /// Long: items, their files, categories and sources change inside one transaction, and the
+    /// changes collected for the notifications are the transaction's own.
     func apply(_ delta: CatalogProtocol.CatalogDelta, cursor: String?) throws -> AppliedChanges {
         var changes = AppliedChanges()
         var doomedFolders: [String] = []

@@ -33,6 +33,8 @@ extension JSONScanner {
         return take(UInt8(ascii: "]")) ? files : nil
     }
 
+    /// One file object of the catalog's JSON. Long on purpose: one case per key of a file, read in
+    /// one pass without building a dictionary (the catalog's hot path).
     private mutating func prefetchFile() -> PrefetchFile? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var role: String?

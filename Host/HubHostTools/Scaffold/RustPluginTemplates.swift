@@ -75,6 +75,7 @@ enum RustPluginTemplate {
     }
 
     /// The part of hubhost_plugin.h every kind uses: values, the host table, descriptor and library.
+    /// Long: it is one string literal, the generated Rust source itself.
     static func abi(_ n: CPluginTemplate.Names, _ what: String) -> String {
         #"""
         //! \#(n.id): \#(what)
@@ -244,6 +245,7 @@ enum RustPluginTemplate {
         """#
     }
 
+    /// The augmentation plugin's Rust source. Long: it is one string literal, the source itself.
     static func augmentation(_ n: CPluginTemplate.Names) -> String {
         #"""
         // ---- hubhost_augmentation.h ----------------------------------------------------------------

@@ -29,6 +29,9 @@ enum MarkdownHazards {
     static let pipesPerLine = 256
     static let paddedCellsPerByte = 4, paddedCellsSlack = 65_536
 
+    /// Every hazard in `markdown`, in one pass over its bytes. Long on purpose: one loop whose
+    /// counters (brackets open, pipes on the line, padded cells) each hazard's check reads; split,
+    /// the counters would become a state passed to every part.
     static func scan(_ markdown: String) -> [MarkdownHazard] {
         var hazards: [MarkdownHazard] = []
         var bytes = Array(markdown.utf8)
