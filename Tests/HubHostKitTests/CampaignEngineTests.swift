@@ -308,7 +308,7 @@ final class CampaignEngineTests: XCTestCase {
         }
     }
 
-    // MARK: Wrong types and out-of-range values (issue 16, bounds)
+    // MARK: Wrong types and out-of-range values
 
     private func load(_ fields: [String: Any], trigger: [String: Any]? = nil) throws -> CampaignParser.Parsed {
         var data: [String: Any] = [

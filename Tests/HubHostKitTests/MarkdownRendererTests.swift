@@ -95,7 +95,7 @@ final class MarkdownRendererTests: XCTestCase {
         )
     }
 
-    /// What the hand-written renderer got wrong (issue 14), each as the spec says.
+    /// What the hand-written renderer got wrong, each as the spec says.
     func testCommonMarkTheHandWrittenRendererMissed() {
         XCTAssertEqual(render("[foo]\n\n[foo]: /url \"title\""), "<p><a href=\"/url\" title=\"title\">foo</a></p>\n")
         XCTAssertEqual(render("*foo\nbar*"), "<p><em>foo\nbar</em></p>\n")

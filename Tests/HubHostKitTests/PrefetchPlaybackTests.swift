@@ -3,7 +3,7 @@ import XCTest
 
 @testable import HubHostKit
 
-/// Local playback of prefetched items (seed 4.4-4.5): real HLS content made here with ffmpeg,
+/// Local playback of prefetched items: real HLS content made here with ffmpeg,
 /// served by the test origin (PrefetchTestService) on 127.0.0.1, downloaded by `hubhost serve`
 /// and played back from serve's HLS endpoint with ffprobe as the client: fully cached (the origin
 /// sees no request), partly cached and not cached (the origin serves only what is missing).

@@ -3,7 +3,7 @@ import XCTest
 
 @testable import HubHostKit
 
-/// Category and source filters and their live sets (seed 4.11-4.14), and the merge of an imported
+/// Category and source filters and their live sets, and the merge of an imported
 /// item with the catalog's entry for the same content: the engine on a real SQLite catalog, synced
 /// from PrefetchTestService on 127.0.0.1 through the bundled http-content-provider.
 final class PrefetchSetsTests: PrefetchTestCase {

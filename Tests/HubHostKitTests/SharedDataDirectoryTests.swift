@@ -3,7 +3,7 @@ import XCTest
 
 @testable import HubHostKit
 
-/// One data directory, many processes (issue 16): `hubhost serve` running, and CLI commands (the
+/// One data directory, many processes: `hubhost serve` running, and CLI commands (the
 /// built `hubhost` binary, as child processes) beside it on the same data directory. What one
 /// process changes is durable at once and what the others see; nothing adds up wrong, nothing is
 /// lost when serve stops, nothing in use is deleted under a reader. Loopback only; bounded loops.

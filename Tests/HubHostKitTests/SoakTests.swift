@@ -4,7 +4,7 @@ import XCTest
 @testable import HubHostKit
 @testable import HubHostTools
 
-/// The soak test of issue 16's "Done when": `hubhost serve` on loopback beside CLI writers on the
+/// The soak test: `hubhost serve` on loopback beside CLI writers on the
 /// same data directory, under a mix of valid and hostile requests from several clients at once.
 /// It ends with every acknowledged event stored exactly once, nothing of a refused request stored,
 /// no CLI run failing with "database is locked", the collector never given one event twice, and
