@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension CampaignEngine {
     /// Evaluates `events` (as `logEvents`) on a plugin-call thread and waits at most `seconds`
@@ -9,7 +10,10 @@ extension CampaignEngine {
     /// Blocks the calling thread: the event path's own thread, never Swift concurrency.
     public func logEvents(_ events: [Event], deadlineSeconds seconds: Double) {
         guard !evaluation.isStuck else {
-            let skipped = evaluationSkipped.add(events.count)
+            let skipped = evaluationSkipped.withLock {
+                $0 += events.count
+                return $0
+            }
             if skipped == events.count || skipped % 10_000 < events.count {
                 logger.error("campaign evaluation is stuck in a trigger operator call: \(skipped) events not evaluated so far")
             }
@@ -44,19 +48,5 @@ extension CampaignEngine {
         return StuckPlugin(
             instance: "campaigns", plugin: "trigger operators", kind: PluginKind.triggerOperator.rawValue,
             runningMs: Int64(clamping: (Clock.monotonicNs() &- since) / 1_000_000))
-    }
-}
-
-/// A count shared between threads. Safe to share: `value` is read and written under `lock`.
-final class SharedCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-
-    /// Adds `amount`; returns the new total.
-    func add(_ amount: Int) -> Int {
-        lock.withLock {
-            value += amount
-            return value
-        }
     }
 }

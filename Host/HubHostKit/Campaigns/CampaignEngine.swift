@@ -16,7 +16,7 @@ import Synchronization
 /// Matching is indexed by event type and name, not a scan over every campaign per event. App start
 /// is persistent for the launch (this engine's life): once logged it satisfies app-start triggers
 /// and later app-start logs are ignored; a campaign needing only app start shows once per launch.
-/// Safe to share: the campaign state (`loaded`, `cache`, `currentUser`, `nextPingAtMs` and the rest) is read and
+/// Unchecked Sendable: the campaign state (`loaded`, `cache`, `currentUser`, `nextPingAtMs` and the rest) is read and
 /// written under `lock`, in this file and its extensions; `contextRule` and the endpoints are each behind a Mutex
 /// of their own.
 public final class CampaignEngine: @unchecked Sendable {
@@ -94,13 +94,14 @@ public final class CampaignEngine: @unchecked Sendable {
     /// The pause as last read, the frequency caps, the clock, the event tracker and the users'
     /// buckets (CampaignEngine+Holds.swift); taken after `lock` when both are, never before.
     let holds = Mutex(Holds())
-    /// Guards everything below; held while the shared state is read or written.
+    /// Guards everything below; held while the shared state is read or written. An NSLock, not a Mutex: the state it
+    /// guards is spread over this file and its extensions, and logEvents(_:deadlineSeconds:) needs `try()`.
     let lock = NSLock()
     let shared: CampaignSharedState
     /// The calls into the trigger operators, one evaluation of a batch at a time (logEvents(_:deadlineSeconds:)).
     public let evaluation = PluginCallTracker()
     /// Events not evaluated while an evaluation was stuck.
-    let evaluationSkipped = SharedCount()
+    let evaluationSkipped = Mutex(0)
     /// The trigger operators conditions call; replaced by a reload (under `lock`).
     var operators: OperatorSet
     let logger: Logger

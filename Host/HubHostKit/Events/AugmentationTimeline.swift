@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import Tracing
 
 /// The Engage augmentation service: runs the augmentation plugins on an event in plugins.yaml order
@@ -15,17 +16,15 @@ import Tracing
 /// deadline is not called: the event goes on without it. When the timeout passes, the event is
 /// EXPIRED with the edits of the plugins that answered in time (of every finished stage, and of
 /// the current stage's finished calls); an answer that comes later changes nothing.
-/// Safe to share: `lastStuckWarningNs`, its only mutable field, is read and written under `stuckWarningLock`; the rest
-/// are `let`s, and the plugins are safe to share on their own.
-public final class AugmentationTimeline: @unchecked Sendable {
+/// Sendable: `lastStuckWarningNs`, its only mutable field, is a Mutex; the rest are `let`s of Sendable types.
+public final class AugmentationTimeline: Sendable {
     public let plugins: [AugmentationPlugin]
     public let timeoutSeconds: Double
     private let logger: Logger
     /// Stages of plugin indexes, computed once (process_synchronously is constant per instance).
     private let stages: [[Int]]
     /// When the last "stuck" warning was logged (monotonic ns; 0: never): at most one per 10 s.
-    private var lastStuckWarningNs: UInt64 = 0
-    private let stuckWarningLock = NSLock()
+    private let lastStuckWarningNs = Mutex<UInt64>(0)
 
     public init(plugins: [AugmentationPlugin], timeoutSeconds: Double, logger: Logger) {
         self.plugins = plugins
@@ -49,27 +48,29 @@ public final class AugmentationTimeline: @unchecked Sendable {
     public var isEmpty: Bool { plugins.isEmpty }
 
     /// The outcomes of one stage's calls, filled in as they answer, until the deadline closes it.
-    /// Safe to share: `list` and `closed` are read and written under `lock`; `input` is a `let`.
-    private final class StageOutcomes: @unchecked Sendable {
-        let lock = NSLock()
+    /// Sendable: `list` and `closed` live in a Mutex; `input` and `indexes` are `let`s.
+    private final class StageOutcomes: Sendable {
+        private struct State {
+            var list: [AugmentationOutcome?]
+            var closed = false
+        }
         let input: Event
         let indexes: [Int]
-        var list: [AugmentationOutcome?]
-        var closed = false
+        private let state: Mutex<State>
         init(_ indexes: [Int], input: Event) {
             self.indexes = indexes
             self.input = input
-            list = Array(repeating: nil, count: indexes.count)
+            state = Mutex(State(list: Array(repeating: nil, count: indexes.count)))
         }
         /// Records an answer, unless the deadline closed the stage (a late answer changes nothing).
         func record(_ i: Int, _ outcome: AugmentationOutcome?) {
-            lock.withLock { if !closed { list[i] = outcome } }
+            state.withLock { if !$0.closed { $0.list[i] = outcome } }
         }
         /// Closes the stage: the answers so far, and no more.
         func close() -> [AugmentationOutcome?] {
-            lock.withLock {
-                closed = true
-                return list
+            state.withLock {
+                $0.closed = true
+                return $0.list
             }
         }
     }
@@ -85,7 +86,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             for stage in stages {
                 // The stage's input and its outcomes, published together unless the wait ended.
                 guard
-                    let collected: StageOutcomes = shared.lock.withLock({
+                    let collected: StageOutcomes = shared.state.withLock({ shared in
                         guard !shared.timedOut else { return nil }
                         let collected = StageOutcomes(stage, input: shared.value)
                         shared.stage = collected
@@ -97,7 +98,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
                     collected.record(i, self.augment(stage[i], input.augmentable, context: context))
                 }
                 let outcomes = collected.close()
-                let keepGoing: Bool = shared.lock.withLock {
+                let keepGoing: Bool = shared.state.withLock { shared in
                     if shared.timedOut { return false }  // too late: change nothing
                     shared.stage = nil
                     self.apply(outcomes, of: stage, over: input, to: &shared.value, eventID: event.id)
@@ -110,7 +111,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
             // The finished stages are in `working`; the stage under way adds the calls that answered.
             var partial = working
             var unanswered: [Int] = []
-            if let stage = shared.lock.withLock({ shared.stage }) {
+            if let stage = shared.state.withLock({ $0.stage }) {
                 let outcomes = stage.close()
                 apply(outcomes, of: stage.indexes, over: stage.input, to: &partial, eventID: event.id)
                 // Named: the calls still running (a plugin skipped as ejected or stuck was not called).
@@ -130,13 +131,15 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// One event of a batch as its augmentation goes: written by its worker after each call,
     /// read at the deadline (then closed: a late answer changes nothing).
-    /// Safe to share: every mutable field is read and written under `lock`.
-    private final class Progress: @unchecked Sendable {
-        let lock = NSLock()
-        var event: Event
-        var done = false
-        var closed = false
-        init(_ event: Event) { self.event = event }
+    /// Sendable: every mutable field lives in `state`, a Mutex.
+    private final class Progress: Sendable {
+        struct State {
+            var event: Event
+            var done = false
+            var closed = false
+        }
+        let state: Mutex<State>
+        init(_ event: Event) { state = Mutex(State(event: event)) }
     }
 
     /// Augments many events that arrived together (one batch): the same rules as `run`, with one
@@ -151,38 +154,38 @@ public final class AugmentationTimeline: @unchecked Sendable {
         let (_, completed) = waitForWork(shared, deadline: deadline) {
             for stage in self.stages {
                 // Each event's input to the stage: the plugins of a stage see the same event.
-                let inputs = progress.map { box in box.lock.withLock { box.event } }
+                let inputs = progress.map { box in box.state.withLock { $0.event } }
                 // One plugin over every event, then the next: a slow plugin holds up only the
                 // plugins after it, never a faster one's edits to the batch's other events. (Event
                 // by event, the first event's slow call spent the shared deadline and the events
                 // after it were EXPIRED without any plugin's edits.) In a batch the events give
                 // the concurrency.
                 for index in stage {
-                    if shared.lock.withLock({ shared.timedOut }) { return }
+                    if shared.state.withLock({ $0.timedOut }) { return }
                     Self.concurrently(events.count, estimate: self.eventSpread) { i in
-                        if shared.lock.withLock({ shared.timedOut }) { return }
+                        if shared.state.withLock({ $0.timedOut }) { return }
                         guard let outcome = self.augment(index, inputs[i].augmentable, context: contexts.isEmpty ? nil : contexts[i]) else { return }
                         guard outcome.status == 0 else {
                             self.logFailure(of: self.plugins[index], on: inputs[i].id, outcome)
                             return
                         }
                         let box = progress[i]
-                        box.lock.withLock { if !box.closed { Self.apply(outcome, over: inputs[i], to: &box.event) } }
+                        box.state.withLock { if !$0.closed { Self.apply(outcome, over: inputs[i], to: &$0.event) } }
                     }
                 }
             }
             for box in progress {
-                box.lock.withLock {
-                    if !box.closed {
-                        box.event.status = .notPosted
-                        box.done = true
+                box.state.withLock {
+                    if !$0.closed {
+                        $0.event.status = .notPosted
+                        $0.done = true
                     }
                 }
             }
         }
         var unfinished = 0
         let results = progress.map { box in
-            box.lock.withLock { () -> Event in
+            box.state.withLock { box -> Event in
                 box.closed = true
                 if box.done { return box.event }
                 unfinished += 1
@@ -201,21 +204,23 @@ public final class AugmentationTimeline: @unchecked Sendable {
 
     /// What the waiting thread and the working thread share: a value under one lock, and whether
     /// the wait has ended (from then on a late answer changes nothing).
-    /// Safe to share: `value`, `timedOut` and `stage` are read and written under `lock`.
-    private final class UntilDeadline<Value>: @unchecked Sendable {
-        let lock = NSLock()
-        var value: Value
-        var timedOut = false
-        /// The stage under way, when one is (a single event's run).
-        var stage: StageOutcomes?
-        init(_ value: Value) { self.value = value }
+    /// Sendable: `value`, `timedOut` and `stage` live in `state`, a Mutex.
+    private final class UntilDeadline<Value: Sendable>: Sendable {
+        struct State {
+            var value: Value
+            var timedOut = false
+            /// The stage under way, when one is (a single event's run).
+            var stage: StageOutcomes?
+        }
+        let state: Mutex<State>
+        init(_ value: Value) { state = Mutex(State(value: value)) }
     }
 
     /// Runs `work` on a thread of its own, so that this one can stop waiting at `deadline` (by
     /// default the timeout from now). When the wait ends, finished or not, `timedOut` is set and
     /// the value read in the same step: later writes by the work change nothing. Returns that value
     /// and whether the work finished in time.
-    private func waitForWork<Value>(
+    private func waitForWork<Value: Sendable>(
         _ shared: UntilDeadline<Value>, deadline: DispatchTime?,
         _ work: @escaping @Sendable () -> Void
     ) -> (value: Value, completed: Bool) {
@@ -226,7 +231,7 @@ public final class AugmentationTimeline: @unchecked Sendable {
         }
         let waitNs = SafeTime.durationNs(timeoutSeconds)
         let completed = finished.wait(timeout: deadline ?? .now() + .nanoseconds(Int(min(waitNs, UInt64(Int.max))))) == .success
-        let value = shared.lock.withLock { () -> Value in
+        let value = shared.state.withLock { shared -> Value in
             shared.timedOut = true
             return shared.value
         }
@@ -314,9 +319,9 @@ public final class AugmentationTimeline: @unchecked Sendable {
     /// Says, at most once per 10 s, that `plugin` is stuck in a call and left out meanwhile.
     private func warnStuck(_ plugin: AugmentationPlugin) {
         let now = Clock.monotonicNs()
-        let warn: Bool = stuckWarningLock.withLock {
-            guard lastStuckWarningNs == 0 || now &- lastStuckWarningNs > 10_000_000_000 else { return false }
-            lastStuckWarningNs = now
+        let warn: Bool = lastStuckWarningNs.withLock { last in
+            guard last == 0 || now &- last > 10_000_000_000 else { return false }
+            last = now
             return true
         }
         if warn {

@@ -31,7 +31,9 @@ public final class EventEngine: @unchecked Sendable {
     let logger: Logger
     /// The core values (device, OS, app) that are set, read from the settings once.
     private let coreValues: [(field: String, value: PluginValue)]
-    private let trackLock = NSLock()  // session and campaign state change one event at a time
+    /// Session and campaign state change one event at a time. An NSLock, not a Mutex: it is held across a whole
+    /// track while other methods read and write `sessions`, `campaigns` and `identityValues` (see above).
+    private let trackLock = NSLock()
     /// Who hears of tracked events, and the hooks the host and the runtime set.
     private struct Observers {
         var each: [@Sendable (Event) -> Void] = []

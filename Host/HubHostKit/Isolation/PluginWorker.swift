@@ -90,6 +90,8 @@ public final class PluginWorker: @unchecked Sendable {
     public var instanceID: String { settings.instanceID }
     private let pipeline: LogPipeline
     private let logger: Logger
+    /// Serializes the calls to the worker and guards the fields below. An NSLock, not a Mutex: `call` holds it
+    /// over a whole call (up to call_timeout), through lock()/unlock().
     private let lock = NSLock()
     private var pid: pid_t = 0
     /// A pidfd of the worker (-1 when the system has none): its exit is seen even when a process

@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// What the host offers plugin instances beyond the basic services table: the HTTP service under
 /// the instance's policy, and the location service. Given to each instance at create.
@@ -31,14 +32,16 @@ public struct HostEnvironment: Sendable {
 
 /// The host's location service: asks the location delegates in plugins.yaml order, with a cache
 /// (the Engage location cache lifespan) and a deadline (the acquisition timeout).
-/// Safe to share: `delegates`, `cached` and `fixed` are read and written under `lock` (`fixed` is set only in init).
-public final class LocationService: @unchecked Sendable {
-    private let lock = NSLock()
-    private var delegates: [LocationPlugin] = []
-    private var cached: (location: Location, atMs: Int64)?
-    private var fixed: Location?
+/// Sendable: the delegates and the cached location live in a Mutex; `fixed` is a `let`.
+public final class LocationService: Sendable {
+    private struct State {
+        var delegates: [LocationPlugin] = []
+        var cached: (location: Location, atMs: Int64)?
+    }
+    private let state = Mutex(State())
+    private let fixed: Location?
 
-    public init() {}
+    public init() { fixed = nil }
 
     /// A service that always answers `location`, with no delegates: for `hubhost plugins test` and
     /// PluginTestKit, which test one plugin with no others loaded.
@@ -48,20 +51,20 @@ public final class LocationService: @unchecked Sendable {
 
     /// Set once the location plugins are loaded.
     public func use(_ plugins: [LocationPlugin]) {
-        lock.withLock {
-            delegates = plugins
-            cached = nil
+        state.withLock {
+            $0.delegates = plugins
+            $0.cached = nil
         }
     }
 
-    public var hasDelegates: Bool { lock.withLock { !delegates.isEmpty || fixed != nil } }
+    public var hasDelegates: Bool { fixed != nil || state.withLock { !$0.delegates.isEmpty } }
 
     /// A cached location no older than `maxAgeMs`, or a new answer within `timeoutMs`.
     public func current(maxAgeMs: Int64, timeoutMs: Int64) -> LocationAnswer {
-        let (plugins, hit): ([LocationPlugin], Location?) = lock.withLock {
-            if let fixed { return ([], fixed) }
-            if let cached, Clock.wallMs() - cached.atMs <= maxAgeMs { return ([], cached.location) }
-            return (delegates, nil)
+        if let fixed { return .location(fixed) }
+        let (plugins, hit): ([LocationPlugin], Location?) = state.withLock {
+            if let cached = $0.cached, Clock.wallMs() - cached.atMs <= maxAgeMs { return ([], cached.location) }
+            return ($0.delegates, nil)
         }
         if let hit { return .location(hit) }
         guard !plugins.isEmpty else { return .unavailable }
@@ -81,7 +84,7 @@ public final class LocationService: @unchecked Sendable {
             return .failed(status: HH_ERR_TIMEOUT, message: "no location delegate answered within \(timeoutMs) ms")
         }
         if case .location(let location) = answer {
-            lock.withLock { cached = (location, Clock.wallMs()) }
+            state.withLock { $0.cached = (location, Clock.wallMs()) }
         }
         return answer
     }

@@ -1,13 +1,15 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// The services table (hh_host_t) the host gives one plugin instance: logging through the
 /// pipeline, typed config lookup, a monotonic clock, error reports and extension lookup.
 ///
 /// Everything a plugin may keep a pointer to (the table, the instance id, the data directory, config
 /// strings) is allocated here once and freed only when the instance is destroyed.
-/// Safe to share: `ownedStrings`, `configStrings` and the table's contents are written only in init and only read
-/// after; `lastErrors` and `httpFailures` are read and written under `errorLock`; the rest are `let`s.
+/// Unchecked Sendable: it owns the C table and strings the plugin points at (`table`, `ownedStrings`,
+/// `configStrings`: written only in init, only read after); the per-thread reports and the delivery's traceparents
+/// are Mutexes; the rest are `let`s.
 final class HostServices: @unchecked Sendable {
     let instanceID: String
     let pipeline: LogPipeline
@@ -17,14 +19,16 @@ final class HostServices: @unchecked Sendable {
     /// NUL-terminated copies of string config values and of the two path strings.
     private var ownedStrings: [UnsafeMutablePointer<CChar>] = []
     private var configStrings: [String: UnsafeMutablePointer<CChar>] = [:]
-    private let errorLock = NSLock()
-    private var lastErrors: [UInt: (status: Int32, message: String)] = [:]
-    /// Why each thread's last HTTP service request failed, when the status alone does not say.
-    private var httpFailures: [UInt: String] = [:]
+    /// What each thread reported, by thread.
+    private struct ThreadReports {
+        var lastErrors: [UInt: (status: Int32, message: String)] = [:]
+        /// Why each thread's last HTTP service request failed, when the status alone does not say.
+        var httpFailures: [UInt: String] = [:]
+    }
+    private let reports = Mutex(ThreadReports())
     /// The traceparents of the batch an event_sink's deliver call is running on, NUL-terminated
-    /// copies by event index ("hubhost.event_trace.v1"); set for the call, freed after it. Under `traceLock`.
-    var deliveryTraceparents: [Int: UnsafeMutablePointer<CChar>] = [:]
-    let traceLock = NSLock()
+    /// copies by event index ("hubhost.event_trace.v1"); set for the call, freed after it.
+    let deliveryTraceparents = Mutex<[Int: UnsafeMutablePointer<CChar>]>([:])
 
     init(
         instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
@@ -93,24 +97,24 @@ final class HostServices: @unchecked Sendable {
     }
 
     func recordError(_ status: Int32, _ message: String) {
-        errorLock.withLock { lastErrors[UInt(bitPattern: Int(bitPattern: pthread_self()))] = (status, message) }
+        reports.withLock { $0.lastErrors[UInt(bitPattern: Int(bitPattern: pthread_self()))] = (status, message) }
     }
 
     /// The message this thread's last report_error left, cleared on read.
     func takeError() -> String {
-        errorLock.withLock { lastErrors.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self())))?.message ?? "" }
+        reports.withLock { $0.lastErrors.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self())))?.message ?? "" }
     }
 
     /// Notes why this thread's HTTP service request failed with HH_ERR_IO (an unreachable server,
     /// a transfer cut, an answer over HTTPFetcher.maxBodyBytes): the plugin only sees the status,
     /// so the host adds this to the plugin's report where it reads one (ContentProviderPlugin).
     func noteHTTPFailure(_ why: String) {
-        errorLock.withLock { httpFailures[UInt(bitPattern: Int(bitPattern: pthread_self()))] = why }
+        reports.withLock { $0.httpFailures[UInt(bitPattern: Int(bitPattern: pthread_self()))] = why }
     }
 
     /// Why this thread's last HTTP service request failed, if one did since the last read; cleared on read.
     func takeHTTPFailure() -> String? {
-        errorLock.withLock { httpFailures.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self()))) }
+        reports.withLock { $0.httpFailures.removeValue(forKey: UInt(bitPattern: Int(bitPattern: pthread_self()))) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension PluginHandle {
     /// The most one in-process call of a kind that requests wait on (advertiser id, device
@@ -41,20 +42,19 @@ extension PluginHandle {
 }
 
 /// The answer of a call with a deadline, handed from the call's thread to the waiting one.
-/// Safe to share: `value` is written under `lock` before `done` is signalled, and read under `lock`.
-final class DeadlineOutcome<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T?
+/// Sendable: `value` lives in a Mutex, written before `done` is signalled.
+final class DeadlineOutcome<T: Sendable>: Sendable {
+    private let value = Mutex<T?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     func finish(_ answer: T) {
-        lock.withLock { value = answer }
+        value.withLock { $0 = answer }
         done.signal()
     }
 
     /// The answer, or nil when none came within `seconds`.
     func wait(seconds: Double) -> T? {
         guard done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(seconds)))) == .success else { return nil }
-        return lock.withLock { value }
+        return value.withLock { $0 }
     }
 }

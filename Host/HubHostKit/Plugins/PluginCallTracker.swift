@@ -1,12 +1,13 @@
 import Foundation
+import Synchronization
 
 /// The calls in flight into one plugin of one instance, each with the deadline its caller gave it.
 /// A call past its deadline that has not returned makes the plugin *stuck*: an in-process call
 /// cannot be stopped, so callers skip a stuck plugin at once (as if its call had timed out) instead
 /// of starting more calls that would hang too, until the overdue call returns; then it is healthy
 /// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
-/// Safe to share: `inFlight` and `nextToken`, its only mutable fields, are read and written under `lock`.
-public final class PluginCallTracker: @unchecked Sendable {
+/// Sendable: the calls in flight and the last token live in a Mutex; the rest are `let` strings.
+public final class PluginCallTracker: Sendable {
     private struct Call {
         var startedNs: UInt64
         var deadlineNs: UInt64
@@ -14,9 +15,11 @@ public final class PluginCallTracker: @unchecked Sendable {
         var timeoutCounted = false
     }
 
-    private let lock = NSLock()
-    private var inFlight: [UInt64: Call] = [:]
-    private var nextToken: UInt64 = 0
+    private struct State {
+        var inFlight: [UInt64: Call] = [:]
+        var nextToken: UInt64 = 0
+    }
+    private let state = Mutex(State())
     /// The instance whose calls these are, for its calls and timeouts in /metrics; nil for a
     /// tracker that spans instances (the campaign evaluation), which is not counted per instance.
     private let instance: String?
@@ -33,10 +36,11 @@ public final class PluginCallTracker: @unchecked Sendable {
         let now = Clock.monotonicNs()
         let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
         if let instance { RuntimeMetrics.pluginCall(instance: instance) }
-        return lock.withLock {
-            nextToken &+= 1
-            inFlight[nextToken] = Call(startedNs: now, deadlineNs: max(deadline, now))
-            return nextToken
+        return state.withLock {
+            $0.nextToken &+= 1
+            let token = $0.nextToken
+            $0.inFlight[token] = Call(startedNs: now, deadlineNs: max(deadline, now))
+            return token
         }
     }
 
@@ -45,8 +49,8 @@ public final class PluginCallTracker: @unchecked Sendable {
     @discardableResult
     public func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
-        let (late, lateUncounted, startedNs) = lock.withLock { () -> (Bool, Bool, UInt64?) in
-            guard let call = inFlight.removeValue(forKey: token) else { return (false, false, nil) }
+        let (late, lateUncounted, startedNs) = state.withLock { state -> (Bool, Bool, UInt64?) in
+            guard let call = state.inFlight.removeValue(forKey: token) else { return (false, false, nil) }
             return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs)
         }
         if lateUncounted { countTimeouts(1) }
@@ -59,13 +63,13 @@ public final class PluginCallTracker: @unchecked Sendable {
     /// returns is counted too, as soon as anyone asks whether the plugin is stuck).
     public var stuckSinceNs: UInt64? {
         let now = Clock.monotonicNs()
-        let (since, newlyOverdue): (UInt64?, Int) = lock.withLock {
+        let (since, newlyOverdue): (UInt64?, Int) = state.withLock { state in
             var since: UInt64?
             var newlyOverdue = 0
-            for (token, call) in inFlight where call.deadlineNs < now {
+            for (token, call) in state.inFlight where call.deadlineNs < now {
                 since = min(since ?? call.startedNs, call.startedNs)
                 if !call.timeoutCounted {
-                    inFlight[token]?.timeoutCounted = true
+                    state.inFlight[token]?.timeoutCounted = true
                     newlyOverdue += 1
                 }
             }
@@ -79,7 +83,7 @@ public final class PluginCallTracker: @unchecked Sendable {
     public var isStuck: Bool { stuckSinceNs != nil }
 
     /// Calls in flight now (overdue or not).
-    public var callsInFlight: Int { lock.withLock { inFlight.count } }
+    public var callsInFlight: Int { state.withLock { $0.inFlight.count } }
 
     private func countTimeouts(_ count: Int) {
         guard let instance else { return }

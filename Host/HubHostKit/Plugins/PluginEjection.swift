@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// When a plugin that keeps failing is taken out of the calls (`eject_after`, `eject_for`,
 /// `eject_max` on its plugins.yaml entry): after `afterFailures` failed calls in a row it is
@@ -37,8 +38,8 @@ public struct EjectionPolicy: Equatable, Sendable {
 /// call, the probe, is let through: success un-ejects it, failure ejects it again for longer.
 /// Each ejection is logged once, at warning level, and counted in
 /// `hubhost_plugin_ejections_total{instance}`; a skipped call is neither.
-/// Safe to share: every mutable field is read and written under `lock`.
-public final class PluginEjection: @unchecked Sendable {
+/// Sendable: every mutable field lives in `state`, a Mutex; the ids are `let` strings.
+public final class PluginEjection: Sendable {
     /// An ejection, as the plugin list and health show it.
     public struct Ejected: Equatable, Sendable {
         /// When the probe is let through (wall clock).
@@ -49,24 +50,26 @@ public final class PluginEjection: @unchecked Sendable {
         public var count: Int
     }
 
-    private let lock = NSLock()
-    /// Never ejects until the registry configures it from plugins.yaml: a handle made outside
-    /// one (the plugin's side of a worker, `plugins test`, a benchmark) answers every call as
-    /// the plugin does, and the host's own handle on an isolated plugin does the ejecting.
-    private var policy = EjectionPolicy.unconfigured
-    private var logger: Logger?
+    private struct State {
+        /// Never ejects until the registry configures it from plugins.yaml: a handle made outside
+        /// one (the plugin's side of a worker, `plugins test`, a benchmark) answers every call as
+        /// the plugin does, and the host's own handle on an isolated plugin does the ejecting.
+        var policy = EjectionPolicy.unconfigured
+        var logger: Logger?
+        var failuresInARow = 0
+        /// Ejections in the current run, for the doubling; reset after `maxSeconds` without one.
+        var ejections = 0
+        /// Monotonic end of the ejection in force, nil when not ejected.
+        var untilNs: UInt64?
+        var untilWall = Date.distantPast
+        var reason = ""
+        var probing = false
+        /// When the last ejection ended (monotonic), to tell a quiet spell from a relapse.
+        var lastEndNs: UInt64 = 0
+    }
+    private let state = Mutex(State())
     private let instanceID: String
     private let pluginID: String
-    private var failuresInARow = 0
-    /// Ejections in the current run, for the doubling; reset after `maxSeconds` without one.
-    private var ejections = 0
-    /// Monotonic end of the ejection in force, nil when not ejected.
-    private var untilNs: UInt64?
-    private var untilWall = Date.distantPast
-    private var reason = ""
-    private var probing = false
-    /// When the last ejection ended (monotonic), to tell a quiet spell from a relapse.
-    private var lastEndNs: UInt64 = 0
 
     init(instanceID: String, pluginID: String) {
         self.instanceID = instanceID
@@ -75,9 +78,9 @@ public final class PluginEjection: @unchecked Sendable {
 
     /// Sets the policy (the instance's plugins.yaml entry) and where an ejection is logged.
     public func configure(_ policy: EjectionPolicy, logger: Logger?) {
-        lock.withLock {
-            self.policy = policy
-            self.logger = logger
+        state.withLock {
+            $0.policy = policy
+            $0.logger = logger
         }
     }
 
@@ -85,10 +88,10 @@ public final class PluginEjection: @unchecked Sendable {
     /// ejection is over and no other probe is in flight (this call is then the probe).
     public func admit() -> Bool {
         let now = Clock.monotonicNs()
-        return lock.withLock {
-            guard let until = untilNs else { return true }
-            guard now >= until, !probing else { return false }
-            probing = true
+        return state.withLock {
+            guard let until = $0.untilNs else { return true }
+            guard now >= until, !$0.probing else { return false }
+            $0.probing = true
             return true
         }
     }
@@ -96,13 +99,13 @@ public final class PluginEjection: @unchecked Sendable {
     /// The admitted call answered as it should: the run of failures ends, and a probe un-ejects.
     public func succeeded() {
         let now = Clock.monotonicNs()
-        let recovered: Bool = lock.withLock {
-            failuresInARow = 0
+        let recovered: Bool = state.withLock {
+            $0.failuresInARow = 0
             // A call let through before the ejection that answers late decides nothing: the probe does.
-            guard untilNs != nil, probing else { return false }
-            untilNs = nil
-            probing = false
-            lastEndNs = now
+            guard $0.untilNs != nil, $0.probing else { return false }
+            $0.untilNs = nil
+            $0.probing = false
+            $0.lastEndNs = now
             return true
         }
         if recovered {
@@ -115,22 +118,22 @@ public final class PluginEjection: @unchecked Sendable {
     /// it again at once, for twice as long.
     public func failed(_ why: String) {
         let now = Clock.monotonicNs()
-        let ejected: (seconds: Double, count: Int, failures: Int)? = lock.withLock {
-            failuresInARow += 1
-            guard policy.afterFailures > 0 else { return nil }
+        let ejected: (seconds: Double, count: Int, failures: Int)? = state.withLock { state in
+            state.failuresInARow += 1
+            guard state.policy.afterFailures > 0 else { return nil }
             // A call let through before the ejection that fails late changes nothing.
-            if untilNs != nil, !probing { return nil }
-            let wasProbe = probing
-            guard wasProbe || failuresInARow >= policy.afterFailures else { return nil }
-            probing = false
+            if state.untilNs != nil, !state.probing { return nil }
+            let wasProbe = state.probing
+            guard wasProbe || state.failuresInARow >= state.policy.afterFailures else { return nil }
+            state.probing = false
             // A plugin that stayed healthy for the longest ejection starts again at the first length.
-            if !wasProbe, lastEndNs != 0, now &- lastEndNs > SafeTime.durationNs(policy.maxSeconds) { ejections = 0 }
-            ejections += 1
-            let seconds = min(policy.forSeconds * pow(2, Double(min(ejections - 1, 60))), policy.maxSeconds)
-            untilNs = now &+ SafeTime.durationNs(seconds)
-            untilWall = Date().addingTimeInterval(seconds)
-            reason = why
-            return (seconds, ejections, failuresInARow)
+            if !wasProbe, state.lastEndNs != 0, now &- state.lastEndNs > SafeTime.durationNs(state.policy.maxSeconds) { state.ejections = 0 }
+            state.ejections += 1
+            let seconds = min(state.policy.forSeconds * pow(2, Double(min(state.ejections - 1, 60))), state.policy.maxSeconds)
+            state.untilNs = now &+ SafeTime.durationNs(seconds)
+            state.untilWall = Date().addingTimeInterval(seconds)
+            state.reason = why
+            return (seconds, state.ejections, state.failuresInARow)
         }
         guard let ejected else { return }
         RuntimeMetrics.pluginEjected(instance: instanceID)
@@ -143,21 +146,21 @@ public final class PluginEjection: @unchecked Sendable {
     /// The admitted call never reached the plugin (its worker is in its restart backoff): nothing
     /// changes, except that a probe refused so leaves the probing to the next call.
     public func notCalled() {
-        lock.withLock {
-            if untilNs != nil, probing { probing = false }
+        state.withLock {
+            if $0.untilNs != nil, $0.probing { $0.probing = false }
         }
     }
 
     /// The ejection in force, nil when the plugin is called.
     public var ejected: Ejected? {
-        lock.withLock { untilNs == nil ? nil : Ejected(until: untilWall, reason: reason, count: ejections) }
+        state.withLock { $0.untilNs == nil ? nil : Ejected(until: $0.untilWall, reason: $0.reason, count: $0.ejections) }
     }
 
     /// Failed calls in a row so far.
-    public var consecutiveFailures: Int { lock.withLock { failuresInARow } }
+    public var consecutiveFailures: Int { state.withLock { $0.failuresInARow } }
 
     private func log(_ level: Logger.Level, _ message: String) {
-        guard let logger = lock.withLock({ logger }) else { return }
+        guard let logger = state.withLock({ $0.logger }) else { return }
         logger.log(level: level, "\(message)")
     }
 }

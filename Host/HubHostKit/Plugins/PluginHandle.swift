@@ -1,11 +1,11 @@
 /// One loaded plugin of an instance, wherever it runs: in this process (`isolation: in_process`,
 /// the default) or in a worker child process (`isolation: process`). The kind adapters
 /// (LoggingPlugin, AugmentationPlugin, ...) take a handle and hide the difference.
-/// Safe to share: immutable after init (all `let`s); the instance or worker in `backend` and the `calls` tracker are
-/// each safe to share on their own.
-public final class PluginHandle: @unchecked Sendable {
+/// Sendable: all `let`s of Sendable types (the instance or worker in `backend`, the `calls` tracker and the
+/// ejection state each guard their own).
+public final class PluginHandle: Sendable {
     /// Where the plugin runs.
-    public enum Backend {
+    public enum Backend: Sendable {
         case inProcess(PluginInstance)
         /// The worker and the plugin's index among the plugins it created.
         case isolated(PluginWorker, index: Int)

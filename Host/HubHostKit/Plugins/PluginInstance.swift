@@ -1,10 +1,11 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// One created plugin: a descriptor from a loaded library, its instance handle and its services table.
 /// The kind adapters (LoggingPlugin, AdvertiserIDPlugin, ...) call through it.
-/// Safe to share: every field but `destroyed` is a `let` set in init, and `destroyed` is read and written under
-/// `destroyLock`; calls into the plugin follow each kind header's threading rules, which the kind adapters keep.
+/// Unchecked Sendable: it holds the plugin's C instance pointer (`handle`); every field is a `let`, `destroyed` is a
+/// Mutex, and calls into the plugin follow each kind header's threading rules, which the kind adapters keep.
 public final class PluginInstance: @unchecked Sendable {
     /// The instance id from plugins.yaml.
     public let instanceID: String
@@ -14,8 +15,7 @@ public final class PluginInstance: @unchecked Sendable {
     public let library: PluginLibrary
     let services: HostServices
     package let handle: UnsafeMutableRawPointer?
-    private let destroyLock = NSLock()
-    private var destroyed = false
+    private let destroyed = Mutex(false)
 
     private init(
         instanceID: String, descriptor: PluginDescriptor, library: PluginLibrary, services: HostServices,
@@ -78,7 +78,7 @@ public final class PluginInstance: @unchecked Sendable {
 
     /// Destroys the instance once; later calls do nothing. The caller guarantees no call is running.
     public func destroy() {
-        let first = destroyLock.withLock { () -> Bool in
+        let first = destroyed.withLock { destroyed -> Bool in
             defer { destroyed = true }
             return !destroyed
         }
@@ -89,7 +89,7 @@ public final class PluginInstance: @unchecked Sendable {
 }
 
 /// A plugin's instance handle on its way from the creating thread to the waiting one.
-/// Safe to share: the pointer is the plugin's, handed over once and only used by its receiver.
+/// Unchecked Sendable: a C pointer, the plugin's, handed over once and only used by its receiver.
 private struct UncheckedHandle: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer?
     init(_ pointer: UnsafeMutableRawPointer?) { self.pointer = pointer }
@@ -97,18 +97,20 @@ private struct UncheckedHandle: @unchecked Sendable {
 
 /// The answer of a create, handed from the plugin-call thread to the loader; whoever comes second
 /// learns it: a create that finishes after the loader gave up is told so and destroyed.
-/// Safe to share: every field is read and written under `lock`.
-private final class CreateOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var answer: (status: Int32, message: String, handle: UncheckedHandle?)?
-    private var abandoned = false
+/// Sendable: the answer and whether the loader gave up live in a Mutex.
+private final class CreateOutcome: Sendable {
+    private struct State {
+        var answer: (status: Int32, message: String, handle: UncheckedHandle?)?
+        var abandoned = false
+    }
+    private let state = Mutex(State())
     private let done = DispatchSemaphore(value: 0)
 
     /// Records the create's answer; false when the loader already gave up.
     func finish(status: Int32, message: String, handle: UncheckedHandle?) -> Bool {
-        let taken = lock.withLock { () -> Bool in
-            guard !abandoned else { return false }
-            answer = (status, message, handle)
+        let taken = state.withLock { state -> Bool in
+            guard !state.abandoned else { return false }
+            state.answer = (status, message, handle)
             return true
         }
         done.signal()
@@ -119,9 +121,9 @@ private final class CreateOutcome: @unchecked Sendable {
     func wait(seconds: Double) -> (status: Int32, message: String, handle: UncheckedHandle?)? {
         let limit = min(max(seconds.isFinite ? seconds : 0, 0.001), 86_400)
         _ = done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(limit))))
-        return lock.withLock {
-            if let answer { return answer }
-            abandoned = true
+        return state.withLock { state in
+            if let answer = state.answer { return answer }
+            state.abandoned = true
             return nil
         }
     }

@@ -1,9 +1,10 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// What a plugin descriptor in a library says about one plugin.
-/// Safe to share: every field is a `let`, and `raw` points at the library's static, read-only descriptor, valid for the
-/// process's life (libraries are never unloaded).
+/// Unchecked Sendable: `raw` is a C pointer, to the library's static, read-only descriptor, valid for the process's
+/// life (libraries are never unloaded); every field is a `let`.
 public struct PluginDescriptor: @unchecked Sendable {
     public let id: String
     public let name: String
@@ -21,8 +22,8 @@ public struct PluginDescriptor: @unchecked Sendable {
 /// is mapped. Libraries are never unloaded: a Swift plugin registers runtime metadata that cannot
 /// be removed safely, and a plugin may have started threads. Opening the same content twice (at
 /// any path) returns the same object, so a library's `init` runs once per process for each content.
-/// Safe to share: immutable after init (all `let`s; `library` points at the library's static table, never unloaded),
-/// and the static `cache` is read and written under `cacheLock`.
+/// Unchecked Sendable: `library` is a C pointer, to the library's static table, never unloaded; every field is a `let`,
+/// and the static cache of opened libraries is a Mutex.
 public final class PluginLibrary: @unchecked Sendable {
     /// The file it was read from.
     public let path: String
@@ -32,11 +33,18 @@ public final class PluginLibrary: @unchecked Sendable {
     public let image: LibraryImage
     let library: UnsafePointer<hh_library_t>
 
-    private static let cacheLock = NSLock()
-    nonisolated(unsafe) private static var cache: [String: PluginLibrary] = [:]
+    private struct Cache {
+        var libraries: [String: PluginLibrary] = [:]
+        /// Every image handed to dlopen, kept open for the process's life: the dynamic linker knows a
+        /// loaded library by its name, `/proc/self/fd/N`, so a descriptor number must never be reused
+        /// for other content (a library that failed after dlopen stays mapped all the same).
+        var dlopened: [LibraryImage] = []
+    }
+    /// Held over a whole open (dlopen, the library's init, its descriptors): one library opens at a time.
+    private static let cache = Mutex(Cache())
 
     /// How many distinct library contents this process has dlopened (each stays mapped for the process's life).
-    public static var openedCount: Int { cacheLock.withLock { cache.count } }
+    public static var openedCount: Int { cache.withLock { $0.libraries.count } }
 
     private init(
         path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], image: LibraryImage, library: UnsafePointer<hh_library_t>
@@ -49,7 +57,7 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 
     /// Whether this process already loaded `image`'s content (its init ran here).
-    public static func isOpen(_ image: LibraryImage) -> Bool { cacheLock.withLock { cache[image.sha256] != nil } }
+    public static func isOpen(_ image: LibraryImage) -> Bool { cache.withLock { $0.libraries[image.sha256] != nil } }
 
     /// Reads the library at `path` (absolute) into a checked image and opens it (`open(_:)`).
     /// Throws PluginLoadError, never crashes on a file that is not a whole shared object.
@@ -62,22 +70,18 @@ public final class PluginLibrary: @unchecked Sendable {
     public static func open(_ image: LibraryImage) throws -> PluginLibrary {
         // A content loaded from its file (LibraryImage.inPlace) is a mapping of its own.
         let key = image.mapsFile ? image.sha256 + " " + image.path : image.sha256
-        return try cacheLock.withLock {
-            if let cached = cache[key] { return cached }
+        return try cache.withLock { cache in
+            if let cached = cache.libraries[key] { return cached }
+            cache.dlopened.append(image)
             let opened = try load(image)
-            cache[key] = opened
+            cache.libraries[key] = opened
             return opened
         }
     }
 
-    /// Every image handed to dlopen, kept open for the process's life: the dynamic linker knows a
-    /// loaded library by its name, `/proc/self/fd/N`, so a descriptor number must never be reused
-    /// for other content (a library that failed after dlopen stays mapped all the same).
-    nonisolated(unsafe) private static var dlopened: [LibraryImage] = []
-
+    /// Opens `image`, which the caller has kept in `Cache.dlopened` (under the cache's lock).
     private static func load(_ image: LibraryImage) throws -> PluginLibrary {
         let path = image.path
-        dlopened.append(image)  // under cacheLock
         _ = dlerror()
         guard let handle = dlopen(image.loadPath, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"

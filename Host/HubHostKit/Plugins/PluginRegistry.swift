@@ -1,13 +1,14 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// The plugin instances of one host, loaded in plugins.yaml order. A bad instance (manifest
 /// problem, missing or foreign library, ABI mismatch, failing create...) is recorded with its
 /// reason and skipped; the others load regardless. `reload` applies a new plugins.yaml: instances
 /// added, removed or changed are loaded or retired, unchanged ones are kept as they are.
-/// Safe to share: `current`, `generation` and `manifest` are read and written under `lock`;
-/// every other field is a `let` (the location service and token cache lock their own state).
-public final class PluginRegistry: @unchecked Sendable {
+/// Sendable: the entries, the generation and the manifest live in a Mutex; every other field is a
+/// `let` of a Sendable type (the location service and token cache lock their own state).
+public final class PluginRegistry: Sendable {
     /// What became of a configured instance.
     public enum State: Equatable, Sendable {
         case loaded
@@ -25,9 +26,7 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// One configured instance and what became of it.
-    /// Safe to share: a value type whose fields are all Sendable (strings, enums, the manifest's Sendable Instance, and
-    /// handles and a worker that are safe to share on their own).
-    public struct Entry: @unchecked Sendable {
+    public struct Entry: Sendable {
         /// The instance as plugins.yaml declares it.
         public let configuration: HostManifest.Instance
         /// What loading it came to: loaded, failed (with why) or disabled (`enabled: false`).
@@ -61,17 +60,19 @@ public final class PluginRegistry: @unchecked Sendable {
     }
 
     /// Every configured instance in plugins.yaml order, whatever became of it (after `loadAll`).
-    public var entries: [Entry] { lock.withLock { current } }
+    public var entries: [Entry] { state.withLock { $0.current } }
     /// How many reloads were applied (0 until the first).
-    public var generation: Int { lock.withLock { currentGeneration } }
-    private let lock = NSLock()
-    private var current: [Entry] = []
-    private var currentGeneration = 0
+    public var generation: Int { state.withLock { $0.generation } }
+    private struct Shared {
+        var current: [Entry] = []
+        var generation = 0
+        var manifest: HostManifest
+    }
+    private let state: Mutex<Shared>
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
     /// The OAuth token event sinks reach through "hubhost.event_auth.v1", when `events.auth_token_url` is set.
     public let eventAuth: EventAuthTokens?
-    private var manifest: HostManifest  // under lock once shared
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
     private let logger: Logger
@@ -83,7 +84,7 @@ public final class PluginRegistry: @unchecked Sendable {
         manifest: HostManifest, pipeline: LogPipeline, locator: LibraryLocator = LibraryLocator(),
         workerExecutable: String? = nil
     ) {
-        self.manifest = manifest
+        state = Mutex(Shared(manifest: manifest))
         self.pipeline = pipeline
         self.locator = locator
         self.workerExecutable = workerExecutable ?? Self.defaultWorkerExecutable()
@@ -94,9 +95,9 @@ public final class PluginRegistry: @unchecked Sendable {
 
     /// Loads every instance in order. Call once.
     public func loadAll() {
-        for configuration in manifest.instances {
+        for configuration in state.withLock({ $0.manifest.instances }) {
             let entry = loadEntry(configuration, generation: 0)
-            lock.withLock { current.append(entry) }
+            state.withLock { $0.current.append(entry) }
             // Location delegates serve the plugins loaded after them (the location augmentation).
             if entry.plugins.contains(where: { $0.kind == .location }) {
                 locationService.use(plugins(of: .location).map(LocationPlugin.init))
@@ -134,6 +135,7 @@ public final class PluginRegistry: @unchecked Sendable {
         guard let plugin = configuration.plugin else {
             throw PluginLoadError.manifestProblems([])
         }
+        let manifest = state.withLock { $0.manifest }
         let path = try locator.locate(library: plugin.library, manifestFolder: plugin.folder).get()
         entry.libraryPath = path
         if path.hasSuffix(".wasm") {
@@ -287,8 +289,8 @@ public final class PluginRegistry: @unchecked Sendable {
     public func reload(_ manifest: HostManifest) -> Change {
         var change = plan(manifest)
         let old = entries
-        let (generation, previousManifest) = lock.withLock { (currentGeneration + 1, self.manifest) }
-        lock.withLock { self.manifest = manifest }
+        let (generation, previousManifest) = state.withLock { ($0.generation + 1, $0.manifest) }
+        state.withLock { $0.manifest = manifest }
         var next: [Entry] = []
         var loaded: [Entry] = []
         for instance in manifest.instances {
@@ -306,16 +308,16 @@ public final class PluginRegistry: @unchecked Sendable {
             }
         }
         guard change.problems.isEmpty else {
-            lock.withLock { self.manifest = previousManifest }
+            state.withLock { $0.manifest = previousManifest }
             retire(loaded, waitSeconds: 0, grace: 0)
             change.retired = []
             change.generation = generation - 1
             return change
         }
         change.retired = old.filter { entry in !change.unchanged.contains(entry.id) }
-        lock.withLock {
-            current = next
-            currentGeneration = generation
+        state.withLock {
+            $0.current = next
+            $0.generation = generation
         }
         locationService.use(plugins(of: .location).map(LocationPlugin.init))
         change.generation = generation

@@ -1,5 +1,6 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// "hubhost.event_trace.v1" (hubhost_event_sink.h): an event_sink's deliver call reads the W3C
 /// traceparent of each event of its batch, to send it on as a message header.
@@ -9,11 +10,12 @@ extension HostServices {
     /// a batch without traceparents.
     func withDeliveryTraceparents<T>(_ traceparents: [Int: String], _ deliver: () -> T) -> T {
         guard !traceparents.isEmpty else { return deliver() }
-        let copies = traceparents.mapValues { strdup($0)! }
-        traceLock.withLock { deliveryTraceparents = copies }
+        deliveryTraceparents.withLock { held in held = traceparents.mapValues { strdup($0)! } }
         defer {
-            traceLock.withLock { deliveryTraceparents = [:] }
-            for pointer in copies.values { free(pointer) }
+            deliveryTraceparents.withLock { held in
+                for pointer in held.values { free(pointer) }
+                held = [:]
+            }
         }
         return deliver()
     }
@@ -21,8 +23,8 @@ extension HostServices {
     /// The traceparent of event `index` of the batch being delivered; {NULL, 0} when it has none
     /// or no deliver call is running.
     func deliveryTraceparent(at index: Int) -> hh_string_t {
-        traceLock.withLock {
-            guard let pointer = deliveryTraceparents[index] else { return hh_string_t(data: nil, length: 0) }
+        deliveryTraceparents.withLock {
+            guard let pointer = $0[index] else { return hh_string_t(data: nil, length: 0) }
             return hh_string_t(data: UnsafePointer(pointer), length: strlen(pointer))
         }
     }

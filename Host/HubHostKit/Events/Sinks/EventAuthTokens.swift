@@ -4,9 +4,9 @@ import Foundation
 /// keys): the refresh-token grant, the token cached until 5 s before it expires. The HTTP collector
 /// uses it for its Authorization header; an event_sink plugin asks for it through the host
 /// extension "hubhost.event_auth.v1" (hubhost_event_sink.h), so no sink carries OAuth code.
-/// Safe to share: immutable after init (two `let`s of Sendable types); the token itself lives in the shared
+/// Sendable: immutable after init (two `let`s of Sendable types); the token itself lives in the shared
 /// OAuthTokenCache, which locks its own state.
-public final class EventAuthTokens: @unchecked Sendable {
+public final class EventAuthTokens: Sendable {
     let settings: EventSettings
     let http: HTTPFetcher
 

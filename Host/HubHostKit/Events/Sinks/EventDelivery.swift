@@ -41,9 +41,13 @@ public final class EventDelivery: @unchecked Sendable {
     /// Where batches go; a reload may replace it between flushes (`replaceSink`).
     public var sink: EventSink { sinkLock.withLock { currentSink } }
     private var currentSink: EventSink  // under sinkLock
+    /// Guards `currentSink`; taken inside `lock` (replaceSink), never the reverse. An NSLock beside `lock`, so the pair
+    /// keeps one kind of lock and one order.
     private let sinkLock = NSLock()
     let logger: Logger
-    private let lock = NSLock()  // one flush at a time
+    /// One flush at a time: held over a whole flush, which calls out to the store and the sink. An NSLock, not a
+    /// Mutex: it serializes that work more than it guards state, and a Mutex here is never held over calls out.
+    private let lock = NSLock()
     /// A deliver call that overran post_timeout and has not returned (under `lock`): nothing more
     /// is handed to the sink until it does.
     private var overrunDelivery: PendingSinkDelivery?

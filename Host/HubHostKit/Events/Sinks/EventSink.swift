@@ -32,8 +32,8 @@ extension EventSink {
 }
 
 /// An `event_sink` plugin instance as the delivery's sink.
-/// Safe to share: immutable after init (a `let` plugin adapter that is safe to share and a `let` @Sendable closure).
-public final class PluginEventSink: EventSink, @unchecked Sendable {
+/// Sendable: immutable after init (a `let` Sendable plugin adapter and a `let` @Sendable closure).
+public final class PluginEventSink: EventSink, Sendable {
     public let plugin: EventSinkPlugin
     public var name: String { plugin.handle.instanceID }
     public var unavailableReason: String? { nil }
@@ -75,8 +75,8 @@ public final class PluginEventSink: EventSink, @unchecked Sendable {
 
 /// `events.sink` names an instance that is not a loaded event_sink: nothing is sent and nothing is
 /// lost; the reason is in every flush report until plugins.yaml is fixed.
-/// Safe to share: immutable after init; both fields are `let` strings.
-public final class UnavailableEventSink: EventSink, @unchecked Sendable {
+/// Sendable: immutable after init; both fields are `let` strings.
+public final class UnavailableEventSink: EventSink, Sendable {
     public let name: String
     public let unavailableReason: String?
 

@@ -5,9 +5,9 @@ import Foundation
 /// with its idempotency key so a collector that honours it drops a retried batch's repeats), with
 /// the OAuth 2 refresh-token grant and a cached access token when `auth_token_url` is set. The
 /// collector answers for the whole batch: 2xx delivers every event, anything else retries them all.
-/// Safe to share: immutable after init; its fields are `let`s of Sendable types (EventSettings, HTTPFetcher) and the
-/// EventAuthTokens, which is safe to share on its own.
-public final class HTTPCollectorSink: EventSink, @unchecked Sendable {
+/// Sendable: immutable after init; its fields are `let`s of Sendable types (EventSettings, HTTPFetcher,
+/// EventAuthTokens).
+public final class HTTPCollectorSink: EventSink, Sendable {
     public static let sinkName = "http-collector"
     public var name: String { Self.sinkName }
     let settings: EventSettings

@@ -1,14 +1,13 @@
 import Foundation
+import Synchronization
 
 /// One deliver call running on a plugin-call thread (PluginCallThreads, never the pool Swift
 /// concurrency and the HTTP server run on) while the caller goes on with the store's part of the
 /// pipeline (EventDelivery.flush); `wait` blocks until the sink has answered, or its deadline.
-/// Safe to share: `result` and `elapsedNs` are written under `lock` once, by the call's thread, and read under it.
-final class PendingSinkDelivery: @unchecked Sendable {
+/// Sendable: the answer and its time live in a Mutex, written once by the call's thread.
+final class PendingSinkDelivery: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var result: SinkBatchResult?  // under lock
-    private var elapsedNs: UInt64 = 0  // under lock
+    private let answer = Mutex<(result: SinkBatchResult, elapsedNs: UInt64)?>(nil)
     /// How long past the sink's own timeout the host waits before it gives the call up.
     static let marginSeconds: Double = 5
 
@@ -24,16 +23,14 @@ final class PendingSinkDelivery: @unchecked Sendable {
                 PreparedSinkMessages.deliver(messages) { sink.deliver(batch: $0, timeoutMs: timeoutMs) }
             }
             SinkDeliverySpan.end(span, answer)
-            lock.withLock {
-                result = answer
-                elapsedNs = Clock.monotonicNs() - start
-            }
+            let elapsedNs = Clock.monotonicNs() - start
+            self.answer.withLock { $0 = (answer, elapsedNs) }
             done.signal()
         }
     }
 
     /// Whether the sink has returned.
-    var isFinished: Bool { lock.withLock { result != nil } }
+    var isFinished: Bool { answer.withLock { $0 != nil } }
 
     /// The sink's answer and how long its deliver call took, waiting at most `timeoutMs` plus
     /// `marginSeconds` (the sink bounds its own time by `timeoutMs`); nil when it has not returned
@@ -42,6 +39,6 @@ final class PendingSinkDelivery: @unchecked Sendable {
         let limit = Double(timeoutMs) / 1000 + Self.marginSeconds
         guard done.wait(timeout: .now() + .nanoseconds(Int(SafeTime.durationNs(limit)))) == .success else { return nil }
         done.signal()  // a second wait returns at once
-        return lock.withLock { result.map { ($0, elapsedNs) } }
+        return answer.withLock { $0 }
     }
 }

@@ -21,8 +21,8 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
     }
 }
 
-// Safe to share: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
-public final class AdvertiserIDPlugin: @unchecked Sendable {
+// Sendable: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
+public final class AdvertiserIDPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 

@@ -3,9 +3,9 @@ import HubHostABI
 
 /// An `augmentation` plugin. The event is exposed through hh_event_view_t and changed only through
 /// hh_event_editor_t; edits are kept only when the plugin answers HH_OK.
-/// Safe to share: its only field is the `let` handle, and every function it calls is [thread-safe] in
+/// Sendable: its only field is the `let` handle, and every function it calls is [thread-safe] in
 /// hubhost_augmentation.h.
-public final class AugmentationPlugin: @unchecked Sendable {
+public final class AugmentationPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 

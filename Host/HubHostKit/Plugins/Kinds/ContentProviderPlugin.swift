@@ -1,13 +1,14 @@
 import Foundation
 import HubHostABI
+import Synchronization
 
 /// A `content_provider` plugin: fetches a named resource into host memory.
-/// Safe to share: `handle` is a `let`, and every in-process `fetch` call runs under `lock`, as the header's
+/// Sendable: `handle` and `lock` are `let`s; every in-process `fetch` call runs under `lock`, as the header's
 /// [host-serialized] asks.
-public final class ContentProviderPlugin: @unchecked Sendable {
+public final class ContentProviderPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
-    private let lock = NSLock()  // fetch is [host-serialized]
+    private let lock = NSLock()  // fetch is [host-serialized]; an NSLock, not a Mutex: it guards the C call, no state
 
     /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
@@ -185,10 +186,10 @@ public final class ContentProviderPlugin: @unchecked Sendable {
 /// A stream's sink as a call with a deadline sees it: forwarded while open; once the caller gave up
 /// (`close`), writes are refused and the plugin is told it is cancelled. `close` waits for a
 /// forwarded write in progress, so nothing reaches the sink after it returns.
-/// Safe to share: `open` is read and written under `lock`, and the sink is only called under it.
+/// Unchecked Sendable: the caller's sink (closures, not Sendable) is called from the plugin-call thread, only while
+/// holding the `open` Mutex and never after `close`.
 private final class SinkGate: @unchecked Sendable {
-    private let lock = NSLock()
-    private var open = true
+    private let open = Mutex(true)
     private let sink: ContentProviderPlugin.Sink
 
     init(_ sink: ContentProviderPlugin.Sink) { self.sink = sink }
@@ -196,10 +197,10 @@ private final class SinkGate: @unchecked Sendable {
     func forward<T>(_ body: (ContentProviderPlugin.Sink) -> T) -> T {
         body(
             ContentProviderPlugin.Sink(
-                write: { [self] bytes in lock.withLock { open && sink.write(bytes) } },
-                progress: { [self] done, total in lock.withLock { if open { sink.progress(done, total) } } },
-                isCancelled: { [self] in lock.withLock { !open || sink.isCancelled() } }))
+                write: { [self] bytes in open.withLock { $0 && sink.write(bytes) } },
+                progress: { [self] done, total in open.withLock { if $0 { sink.progress(done, total) } } },
+                isCancelled: { [self] in open.withLock { !$0 || sink.isCancelled() } }))
     }
 
-    func close() { lock.withLock { open = false } }
+    func close() { open.withLock { $0 = false } }
 }

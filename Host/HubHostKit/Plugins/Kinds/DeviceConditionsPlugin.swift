@@ -83,9 +83,9 @@ struct DeviceConditionsProblem: Error {
 }
 
 /// A loaded `device_conditions` plugin (hubhost_device_conditions.h), in process or isolated.
-/// Safe to share: its only field is the `let` handle, and `read_conditions` is [thread-safe] in
+/// Sendable: its only field is the `let` handle, and `read_conditions` is [thread-safe] in
 /// hubhost_device_conditions.h.
-public final class DeviceConditionsPlugin: @unchecked Sendable {
+public final class DeviceConditionsPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 

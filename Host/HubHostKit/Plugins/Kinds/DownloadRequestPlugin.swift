@@ -20,8 +20,8 @@ public struct DownloadRequest: Sendable, Equatable {
 }
 
 /// A loaded `download_request` plugin (hubhost_download_request.h), in process or isolated.
-/// Safe to share: its only field is the `let` handle, and `convert` is [thread-safe] in hubhost_download_request.h.
-public final class DownloadRequestPlugin: @unchecked Sendable {
+/// Sendable: its only field is the `let` handle, and `convert` is [thread-safe] in hubhost_download_request.h.
+public final class DownloadRequestPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 

@@ -17,7 +17,9 @@ final class EventEditSession {
     /// numbers) need none.
     private var copies: HostStringCopies?
     private var cAttributes: [(name: hh_string_t, value: hh_value_t)] = []
-    private let lock = NSLock()  // the view and editor are [any-thread] during the call
+    /// The view and editor are [any-thread] during the call: their callbacks run under this lock. An NSLock, not a
+    /// Mutex: the caller reads `working` without it once the call has returned.
+    private let lock = NSLock()
 
     /// The C copies are rebuilt only when the plugin reads after an edit: a plugin that only
     /// writes (the common case) costs no copies beyond the first.

@@ -52,12 +52,12 @@ public struct SinkAnswer: Equatable, Sendable {
 }
 
 /// An `event_sink` plugin (hubhost_event_sink.h): delivers batches of events and answers per event.
-/// Safe to share: `handle` is a `let`, and every in-process `deliver` call (with the copy of its answers) runs under
-/// `lock`, as the header's [host-serialized] asks.
-public final class EventSinkPlugin: @unchecked Sendable {
+/// Sendable: `handle` and `lock` are `let`s; every in-process `deliver` call (with the copy of its answers) runs
+/// under `lock`, as the header's [host-serialized] asks.
+public final class EventSinkPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
-    private let lock = NSLock()  // deliver is [host-serialized]
+    private let lock = NSLock()  // deliver is [host-serialized]; an NSLock, not a Mutex: it guards the C call, no state
     /// The most events the header lets one call carry.
     public static let maxBatch = Int(HH_SINK_MAX_BATCH)
     /// A reason longer than this is cut: the plugin's length is a number from outside.

@@ -37,9 +37,9 @@ public enum LocationAnswer: Equatable, Sendable {
     }
 }
 
-// Safe to share: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
+// Sendable: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
 // hubhost_location.h.
-public final class LocationPlugin: @unchecked Sendable {
+public final class LocationPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 

@@ -3,12 +3,12 @@ import HubHostABI
 
 /// A `logging` plugin as a destination of the log pipeline. Calls are serialized per instance, as
 /// the header promises ([host-serialized]).
-/// Safe to share: `handle` is a `let`, and every in-process `log`/`flush` call runs under `lock`, as the header's
+/// Sendable: `handle` and `lock` are `let`s; every in-process `log`/`flush` call runs under `lock`, as the header's
 /// [host-serialized] asks; isolated calls go through the worker, which serialises its own.
-public final class LoggingPlugin: LogDestination, @unchecked Sendable {
+public final class LoggingPlugin: LogDestination, Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
-    private let lock = NSLock()
+    private let lock = NSLock()  // log and flush are [host-serialized]; an NSLock, not a Mutex: it guards the C calls, no state
 
     /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }

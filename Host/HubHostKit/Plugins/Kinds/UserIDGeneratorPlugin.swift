@@ -3,8 +3,8 @@ import HubHostABI
 
 /// A `user_id_generator` plugin (ABI 1.1): makes mobile user ids and audit record keys for the
 /// mobile identity manager.
-/// Safe to share: its only field is the `let` handle, and `generate` is [thread-safe] in hubhost_user_id_generator.h.
-public final class UserIDGeneratorPlugin: IdentifierGenerator, @unchecked Sendable {
+/// Sendable: its only field is the `let` handle, and `generate` is [thread-safe] in hubhost_user_id_generator.h.
+public final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
 
