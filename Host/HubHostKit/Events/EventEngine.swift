@@ -172,7 +172,8 @@ public final class EventEngine: @unchecked Sendable {
     ///
     /// Stored whole or not at all: one transaction, so a failure (a repeated id, a full disk,
     /// another process holding the database past its busy timeout) leaves none of them stored.
-    /// Returns the caller's events as stored (augmented), in order.
+    /// Returns the caller's events as stored (augmented), in order. Long: sessions, augmentation,
+    /// encoding and the one transaction are steps of one batch that share its events and states.
     @discardableResult
     public func trackBatch(_ events: [Event]) throws -> [Event] {
         for event in events { try Self.check(event) }  // all or nothing, before anything is stored

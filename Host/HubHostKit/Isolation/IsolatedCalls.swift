@@ -325,7 +325,9 @@ package enum IsolatedCalls {
 
     // MARK: Worker side
 
-    /// Answers one request for an in-process handle, in the worker.
+    /// Answers one request for an in-process handle, in the worker. Long: one case per wire
+    /// operation, each a few lines decoding the request and encoding the answer, beside the host
+    /// side of the same operation above.
     static func serve(_ op: WorkerOp, _ handle: PluginHandle, _ request: inout WireReader, into out: inout WireWriter) throws {
         switch op {
         case .augment:

@@ -367,7 +367,9 @@ public final class PluginWorker: @unchecked Sendable {
 
     // MARK: The child process
 
-    /// Starts a worker and performs the hello/ready handshake. Caller holds the lock.
+    /// Starts a worker and performs the hello/ready handshake. Caller holds the lock. Long: the
+    /// socket pair, the sealed library, the child's limits and environment, the spawn and the
+    /// handshake share the descriptors that every failure on the way must close.
     private func spawn() -> Result<[(id: String, kind: PluginKind)], StartFailure> {
         var pair: [Int32] = [-1, -1]
         // Both ends close-on-exec from their creation: a worker another thread spawns at this

@@ -96,6 +96,14 @@ public final class EventDelivery: @unchecked Sendable {
         return report
     }
 
+    /// Delivers through `sink` from the next flush on; waits for a flush in progress to end, so the
+    /// old sink has no call in flight once this returns.
+    package func replaceSink(_ sink: EventSink) {
+        lock.withLock { sinkLock.withLock { currentSink = sink } }
+    }
+
+    /// One flush, under `lock`: claim, deliver through the sink, record each outcome.
+    ///
     /// The pipeline: while the sink delivers batch k (on a plugin-call thread), this thread commits, in one
     /// durable transaction, the statuses of batch k-1 and the claim of batch k+1, whose sink
     /// messages are built on `prepareQueue` from the claim on (while the transaction's COMMIT
@@ -104,12 +112,9 @@ public final class EventDelivery: @unchecked Sendable {
     /// fsync instead of two. The sink still sees the batches one after the other in
     /// tracked order, and batch k+1 goes out only once batch k's answer has no retry: a claimed
     /// batch that is not sent is released (its lease ended) in the transaction that records the last one.
-    /// Delivers through `sink` from the next flush on; waits for a flush in progress to end, so the
-    /// old sink has no call in flight once this returns.
-    package func replaceSink(_ sink: EventSink) {
-        lock.withLock { sinkLock.withLock { currentSink = sink } }
-    }
-
+    ///
+    /// Long: the pipelined rounds share the claims, the leases and the report; each step is
+    /// commented where it starts.
     private func flushLocked(nowMs: Int64) -> DeliveryReport {
         lock.withLock {
             let sink = self.sink  // one sink for the whole flush
