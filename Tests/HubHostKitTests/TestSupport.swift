@@ -98,6 +98,16 @@ enum TestSupport {
         return try (0..<count).map { index in try results.lock.withLock { results.values[index]! }.get() }
     }
 
+    /// Runs `work` on a Dispatch thread and returns its result (or rethrows its error): blocking
+    /// calls (a child process, a synchronous HTTP client, a sleep) made by an async test while an
+    /// in-process server must answer, kept off Swift concurrency's cooperative threads (one per
+    /// core), which that server runs on.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
     /// Runs the built hubhost executable with `arguments` (then `--manifest MANIFEST` when `manifest`
     /// is given) in `folder` (the repository when not given), as `run` does.
     @discardableResult
