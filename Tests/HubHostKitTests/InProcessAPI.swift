@@ -11,8 +11,9 @@ import XCTest
 /// The HTTP API of `hubhost serve` in the test's own process: the host and runtime made from a
 /// plugins.yaml, and the very router serve runs (every middleware included), driven through
 /// HummingbirdTesting without a socket (`test`), or listening on a loopback socket for raw bytes
-/// the test client cannot send (`listening`). Tests that need a real process (signals, kill -9,
-/// the CLI beside serve, TLS) use ServeProcess instead.
+/// the test client cannot send, the CLI's `--url` or another outside client (`listening`, with the
+/// runtime's services when asked). Tests that need a real serve process (signals, kill -9, two
+/// processes on one data directory, serve's exit status, TLS) use ServeProcess instead.
 enum InProcessAPI {
     /// Runs `body` with a client of the API for the manifest `yaml` written to `folder`/plugins.yaml.
     static func test<Value: Sendable>(
