@@ -277,67 +277,74 @@ final class CLIPapercutTests: XCTestCase {
 
     // MARK: hubhost serve: typed notification values, an article opened without a hub session
 
-    private func serveDemoContent() throws -> ServeProcess {
+    /// serve of the demo content (in this process, on a loopback port, its services running), for
+    /// `body` on a Dispatch thread (its calls block).
+    private func serveDemoContent(_ body: @escaping @Sendable (ListeningAPI) throws -> Void) async throws {
         let folder = try folder(plugins: "data_dir: data\nserver: {host: 127.0.0.1, port: 0}\nhub:\n  preloaded_bundle: content\n")
         try FileManager.default.copyItem(atPath: TestSupport.repository + "/Tests/Fixtures/content", toPath: folder + "/content")
-        return try ServeProcess(manifest: folder + "/plugins.yaml")
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool { try body(ListeningAPI(port: port)) }
+        }
     }
 
     /// A page, redirects followed (as a browser does).
-    private func page(_ server: ServeProcess, _ path: String) throws -> (status: Int, body: String) {
+    private static func page(_ server: ListeningAPI, _ path: String) throws -> (status: Int, body: String) {
         let response = try server.http.fetch("GET", server.base + path, timeoutSeconds: 10).get()
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }
 
-    func testAnArticleOpenedWithoutAHubSessionOpensTheSessionAtThatArticle() throws {
-        let server = try serveDemoContent()
-        let article = try page(server, "/hub/article/news/sports/final-score")
-        XCTAssertEqual(article.status, 200)
-        XCTAssertTrue(
-            article.body.contains(#"data-hub-kind="article" data-id="news/sports/final-score""#), "the article, not the hub: \(article.body)")
-        let (_, state) = try server.call("GET", "/v1/hub/state")
-        XCTAssertEqual((state as? [String: Any])?["isDisplayingContentHub"] as? Bool, true)
-        // The session goes on from there.
-        XCTAssertTrue(try page(server, "/hub/channel/news/local").body.contains(#"data-id="news/local""#))
-        XCTAssertTrue(try page(server, "/hub/back").body.contains(#"data-id="news/sports/final-score""#))
+    func testAnArticleOpenedWithoutAHubSessionOpensTheSessionAtThatArticle() async throws {
+        try await serveDemoContent { server in
+            let article = try Self.page(server, "/hub/article/news/sports/final-score")
+            XCTAssertEqual(article.status, 200)
+            XCTAssertTrue(
+                article.body.contains(#"data-hub-kind="article" data-id="news/sports/final-score""#), "the article, not the hub: \(article.body)")
+            let (_, state) = try server.call("GET", "/v1/hub/state")
+            XCTAssertEqual((state as? [String: Any])?["isDisplayingContentHub"] as? Bool, true)
+            // The session goes on from there.
+            XCTAssertTrue(try Self.page(server, "/hub/channel/news/local").body.contains(#"data-id="news/local""#))
+            XCTAssertTrue(try Self.page(server, "/hub/back").body.contains(#"data-id="news/sports/final-score""#))
 
-        // A channel too; an id that is not in the bundle is a 404 status view, not a redirect.
-        _ = try page(server, "/hub/close")
-        XCTAssertTrue(try page(server, "/hub/channel/cooking/recipes").body.contains(#"data-hub-kind="channel" data-id="cooking/recipes""#))
-        _ = try page(server, "/hub/close")
-        XCTAssertEqual(try page(server, "/hub/article/news/sports/no-such-article").status, 404)
-        XCTAssertTrue(try page(server, "/hub/home").body.contains(#"data-hub-kind="hub""#), "the hub page without a session presents the hub")
+            // A channel too; an id that is not in the bundle is a 404 status view, not a redirect.
+            _ = try Self.page(server, "/hub/close")
+            XCTAssertTrue(try Self.page(server, "/hub/channel/cooking/recipes").body.contains(#"data-hub-kind="channel" data-id="cooking/recipes""#))
+            _ = try Self.page(server, "/hub/close")
+            XCTAssertEqual(try Self.page(server, "/hub/article/news/sports/no-such-article").status, 404)
+            XCTAssertTrue(
+                try Self.page(server, "/hub/home").body.contains(#"data-hub-kind="hub""#), "the hub page without a session presents the hub")
+        }
     }
 
-    func testNotificationValuesAreJSONNumbersAndBooleans() throws {
-        let server = try serveDemoContent()
-        XCTAssertEqual(try page(server, "/hub").status, 200)
-        let watched = try TestSupport.hubhost([
-            "hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
-            "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"
-        ])
-        XCTAssertEqual(watched.status, 0, watched.stderr)
-        let payloads = try watched.stdout.split(separator: "\n").map { line in
-            try XCTUnwrap((try TestSupport.json(String(line)) as? [String: Any])?["payload"] as? [String: Any])
-        }
-        XCTAssertEqual(payloads.count, 2)
-        for payload in payloads {
-            let value = try XCTUnwrap(payload.values.first)
-            XCTAssertTrue(value is Bool, "a JSON boolean, not \(type(of: value)): \(watched.stdout)")
-        }
-        XCTAssertTrue(watched.stdout.contains(#""isDisplayingContentHub":true"#), watched.stdout)
-        XCTAssertFalse(watched.stdout.contains(#""true""#), watched.stdout)
-        let text = try TestSupport.hubhost([
-            "hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"
-        ])
-        XCTAssertTrue(text.stdout.contains("isDisplayingContentHub=true"), text.stdout)
+    func testNotificationValuesAreJSONNumbersAndBooleans() async throws {
+        try await serveDemoContent { server in
+            XCTAssertEqual(try Self.page(server, "/hub").status, 200)
+            let watched = try TestSupport.hubhost([
+                "hub", "watch", "--url", server.base, "--replay", "--json", "--name", "DisplayingContentHubStateChanged",
+                "--name", "ReadyStateChanged", "--count", "2", "--timeout", "20"
+            ])
+            XCTAssertEqual(watched.status, 0, watched.stderr)
+            let payloads = try watched.stdout.split(separator: "\n").map { line in
+                try XCTUnwrap((try TestSupport.json(String(line)) as? [String: Any])?["payload"] as? [String: Any])
+            }
+            XCTAssertEqual(payloads.count, 2)
+            for payload in payloads {
+                let value = try XCTUnwrap(payload.values.first)
+                XCTAssertTrue(value is Bool, "a JSON boolean, not \(type(of: value)): \(watched.stdout)")
+            }
+            XCTAssertTrue(watched.stdout.contains(#""isDisplayingContentHub":true"#), watched.stdout)
+            XCTAssertFalse(watched.stdout.contains(#""true""#), watched.stdout)
+            let text = try TestSupport.hubhost([
+                "hub", "watch", "--url", server.base, "--replay", "--name", "DisplayingContentHubStateChanged", "--count", "1", "--timeout", "20"
+            ])
+            XCTAssertTrue(text.stdout.contains("isDisplayingContentHub=true"), text.stdout)
 
-        // Numbers: a progress percent and a local notification's time, as the engines post them.
-        let notification = HostNotification(name: HostNotification.Name.downloadProgressChanged, payload: ["percent": .number(0)], timestampMs: 1)
-        let encoded = String(decoding: try JSONEncoder().encode(notification), as: UTF8.self)
-        XCTAssertTrue(encoded.contains(#""percent":0"#), encoded)
-        let due = LocalNotifications.payload(.init(id: "n1", fireAtMs: 1_795_000_000_000, message: "m", actionURI: "zbimdb://hub/news"))
-        XCTAssertEqual(due["fire_at_ms"], .number(1_795_000_000_000))
+            // Numbers: a progress percent and a local notification's time, as the engines post them.
+            let notification = HostNotification(name: HostNotification.Name.downloadProgressChanged, payload: ["percent": .number(0)], timestampMs: 1)
+            let encoded = String(decoding: try JSONEncoder().encode(notification), as: UTF8.self)
+            XCTAssertTrue(encoded.contains(#""percent":0"#), encoded)
+            let due = LocalNotifications.payload(.init(id: "n1", fireAtMs: 1_795_000_000_000, message: "m", actionURI: "zbimdb://hub/news"))
+            XCTAssertEqual(due["fire_at_ms"], .number(1_795_000_000_000))
+        }
     }
 
     // MARK: Hygiene

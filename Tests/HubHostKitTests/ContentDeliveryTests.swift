@@ -188,7 +188,7 @@ final class ContentDeliveryTests: XCTestCase {
 
     /// The same cut seen from both front ends: `hub sync` from the CLI and POST /v1/hub/sync of
     /// serve each say the download was cut short, with the same byte counts.
-    func testABundleDownloadCutShortGivesTheSameReasonFromTheCLIAndFromServe() throws {
+    func testABundleDownloadCutShortGivesTheSameReasonFromTheCLIAndFromServe() async throws {
         let bundle = try signedBundle(version: "1")
         serve(bundle)
         service.cutBundleAfter = bundle.data.count / 2
@@ -200,11 +200,16 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertTrue(fromCLI.hasSuffix(" of \(bundle.data.count) bytes arrived"), fromCLI)
         XCTAssertFalse(fromCLI.hasPrefix("cut short (truncated): 0 of"), fromCLI)
         XCTAssertFalse(cli.stderr.contains("could not be reached"), cli.stderr)
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let failed = try HTTPFetcher().fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get()
-        XCTAssertEqual(failed.status, 502)
-        let body = String(decoding: failed.body, as: UTF8.self)
-        XCTAssertEqual(body.range(of: reason, options: .regularExpression).map { String(body[$0]) }, fromCLI, body)
+        // serve in this process, on a loopback port, its services running.
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let failed = try HTTPFetcher().fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get()
+                XCTAssertEqual(failed.status, 502)
+                let body = String(decoding: failed.body, as: UTF8.self)
+                XCTAssertEqual(body.range(of: reason, options: .regularExpression).map { String(body[$0]) }, fromCLI, body)
+            }
+        }
     }
 
     func testAnUnsignedBundleIsRejected() throws {
@@ -527,32 +532,39 @@ final class ContentDeliveryTests: XCTestCase {
         XCTAssertTrue(failed.stderr.contains("hub sync failed: fetching 'settings' failed"), failed.stderr)
     }
 
-    func testServeSyncsAtStartUpInImmediateModeThenRecurringAndOnPost() throws {
+    func testServeSyncsAtStartUpInImmediateModeThenRecurringAndOnPost() async throws {
+        let service = self.service!  // for the closure below, which does not capture the test case
         serve(try signedBundle(version: "1"))
         service.settings = { _ in (200, #"{"initialDownloadMode": "immediate", "refreshMode": "recurring", "refreshInterval": 1}"#) }
         try TestSupport.write(manifest() + "\nserver: {host: 127.0.0.1, port: 0}\n", to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let base = server.base
-        let deadline = Date().addingTimeInterval(30)
-        while service.requests.filter({ $0.path == "/content/bundle" }).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        XCTAssertFalse(service.requests.filter { $0.path == "/content/bundle" }.isEmpty, "immediate: downloaded at start-up")
-        let settingsRequests = { self.service.requests.filter { $0.path == "/content/settings" }.count }
-        while settingsRequests() < 3 && Date() < deadline.addingTimeInterval(30) { Thread.sleep(forTimeInterval: 0.05) }
-        XCTAssertGreaterThanOrEqual(settingsRequests(), 3, "recurring: re-synced every refreshInterval")
-        let response = try HTTPFetcher().fetch("POST", base + "/v1/hub/sync", timeoutSeconds: 30).get()
-        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
-        let report = try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: response.body)
-        XCTAssertEqual(report.bundleVersion, "1")
-        let status = try HTTPFetcher().fetch("GET", base + "/v1/hub/status", timeoutSeconds: 10).get()
-        XCTAssertEqual(status.status, 200)
-        let shown = try JSONDecoder().decode(DeliveryStatus.self, from: status.body)
-        XCTAssertEqual(shown.activeBundle?.version, "1")
-        XCTAssertEqual(shown.settings.refreshMode, .recurring)
-        XCTAssertTrue(shown.state.isReady)
-        service.metadata = (503, "{}")
-        let failed = try HTTPFetcher().fetch("POST", base + "/v1/hub/sync", timeoutSeconds: 30).get()
-        XCTAssertEqual(failed.status, 502)
-        XCTAssertTrue(String(decoding: failed.body, as: UTF8.self).contains("answered HTTP 503"))
+        // serve in this process, on a loopback port, its services running as serve runs them: the
+        // start-up sync and the recurring ones are theirs.
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let base = server.base
+                let deadline = Date().addingTimeInterval(30)
+                while service.requests.filter({ $0.path == "/content/bundle" }).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                XCTAssertFalse(service.requests.filter { $0.path == "/content/bundle" }.isEmpty, "immediate: downloaded at start-up")
+                let settingsRequests = { service.requests.filter { $0.path == "/content/settings" }.count }
+                while settingsRequests() < 3 && Date() < deadline.addingTimeInterval(30) { Thread.sleep(forTimeInterval: 0.05) }
+                XCTAssertGreaterThanOrEqual(settingsRequests(), 3, "recurring: re-synced every refreshInterval")
+                let response = try HTTPFetcher().fetch("POST", base + "/v1/hub/sync", timeoutSeconds: 30).get()
+                XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
+                let report = try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: response.body)
+                XCTAssertEqual(report.bundleVersion, "1")
+                let status = try HTTPFetcher().fetch("GET", base + "/v1/hub/status", timeoutSeconds: 10).get()
+                XCTAssertEqual(status.status, 200)
+                let shown = try JSONDecoder().decode(DeliveryStatus.self, from: status.body)
+                XCTAssertEqual(shown.activeBundle?.version, "1")
+                XCTAssertEqual(shown.settings.refreshMode, .recurring)
+                XCTAssertTrue(shown.state.isReady)
+                service.metadata = (503, "{}")
+                let failed = try HTTPFetcher().fetch("POST", base + "/v1/hub/sync", timeoutSeconds: 30).get()
+                XCTAssertEqual(failed.status, 502)
+                XCTAssertTrue(String(decoding: failed.body, as: UTF8.self).contains("answered HTTP 503"))
+            }
+        }
     }
 
     func testBothProvidersPassThePluginTestSuite() throws {

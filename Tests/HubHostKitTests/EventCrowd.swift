@@ -1,9 +1,9 @@
 import Foundation
 
-/// A crowd of clients posting events to a serve, each on a thread of its own, until `finish()` (or
-/// `perClient` events each): the acknowledged event ids and every failed request (a status other
-/// than 201, or an error), for tests that change the serve under load and then check that nothing
-/// was lost or stored twice.
+/// A crowd of clients posting events to a serve (a child or in process), each on a thread of its
+/// own, until `finish()` (or `perClient` events each): the acknowledged event ids and every failed
+/// request (a status other than 201, or an error), for tests that change the serve under load and
+/// then check that nothing was lost or stored twice.
 /// Safe to share: `ids` and `failures` are read and written under `lock`; the rest is set in init.
 final class EventCrowd: @unchecked Sendable {
     private let lock = NSLock()
@@ -13,7 +13,7 @@ final class EventCrowd: @unchecked Sendable {
     private let clients = DispatchGroup()
 
     /// Starts `count` clients, each posting at most `perClient` events named `C<client>-<n>`.
-    init(serve: ServeProcess, count: Int = 8, perClient: Int) {
+    init(serve: any JSONCalls, count: Int = 8, perClient: Int) {
         for client in 0..<count {
             clients.enter()
             Thread { [self] in

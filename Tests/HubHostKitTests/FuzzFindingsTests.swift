@@ -75,16 +75,22 @@ final class FuzzFindingsTests: XCTestCase {
 
     /// The same trap at startup: `serve` with a damaged preloaded bundle (no .json beside it, so not
     /// verified) dies before it listens, at every start. It should start without the bundle and say why.
-    func testServeStartsBesideADamagedPreloadedBundle() throws {
+    /// serve runs in this process (InProcessAPI, its services running): its host, hub and services
+    /// open as serve opens them.
+    func testServeStartsBesideADamagedPreloadedBundle() async throws {
         let damaged = try bundle("hubs", "UPDATE hubs SET tags = NULL")
         try TestSupport.write("data_dir: data\nserver: {port: 0}\nhub: {preloaded_bundle: \(damaged)}\nplugins: []\n", to: folder + "/plugins.yaml")
         let status = try hubhost(["hub", "status", "--manifest", folder + "/plugins.yaml"])
         XCTAssertEqual(status.reason, .exit, "`hubhost hub status` trapped: \(status.stderr.prefix(400))")
-        let server: ServeProcess
-        do { server = try ServeProcess(manifest: folder + "/plugins.yaml") } catch {
+        let health: Result<Int, any Error>
+        do {
+            health = try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+                try await TestSupport.offPool { Result { try ListeningAPI(port: port).call("GET", "/v1/health").0 } }
+            }
+        } catch {
             return XCTFail("serve did not start beside a damaged preloaded bundle: \(error)")
         }
-        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
+        XCTAssertEqual(try health.get(), 200)
     }
 
     /// Found by FuzzTests (events, case 1156): a plain JSON integer attribute from 2^63 to 2^64-1 is

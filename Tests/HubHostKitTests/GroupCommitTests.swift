@@ -107,23 +107,27 @@ final class GroupCommitTests: XCTestCase {
         for id in acknowledged { XCTAssertEqual(seen[id], 1, "acknowledged event \(id) must be stored exactly once") }
     }
 
-    func testARequestWithAStoredIDFailsAloneInItsGroup() throws {
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        XCTAssertEqual(Self.post(server.http, server.base, #"{"id":"taken","name":"FIRST"}"#), 201)
-        let outcomes = Outcomes()
-        for round in 0..<5 {
-            DispatchQueue.concurrentPerform(iterations: 12) { k in
-                let id = k == 0 ? "taken" : "r\(round)-\(k)"
-                let status = Self.post(HTTPFetcher(), server.base, #"[{"id":"\#(id)","name":"AGAIN"},{"name":"SECOND"}]"#) ?? -1
-                outcomes.lock.withLock { outcomes.statuses["\(round)-\(k)"] = status }
+    func testARequestWithAStoredIDFailsAloneInItsGroup() async throws {
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml") { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                XCTAssertEqual(Self.post(server.http, server.base, #"{"id":"taken","name":"FIRST"}"#), 201)
+                let outcomes = Outcomes()
+                for round in 0..<5 {
+                    DispatchQueue.concurrentPerform(iterations: 12) { k in
+                        let id = k == 0 ? "taken" : "r\(round)-\(k)"
+                        let status = Self.post(HTTPFetcher(), server.base, #"[{"id":"\#(id)","name":"AGAIN"},{"name":"SECOND"}]"#) ?? -1
+                        outcomes.lock.withLock { outcomes.statuses["\(round)-\(k)"] = status }
+                    }
+                }
+                for (key, status) in outcomes.statuses {
+                    XCTAssertEqual(status, key.hasSuffix("-0") ? 409 : 201, "request \(key)")
+                }
+                let (_, stats) = try server.call("GET", "/v1/events/stats")
+                // 1 + 5 rounds x 11 requests x 2 events, and the session start.
+                XCTAssertEqual((stats as? [String: Int])?["NOT_POSTED"], 1 + 5 * 11 * 2 + 1)
             }
         }
-        for (key, status) in outcomes.statuses {
-            XCTAssertEqual(status, key.hasSuffix("-0") ? 409 : 201, "request \(key)")
-        }
-        let (_, stats) = try server.call("GET", "/v1/events/stats")
-        // 1 + 5 rounds x 11 requests x 2 events, and the session start.
-        XCTAssertEqual((stats as? [String: Int])?["NOT_POSTED"], 1 + 5 * 11 * 2 + 1)
     }
 
     func testConcurrentSwiftCallersEachGetTheirOwnEvents() async throws {

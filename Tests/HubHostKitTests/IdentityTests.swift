@@ -258,7 +258,7 @@ final class IdentityTests: XCTestCase {
     }
 
     /// A merge killed halfway is finished by `hubhost serve` at start, with no check or setup.
-    func testServeFinishesAPendingMergeAtStart() throws {
+    func testServeFinishesAPendingMergeAtStart() async throws {
         try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
         let setup = try cliJSON(["identity", "setup", "--json"])
         let old = try XCTUnwrap(setup["recipientId"] as? String)
@@ -270,15 +270,20 @@ final class IdentityTests: XCTestCase {
         XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
         let manifest = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
         try TestSupport.write("server: {port: 0}\n" + manifest, to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        var identity: [String: Any] = [:]
-        for _ in 0..<100 {  // bounded: 10 s
-            identity = try XCTUnwrap(try server.call("GET", "/v1/identity").1 as? [String: Any])
-            if identity["pendingMerge"] == nil { break }
-            Thread.sleep(forTimeInterval: 0.1)
+        // serve in this process with its services: the identity journal's, which finishes the merge at start.
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                var identity: [String: Any] = [:]
+                for _ in 0..<100 {  // bounded: 10 s
+                    identity = try XCTUnwrap(try server.call("GET", "/v1/identity").1 as? [String: Any])
+                    if identity["pendingMerge"] == nil { break }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+                XCTAssertNil(identity["pendingMerge"], "\(identity)")
+                XCTAssertEqual(identity["recipientId"] as? String, found)
+            }
         }
-        XCTAssertNil(identity["pendingMerge"], "\(identity)")
-        XCTAssertEqual(identity["recipientId"] as? String, found)
         assertMergedWithoutMobileUserId(old: old, found: found, mobile: mobile, auditTable: true)
     }
 

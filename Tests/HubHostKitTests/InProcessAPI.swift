@@ -11,8 +11,9 @@ import XCTest
 /// The HTTP API of `hubhost serve` in the test's own process: the host and runtime made from a
 /// plugins.yaml, and the very router serve runs (every middleware included), driven through
 /// HummingbirdTesting without a socket (`test`), or listening on a loopback socket for raw bytes
-/// the test client cannot send (`listening`). Tests that need a real process (signals, kill -9,
-/// the CLI beside serve, TLS) use ServeProcess instead.
+/// the test client cannot send, the CLI's `--url` or another outside client (`listening`, with the
+/// runtime's services when asked). Tests that need a real serve process (signals, kill -9, two
+/// processes on one data directory, serve's exit status, TLS) use ServeProcess instead.
 enum InProcessAPI {
     /// Runs `body` with a client of the API for the manifest `yaml` written to `folder`/plugins.yaml.
     static func test<Value: Sendable>(
@@ -26,19 +27,53 @@ enum InProcessAPI {
     }
 
     /// Runs `body` with the port of the API listening on 127.0.0.1 (a free port), for RawHTTPClient:
-    /// a chunked body, any Host header. It listens on 127.0.0.1 whatever server.host says; the
-    /// request guard still reads server.host and the other settings from the manifest.
+    /// a chunked body, any Host header, or a child process (the CLI's `--url`) through ListeningAPI.
+    /// It listens on 127.0.0.1 whatever server.host says; the request guard still reads server.host
+    /// and the other settings from the manifest. With `services`, the runtime's background services
+    /// run beside the server as in serve (see `listening(manifestPath:services:_:)`).
     static func listening<Value: Sendable>(
-        manifest yaml: String, in folder: String,
+        manifest yaml: String, in folder: String, services runsServices: Bool = false,
         _ body: @Sendable (_ port: Int, HubHost) async throws -> Value
     ) async throws -> Value {
-        let (host, router) = try makeRouter(manifest: yaml, in: folder)
-        defer { host.shutdown() }
+        try TestSupport.write(yaml, to: folder + "/plugins.yaml")
+        return try await listening(manifestPath: folder + "/plugins.yaml", services: runsServices, body)
+    }
+
+    /// `listening` for the plugins.yaml the test wrote at `manifestPath`. With `services`, serve's
+    /// start-up and background work runs as HubHostRuntime.run runs it for serve: event delivery
+    /// (flushes, purges, a last flush at shutdown), campaign pings, local notifications, content
+    /// delivery (the start-up sync and recurring ones), the identity journal (a pending merge
+    /// finished at start), prefetch rounds, and the HLS endpoint announced once the server listens
+    /// and stopped at shutdown; all but the SIGHUP reload, which would trap the test process's signal.
+    /// Without, only the requests do anything (as `test` does).
+    static func listening<Value: Sendable>(
+        manifestPath: String, services runsServices: Bool = false,
+        _ body: @Sendable (_ port: Int, HubHost) async throws -> Value
+    ) async throws -> Value {
+        let (runtime, router) = try makeRuntime(manifestPath: manifestPath)
+        let host = runtime.host
+        defer {
+            try? host.events().onDeliveryDue = nil  // the engine and the delivery service held each other
+            host.shutdown()
+        }
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let settings = host.manifest.server
         let application = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) })
-        let services = ServiceGroup(configuration: .init(services: [application], logger: Logger(label: "InProcessAPI")))
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                // As HTTPServer's: the local HLS endpoint is up with the server.
+                if runsServices, let engine = try? host.prefetch() {
+                    engine.hlsServerStarted(serverURL: PrefetchHLSAnnouncement.serverURL("http", settings.host, port))
+                }
+                portContinuation.yield(port)
+            })
+        // serve's order (HubHostRuntime.run): the engines' services, then the server, then the HLS
+        // announcement; shut down in reverse.
+        let background: [any Service] = runsServices ? runtime.services.filter { !($0 is ReloadOnHangUp) } : []
+        let announcement: [any Service] = runsServices ? [PrefetchHLSAnnouncement(host: host)] : []
+        let services = ServiceGroup(
+            configuration: .init(services: background + [application] + announcement, logger: Logger(label: "InProcessAPI")))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // A server that cannot listen ends the port stream, so the wait below ends too.
@@ -73,15 +108,51 @@ enum InProcessAPI {
     /// The host for the manifest `yaml` written to `folder`/plugins.yaml, and serve's router on it.
     private static func makeRouter(manifest yaml: String, in folder: String) throws -> (HubHost, Router<BasicRequestContext>) {
         try TestSupport.write(yaml, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let (runtime, router) = try makeRuntime(manifestPath: folder + "/plugins.yaml")
+        return (runtime.host, router)
+    }
+
+    /// The runtime (host and engines' services, not running) for the plugins.yaml at `path`, and
+    /// serve's router on it.
+    private static func makeRuntime(manifestPath path: String) throws -> (HubHostRuntime, Router<BasicRequestContext>) {
+        let host = try HubHost(manifestPath: path)
         do {
             let runtime = try HubHostRuntime(host: host)
             let settings = host.manifest.server
-            return (host, try HTTPAPI.router(runtime: runtime, settings: settings, token: try settings.authToken()))
+            return (runtime, try HTTPAPI.router(runtime: runtime, settings: settings, token: try settings.authToken()))
         } catch {
             host.shutdown()
             throw error
         }
+    }
+}
+
+/// A synchronous client of an API that listens on 127.0.0.1 (`InProcessAPI.listening`), with
+/// ServeProcess's calls: `base`, `port`, `http`, `call`. It blocks: use it off Swift concurrency's
+/// threads (TestSupport.offPool), which the in-process server needs to answer.
+struct ListeningAPI: JSONCalls {
+    let port: Int
+    /// `http://127.0.0.1:PORT`
+    var base: String { "http://127.0.0.1:\(port)" }
+    let http = HTTPFetcher()
+
+    init(port: Int) { self.port = port }
+}
+
+/// `call` for any API at `base`: ServeProcess (a child serve) or ListeningAPI (in process).
+protocol JSONCalls: Sendable {
+    var base: String { get }
+    var http: HTTPFetcher { get }
+}
+
+extension JSONCalls {
+    /// One JSON request: the status and the decoded body (fragments allowed).
+    func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
+        let response = try http.fetch(
+            method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
+            timeoutSeconds: 10
+        ).get()
+        return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
     }
 }
 

@@ -238,36 +238,44 @@ final class KafkaSinkTests: XCTestCase {
     }
 
     /// README, "Running many instances": two `hubhost serve` on two ports, each with its own data
-    /// directory (store, sessions, caches), feeding one topic of one cluster.
-    func testTwoServeInstancesOnTwoPortsFeedOneTopic() throws {
-        var tracked: [String] = []
-        var instances: [ServeProcess] = []
+    /// directory (store, sessions, caches), feeding one topic of one cluster. Both run in this
+    /// process (InProcessAPI, their services delivering), each on a loopback port of its own.
+    func testTwoServeInstancesOnTwoPortsFeedOneTopic() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
         for name in ["a", "b"] {
             try TestSupport.write(
                 manifest(
                     dataDir: "data-\(name)", cacheSize: 10, events: "  flush_interval: 200 ms",
                     server: "server: {host: 127.0.0.1, port: 0}"),
                 to: folder + "/\(name).yaml")
-            instances.append(try ServeProcess(manifest: folder + "/\(name).yaml"))
         }
-        XCTAssertNotEqual(instances[0].port, instances[1].port)
-        for (index, serve) in instances.enumerated() {
-            let events = (0..<40).map { n -> String in
-                let id = "instance-\(index)-\(n)"
-                tracked.append(id)
-                return #"{"id":"\#(id)","type":"named_event","name":"I","attributes":{"Mobile User Id":"shared-\#(n % 4)"}}"#
+        let tracked: [String] = try await InProcessAPI.listening(manifestPath: folder + "/a.yaml", services: true) { a, _ in
+            try await InProcessAPI.listening(manifestPath: folder + "/b.yaml", services: true) { b, _ in
+                try await TestSupport.offPool { () throws -> [String] in
+                    var ids: [String] = []
+                    let instances = [ListeningAPI(port: a), ListeningAPI(port: b)]
+                    XCTAssertNotEqual(instances[0].port, instances[1].port)
+                    for (index, serve) in instances.enumerated() {
+                        let events = (0..<40).map { n -> String in
+                            let id = "instance-\(index)-\(n)"
+                            ids.append(id)
+                            return #"{"id":"\#(id)","type":"named_event","name":"I","attributes":{"Mobile User Id":"shared-\#(n % 4)"}}"#
+                        }
+                        XCTAssertEqual(try serve.call("POST", "/v1/events", "[" + events.joined(separator: ",") + "]").0, 201)
+                    }
+                    for serve in instances {
+                        var waiting = -1
+                        for _ in 0..<100 {  // at most 20 s
+                            let counts = try serve.call("GET", "/v1/events/stats").1 as? [String: Any]
+                            waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
+                            if waiting == 0 { break }
+                            usleep(200_000)
+                        }
+                        XCTAssertEqual(waiting, 0)
+                    }
+                    return ids
+                }
             }
-            XCTAssertEqual(try serve.call("POST", "/v1/events", "[" + events.joined(separator: ",") + "]").0, 201)
-        }
-        for serve in instances {
-            var waiting = -1
-            for _ in 0..<100 {  // at most 20 s
-                let counts = try serve.call("GET", "/v1/events/stats").1 as? [String: Any]
-                waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
-                if waiting == 0 { break }
-                usleep(200_000)
-            }
-            XCTAssertEqual(waiting, 0)
         }
         let records = try cluster.consume()
         let keys = Set(records.map(\.idempotencyKey))

@@ -5,7 +5,7 @@ import XCTest
 
 /// openapi.yaml against the live `hubhost serve`: the document is a valid OpenAPI 3.1 document
 /// whose operations are exactly the routes serve's router registers (read from the router built in
-/// process, not from the sources), and every route it describes answers as it says. The test starts serve (events, campaigns from a small campaign file, the Content Hub
+/// process, not from the sources), and every route it describes answers as it says. The test runs serve in process (events, campaigns from a small campaign file, the Content Hub
 /// on a signed bundle of Tests/Fixtures/content with a content service on 127.0.0.1, a bearer
 /// token), calls every route of the document (its success and at least one error of each route
 /// family), records each exchange, and hands them to Tests/openapi/validate.py (PyYAML and
@@ -41,7 +41,8 @@ final class OpenAPITests: XCTestCase {
         try validate(["--routes", file])
     }
 
-    func testEveryRouteAnswersAsTheDocumentSays() throws {
+    func testEveryRouteAnswersAsTheDocumentSays() async throws {
+        let folder = self.folder  // for the closure below, which does not capture the test case
         // The content: the fixture folder with two notifications already due, built and signed.
         let content = folder + "/content"
         try FileManager.default.copyItem(atPath: TestSupport.repository + "/Tests/Fixtures/content", toPath: content)
@@ -121,243 +122,257 @@ final class OpenAPITests: XCTestCase {
             identity: {host: "\(xmlapi.host)", databaseListId: "45654", maxRetries: 0}
 
             """, to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let api = LiveAPI(port: server.port, token: token)
+        // serve in this process, on a loopback port, its services running (syncs, pings, the HLS endpoint).
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let api = LiveAPI(port: server.port, token: token)
 
-        // Meta.
-        api.call("GET", "/v1/health", expect: 200)
-        api.call("GET", "/v1/health", headers: ["Host": "evil.example:\(server.port)"], expect: 421)
-        api.call("GET", "/openapi.yaml", expect: 200)
-        api.call("GET", "/metrics", expect: 200)
-        api.call("GET", "/v1/plugins", expect: 200)
-        api.call("GET", "/v1/status", expect: 200)
-        api.call("POST", "/v1/admin/reload", expect: 200)
-        api.call("GET", "/metrics", authorized: false, expect: 401)
+                // Meta.
+                api.call("GET", "/v1/health", expect: 200)
+                api.call("GET", "/v1/health", headers: ["Host": "evil.example:\(server.port)"], expect: 421)
+                api.call("GET", "/openapi.yaml", expect: 200)
+                api.call("GET", "/metrics", expect: 200)
+                api.call("GET", "/v1/plugins", expect: 200)
+                api.call("GET", "/v1/status", expect: 200)
+                api.call("POST", "/v1/admin/reload", expect: 200)
+                api.call("GET", "/metrics", authorized: false, expect: 401)
 
-        // Events.
-        api.call(
-            "POST", "/v1/events",
-            json:
-                #"[{"type":"app_start"},{"type":"named_event","name":"PLAYER LOADED","attributes":{"Level":3,"Started":{"type":"time","value":1402358400000}}}]"#,
-            expect: 201)
-        api.call(
-            "POST", "/v1/events", json: #"{"type":"purchase_successful","purchase":{"amount":50,"currency_code":"USD","item_list":["box"]}}"#,
-            expect: 201)
-        api.call("POST", "/v1/events", json: #"{"type":"app_strat"}"#, expect: 400)
-        api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"ONCE"}"#, expect: 201)
-        api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"TWICE"}"#, expect: 409)
-        api.call("POST", "/v1/events", json: #"{"name":"FOREIGN"}"#, headers: ["Origin": "http://evil.example"], expect: 403)
-        api.call("POST", "/v1/events", body: #"{"name":"PLAIN"}"#, contentType: "text/plain", expect: 415)
-        let attributes = (0...EventLimits.maxAttributes).map { "\"a\($0)\":1" }.joined(separator: ",")
-        api.call("POST", "/v1/events", json: #"{"name":"MANY","attributes":{\#(attributes)}}"#, expect: 413)
-        api.call("POST", "/v1/events", json: #"{"name":"NO TOKEN"}"#, authorized: false, expect: 401)
-        api.call("GET", "/v1/events", "/v1/events?status=not_posted&limit=5", expect: 200)
-        api.call("GET", "/v1/events", "/v1/events?status=bogus", expect: 400)
-        api.call("GET", "/v1/events", "/v1/events?limit=0", expect: 400)
-        api.call("GET", "/v1/events", authorized: false, expect: 401)
-        api.call("GET", "/v1/events/stats", expect: 200)
-        api.call("POST", "/v1/events/flush", expect: 200)
-        api.call("POST", "/v1/open-url", json: #"{"url":"app://x?CurrentCampaign=fall"}"#, expect: 201)
-        api.call("POST", "/v1/open-url", json: #"{"link":"app://x"}"#, expect: 400)
-        api.call("POST", "/v1/notifications/received", json: #"{"CurrentCampaign":"spring","badge":1,"silent":false}"#, expect: 201)
-        api.call("POST", "/v1/notifications/received", json: #"{"nested":{"a":1}}"#, expect: 400)
-        api.call("POST", "/v1/notifications/opened", json: #"{"CurrentCampaign":"spring"}"#, expect: 201)
-        api.call("POST", "/v1/notifications/opened", json: "[1, 2]", expect: 400)
+                // Events.
+                api.call(
+                    "POST", "/v1/events",
+                    json:
+                        #"[{"type":"app_start"},{"type":"named_event","name":"PLAYER LOADED","attributes":{"Level":3,"Started":{"type":"time","value":1402358400000}}}]"#,
+                    expect: 201)
+                api.call(
+                    "POST", "/v1/events", json: #"{"type":"purchase_successful","purchase":{"amount":50,"currency_code":"USD","item_list":["box"]}}"#,
+                    expect: 201)
+                api.call("POST", "/v1/events", json: #"{"type":"app_strat"}"#, expect: 400)
+                api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"ONCE"}"#, expect: 201)
+                api.call("POST", "/v1/events", json: #"{"id":"openapi-1","name":"TWICE"}"#, expect: 409)
+                api.call("POST", "/v1/events", json: #"{"name":"FOREIGN"}"#, headers: ["Origin": "http://evil.example"], expect: 403)
+                api.call("POST", "/v1/events", body: #"{"name":"PLAIN"}"#, contentType: "text/plain", expect: 415)
+                let attributes = (0...EventLimits.maxAttributes).map { "\"a\($0)\":1" }.joined(separator: ",")
+                api.call("POST", "/v1/events", json: #"{"name":"MANY","attributes":{\#(attributes)}}"#, expect: 413)
+                api.call("POST", "/v1/events", json: #"{"name":"NO TOKEN"}"#, authorized: false, expect: 401)
+                api.call("GET", "/v1/events", "/v1/events?status=not_posted&limit=5", expect: 200)
+                api.call("GET", "/v1/events", "/v1/events?status=bogus", expect: 400)
+                api.call("GET", "/v1/events", "/v1/events?limit=0", expect: 400)
+                api.call("GET", "/v1/events", authorized: false, expect: 401)
+                api.call("GET", "/v1/events/stats", expect: 200)
+                api.call("POST", "/v1/events/flush", expect: 200)
+                api.call("POST", "/v1/open-url", json: #"{"url":"app://x?CurrentCampaign=fall"}"#, expect: 201)
+                api.call("POST", "/v1/open-url", json: #"{"link":"app://x"}"#, expect: 400)
+                api.call("POST", "/v1/notifications/received", json: #"{"CurrentCampaign":"spring","badge":1,"silent":false}"#, expect: 201)
+                api.call("POST", "/v1/notifications/received", json: #"{"nested":{"a":1}}"#, expect: 400)
+                api.call("POST", "/v1/notifications/opened", json: #"{"CurrentCampaign":"spring"}"#, expect: 201)
+                api.call("POST", "/v1/notifications/opened", json: "[1, 2]", expect: 400)
 
-        // Campaigns and messages (the app start above made "welcome" ready for the anonymous user).
-        api.call("GET", "/v1/campaigns", expect: 200)
-        api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/welcome/preview", expect: 200)
-        api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/nope/preview", expect: 404)
-        api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home&context=cart", expect: 200)
-        api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/welcome/impression", expect: 200)
-        api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/nope/impression", expect: 404)
-        api.call("GET", "/v1/messages/next", expect: 204)
-        api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
-        api.call("POST", "/v1/messages/close", expect: 200)
-        api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": "yes"}"#, expect: 400)
-        // Display later, pause and resume ("promo" is queued by its event; its context is home).
-        api.call("POST", "/v1/events", json: #"{"name":"PROMO SEEN"}"#, expect: 201)
-        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/promo/later", expect: 200)
-        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/welcome/later", expect: 409)
-        api.call("POST", "/v1/messages/{id}/later", "/v1/messages/nope/later", expect: 404)
-        api.call("POST", "/v1/messages/pause", json: #"{"for": "5m"}"#, expect: 200)
-        api.call("GET", "/v1/messages/pause", expect: 200)
-        api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home", expect: 204)
-        api.call("POST", "/v1/messages/pause", json: #"{"for": "0s"}"#, expect: 400)
-        api.call("POST", "/v1/messages/resume", expect: 200)
-        api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
-        api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/welcome/opt-out", expect: 200)
-        api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/promo/opt-out", expect: 409)
-        api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/nope/opt-out", expect: 404)
-        api.call("GET", "/v1/campaigns/user", expect: 200)
-        api.call("PUT", "/v1/campaigns/user", json: #"{"userId":"u1","idTrackingIdentifier":"t1","accessToken":"secret"}"#, expect: 200)
-        api.call("PUT", "/v1/campaigns/user", json: #"{"userId":5,"idTrackingIdentifier":"t1"}"#, expect: 400)
-        api.call("PUT", "/v1/campaigns/user", json: #"{"userId":"\#(String(repeating: "u", count: 20_000))","idTrackingIdentifier":""}"#, expect: 413)
-        api.call("GET", "/v1/campaigns/user", expect: 200)
+                // Campaigns and messages (the app start above made "welcome" ready for the anonymous user).
+                api.call("GET", "/v1/campaigns", expect: 200)
+                api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/welcome/preview", expect: 200)
+                api.call("GET", "/v1/campaigns/{id}/preview", "/v1/campaigns/nope/preview", expect: 404)
+                api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home&context=cart", expect: 200)
+                api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/welcome/impression", expect: 200)
+                api.call("POST", "/v1/messages/{id}/impression", "/v1/messages/nope/impression", expect: 404)
+                api.call("GET", "/v1/messages/next", expect: 204)
+                api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
+                api.call("POST", "/v1/messages/close", expect: 200)
+                api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": "yes"}"#, expect: 400)
+                // Display later, pause and resume ("promo" is queued by its event; its context is home).
+                api.call("POST", "/v1/events", json: #"{"name":"PROMO SEEN"}"#, expect: 201)
+                api.call("POST", "/v1/messages/{id}/later", "/v1/messages/promo/later", expect: 200)
+                api.call("POST", "/v1/messages/{id}/later", "/v1/messages/welcome/later", expect: 409)
+                api.call("POST", "/v1/messages/{id}/later", "/v1/messages/nope/later", expect: 404)
+                api.call("POST", "/v1/messages/pause", json: #"{"for": "5m"}"#, expect: 200)
+                api.call("GET", "/v1/messages/pause", expect: 200)
+                api.call("GET", "/v1/messages/next", "/v1/messages/next?context=home", expect: 204)
+                api.call("POST", "/v1/messages/pause", json: #"{"for": "0s"}"#, expect: 400)
+                api.call("POST", "/v1/messages/resume", expect: 200)
+                api.call("POST", "/v1/messages/close", json: #"{"clear_queued_campaigns": true}"#, expect: 200)
+                api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/welcome/opt-out", expect: 200)
+                api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/promo/opt-out", expect: 409)
+                api.call("POST", "/v1/campaigns/{id}/opt-out", "/v1/campaigns/nope/opt-out", expect: 404)
+                api.call("GET", "/v1/campaigns/user", expect: 200)
+                api.call("PUT", "/v1/campaigns/user", json: #"{"userId":"u1","idTrackingIdentifier":"t1","accessToken":"secret"}"#, expect: 200)
+                api.call("PUT", "/v1/campaigns/user", json: #"{"userId":5,"idTrackingIdentifier":"t1"}"#, expect: 400)
+                api.call(
+                    "PUT", "/v1/campaigns/user", json: #"{"userId":"\#(String(repeating: "u", count: 20_000))","idTrackingIdentifier":""}"#,
+                    expect: 413)
+                api.call("GET", "/v1/campaigns/user", expect: 200)
 
-        // Content Hub users.
-        api.call("GET", "/v1/users", expect: 200)
-        api.call("POST", "/v1/users", json: #"{"id":"reader","tags":["football"]}"#, expect: 201)
-        api.call("POST", "/v1/users", expect: 201)
-        api.call("POST", "/v1/users", json: #"{"id":"reader"}"#, expect: 409)
-        api.call("POST", "/v1/users", json: #"{"id":5}"#, expect: 400)
-        api.call("POST", "/v1/users/generate-id", expect: 200)
-        api.call("GET", "/v1/users/active", expect: 200)
-        api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":1}"#, expect: 404)
-        api.call("POST", "/v1/users/{id}/activate", "/v1/users/reader/activate", expect: 200)
-        api.call("POST", "/v1/users/{id}/activate", "/v1/users/ghost/activate", expect: 404)
-        api.call("GET", "/v1/users/active", expect: 200)
-        api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":2,"cooking":-1}"#, expect: 200)
-        api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":1.5}"#, expect: 400)
-        api.call("GET", "/v1/users/{id}/tags", "/v1/users/reader/tags", expect: 200)
-        api.call("GET", "/v1/users/{id}/tags", "/v1/users/ghost/tags", expect: 404)
-        api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/reader/tag-counts", expect: 200)
-        api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/ghost/tag-counts", expect: 404)
+                // Content Hub users.
+                api.call("GET", "/v1/users", expect: 200)
+                api.call("POST", "/v1/users", json: #"{"id":"reader","tags":["football"]}"#, expect: 201)
+                api.call("POST", "/v1/users", expect: 201)
+                api.call("POST", "/v1/users", json: #"{"id":"reader"}"#, expect: 409)
+                api.call("POST", "/v1/users", json: #"{"id":5}"#, expect: 400)
+                api.call("POST", "/v1/users/generate-id", expect: 200)
+                api.call("GET", "/v1/users/active", expect: 200)
+                api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":1}"#, expect: 404)
+                api.call("POST", "/v1/users/{id}/activate", "/v1/users/reader/activate", expect: 200)
+                api.call("POST", "/v1/users/{id}/activate", "/v1/users/ghost/activate", expect: 404)
+                api.call("GET", "/v1/users/active", expect: 200)
+                api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":2,"cooking":-1}"#, expect: 200)
+                api.call("POST", "/v1/users/active/tag-counts", json: #"{"football":1.5}"#, expect: 400)
+                api.call("GET", "/v1/users/{id}/tags", "/v1/users/reader/tags", expect: 200)
+                api.call("GET", "/v1/users/{id}/tags", "/v1/users/ghost/tags", expect: 404)
+                api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/reader/tag-counts", expect: 200)
+                api.call("GET", "/v1/users/{id}/tag-counts", "/v1/users/ghost/tag-counts", expect: 404)
 
-        // Mobile identity.
-        api.call("GET", "/v1/identity", expect: 200)
-        api.call("POST", "/v1/identity/setup", expect: 200)
-        api.call("POST", "/v1/identity/setup", json: #"{"mobileUserId":7}"#, expect: 400)
-        api.call("GET", "/v1/identity", expect: 200)
-        api.call("POST", "/v1/identity/check", json: #"{"columns":{"facebook_id":"fb"}}"#, expect: 200)
-        api.call("POST", "/v1/identity/check", json: #"{"columns":{}}"#, expect: 400)
-        xmlapi.script([.fault(errorID: 140, text: "not allowed")])
-        api.call("POST", "/v1/identity/check", json: #"{"columns":{"twitter_id":"tw"}}"#, expect: 502)
+                // Mobile identity.
+                api.call("GET", "/v1/identity", expect: 200)
+                api.call("POST", "/v1/identity/setup", expect: 200)
+                api.call("POST", "/v1/identity/setup", json: #"{"mobileUserId":7}"#, expect: 400)
+                api.call("GET", "/v1/identity", expect: 200)
+                api.call("POST", "/v1/identity/check", json: #"{"columns":{"facebook_id":"fb"}}"#, expect: 200)
+                api.call("POST", "/v1/identity/check", json: #"{"columns":{}}"#, expect: 400)
+                xmlapi.script([.fault(errorID: 140, text: "not allowed")])
+                api.call("POST", "/v1/identity/check", json: #"{"columns":{"twitter_id":"tw"}}"#, expect: 502)
 
-        // Presenting and local notifications.
-        api.call("GET", "/v1/hub/present", "/v1/hub/present?tags=football&entry_point=openapi", expect: 200)
-        api.call("GET", "/v1/hub/present", "/v1/hub/present?uri=\(q("zbimdb://article/news/sports/final-score"))", expect: 200)
-        api.call("GET", "/v1/hub/present", "/v1/hub/present?tags=a&uri=\(q("zbimdb://hub/news"))", expect: 400)
-        api.call("GET", "/v1/hub/present", "/v1/hub/present?uri=\(q("zbimdb://article/none"))", expect: 404)
-        api.call("GET", "/v1/local-notifications/due", expect: 200)
-        api.call("POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/past-1/handle", json: #"{"show_alert":false}"#, expect: 200)
-        api.call("POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/not-ours/handle", expect: 200)
-        api.call("POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/past-2/handle", json: #"{"show_alert":"no"}"#, expect: 400)
+                // Presenting and local notifications.
+                api.call("GET", "/v1/hub/present", "/v1/hub/present?tags=football&entry_point=openapi", expect: 200)
+                api.call("GET", "/v1/hub/present", "/v1/hub/present?uri=\(Self.q("zbimdb://article/news/sports/final-score"))", expect: 200)
+                api.call("GET", "/v1/hub/present", "/v1/hub/present?tags=a&uri=\(Self.q("zbimdb://hub/news"))", expect: 400)
+                api.call("GET", "/v1/hub/present", "/v1/hub/present?uri=\(Self.q("zbimdb://article/none"))", expect: 404)
+                api.call("GET", "/v1/local-notifications/due", expect: 200)
+                api.call(
+                    "POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/past-1/handle", json: #"{"show_alert":false}"#,
+                    expect: 200)
+                api.call("POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/not-ours/handle", expect: 200)
+                api.call(
+                    "POST", "/v1/local-notifications/{id}/handle", "/v1/local-notifications/past-2/handle", json: #"{"show_alert":"no"}"#, expect: 400
+                )
 
-        // Content delivery.
-        api.call("GET", "/v1/hub/status", expect: 200)
-        api.call("POST", "/v1/hub/sync", expect: 200)
+                // Content delivery.
+                api.call("GET", "/v1/hub/status", expect: 200)
+                api.call("POST", "/v1/hub/sync", expect: 200)
 
-        // The web Content Hub.
-        api.call("GET", "/v1/hub/state", expect: 200)
-        api.call("GET", "/hub/home", expect: 303)
-        api.call("GET", "/hub", "/hub?tags=football&entry_point=web", expect: 200)
-        api.call("GET", "/hub/home", expect: 200)
-        api.call("GET", "/hub/channel/{id}", "/hub/channel/news/sports", expect: 200)
-        api.call("POST", "/v1/hub/views/drain", expect: 200)
-        api.call("GET", "/hub/channel/{id}", "/hub/channel/news/%2e%2e/sports", expect: 404)
-        api.call("GET", "/hub/article/{id}", "/hub/article/news%2Fsports%2Ffinal-score", expect: 200)
-        api.call("GET", "/hub/article/{id}", "/hub/article/news/sports/no-such-article", expect: 404)
-        api.call("GET", "/hub/back", expect: 303)
-        api.call("GET", "/hub/forward", expect: 303)
-        api.call("GET", "/hub/resources/{path}", "/hub/resources/site.css", expect: 200)
-        api.call("GET", "/hub/resources/{path}", "/hub/resources/images/pixel.png", expect: 200)
-        api.call("GET", "/hub/resources/{path}", "/hub/resources/no-such.css", expect: 404)
-        let stylesheet = api.call("GET", "/hub/hubhost.css", expect: 200)
-        let etag = stylesheet.headers["etag"] ?? ""
-        XCTAssertTrue(etag.hasPrefix("\"") && etag.count > 8, "an ETag: \(stylesheet.headers)")
-        XCTAssertEqual(stylesheet.headers["cache-control"], "public, max-age=3600")
-        api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": etag], expect: 304)
-        api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": "\"other\""], expect: 200)
-        let script = api.call("GET", "/hub/hubhost.js", expect: 200)
-        api.call("GET", "/hub/hubhost.js", headers: ["If-None-Match": "W/" + (script.headers["etag"] ?? "")], expect: 304)
-        let report =
-            #"{"csp-report":{"document-uri":"http://127.0.0.1/hub/home","violated-directive":"img-src","blocked-uri":"https://tracker.example/p.gif"}}"#
-        api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", expect: 204)
-        api.call(
-            "POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"], expect: 403)
-        api.call("GET", "/v1/hub/csp-reports", expect: 200)
-        let ownOrigin = ["Origin": "http://127.0.0.1:\(server.port)"]
-        api.call("POST", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", headers: ownOrigin, expect: 204)
-        api.call("POST", "/hub/app-action", "/hub/app-action?url=\(q("https://example.com/"))", expect: 400)
-        api.call("POST", "/hub/app-action", expect: 400)
-        api.call(
-            "POST", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", headers: ["Origin": "http://evil.example"],
-            expect: 403)
-        let byGet = api.call("GET", "/hub/app-action", "/hub/app-action?url=\(q("myapp://checkout?sku=1"))", expect: 405)
-        XCTAssertEqual(byGet.headers["allow"], "POST")
-        api.call("GET", "/hub/whitelisted", "/hub/whitelisted?url=\(q(whitelisted))", expect: 200)
-        api.call("GET", "/hub/whitelisted", "/hub/whitelisted?url=\(q("http://127.0.0.1:\(service.port)/content/settings?v=2"))", expect: 403)
-        api.call("GET", "/hub", "/hub?uri=\(q("zbimdb://article/none"))", expect: 404)
-        api.call("GET", "/hub/close", expect: 200)
-        api.call("POST", "/hub/close", headers: ["Origin": "http://127.0.0.1:\(server.port)"], expect: 200)
-        api.call("GET", "/v1/notifications", "/v1/notifications?replay=1", expect: 200, stream: true)
-        api.call("GET", "/v1/messages/stream", "/v1/messages/stream?context=home", expect: 200, stream: true)
-        api.call("GET", "/v1/notifications", authorized: false, expect: 401)
+                // The web Content Hub.
+                api.call("GET", "/v1/hub/state", expect: 200)
+                api.call("GET", "/hub/home", expect: 303)
+                api.call("GET", "/hub", "/hub?tags=football&entry_point=web", expect: 200)
+                api.call("GET", "/hub/home", expect: 200)
+                api.call("GET", "/hub/channel/{id}", "/hub/channel/news/sports", expect: 200)
+                api.call("POST", "/v1/hub/views/drain", expect: 200)
+                api.call("GET", "/hub/channel/{id}", "/hub/channel/news/%2e%2e/sports", expect: 404)
+                api.call("GET", "/hub/article/{id}", "/hub/article/news%2Fsports%2Ffinal-score", expect: 200)
+                api.call("GET", "/hub/article/{id}", "/hub/article/news/sports/no-such-article", expect: 404)
+                api.call("GET", "/hub/back", expect: 303)
+                api.call("GET", "/hub/forward", expect: 303)
+                api.call("GET", "/hub/resources/{path}", "/hub/resources/site.css", expect: 200)
+                api.call("GET", "/hub/resources/{path}", "/hub/resources/images/pixel.png", expect: 200)
+                api.call("GET", "/hub/resources/{path}", "/hub/resources/no-such.css", expect: 404)
+                let stylesheet = api.call("GET", "/hub/hubhost.css", expect: 200)
+                let etag = stylesheet.headers["etag"] ?? ""
+                XCTAssertTrue(etag.hasPrefix("\"") && etag.count > 8, "an ETag: \(stylesheet.headers)")
+                XCTAssertEqual(stylesheet.headers["cache-control"], "public, max-age=3600")
+                api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": etag], expect: 304)
+                api.call("GET", "/hub/hubhost.css", headers: ["If-None-Match": "\"other\""], expect: 200)
+                let script = api.call("GET", "/hub/hubhost.js", expect: 200)
+                api.call("GET", "/hub/hubhost.js", headers: ["If-None-Match": "W/" + (script.headers["etag"] ?? "")], expect: 304)
+                let report =
+                    #"{"csp-report":{"document-uri":"http://127.0.0.1/hub/home","violated-directive":"img-src","blocked-uri":"https://tracker.example/p.gif"}}"#
+                api.call("POST", "/hub/csp-report", body: report, contentType: "application/csp-report", expect: 204)
+                api.call(
+                    "POST", "/hub/csp-report", body: report, contentType: "application/csp-report", headers: ["Origin": "http://evil.example"],
+                    expect: 403)
+                api.call("GET", "/v1/hub/csp-reports", expect: 200)
+                let ownOrigin = ["Origin": "http://127.0.0.1:\(server.port)"]
+                api.call("POST", "/hub/app-action", "/hub/app-action?url=\(Self.q("myapp://checkout?sku=1"))", headers: ownOrigin, expect: 204)
+                api.call("POST", "/hub/app-action", "/hub/app-action?url=\(Self.q("https://example.com/"))", expect: 400)
+                api.call("POST", "/hub/app-action", expect: 400)
+                api.call(
+                    "POST", "/hub/app-action", "/hub/app-action?url=\(Self.q("myapp://checkout?sku=1"))", headers: ["Origin": "http://evil.example"],
+                    expect: 403)
+                let byGet = api.call("GET", "/hub/app-action", "/hub/app-action?url=\(Self.q("myapp://checkout?sku=1"))", expect: 405)
+                XCTAssertEqual(byGet.headers["allow"], "POST")
+                api.call("GET", "/hub/whitelisted", "/hub/whitelisted?url=\(Self.q(whitelisted))", expect: 200)
+                api.call(
+                    "GET", "/hub/whitelisted", "/hub/whitelisted?url=\(Self.q("http://127.0.0.1:\(service.port)/content/settings?v=2"))", expect: 403)
+                api.call("GET", "/hub", "/hub?uri=\(Self.q("zbimdb://article/none"))", expect: 404)
+                api.call("GET", "/hub/close", expect: 200)
+                api.call("POST", "/hub/close", headers: ["Origin": "http://127.0.0.1:\(server.port)"], expect: 200)
+                api.call("GET", "/v1/notifications", "/v1/notifications?replay=1", expect: 200, stream: true)
+                api.call("GET", "/v1/messages/stream", "/v1/messages/stream?context=home", expect: 200, stream: true)
+                api.call("GET", "/v1/notifications", authorized: false, expect: 401)
 
-        // Content prefetch.
-        api.call("GET", "/v1/prefetch/status", expect: 200)
-        api.call("POST", "/v1/prefetch/register", expect: 200)
-        api.call("POST", "/v1/prefetch/sync", expect: 200)
-        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=discovered&category=news&type=video&sort=title:desc&limit=5", expect: 200)
-        api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=bogus", expect: 400)
-        api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=discovered", expect: 200, stream: true)
-        api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=bogus", expect: 400)
-        api.call("GET", "/v1/prefetch/categories", "/v1/prefetch/categories?selected=true&with_content=true&sort=name:desc&limit=5", expect: 200)
-        api.call("GET", "/v1/prefetch/categories", "/v1/prefetch/categories?selected=maybe", expect: 400)
-        api.call("GET", "/v1/prefetch/categories/watch", "/v1/prefetch/categories/watch?selected=true", expect: 200, stream: true)
-        api.call("GET", "/v1/prefetch/categories/watch", "/v1/prefetch/categories/watch?sort=bogus", expect: 400)
-        api.call("POST", "/v1/prefetch/categories/deselect", json: #"{"ids":["news","nope"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/categories/select", json: #"{"ids":["news"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/categories/select", json: #"{"ids":[]}"#, expect: 400)
-        api.call("GET", "/v1/prefetch/sources", "/v1/prefetch/sources?subscribed=true&search=ac&sort=display_name", expect: 200)
-        api.call("GET", "/v1/prefetch/sources", "/v1/prefetch/sources?limit=-3", expect: 400)
-        api.call("GET", "/v1/prefetch/sources/watch", "/v1/prefetch/sources/watch?category=news", expect: 200, stream: true)
-        api.call("GET", "/v1/prefetch/sources/watch", "/v1/prefetch/sources/watch?with_content=yes", expect: 400)
-        api.call("POST", "/v1/prefetch/sources/unsubscribe", json: #"{"names":["acme"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/sources/subscribe", json: #"{"names":["acme","nope"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/sources/subscribe", json: #"{"ids":["acme"]}"#, expect: 400)
-        api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/v1", expect: 200)
-        api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/nope", expect: 404)
-        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/v1/play-url", expect: 200)
-        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/h1/play-url", expect: 200)
-        api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/nope/play-url", expect: 404)
-        api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/v1/file", headers: ["Range": "bytes=0-9"], expect: 409)
-        api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/nope/file", expect: 404)
-        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/index.m3u8", expect: 200)
-        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", expect: 200)
-        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", headers: ["Range": "bytes=0-9"], expect: 206)
-        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/layout.json", expect: 404)
-        api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/v1/index.m3u8", expect: 409)
-        api.call("POST", "/v1/prefetch/download", json: #"{"ids":["v1","nope"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/download", json: #"{"ids":[]}"#, expect: 400)
-        api.call("POST", "/v1/prefetch/pause", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/resume", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/save", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/unsave", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/lock", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/unlock", json: #"{"ids":["v1"]}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/cancel", expect: 200)
-        api.call("POST", "/v1/prefetch/fill", expect: 200)
-        api.call("POST", "/v1/prefetch/delete", json: #"{"ids":["v1"],"files_only":true,"keep_thumbnail":true}"#, expect: 200)
-        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":0,"end":12.5}"#, expect: 201)
-        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":10,"end":5}"#, expect: 400)
-        api.call("POST", "/v1/prefetch/consume", json: #"{"id":"nope","start":0,"end":1}"#, expect: 404)
-        api.call("POST", "/v1/prefetch/purge", expect: 200)
-        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?source=acme&content_id=354", expect: 200)
-        api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?content_id=354", expect: 400)
-        api.call(
-            "POST", "/v1/prefetch/import", json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#,
-            expect: 200)
-        api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77"}"#, expect: 400)
-        api.call("GET", "/v1/prefetch/policy", expect: 200)
-        api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"both"}"#, expect: 200)
-        api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"satellite"}"#, expect: 400)
-        catalog.license = "another-licence"
-        api.call("POST", "/v1/prefetch/register", expect: 409)
-        api.call("POST", "/v1/prefetch/sync", expect: 409)
+                // Content prefetch.
+                api.call("GET", "/v1/prefetch/status", expect: 200)
+                api.call("POST", "/v1/prefetch/register", expect: 200)
+                api.call("POST", "/v1/prefetch/sync", expect: 200)
+                api.call(
+                    "GET", "/v1/prefetch/items", "/v1/prefetch/items?state=discovered&category=news&type=video&sort=title:desc&limit=5", expect: 200)
+                api.call("GET", "/v1/prefetch/items", "/v1/prefetch/items?state=bogus", expect: 400)
+                api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=discovered", expect: 200, stream: true)
+                api.call("GET", "/v1/prefetch/items/watch", "/v1/prefetch/items/watch?state=bogus", expect: 400)
+                api.call(
+                    "GET", "/v1/prefetch/categories", "/v1/prefetch/categories?selected=true&with_content=true&sort=name:desc&limit=5", expect: 200)
+                api.call("GET", "/v1/prefetch/categories", "/v1/prefetch/categories?selected=maybe", expect: 400)
+                api.call("GET", "/v1/prefetch/categories/watch", "/v1/prefetch/categories/watch?selected=true", expect: 200, stream: true)
+                api.call("GET", "/v1/prefetch/categories/watch", "/v1/prefetch/categories/watch?sort=bogus", expect: 400)
+                api.call("POST", "/v1/prefetch/categories/deselect", json: #"{"ids":["news","nope"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/categories/select", json: #"{"ids":["news"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/categories/select", json: #"{"ids":[]}"#, expect: 400)
+                api.call("GET", "/v1/prefetch/sources", "/v1/prefetch/sources?subscribed=true&search=ac&sort=display_name", expect: 200)
+                api.call("GET", "/v1/prefetch/sources", "/v1/prefetch/sources?limit=-3", expect: 400)
+                api.call("GET", "/v1/prefetch/sources/watch", "/v1/prefetch/sources/watch?category=news", expect: 200, stream: true)
+                api.call("GET", "/v1/prefetch/sources/watch", "/v1/prefetch/sources/watch?with_content=yes", expect: 400)
+                api.call("POST", "/v1/prefetch/sources/unsubscribe", json: #"{"names":["acme"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/sources/subscribe", json: #"{"names":["acme","nope"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/sources/subscribe", json: #"{"ids":["acme"]}"#, expect: 400)
+                api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/v1", expect: 200)
+                api.call("GET", "/v1/prefetch/items/{id}", "/v1/prefetch/items/nope", expect: 404)
+                api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/v1/play-url", expect: 200)
+                api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/h1/play-url", expect: 200)
+                api.call("GET", "/v1/prefetch/items/{id}/play-url", "/v1/prefetch/items/nope/play-url", expect: 404)
+                api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/v1/file", headers: ["Range": "bytes=0-9"], expect: 409)
+                api.call("GET", "/v1/prefetch/items/{id}/file", "/v1/prefetch/items/nope/file", expect: 404)
+                api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/index.m3u8", expect: 200)
+                api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", expect: 200)
+                api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/m-0.ts", headers: ["Range": "bytes=0-9"], expect: 206)
+                api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/h1/layout.json", expect: 404)
+                api.call("GET", "/v1/prefetch/hls/{id}/{name}", "/v1/prefetch/hls/v1/index.m3u8", expect: 409)
+                api.call("POST", "/v1/prefetch/download", json: #"{"ids":["v1","nope"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/download", json: #"{"ids":[]}"#, expect: 400)
+                api.call("POST", "/v1/prefetch/pause", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/resume", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/save", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/unsave", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/lock", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/unlock", json: #"{"ids":["v1"]}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/cancel", expect: 200)
+                api.call("POST", "/v1/prefetch/fill", expect: 200)
+                api.call("POST", "/v1/prefetch/delete", json: #"{"ids":["v1"],"files_only":true,"keep_thumbnail":true}"#, expect: 200)
+                api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":0,"end":12.5}"#, expect: 201)
+                api.call("POST", "/v1/prefetch/consume", json: #"{"id":"v1","start":10,"end":5}"#, expect: 400)
+                api.call("POST", "/v1/prefetch/consume", json: #"{"id":"nope","start":0,"end":1}"#, expect: 404)
+                api.call("POST", "/v1/prefetch/purge", expect: 200)
+                api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?source=acme&content_id=354", expect: 200)
+                api.call("GET", "/v1/prefetch/lookup", "/v1/prefetch/lookup?content_id=354", expect: 400)
+                api.call(
+                    "POST", "/v1/prefetch/import",
+                    json: #"{"ContentId":"77","Provider":"acme","DownloadStatus":"PartiallyDownloaded","Title":"Old"}"#,
+                    expect: 200)
+                api.call("POST", "/v1/prefetch/import", json: #"{"ContentId":"77"}"#, expect: 400)
+                api.call("GET", "/v1/prefetch/policy", expect: 200)
+                api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"both"}"#, expect: 200)
+                api.call("PUT", "/v1/prefetch/policy", json: #"{"network_selection":"satellite"}"#, expect: 400)
+                catalog.license = "another-licence"
+                api.call("POST", "/v1/prefetch/register", expect: 409)
+                api.call("POST", "/v1/prefetch/sync", expect: 409)
 
-        // A failing content service: the sync answers 502 and the previous bundle stays active.
-        service.metadata = (503, "{}")
-        api.call("POST", "/v1/hub/sync", expect: 502)
-
-        let exchanges = folder + "/exchanges.json"
-        try api.write(to: exchanges)
-        try validate(["--exchanges", exchanges])
+                // A failing content service: the sync answers 502 and the previous bundle stays active.
+                service.metadata = (503, "{}")
+                api.call("POST", "/v1/hub/sync", expect: 502)
+                try api.write(to: folder + "/exchanges.json")
+            }
+        }
+        try validate(["--exchanges", folder + "/exchanges.json"])
     }
 
     /// A query value, percent-encoded.
-    private func q(_ value: String) -> String {
+    private static func q(_ value: String) -> String {
         value.addingPercentEncoding(
             withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? value
     }

@@ -317,87 +317,104 @@ final class PluginInstallTests: XCTestCase {
     /// 8 clients post events to a live serve while a plugin is added, upgraded to a version whose
     /// create fails (rolled back), upgraded to a good one, verified and removed: no request fails,
     /// every acknowledged event is stored once, and the serve shows each version as it runs.
-    func testACrowdPostingWhilePluginsAreAddedUpgradedAndRemovedLosesNothing() throws {
+    func testACrowdPostingWhilePluginsAreAddedUpgradedAndRemovedLosesNothing() async throws {
         try keyPair()
         let v1 = try package(version: "1.0.0", defines: [#"FIXTURE_VALUE="v1""#])
         let broken = try package(version: "1.1.0", defines: ["FAULT_CREATE_FAILS"])
         let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
-        let serve = try ServeProcess(manifest: manifest)
-        let crowd = EventCrowd(serve: serve, perClient: 600)
-        func served() throws -> [String: Any]? {
-            let (_, list) = try serve.call("GET", "/v1/plugins")
-            return ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
-        }
-        let url = ["--url", serve.base]
-        let added = try hubhost(["plugins", "add", v1, "--json"] + url)
-        XCTAssertEqual(added.status, 0, added.description)
-        XCTAssertEqual((try TestSupport.json(added.stdout, as: [String: Any].self)["applied"] as? [String: Any])?["how"] as? String, "reloaded")
-        XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.0.0")
-        // /metrics names the package, and stays clean Prometheus text with it.
-        let metrics = String(decoding: try serve.http.fetch("GET", serve.base + "/metrics", timeoutSeconds: 10).get().body, as: UTF8.self)
-        let info = metrics.split(separator: "\n").filter { $0.hasPrefix("hubhost_plugin_package_info{") }
-        XCTAssertEqual(info.count, 1, metrics)
-        XCTAssertTrue(
-            info.first.map { $0.contains(#"version="1.0.0""#) && $0.contains(#"verification="verified""#) && $0.contains(#"signer="me (key "#) }
-                ?? false, "\(info)")
-        try Data(metrics.utf8).write(to: URL(fileURLWithPath: folder + "/metrics.txt"))
-        let promtool = try TestSupport.run("/bin/sh", ["-c", "promtool check metrics < metrics.txt"], currentDirectory: folder)
-        XCTAssertEqual(promtool.status, 0, promtool.description)
-        usleep(300_000)
-        let bad = try hubhost(["plugins", "upgrade", broken] + url)
-        XCTAssertEqual(bad.status, 1, bad.description)
-        XCTAssertTrue(bad.stderr.contains("refused the reload") && bad.stderr.contains("rolled back"), bad.stderr)
-        XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.0.0", "the old version kept serving")
-        XCTAssertEqual(try PluginLock.read(path: lockPath).plugins["faulty"]?.version, "1.0.0")
-        usleep(300_000)
-        let good = try hubhost(["plugins", "upgrade", v2] + url)
-        XCTAssertEqual(good.status, 0, good.description)
-        XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.2.0")
-        XCTAssertEqual(try hubhost(["plugins", "verify"]).status, 0)
-        usleep(300_000)
-        let removed = try hubhost(["plugins", "remove", "faulty"] + url)
-        XCTAssertEqual(removed.status, 0, removed.description)
-        XCTAssertNil(try served(), "retired")
-        XCTAssertTrue(crowd.finish(), "the clients stopped")
+        // For the closure below, which runs on a Dispatch thread and does not capture the test case.
+        let (folder, manifest, lockPath) = (self.folder, self.manifest, self.lockPath)
+        let hubhost: @Sendable ([String]) throws -> CommandResult = { try TestSupport.hubhost($0, manifest: manifest, in: folder) }
+        try await InProcessAPI.listening(manifestPath: manifest) { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                let crowd = EventCrowd(serve: serve, perClient: 600)
+                func served() throws -> [String: Any]? {
+                    let (_, list) = try serve.call("GET", "/v1/plugins")
+                    return ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
+                }
+                let url = ["--url", serve.base]
+                let added = try hubhost(["plugins", "add", v1, "--json"] + url)
+                XCTAssertEqual(added.status, 0, added.description)
+                XCTAssertEqual(
+                    (try TestSupport.json(added.stdout, as: [String: Any].self)["applied"] as? [String: Any])?["how"] as? String, "reloaded")
+                XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.0.0")
+                // /metrics names the package, and stays clean Prometheus text with it.
+                let metrics = String(decoding: try serve.http.fetch("GET", serve.base + "/metrics", timeoutSeconds: 10).get().body, as: UTF8.self)
+                let info = metrics.split(separator: "\n").filter { $0.hasPrefix("hubhost_plugin_package_info{") }
+                XCTAssertEqual(info.count, 1, metrics)
+                XCTAssertTrue(
+                    info.first.map {
+                        $0.contains(#"version="1.0.0""#) && $0.contains(#"verification="verified""#) && $0.contains(#"signer="me (key "#)
+                    }
+                        ?? false, "\(info)")
+                try Data(metrics.utf8).write(to: URL(fileURLWithPath: folder + "/metrics.txt"))
+                let promtool = try TestSupport.run("/bin/sh", ["-c", "promtool check metrics < metrics.txt"], currentDirectory: folder)
+                XCTAssertEqual(promtool.status, 0, promtool.description)
+                usleep(300_000)
+                let bad = try hubhost(["plugins", "upgrade", broken] + url)
+                XCTAssertEqual(bad.status, 1, bad.description)
+                XCTAssertTrue(bad.stderr.contains("refused the reload") && bad.stderr.contains("rolled back"), bad.stderr)
+                XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.0.0", "the old version kept serving")
+                XCTAssertEqual(try PluginLock.read(path: lockPath).plugins["faulty"]?.version, "1.0.0")
+                usleep(300_000)
+                let good = try hubhost(["plugins", "upgrade", v2] + url)
+                XCTAssertEqual(good.status, 0, good.description)
+                XCTAssertEqual((try served()?["package"] as? [String: Any])?["version"] as? String, "1.2.0")
+                XCTAssertEqual(try hubhost(["plugins", "verify"]).status, 0)
+                usleep(300_000)
+                let removed = try hubhost(["plugins", "remove", "faulty"] + url)
+                XCTAssertEqual(removed.status, 0, removed.description)
+                XCTAssertNil(try served(), "retired")
+                XCTAssertTrue(crowd.finish(), "the clients stopped")
 
-        let (ids, failures) = (crowd.ids, crowd.failures)
-        XCTAssertEqual(failures, [], "no request failed")
-        XCTAssertGreaterThan(ids.count, 50)
-        XCTAssertEqual(Set(ids).count, ids.count)
-        let listed = try hubhost(["events", "list", "--limit", "100000", "--json"])
-        let events = try TestSupport.json(listed.stdout, as: [[String: Any]].self)
-        let stored = Dictionary(grouping: events, by: { $0["id"] as? String ?? "" })
-        var versions = Set<String>()
-        for id in ids {
-            XCTAssertEqual(stored[id]?.count, 1, "\(id) stored once")
-            if let value = (stored[id]?.first?["attributes"] as? [String: Any])?["Fixture"] as? String { versions.insert(value) }
+                let (ids, failures) = (crowd.ids, crowd.failures)
+                XCTAssertEqual(failures, [], "no request failed")
+                XCTAssertGreaterThan(ids.count, 50)
+                XCTAssertEqual(Set(ids).count, ids.count)
+                let listed = try hubhost(["events", "list", "--limit", "100000", "--json"])
+                let events = try TestSupport.json(listed.stdout, as: [[String: Any]].self)
+                let stored = Dictionary(grouping: events, by: { $0["id"] as? String ?? "" })
+                var versions = Set<String>()
+                for id in ids {
+                    XCTAssertEqual(stored[id]?.count, 1, "\(id) stored once")
+                    if let value = (stored[id]?.first?["attributes"] as? [String: Any])?["Fixture"] as? String { versions.insert(value) }
+                }
+                XCTAssertTrue(versions.isSubset(of: ["v1", "v2"]), "only the good versions augmented events: \(versions)")
+            }
         }
-        XCTAssertTrue(versions.isSubset(of: ["v1", "v2"]), "only the good versions augmented events: \(versions)")
     }
 
     /// An upgrade whose reload answer is lost after serve applied it (a proxy forwards the POST and
     /// closes the connection instead of answering): the command asks GET /v1/plugins, sees the new
     /// version running and keeps it, rather than rolling the files back under a serve that runs it.
-    func testAReloadAnswerLostAfterServeAppliedItKeepsTheUpgrade() throws {
+    func testAReloadAnswerLostAfterServeAppliedItKeepsTheUpgrade() async throws {
         try keyPair()
         let v1 = try package(version: "1.0.0", defines: [#"FIXTURE_VALUE="v1""#])
         let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
-        let serve = try ServeProcess(manifest: manifest)
-        XCTAssertEqual(try hubhost(["plugins", "add", v1, "--url", serve.base]).status, 0)
-        let proxy = try AnswerDroppingProxy(upstream: serve.base, folder: folder)
-        defer { proxy.stop() }
+        // For the closure below, which runs on a Dispatch thread and does not capture the test case.
+        let (folder, manifest, lockPath) = (self.folder, self.manifest, self.lockPath)
+        let hubhost: @Sendable ([String]) throws -> CommandResult = { try TestSupport.hubhost($0, manifest: manifest, in: folder) }
+        try await InProcessAPI.listening(manifestPath: manifest) { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                XCTAssertEqual(try hubhost(["plugins", "add", v1, "--url", serve.base]).status, 0)
+                let proxy = try AnswerDroppingProxy(upstream: serve.base, folder: folder)
+                defer { proxy.stop() }
 
-        let upgraded = try hubhost(["plugins", "upgrade", v2, "--url", proxy.base, "--json"])
-        XCTAssertEqual(upgraded.status, 0, upgraded.description)
-        let applied = try TestSupport.json(upgraded.stdout, as: [String: Any].self)["applied"] as? [String: Any]
-        XCTAssertEqual(applied?["how"] as? String, "reloaded")
-        XCTAssertTrue((applied?["detail"] as? String ?? "").contains("answer was lost"), "\(applied ?? [:])")
-        XCTAssertEqual(try PluginLock.read(path: lockPath).plugins["faulty"]?.version, "1.2.0", "the lock names what serve runs")
-        let (_, list) = try serve.call("GET", "/v1/plugins")
-        let running = ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
-        XCTAssertEqual((running?["package"] as? [String: Any])?["version"] as? String, "1.2.0")
-        XCTAssertEqual(try hubhost(["plugins", "verify"]).status, 0, "the files on disk are the new version's")
-        XCTAssertGreaterThanOrEqual(proxy.droppedAnswers, 1, "the proxy swallowed the reload's answer")
+                let upgraded = try hubhost(["plugins", "upgrade", v2, "--url", proxy.base, "--json"])
+                XCTAssertEqual(upgraded.status, 0, upgraded.description)
+                let applied = try TestSupport.json(upgraded.stdout, as: [String: Any].self)["applied"] as? [String: Any]
+                XCTAssertEqual(applied?["how"] as? String, "reloaded")
+                XCTAssertTrue((applied?["detail"] as? String ?? "").contains("answer was lost"), "\(applied ?? [:])")
+                XCTAssertEqual(try PluginLock.read(path: lockPath).plugins["faulty"]?.version, "1.2.0", "the lock names what serve runs")
+                let (_, list) = try serve.call("GET", "/v1/plugins")
+                let running = ((list as? [String: Any])?["instances"] as? [[String: Any]])?.first { $0["id"] as? String == "faulty" }
+                XCTAssertEqual((running?["package"] as? [String: Any])?["version"] as? String, "1.2.0")
+                XCTAssertEqual(try hubhost(["plugins", "verify"]).status, 0, "the files on disk are the new version's")
+                XCTAssertGreaterThanOrEqual(proxy.droppedAnswers, 1, "the proxy swallowed the reload's answer")
+            }
+        }
     }
 
     // MARK: include:

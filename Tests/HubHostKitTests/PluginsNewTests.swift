@@ -116,7 +116,7 @@ final class PluginsNewTests: XCTestCase {
     /// The newcomer's path, with only an installed hubhost and Debian's minisign: `plugins new`,
     /// `make`, `make package`, a minisign key and signature, `plugins trust`, then `plugins add`
     /// into a running serve, which runs the plugin on the next event; `verify` agrees.
-    func testANewPluginIsBuiltPackedSignedWithMinisignAndAddedToARunningServe() throws {
+    func testANewPluginIsBuiltPackedSignedWithMinisignAndAddedToARunningServe() async throws {
         try XCTSkipUnless(
             FileManager.default.isExecutableFile(atPath: MinisignTests.minisign), "minisign is not installed (scripts/debian-packages.txt)")
         let scratch = try TestSupport.temporaryFolder(self)
@@ -126,7 +126,7 @@ final class PluginsNewTests: XCTestCase {
             timeout: 120
         ).expect(0)
         let path = prefix + "/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        func run(_ command: String) throws -> CommandResult {
+        let run: @Sendable (String) throws -> CommandResult = { command in
             try TestSupport.run("/bin/sh", ["-c", command], environment: ["PATH": path], currentDirectory: scratch, timeout: 120)
         }
         try run("hubhost plugins new demo --kind augmentation --lang c --dir demo && make -C demo && make -C demo package").expect(0)
@@ -134,14 +134,18 @@ final class PluginsNewTests: XCTestCase {
         try run("minisign -G -W -p k.pub -s k.key && minisign -S -s k.key -m demo/demo-0.1.0.hhp").expect(0)
         try TestSupport.write("data_dir: data\nserver: {host: 127.0.0.1, port: 0}\nplugins: []\n", to: scratch + "/app/plugins.yaml")
         try run("hubhost plugins trust k.pub --name me --manifest app/plugins.yaml").expect(0)
-        let serve = try ServeProcess(manifest: scratch + "/app/plugins.yaml")
-        let added = try run("hubhost plugins add demo/demo-0.1.0.hhp --set value=installed --manifest app/plugins.yaml --url \(serve.base)")
-        XCTAssertEqual(added.status, 0, added.description)
-        XCTAssertTrue(added.stdout.contains("reloaded: the serve at \(serve.base)"), added.stdout)
-        let (status, body) = try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"after add"}"#)
-        XCTAssertEqual(status, 201, "\(body)")
-        let listed = try run("hubhost events list --limit 10 --json --manifest app/plugins.yaml").expect(0)
-        XCTAssertTrue(listed.stdout.contains(#""Source":"installed""#) || listed.stdout.contains(#""Source" : "installed""#), listed.stdout)
-        try run("hubhost plugins verify --manifest app/plugins.yaml").expect(0)
+        try await InProcessAPI.listening(manifestPath: scratch + "/app/plugins.yaml") { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                let added = try run("hubhost plugins add demo/demo-0.1.0.hhp --set value=installed --manifest app/plugins.yaml --url \(serve.base)")
+                XCTAssertEqual(added.status, 0, added.description)
+                XCTAssertTrue(added.stdout.contains("reloaded: the serve at \(serve.base)"), added.stdout)
+                let (status, body) = try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"after add"}"#)
+                XCTAssertEqual(status, 201, "\(body)")
+                let listed = try run("hubhost events list --limit 10 --json --manifest app/plugins.yaml").expect(0)
+                XCTAssertTrue(listed.stdout.contains(#""Source":"installed""#) || listed.stdout.contains(#""Source" : "installed""#), listed.stdout)
+                try run("hubhost plugins verify --manifest app/plugins.yaml").expect(0)
+            }
+        }
     }
 }

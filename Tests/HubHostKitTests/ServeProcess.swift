@@ -6,8 +6,8 @@ import Foundation
 /// the line it prints ("hubhost serving on http://127.0.0.1:PORT", waited for 30 s at most), and
 /// killed with SIGKILL when released unless the test ended it first.
 /// Safe to share: every field is a `let` set in init; the process is only read (its pid, whether it
-/// runs) and signalled after it started, and HTTPFetcher is safe to share.
-final class ServeProcess: @unchecked Sendable {
+/// runs) and signalled after it started, and HTTPFetcher is safe to share. `call` is JSONCalls'.
+final class ServeProcess: JSONCalls, @unchecked Sendable {
     let process = Process()
     /// `http://127.0.0.1:PORT`
     let base: String
@@ -47,15 +47,6 @@ final class ServeProcess: @unchecked Sendable {
         }
         base = address
         self.port = port
-    }
-
-    /// One JSON request: the status and the decoded body (fragments allowed).
-    func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) {
-        let response = try http.fetch(
-            method, base + path, headers: ["Content-Type": "application/json"], body: body.map { Data($0.utf8) },
-            timeoutSeconds: 10
-        ).get()
-        return (response.status, try JSONSerialization.jsonObject(with: response.body, options: [.fragmentsAllowed]))
     }
 
     deinit {

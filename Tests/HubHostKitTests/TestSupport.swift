@@ -98,6 +98,22 @@ enum TestSupport {
         return try (0..<count).map { index in try results.lock.withLock { results.values[index]! }.get() }
     }
 
+    /// Runs `work` on a thread of its own and returns its result (or rethrows its error): blocking
+    /// calls (a child process, a synchronous HTTP client, a sleep) made by an async test while an
+    /// in-process server must answer, kept off Swift concurrency's cooperative threads (one per
+    /// core), which that server runs on. The thread blocks no signal: a child it starts inherits
+    /// its mask, and one started with Dispatch's (most signals blocked) ignores `terminate()`.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var none = sigset_t()
+                sigemptyset(&none)
+                pthread_sigmask(SIG_SETMASK, &none, nil)
+                continuation.resume(with: Result { try work() })
+            }.start()
+        }
+    }
+
     /// Runs the built hubhost executable with `arguments` (then `--manifest MANIFEST` when `manifest`
     /// is given) in `folder` (the repository when not given), as `run` does.
     @discardableResult

@@ -22,7 +22,8 @@ final class TracingTests: XCTestCase {
     // MARK: The loopback receiver
 
     /// The receiver as a child process; its lines (spans, collector requests) are read from `output`.
-    private final class Receiver {
+    /// Safe to share: every field is a `let` set in init; `lines` only reads the output file.
+    private final class Receiver: @unchecked Sendable {
         struct DidNotStart: Error, CustomStringConvertible {
             var description: String
         }
@@ -80,7 +81,7 @@ final class TracingTests: XCTestCase {
         }
     }
 
-    private func post(_ serve: ServeProcess, _ body: String, traceparent: String?) throws -> Int {
+    private static func post(_ serve: any JSONCalls, _ body: String, traceparent: String?) throws -> Int {
         var headers = ["Content-Type": "application/json"]
         if let traceparent { headers["traceparent"] = traceparent }
         return try serve.http.fetch("POST", serve.base + "/v1/events", headers: headers, body: Data(body.utf8), timeoutSeconds: 10).get()
@@ -130,7 +131,7 @@ final class TracingTests: XCTestCase {
             """, to: folder + "/plugins.yaml")
         let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
         let body = #"{"id":"traced-1","type":"named_event","name":"T","attributes":{"Mobile User Id":"u1"}}"#
-        XCTAssertEqual(try post(serve, body, traceparent: callerTraceparent), 201)
+        XCTAssertEqual(try Self.post(serve, body, traceparent: callerTraceparent), 201)
         // Delivered within a few flushes (every 200 ms): at most 20 s.
         var delivered = false
         for _ in 0..<100 where !delivered {
@@ -183,7 +184,8 @@ final class TracingTests: XCTestCase {
     /// Tracing off (no tracing: section): the POST's traceparent is still kept with the event and
     /// sent on by the http-collector as the request's `traceparent` header, exactly as given; an
     /// invalid one is ignored (the event is accepted, no header goes out); no span is exported.
-    func testWithTracingOffTheHTTPCollectorSendsTheEventsTraceparentAndAnInvalidOneIsIgnored() throws {
+    func testWithTracingOffTheHTTPCollectorSendsTheEventsTraceparentAndAnInvalidOneIsIgnored() async throws {
+        let (traceID, callerTraceparent) = (self.traceID, self.callerTraceparent)  // for the closure below
         let receiver = try Receiver(output: folder + "/collector.jsonl")
         try TestSupport.write(
             """
@@ -196,29 +198,34 @@ final class TracingTests: XCTestCase {
               flush_interval: 200 ms
               retry_base_delay: 0
             """, to: folder + "/plugins.yaml")
-        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
-        XCTAssertEqual(try post(serve, #"{"id":"a","type":"named_event","name":"A"}"#, traceparent: callerTraceparent), 201)
-        let first = receiver.lines(within: 20) { $0.contains { $0["traceparent"] as? String != nil } }
-        XCTAssertEqual(first.compactMap { $0["traceparent"] as? String }, [callerTraceparent], "the collector's request header: \(first)")
+        // serve in this process, on a loopback port, its services (event delivery) running; it
+        // stops when the closure returns.
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                XCTAssertEqual(try Self.post(serve, #"{"id":"a","type":"named_event","name":"A"}"#, traceparent: callerTraceparent), 201)
+                let first = receiver.lines(within: 20) { $0.contains { $0["traceparent"] as? String != nil } }
+                XCTAssertEqual(first.compactMap { $0["traceparent"] as? String }, [callerTraceparent], "the collector's request header: \(first)")
 
-        for invalid in ["00-\(traceID)-00f067aa0ba902b7", "zz-\(traceID)-00f067aa0ba902b7-01", String(repeating: "0", count: 5000)] {
-            XCTAssertEqual(try post(serve, #"{"type":"named_event","name":"B"}"#, traceparent: invalid), 201, "ignored, never an error")
+                for invalid in ["00-\(traceID)-00f067aa0ba902b7", "zz-\(traceID)-00f067aa0ba902b7-01", String(repeating: "0", count: 5000)] {
+                    XCTAssertEqual(try Self.post(serve, #"{"type":"named_event","name":"B"}"#, traceparent: invalid), 201, "ignored, never an error")
+                }
+                // Delivered within a few flushes (every 200 ms): at most 20 s.
+                var waiting = -1
+                for _ in 0..<100 where waiting != 0 {
+                    let counts = try serve.call("GET", "/v1/events/stats").1 as? [String: Any]
+                    waiting = (counts?["NOT_POSTED"] as? Int ?? 0) + (counts?["EXPIRED"] as? Int ?? 0)
+                    if waiting != 0 { usleep(200_000) }
+                }
+                XCTAssertEqual(waiting, 0)
+                let all = receiver.lines()
+                XCTAssertGreaterThanOrEqual(all.filter { $0["collector_path"] as? String == "/collect" }.count, 2, "\(all)")
+                XCTAssertEqual(all.compactMap { $0["traceparent"] as? String }, [callerTraceparent], "no header for an ignored traceparent: \(all)")
+                XCTAssertFalse(all.contains { $0["name"] != nil }, "no span without tracing.endpoint")
+                let listed = try serve.call("GET", "/v1/events?limit=10").1 as? [[String: Any]]
+                XCTAssertEqual(listed?.count, 5, "the four posted and the session start")
+            }
         }
-        // Delivered within a few flushes (every 200 ms): at most 20 s.
-        var waiting = -1
-        for _ in 0..<100 where waiting != 0 {
-            let counts = try serve.call("GET", "/v1/events/stats").1 as? [String: Any]
-            waiting = (counts?["NOT_POSTED"] as? Int ?? 0) + (counts?["EXPIRED"] as? Int ?? 0)
-            if waiting != 0 { usleep(200_000) }
-        }
-        XCTAssertEqual(waiting, 0)
-        let all = receiver.lines()
-        XCTAssertGreaterThanOrEqual(all.filter { $0["collector_path"] as? String == "/collect" }.count, 2, "\(all)")
-        XCTAssertEqual(all.compactMap { $0["traceparent"] as? String }, [callerTraceparent], "no header for an ignored traceparent: \(all)")
-        XCTAssertFalse(all.contains { $0["name"] != nil }, "no span without tracing.endpoint")
-        let listed = try serve.call("GET", "/v1/events?limit=10").1 as? [[String: Any]]
-        XCTAssertEqual(listed?.count, 5, "the four posted and the session start")
-        stop(serve)
     }
 
     // MARK: NATS, the store, the header's rules
