@@ -192,6 +192,9 @@ struct BenchCommand: ParsableCommand {
         @Option(parsing: .unconditional, help: "Events evaluated.")
         var events: Int = 100_000
 
+        @Flag(help: "Without frequency caps and without rollout or holdout on any campaign (the engine as before they existed).")
+        var withoutCapsAndBuckets = false
+
         @OptionGroup var output: JSONFlag
 
         func validate() throws {
@@ -200,7 +203,9 @@ struct BenchCommand: ParsableCommand {
 
         func run() throws {
             let library = try BenchCommand.bundledLibrary("libhubhost-standard-operators.so")
-            let result = try CampaignBenchmark(campaigns: campaigns, events: events, operatorsLibrary: library).run { step in
+            let result = try CampaignBenchmark(
+                campaigns: campaigns, events: events, operatorsLibrary: library, capsAndBuckets: !withoutCapsAndBuckets
+            ).run { step in
                 if !output.json { Output.error("bench campaigns: \(step)") }
             }
             if output.json {
@@ -219,6 +224,10 @@ struct BenchCommand: ParsableCommand {
                         ]
                     ])
                 print(String(format: "ratio: %.0fx", result.ratio))
+                print(
+                    "frequency caps: \(result.frequencyCaps ? "on \(CampaignBenchmark.frequencyCapsYAML)" : "off"); rollout/holdout buckets: "
+                        + (result.buckets ? "on (\(result.bucketedCampaigns) of \(result.campaigns) campaigns)" : "off")
+                        + "; queued: \(result.queued)")
             }
         }
     }

@@ -131,6 +131,8 @@ public final class CampaignEngine: @unchecked Sendable {
     var cache = UserCache()
     /// The ids in `cache.queue`, for membership tests in the event path.
     var queuedIDs = Set<String>()
+    /// The current user's rollout and holdout groups as last worked out (CampaignExperiment.swift).
+    var groups = Groups()
     var enabled = true
     /// The `campaigns.version` and `campaigns.listVersion` this memory reflects; -1: read everything.
     var seenVersion: Int64 = -1

@@ -44,10 +44,33 @@ extension CampaignEngine {
         return .treatment
     }
 
+    /// The current user's groups, by campaign id, with the rollout and holdout each was worked out
+    /// for: `eligible` asks for every queued campaign at every change of state (each batch of
+    /// events that changes anything), so an answer known is one dictionary lookup, without
+    /// building the bucket keys or taking `holds`. Under `lock`; emptied when the user changes.
+    struct Groups {
+        var userID = ""
+        var idTrackingIdentifier = ""
+        var byCampaign: [String: (rollout: Double?, holdout: Double?, group: Group)] = [:]
+    }
+
     /// The current user's group for `campaign`, buckets cached per campaign and user (the caller
-    /// holds `lock`, which guards `currentUser`).
+    /// holds `lock`, which guards `currentUser` and `groups`).
     func group(of campaign: Campaign) -> Group {
         guard campaign.rollout != nil || campaign.holdout != nil else { return .treatment }
+        if groups.userID != currentUser.userID || groups.idTrackingIdentifier != currentUser.idTrackingIdentifier {
+            groups = Groups(userID: currentUser.userID, idTrackingIdentifier: currentUser.idTrackingIdentifier)
+        }
+        if let known = groups.byCampaign[campaign.id], known.rollout == campaign.rollout, known.holdout == campaign.holdout {
+            return known.group
+        }
+        let group = workedOutGroup(of: campaign)
+        if groups.byCampaign.count >= 100_000 { groups.byCampaign.removeAll(keepingCapacity: true) }
+        groups.byCampaign[campaign.id] = (campaign.rollout, campaign.holdout, group)
+        return group
+    }
+
+    private func workedOutGroup(of campaign: Campaign) -> Group {
         if let rollout = campaign.rollout, cachedBucket("rollout", campaign.id) >= rollout { return .excluded }
         if let holdout = campaign.holdout, cachedBucket("holdout", campaign.id) < holdout { return .control }
         return .treatment

@@ -4,6 +4,11 @@ import HubHostKit
 /// `hubhost bench campaigns`: event evaluations per second through the campaign engine (indexed by
 /// event type and name) beside a naive evaluation that checks every campaign's triggers for every
 /// event, in the same run, with the same operator plugins (standard-operators, in-process).
+///
+/// By default the engine runs as a deployment would: frequency caps set (`campaigns.frequency_caps`
+/// read from a plugins.yaml, as `hubhost serve` reads it) and every other campaign bucketed (a
+/// rollout, a holdout or both), so the user's rollout and holdout buckets are part of what is
+/// measured. `capsAndBuckets: false` measures the plain engine, as before they existed.
 public struct CampaignBenchmark {
     public struct Result: Encodable, Sendable {
         public var campaigns: Int
@@ -15,16 +20,40 @@ public struct CampaignBenchmark {
         /// Trigger matches found by each (they must agree).
         public var engineMatches: Int
         public var naiveMatches: Int
+        /// Whether the engine had frequency caps set (`campaigns.frequency_caps`).
+        public var frequencyCaps: Bool
+        /// Whether campaigns had rollout and holdout percentages (the user bucketed per campaign).
+        public var buckets: Bool
+        /// The campaigns with a rollout, a holdout or both.
+        public var bucketedCampaigns: Int
+        /// The campaigns queued for the user at the end (those outside their rollout are not).
+        public var queued: Int
     }
+
+    /// The caps the benchmark sets, as plugins.yaml gives them.
+    public static let frequencyCapsYAML = "{per_session: 3, per_period: 10, period: 24h, min_gap: 1m, campaign_interval: 1h}"
 
     public var campaignCount: Int
     public var eventCount: Int
     public var operatorsLibrary: String
+    /// Frequency caps set and every other campaign with a rollout and/or a holdout.
+    public var capsAndBuckets: Bool
 
-    public init(campaigns: Int, events: Int, operatorsLibrary: String) {
+    public init(campaigns: Int, events: Int, operatorsLibrary: String, capsAndBuckets: Bool = true) {
         campaignCount = campaigns
         eventCount = events
         self.operatorsLibrary = operatorsLibrary
+        self.capsAndBuckets = capsAndBuckets
+    }
+
+    /// The rollout and holdout of campaign `i` (every other campaign has one or both).
+    static func experiment(_ i: Int) -> (rollout: Double?, holdout: Double?) {
+        switch i % 6 {
+        case 1: return (80, nil)
+        case 3: return (nil, 10)
+        case 5: return (90, 20)
+        default: return (nil, nil)
+        }
     }
 
     public func run(progress: (String) -> Void = { _ in }) throws -> Result {
@@ -41,23 +70,41 @@ public struct CampaignBenchmark {
         let names = max(1, campaignCount / 10)  // ten campaigns per event name
 
         // Campaigns: one custom trigger each, on one of `names` event names, "level" GREATER_THAN a threshold.
+        var bucketed = 0
         let data: [[String: Any]] = (0..<campaignCount).map { i in
-            [
-                "campaignData": [
-                    "campaignId": "c\(i)", "maxImpressions": 1, "type": 1, "isTest": false,
-                    "messagePayload": ["title": "Campaign \(i)"],
-                    "triggers": [
-                        [
-                            "type": 1, "eventType": 4, "eventName": "event_\(i % names)",
-                            "attributes": [["name": "level", "value": String(i % 10), "type": 2, "operator": 3]]
-                        ]
+            var campaign: [String: Any] = [
+                "campaignId": "c\(i)", "maxImpressions": 1, "type": 1, "isTest": false,
+                "messagePayload": ["title": "Campaign \(i)"],
+                "triggers": [
+                    [
+                        "type": 1, "eventType": 4, "eventName": "event_\(i % names)",
+                        "attributes": [["name": "level", "value": String(i % 10), "type": 2, "operator": 3]]
                     ]
                 ]
             ]
+            if capsAndBuckets {
+                let (rollout, holdout) = Self.experiment(i)
+                if let rollout { campaign["rollout"] = rollout }
+                if let holdout { campaign["holdout"] = holdout }
+                if rollout != nil || holdout != nil { bucketed += 1 }
+            }
+            return ["campaignData": campaign]
         }
         let list = try JSONSerialization.data(withJSONObject: ["data": data])
         let store = try EventStore.open(path: folder + "/bench.sqlite").store
         let engine = try CampaignEngine(state: try KeyValueState(store: store), operators: operators, pipeline: quiet)
+        if capsAndBuckets {
+            // As `hubhost serve` sets them: campaigns.frequency_caps read from plugins.yaml.
+            let manifestPath = folder + "/plugins.yaml"
+            try "campaigns:\n  frequency_caps: \(Self.frequencyCapsYAML)\n".write(toFile: manifestPath, atomically: true, encoding: .utf8)
+            let manifest = try HostManifest.load(path: manifestPath)
+            let refused = manifest.diagnostics.filter { $0.key.hasPrefix("campaigns") }
+            guard refused.isEmpty, !manifest.campaigns.frequencyCaps.isEmpty else {
+                throw BenchmarkSetupError(description: "campaigns.frequency_caps not accepted: \(refused)")
+            }
+            engine.frequencyCaps = manifest.campaigns.frequencyCaps
+            try engine.setUser(CampaignEngine.User(userID: "bench-user", idTrackingIdentifier: "bench-device"))
+        }
         try engine.load(list)
         let campaigns = engine.campaigns
         var generator = SplitMix(seed: 42)
@@ -67,11 +114,15 @@ public struct CampaignBenchmark {
                 attributes: [.init("level", .int(Int64(generator.next() % 12)))])
         }
 
-        progress("engine: \(eventCount) events against \(campaignCount) campaigns")
+        progress(
+            "engine: \(eventCount) events against \(campaignCount) campaigns"
+                + (capsAndBuckets ? " (frequency caps \(Self.frequencyCapsYAML); \(bucketed) campaigns with a rollout or holdout)" : ""))
         var start = Clock.monotonicNs()
         engine.logEvents(events)  // evaluated in order; what they change is written once, at the end
         let engineSeconds = Double(Clock.monotonicNs() - start) / 1e9
-        let engineMatches = engine.statuses().reduce(0) { $0 + $1.triggersSatisfied }
+        let statuses = engine.statuses()
+        let engineMatches = statuses.reduce(0) { $0 + $1.triggersSatisfied }
+        let queued = statuses.filter(\.ready).count
 
         progress("naive: every campaign's triggers for every event")
         var satisfied = Set<Int>()
@@ -92,6 +143,12 @@ public struct CampaignBenchmark {
         let naiveRate = Double(eventCount) / naiveSeconds
         return Result(
             campaigns: campaignCount, events: eventCount, engineEventsPerSecond: engineRate, naiveEventsPerSecond: naiveRate,
-            ratio: engineRate / naiveRate, engineMatches: engineMatches, naiveMatches: satisfied.count)
+            ratio: engineRate / naiveRate, engineMatches: engineMatches, naiveMatches: satisfied.count, frequencyCaps: capsAndBuckets,
+            buckets: capsAndBuckets && bucketed > 0, bucketedCampaigns: bucketed, queued: queued)
     }
+}
+
+/// The benchmark could not set up what it measures.
+public struct BenchmarkSetupError: Error, CustomStringConvertible {
+    public var description: String
 }
