@@ -84,7 +84,7 @@ struct BenchCommand: ParsableCommand {
         var iterations: Int = 100_000
 
         @Option(parsing: .unconditional, help: "Rounds; the best round of each is reported.")
-        var rounds: Int = 5
+        var rounds: Int = 3
 
         @Option(help: ArgumentHelp("The no-op plugin library (default: libhubhost-noop.so, found as plugins are).", valueName: "path"))
         var library: String?
@@ -256,7 +256,7 @@ struct BenchCommand: ParsableCommand {
         @Option(parsing: .unconditional, help: "Files downloaded.") var files: Int = 200
         @Option(parsing: .unconditional, help: "Bytes per file.") var size: Int = 5 << 20
         @Option(parsing: .unconditional, help: "Downloads at once (max_concurrent_downloads, aria2c -j).") var concurrency: Int = 4
-        @Option(parsing: .unconditional, help: "Rounds; the best is reported.") var rounds: Int = 5
+        @Option(parsing: .unconditional, help: "Rounds; the best is reported.") var rounds: Int = 3
         @Option(name: .customLong("catalog-items"), parsing: .unconditional, help: "Items in the query catalog (0: skip the catalog figures).")
         var catalogItems: Int = 100_000
         @Option(name: .customLong("query-runs"), parsing: .unconditional, help: "Runs of each catalog query.") var queryRuns: Int = 200
