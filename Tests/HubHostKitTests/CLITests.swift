@@ -165,5 +165,20 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(figures["engineMatches"] as? Int, figures["naiveMatches"] as? Int, "both evaluations find the same matches")
         XCTAssertGreaterThan(figures["engineMatches"] as? Int ?? 0, 0)
         XCTAssertGreaterThan(figures["engineEventsPerSecond"] as? Double ?? 0, 0)
+        // Measured as deployed: caps set, half the campaigns bucketed, some outside their rollout.
+        XCTAssertEqual(figures["frequencyCaps"] as? Bool, true)
+        XCTAssertEqual(figures["buckets"] as? Bool, true)
+        XCTAssertEqual(figures["bucketedCampaigns"] as? Int, 100)
+        XCTAssertEqual(figures["rounds"] as? Int, 5)
+        let queued = try XCTUnwrap(figures["queued"] as? Int)
+        XCTAssertTrue((1..<200).contains(queued), "campaigns outside their rollout are not queued: \(queued)")
+
+        let plain = try TestSupport.hubhost(
+            ["bench", "campaigns", "--campaigns", "200", "--events", "2000", "--rounds", "1", "--without-caps-and-buckets", "--json"])
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        let plainFigures = try plain.json(as: [String: Any].self)
+        XCTAssertEqual(plainFigures["frequencyCaps"] as? Bool, false)
+        XCTAssertEqual(plainFigures["buckets"] as? Bool, false)
+        XCTAssertEqual(plainFigures["engineMatches"] as? Int, figures["engineMatches"] as? Int, "the same matches either way")
     }
 }
