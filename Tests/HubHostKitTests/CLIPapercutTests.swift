@@ -3,7 +3,7 @@ import XCTest
 
 @testable import HubHostKit
 
-/// The papercuts a new user hit in the CLI (issue 15): each is run as a user runs it, with the
+/// The papercuts a new user hit in the CLI: each is run as a user runs it, with the
 /// built hubhost executable.
 final class CLIPapercutTests: XCTestCase {
     /// A folder with a plugins.yaml of the given plugin entries (and its data directory inside).
