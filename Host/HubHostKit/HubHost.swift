@@ -384,6 +384,7 @@ public final class HubHost: Sendable {
         }
         guard first else { return }
         if let campaignEngine = opened.campaigns {
+            campaignEngine.finishMessageStreams()  // no stream outlives the store it reads
             do { try campaignEngine.saveIfChanged() } catch { logger.error("campaigns: cannot save the user cache: \(error)") }
         }
         opened.delivery?.close()  // no sync may outlive its provider

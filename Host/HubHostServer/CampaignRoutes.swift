@@ -159,36 +159,18 @@ enum CampaignRoutes {
         }
     }
 
-    /// How often `GET /v1/messages/stream` asks the engine again.
-    static let streamPollSeconds: Double = 1
-
-    /// One event of `GET /v1/messages/stream`: the message that may show now, or why a ready one
-    /// is held; both absent: none is ready.
-    struct StreamEvent: Encodable, Equatable {
-        /// The event's name, as every stream's data carries it.
-        var name = "message"
-        var message: Campaign?
-        var held: String?
-    }
-
-    /// `GET /v1/messages/stream`: `event: message` with a StreamEvent at once, then whenever the
-    /// answer of `nextMessage` changes (asked every `streamPollSeconds`, on the blocking pool). The
-    /// message sent is handed out as `GET /v1/messages/next` hands it out: it is the current message.
+    /// `GET /v1/messages/stream`: the engine's message stream (`CampaignEngine.messageStream`) as
+    /// server-sent events: `event: message` with a StreamEvent at once and whenever the answer
+    /// changes, `event: withdrawn` with the id and reason when a message sent stops being the one.
+    /// A message sent is the current message, as `GET /v1/messages/next` hands it out.
     static func messageStream(_ campaigns: CampaignEngine, contexts: [String]) -> Response {
         ServerSentEventStream.response(prelude: "hubhost messages") { continuation in
             let task = Task {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
-                var last: StreamEvent?
-                while !Task.isCancelled {
-                    if let answer = try? await HTTPAPI.blocking({ campaigns.nextMessage(allowedContexts: contexts) }) {
-                        let event = StreamEvent(message: answer.message, held: answer.held?.rawValue)
-                        if event != last, let data = try? encoder.encode(event) {
-                            continuation.yield("event: message\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
-                            last = event
-                        }
-                    }
-                    try? await Task.sleep(nanoseconds: UInt64(streamPollSeconds * 1_000_000_000))
+                for await event in campaigns.messageStream(allowedContexts: contexts) {
+                    guard let data = try? encoder.encode(event) else { continue }
+                    continuation.yield("event: \(event.name.rawValue)\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
                 }
             }
             return { task.cancel() }

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
+import Synchronization
 
 struct MessagesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "messages",
-        abstract: "Ready in-app messages, one at a time: next, impression, close, later; pause and resume them all.",
-        subcommands: [Next.self, Impression.self, Close.self, Later.self, Pause.self, Resume.self])
+        abstract: "Ready in-app messages, one at a time: next, watch, impression, close, later; pause and resume them all.",
+        subcommands: [Next.self, Watch.self, Impression.self, Close.self, Later.self, Pause.self, Resume.self])
 
     struct Next: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -41,6 +42,84 @@ struct MessagesCommand: ParsableCommand {
                 print("\(message.id)  \(message.title)")
                 if let header = message.header { print("  \(header)") }
                 if let body = message.body { print("  \(body)") }
+            }
+        }
+    }
+
+    struct Watch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print each message the moment it may show, and why one sent is withdrawn.",
+            discussion: """
+                The message stream of GET /v1/messages/stream, read in this process: first the answer of \
+                `messages next` ("message ID TITLE", "held REASON" or "none"), then a line whenever it \
+                changes, and "withdrawn ID REASON" when a message printed stops being the one (shown, \
+                closed, later, opted_out, ended, synced_away, user_changed, disabled, paused or a \
+                frequency_caps reason). Changes by other processes on the data directory (hubhost serve, \
+                campaigns sync) show within a second. With --json, one JSON object per line \
+                ({"name": "message"|"withdrawn", ...}). Stops after --count events or --timeout seconds; \
+                with --count, running out of time first is an error (exit status 1).
+                """)
+
+        @Option(name: .customLong("context"), help: ArgumentHelp("A context allowed now (repeatable).", valueName: "name"))
+        var contexts: [String] = []
+
+        @Option(parsing: .unconditional, help: "Stop after this many events.")
+        var count: Int?
+
+        @Option(parsing: .unconditional, help: "Stop after this many seconds.")
+        var timeout: Double?
+
+        @OptionGroup var manifestOption: ManifestOption
+        @OptionGroup var output: JSONFlag
+
+        /// The longest --timeout: 366 days.
+        static let maxTimeout: Double = 366 * 86_400
+
+        func validate() throws {
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+            if let timeout, !(timeout > 0 && timeout <= Self.maxTimeout) {
+                throw ValidationError("--timeout must be more than 0 and at most \(Int(Self.maxTimeout)) seconds")
+            }
+        }
+
+        func run() throws {
+            let (host, engine) = try CampaignsCommand.engine(manifestOption)
+            defer { host.shutdown() }
+            let stream = engine.messageStream(allowedContexts: contexts)
+            let (json, limit) = (output.json, count)
+            let printed = Mutex(0)
+            let done = DispatchSemaphore(value: 0)
+            let task = Task {
+                for await event in stream {
+                    FileHandle.standardOutput.write(Data((Self.line(event, json: json) + "\n").utf8))  // unbuffered: as it comes
+                    let total = printed.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    if let limit, total >= limit { break }
+                }
+                done.signal()
+            }
+            let finished = done.wait(timeout: timeout.map { .now() + $0 } ?? .distantFuture) == .success
+            task.cancel()
+            if !finished, let count {
+                Output.error("messages watch: \(printed.withLock { $0 }) of \(count) events within \(timeout ?? 0) s")
+                throw ExitCode.failed
+            }
+        }
+
+        static func line(_ event: CampaignEngine.StreamEvent, json: Bool) -> String {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                return (try? encoder.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+            }
+            switch event.name {
+            case .withdrawn: return "withdrawn  \(event.id ?? "")  \(event.reason?.rawValue ?? "")"
+            case .message:
+                if let message = event.message { return "message  \(message.id)  \(message.title)" }
+                if let held = event.held { return "held  \(held.rawValue)" }
+                return "none"
             }
         }
     }

@@ -9,7 +9,7 @@ import XCTest
 /// directory: across restarts, engines and processes), priority, pause and resume, display later,
 /// rollout and holdout with their exposure events.
 final class CampaignHoldsTests: XCTestCase {
-    private var folder = ""
+    var folder = ""
 
     override func setUpWithError() throws {
         folder = try TestSupport.temporaryFolder(self)
@@ -24,7 +24,12 @@ final class CampaignHoldsTests: XCTestCase {
     }
 
     /// A campaign shown up to `max` times, triggered by the named event `trigger` (its id by default).
-    private func campaign(_ id: String, max: Int = 10, trigger: String? = nil, appStart: Bool = false, extra: [String: Any] = [:]) -> [String: Any] {
+    /// `endTimeMillis`, when given, is its end time.
+    func campaign(
+        _ id: String, max: Int = 10, trigger: String? = nil, appStart: Bool = false, endTimeMillis: Int64? = nil, extra: [String: Any] = [:]
+    ) -> [String: Any] {
+        var display: [String: Any] = ["optOut": true]
+        if let endTimeMillis { display["endTimeMillis"] = endTimeMillis }
         var data: [String: Any] = [
             "campaignId": id, "maxImpressions": max, "type": 1,
             "triggers": [
@@ -32,18 +37,18 @@ final class CampaignHoldsTests: XCTestCase {
                     ? ["type": 1, "eventType": 1, "eventName": "app_start", "attributes": []]
                     : ["type": 1, "eventType": 4, "eventName": trigger ?? id, "attributes": []]
             ],
-            "messagePayload": ["title": id.capitalized, "messageSettings": ["displaySettings": ["optOut": true]]]
+            "messagePayload": ["title": id.capitalized, "messageSettings": ["displaySettings": display]]
         ]
         data.merge(extra) { _, new in new }
         return ["campaignData": data]
     }
 
-    private func writeList(_ campaigns: [[String: Any]]) throws {
+    func writeList(_ campaigns: [[String: Any]]) throws {
         let list: [String: Any] = ["nextPingMillis": 3_600_000, "data": campaigns]
         try JSONSerialization.data(withJSONObject: list).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
     }
 
-    private func manifest(caps: String, events: String) -> String {
+    func manifest(caps: String, events: String) -> String {
         """
         data_dir: data
         events: \(events)
@@ -56,7 +61,7 @@ final class CampaignHoldsTests: XCTestCase {
 
     /// A host on `folder`'s data directory (another one may be open beside it), its campaign engine
     /// on `clock` when given.
-    private func host(
+    func host(
         caps: String = "{}", events: String = "{cache_size: 1000}", clock: FakeClock? = nil
     ) throws -> (HubHost, CampaignEngine, EventEngine) {
         try TestSupport.write(manifest(caps: caps, events: events), to: folder + "/plugins.yaml")
@@ -67,7 +72,7 @@ final class CampaignHoldsTests: XCTestCase {
         return (host, campaigns, try host.events())
     }
 
-    private func track(_ events: EventEngine, _ names: String...) throws {
+    func track(_ events: EventEngine, _ names: String...) throws {
         for name in names { try events.track(Event(type: .namedEvent, name: name)) }
     }
 

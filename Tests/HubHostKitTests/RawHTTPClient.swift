@@ -65,6 +65,19 @@ final class RawHTTPClient {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Reads what arrives (a stream's answer, kept open) until it contains `marker`, the server
+    /// closes the connection or 10 s pass without data; returns everything read.
+    func read(until marker: String, after text: String = "") -> String {
+        var data = Data(text.utf8)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        for _ in 0..<10_000 where !String(decoding: data, as: UTF8.self).contains(marker) {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// True when the server closed the connection: recv answers 0 (EOF) within 10 s.
     func isClosedByServer() -> Bool {
         var byte: UInt8 = 0

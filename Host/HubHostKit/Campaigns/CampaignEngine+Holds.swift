@@ -72,7 +72,10 @@ extension CampaignEngine {
     /// The frequency caps (`campaigns.frequency_caps`; a reload may change them).
     public var frequencyCaps: FrequencyCaps {
         get { holds.withLock { $0.caps } }
-        set { holds.withLock { $0.caps = newValue } }
+        set {
+            holds.withLock { $0.caps = newValue }
+            streams.changed()
+        }
     }
 
     /// Where the engine's own events go (`HubHost` sends them through the event engine).

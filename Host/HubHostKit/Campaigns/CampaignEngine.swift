@@ -108,7 +108,10 @@ public final class CampaignEngine: @unchecked Sendable {
     /// How messages with contexts may show; set from `campaigns.context_rule` (a reload may change it).
     public var contextRule: ContextRule {
         get { liveContextRule.withLock { $0 } }
-        set { liveContextRule.withLock { $0 = newValue } }
+        set {
+            liveContextRule.withLock { $0 = newValue }
+            streams.changed()
+        }
     }
     private let liveContextRule = Mutex(ContextRule.all)
     /// The config and ping endpoints the ping service asks (`campaigns.config_url` and `ping_url`,
@@ -117,6 +120,8 @@ public final class CampaignEngine: @unchecked Sendable {
     /// The service made by `pingService` (weakly: the runtime owns it), woken when a reload changes
     /// the endpoints. Under `lock`.
     weak var pings: PeriodicService?
+    /// The running message streams (CampaignMessageStream.swift), woken by every change `update` writes.
+    let streams = MessageStreams()
 
     // The shared state as this process last read or wrote it (CampaignSharedState.swift keeps it
     // current: every public call re-reads it when another process changed it).

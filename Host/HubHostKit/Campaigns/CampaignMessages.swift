@@ -99,22 +99,25 @@ extension CampaignEngine {
         return answer
     }
 
-    /// The current message when it may still show, else the first queued one (by priority) the
-    /// contexts, the caps and the user's holdout group allow; else why a ready one is held. The
+    /// The current message when it may still show (neither the pause nor a cap across campaigns
+    /// holds it), else the first queued one (by priority) the contexts, the caps and the user's
+    /// holdout group allow; else why a ready one is held. The
     /// held-out campaigns met on the way are returned to be counted (the caller holds `lock`).
     private func select(
         _ allowedContexts: [String], sessionStart: Int64?, now: Int64
     ) -> (message: Campaign?, held: HoldReason?, heldOut: [Campaign]) {
         let (pause, caps) = holds.withLock { ($0.pause, $0.caps) }
         let paused = pause.isActive(at: now)
+        let globalHold = caps.isEmpty ? nil : caps.globalHold(cache, sessionStart: sessionStart, now: now)
         if let current = cache.current, let position = positions[current], eligible(loaded[position], in: cache, now: now) {
             if paused { return (nil, .paused, []) }
+            // Another message shown since this one was handed out may have used the cap up.
+            if let globalHold { return (nil, globalHold, []) }
             return (loaded[position], nil, [])
         }
         let later = Set(cache.later ?? [])
         var heldBy: HoldReason?
         var heldOut: [Campaign] = []
-        let globalHold = caps.isEmpty ? nil : caps.globalHold(cache, sessionStart: sessionStart, now: now)
         for id in ordered(cache.queue) {
             guard let position = positions[id], eligible(loaded[position], in: cache, now: now) else { continue }
             let campaign = loaded[position]

@@ -140,6 +140,8 @@ extension CampaignEngine {
     /// what was rolled back).
     @discardableResult
     func update<T>(_ body: (Database, inout Bool) throws -> T) throws -> T {
+        var changed = false
+        defer { if changed { streams.changed() } }
         do {
             return try shared.state.write { db in
                 try load(db)
@@ -157,7 +159,10 @@ extension CampaignEngine {
                     try shared.setCache(db, cache, for: currentUser)
                     wrote = true
                 }
-                if wrote { seenVersion = try shared.bumpVersion(db) }
+                if wrote {
+                    seenVersion = try shared.bumpVersion(db)
+                    changed = true
+                }
                 return result
             }
         } catch {
