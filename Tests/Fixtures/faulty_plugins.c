@@ -64,6 +64,27 @@ __attribute__((constructor)) static void crash_on_load(void) {
 }
 #endif
 
+#if defined(FAULT_CRASH_ONCE) || defined(FAULT_HANG_ONCE)
+/* True the first time in any process: when the file FAULTY_CRASH_MARKER names does not exist yet
+ * (it is created now). False without the variable. */
+static int first_time(void) {
+    const char *marker = getenv("FAULTY_CRASH_MARKER");
+    if (!marker) {
+        return 0;
+    }
+    FILE *seen = fopen(marker, "r");
+    if (seen) {
+        fclose(seen);
+        return 0;
+    }
+    FILE *created = fopen(marker, "w");
+    if (created) {
+        fclose(created);
+    }
+    return 1;
+}
+#endif
+
 /* Returns HH_OK when the call should go on normally; otherwise misbehaves (or never returns). */
 static hh_status_t misbehave(void) {
 #if defined(FAULT_SEGFAULT)
@@ -84,35 +105,15 @@ static hh_status_t misbehave(void) {
 #elif defined(FAULT_GARBAGE_STATUS)
     return 12345;
 #elif defined(FAULT_CRASH_ONCE)
-    const char *marker = getenv("FAULTY_CRASH_MARKER");
-    if (marker) {
-        FILE *seen = fopen(marker, "r");
-        if (seen) {
-            fclose(seen);
-        } else {
-            FILE *created = fopen(marker, "w");
-            if (created) {
-                fclose(created);
-            }
-            volatile int *nowhere = NULL;
-            *nowhere = 1;
-        }
+    if (first_time()) {
+        volatile int *nowhere = NULL;
+        *nowhere = 1;
     }
 #elif defined(FAULT_HANG_ONCE)
-    const char *marker = getenv("FAULTY_CRASH_MARKER");
-    if (marker) {
-        FILE *seen = fopen(marker, "r");
-        if (seen) {
-            fclose(seen);
-        } else {
-            FILE *created = fopen(marker, "w");
-            if (created) {
-                fclose(created);
-            }
-            volatile unsigned long spin = 0;
-            for (;;) {
-                spin++;
-            }
+    if (first_time()) {
+        volatile unsigned long spin = 0;
+        for (;;) {
+            spin++;
         }
     }
 #elif defined(FAULT_FORGE_LOG)

@@ -14,22 +14,16 @@ final class ABIHeaderTests: XCTestCase {
         for header in headers {
             // Each header must stand alone, included first.
             let source = "#include <hubhost/\(header)>\nint hubhost_header_test(void);\nint hubhost_header_test(void) { return 0; }\n"
-            try TestSupport.write(source, to: folder + "/c_test.c")
-            let c = try TestSupport.run(
-                "/usr/bin/env",
-                [
-                    "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                    "-I", TestSupport.repository + "/Protocols/include", folder + "/c_test.c", "-o", folder + "/c.o"
-                ])
-            XCTAssertEqual(c.status, 0, "\(header) as C11: \(c.stderr)")
-            try TestSupport.write(source, to: folder + "/cxx_test.cpp")
-            let cxx = try TestSupport.run(
-                "/usr/bin/env",
-                [
-                    "c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
-                    "-I", TestSupport.repository + "/Protocols/include", folder + "/cxx_test.cpp", "-o", folder + "/cxx.o"
-                ])
-            XCTAssertEqual(cxx.status, 0, "\(header) as C++17: \(cxx.stderr)")
+            for (compiler, standard, file) in [("cc", "c11", "c_test.c"), ("c++", "c++17", "cxx_test.cpp")] {
+                try TestSupport.write(source, to: folder + "/" + file)
+                let compiled = try TestSupport.run(
+                    "/usr/bin/env",
+                    [
+                        compiler, "-std=\(standard)", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c",
+                        "-I", TestSupport.repository + "/Protocols/include", folder + "/" + file, "-o", folder + "/\(file).o"
+                    ])
+                XCTAssertEqual(compiled.status, 0, "\(header) as \(standard): \(compiled.stderr)")
+            }
         }
     }
 

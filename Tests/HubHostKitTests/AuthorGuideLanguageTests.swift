@@ -23,13 +23,7 @@ final class AuthorGuideLanguageTests: XCTestCase {
         let folder = try TestSupport.temporaryFolder(self)
         try TestSupport.write(try guideBlock("app-version.c"), to: folder + "/app-version/app-version.c")
         try TestSupport.write(try guideBlock("app-version.yaml"), to: folder + "/app-version/plugin.yaml")
-        let cc = try TestSupport.run(
-            "/usr/bin/env",
-            [
-                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                "-I", TestSupport.repository + "/Protocols/include",
-                "-o", folder + "/app-version/libapp-version.so", folder + "/app-version/app-version.c"
-            ])
+        let cc = try TestSupport.compilePlugin(folder + "/app-version/app-version.c", to: folder + "/app-version/libapp-version.so")
         XCTAssertEqual(cc.status, 0, cc.stderr)
         let report = try pluginsTest(folder + "/app-version/plugin.yaml")
         XCTAssertTrue(report.contains("augment"), report)

@@ -109,13 +109,7 @@ final class AuthorGuideTests: XCTestCase {
     private func buildAndValidate(source: String, manifest: String, in dir: String, library: String) throws -> String {
         try TestSupport.write(source, to: dir + "/\(library).c")
         try TestSupport.write(manifest, to: dir + "/plugin.yaml")
-        let cc = try TestSupport.run(
-            "/usr/bin/env",
-            [
-                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                "-I", TestSupport.repository + "/Protocols/include",
-                "-o", dir + "/lib\(library).so", dir + "/\(library).c"
-            ])
+        let cc = try TestSupport.compilePlugin(dir + "/\(library).c", to: dir + "/lib\(library).so")
         XCTAssertEqual(cc.status, 0, cc.stderr)
         let validation = try TestSupport.run(TestSupport.hubhostExecutable, ["plugins", "test", dir + "/plugin.yaml"])
         XCTAssertEqual(validation.status, 0, validation.stdout)

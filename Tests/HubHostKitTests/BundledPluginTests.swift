@@ -5,13 +5,7 @@ import XCTest
 @testable import HubHostKit
 
 /// Every bundled plugin, loaded through the real loader from its plugin.yaml.
-final class BundledPluginTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class BundledPluginTests: FolderTestCase {
     private func host(_ plugins: String, logging: String = "{severity: info, verbosity: debug}") throws -> HubHost {
         try TestSupport.write("data_dir: data\nlogging: \(logging)\nplugins:\n\(plugins)", to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")

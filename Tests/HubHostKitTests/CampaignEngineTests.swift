@@ -5,13 +5,7 @@ import XCTest
 
 /// The campaign engine: triggers from tracked events through the operator plugins, impressions,
 /// opt-outs, per-user caches, expiry, invalid campaigns skipped.
-final class CampaignEngineTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class CampaignEngineTests: FolderTestCase {
     private func attribute(_ name: String, _ value: String, type: Int, op: Any) -> [String: Any] {
         ["name": name, "value": value, "type": type, "operator": op]
     }
@@ -216,6 +210,19 @@ final class CampaignEngineTests: XCTestCase {
         XCTAssertThrowsError(try campaigns.optOut("nope"))
     }
 
+    /// `hubhost campaigns sync --json` with `campaigns.config_url` at `url`.
+    private func syncFromConfigEndpoint(_ url: String) throws -> CommandResult {
+        try TestSupport.write(
+            """
+            data_dir: data
+            campaigns: {config_url: "\(url)"}
+            plugins:
+              - id: operators
+                use: \(TestSupport.plugin("StandardOperators"))
+            """, to: folder + "/plugins.yaml")
+        return try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+    }
+
     func testCampaignsFromRealConfigAndPingEndpoints() throws {
         let server = try TestCollector()
         defer { server.stop() }
@@ -229,15 +236,7 @@ final class CampaignEngineTests: XCTestCase {
         ]
         let body = String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self)
         server.routes = ["/config": (200, "{\"enabled\": true, \"pingUrl\": \"\(server.url("/ping"))\"}"), "/ping": (200, body)]
-        try TestSupport.write(
-            """
-            data_dir: data
-            campaigns: {config_url: "\(server.url("/config"))"}
-            plugins:
-              - id: operators
-                use: \(TestSupport.plugin("StandardOperators"))
-            """, to: folder + "/plugins.yaml")
-        let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try syncFromConfigEndpoint(server.url("/config"))
         XCTAssertEqual(sync.status, 0, sync.stderr)
         let report = try sync.json(as: [String: Any].self)
         XCTAssertEqual(report["loaded"] as? Int, 1)
@@ -404,15 +403,7 @@ final class CampaignEngineTests: XCTestCase {
             ),
             "/ping": (200, String(decoding: try JSONSerialization.data(withJSONObject: list), as: UTF8.self))
         ]
-        try TestSupport.write(
-            """
-            data_dir: data
-            campaigns: {config_url: "\(server.url("/config"))"}
-            plugins:
-              - id: operators
-                use: \(TestSupport.plugin("StandardOperators"))
-            """, to: folder + "/plugins.yaml")
-        let sync = try TestSupport.hubhost(["campaigns", "sync", "--json", "--manifest", folder + "/plugins.yaml"])
+        let sync = try syncFromConfigEndpoint(server.url("/config"))
         XCTAssertEqual(sync.status, 0, sync.stderr)
         XCTAssertEqual((try sync.json as? [String: Any])?["loaded"] as? Int, 1, sync.stdout)
         XCTAssertEqual(server.hits("/ping"), 1)

@@ -8,13 +8,7 @@ import XCTest
 /// What holds a ready message back, and who sees it: frequency caps (stored per user in the data
 /// directory: across restarts, engines and processes), priority, pause and resume, display later,
 /// rollout and holdout with their exposure events.
-final class CampaignHoldsTests: XCTestCase {
-    var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class CampaignHoldsTests: FolderTestCase {
     /// A clock the tests move by hand, starting at the real time (so a CLI process beside the test,
     /// on the real clock, sees the same caps right after).
     final class FakeClock: Sendable {

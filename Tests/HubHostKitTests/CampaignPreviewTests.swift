@@ -8,13 +8,7 @@ import XCTest
 /// The campaign message preview (CampaignPreview): the page (escaping, colours, layouts, its
 /// policy), the parser's new payload fields, the image cache (allow-list, size, type, offline),
 /// the campaign file it reads, the route (which counts nothing) and the CLI.
-final class CampaignPreviewTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class CampaignPreviewTests: FolderTestCase {
     /// A campaign as the parser makes it from `payload` (merged over a title) and `data` fields.
     private func parsed(payload: [String: Any] = [:], data: [String: Any] = [:]) throws -> Campaign {
         var messagePayload: [String: Any] = ["title": "Sale"]
@@ -99,13 +93,10 @@ final class CampaignPreviewTests: XCTestCase {
         XCTAssertEqual(campaign.colors?.background, "red;background:url(https://evil.example/x)", "kept as sent; checked when rendered")
         let page = CampaignPreview.render(campaign, image: .none)
         let css = try style(page.html)
-        XCTAssertTrue(css.contains("#message-title{color:#FF0000}"), css)
-        XCTAssertTrue(css.contains("#message-header{color:#0f0}"), css)
-        XCTAssertTrue(css.contains("#message-body{color:#00000080}"), css)
-        XCTAssertTrue(css.contains("#button-1{color:#ffffff}"), css)
-        XCTAssertFalse(css.contains("url("), css)
-        XCTAssertFalse(css.contains("evil"), css)
-        XCTAssertFalse(css.contains("expression"), css)
+        for rule in ["#message-title{color:#FF0000}", "#message-header{color:#0f0}", "#message-body{color:#00000080}", "#button-1{color:#ffffff}"] {
+            XCTAssertTrue(css.contains(rule), "\(rule): \(css)")
+        }
+        for refused in ["url(", "evil", "expression"] { XCTAssertFalse(css.contains(refused), "\(refused): \(css)") }
         XCTAssertFalse(css.contains("#message{background"), "the refused background is left out: \(css)")
         XCTAssertFalse(css.contains(".screen{background"), css)
         XCTAssertEqual(page.summary.notes.count, 3, "\(page.summary.notes)")
@@ -141,12 +132,11 @@ final class CampaignPreviewTests: XCTestCase {
         let css = try style(page.html)
         let hash = Data(SHA256.digest(of: Data(css.utf8))).base64EncodedString()
         let policy = page.contentSecurityPolicy
-        XCTAssertTrue(policy.contains("style-src 'sha256-\(hash)'"), policy)
-        XCTAssertTrue(policy.contains("script-src 'none'"), policy)
-        XCTAssertTrue(policy.contains("default-src 'none'"), policy)
-        XCTAssertTrue(policy.contains("img-src 'self' data:"), policy)
-        XCTAssertTrue(policy.contains("frame-ancestors 'none'"), policy)
-        XCTAssertTrue(policy.contains("report-uri /hub/csp-report"), policy)
+        let directives = [
+            "style-src 'sha256-\(hash)'", "script-src 'none'", "default-src 'none'", "img-src 'self' data:", "frame-ancestors 'none'",
+            "report-uri /hub/csp-report"
+        ]
+        for directive in directives { XCTAssertTrue(policy.contains(directive), "\(directive): \(policy)") }
         XCTAssertFalse(policy.contains("unsafe"), policy)
         XCTAssertEqual(page.headers["Content-Security-Policy"], policy)
         XCTAssertEqual(page.headers["X-Content-Type-Options"], "nosniff")

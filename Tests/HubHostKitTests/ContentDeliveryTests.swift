@@ -7,14 +7,13 @@ import XCTest
 /// Content delivery end to end: a content service on 127.0.0.1 (TestContentService) serving
 /// settings, metadata and signed bundles; the bundled providers through the real loader; the hub
 /// state, notifications and present errors that follow.
-final class ContentDeliveryTests: XCTestCase {
-    private var folder = ""
+final class ContentDeliveryTests: FolderTestCase {
     private var service: TestContentService!
     private var privateKey = ""
     private var publicKey = ""
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         service = try TestContentService()
         addTeardownBlock { [service] in service?.stop() }
         privateKey = folder + "/key.pem"

@@ -6,13 +6,7 @@ import XCTest
 /// The default plugins.yaml travels: copied into any folder it loads the same plugins (they are
 /// named by id), its demo content is still found, and every page its comments point at exists.
 /// A plugin named by id is found in HUBHOST_PLUGIN_PATH as well as among the bundled ones.
-final class DefaultManifestTests: XCTestCase {
-    var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class DefaultManifestTests: FolderTestCase {
     func testEveryDocsReferenceInItsCommentsExists() throws {
         let text = try String(contentsOfFile: TestSupport.repository + "/plugins.yaml", encoding: .utf8)
         let references = text.split(separator: "\n").filter { $0.contains("#") }.flatMap { line in

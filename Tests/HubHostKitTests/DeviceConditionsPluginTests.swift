@@ -7,13 +7,7 @@ import XCTest
 /// The `device_conditions` kind (ABI 1.1): the bundled fixed and Linux plugins through the Swift
 /// wrapper, the fixed plugin following its file, and out-of-range answers refused in process and
 /// under `isolation: process`.
-final class DeviceConditionsPluginTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class DeviceConditionsPluginTests: FolderTestCase {
     /// A host with `plugins` (YAML list items), and the device_conditions plugins it loaded.
     private func host(_ plugins: String) throws -> (HubHost, [DeviceConditionsPlugin]) {
         try TestSupport.write("data_dir: data\nlogging: {severity: info}\nplugins:\n\(plugins)", to: folder + "/plugins.yaml")
@@ -393,15 +387,8 @@ final class DeviceConditionsPluginTests: XCTestCase {
         }
         // And a plugin.yaml that says abi "1.0" for them is refused when read.
         try TestSupport.write(
-            """
-            abi: "1.0"
-            id: old-manifest
-            name: Old manifest
-            version: 1.0.0
-            library: libx.so
-            exports:
-              - {id: x, kind: download_request}
-            """, to: folder + "/oldmanifest/plugin.yaml")
+            TestSupport.pluginManifest(id: "old-manifest", name: "Old manifest", library: "libx.so", exports: [("x", "download_request")]),
+            to: folder + "/oldmanifest/plugin.yaml")
         let loaded = PluginManifest.load(path: folder + "/oldmanifest/plugin.yaml")
         XCTAssertNil(loaded.manifest)
         XCTAssertTrue(

@@ -7,13 +7,7 @@ import XCTest
 /// The `download_request` kind (ABI 1.1, the seed's convertDownloadRequest): the bundled
 /// download-request-header plugin through the Swift wrapper, and converted requests that break the
 /// header's limits refused, in process and under `isolation: process`.
-final class DownloadRequestPluginTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class DownloadRequestPluginTests: FolderTestCase {
     private func host(_ plugins: String) throws -> HubHost {
         try TestSupport.write("data_dir: data\nlogging: {severity: info}\nplugins:\n\(plugins)", to: folder + "/plugins.yaml")
         let host = try HubHost(manifestPath: folder + "/plugins.yaml")

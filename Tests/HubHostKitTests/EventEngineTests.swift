@@ -4,12 +4,11 @@ import XCTest
 @testable import HubHostKit
 
 /// The event pipeline against a real collector on 127.0.0.1 and a real SQLite file on disk.
-final class EventEngineTests: XCTestCase {
-    private var folder = ""
+final class EventEngineTests: FolderTestCase {
     private var collector: TestCollector!
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         collector = try TestCollector()
         addTeardownBlock { [collector] in collector?.stop() }
     }

@@ -6,13 +6,7 @@ import XCTest
 
 /// Hostile and out-of-range input at the event engine's boundaries (JSON, Swift API, a poisoned
 /// store), and several processes on one store: nothing traps, a refused batch stores nothing.
-final class EventSafetyTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class EventSafetyTests: FolderTestCase {
     private func host(plugins: String = "") throws -> HubHost {
         try TestSupport.write(
             "data_dir: data\nevents: {cache_size: 1000}\nplugins:\(plugins.isEmpty ? " []" : "\n" + plugins)",

@@ -7,30 +7,15 @@ import XCTest
 /// The event_sink kind (ABI 1.1) through the event engine: a C sink (Tests/Fixtures/test_sink.c)
 /// answers per event; the host marks each event by its answer, keeps every event it was not told
 /// was delivered, and survives a sink that crashes, hangs or answers garbage.
-final class EventSinkTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class EventSinkTests: FolderTestCase {
     /// Builds the test sink into `folder`/sink with a plugin.yaml whose `mode` defaults to `mode`.
     static func sinkFixture(in folder: String, mode: String = "deliver") throws -> String {
         let dir = folder + "/sink-\(mode)"
         _ = try TestSupport.compileFixture("test_sink.c", into: dir, name: "libtestsink.so")
-        try TestSupport.write(
-            """
-            abi: "1.1"
-            id: test-sink
-            name: Test sink
-            version: 1.0.0
-            library: libtestsink.so
-            exports:
-              - {id: test-sink, kind: event_sink}
-            config:
-              - {key: mode, type: string, default: \(mode)}
-              - {key: record_file, type: string}
-            """, to: dir + "/plugin.yaml")
+        let yaml = TestSupport.pluginManifest(
+            id: "test-sink", name: "Test sink", library: "libtestsink.so", abi: "1.1", exports: [("test-sink", "event_sink")],
+            extra: "config:\n  - {key: mode, type: string, default: \(mode)}\n  - {key: record_file, type: string}")
+        try TestSupport.write(yaml, to: dir + "/plugin.yaml")
         return dir + "/plugin.yaml"
     }
 

@@ -6,18 +6,10 @@ import XCTest
 /// every test; one that answers garbage outcomes, crashes or hangs fails the test that met it,
 /// with its cause, and the run goes on.
 final class EventSinkValidatorTests: XCTestCase {
-    private struct Report: Decodable {
-        var passed: Int
-        var failed: Int
-        var results: [ConformanceResult]
-        func result(_ name: String) -> ConformanceResult? { results.first { $0.name == name } }
-    }
-
-    private func validate(mode: String, _ extra: [String] = []) throws -> (status: Int32, report: Report) {
+    private func validate(mode: String, _ extra: [String] = []) throws -> (status: Int32, report: PluginsTestReport) {
         let folder = try TestSupport.temporaryFolder(self)
-        let manifest = try EventSinkTests.sinkFixture(in: folder, mode: mode)
-        let run = try TestSupport.hubhost(["plugins", "test", manifest, "--json"] + extra, timeout: 300)
-        return (run.status, try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8)))
+        let (status, report, _) = try PluginsTestReport.run(try EventSinkTests.sinkFixture(in: folder, mode: mode), extra)
+        return (status, report)
     }
 
     func testAGoodSinkPassesEveryTest() throws {
@@ -48,9 +40,8 @@ final class EventSinkValidatorTests: XCTestCase {
     /// answer is a retry, within the call budget).
     func testTheBundledSinksPassThePluginTest() throws {
         for name in ["KafkaSink", "NatsSink"] {
-            let run = try TestSupport.hubhost(["plugins", "test", TestSupport.plugin(name), "--json"], timeout: 300)
-            let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
-            XCTAssertEqual(run.status, 0, name)
+            let (status, report, _) = try PluginsTestReport.run(TestSupport.plugin(name))
+            XCTAssertEqual(status, 0, name)
             XCTAssertEqual(report.failed, 0, "\(name): \(report.results.filter { $0.outcome == .failed })")
             XCTAssertEqual(report.passed, 2 + 4 + 3, name)
         }

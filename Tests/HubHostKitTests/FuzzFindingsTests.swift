@@ -7,13 +7,7 @@ import XCTest
 /// The inputs the fuzzing (FuzzTests) found to crash or stall hubhost, each as its own test. Every
 /// case runs in a child process (the hubhost executable, or this test binary on one fuzz case), so
 /// a trap fails the test instead of ending the suite.
-final class FuzzFindingsTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class FuzzFindingsTests: FolderTestCase {
     /// Runs hubhost in the test's folder; `reason` says how it ended (a trap is `.uncaughtSignal`).
     /// A trap still shows its message; the backtrace (seconds per crash) is left out. 120 s at most.
     private func hubhost(_ arguments: [String]) throws -> CommandResult {

@@ -9,13 +9,7 @@ import XCTest
 
 /// The HTTP API's routes and its request guard, in process (InProcessAPI): the same router and
 /// middlewares as `hubhost serve`, hostile and out-of-range requests included.
-final class HTTPAPIRouteTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class HTTPAPIRouteTests: FolderTestCase {
     private func manifest(server: String = "{port: 0}") -> String {
         "data_dir: data\nserver: \(server)\nevents: {cache_size: 1000}\nplugins: []\n"
     }

@@ -6,13 +6,7 @@ import XCTest
 /// The HTTP API's request guard over a loopback socket, in process (InProcessAPI.listening), for
 /// what the router test client cannot send: a chunked body (it always declares Content-Length)
 /// and any Host header (it always says `localhost`).
-final class HTTPAPISocketTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class HTTPAPISocketTests: FolderTestCase {
     /// One exchange on a new connection, on the blocking pool (RawHTTPClient waits in recv).
     private static func exchange(_ port: Int, _ request: String) async throws -> (status: Int, body: String) {
         try await BlockingPool.run { try RawHTTPClient(port: port).exchange(request) }

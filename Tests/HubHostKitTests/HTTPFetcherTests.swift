@@ -171,24 +171,29 @@ final class HTTPBodyLimitTests: XCTestCase {
         return (server, sent)
     }
 
-    func testAChunkedGigabyteIsStoppedAsTheLimitIsCrossed() throws {
-        let (server, sent) = try hugeServer(chunked: true)
+    /// A gigabyte (`chunked`, or its length declared) fetched with a 4 MiB limit: the fetch fails
+    /// naming the limit, and the server could send little past it. Returns the reason.
+    private func fetchAGigabyte(chunked: Bool) throws -> String {
+        let (server, sent) = try hugeServer(chunked: chunked)
         defer { server.stop() }
         let result = HTTPFetcher().fetch("GET", server.url("/big"), timeoutSeconds: 60, maxBodyBytes: 4 << 20)
-        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
-        XCTAssertTrue(why.hasSuffix("the answer is larger than 4 MiB, the most hubhost reads of it"), why)
+        guard case .failure(.unreachable(let why)) = result else {
+            XCTFail("\(result)")
+            return ""
+        }
+        XCTAssertTrue(why.contains("larger than 4 MiB"), why)
         usleep(200_000)
         XCTAssertLessThan(sent.bytes, 64 << 20, "the client stopped reading near the limit")
+        return why
+    }
+
+    func testAChunkedGigabyteIsStoppedAsTheLimitIsCrossed() throws {
+        let why = try fetchAGigabyte(chunked: true)
+        XCTAssertTrue(why.hasSuffix("the answer is larger than 4 MiB, the most hubhost reads of it"), why)
     }
 
     func testADeclaredGigabyteIsRefusedBeforeItsBodyIsRead() throws {
-        let (server, sent) = try hugeServer(chunked: false)
-        defer { server.stop() }
-        let result = HTTPFetcher().fetch("GET", server.url("/big"), timeoutSeconds: 60, maxBodyBytes: 4 << 20)
-        guard case .failure(.unreachable(let why)) = result else { return XCTFail("\(result)") }
-        XCTAssertTrue(why.contains("larger than 4 MiB"), why)
-        usleep(200_000)
-        XCTAssertLessThan(sent.bytes, 64 << 20)
+        _ = try fetchAGigabyte(chunked: false)
     }
 
     /// A plugin's request (the largest limit, 256 MiB) against 1 GiB: stopped at the limit, and

@@ -7,12 +7,11 @@ import XCTest
 /// FIFO, or swapped after the host checked them. Each is refused with a clear reason before
 /// dlopen, a reload that meets one keeps the working instance serving, and a library is loaded
 /// only from the content that was checked, at start and when an isolated worker restarts.
-final class HostileLibraryTests: XCTestCase {
-    var folder = ""
+final class HostileLibraryTests: FolderTestCase {
     var library: String { folder + "/app-version/libapp-version.so" }
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         try ReloadTests.buildAppVersion(in: folder, attribute: "App Version")
     }
 
@@ -37,22 +36,6 @@ final class HostileLibraryTests: XCTestCase {
     }
 
     private func libraryBytes() throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: library))) }
-
-    /// Runs `body` on another thread and fails the test if it has not returned within `seconds`
-    /// (a read of /dev/zero or a FIFO would never return).
-    private func within<T>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: T?
-        Thread {
-            result = body()
-            done.signal()
-        }.start()
-        guard done.wait(timeout: .now() + seconds) == .success else {
-            XCTFail("did not return within \(seconds) s")
-            return nil
-        }
-        return result
-    }
 
     func testALibraryCutShortIsRefusedBeforeDlopenWhereverItIsOpened() throws {
         let whole = try libraryBytes()
@@ -123,7 +106,7 @@ final class HostileLibraryTests: XCTestCase {
             try TestSupport.write(
                 "data_dir: data\nplugins:\n  - id: special\n    use: special/plugin.yaml\n", to: folder + "/plugins.yaml")
             let manifest = folder + "/plugins.yaml"
-            let state = within(20) { () -> String in
+            let state = TestSupport.within(20, "loading \(special)") { () -> String in
                 guard let host = try? HubHost(manifestPath: manifest) else { return "no host" }
                 defer { host.shutdown() }
                 return host.registry.entry(id: "special").map { "\($0.state)" } ?? "no entry"

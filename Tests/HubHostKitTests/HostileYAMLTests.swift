@@ -7,13 +7,7 @@ import XCTest
 /// mapping keys, whose duplicate check walks every node), a file past the size limit, a device or a
 /// FIFO named as the manifest, and thousands of keys. Each is refused (or checked) with a clear
 /// message at once, and a reload meeting one is refused without holding later reloads up.
-final class HostileYAMLTests: XCTestCase {
-    var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class HostileYAMLTests: FolderTestCase {
     /// Nine levels of nine aliases each: about 387 million nodes in 1.4 KB. `asKeys` puts the
     /// aliases in mapping keys (the form that hung the duplicate-key check).
     static func aliasBomb(asKeys: Bool) -> String {
@@ -28,23 +22,15 @@ final class HostileYAMLTests: XCTestCase {
 
     /// Loads `path` on another thread; fails the test when it has not returned within `seconds`.
     private func loadWithin(_ seconds: Double, _ path: String) -> [String]? {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var problems: [String]?
-        Thread {
+        TestSupport.within(seconds, "loading \(path)") {
             do {
-                problems = try HostManifest.load(path: path).diagnostics.map(\.description)
+                return try HostManifest.load(path: path).diagnostics.map(\.description)
             } catch let error as ManifestError {
-                problems = error.diagnostics.map(\.description)
+                return error.diagnostics.map(\.description)
             } catch {
-                problems = ["\(error)"]
+                return ["\(error)"]
             }
-            done.signal()
-        }.start()
-        guard done.wait(timeout: .now() + seconds) == .success else {
-            XCTFail("loading \(path) did not end within \(seconds) s")
-            return nil
         }
-        return problems
     }
 
     func testAnAliasBombIsRefusedBeforeItsTreeIsWalked() throws {
@@ -115,13 +101,7 @@ final class HostileYAMLTests: XCTestCase {
 
 /// A `use:` that names something other than a plugin.yaml: the problem is said with the path and
 /// the line that names it, never with the file's content.
-final class UsePathTests: XCTestCase {
-    var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class UsePathTests: FolderTestCase {
     func testAReloadNamingAnotherFileQuotesOnlyItsPathAndTheProblem() throws {
         let manifest = folder + "/plugins.yaml"
         try TestSupport.write("data_dir: data\nplugins: []\n", to: manifest)

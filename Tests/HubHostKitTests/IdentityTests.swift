@@ -6,12 +6,11 @@ import XCTest
 /// The mobile identity manager against the fake XMLAPI service: setup, the outcomes of
 /// checkIdentity, the journaled merge surviving kill -9 of a hubhost child after each step, ids on
 /// every event, the seed's spellings and deprecated calls, the user_id_generator plugin.
-final class IdentityTests: XCTestCase {
-    var folder = ""
+final class IdentityTests: FolderTestCase {
     var service: TestXMLAPIService!
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         service = try TestXMLAPIService()
     }
 
@@ -234,15 +233,7 @@ final class IdentityTests: XCTestCase {
             service.stop()
             service = try TestXMLAPIService()
             folder = try TestSupport.temporaryFolder(self)
-            try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
-            let setup = try cliJSON(["identity", "setup", "--json"])
-            let old = try XCTUnwrap(setup["recipientId"] as? String)
-            let mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
-            let found = service.addRecipient(["facebook_id": "fb-\(killAfter)"])
-            let killed = try TestSupport.hubhost(
-                ["identity", "check", "--column", "facebook_id=fb-\(killAfter)"], manifest: folder + "/plugins.yaml",
-                environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
-            XCTAssertEqual(killed.status, SIGKILL, "step \(killAfter): the child killed itself: \(killed.stderr)")
+            let (old, mobile, found) = try killedMerge(after: killAfter, facebookID: "fb-\(killAfter)")
             let shown = try cliJSON(["identity", "show", "--json"])
             let pending = try XCTUnwrap(shown["pendingMerge"] as? [String: Any], "step \(killAfter): the journal knows the merge")
             XCTAssertEqual((pending["steps"] as? [[String: Any]])?.count, 3)
@@ -257,17 +248,26 @@ final class IdentityTests: XCTestCase {
         }
     }
 
-    /// A merge killed halfway is finished by `hubhost serve` at start, with no check or setup.
-    func testServeFinishesAPendingMergeAtStart() async throws {
+    /// Sets the identity up with the merge history in the audit table, adds a recipient with
+    /// `facebookID`, and has `identity check` (which finds it) kill itself after merge step
+    /// `killAfter`: the merge is pending. Returns the old recipient, the mobile user id and the
+    /// recipient found.
+    private func killedMerge(after killAfter: Int, facebookID: String) throws -> (old: String, mobile: String, found: String) {
         try writeManifest(identity: "mergeHistoryInAuditRecordTable: true\nauditRecordListId: \"777\"")
         let setup = try cliJSON(["identity", "setup", "--json"])
         let old = try XCTUnwrap(setup["recipientId"] as? String)
         let mobile = try XCTUnwrap(setup["mobileUserId"] as? String)
-        let found = service.addRecipient(["facebook_id": "fb"])
+        let found = service.addRecipient(["facebook_id": facebookID])
         let killed = try TestSupport.hubhost(
-            ["identity", "check", "--column", "facebook_id=fb", "--manifest", folder + "/plugins.yaml"],
-            environment: [MobileIdentityManager.killAfterStepVariable: "1"], timeout: 60)
-        XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
+            ["identity", "check", "--column", "facebook_id=\(facebookID)"], manifest: folder + "/plugins.yaml",
+            environment: [MobileIdentityManager.killAfterStepVariable: String(killAfter)], timeout: 60)
+        XCTAssertEqual(killed.status, SIGKILL, "step \(killAfter): the child killed itself: \(killed.stderr)")
+        return (old, mobile, found)
+    }
+
+    /// A merge killed halfway is finished by `hubhost serve` at start, with no check or setup.
+    func testServeFinishesAPendingMergeAtStart() async throws {
+        let (old, mobile, found) = try killedMerge(after: 1, facebookID: "fb")
         let manifest = try String(contentsOfFile: folder + "/plugins.yaml", encoding: .utf8)
         try TestSupport.write("server: {port: 0}\n" + manifest, to: folder + "/plugins.yaml")
         // serve in this process with its services: the identity journal's, which finishes the merge at start.
@@ -417,27 +417,15 @@ final class IdentityTests: XCTestCase {
 /// The user_id_generator kind under `hubhost plugins test` and the loader: the bundled plugin passes,
 /// a generator that repeats itself or answers HH_OK without an id fails its test, and a library
 /// that claims ABI 1.0 cannot export the kind added in 1.1.
-final class UserIDGeneratorKindTests: XCTestCase {
-    var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class UserIDGeneratorKindTests: FolderTestCase {
     /// Compiles the fixture with `define` into its own folder with a plugin.yaml; returns the plugin.yaml.
     func fixture(_ define: String?) throws -> String {
         let dir = folder + "/" + (define ?? "GOOD")
         _ = try TestSupport.compileFixture("user_id_generator_fixture.c", defines: define.map { [$0] } ?? [], into: dir, name: "libids.so")
         try TestSupport.write(
-            """
-            abi: "1.1"
-            id: fixture-ids
-            name: Fixture ids
-            version: 1.0.0
-            library: libids.so
-            exports:
-              - {id: fixture-ids, kind: user_id_generator}
-            """, to: dir + "/plugin.yaml")
+            TestSupport.pluginManifest(
+                id: "fixture-ids", name: "Fixture ids", library: "libids.so", abi: "1.1", exports: [("fixture-ids", "user_id_generator")]),
+            to: dir + "/plugin.yaml")
         return dir + "/plugin.yaml"
     }
 

@@ -5,13 +5,7 @@ import XCTest
 
 /// `isolation: process`: plugins that crash, abort, hang, allocate without bound, return garbage or
 /// claim a wrong ABI run in worker processes, and hubhost survives each while handling events.
-final class IsolationTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class IsolationTests: FolderTestCase {
     private func fixture(_ fault: String?) throws -> String {
         try TestSupport.faultyFixture(fault, in: folder)
     }

@@ -27,17 +27,7 @@ final class KafkaMockCluster {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     static func helper(in folder: String) throws -> String {
-        let binary = folder + "/kafka_mock_cluster"
-        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try TestSupport.run(
-            "/usr/bin/env",
-            [
-                "cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
-                TestSupport.repository + "/Tests/Fixtures/kafka_mock_cluster.c", "-lrdkafka"
-            ])
-        guard result.status == 0 else { throw Failure(description: "cc kafka_mock_cluster.c failed: \(result.stderr)") }
-        return binary
+        try TestSupport.compileProgram("kafka_mock_cluster.c", to: folder + "/kafka_mock_cluster", libraries: ["rdkafka"])
     }
 
     init(folder: String, topic: String = "hubhost-events", partitions: Int = 4) throws {

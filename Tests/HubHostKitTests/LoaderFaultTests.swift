@@ -4,13 +4,7 @@ import XCTest
 
 /// Each way a plugin can fail to load gets its own clear message, and the host keeps running with
 /// the remaining plugins (here: the bundled fixed-location and static-advertiser-id plugins).
-final class LoaderFaultTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class LoaderFaultTests: FolderTestCase {
     /// Starts a host with a good location plugin, the instance under test, and a good advertiser
     /// plugin after it; returns the host and the entry under test.
     private func startHost(faultyEntry: String) throws -> (HubHost, PluginRegistry.Entry, CapturedLog) {

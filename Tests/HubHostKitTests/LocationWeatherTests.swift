@@ -5,12 +5,11 @@ import XCTest
 
 /// The bundled location and weather augmentations: location from the location delegate, weather
 /// from an Open-Meteo-like endpoint on 127.0.0.1 through the host's HTTP service and its allow-list.
-final class LocationWeatherTests: XCTestCase {
-    private var folder = ""
+final class LocationWeatherTests: FolderTestCase {
     private var server: TestCollector!
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         server = try TestCollector()
         addTeardownBlock { [server] in server?.stop() }
     }

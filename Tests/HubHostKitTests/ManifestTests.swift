@@ -165,18 +165,10 @@ final class ManifestTests: XCTestCase {
 
     func testDurationConfigIsNormalizedToSeconds() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: timed
-            name: Timed
-            version: 1.0.0
-            library: libtimed.so
-            exports: [{id: timed, kind: augmentation}]
-            config:
-              - {key: cache_lifespan, type: duration, default: 1 hr}
-              - {key: timeout, type: duration, required: true}
-            """, to: folder + "/timed/plugin.yaml")
+        let plugin = TestSupport.pluginManifest(
+            id: "timed", name: "Timed", library: "libtimed.so", exports: [("timed", "augmentation")],
+            extra: "config:\n  - {key: cache_lifespan, type: duration, default: 1 hr}\n  - {key: timeout, type: duration, required: true}")
+        try TestSupport.write(plugin, to: folder + "/timed/plugin.yaml")
         try TestSupport.write(
             """
             plugins:

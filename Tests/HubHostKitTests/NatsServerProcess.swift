@@ -79,17 +79,7 @@ final class NatsServerProcess {
 
     static func reader(in folder: String) throws -> String {
         // Versioned: a helper built by an older checkout (without --traceparent) is not reused.
-        let binary = folder + "/nats_stream_reader-2"
-        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try TestSupport.run(
-            "/usr/bin/env",
-            [
-                "cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary,
-                TestSupport.repository + "/Tests/Fixtures/nats_stream_reader.c", "-lnats"
-            ])
-        guard result.status == 0 else { throw Failure(description: "cc nats_stream_reader.c failed: \(result.stderr)") }
-        return binary
+        try TestSupport.compileProgram("nats_stream_reader.c", to: folder + "/nats_stream_reader-2", libraries: ["nats"])
     }
 
     /// Every message of `stream`, in sequence order.

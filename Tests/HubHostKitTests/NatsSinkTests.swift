@@ -8,12 +8,11 @@ import XCTest
 /// idempotency key as Nats-Msg-Id and their type in the subject, read back from the stream; the
 /// server killed with SIGKILL and restarted mid-stream (nothing lost, no duplicate in the stream);
 /// the stream checked at start.
-final class NatsSinkTests: XCTestCase {
-    private var folder = ""
+final class NatsSinkTests: FolderTestCase {
     private var server: NatsServerProcess!
 
     override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
+        try super.setUpWithError()
         server = try NatsServerProcess(storeDirectory: folder + "/nats-store")
         addTeardownBlock { [weak self] in self?.server = nil }
     }

@@ -11,13 +11,7 @@ import XCTest
 /// family), records each exchange, and hands them to Tests/openapi/validate.py (PyYAML and
 /// jsonschema), which checks status, content type, headers and body against the document, that
 /// every route of the document was called, and that every route called is in it.
-final class OpenAPITests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class OpenAPITests: FolderTestCase {
     private static let document = TestSupport.repository + "/openapi.yaml"
     private static let validator = TestSupport.repository + "/Tests/openapi/validate.py"
 
@@ -469,26 +463,12 @@ private final class LiveAPI {
     /// whole by 30 s); a stream is read until its first complete `data:` event (10 s at most).
     static func exchange(port: Int, request: Data, stream: Bool) -> Answer {
         var answer = Answer()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else {
-            answer.failure = "socket: errno \(errno)"
+        let client: RawHTTPClient
+        do { client = try RawHTTPClient(port: port) } catch {
+            answer.failure = "\(error)"
             return answer
         }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            answer.failure = "connect: errno \(errno)"
-            return answer
-        }
+        let fd = client.fd
         request.withUnsafeBytes { raw in
             var sent = 0
             for _ in 0..<10_000 where sent < raw.count {

@@ -50,23 +50,19 @@ final class PluginConfigConstraintsTests: XCTestCase {
 
     func testConstraintsAreCheckedForTheirTypeAndTheDefaultMustSatisfyThem() throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: constrained
-            name: Constrained
-            version: 1.0.0
-            library: libconstrained.so
-            exports: [{id: constrained, kind: logging}]
-            config:
-              - {key: count, type: int, default: 5, minimum: 1, maximum: 4}
-              - {key: name, type: string, minimum: 1}
-              - {key: level, type: int, allowed: [a, b]}
-              - {key: mode, type: string, default: fast, allowed: [slow, careful]}
-              - {key: code, type: string, pattern: "[a-z"}
-              - {key: span, type: duration, minimum: 2 s, maximum: 1 s}
-              - {key: host, type: string, default: "", non_empty: true}
-            """, to: folder + "/plugin.yaml")
+        let yaml = TestSupport.pluginManifest(
+            id: "constrained", name: "Constrained", library: "libconstrained.so", exports: [("constrained", "logging")],
+            extra: """
+                config:
+                  - {key: count, type: int, default: 5, minimum: 1, maximum: 4}
+                  - {key: name, type: string, minimum: 1}
+                  - {key: level, type: int, allowed: [a, b]}
+                  - {key: mode, type: string, default: fast, allowed: [slow, careful]}
+                  - {key: code, type: string, pattern: "[a-z"}
+                  - {key: span, type: duration, minimum: 2 s, maximum: 1 s}
+                  - {key: host, type: string, default: "", non_empty: true}
+                """)
+        try TestSupport.write(yaml, to: folder + "/plugin.yaml")
         let loaded = PluginManifest.load(path: folder + "/plugin.yaml")
         XCTAssertNil(loaded.manifest)
         let byKey = Dictionary(grouping: loaded.diagnostics, by: \.key).mapValues { $0.map(\.message) }

@@ -11,13 +11,7 @@ import XCTest
 /// augmentation, a looping one (a .wasm out of fuel, an in-process one past augmentation_timeout)
 /// drops only its own edits, is ejected after `eject_after` failed calls in a row, is not called
 /// while ejected, and gets one probe call once `eject_for` is over.
-final class PluginEjectionTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class PluginEjectionTests: FolderTestCase {
     /// The editing fixture as an in-process library with its plugin.yaml: the healthy plugin (it adds "Seen Name").
     private func healthyPlugin() throws -> String { try TestSupport.editingFixture(in: folder + "/healthy") }
 
@@ -29,18 +23,7 @@ final class PluginEjectionTests: XCTestCase {
             "\(TestSupport.repository)/scripts/build-wasm-plugin",
             [dir + "/looping.wasm", "\(TestSupport.repository)/Tests/Fixtures/faulty_plugins.c", "--", "-DFAULT_HANG"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: faulty
-            name: Faulty
-            version: 1.0.0
-            library: looping.wasm
-            exports:
-              - {id: faulty-augmentation, kind: augmentation}
-              - {id: faulty-operator, kind: trigger_operator}
-            """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        return try TestSupport.writeFaultyManifest(library: "looping.wasm", in: dir)
     }
 
     private func registry(_ yaml: String) throws -> PluginRegistry {

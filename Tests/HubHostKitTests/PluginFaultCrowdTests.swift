@@ -11,13 +11,7 @@ import XCTest
 /// healthy edits; the two that keep failing are ejected; the worker recovers and its edits come
 /// back; health answers at once throughout; and GET /v1/plugins, `plugins list`, `status` and
 /// health agree on every instance's state.
-final class PluginFaultCrowdTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class PluginFaultCrowdTests: FolderTestCase {
     override func tearDown() {
         unsetenv("FAULTY_CRASH_MARKER")
         unsetenv("FAULTY_SLOW_MS")
@@ -38,18 +32,7 @@ final class PluginFaultCrowdTests: XCTestCase {
             _ = try TestSupport.compileFixture("faulty_plugins.c", defines: defines, into: dir, name: "libfaulty.so")
             library = "libfaulty.so"
         }
-        try TestSupport.write(
-            """
-            abi: "1.0"
-            id: faulty
-            name: Faulty
-            version: 1.0.0
-            library: \(library)
-            exports:
-              - {id: faulty-augmentation, kind: augmentation}
-              - {id: faulty-operator, kind: trigger_operator}
-            """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        return try TestSupport.writeFaultyManifest(library: library, in: dir)
     }
 
     func testEightClientsWhileAPluginPerRuntimeLoopsOrCrashesKeepEveryHealthyEditAndEverySurfaceAgrees() async throws {

@@ -11,6 +11,11 @@ final class PluginInstallTests: XCTestCase {
     private var folder = ""
     private var manifest: String { folder + "/plugins.yaml" }
     private var lockPath: String { folder + "/plugins.lock" }
+    /// Runs hubhost on this test's plugins.yaml in its folder; for closures that must not capture the test case.
+    private var cli: @Sendable ([String]) throws -> CommandResult {
+        let (folder, manifest) = (self.folder, self.manifest)
+        return { try TestSupport.hubhost($0, manifest: manifest, in: folder) }
+    }
 
     override func setUpWithError() throws {
         try XCTSkipUnless(
@@ -35,17 +40,10 @@ final class PluginInstallTests: XCTestCase {
         let source = folder + "/src/\(id)-\(version)"
         _ = try TestSupport.compileFixture(
             "faulty_plugins.c", defines: defines + [#"FIXTURE_VERSION="\#(version)""#], into: source, name: "libfaulty.so")
+        let exports = [("faulty-augmentation", "augmentation"), ("faulty-operator", "trigger_operator")]
         try TestSupport.write(
-            """
-            abi: "1.0"
-            id: \(id)
-            name: Faulty
-            version: \(version)
-            library: libfaulty.so
-            exports:
-              - {id: faulty-augmentation, kind: augmentation}
-              - {id: faulty-operator, kind: trigger_operator}
-            """, to: source + "/plugin.yaml")
+            TestSupport.pluginManifest(id: id, name: "Faulty", library: "libfaulty.so", version: version, exports: exports),
+            to: source + "/plugin.yaml")
         let output = folder + "/\(id)-\(version).hhp"
         _ = try PluginPackage.pack(folder: source, output: output)
         if let key { try sign(output, with: key) }
@@ -323,8 +321,7 @@ final class PluginInstallTests: XCTestCase {
         let broken = try package(version: "1.1.0", defines: ["FAULT_CREATE_FAILS"])
         let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
         // For the closure below, which runs on a Dispatch thread and does not capture the test case.
-        let (folder, manifest, lockPath) = (self.folder, self.manifest, self.lockPath)
-        let hubhost: @Sendable ([String]) throws -> CommandResult = { try TestSupport.hubhost($0, manifest: manifest, in: folder) }
+        let (folder, lockPath, hubhost) = (self.folder, self.lockPath, cli)
         try await InProcessAPI.listening(manifestPath: manifest) { port, _ in
             try await TestSupport.offPool {
                 let serve = ListeningAPI(port: port)
@@ -393,8 +390,7 @@ final class PluginInstallTests: XCTestCase {
         let v1 = try package(version: "1.0.0", defines: [#"FIXTURE_VALUE="v1""#])
         let v2 = try package(version: "1.2.0", defines: [#"FIXTURE_VALUE="v2""#])
         // For the closure below, which runs on a Dispatch thread and does not capture the test case.
-        let (folder, manifest, lockPath) = (self.folder, self.manifest, self.lockPath)
-        let hubhost: @Sendable ([String]) throws -> CommandResult = { try TestSupport.hubhost($0, manifest: manifest, in: folder) }
+        let (folder, lockPath, hubhost) = (self.folder, self.lockPath, cli)
         try await InProcessAPI.listening(manifestPath: manifest) { port, _ in
             try await TestSupport.offPool {
                 let serve = ListeningAPI(port: port)

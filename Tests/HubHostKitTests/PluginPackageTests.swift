@@ -6,13 +6,7 @@ import XCTest
 /// Plugin packages (.hhp): `pack` of a real C plugin read back by `open`, by GNU tar and by
 /// sha256sum; then hostile archives made here, each refused naming the entry and why, with nothing
 /// extracted.
-final class PluginPackageTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class PluginPackageTests: FolderTestCase {
     /// The faulty_plugins.c fixture, well-behaved, compiled into `<folder>/GOOD` with its plugin.yaml
     /// and a README.md; returns the plugin folder.
     private func pluginFolder() throws -> String {

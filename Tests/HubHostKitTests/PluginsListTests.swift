@@ -8,18 +8,7 @@ import XCTest
 final class PluginsListTests: XCTestCase {
     func testPluginsListShowsTheRunningServesWorkersAndSaysWhereItsAnswerComesFrom() async throws {
         let folder = try TestSupport.temporaryFolder(self)
-        try TestSupport.write(
-            """
-            data_dir: data
-            server: {host: 127.0.0.1, port: 0}
-            plugins:
-              - id: operators
-                use: standard-operators
-                isolation: process
-              - id: off
-                use: extra-operators
-                enabled: false
-            """, to: folder + "/plugins.yaml")
+        try StatusCommandTests.writeManifest(folder, extra: "  - id: off\n    use: extra-operators\n    enabled: false")
         try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml") { port, _ in
             try await TestSupport.offPool {
                 let server = ListeningAPI(port: port)

@@ -11,12 +11,7 @@ final class PluginsNewLanguageTests: XCTestCase {
     /// One installation for every test of the class: scripts/install from the build folder into a
     /// temporary prefix, outside the checkout.
     static let installation: Result<String, any Error> = Result {
-        let prefix = NSTemporaryDirectory() + "hubhost-templates-" + UUID().uuidString
-        try TestSupport.run(
-            "/bin/bash", [TestSupport.repository + "/scripts/install", "--prefix", prefix, "--no-build", "--from", TestSupport.buildFolder],
-            timeout: 300
-        ).expect(0)
-        return prefix
+        try TestSupport.install(into: NSTemporaryDirectory() + "hubhost-templates-" + UUID().uuidString)
     }
 
     override class func tearDown() {
@@ -86,15 +81,19 @@ final class PluginsNewLanguageTests: XCTestCase {
         XCTAssertEqual((event["attributes"] as? [String: Any])?["Source"] as? String, "templated", "\(tracked)", file: file, line: line)
     }
 
+    /// `make package` in the scaffolded `folder` makes NAME-0.1.0.hhp.
+    private func assertPackages(_ folder: String, _ name: String, environment: [String: String]) throws {
+        let packed = try TestSupport.run("/usr/bin/env", ["make", "package"], environment: environment, currentDirectory: folder, timeout: 120)
+        XCTAssertEqual(packed.status, 0, "\(packed)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/\(name)-0.1.0.hhp"), "\(packed)")
+    }
+
     func testRustAugmentationBuildsOfflineWithCargoPassesAndAddsItsAttribute() throws {
         try XCTSkipIf(Self.cargoFolder == nil, "cargo is not installed (the Rust toolchain)")
         let made = try scaffoldBuildAndTest("rust-tag", kind: "augmentation", lang: "rust", files: ["Cargo.toml", "src/lib.rs"])
         XCTAssertTrue(made.built.stdout.contains("--offline"), "\(made.built)")
         try assertAugmentation(made.hubhost, manifest: try manifest(made.folder, "rust-tag", config: "{value: templated}"))
-        let packed = try TestSupport.run(
-            "/usr/bin/env", ["make", "package"], environment: made.environment, currentDirectory: made.folder, timeout: 120)
-        XCTAssertEqual(packed.status, 0, "\(packed)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: made.folder + "/rust-tag-0.1.0.hhp"), "\(packed)")
+        try assertPackages(made.folder, "rust-tag", environment: made.environment)
     }
 
     func testRustTriggerOperatorBuildsOfflineWithCargoPassesAndCompares() throws {
@@ -108,10 +107,7 @@ final class PluginsNewLanguageTests: XCTestCase {
         let prefix = try Self.installation.get()
         XCTAssertTrue(made.built.stdout.contains("-fmodule-map-file=\(prefix)/include/hubhost/hubhost.modulemap"), "\(made.built)")
         try assertAugmentation(made.hubhost, manifest: try manifest(made.folder, "swift-tag", config: "{value: templated}"))
-        let packed = try TestSupport.run(
-            "/usr/bin/env", ["make", "package"], environment: made.environment, currentDirectory: made.folder, timeout: 120)
-        XCTAssertEqual(packed.status, 0, "\(packed)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: made.folder + "/swift-tag-0.1.0.hhp"), "\(packed)")
+        try assertPackages(made.folder, "swift-tag", environment: made.environment)
     }
 
     func testSwiftTriggerOperatorBuildsWithTheInstalledModuleMapPassesAndCompares() throws {

@@ -84,11 +84,7 @@ final class PluginsNewTests: XCTestCase {
 
     func testInstalledHubhostFindsItsHeadersAndBundledPlugins() throws {
         let scratch = try TestSupport.temporaryFolder(self)
-        let prefix = scratch + "/prefix"
-        try TestSupport.run(
-            "/bin/bash", [TestSupport.repository + "/scripts/install", "--prefix", prefix, "--no-build", "--from", TestSupport.buildFolder],
-            timeout: 120
-        ).expect(0)
+        let prefix = try TestSupport.install(into: scratch + "/prefix")
         for path in [
             "bin/hubhost", "include/hubhost/hubhost.h", "include/hubhost/hubhost_plugin_helpers.h", "include/hubhost/hubhost.modulemap",
             "lib/pkgconfig/hubhost-plugin.pc",
@@ -120,11 +116,7 @@ final class PluginsNewTests: XCTestCase {
         try XCTSkipUnless(
             FileManager.default.isExecutableFile(atPath: MinisignTests.minisign), "minisign is not installed (scripts/debian-packages.txt)")
         let scratch = try TestSupport.temporaryFolder(self)
-        let prefix = scratch + "/prefix"
-        try TestSupport.run(
-            "/bin/bash", [TestSupport.repository + "/scripts/install", "--prefix", prefix, "--no-build", "--from", TestSupport.buildFolder],
-            timeout: 120
-        ).expect(0)
+        let prefix = try TestSupport.install(into: scratch + "/prefix")
         let path = prefix + "/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let run: @Sendable (String) throws -> CommandResult = { command in
             try TestSupport.run("/bin/sh", ["-c", command], environment: ["PATH": path], currentDirectory: scratch, timeout: 120)

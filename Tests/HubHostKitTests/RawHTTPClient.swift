@@ -2,7 +2,7 @@ import Foundation
 
 /// A plain-socket HTTP/1.1 client for tests that must send what a well-behaved client would not:
 /// a foreign Host header, any Origin, raw bytes (a chunked body), or nothing at all (idle connections).
-/// Loopback only; every read waits 10 s at most.
+/// Loopback only; every read and every send waits 10 s at most.
 final class RawHTTPClient {
     let fd: Int32
 
@@ -13,6 +13,7 @@ final class RawHTTPClient {
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

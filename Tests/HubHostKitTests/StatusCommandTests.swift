@@ -6,7 +6,8 @@ import XCTest
 /// `hubhost status` shows what the running serve runs (its pid, its workers, the generation of its
 /// reloads), and says so; with no serve it loads plugins.yaml itself and says that instead.
 final class StatusCommandTests: XCTestCase {
-    private static func writeManifest(_ folder: String, extra: String = "") throws {
+    /// A plugins.yaml with one process-isolated operators instance, then the `extra` instances.
+    static func writeManifest(_ folder: String, extra: String = "") throws {
         try TestSupport.write(
             """
             data_dir: data

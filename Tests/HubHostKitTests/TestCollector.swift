@@ -29,13 +29,7 @@ final class TestCollector: @unchecked Sendable {
     /// Starts listening on `address` (default 127.0.0.1) on a free port.
     init(address: String = "127.0.0.1") throws {
         server = try LoopbackHTTPServer(address: address)
-        server.start { [weak self] fd, request in
-            guard let self else {
-                close(fd)
-                return
-            }
-            self.handle(fd, request)
-        }
+        server.start(answeringWith: self) { service, fd, request in service.handle(fd, request) }
     }
 
     var url: String { "http://127.0.0.1:\(port)/collect" }
@@ -130,5 +124,19 @@ final class TestCollector: @unchecked Sendable {
 
     private func respond(_ fd: Int32, _ code: Int, _ body: String) {
         LoopbackHTTPServer.respond(fd, code, headers: ["Content-Type": "application/json"], Data(body.utf8))
+    }
+}
+
+extension LoopbackHTTPServer {
+    /// Serves with `owner`'s handler, holding `owner` weakly: once the test's service is gone, a
+    /// request that still arrives is closed unanswered.
+    func start<Owner: AnyObject & Sendable>(answeringWith owner: Owner, _ handle: @escaping @Sendable (Owner, Int32, Request) -> Void) {
+        start { [weak owner] fd, request in
+            guard let owner else {
+                close(fd)
+                return
+            }
+            handle(owner, fd, request)
+        }
     }
 }

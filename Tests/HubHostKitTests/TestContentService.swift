@@ -51,13 +51,7 @@ final class TestContentService: @unchecked Sendable {
 
     init() throws {
         server = try LoopbackHTTPServer()
-        server.start { [weak self] fd, request in
-            guard let self else {
-                close(fd)
-                return
-            }
-            self.handle(fd, request)
-        }
+        server.start(answeringWith: self) { service, fd, request in service.handle(fd, request) }
     }
 
     func stop() { server.stop() }

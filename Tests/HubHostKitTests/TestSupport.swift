@@ -1,7 +1,18 @@
 import Foundation
+import HubHostTools
 import XCTest
 
 @testable import HubHostKit
+
+/// A test case with a temporary folder of its own for each test, made before it runs (`folder`).
+class FolderTestCase: XCTestCase {
+    var folder = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        folder = try TestSupport.temporaryFolder(self)
+    }
+}
 
 /// Paths and helpers shared by the tests: the repository, the build folder with the bundled
 /// plugins and the hubhost executable, temporary folders, the C compiler for fixture plugins.
@@ -98,6 +109,23 @@ enum TestSupport {
         return try (0..<count).map { index in try results.lock.withLock { results.values[index]! }.get() }
     }
 
+    /// Runs `body` on a thread of its own and returns its result; fails the test (naming `what`) and
+    /// returns nil when it has not returned within `seconds` (a read of /dev/zero or a FIFO, a
+    /// parser that hangs, would never return).
+    static func within<T>(_ seconds: Double, _ what: String, _ body: @escaping @Sendable () -> T) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: T?
+        Thread {
+            result = body()
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + seconds) == .success else {
+            XCTFail("\(what) did not return within \(seconds) s")
+            return nil
+        }
+        return result
+    }
+
     /// Runs `work` on a thread of its own and returns its result (or rethrows its error): blocking
     /// calls (a child process, a synchronous HTTP client, a sleep) made by an async test while an
     /// in-process server must answer, kept off Swift concurrency's cooperative threads (one per
@@ -147,6 +175,15 @@ enum TestSupport {
         return try condition()
     }
 
+    /// Compiles the C plugin at `source` into the shared library `output` with the strict flags the
+    /// ABI promises to pass (and `-D` each of `defines`); returns how cc ended.
+    static func compilePlugin(_ source: String, to output: String, defines: [String] = []) throws -> CommandResult {
+        try run(
+            "/usr/bin/env",
+            ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC", "-I", "\(repository)/Protocols/include"]
+                + defines.map { "-D" + $0 } + ["-o", output, source])
+    }
+
     /// Compiles Tests/Fixtures/<source> into a shared library with the strict flags the ABI promises
     /// to pass, with extra `-D` defines. Returns the library path.
     static func compileFixture(
@@ -155,16 +192,36 @@ enum TestSupport {
     ) throws -> String {
         let output = "\(folder)/\(name)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let result = try run(
-            "/usr/bin/env",
-            [
-                "cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
-                "-I", "\(repository)/Protocols/include"
-            ] + defines.map { "-D" + $0 } + ["-o", output, "\(repository)/Tests/Fixtures/\(source)"])
+        let result = try compilePlugin("\(repository)/Tests/Fixtures/\(source)", to: output, defines: defines)
         guard result.status == 0 else {
             throw NSError(domain: "TestSupport", code: 2, userInfo: [NSLocalizedDescriptionKey: "cc failed: \(result.stderr)"])
         }
         return output
+    }
+
+    /// Installs the built hubhost with scripts/install into `prefix` (outside the checkout, as a
+    /// user who never cloned hubhost has it) and returns `prefix`.
+    @discardableResult
+    static func install(into prefix: String) throws -> String {
+        try run(
+            "/bin/bash", [repository + "/scripts/install", "--prefix", prefix, "--no-build", "--from", buildFolder], timeout: 300
+        ).expect(0)
+        return prefix
+    }
+
+    /// Builds the helper program Tests/Fixtures/<source>, linked with `libraries`, as `binary`, and
+    /// returns its path; a binary already there is reused (tests share one per folder).
+    static func compileProgram(_ source: String, to binary: String, libraries: [String]) throws -> String {
+        if FileManager.default.isExecutableFile(atPath: binary) { return binary }
+        try FileManager.default.createDirectory(atPath: (binary as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let result = try run(
+            "/usr/bin/env",
+            ["cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-o", binary, "\(repository)/Tests/Fixtures/\(source)"]
+                + libraries.map { "-l" + $0 })
+        guard result.status == 0 else {
+            throw NSError(domain: "TestSupport", code: 2, userInfo: [NSLocalizedDescriptionKey: "cc \(source) failed: \(result.stderr)"])
+        }
+        return binary
     }
 
     /// Builds Tests/Fixtures/faulty_plugins.c with `fault` (e.g. "SEGFAULT"; nil: well-behaved) into
@@ -172,34 +229,22 @@ enum TestSupport {
     static func faultyFixture(_ fault: String?, in folder: String) throws -> String {
         let dir = folder + "/" + (fault ?? "GOOD")
         _ = try compileFixture("faulty_plugins.c", defines: fault.map { ["FAULT_\($0)"] } ?? [], into: dir, name: "libfaulty.so")
-        try write(
-            """
-            abi: "1.0"
-            id: faulty
-            name: Faulty
-            version: 1.0.0
-            library: libfaulty.so
-            exports:
-              - {id: faulty-augmentation, kind: augmentation}
-              - {id: faulty-operator, kind: trigger_operator}
-            """, to: dir + "/plugin.yaml")
-        return dir + "/plugin.yaml"
+        return try writeFaultyManifest(library: "libfaulty.so", in: dir)
+    }
+
+    /// The plugin.yaml of faulty_plugins.c built as `library` (a .so or .wasm) in `folder`; returns its path.
+    static func writeFaultyManifest(library: String, in folder: String) throws -> String {
+        let exports = [("faulty-augmentation", "augmentation"), ("faulty-operator", "trigger_operator")]
+        try write(pluginManifest(id: "faulty", name: "Faulty", library: library, exports: exports), to: folder + "/plugin.yaml")
+        return folder + "/plugin.yaml"
     }
 
     /// Builds Tests/Fixtures/editing_augmentation.c (an augmentation that copies the event's name
     /// into "Seen Name") into `folder` with its plugin.yaml, and returns the plugin.yaml's path.
     static func editingFixture(in folder: String) throws -> String {
         _ = try compileFixture("editing_augmentation.c", into: folder, name: "libediting.so")
-        try write(
-            """
-            abi: "1.0"
-            id: editing
-            name: Editing
-            version: 1.0.0
-            library: libediting.so
-            exports:
-              - {id: editing-augmentation, kind: augmentation}
-            """, to: folder + "/plugin.yaml")
+        let yaml = pluginManifest(id: "editing", name: "Editing", library: "libediting.so", exports: [("editing-augmentation", "augmentation")])
+        try write(yaml, to: folder + "/plugin.yaml")
         return folder + "/plugin.yaml"
     }
 
@@ -208,20 +253,10 @@ enum TestSupport {
     /// plugin.yaml, and returns the plugin.yaml's path.
     static func slowKindsFixture(in folder: String) throws -> String {
         _ = try compileFixture("slow_kinds_plugins.c", into: folder, name: "libslow.so")
-        try write(
-            """
-            abi: "1.0"
-            id: slow
-            name: Slow
-            version: 1.0.0
-            library: libslow.so
-            exports:
-              - {id: slow-location, kind: location}
-              - {id: slow-content, kind: content_provider}
-            config:
-              - {key: delay_ms, type: int, default: 0}
-              - {key: create_delay_ms, type: int, default: 0}
-            """, to: folder + "/plugin.yaml")
+        let yaml = pluginManifest(
+            id: "slow", name: "Slow", library: "libslow.so", exports: [("slow-location", "location"), ("slow-content", "content_provider")],
+            extra: "config:\n  - {key: delay_ms, type: int, default: 0}\n  - {key: create_delay_ms, type: int, default: 0}")
+        try write(yaml, to: folder + "/plugin.yaml")
         return folder + "/plugin.yaml"
     }
 
@@ -233,21 +268,30 @@ enum TestSupport {
         _ = try compileFixture(
             "prefetch_kinds_plugins.c", defines: abiMinor.map { ["FIXTURE_ABI_MINOR=\($0)"] } ?? [],
             into: folder, name: "libprefetch-kinds-fixture.so")
-        try write(
-            """
-            abi: "1.1"
-            id: prefetch-kinds-fixture
-            name: Prefetch kinds fixture
-            version: 1.0.0
-            library: libprefetch-kinds-fixture.so
-            exports:
-              - {id: fixture-conditions, kind: device_conditions}
-              - {id: fixture-request, kind: download_request}
-            config:
-              - {key: mode, type: string, default: good}
-            \(testMode.map { "test_config: {mode: \($0)}" } ?? "")
-            """, to: folder + "/plugin.yaml")
+        let yaml = pluginManifest(
+            id: "prefetch-kinds-fixture", name: "Prefetch kinds fixture", library: "libprefetch-kinds-fixture.so", abi: "1.1",
+            exports: [("fixture-conditions", "device_conditions"), ("fixture-request", "download_request")],
+            extra: "config:\n  - {key: mode, type: string, default: good}\n" + (testMode.map { "test_config: {mode: \($0)}" } ?? ""))
+        try write(yaml, to: folder + "/plugin.yaml")
         return folder + "/plugin.yaml"
+    }
+
+    /// A plugin.yaml: its id, name and library, each export as (id, kind), then the `extra` lines
+    /// (config, test_config) as given.
+    static func pluginManifest(
+        id: String, name: String, library: String, abi: String = "1.0", version: String = "1.0.0", exports: [(String, String)],
+        extra: String = ""
+    ) -> String {
+        """
+        abi: "\(abi)"
+        id: \(id)
+        name: \(name)
+        version: \(version)
+        library: \(library)
+        exports:
+        \(exports.map { "  - {id: \($0.0), kind: \($0.1)}" }.joined(separator: "\n"))
+        \(extra)
+        """
     }
 
     /// A plugin.yaml for the fault fixture, naming `library`.
@@ -347,3 +391,18 @@ struct ManifestText: CustomStringConvertible {
 }
 
 typealias CapturedLog = LogCapture
+
+/// What `hubhost plugins test PATH --json` prints: how many conformance tests passed and failed, and each result.
+struct PluginsTestReport: Decodable {
+    var passed: Int
+    var failed: Int
+    var results: [ConformanceResult]
+
+    func result(_ name: String) -> ConformanceResult? { results.first { $0.name == name } }
+
+    /// Runs `hubhost plugins test PATH --json` with `extra` arguments; its exit status, report and stderr.
+    static func run(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: PluginsTestReport, stderr: String) {
+        let run = try TestSupport.hubhost(["plugins", "test", path, "--json"] + extra, timeout: 300)
+        return (run.status, try JSONDecoder().decode(PluginsTestReport.self, from: Data(run.stdout.utf8)), run.stderr)
+    }
+}

@@ -55,13 +55,7 @@ final class TestXMLAPIService: @unchecked Sendable {
 
     init() throws {
         server = try LoopbackHTTPServer()
-        server.start { [weak self] fd, request in
-            guard let self else {
-                close(fd)
-                return
-            }
-            self.handle(fd, request)
-        }
+        server.start(answeringWith: self) { service, fd, request in service.handle(fd, request) }
     }
 
     var host: String { "http://127.0.0.1:\(server.port)" }

@@ -10,29 +10,14 @@ import XCTest
 
 /// `hubhost plugins test` against plugins that misbehave on purpose (Tests/Fixtures/faulty_plugins.c):
 /// each fault is reported as its own test's failure, with its cause, and the run goes on.
-final class ValidatorTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class ValidatorTests: FolderTestCase {
     /// Builds the faulty fixture with `fault` (nil: well-behaved) and returns its plugin.yaml.
     private func fixture(_ fault: String?) throws -> String {
         try TestSupport.faultyFixture(fault, in: folder)
     }
 
-    private struct Report: Decodable {
-        var passed: Int
-        var failed: Int
-        var results: [ConformanceResult]
-        func result(_ name: String) -> ConformanceResult? { results.first { $0.name == name } }
-    }
-
-    private func validate(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: Report, stderr: String) {
-        let run = try TestSupport.hubhost(["plugins", "test", path, "--json"] + extra, timeout: 300)
-        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
-        return (run.status, report, run.stderr)
+    private func validate(_ path: String, _ extra: [String] = []) throws -> (status: Int32, report: PluginsTestReport, stderr: String) {
+        try PluginsTestReport.run(path, extra)
     }
 
     func testAWellBehavedPluginPassesEveryTest() throws {

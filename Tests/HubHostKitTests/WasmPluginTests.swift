@@ -8,13 +8,7 @@ import XCTest
 
 /// WebAssembly plugins: a `.wasm` library loads through plugins.yaml like a `.so`; one C source
 /// built both ways answers alike; fuel, traps, memory growth and wrong exports stay inside the guest.
-final class WasmPluginTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class WasmPluginTests: FolderTestCase {
     /// Builds C sources with scripts/build-wasm-plugin (the documented way) into `folder`, with the
     /// strict warnings the ABI promises to pass (the guest adapter included).
     private func buildWasm(_ name: String, _ sources: [String], defines: [String] = []) throws -> String {

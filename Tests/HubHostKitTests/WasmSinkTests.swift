@@ -8,13 +8,7 @@ import XCTest
 /// WebAssembly event sinks and the host HTTP service a guest reaches: one C source built as a `.so`
 /// and as a `.wasm` answers alike, posts alike under its instance's `http_allow`, and a `.wasm` sink
 /// delivers tracked events through the event engine.
-final class WasmSinkTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
+final class WasmSinkTests: FolderTestCase {
     /// Builds Tests/Fixtures/`source` both ways into `folder`/`id`/ with one plugin.yaml per build
     /// (`config` its schema lines); returns the two plugin.yaml paths, the `.so` first.
     private func bothBuilds(_ source: String, id: String, pluginID: String, config: String) throws -> (native: String, wasm: String) {

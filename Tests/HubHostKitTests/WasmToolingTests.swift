@@ -6,20 +6,7 @@ import XCTest
 /// The author's tools on WebAssembly builds: `hubhost plugins test` runs the conformance suite on a
 /// `.wasm` plugin (each test in its own process) with the same tests and verdicts as on the `.so`
 /// built from the same source, and PluginTestKit's harness drives a `.wasm` as it drives a `.so`.
-final class WasmToolingTests: XCTestCase {
-    private var folder = ""
-
-    override func setUpWithError() throws {
-        folder = try TestSupport.temporaryFolder(self)
-    }
-
-    private struct Report: Decodable {
-        var passed: Int
-        var failed: Int
-        var results: [ConformanceResult]
-        func result(_ name: String) -> ConformanceResult? { results.first { $0.name == name } }
-    }
-
+final class WasmToolingTests: FolderTestCase {
     /// Builds Tests/Fixtures/`source` as a `.wasm` (with `defines`) beside a copy of the plugin.yaml
     /// at `nativeManifest` whose library is the `.wasm`: the same exports, config and test_config.
     private func wasmTwin(of nativeManifest: String, source: String, defines: [String] = [], name: String) throws -> String {
@@ -39,9 +26,9 @@ final class WasmToolingTests: XCTestCase {
     /// `plugins test --json` with a call budget of 20 s: the tests run a debug build, whose
     /// WasmKit interprets many times slower than a release build, two at a time on 2 cores; a
     /// budget overrun here would be the build's speed, not the plugin's.
-    private func pluginsTest(_ manifest: String, _ extra: [String] = []) throws -> (status: Int32, report: Report) {
-        let run = try TestSupport.hubhost(["plugins", "test", manifest, "--json", "--call-budget", "20000"] + extra, timeout: 300)
-        return (run.status, try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8)))
+    private func pluginsTest(_ manifest: String, _ extra: [String] = []) throws -> (status: Int32, report: PluginsTestReport) {
+        let (status, report, _) = try PluginsTestReport.run(manifest, ["--call-budget", "20000"] + extra)
+        return (status, report)
     }
 
     func testPluginsTestRunsTheSameSuiteOnAWasmBuildWithTheSameVerdicts() throws {
