@@ -13,8 +13,10 @@ import XCTest
 /// plugins.yaml, and the very router serve runs (every middleware included), driven through
 /// HummingbirdTesting without a socket (`test`), or listening on a loopback socket for raw bytes
 /// the test client cannot send, the CLI's `--url` or another outside client (`listening`, with the
-/// runtime's services when asked). Tests that need a real serve process (signals, kill -9, two
-/// processes on one data directory, serve's exit status, TLS) use ServeProcess instead.
+/// runtime's services when asked). CLI child processes share its data directory as they share
+/// serve's. Tests that need a real serve process use ServeProcess instead: signals sent to serve
+/// (SIGHUP, SIGTERM and its exit status end to end, kill -9 and a restart on what it left), TLS
+/// that serve sets up, a plugin thread that never returns, the process-wide tracer.
 enum InProcessAPI {
     /// Runs `body` with a client of the API for the manifest `yaml` written to `folder`/plugins.yaml.
     static func test<Value: Sendable>(
