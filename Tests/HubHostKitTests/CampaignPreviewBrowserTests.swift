@@ -3,8 +3,9 @@ import XCTest
 
 @testable import HubHostKit
 
-/// The campaign preview page in a real browser: `hubhost serve` as a child process renders a
-/// loaded campaign whose image is on a loopback server (allow-listed by hub.whitelist_domains);
+/// The campaign preview page in a real browser: serve's API, listening in this process
+/// (InProcessAPI, with the runtime's services), renders a loaded campaign whose image is on a
+/// loopback server (allow-listed by hub.whitelist_domains);
 /// headless Chromium (HeadlessChromium) takes a screenshot, Tests/browser/png_colors.py finds each
 /// element by its colour in it, and neither Chromium's console nor the hub's CSP reports show a
 /// violation.
@@ -25,7 +26,8 @@ final class CampaignPreviewBrowserTests: XCTestCase {
         static let image = "#00c853"  // CampaignPreviewTests.gif
     }
 
-    func testThePreviewIsPlacedAndShownUnderItsPolicyOnlineAndOffline() throws {
+    func testThePreviewIsPlacedAndShownUnderItsPolicyOnlineAndOffline() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
         let images = try TestImageServer()
         defer { images.stop() }
         images.files["/sale.gif"] = (200, CampaignPreviewTests.gif)
@@ -65,59 +67,64 @@ final class CampaignPreviewBrowserTests: XCTestCase {
             hub: {whitelist_domains: [127.0.0.1]}
             plugins: []
             """, to: folder + "/plugins.yaml")
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml", arguments: ["--port", "0"])
-        defer { stopServe(server) }
-        let chromium = HeadlessChromium(folder: folder)
-        let url = server.base + "/v1/campaigns/sale/preview"
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let chromium = HeadlessChromium(folder: folder)
+                let url = server.base + "/v1/campaigns/sale/preview"
 
-        // The elements are all in the DOM Chromium built, the image embedded.
-        let dom = try chromium.dumpDOM(url)
-        for id in ["screen", "message", "message-image", "message-header", "message-title", "message-body", "button-1", "button-2", "message-opt-out"]
-        {
-            XCTAssertTrue(dom.contains(#"id="\#(id)""#), "\(id) is not on the page: \(dom)")
-        }
-        XCTAssertTrue(dom.contains(#"src="data:image/gif;base64,"#), dom)
-        XCTAssertTrue(dom.contains("myapp://shop"), "the button's action is shown: \(dom)")
+                // The elements are all in the DOM Chromium built, the image embedded.
+                let dom = try chromium.dumpDOM(url)
+                for id in [
+                    "screen", "message", "message-image", "message-header", "message-title", "message-body", "button-1", "button-2", "message-opt-out"
+                ] {
+                    XCTAssertTrue(dom.contains(#"id="\#(id)""#), "\(id) is not on the page: \(dom)")
+                }
+                XCTAssertTrue(dom.contains(#"src="data:image/gif;base64,"#), dom)
+                XCTAssertTrue(dom.contains("myapp://shop"), "the button's action is shown: \(dom)")
 
-        // Every element is placed: each one's colour is where the modal layout puts it.
-        let shot = try screenshot(chromium, url, name: "online")
-        XCTAssertFalse(shot.console.contains("Content Security Policy"), "a violation in the console: \(shot.console)")
-        let boxes = shot.boxes
-        for (name, box) in boxes { XCTAssertGreaterThan(box.count, 0, "\(name) is not in the screenshot: \(boxes)") }
-        if boxes.values.allSatisfy({ $0.count > 0 }), let frame = boxes["frame"], let message = boxes["background"],
-            let image = boxes["image"], let title = boxes["title"], let one = boxes["buttonOne"], let two = boxes["buttonTwo"]
-        {
-            // The screen (360 x 640) at the page's 16 px padding; the modal inside it, centred.
-            XCTAssertEqual(frame.left, 16, "\(frame)")
-            XCTAssertEqual(frame.top, 16, "\(frame)")
-            XCTAssertEqual(frame.right - frame.left + 1, 360, "\(frame)")
-            XCTAssertGreaterThan(message.left, frame.left)
-            XCTAssertLessThan(message.right, frame.right)
-            XCTAssertGreaterThan(message.top, frame.top)
-            XCTAssertLessThan(message.bottom, frame.bottom)
-            XCTAssertLessThan(abs((message.top + message.bottom) / 2 - (frame.top + frame.bottom) / 2), 4, "centred: \(message) in \(frame)")
-            // Top to bottom inside the message: image, title, first button, second button.
-            for inner in [image, title, one, two] {
-                XCTAssertTrue(inner.left >= message.left && inner.right <= message.right, "\(inner) is inside \(message)")
-                XCTAssertTrue(inner.top >= message.top && inner.bottom <= message.bottom, "\(inner) is inside \(message)")
+                // Every element is placed: each one's colour is where the modal layout puts it.
+                let shot = try Self.screenshot(chromium, url, name: "online", in: folder)
+                XCTAssertFalse(shot.console.contains("Content Security Policy"), "a violation in the console: \(shot.console)")
+                let boxes = shot.boxes
+                for (name, box) in boxes { XCTAssertGreaterThan(box.count, 0, "\(name) is not in the screenshot: \(boxes)") }
+                if boxes.values.allSatisfy({ $0.count > 0 }), let frame = boxes["frame"], let message = boxes["background"],
+                    let image = boxes["image"], let title = boxes["title"], let one = boxes["buttonOne"], let two = boxes["buttonTwo"]
+                {
+                    // The screen (360 x 640) at the page's 16 px padding; the modal inside it, centred.
+                    XCTAssertEqual(frame.left, 16, "\(frame)")
+                    XCTAssertEqual(frame.top, 16, "\(frame)")
+                    XCTAssertEqual(frame.right - frame.left + 1, 360, "\(frame)")
+                    XCTAssertGreaterThan(message.left, frame.left)
+                    XCTAssertLessThan(message.right, frame.right)
+                    XCTAssertGreaterThan(message.top, frame.top)
+                    XCTAssertLessThan(message.bottom, frame.bottom)
+                    XCTAssertLessThan(abs((message.top + message.bottom) / 2 - (frame.top + frame.bottom) / 2), 4, "centred: \(message) in \(frame)")
+                    // Top to bottom inside the message: image, title, first button, second button.
+                    for inner in [image, title, one, two] {
+                        XCTAssertTrue(inner.left >= message.left && inner.right <= message.right, "\(inner) is inside \(message)")
+                        XCTAssertTrue(inner.top >= message.top && inner.bottom <= message.bottom, "\(inner) is inside \(message)")
+                    }
+                    XCTAssertGreaterThan(image.bottom - image.top, 100, "the image is shown at its height (140 px): \(image)")
+                    XCTAssertLessThan(image.bottom, title.top, "the image above the title")
+                    XCTAssertLessThan(title.bottom, one.top, "the title above the buttons")
+                    XCTAssertLessThan(one.bottom, two.top, "the first button above the second")
+                    XCTAssertGreaterThan(one.right - one.left, 200, "a button spans the message: \(one)")
+                }
+                XCTAssertEqual(images.hits("/sale.gif"), 1, "fetched once by hubhost, never by the browser")
+
+                // Offline: the image server is gone, the cached image still shows.
+                images.stop()
+                let offline = try Self.screenshot(chromium, url, name: "offline", in: folder)
+                XCTAssertGreaterThan(offline.boxes["image"]?.count ?? 0, 10_000, "the image from the cache: \(offline.boxes)")
+                XCTAssertFalse(offline.console.contains("Content Security Policy"), offline.console)
+
+                // No report reached the hub either.
+                let reports = try HTTPFetcher().fetch("GET", server.base + "/v1/hub/csp-reports", timeoutSeconds: 10).get()
+                XCTAssertEqual(
+                    (try JSONSerialization.jsonObject(with: reports.body) as? [Any])?.count, 0, String(decoding: reports.body, as: UTF8.self))
             }
-            XCTAssertGreaterThan(image.bottom - image.top, 100, "the image is shown at its height (140 px): \(image)")
-            XCTAssertLessThan(image.bottom, title.top, "the image above the title")
-            XCTAssertLessThan(title.bottom, one.top, "the title above the buttons")
-            XCTAssertLessThan(one.bottom, two.top, "the first button above the second")
-            XCTAssertGreaterThan(one.right - one.left, 200, "a button spans the message: \(one)")
         }
-        XCTAssertEqual(images.hits("/sale.gif"), 1, "fetched once by hubhost, never by the browser")
-
-        // Offline: the image server is gone, the cached image still shows.
-        images.stop()
-        let offline = try screenshot(chromium, url, name: "offline")
-        XCTAssertGreaterThan(offline.boxes["image"]?.count ?? 0, 10_000, "the image from the cache: \(offline.boxes)")
-        XCTAssertFalse(offline.console.contains("Content Security Policy"), offline.console)
-
-        // No report reached the hub either.
-        let reports = try HTTPFetcher().fetch("GET", server.base + "/v1/hub/csp-reports", timeoutSeconds: 10).get()
-        XCTAssertEqual((try JSONSerialization.jsonObject(with: reports.body) as? [Any])?.count, 0, String(decoding: reports.body, as: UTF8.self))
     }
 
     /// The console check sees a violation where there is one: a page whose policy refuses its own
@@ -130,7 +137,7 @@ final class CampaignPreviewBrowserTests: XCTestCase {
             <style>body{background:#fff}</style></head>
             <body><script>document.title = "ran"</script><p>x</p></body></html>
             """, to: folder + "/violating.html")
-        let shot = try screenshot(HeadlessChromium(folder: folder), "file://" + folder + "/violating.html", name: "violating")
+        let shot = try Self.screenshot(HeadlessChromium(folder: folder), "file://" + folder + "/violating.html", name: "violating", in: folder)
         XCTAssertTrue(shot.console.contains("Content Security Policy"), "no violation seen in the console: \(shot.console)")
     }
 
@@ -147,7 +154,9 @@ final class CampaignPreviewBrowserTests: XCTestCase {
 
     /// A screenshot of `url` (420 x 700), Chromium's console output, and where each colour of
     /// `Color` is in the picture.
-    private func screenshot(_ chromium: HeadlessChromium, _ url: String, name: String) throws -> (console: String, boxes: [String: Box]) {
+    private static func screenshot(_ chromium: HeadlessChromium, _ url: String, name: String, in folder: String) throws -> (
+        console: String, boxes: [String: Box]
+    ) {
         let png = folder + "/\(name).png"
         let result = try chromium.screenshot(url, to: png, width: 420, height: 700)
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -163,15 +172,5 @@ final class CampaignPreviewBrowserTests: XCTestCase {
         struct Answer: Decodable { var colours: [String: Box] }
         let answer = try JSONDecoder().decode(Answer.self, from: Data(found.stdout.utf8))
         return (result.stderr, answer.colours)
-    }
-
-    /// SIGTERM, then SIGKILL after 10 s.
-    private func stopServe(_ server: ServeProcess) {
-        guard server.process.isRunning else { return }
-        kill(server.process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while server.process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) }
-        server.process.waitUntilExit()
     }
 }

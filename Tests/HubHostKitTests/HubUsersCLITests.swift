@@ -128,53 +128,56 @@ final class HubUsersCLITests: XCTestCase {
         XCTAssertTrue(try TestSupport.hubhost(["notifications", "--help"], in: folder).stdout.contains("handle"))
     }
 
-    func testUserRoutesInServe() throws {
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let process = server.process
-        func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
-        func error(_ value: Any) -> String { ((value as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "\(value)" }
+    func testUserRoutesInServe() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                func call(_ method: String, _ path: String, _ body: String? = nil) throws -> (Int, Any) { try server.call(method, path, body) }
+                func error(_ value: Any) -> String { ((value as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? "\(value)" }
 
-        let (createdStatus, created) = try call("POST", "/v1/users", #"{"id": "ann", "tags": ["golf"]}"#)
-        XCTAssertEqual(createdStatus, 201, "\(created)")
-        XCTAssertEqual((created as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1])
-        let (conflict, conflictBody) = try call("POST", "/v1/users", #"{"id": "ann"}"#)
-        XCTAssertEqual(conflict, 409)
-        XCTAssertTrue(error(conflictBody).contains("already exists"), error(conflictBody))
-        XCTAssertEqual(try call("POST", "/v1/users", #"{"tags": "golf"}"#).0, 400)
-        let (_, generated) = try call("POST", "/v1/users/generate-id")
-        XCTAssertNotNil(UUID(uuidString: (generated as? [String: String])?["id"] ?? ""), "\(generated)")
-        XCTAssertEqual(try call("POST", "/v1/users", "").0, 201, "an empty body creates a user with a generated id")
-        XCTAssertEqual((try call("GET", "/v1/users").1 as? [[String: Any]])?.count, 2)
-        XCTAssertTrue((try call("GET", "/v1/users/active").1 as? [String: Any])?["active"] is NSNull, "no user is active yet")
-        let (noActive, noActiveBody) = try call("POST", "/v1/users/active/tag-counts", #"{"golf": 1}"#)
-        XCTAssertEqual(noActive, 404)
-        XCTAssertTrue(error(noActiveBody).contains("no user is active"), error(noActiveBody))
-        XCTAssertEqual(try call("POST", "/v1/users/nobody/activate").0, 404)
-        XCTAssertEqual(try call("POST", "/v1/users/ann/activate").0, 200)
-        XCTAssertEqual((try call("GET", "/v1/users/active").1 as? [String: String])?["active"], "ann")
-        let (updated, counts) = try call("POST", "/v1/users/active/tag-counts", #"{"golf": 2, "news": 1, "chess": -1}"#)
-        XCTAssertEqual(updated, 200)
-        XCTAssertEqual(counts as? [String: Int], ["golf": 3, "news": 1])
-        XCTAssertEqual(try call("POST", "/v1/users/active/tag-counts", #"{"golf": "many"}"#).0, 400)
-        XCTAssertEqual(try call("POST", "/v1/users/active/tag-counts", #"{"golf": 1.5}"#).0, 400)
-        XCTAssertEqual(try call("GET", "/v1/users/ann/tags").1 as? [String], ["golf", "news"])
-        XCTAssertEqual(try call("GET", "/v1/users/ann/tag-counts").1 as? [String: Int], ["golf": 3, "news": 1])
-        XCTAssertEqual(try call("GET", "/v1/users/nobody/tag-counts").0, 404)
+                let (createdStatus, created) = try call("POST", "/v1/users", #"{"id": "ann", "tags": ["golf"]}"#)
+                XCTAssertEqual(createdStatus, 201, "\(created)")
+                XCTAssertEqual((created as? [String: Any])?["tagCounts"] as? [String: Int], ["golf": 1])
+                let (conflict, conflictBody) = try call("POST", "/v1/users", #"{"id": "ann"}"#)
+                XCTAssertEqual(conflict, 409)
+                XCTAssertTrue(error(conflictBody).contains("already exists"), error(conflictBody))
+                XCTAssertEqual(try call("POST", "/v1/users", #"{"tags": "golf"}"#).0, 400)
+                let (_, generated) = try call("POST", "/v1/users/generate-id")
+                XCTAssertNotNil(UUID(uuidString: (generated as? [String: String])?["id"] ?? ""), "\(generated)")
+                XCTAssertEqual(try call("POST", "/v1/users", "").0, 201, "an empty body creates a user with a generated id")
+                XCTAssertEqual((try call("GET", "/v1/users").1 as? [[String: Any]])?.count, 2)
+                XCTAssertTrue((try call("GET", "/v1/users/active").1 as? [String: Any])?["active"] is NSNull, "no user is active yet")
+                let (noActive, noActiveBody) = try call("POST", "/v1/users/active/tag-counts", #"{"golf": 1}"#)
+                XCTAssertEqual(noActive, 404)
+                XCTAssertTrue(error(noActiveBody).contains("no user is active"), error(noActiveBody))
+                XCTAssertEqual(try call("POST", "/v1/users/nobody/activate").0, 404)
+                XCTAssertEqual(try call("POST", "/v1/users/ann/activate").0, 200)
+                XCTAssertEqual((try call("GET", "/v1/users/active").1 as? [String: String])?["active"], "ann")
+                let (updated, counts) = try call("POST", "/v1/users/active/tag-counts", #"{"golf": 2, "news": 1, "chess": -1}"#)
+                XCTAssertEqual(updated, 200)
+                XCTAssertEqual(counts as? [String: Int], ["golf": 3, "news": 1])
+                XCTAssertEqual(try call("POST", "/v1/users/active/tag-counts", #"{"golf": "many"}"#).0, 400)
+                XCTAssertEqual(try call("POST", "/v1/users/active/tag-counts", #"{"golf": 1.5}"#).0, 400)
+                XCTAssertEqual(try call("GET", "/v1/users/ann/tags").1 as? [String], ["golf", "news"])
+                XCTAssertEqual(try call("GET", "/v1/users/ann/tag-counts").1 as? [String: Int], ["golf": 3, "news": 1])
+                XCTAssertEqual(try call("GET", "/v1/users/nobody/tag-counts").0, 404)
 
-        // serve has no active bundle in this branch: present says so; no notification is ours.
-        let (presentStatus, present) = try call("GET", "/v1/hub/present?tags=golf")
-        XCTAssertEqual(presentStatus, 404)
-        XCTAssertTrue(error(present).contains("no verified content bundle is active yet"), error(present))
-        XCTAssertEqual(try call("GET", "/v1/hub/present?tags=golf&uri=zbimdb://hub/news").0, 400)
-        XCTAssertEqual((try call("GET", "/v1/local-notifications/due").1 as? [Any])?.count, 0)
-        let (_, handled) = try call("POST", "/v1/local-notifications/past/handle", #"{"show_alert": false}"#)
-        XCTAssertEqual((handled as? [String: Any])?["ours"] as? Bool, false)
-        XCTAssertEqual(try call("POST", "/v1/local-notifications/past/handle", #"{"show_alert": "no"}"#).0, 400)
-
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
-        // What the server wrote is what the CLI reads.
-        XCTAssertEqual(try TestSupport.hubhost(["users", "active"], in: folder).stdout, "ann\n")
+                // serve has no active bundle in this branch: present says so; no notification is ours.
+                let (presentStatus, present) = try call("GET", "/v1/hub/present?tags=golf")
+                XCTAssertEqual(presentStatus, 404)
+                XCTAssertTrue(error(present).contains("no verified content bundle is active yet"), error(present))
+                XCTAssertEqual(try call("GET", "/v1/hub/present?tags=golf&uri=zbimdb://hub/news").0, 400)
+                XCTAssertEqual((try call("GET", "/v1/local-notifications/due").1 as? [Any])?.count, 0)
+                let (_, handled) = try call("POST", "/v1/local-notifications/past/handle", #"{"show_alert": false}"#)
+                XCTAssertEqual((handled as? [String: Any])?["ours"] as? Bool, false)
+                XCTAssertEqual(try call("POST", "/v1/local-notifications/past/handle", #"{"show_alert": "no"}"#).0, 400)
+            }
+        }
+        // serve stopped as on SIGTERM: `listening` returned, so its services stopped without an error (exit 0).
+        try await TestSupport.offPool {
+            // What the server wrote is what the CLI reads.
+            XCTAssertEqual(try TestSupport.hubhost(["users", "active"], in: folder).stdout, "ann\n")
+        }
     }
 }

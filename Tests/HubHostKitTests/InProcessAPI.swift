@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdTesting
 import Logging
 import ServiceLifecycle
@@ -12,8 +13,10 @@ import XCTest
 /// plugins.yaml, and the very router serve runs (every middleware included), driven through
 /// HummingbirdTesting without a socket (`test`), or listening on a loopback socket for raw bytes
 /// the test client cannot send, the CLI's `--url` or another outside client (`listening`, with the
-/// runtime's services when asked). Tests that need a real serve process (signals, kill -9, two
-/// processes on one data directory, serve's exit status, TLS) use ServeProcess instead.
+/// runtime's services when asked). CLI child processes share its data directory as they share
+/// serve's. Tests that need a real serve process use ServeProcess instead: signals sent to serve
+/// (SIGHUP, SIGTERM and its exit status end to end, kill -9 and a restart on what it left), TLS
+/// that serve sets up, a plugin thread that never returns, the process-wide tracer.
 enum InProcessAPI {
     /// Runs `body` with a client of the API for the manifest `yaml` written to `folder`/plugins.yaml.
     static func test<Value: Sendable>(
@@ -30,13 +33,13 @@ enum InProcessAPI {
     /// a chunked body, any Host header, or a child process (the CLI's `--url`) through ListeningAPI.
     /// It listens on 127.0.0.1 whatever server.host says; the request guard still reads server.host
     /// and the other settings from the manifest. With `services`, the runtime's background services
-    /// run beside the server as in serve (see `listening(manifestPath:services:_:)`).
+    /// run beside the server as in serve (see `listening(manifestPath:services:license:_:)`).
     static func listening<Value: Sendable>(
-        manifest yaml: String, in folder: String, services runsServices: Bool = false,
+        manifest yaml: String, in folder: String, services runsServices: Bool = false, license: String? = nil,
         _ body: @Sendable (_ port: Int, HubHost) async throws -> Value
     ) async throws -> Value {
         try TestSupport.write(yaml, to: folder + "/plugins.yaml")
-        return try await listening(manifestPath: folder + "/plugins.yaml", services: runsServices, body)
+        return try await listening(manifestPath: folder + "/plugins.yaml", services: runsServices, license: license, body)
     }
 
     /// `listening` for the plugins.yaml the test wrote at `manifestPath`. With `services`, serve's
@@ -45,12 +48,16 @@ enum InProcessAPI {
     /// delivery (the start-up sync and recurring ones), the identity journal (a pending merge
     /// finished at start), prefetch rounds, and the HLS endpoint announced once the server listens
     /// and stopped at shutdown; all but the SIGHUP reload, which would trap the test process's signal.
-    /// Without, only the requests do anything (as `test` does).
+    /// Without, only the requests do anything (as `test` does). Once `body` returns, the services
+    /// shut down gracefully as on serve's SIGTERM, and `listening` returns once they all stopped and
+    /// the host shut down (or throws what a service threw: serve would exit non-zero). `license` is
+    /// serve's `--license`: the prefetch engine opened with it before the runtime opens it. The
+    /// server has serve's limits: server.idle_timeout and server.max_connections.
     static func listening<Value: Sendable>(
-        manifestPath: String, services runsServices: Bool = false,
+        manifestPath: String, services runsServices: Bool = false, license: String? = nil,
         _ body: @Sendable (_ port: Int, HubHost) async throws -> Value
     ) async throws -> Value {
-        let (runtime, router) = try makeRuntime(manifestPath: manifestPath)
+        let (runtime, router) = try makeRuntime(manifestPath: manifestPath, license: license)
         let host = runtime.host
         defer {
             try? host.events().onDeliveryDue = nil  // the engine and the delivery service held each other
@@ -58,8 +65,13 @@ enum InProcessAPI {
         }
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let settings = host.manifest.server
+        // serve's server limits (HTTPServer): the idle timeout, the connection cap, its name.
+        let http1: HTTPServerBuilder = .http1(configuration: .init(idleTimeout: .milliseconds(SafeTime.durationMs(settings.idleTimeout))))
         let application = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            router: router, server: http1,
+            configuration: .init(
+                address: .hostname("127.0.0.1", port: 0), serverName: "hubhost",
+                availableConnectionsDelegate: .maximum(settings.maxConnections, logger: Logger(label: "InProcessAPI"))),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 // As HTTPServer's: the local HLS endpoint is up with the server.
@@ -87,7 +99,10 @@ enum InProcessAPI {
             }
             do {
                 let value = try await body(port, host)
+                // serve's SIGTERM; serve's exit status is 0 exactly when its services then stop
+                // without an error, which this waits for (and throws otherwise).
                 await services.triggerGracefulShutdown()
+                try await group.waitForAll()
                 return value
             } catch {
                 await services.triggerGracefulShutdown()
@@ -113,10 +128,11 @@ enum InProcessAPI {
     }
 
     /// The runtime (host and engines' services, not running) for the plugins.yaml at `path`, and
-    /// serve's router on it.
-    private static func makeRuntime(manifestPath path: String) throws -> (HubHostRuntime, Router<BasicRequestContext>) {
+    /// serve's router on it; the prefetch engine opened with `license` first when one is given.
+    private static func makeRuntime(manifestPath path: String, license: String? = nil) throws -> (HubHostRuntime, Router<BasicRequestContext>) {
         let host = try HubHost(manifestPath: path)
         do {
+            if let license { _ = try host.prefetch(license: license) }
             let runtime = try HubHostRuntime(host: host)
             let settings = host.manifest.server
             return (runtime, try HTTPAPI.router(runtime: runtime, settings: settings, token: try settings.authToken()))

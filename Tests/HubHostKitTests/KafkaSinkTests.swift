@@ -202,12 +202,14 @@ final class KafkaSinkTests: XCTestCase {
         for event in waiting { XCTAssertTrue(keys.contains(event.id), "\(event.name) not in the topic") }
     }
 
-    func testSIGKILLMidDeliveryLosesNothing() throws {
+    func testSIGKILLMidDeliveryLosesNothing() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
         try TestSupport.write(
             manifest(cacheSize: 50, events: "  flush_interval: 200 ms", server: "server: {host: 127.0.0.1, port: 0}"),
             to: folder + "/plugins.yaml")
-        var tracked: [String] = []
-        do {
+        // serve as a child process, so that it can be killed with SIGKILL.
+        let tracked: [String] = try await TestSupport.offPool {
+            var tracked: [String] = []
             let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
             for batch in 0..<20 {
                 let events = (0..<25).map { n -> String in
@@ -220,18 +222,24 @@ final class KafkaSinkTests: XCTestCase {
             }
             kill(serve.process.processIdentifier, SIGKILL)  // delivery is under way: a flush every 200 ms, a batch every 50
             serve.process.waitUntilExit()
+            return tracked
         }
-        let restarted = try ServeProcess(manifest: folder + "/plugins.yaml")
-        var waiting = -1
-        // The killed process's claims end with their lease (2 x post_timeout + 10 s): at most 40 s.
-        for _ in 0..<200 {
-            let (_, stats) = try restarted.call("GET", "/v1/events/stats")
-            let counts = stats as? [String: Any]
-            waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
-            if waiting == 0 { break }
-            usleep(200_000)
+        // Restarted: serve's API and services in this process, on the killed one's data directory.
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let restarted = ListeningAPI(port: port)
+                var waiting = -1
+                // The killed process's claims end with their lease (2 x post_timeout + 10 s): at most 40 s.
+                for _ in 0..<200 {
+                    let (_, stats) = try restarted.call("GET", "/v1/events/stats")
+                    let counts = stats as? [String: Any]
+                    waiting = ((counts?["NOT_POSTED"] as? Int) ?? 0) + ((counts?["EXPIRED"] as? Int) ?? 0)
+                    if waiting == 0 { break }
+                    usleep(200_000)
+                }
+                XCTAssertEqual(waiting, 0, "everything delivered after the restart")
+            }
         }
-        XCTAssertEqual(waiting, 0, "everything delivered after the restart")
         let keys = Set(try cluster.consume().map(\.idempotencyKey))
         let missing = tracked.filter { !keys.contains($0) }
         XCTAssertTrue(missing.isEmpty, "\(missing.count) events not in the topic: \(missing.prefix(5))")

@@ -4,8 +4,9 @@ import XCTest
 @testable import HubHostKit
 
 /// Local playback of prefetched items: real HLS content made here with ffmpeg,
-/// served by the test origin (PrefetchTestService) on 127.0.0.1, downloaded by `hubhost serve`
-/// and played back from serve's HLS endpoint with ffprobe as the client: fully cached (the origin
+/// served by the test origin (PrefetchTestService) on 127.0.0.1, downloaded by serve (its API and
+/// services in this process, InProcessAPI; a child `hubhost serve` where it is killed) and played
+/// back from serve's HLS endpoint with ffprobe as the client: fully cached (the origin
 /// sees no request), partly cached and not cached (the origin serves only what is missing).
 /// Non-HLS files with Range; hostile playlists refused.
 final class PrefetchPlaybackTests: PrefetchTestCase {
@@ -61,22 +62,22 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
                 sections: [("server", "{port: 0}")]))
     }
 
-    private func item(_ server: ServeProcess, _ id: String) -> [String: Any] {
+    private static func item(_ server: any JSONCalls, _ id: String) -> [String: Any] {
         guard let (status, body) = try? server.call("GET", "/v1/prefetch/items/\(id)"), status == 200 else { return [:] }
         return body as? [String: Any] ?? [:]
     }
 
-    private func wait(_ server: ServeProcess, _ id: String, _ what: String, _ done: ([String: Any]) -> Bool) {
+    private static func wait(_ server: any JSONCalls, _ id: String, _ what: String, _ done: ([String: Any]) -> Bool) {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if done(item(server, id)) { return }
+            if done(Self.item(server, id)) { return }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        XCTFail("timed out waiting for \(id) \(what): \(item(server, id))")
+        XCTFail("timed out waiting for \(id) \(what): \(Self.item(server, id))")
     }
 
     /// The requests the origin got for files under `prefix/` whose name ends with `suffix`, by name.
-    private func requests(_ prefix: String, suffix: String = ".ts") -> [String: Int] {
+    private static func requests(_ service: PrefetchTestService, _ prefix: String, suffix: String = ".ts") -> [String: Int] {
         let names = service.lock.withLock { service.files.keys.filter { $0.hasPrefix(prefix + "/") && $0.hasSuffix(suffix) } }
         var counts: [String: Int] = [:]
         for name in names { counts[String(name.dropFirst(prefix.count + 1))] = service.requestRanges(name).count }
@@ -84,7 +85,7 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
     }
 
     /// ffprobe reads every packet of `url`: the number of video packets (0 when it failed).
-    private func videoPackets(_ url: String) throws -> Int {
+    private static func videoPackets(_ url: String) throws -> Int {
         let probe = try TestSupport.run(
             "/usr/bin/ffprobe",
             [
@@ -95,7 +96,7 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         return probe.stdout.split(whereSeparator: \.isNewline).compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.first ?? 0
     }
 
-    private func playURL(_ server: ServeProcess, _ id: String) throws -> [String: Any] {
+    private static func playURL(_ server: any JSONCalls, _ id: String) throws -> [String: Any] {
         let (status, body) = try server.call("GET", "/v1/prefetch/items/\(id)/play-url")
         XCTAssertEqual(status, 200, "\(body)")
         return body as? [String: Any] ?? [:]
@@ -103,7 +104,8 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
 
     // MARK: HLS through serve
 
-    func testHLSPlaysFromServeFullyCachedPartlyCachedAndNotCached() throws {
+    func testHLSPlaysFromServeFullyCachedPartlyCachedAndNotCached() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         let hls = try makeHLS()
         serveHLS(hls, prefix: "a")
         serveHLS(hls, prefix: "c")
@@ -119,185 +121,206 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             hlsItem("none", url: service.fileURL("b/master.m3u8")),
             hlsItem("part", url: service.fileURL("c/index.m3u8"))
         ])
-        // No licence in plugins.yaml: serve's --license is the one that registers.
+        // No licence in plugins.yaml: serve's --license (`license` here) is the one that registers.
         try writeManifest(license: false)
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml", arguments: ["--license", "good-licence"])
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true, license: "good-licence") { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
 
-        // The HLS endpoint was announced when the server started listening.
-        let watch = try TestSupport.hubhost(
-            [
-                "hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
-                "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
-                "--count", "1", "--timeout", "10", "--json"
-            ], timeout: 30)
-        XCTAssertEqual(watch.status, 0, watch.stderr)
-        XCTAssertTrue(watch.stdout.contains("\(server.base)/v1/prefetch/hls/"), watch.stdout)
+                // The HLS endpoint was announced when the server started listening.
+                let watch = try TestSupport.hubhost(
+                    [
+                        "hub", "watch", "--manifest", folder + "/plugins.yaml", "--url", server.base,
+                        "--replay", "--name", PrefetchNotificationName.hlsServerStarted,
+                        "--count", "1", "--timeout", "10", "--json"
+                    ], timeout: 30)
+                XCTAssertEqual(watch.status, 0, watch.stderr)
+                XCTAssertTrue(watch.stdout.contains("\(server.base)/v1/prefetch/hls/"), watch.stdout)
 
-        wait(server, "full", "discovered") { $0["state"] as? String == "discovered" }
-        let (_, status) = try server.call("GET", "/v1/prefetch/status")
-        XCTAssertEqual((status as? [String: Any])?["licenseSource"] as? String, "option", "serve --license won")
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["full", "part"]}"#).0, 200)
-        wait(server, "full", "cached") { $0["state"] as? String == "cached" }
-        wait(server, "part", "idle after segment 3 failed") { $0["state"] as? String == "idle" }
-        XCTAssertTrue((item(server, "part")["downloadError"] as? String ?? "").contains("500"), "\(item(server, "part"))")
-        XCTAssertEqual(requests("a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1])
-        XCTAssertEqual(requests("c"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 0, "seg5.ts": 0])
-        XCTAssertEqual(requests("b/media"), ["seg0.ts": 0, "seg1.ts": 0, "seg2.ts": 0, "seg3.ts": 0, "seg4.ts": 0, "seg5.ts": 0])
-        let data = folder + "/data/prefetch/items"
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: data + "/full/hls").filter { $0.hasSuffix(".ts") }.count, 6)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data + "/full/hls/m-3.ts")), hls.segments["seg3.ts"])
+                Self.wait(server, "full", "discovered") { $0["state"] as? String == "discovered" }
+                let (_, status) = try server.call("GET", "/v1/prefetch/status")
+                XCTAssertEqual((status as? [String: Any])?["licenseSource"] as? String, "option", "serve --license won")
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["full", "part"]}"#).0, 200)
+                Self.wait(server, "full", "cached") { $0["state"] as? String == "cached" }
+                Self.wait(server, "part", "idle after segment 3 failed") { $0["state"] as? String == "idle" }
+                XCTAssertTrue((Self.item(server, "part")["downloadError"] as? String ?? "").contains("500"), "\(Self.item(server, "part"))")
+                XCTAssertEqual(Self.requests(service, "a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1])
+                XCTAssertEqual(Self.requests(service, "c"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 0, "seg5.ts": 0])
+                XCTAssertEqual(
+                    Self.requests(service, "b/media"), ["seg0.ts": 0, "seg1.ts": 0, "seg2.ts": 0, "seg3.ts": 0, "seg4.ts": 0, "seg5.ts": 0])
+                let data = folder + "/data/prefetch/items"
+                XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: data + "/full/hls").filter { $0.hasSuffix(".ts") }.count, 6)
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data + "/full/hls/m-3.ts")), hls.segments["seg3.ts"])
 
-        // Fully cached: every byte from disk, the origin sees nothing (playlist nor segments).
-        let full = try playURL(server, "full")
-        XCTAssertEqual(full["kind"] as? String, "hls")
-        XCTAssertEqual(full["local"] as? Bool, true)
-        XCTAssertEqual(full["url"] as? String, server.base + "/v1/prefetch/hls/full/index.m3u8")
-        XCTAssertEqual(full["relativePath"] as? String, "full/index.m3u8")
-        let playlistRequests = service.requestRanges("a/index.m3u8").count
-        XCTAssertEqual(try videoPackets(try XCTUnwrap(full["url"] as? String)), 60)
-        XCTAssertEqual(
-            requests("a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1], "no segment from the origin")
-        XCTAssertEqual(service.requestRanges("a/index.m3u8").count, playlistRequests, "nor the playlist")
+                // Fully cached: every byte from disk, the origin sees nothing (playlist nor segments).
+                let full = try Self.playURL(server, "full")
+                XCTAssertEqual(full["kind"] as? String, "hls")
+                XCTAssertEqual(full["local"] as? Bool, true)
+                XCTAssertEqual(full["url"] as? String, server.base + "/v1/prefetch/hls/full/index.m3u8")
+                XCTAssertEqual(full["relativePath"] as? String, "full/index.m3u8")
+                let playlistRequests = service.requestRanges("a/index.m3u8").count
+                XCTAssertEqual(try Self.videoPackets(try XCTUnwrap(full["url"] as? String)), 60)
+                XCTAssertEqual(
+                    Self.requests(service, "a"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 1, "seg4.ts": 1, "seg5.ts": 1],
+                    "no segment from the origin")
+                XCTAssertEqual(service.requestRanges("a/index.m3u8").count, playlistRequests, "nor the playlist")
 
-        // Partly cached: segments 0-2 from disk, 3-5 from the origin (which answers again).
-        service.lock.withLock { service.steadyFaults["c/seg3.ts"] = nil }
-        let part = try playURL(server, "part")
-        XCTAssertEqual(part["local"] as? Bool, false)
-        XCTAssertEqual(try videoPackets(try XCTUnwrap(part["url"] as? String)), 60)
-        let partRequests = requests("c")
-        XCTAssertEqual(
-            partRequests.filter { ["seg0.ts", "seg1.ts", "seg2.ts"].contains($0.key) }, ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1],
-            "cached segments are not asked again")
-        for name in ["seg3.ts", "seg4.ts", "seg5.ts"] {
-            XCTAssertGreaterThan(partRequests[name] ?? 0, name == "seg3.ts" ? 1 : 0, "\(name) came from the origin")
+                // Partly cached: segments 0-2 from disk, 3-5 from the origin (which answers again).
+                service.lock.withLock { service.steadyFaults["c/seg3.ts"] = nil }
+                let part = try Self.playURL(server, "part")
+                XCTAssertEqual(part["local"] as? Bool, false)
+                XCTAssertEqual(try Self.videoPackets(try XCTUnwrap(part["url"] as? String)), 60)
+                let partRequests = Self.requests(service, "c")
+                XCTAssertEqual(
+                    partRequests.filter { ["seg0.ts", "seg1.ts", "seg2.ts"].contains($0.key) }, ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1],
+                    "cached segments are not asked again")
+                for name in ["seg3.ts", "seg4.ts", "seg5.ts"] {
+                    XCTAssertGreaterThan(partRequests[name] ?? 0, name == "seg3.ts" ? 1 : 0, "\(name) came from the origin")
+                }
+                XCTAssertEqual(Self.item(server, "part")["state"] as? String, "idle", "playback does not change the item")
+                XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/part/hls/m-4.ts"), "a relayed segment is not kept")
+                // Downloading it again fetches only the missing segments, then it is cached.
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["part"]}"#).0, 200)
+                Self.wait(server, "part", "cached") { $0["state"] as? String == "cached" }
+                let resumed = Self.requests(service, "c")
+                for (name, count) in partRequests {
+                    XCTAssertEqual(resumed[name], ["seg0.ts", "seg1.ts", "seg2.ts"].contains(name) ? count : count + 1, name)
+                }
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data + "/part/hls/m-5.ts")), hls.segments["seg5.ts"])
+
+                // Not cached at all (discovered), through a master playlist: everything from the origin.
+                let none = try Self.playURL(server, "none")
+                XCTAssertEqual(none["state"] as? String, "discovered")
+                XCTAssertEqual(try Self.videoPackets(try XCTUnwrap(none["url"] as? String)), 60)
+                XCTAssertTrue(Self.requests(service, "b/media").values.allSatisfy { $0 >= 1 }, "\(Self.requests(service, "b/media"))")
+                let (masterStatus, master) = try Self.rawGet(server.base + "/v1/prefetch/hls/none/index.m3u8")
+                XCTAssertEqual(masterStatus, 200)
+                XCTAssertTrue(String(decoding: master, as: UTF8.self).contains("\nv0.m3u8"), "the variant is a local name")
+                XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/none/hls"), "playback keeps nothing on disk")
+
+                // The CLI's answer is the same URL.
+                let cli = try TestSupport.hubhost([
+                    "prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
+                    "--url", server.base, "--json"
+                ])
+                XCTAssertEqual(cli.status, 0, cli.stderr)
+                XCTAssertTrue(
+                    cli.stdout.contains("\"url\" : \"\(server.base)/v1/prefetch/hls/full/index.m3u8\"")
+                        || cli.stdout.contains("\"url\":\"\(server.base)/v1/prefetch/hls/full/index.m3u8\""), cli.stdout)
+                let unknown = try TestSupport.hubhost([
+                    "prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
+                    "--url", server.base
+                ])
+                XCTAssertEqual(unknown.status, 1)
+                XCTAssertTrue(unknown.stderr.contains("no item 'nope'"), unknown.stderr)
+            }
         }
-        XCTAssertEqual(item(server, "part")["state"] as? String, "idle", "playback does not change the item")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/part/hls/m-4.ts"), "a relayed segment is not kept")
-        // Downloading it again fetches only the missing segments, then it is cached.
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["part"]}"#).0, 200)
-        wait(server, "part", "cached") { $0["state"] as? String == "cached" }
-        let resumed = requests("c")
-        for (name, count) in partRequests {
-            XCTAssertEqual(resumed[name], ["seg0.ts", "seg1.ts", "seg2.ts"].contains(name) ? count : count + 1, name)
-        }
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: data + "/part/hls/m-5.ts")), hls.segments["seg5.ts"])
-
-        // Not cached at all (discovered), through a master playlist: everything from the origin.
-        let none = try playURL(server, "none")
-        XCTAssertEqual(none["state"] as? String, "discovered")
-        XCTAssertEqual(try videoPackets(try XCTUnwrap(none["url"] as? String)), 60)
-        XCTAssertTrue(requests("b/media").values.allSatisfy { $0 >= 1 }, "\(requests("b/media"))")
-        let (masterStatus, master) = try rawGet(server.base + "/v1/prefetch/hls/none/index.m3u8")
-        XCTAssertEqual(masterStatus, 200)
-        XCTAssertTrue(String(decoding: master, as: UTF8.self).contains("\nv0.m3u8"), "the variant is a local name")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: data + "/none/hls"), "playback keeps nothing on disk")
-
-        // The CLI's answer is the same URL.
-        let cli = try TestSupport.hubhost([
-            "prefetch", "play-url", "full", "--manifest", folder + "/plugins.yaml",
-            "--url", server.base, "--json"
-        ])
-        XCTAssertEqual(cli.status, 0, cli.stderr)
-        XCTAssertTrue(
-            cli.stdout.contains("\"url\" : \"\(server.base)/v1/prefetch/hls/full/index.m3u8\"")
-                || cli.stdout.contains("\"url\":\"\(server.base)/v1/prefetch/hls/full/index.m3u8\""), cli.stdout)
-        let unknown = try TestSupport.hubhost([
-            "prefetch", "play-url", "nope", "--manifest", folder + "/plugins.yaml",
-            "--url", server.base
-        ])
-        XCTAssertEqual(unknown.status, 1)
-        XCTAssertTrue(unknown.stderr.contains("no item 'nope'"), unknown.stderr)
     }
 
-    func testHLSPartialDownloadBySecondsIsPartiallyCachedAndPlaysThrough() throws {
+    func testHLSPartialDownloadBySecondsIsPartiallyCachedAndPlaysThrough() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         let hls = try makeHLS()
         serveHLS(hls, prefix: "p")
         service.pages[""] = catalogPage([hlsItem("p", url: service.fileURL("p/index.m3u8"))])
         try writeManifest()
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        wait(server, "p", "discovered") { $0["state"] as? String == "discovered" }
-        let (bytesStatus, bytesAnswer) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_bytes": 1000}"#)
-        XCTAssertEqual(bytesStatus, 200)
-        let refusal = ((bytesAnswer as? [String: Any])?["answers"] as? [[String: Any]])?.first
-        XCTAssertEqual(refusal?["accepted"] as? Bool, false)
-        XCTAssertTrue((refusal?["reason"] as? String ?? "").contains("in seconds"), "\(String(describing: refusal))")
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                Self.wait(server, "p", "discovered") { $0["state"] as? String == "discovered" }
+                let (bytesStatus, bytesAnswer) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_bytes": 1000}"#)
+                XCTAssertEqual(bytesStatus, 200)
+                let refusal = ((bytesAnswer as? [String: Any])?["answers"] as? [[String: Any]])?.first
+                XCTAssertEqual(refusal?["accepted"] as? Bool, false)
+                XCTAssertTrue((refusal?["reason"] as? String ?? "").contains("in seconds"), "\(String(describing: refusal))")
 
-        // The first 2 seconds: segments 0 and 1 (each one second by #EXTINF), then partially cached.
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 2}"#).0, 200)
-        wait(server, "p", "partially cached") { $0["state"] as? String == "partially_cached" }
-        XCTAssertEqual(requests("p"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 0, "seg3.ts": 0, "seg4.ts": 0, "seg5.ts": 0])
-        let partial = item(server, "p")
-        XCTAssertEqual((partial["files"] as? [[String: Any]])?.first?["partialSeconds"] as? Double, 2)
-        XCTAssertEqual(partial["bytesDownloaded"] as? Int, (hls.segments["seg0.ts"]?.count ?? 0) + (hls.segments["seg1.ts"]?.count ?? 0))
-        // Asking again for no more than is on disk changes nothing.
-        let (againStatus, again) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 1.5}"#)
-        XCTAssertEqual(againStatus, 200)
-        let answer = ((again as? [String: Any])?["answers"] as? [[String: Any]])?.first
-        XCTAssertEqual(answer?["state"] as? String, "partially_cached")
-        XCTAssertTrue((answer?["reason"] as? String ?? "").contains("nothing to change"), "\(String(describing: answer))")
+                // The first 2 seconds: segments 0 and 1 (each one second by #EXTINF), then partially cached.
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 2}"#).0, 200)
+                Self.wait(server, "p", "partially cached") { $0["state"] as? String == "partially_cached" }
+                XCTAssertEqual(Self.requests(service, "p"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 0, "seg3.ts": 0, "seg4.ts": 0, "seg5.ts": 0])
+                let partial = Self.item(server, "p")
+                XCTAssertEqual((partial["files"] as? [[String: Any]])?.first?["partialSeconds"] as? Double, 2)
+                XCTAssertEqual(partial["bytesDownloaded"] as? Int, (hls.segments["seg0.ts"]?.count ?? 0) + (hls.segments["seg1.ts"]?.count ?? 0))
+                // Asking again for no more than is on disk changes nothing.
+                let (againStatus, again) = try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"], "partial_seconds": 1.5}"#)
+                XCTAssertEqual(againStatus, 200)
+                let answer = ((again as? [String: Any])?["answers"] as? [[String: Any]])?.first
+                XCTAssertEqual(answer?["state"] as? String, "partially_cached")
+                XCTAssertTrue((answer?["reason"] as? String ?? "").contains("nothing to change"), "\(String(describing: answer))")
 
-        // It plays through: the first two segments from disk, the rest from the origin.
-        let play = try playURL(server, "p")
-        XCTAssertEqual(play["state"] as? String, "partially_cached")
-        XCTAssertEqual(try videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
-        let played = requests("p")
-        XCTAssertEqual(played["seg0.ts"], 1)
-        XCTAssertEqual(played["seg1.ts"], 1)
-        for name in ["seg2.ts", "seg3.ts", "seg4.ts", "seg5.ts"] { XCTAssertGreaterThanOrEqual(played[name] ?? 0, 1, name) }
+                // It plays through: the first two segments from disk, the rest from the origin.
+                let play = try Self.playURL(server, "p")
+                XCTAssertEqual(play["state"] as? String, "partially_cached")
+                XCTAssertEqual(try Self.videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
+                let played = Self.requests(service, "p")
+                XCTAssertEqual(played["seg0.ts"], 1)
+                XCTAssertEqual(played["seg1.ts"], 1)
+                for name in ["seg2.ts", "seg3.ts", "seg4.ts", "seg5.ts"] { XCTAssertGreaterThanOrEqual(played[name] ?? 0, 1, name) }
 
-        // A download without a length completes it from there.
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"]}"#).0, 200)
-        wait(server, "p", "cached") { $0["state"] as? String == "cached" }
-        let done = requests("p")
-        for (name, count) in played { XCTAssertEqual(done[name], ["seg0.ts", "seg1.ts"].contains(name) ? count : count + 1, name) }
+                // A download without a length completes it from there.
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["p"]}"#).0, 200)
+                Self.wait(server, "p", "cached") { $0["state"] as? String == "cached" }
+                let done = Self.requests(service, "p")
+                for (name, count) in played { XCTAssertEqual(done[name], ["seg0.ts", "seg1.ts"].contains(name) ? count : count + 1, name) }
+            }
+        }
     }
 
-    func testHLSDownloadKilledMidSegmentResumesWithOnlyTheMissingSegments() throws {
+    func testHLSDownloadKilledMidSegmentResumesWithOnlyTheMissingSegments() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         let hls = try makeHLS()
         serveHLS(hls, prefix: "k")
         // Segment 3 comes slowly (500 bytes every 200 ms), so serve can be killed while it arrives.
         service.lock.withLock { service.steadyFaults["k/seg3.ts"] = .slow(chunk: 500, delayMs: 200) }
         service.pages[""] = catalogPage([hlsItem("k", url: service.fileURL("k/index.m3u8"))])
         try writeManifest()
-        var server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        wait(server, "k", "discovered") { $0["state"] as? String == "discovered" }
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["k"]}"#).0, 200)
-        let deadline = Date().addingTimeInterval(30)
-        while service.sent("k/seg3.ts") == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        XCTAssertGreaterThan(service.sent("k/seg3.ts"), 0, "segment 3 started")
-        kill(server.process.processIdentifier, SIGKILL)
-        server.process.waitUntilExit()
         let cut = folder + "/data/prefetch/items/k/hls"
-        XCTAssertFalse(FileManager.default.fileExists(atPath: cut + "/m-3.ts"), "segment 3 was not complete")
-        XCTAssertLessThan(service.sent("k/seg3.ts"), hls.segments["seg3.ts"]?.count ?? 0)
-
-        // The next process finds the dead download and resumes it: only segment 3 (from its start) and after.
-        service.lock.withLock { service.steadyFaults["k/seg3.ts"] = nil }
-        server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        wait(server, "k", "cached after the restart") { $0["state"] as? String == "cached" }
-        XCTAssertEqual(requests("k"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 2, "seg4.ts": 1, "seg5.ts": 1])
-        XCTAssertEqual(service.requestRanges("k/seg3.ts").last ?? "none", nil, "a cut segment starts again whole")
-        for index in 0..<6 {
-            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: cut + "/m-\(index).ts")), hls.segments["seg\(index).ts"], "segment \(index)")
+        // serve as a child process, so that it can be killed with SIGKILL mid-segment.
+        try await TestSupport.offPool {
+            let server = try ServeProcess(manifest: folder + "/plugins.yaml")
+            Self.wait(server, "k", "discovered") { $0["state"] as? String == "discovered" }
+            XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["k"]}"#).0, 200)
+            let deadline = Date().addingTimeInterval(30)
+            while service.sent("k/seg3.ts") == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            XCTAssertGreaterThan(service.sent("k/seg3.ts"), 0, "segment 3 started")
+            kill(server.process.processIdentifier, SIGKILL)
+            server.process.waitUntilExit()
+            XCTAssertFalse(FileManager.default.fileExists(atPath: cut + "/m-3.ts"), "segment 3 was not complete")
+            XCTAssertLessThan(service.sent("k/seg3.ts"), hls.segments["seg3.ts"]?.count ?? 0)
         }
-        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: cut).contains { $0.hasSuffix(".part") })
-        let play = try playURL(server, "k")
-        XCTAssertEqual(try videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
-        XCTAssertEqual(service.requestRanges("k/seg5.ts").count, 1, "played from disk")
+
+        // The next serve (in this process) finds the dead download and resumes it: only segment 3 (from its start) and after.
+        service.lock.withLock { service.steadyFaults["k/seg3.ts"] = nil }
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                Self.wait(server, "k", "cached after the restart") { $0["state"] as? String == "cached" }
+                XCTAssertEqual(Self.requests(service, "k"), ["seg0.ts": 1, "seg1.ts": 1, "seg2.ts": 1, "seg3.ts": 2, "seg4.ts": 1, "seg5.ts": 1])
+                XCTAssertEqual(service.requestRanges("k/seg3.ts").last ?? "none", nil, "a cut segment starts again whole")
+                for index in 0..<6 {
+                    XCTAssertEqual(
+                        try Data(contentsOf: URL(fileURLWithPath: cut + "/m-\(index).ts")), hls.segments["seg\(index).ts"], "segment \(index)")
+                }
+                XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: cut).contains { $0.hasSuffix(".part") })
+                let play = try Self.playURL(server, "k")
+                XCTAssertEqual(try Self.videoPackets(try XCTUnwrap(play["url"] as? String)), 60)
+                XCTAssertEqual(service.requestRanges("k/seg5.ts").count, 1, "played from disk")
+            }
+        }
     }
 
-    private func rawGet(_ url: String, headers: [String: String] = [:]) throws -> (Int, Data) {
+    private static func rawGet(_ url: String, headers: [String: String] = [:]) throws -> (Int, Data) {
         let response = try HTTPFetcher().fetch("GET", url, headers: headers, timeoutSeconds: 20).get()
         return (response.status, response.body)
     }
 
-    private func rawGetWithHeaders(_ url: String, range: String?) throws -> HTTPFetcher.Response {
+    private static func rawGetWithHeaders(_ url: String, range: String?) throws -> HTTPFetcher.Response {
         try HTTPFetcher().fetch("GET", url, headers: range.map { ["Range": $0] } ?? [:], timeoutSeconds: 20).get()
     }
 
     // MARK: files with Range
 
-    func testCachedFileServedWithRangesAndPlayedOverHTTP() throws {
+    func testCachedFileServedWithRangesAndPlayedOverHTTP() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         // A real MP4 (its index at the end, so a player seeks with Range requests).
         let made = try TestSupport.run(
             "/usr/bin/ffmpeg",
@@ -327,98 +350,103 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             """
         ])
         try writeManifest()
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        wait(server, "clip", "discovered") { $0["state"] as? String == "discovered" }
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                Self.wait(server, "clip", "discovered") { $0["state"] as? String == "discovered" }
 
-        // Not cached: the seed plays its origin URL; the file route refuses.
-        let other = try playURL(server, "other")
-        XCTAssertEqual(other["kind"] as? String, "file")
-        XCTAssertEqual(other["url"] as? String, service.fileURL("other.mp4"))
-        XCTAssertEqual(other["local"] as? Bool, false)
-        XCTAssertNil(other["localPath"])
-        let (refusedStatus, refused) = try server.call("GET", "/v1/prefetch/items/other/file")
-        XCTAssertEqual(refusedStatus, 409)
-        XCTAssertEqual(((refused as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "not_playable")
+                // Not cached: the seed plays its origin URL; the file route refuses.
+                let other = try Self.playURL(server, "other")
+                XCTAssertEqual(other["kind"] as? String, "file")
+                XCTAssertEqual(other["url"] as? String, service.fileURL("other.mp4"))
+                XCTAssertEqual(other["local"] as? Bool, false)
+                XCTAssertNil(other["localPath"])
+                let (refusedStatus, refused) = try server.call("GET", "/v1/prefetch/items/other/file")
+                XCTAssertEqual(refusedStatus, 409)
+                XCTAssertEqual(((refused as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "not_playable")
 
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["clip"]}"#).0, 200)
-        wait(server, "clip", "cached") { $0["state"] as? String == "cached" }
-        let play = try playURL(server, "clip")
-        XCTAssertEqual(play["local"] as? Bool, true)
-        let path = try XCTUnwrap(play["localPath"] as? String)
-        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), clip)
-        let url = try XCTUnwrap(play["url"] as? String)
-        XCTAssertEqual(url, server.base + "/v1/prefetch/items/clip/file")
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["clip"]}"#).0, 200)
+                Self.wait(server, "clip", "cached") { $0["state"] as? String == "cached" }
+                let play = try Self.playURL(server, "clip")
+                XCTAssertEqual(play["local"] as? Bool, true)
+                let path = try XCTUnwrap(play["localPath"] as? String)
+                XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), clip)
+                let url = try XCTUnwrap(play["url"] as? String)
+                XCTAssertEqual(url, server.base + "/v1/prefetch/items/clip/file")
 
-        let size = clip.count
-        var response = try rawGetWithHeaders(url, range: nil)
-        XCTAssertEqual(response.status, 200)
-        XCTAssertEqual(response.body, clip)
-        XCTAssertEqual(response.headers["accept-ranges"], "bytes")
-        response = try rawGetWithHeaders(url, range: "bytes=10-19")
-        XCTAssertEqual(response.status, 206)
-        XCTAssertEqual(response.headers["content-range"], "bytes 10-19/\(size)")
-        XCTAssertEqual(response.body, clip.subdata(in: 10..<20))
-        response = try rawGetWithHeaders(url, range: "bytes=\(size - 7)-")
-        XCTAssertEqual(response.status, 206)
-        XCTAssertEqual(response.body, clip.suffix(7))
-        response = try rawGetWithHeaders(url, range: "bytes=-5")
-        XCTAssertEqual(response.status, 206)
-        XCTAssertEqual(response.headers["content-range"], "bytes \(size - 5)-\(size - 1)/\(size)")
-        XCTAssertEqual(response.body, clip.suffix(5))
-        response = try rawGetWithHeaders(url, range: "bytes=100-\(size + 1000)")
-        XCTAssertEqual(response.status, 206, "an end past the file is the file's end")
-        XCTAssertEqual(response.body, clip.subdata(in: 100..<size))
-        for bad in ["bytes=\(size)-", "bytes=20-10", "bytes=abc", "bytes=-0", "bytes=99999999999999999999-"] {
-            response = try rawGetWithHeaders(url, range: bad)
-            XCTAssertEqual(response.status, 416, bad)
-            XCTAssertEqual(response.headers["content-range"], "bytes */\(size)", bad)
+                let size = clip.count
+                var response = try Self.rawGetWithHeaders(url, range: nil)
+                XCTAssertEqual(response.status, 200)
+                XCTAssertEqual(response.body, clip)
+                XCTAssertEqual(response.headers["accept-ranges"], "bytes")
+                response = try Self.rawGetWithHeaders(url, range: "bytes=10-19")
+                XCTAssertEqual(response.status, 206)
+                XCTAssertEqual(response.headers["content-range"], "bytes 10-19/\(size)")
+                XCTAssertEqual(response.body, clip.subdata(in: 10..<20))
+                response = try Self.rawGetWithHeaders(url, range: "bytes=\(size - 7)-")
+                XCTAssertEqual(response.status, 206)
+                XCTAssertEqual(response.body, clip.suffix(7))
+                response = try Self.rawGetWithHeaders(url, range: "bytes=-5")
+                XCTAssertEqual(response.status, 206)
+                XCTAssertEqual(response.headers["content-range"], "bytes \(size - 5)-\(size - 1)/\(size)")
+                XCTAssertEqual(response.body, clip.suffix(5))
+                response = try Self.rawGetWithHeaders(url, range: "bytes=100-\(size + 1000)")
+                XCTAssertEqual(response.status, 206, "an end past the file is the file's end")
+                XCTAssertEqual(response.body, clip.subdata(in: 100..<size))
+                for bad in ["bytes=\(size)-", "bytes=20-10", "bytes=abc", "bytes=-0", "bytes=99999999999999999999-"] {
+                    response = try Self.rawGetWithHeaders(url, range: bad)
+                    XCTAssertEqual(response.status, 416, bad)
+                    XCTAssertEqual(response.headers["content-range"], "bytes */\(size)", bad)
+                }
+                // A player: ffprobe reads the MP4 through the route, seeking by Range.
+                let before = service.requestRanges("clip.mp4").count
+                XCTAssertEqual(try Self.videoPackets(url), 60)
+                XCTAssertEqual(service.requestRanges("clip.mp4").count, before, "played from disk")
+                // An HLS route for a non-HLS item is refused.
+                XCTAssertEqual(try server.call("GET", "/v1/prefetch/hls/clip/index.m3u8").0, 409)
+
+                // Partially cached (its first half on disk): the start from disk, the rest from the origin.
+                let half = size / 2
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["half"], "partial_bytes": \#(half)}"#).0, 200)
+                Self.wait(server, "half", "partially cached") { $0["state"] as? String == "partially_cached" }
+                let halfPlay = try Self.playURL(server, "half")
+                XCTAssertEqual(halfPlay["url"] as? String, server.base + "/v1/prefetch/items/half/file")
+                XCTAssertEqual(halfPlay["local"] as? Bool, false)
+                XCTAssertNil(halfPlay["localPath"])
+                let halfURL = server.base + "/v1/prefetch/items/half/file"
+                XCTAssertEqual(service.requestRanges("half.mp4"), ["bytes=0-\(half - 1)"])
+                response = try Self.rawGetWithHeaders(halfURL, range: "bytes=0-99")
+                XCTAssertEqual(response.status, 206)
+                XCTAssertEqual(response.body, clip.subdata(in: 0..<100))
+                XCTAssertEqual(service.requestRanges("half.mp4").count, 1, "the start comes from disk")
+                response = try Self.rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
+                XCTAssertEqual(response.status, 206)
+                XCTAssertEqual(response.body, clip.suffix(10))
+                XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(size - 10)-\(size - 1)", "only the bytes not on disk")
+                XCTAssertNotNil(service.lock.withLock { service.fileHeaders["half.mp4"]?.last?["if-range"] }, "guarded by the validator")
+                response = try Self.rawGetWithHeaders(halfURL, range: nil)
+                XCTAssertEqual(response.status, 200)
+                XCTAssertEqual(response.body, clip, "the start from disk and the rest from the origin make the file")
+                XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(half)-\(size - 1)")
+                XCTAssertEqual(try Self.videoPackets(halfURL), 60)
+                XCTAssertTrue(
+                    service.requestRanges("half.mp4").dropFirst().allSatisfy { range in
+                        guard let range, let from = Int(range.dropFirst(6).split(separator: "-").first ?? "") else { return false }
+                        return from >= half
+                    }, "the origin is never asked for bytes on disk: \(service.requestRanges("half.mp4"))")
+                // The file changed at the origin: its end is not spliced onto the old start.
+                service.lock.withLock { service.files["half.mp4"] = Data(clip.map { $0 ^ 0x5a }) }
+                response = try Self.rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
+                XCTAssertEqual(response.status, 502)
+                XCTAssertEqual(Self.item(server, "half")["state"] as? String, "partially_cached")
+            }
         }
-        // A player: ffprobe reads the MP4 through the route, seeking by Range.
-        let before = service.requestRanges("clip.mp4").count
-        XCTAssertEqual(try videoPackets(url), 60)
-        XCTAssertEqual(service.requestRanges("clip.mp4").count, before, "played from disk")
-        // An HLS route for a non-HLS item is refused.
-        XCTAssertEqual(try server.call("GET", "/v1/prefetch/hls/clip/index.m3u8").0, 409)
-
-        // Partially cached (its first half on disk): the start from disk, the rest from the origin.
-        let half = size / 2
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["half"], "partial_bytes": \#(half)}"#).0, 200)
-        wait(server, "half", "partially cached") { $0["state"] as? String == "partially_cached" }
-        let halfPlay = try playURL(server, "half")
-        XCTAssertEqual(halfPlay["url"] as? String, server.base + "/v1/prefetch/items/half/file")
-        XCTAssertEqual(halfPlay["local"] as? Bool, false)
-        XCTAssertNil(halfPlay["localPath"])
-        let halfURL = server.base + "/v1/prefetch/items/half/file"
-        XCTAssertEqual(service.requestRanges("half.mp4"), ["bytes=0-\(half - 1)"])
-        response = try rawGetWithHeaders(halfURL, range: "bytes=0-99")
-        XCTAssertEqual(response.status, 206)
-        XCTAssertEqual(response.body, clip.subdata(in: 0..<100))
-        XCTAssertEqual(service.requestRanges("half.mp4").count, 1, "the start comes from disk")
-        response = try rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
-        XCTAssertEqual(response.status, 206)
-        XCTAssertEqual(response.body, clip.suffix(10))
-        XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(size - 10)-\(size - 1)", "only the bytes not on disk")
-        XCTAssertNotNil(service.lock.withLock { service.fileHeaders["half.mp4"]?.last?["if-range"] }, "guarded by the validator")
-        response = try rawGetWithHeaders(halfURL, range: nil)
-        XCTAssertEqual(response.status, 200)
-        XCTAssertEqual(response.body, clip, "the start from disk and the rest from the origin make the file")
-        XCTAssertEqual(service.requestRanges("half.mp4").last, "bytes=\(half)-\(size - 1)")
-        XCTAssertEqual(try videoPackets(halfURL), 60)
-        XCTAssertTrue(
-            service.requestRanges("half.mp4").dropFirst().allSatisfy { range in
-                guard let range, let from = Int(range.dropFirst(6).split(separator: "-").first ?? "") else { return false }
-                return from >= half
-            }, "the origin is never asked for bytes on disk: \(service.requestRanges("half.mp4"))")
-        // The file changed at the origin: its end is not spliced onto the old start.
-        service.lock.withLock { service.files["half.mp4"] = Data(clip.map { $0 ^ 0x5a }) }
-        response = try rawGetWithHeaders(halfURL, range: "bytes=\(size - 10)-")
-        XCTAssertEqual(response.status, 502)
-        XCTAssertEqual(item(server, "half")["state"] as? String, "partially_cached")
     }
 
     // MARK: an imported HLS download
 
-    func testImportedHLSFolderIsCachedAndPlaysFromServeWithTheOriginGone() throws {
+    func testImportedHLSFolderIsCachedAndPlaysFromServeWithTheOriginGone() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         // An app's HLS download, as the PCD SDK's migration example imports one: a master playlist,
         // its media playlist in video/, six AES-128 segments and their key beside it.
         let out = folder + "/app-hls"
@@ -436,58 +464,65 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
         XCTAssertEqual(made.status, 0, made.stderr)
         try "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=160x120\nvideo/index.m3u8\n".write(
             toFile: out + "/master.m3u8", atomically: true, encoding: .utf8)
-        var files: [String: Data] = [:]
+        var read: [String: Data] = [:]
         for name in try XCTUnwrap(FileManager.default.subpaths(atPath: out)) where !name.hasSuffix("video") {
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: out + "/" + name))
+            read[name] = try Data(contentsOf: URL(fileURLWithPath: out + "/" + name))
         }
+        let files = read
         XCTAssertTrue(try XCTUnwrap(String(data: files["video/index.m3u8"] ?? Data(), encoding: .utf8)).contains(#"URI="enc.key""#))
         let size = files.values.reduce(0) { $0 + $1.count }
 
         service.stop()  // the catalog service and the origin are gone for good
         try writeManifest(license: false)
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        let id = "Provider_ABC:hls-1"
-        let (status, answer) = try server.call(
-            "POST", "/v1/prefetch/import",
-            #"{"ContentId": "hls-1", "Provider": "Provider_ABC", "DownloadStatus": "FullyDownloaded", "FilePath": "\#(out)", "Size": \#(size)}"#)
-        XCTAssertEqual(status, 200, "\(answer)")
-        let answers = ((answer as? [String: Any])?["answers"] as? [[String: Any]]) ?? []
-        XCTAssertEqual(answers.first?["accepted"] as? Bool, true, "\(answer)")
-        XCTAssertEqual(answers.first?["state"] as? String, "cached", "\(answer)")
-        XCTAssertEqual(item(server, id)["bytesDownloaded"] as? Int, size)
-        try FileManager.default.removeItem(atPath: out)  // the app's copy goes too
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let id = "Provider_ABC:hls-1"
+                let (status, answer) = try server.call(
+                    "POST", "/v1/prefetch/import",
+                    #"{"ContentId": "hls-1", "Provider": "Provider_ABC", "DownloadStatus": "FullyDownloaded", "FilePath": "\#(out)", "Size": \#(size)}"#
+                )
+                XCTAssertEqual(status, 200, "\(answer)")
+                let answers = ((answer as? [String: Any])?["answers"] as? [[String: Any]]) ?? []
+                XCTAssertEqual(answers.first?["accepted"] as? Bool, true, "\(answer)")
+                XCTAssertEqual(answers.first?["state"] as? String, "cached", "\(answer)")
+                XCTAssertEqual(Self.item(server, id)["bytesDownloaded"] as? Int, size)
+                try FileManager.default.removeItem(atPath: out)  // the app's copy goes too
 
-        let play = try playURL(server, id)
-        XCTAssertEqual(play["kind"] as? String, "hls")
-        let url = try XCTUnwrap(play["url"] as? String)
-        XCTAssertEqual(url, server.base + "/v1/prefetch/hls/\(id)/index.m3u8")
-        let (masterStatus, master) = try rawGet(url)
-        XCTAssertEqual(masterStatus, 200)
-        XCTAssertEqual(
-            String(decoding: master, as: UTF8.self).split(separator: "\n"),
-            ["#EXTM3U", "#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=160x120", "v0.m3u8"])
-        let (mediaStatus, media) = try rawGet(server.base + "/v1/prefetch/hls/\(id)/v0.m3u8")
-        XCTAssertEqual(mediaStatus, 200)
-        let text = String(decoding: media, as: UTF8.self)
-        XCTAssertTrue(text.contains(#"URI="v0-0.key""#), text)
-        // Every resource from the item's folder: the key, then the segments in playlist order.
-        var expected = ["v0-0.key": key]
-        for index in 0..<6 { expected["v0-\(index + 1).ts"] = files["video/seg\(index).ts"] }
-        XCTAssertEqual(expected.count, 7)
-        for (name, data) in expected {
-            XCTAssertTrue(text.contains(name), "\(name) in \(text)")
-            let (resourceStatus, body) = try rawGet(server.base + "/v1/prefetch/hls/\(id)/\(name)")
-            XCTAssertEqual(resourceStatus, 200, name)
-            XCTAssertEqual(body, data, name)
+                let play = try Self.playURL(server, id)
+                XCTAssertEqual(play["kind"] as? String, "hls")
+                let url = try XCTUnwrap(play["url"] as? String)
+                XCTAssertEqual(url, server.base + "/v1/prefetch/hls/\(id)/index.m3u8")
+                let (masterStatus, master) = try Self.rawGet(url)
+                XCTAssertEqual(masterStatus, 200)
+                XCTAssertEqual(
+                    String(decoding: master, as: UTF8.self).split(separator: "\n"),
+                    ["#EXTM3U", "#EXT-X-STREAM-INF:BANDWIDTH=200000,RESOLUTION=160x120", "v0.m3u8"])
+                let (mediaStatus, media) = try Self.rawGet(server.base + "/v1/prefetch/hls/\(id)/v0.m3u8")
+                XCTAssertEqual(mediaStatus, 200)
+                let text = String(decoding: media, as: UTF8.self)
+                XCTAssertTrue(text.contains(#"URI="v0-0.key""#), text)
+                // Every resource from the item's folder: the key, then the segments in playlist order.
+                var expected = ["v0-0.key": key]
+                for index in 0..<6 { expected["v0-\(index + 1).ts"] = files["video/seg\(index).ts"] }
+                XCTAssertEqual(expected.count, 7)
+                for (name, data) in expected {
+                    XCTAssertTrue(text.contains(name), "\(name) in \(text)")
+                    let (resourceStatus, body) = try Self.rawGet(server.base + "/v1/prefetch/hls/\(id)/\(name)")
+                    XCTAssertEqual(resourceStatus, 200, name)
+                    XCTAssertEqual(body, data, name)
+                }
+                // A player decrypts and reads every frame through the local endpoint.
+                XCTAssertEqual(try Self.videoPackets(url), 60)
+                XCTAssertEqual(Self.item(server, id)["state"] as? String, "cached")
+            }
         }
-        // A player decrypts and reads every frame through the local endpoint.
-        XCTAssertEqual(try videoPackets(url), 60)
-        XCTAssertEqual(item(server, id)["state"] as? String, "cached")
     }
 
     // MARK: hostile playlists
 
-    func testHostilePlaylistsAreRefusedAndNamesNeverReachTheDisk() throws {
+    func testHostilePlaylistsAreRefusedAndNamesNeverReachTheDisk() async throws {
+        let (folder, service) = (self.folder, self.service!)  // for the closures below, which do not capture the test case
         let hls = try makeHLS()
         serveHLS(hls, prefix: "ok")
         service.lock.withLock {
@@ -503,33 +538,38 @@ final class PrefetchPlaybackTests: PrefetchTestCase {
             hlsItem("huge", url: service.fileURL("huge/index.m3u8"))
         ])
         try writeManifest()
-        let server = try ServeProcess(manifest: folder + "/plugins.yaml")
-        wait(server, "ok", "discovered") { $0["state"] as? String == "discovered" }
-        XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["ok", "evil", "huge"]}"#).0, 200)
-        wait(server, "ok", "cached") { $0["state"] as? String == "cached" }
-        wait(server, "evil", "idle") { $0["state"] as? String == "idle" }
-        wait(server, "huge", "idle") { $0["state"] as? String == "idle" }
-        XCTAssertTrue((item(server, "evil")["downloadError"] as? String ?? "").contains("another origin"), "\(item(server, "evil"))")
-        XCTAssertTrue((item(server, "huge")["downloadError"] as? String ?? "").contains("larger than"), "\(item(server, "huge"))")
-        XCTAssertEqual(service.requestRanges("evil/seg0.ts").count, 0, "nothing of a refused playlist is fetched")
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                Self.wait(server, "ok", "discovered") { $0["state"] as? String == "discovered" }
+                XCTAssertEqual(try server.call("POST", "/v1/prefetch/download", #"{"ids": ["ok", "evil", "huge"]}"#).0, 200)
+                Self.wait(server, "ok", "cached") { $0["state"] as? String == "cached" }
+                Self.wait(server, "evil", "idle") { $0["state"] as? String == "idle" }
+                Self.wait(server, "huge", "idle") { $0["state"] as? String == "idle" }
+                XCTAssertTrue(
+                    (Self.item(server, "evil")["downloadError"] as? String ?? "").contains("another origin"), "\(Self.item(server, "evil"))")
+                XCTAssertTrue((Self.item(server, "huge")["downloadError"] as? String ?? "").contains("larger than"), "\(Self.item(server, "huge"))")
+                XCTAssertEqual(service.requestRanges("evil/seg0.ts").count, 0, "nothing of a refused playlist is fetched")
 
-        // Playback refuses them with the reason.
-        for id in ["evil", "huge"] {
-            let (status, body) = try server.call("GET", "/v1/prefetch/hls/\(id)/index.m3u8")
-            XCTAssertEqual(status, 409, "\(body)")
-            XCTAssertEqual(((body as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "not_playable")
+                // Playback refuses them with the reason.
+                for id in ["evil", "huge"] {
+                    let (status, body) = try server.call("GET", "/v1/prefetch/hls/\(id)/index.m3u8")
+                    XCTAssertEqual(status, 409, "\(body)")
+                    XCTAssertEqual(((body as? [String: Any])?["error"] as? [String: Any])?["code"] as? String, "not_playable")
+                }
+                // Names that are not the layout's never reach the disk: traversal, the layout file, the catalog.
+                for path in [
+                    "/v1/prefetch/hls/ok/layout.json", "/v1/prefetch/hls/ok/..%2F..%2Fprefetch.sqlite", "/v1/prefetch/hls/ok/..",
+                    "/v1/prefetch/hls/ok/m-99.ts", "/v1/prefetch/hls/..%2Fok/index.m3u8", "/v1/prefetch/hls/ok/%2Fetc%2Fpasswd"
+                ] {
+                    let (status, _) = try Self.rawGet(server.base + path)
+                    XCTAssertEqual(status, 404, path)
+                }
+                let (okStatus, segment) = try Self.rawGet(server.base + "/v1/prefetch/hls/ok/m-0.ts")
+                XCTAssertEqual(okStatus, 200)
+                XCTAssertEqual(segment, hls.segments["seg0.ts"])
+            }
         }
-        // Names that are not the layout's never reach the disk: traversal, the layout file, the catalog.
-        for path in [
-            "/v1/prefetch/hls/ok/layout.json", "/v1/prefetch/hls/ok/..%2F..%2Fprefetch.sqlite", "/v1/prefetch/hls/ok/..",
-            "/v1/prefetch/hls/ok/m-99.ts", "/v1/prefetch/hls/..%2Fok/index.m3u8", "/v1/prefetch/hls/ok/%2Fetc%2Fpasswd"
-        ] {
-            let (status, _) = try rawGet(server.base + path)
-            XCTAssertEqual(status, 404, path)
-        }
-        let (okStatus, segment) = try rawGet(server.base + "/v1/prefetch/hls/ok/m-0.ts")
-        XCTAssertEqual(okStatus, 200)
-        XCTAssertEqual(segment, hls.segments["seg0.ts"])
     }
 
     // MARK: the playlist reader

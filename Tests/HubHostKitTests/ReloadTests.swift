@@ -43,6 +43,13 @@ final class ReloadTests: XCTestCase {
     /// plugins.yaml with app-version instances (id: version) and the bundled extra operators.
     /// Instances named in `isolated` run in a worker process.
     func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false, isolated: Set<String> = []) throws {
+        try Self.writeManifest(in: folder, versions, extra: extra, server: server, isolated: isolated)
+    }
+
+    /// `writeManifest` into `folder` (for closures that do not capture the test case).
+    static func writeManifest(
+        in folder: String, _ versions: [(String, String)], extra: String = "", server: Bool = false, isolated: Set<String> = []
+    ) throws {
         var text = "data_dir: data\nlogging: {severity: warning}\n"
         if server { text += "server: {host: 127.0.0.1, port: 0}\n" }
         text += extra + "plugins:\n  - id: keep\n    use: \(TestSupport.plugin("ExtraOperators"))\n"
@@ -215,61 +222,77 @@ final class ReloadTests: XCTestCase {
     /// A running serve picks up a collector URL, a flush interval and a campaign ping URL from a
     /// reload: events that waited on disk go out on the new cadence, and the new ping endpoint is
     /// asked, with no restart.
-    func testServeDeliversOnTheNewCadenceAfterAReload() throws {
+    func testServeDeliversOnTheNewCadenceAfterAReload() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
         let collector = try TestCollector()
         try writeManifest([("app", "1.0")], extra: "events: {flush_interval: 3600 sec, cache_size: 1000}\n", server: true)
-        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
-        for name in ["A", "B", "C"] {
-            XCTAssertEqual(try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"\#(name)"}"#).0, 201)
-        }
-        try writeManifest(
-            [("app", "1.0")],
-            extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\"}\n"
-                + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
-        let (status, body) = try serve.call("POST", "/v1/admin/reload")
-        XCTAssertEqual(status, 200, "\(body)")
-        let settings = (body as? [String: Any])?["settings"] as? [String]
-        XCTAssertEqual(settings, ["campaigns.ping_url", "events.collector_url", "events.flush_interval"])
-        // cache_size is not reached and the old interval was an hour: only the new cadence posts them.
-        XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.requests.count > 0 }, "the waiting events were posted")
-        XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.hits("/ping") > 0 }, "the new ping endpoint was asked")
-        let posted = collector.requests.map { String(decoding: $0.body, as: UTF8.self) }.joined()
-        for name in ["A", "B", "C"] { XCTAssertTrue(posted.contains("\"\(name)\""), "\(name) was posted: \(posted.prefix(500))") }
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false) throws {
+                    try Self.writeManifest(in: folder, versions, extra: extra, server: server)
+                }
+                for name in ["A", "B", "C"] {
+                    XCTAssertEqual(try serve.call("POST", "/v1/events", #"{"type":"named_event","name":"\#(name)"}"#).0, 201)
+                }
+                try writeManifest(
+                    [("app", "1.0")],
+                    extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\"}\n"
+                        + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
+                let (status, body) = try serve.call("POST", "/v1/admin/reload")
+                XCTAssertEqual(status, 200, "\(body)")
+                let settings = (body as? [String: Any])?["settings"] as? [String]
+                XCTAssertEqual(settings, ["campaigns.ping_url", "events.collector_url", "events.flush_interval"])
+                // cache_size is not reached and the old interval was an hour: only the new cadence posts them.
+                XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.requests.count > 0 }, "the waiting events were posted")
+                XCTAssertTrue(TestSupport.waitUntil(timeout: 15) { collector.hits("/ping") > 0 }, "the new ping endpoint was asked")
+                let posted = collector.requests.map { String(decoding: $0.body, as: UTF8.self) }.joined()
+                for name in ["A", "B", "C"] { XCTAssertTrue(posted.contains("\"\(name)\""), "\(name) was posted: \(posted.prefix(500))") }
 
-        try writeManifest(
-            [("app", "1.0")],
-            extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\", session_timeout: 9 sec}\n"
-                + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
-        let (refused, problems) = try serve.call("POST", "/v1/admin/reload")
-        XCTAssertEqual(refused, 409)
-        XCTAssertTrue("\(problems)".contains("events.session_timeout"), "the key that needs a restart is named: \(problems)")
+                try writeManifest(
+                    [("app", "1.0")],
+                    extra: "events: {flush_interval: 0.2 sec, cache_size: 1000, collector_url: \"\(collector.url)\", session_timeout: 9 sec}\n"
+                        + "campaigns: {ping_url: \"\(collector.url("/ping"))\"}\n", server: true)
+                let (refused, problems) = try serve.call("POST", "/v1/admin/reload")
+                XCTAssertEqual(refused, 409)
+                XCTAssertTrue("\(problems)".contains("events.session_timeout"), "the key that needs a restart is named: \(problems)")
+            }
+        }
     }
 
     /// `hubhost reload` and `hubhost hub watch` send the server's bearer token (named by
     /// server.auth_token_env) to a serve that asks for one.
-    func testTheReloadCommandAndTheWatchSendTheServersToken() throws {
+    func testTheReloadCommandAndTheWatchSendTheServersToken() async throws {
+        let folder = self.folder  // for the closures below, which do not capture the test case
         let token = UUID().uuidString
         setenv("HUBHOST_RELOAD_TEST_TOKEN", token, 1)
         try writeManifest([("app", "1.0")], extra: "server: {host: 127.0.0.1, port: 0, auth_token_env: HUBHOST_RELOAD_TEST_TOKEN}\n")
-        let serve = try ServeProcess(manifest: folder + "/plugins.yaml")
-        XCTAssertEqual(try serve.call("POST", "/v1/admin/reload").0, 401, "the route asks for the token")
-        try writeManifest([("app", "2.0")], extra: "server: {host: 127.0.0.1, port: 0, auth_token_env: HUBHOST_RELOAD_TEST_TOKEN}\n")
-        let reload = try TestSupport.hubhost(["reload", "--url", serve.base, "--json"], manifest: folder + "/plugins.yaml", in: folder)
-        XCTAssertEqual(reload.status, 0, reload.description)
-        let report = try TestSupport.json(reload.stdout, as: [String: Any].self)
-        XCTAssertEqual(report["outcome"] as? String, "applied")
-        XCTAssertEqual(report["changed"] as? [String], ["app"])
-        let watched = try TestSupport.hubhost(
-            ["hub", "watch", "--url", serve.base, "--replay", "--json", "--name", "PluginsReloaded", "--count", "1", "--timeout", "20"],
-            manifest: folder + "/plugins.yaml", in: folder)
-        XCTAssertEqual(watched.status, 0, watched.description)
-        XCTAssertTrue(watched.stdout.contains("\"changed\":\"app\"") || watched.stdout.contains("\"changed\" : \"app\""), watched.stdout)
-        // The server's plugins.yaml broken: refused, with the problem, and the command exits 1.
-        try FileManager.default.copyItem(atPath: folder + "/plugins.yaml", toPath: folder + "/cli.yaml")
-        try TestSupport.write("plugins: [\n", to: folder + "/plugins.yaml")
-        let refused = try TestSupport.hubhost(["reload", "--url", serve.base], manifest: folder + "/cli.yaml", in: folder)
-        XCTAssertEqual(refused.status, 1, refused.description)
-        XCTAssertTrue(refused.stderr.contains("reload refused") && refused.stderr.contains("plugins.yaml:"), refused.stderr)
+        try await InProcessAPI.listening(manifestPath: folder + "/plugins.yaml", services: true) { port, _ in
+            try await TestSupport.offPool {
+                let serve = ListeningAPI(port: port)
+                func writeManifest(_ versions: [(String, String)], extra: String = "", server: Bool = false) throws {
+                    try Self.writeManifest(in: folder, versions, extra: extra, server: server)
+                }
+                XCTAssertEqual(try serve.call("POST", "/v1/admin/reload").0, 401, "the route asks for the token")
+                try writeManifest([("app", "2.0")], extra: "server: {host: 127.0.0.1, port: 0, auth_token_env: HUBHOST_RELOAD_TEST_TOKEN}\n")
+                let reload = try TestSupport.hubhost(["reload", "--url", serve.base, "--json"], manifest: folder + "/plugins.yaml", in: folder)
+                XCTAssertEqual(reload.status, 0, reload.description)
+                let report = try TestSupport.json(reload.stdout, as: [String: Any].self)
+                XCTAssertEqual(report["outcome"] as? String, "applied")
+                XCTAssertEqual(report["changed"] as? [String], ["app"])
+                let watched = try TestSupport.hubhost(
+                    ["hub", "watch", "--url", serve.base, "--replay", "--json", "--name", "PluginsReloaded", "--count", "1", "--timeout", "20"],
+                    manifest: folder + "/plugins.yaml", in: folder)
+                XCTAssertEqual(watched.status, 0, watched.description)
+                XCTAssertTrue(watched.stdout.contains("\"changed\":\"app\"") || watched.stdout.contains("\"changed\" : \"app\""), watched.stdout)
+                // The server's plugins.yaml broken: refused, with the problem, and the command exits 1.
+                try FileManager.default.copyItem(atPath: folder + "/plugins.yaml", toPath: folder + "/cli.yaml")
+                try TestSupport.write("plugins: [\n", to: folder + "/plugins.yaml")
+                let refused = try TestSupport.hubhost(["reload", "--url", serve.base], manifest: folder + "/cli.yaml", in: folder)
+                XCTAssertEqual(refused.status, 1, refused.description)
+                XCTAssertTrue(refused.stderr.contains("reload refused") && refused.stderr.contains("plugins.yaml:"), refused.stderr)
+            }
+        }
     }
 
     /// 8 clients post events while serve reloads 30 times (the version changed each time, an invalid

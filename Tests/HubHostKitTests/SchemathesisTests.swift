@@ -4,12 +4,13 @@ import XCTest
 @testable import HubHostKit
 
 /// The HTTP API fuzzed from its OpenAPI document by schemathesis (PyPI; `.ci/run` installs it):
-/// `hubhost serve` on 127.0.0.1 with a random port and a content provider, with and without a
+/// serve's API and services (in this process, InProcessAPI) on 127.0.0.1 with a random port and a
+/// content provider, with and without a
 /// synced bundle. Every documented operation but the endless notification stream gets generated
 /// requests, valid and invalid, in every phase (examples, coverage, fuzzing, stateful), from a fixed
 /// seed and at most 25 examples per operation (about 20 s). No answer may be a server error (5xx)
 /// or break the document's status codes, content types, headers or response schemas; serve is alive
-/// afterwards and exits 0 on SIGTERM.
+/// afterwards and stops cleanly as on SIGTERM (its services stopped without an error: exit 0).
 final class SchemathesisTests: XCTestCase {
     static let checks = [
         "not_a_server_error", "status_code_conformance", "content_type_conformance",
@@ -18,18 +19,18 @@ final class SchemathesisTests: XCTestCase {
 
     /// A hub with content: a signed bundle built from the fixture content, read by the local content
     /// provider and synced before serve starts, so the hub's pages and present answer with content.
-    func testWithContentEveryRouteAnswersAsDocumented() throws {
-        try fuzz(synced: true)
+    func testWithContentEveryRouteAnswersAsDocumented() async throws {
+        try await fuzz(synced: true)
     }
 
     /// A fresh install: the content provider is configured but has nothing yet (its folder is empty),
     /// so no bundle is active: every hub route must still answer as documented, without a 5xx
     /// other than the ones the document gives for it.
-    func testBeforeAnyContentEveryRouteAnswersAsDocumented() throws {
-        try fuzz(synced: false)
+    func testBeforeAnyContentEveryRouteAnswersAsDocumented() async throws {
+        try await fuzz(synced: false)
     }
 
-    private func fuzz(synced: Bool, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func fuzz(synced: Bool, file: StaticString = #filePath, line: UInt = #line) async throws {
         let folder = try TestSupport.temporaryFolder(self)
         // schemathesis must be there: CI installs it (.ci/run); this test is never skipped.
         let version = try TestSupport.run("/usr/bin/env", ["python3", "-m", "schemathesis.cli", "--version"], timeout: 60)
@@ -63,47 +64,48 @@ final class SchemathesisTests: XCTestCase {
             XCTAssertEqual(sync.status, 0, sync.stderr, file: file, line: line)
         }
 
-        let server = try ServeProcess(manifest: manifest)
-        if synced { XCTAssertEqual(try server.call("GET", "/v1/hub/status").0, 200, file: file, line: line) }
-        let report = folder + "/report"
-        try Self.configuration().write(toFile: folder + "/schemathesis.toml", atomically: true, encoding: .utf8)
-        let run = try TestSupport.run(
-            "/usr/bin/env",
-            [
-                "python3", "-m", "schemathesis.cli", "--config-file", folder + "/schemathesis.toml",
-                "run", TestSupport.repository + "/openapi.yaml", "--url", server.base,
-                "--checks", Self.checks.joined(separator: ","),
-                // The notification and message streams never end by themselves: a request to one
-                // would only time out, and its body read so far would be judged as a whole answer.
-                "--exclude-operation-id", "streamNotifications", "--exclude-operation-id", "streamMessages",
-                "--max-examples", "25", "--seed", "16", "--workers", "1", "--request-timeout", "10",
-                "--generation-database", "none", "--no-color", "--report", "ndjson", "--report-dir", report
-            ], environment: ["SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"], currentDirectory: folder, timeout: 600)
-        let summary = run.stdout.components(separatedBy: "SUMMARY").last ?? run.stdout
-        XCTAssertEqual(
-            run.status, 0, "schemathesis found problems:\n\(Self.failures(in: report))\n\(summary.suffix(3000))\n\(run.stderr.suffix(2000))",
-            file: file, line: line)
-        // Every operation of the document but the stream was selected and tested.
-        func numbers(after label: String) -> [Int] {
-            guard let line = run.stdout.split(separator: "\n").first(where: { $0.contains(label) }) else { return [] }
-            return line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
-        }
-        let selected = numbers(after: "Selected:")
-        let tested = numbers(after: "Tested:")
-        XCTAssertEqual(selected.count, 2, "\(run.stdout.suffix(2000))", file: file, line: line)
-        if selected.count == 2 {
-            XCTAssertEqual(selected[0], selected[1] - 2, "all operations but the two streams are selected", file: file, line: line)
-            XCTAssertGreaterThan(selected[0], 40, file: file, line: line)
-            XCTAssertEqual(tested, [selected[0]], "every selected operation was tested", file: file, line: line)
-        }
-        print("schemathesis: \(summary.split(separator: "\n").filter { $0.contains("generated") }.joined(separator: "; "))")
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                if synced { XCTAssertEqual(try server.call("GET", "/v1/hub/status").0, 200, file: file, line: line) }
+                let report = folder + "/report"
+                try Self.configuration().write(toFile: folder + "/schemathesis.toml", atomically: true, encoding: .utf8)
+                let run = try TestSupport.run(
+                    "/usr/bin/env",
+                    [
+                        "python3", "-m", "schemathesis.cli", "--config-file", folder + "/schemathesis.toml",
+                        "run", TestSupport.repository + "/openapi.yaml", "--url", server.base,
+                        "--checks", Self.checks.joined(separator: ","),
+                        // The notification and message streams never end by themselves: a request to one
+                        // would only time out, and its body read so far would be judged as a whole answer.
+                        "--exclude-operation-id", "streamNotifications", "--exclude-operation-id", "streamMessages",
+                        "--max-examples", "25", "--seed", "16", "--workers", "1", "--request-timeout", "10",
+                        "--generation-database", "none", "--no-color", "--report", "ndjson", "--report-dir", report
+                    ], environment: ["SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"], currentDirectory: folder, timeout: 600)
+                let summary = run.stdout.components(separatedBy: "SUMMARY").last ?? run.stdout
+                XCTAssertEqual(
+                    run.status, 0, "schemathesis found problems:\n\(Self.failures(in: report))\n\(summary.suffix(3000))\n\(run.stderr.suffix(2000))",
+                    file: file, line: line)
+                // Every operation of the document but the stream was selected and tested.
+                func numbers(after label: String) -> [Int] {
+                    guard let line = run.stdout.split(separator: "\n").first(where: { $0.contains(label) }) else { return [] }
+                    return line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+                }
+                let selected = numbers(after: "Selected:")
+                let tested = numbers(after: "Tested:")
+                XCTAssertEqual(selected.count, 2, "\(run.stdout.suffix(2000))", file: file, line: line)
+                if selected.count == 2 {
+                    XCTAssertEqual(selected[0], selected[1] - 2, "all operations but the two streams are selected", file: file, line: line)
+                    XCTAssertGreaterThan(selected[0], 40, file: file, line: line)
+                    XCTAssertEqual(tested, [selected[0]], "every selected operation was tested", file: file, line: line)
+                }
+                print("schemathesis: \(summary.split(separator: "\n").filter { $0.contains("generated") }.joined(separator: "; "))")
 
-        // serve survived all of it and stops cleanly.
-        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200, file: file, line: line)
-        kill(server.process.processIdentifier, SIGTERM)
-        server.process.waitUntilExit()
-        XCTAssertEqual(server.process.terminationReason, .exit, file: file, line: line)
-        XCTAssertEqual(server.process.terminationStatus, 0, file: file, line: line)
+                // serve survived all of it, and stops cleanly as on SIGTERM.
+                XCTAssertEqual(try server.call("GET", "/v1/health").0, 200, file: file, line: line)
+            }
+        }
+        // `listening` returned: serve's services stopped without an error (serve's exit 0).
     }
 
     /// schemathesis.toml: no crash cache; and a 5xx other than 500 that the document gives for an operation (the sync's

@@ -3,19 +3,12 @@ import XCTest
 
 @testable import HubHostKit
 
-/// One data directory, many processes: `hubhost serve` running, and CLI commands (the
-/// built `hubhost` binary, as child processes) beside it on the same data directory. What one
-/// process changes is durable at once and what the others see; nothing adds up wrong, nothing is
-/// lost when serve stops, nothing in use is deleted under a reader. Loopback only; bounded loops.
-enum SharedDirectory {
-    /// SIGTERM (a clean shutdown, which used to write serve's stale campaign state over the
-    /// others'), waited for 30 s at most.
-    static func stop(_ server: ServeProcess, file: StaticString = #filePath, line: UInt = #line) {
-        kill(server.process.processIdentifier, SIGTERM)
-        for _ in 0..<300 where server.process.isRunning { Thread.sleep(forTimeInterval: 0.1) }
-        XCTAssertFalse(server.process.isRunning, "serve stopped after SIGTERM", file: file, line: line)
-    }
-}
+// One data directory, many processes: serve's API running in this process (InProcessAPI, with
+// the runtime's services, as serve runs them), and CLI commands (the built `hubhost` binary, as
+// child processes) beside it on the same data directory. What one process changes is durable at
+// once and what the others see; nothing adds up wrong, nothing is lost when serve stops (its
+// services stopped and its host shut down, which used to write serve's stale campaign state over
+// the others'), nothing in use is deleted under a reader. Loopback only; bounded loops.
 
 // MARK: - Campaigns
 
@@ -56,7 +49,7 @@ final class SharedCampaignStateTests: XCTestCase {
     }
 
     /// The campaigns as `GET /v1/campaigns` answers them, by id.
-    private func statuses(_ server: ServeProcess) throws -> [String: [String: Any]] {
+    private static func statuses(_ server: any JSONCalls) throws -> [String: [String: Any]] {
         let (status, body) = try server.call("GET", "/v1/campaigns")
         XCTAssertEqual(status, 200)
         let list = try XCTUnwrap(body as? [[String: Any]])
@@ -64,82 +57,101 @@ final class SharedCampaignStateTests: XCTestCase {
     }
 
     /// The campaigns as `hubhost campaigns list --json` prints them, by id.
-    private func statuses() throws -> [String: [String: Any]] {
+    private static func statuses(manifest: String) throws -> [String: [String: Any]] {
         let list = try TestSupport.hubhost(["campaigns", "list", "--json"], manifest: manifest).expect().json(as: [[String: Any]].self)
         return Dictionary(uniqueKeysWithValues: list.map { ($0["id"] as? String ?? "", $0) })
     }
 
-    func testCLIAndHTTPImpressionsAddUpAndSurviveServesShutdown() throws {
-        let server = try ServeProcess(manifest: manifest)
-        for _ in 0..<2 { try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect() }
-        XCTAssertEqual(try server.call("POST", "/v1/messages/promo/impression").0, 200)
-        XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 2, "5 - 2 (CLI) - 1 (HTTP)")
-        XCTAssertEqual(try statuses()["promo"]?["impressionsLeft"] as? Int, 2, "the CLI sees serve's impression")
-        SharedDirectory.stop(server)
-        XCTAssertEqual(try statuses()["promo"]?["impressionsLeft"] as? Int, 2, "serve's shutdown wrote nothing stale over it")
+    func testCLIAndHTTPImpressionsAddUpAndSurviveServesShutdown() async throws {
+        let manifest = self.manifest  // for the closures below, which do not capture the test case
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                for _ in 0..<2 { try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect() }
+                XCTAssertEqual(try server.call("POST", "/v1/messages/promo/impression").0, 200)
+                XCTAssertEqual(try Self.statuses(server)["promo"]?["impressionsLeft"] as? Int, 2, "5 - 2 (CLI) - 1 (HTTP)")
+                XCTAssertEqual(try Self.statuses(manifest: manifest)["promo"]?["impressionsLeft"] as? Int, 2, "the CLI sees serve's impression")
+            }
+        }
+        // serve stopped: its services ended and its host shut down.
+        XCTAssertEqual(try Self.statuses(manifest: manifest)["promo"]?["impressionsLeft"] as? Int, 2, "serve's shutdown wrote nothing stale over it")
     }
 
-    func testACLIOptOutIsSeenByTheRunningServeAndSurvivesItsShutdown() throws {
-        let server = try ServeProcess(manifest: manifest)
-        XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name": "show_promo"}"#).0, 201)
-        let (status, first) = try server.call("GET", "/v1/messages/next")
-        XCTAssertEqual(status, 200)
-        XCTAssertEqual((first as? [String: Any])?["id"] as? String, "promo", "both campaigns are ready; promo first")
+    func testACLIOptOutIsSeenByTheRunningServeAndSurvivesItsShutdown() async throws {
+        let manifest = self.manifest  // for the closures below, which do not capture the test case
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                XCTAssertEqual(try server.call("POST", "/v1/events", #"{"name": "show_promo"}"#).0, 201)
+                let (status, first) = try server.call("GET", "/v1/messages/next")
+                XCTAssertEqual(status, 200)
+                XCTAssertEqual((first as? [String: Any])?["id"] as? String, "promo", "both campaigns are ready; promo first")
 
-        try TestSupport.hubhost(["campaigns", "opt-out", "promo"], manifest: manifest).expect()
-        let (_, next) = try server.call("GET", "/v1/messages/next")
-        XCTAssertEqual((next as? [String: Any])?["id"] as? String, "other", "serve no longer offers the campaign the user opted out of")
-        XCTAssertEqual(try statuses(server)["promo"]?["optedOut"] as? Bool, true)
-
-        SharedDirectory.stop(server)
-        XCTAssertEqual(try statuses()["promo"]?["optedOut"] as? Bool, true, "the opt-out survives serve's shutdown")
+                try TestSupport.hubhost(["campaigns", "opt-out", "promo"], manifest: manifest).expect()
+                let (_, next) = try server.call("GET", "/v1/messages/next")
+                XCTAssertEqual((next as? [String: Any])?["id"] as? String, "other", "serve no longer offers the campaign the user opted out of")
+                XCTAssertEqual(try Self.statuses(server)["promo"]?["optedOut"] as? Bool, true)
+            }
+        }
+        // serve stopped: its services ended and its host shut down.
+        XCTAssertEqual(try Self.statuses(manifest: manifest)["promo"]?["optedOut"] as? Bool, true, "the opt-out survives serve's shutdown")
         let message = try TestSupport.hubhost(["messages", "next", "--json"], manifest: manifest).expect()
         XCTAssertEqual((try message.json as? [String: Any])?["id"] as? String, "other", "the queue serve filled is the CLI's too")
     }
 
-    func testTheCampaignUserSetFromTheCLIIsServesUser() throws {
-        let server = try ServeProcess(manifest: manifest)
-        try TestSupport.hubhost(["campaigns", "user", "set", "--user-id", "ann", "--id-tracking-identifier", "t1"], manifest: manifest).expect()
-        let (status, user) = try server.call("GET", "/v1/campaigns/user")
-        XCTAssertEqual(status, 200)
-        XCTAssertEqual(user as? [String: String], ["userId": "ann", "idTrackingIdentifier": "t1"])
+    func testTheCampaignUserSetFromTheCLIIsServesUser() async throws {
+        let manifest = self.manifest  // for the closures below, which do not capture the test case
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                try TestSupport.hubhost(["campaigns", "user", "set", "--user-id", "ann", "--id-tracking-identifier", "t1"], manifest: manifest)
+                    .expect()
+                let (status, user) = try server.call("GET", "/v1/campaigns/user")
+                XCTAssertEqual(status, 200)
+                XCTAssertEqual(user as? [String: String], ["userId": "ann", "idTrackingIdentifier": "t1"])
 
-        // And serve's own change of user is the CLI's: impressions land in that user's cache.
-        XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "bob", "idTrackingIdentifier": ""}"#).0, 200)
-        try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect()
-        XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 4, "bob's impression")
-        XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "ann", "idTrackingIdentifier": "t1"}"#).0, 200)
-        XCTAssertEqual(try statuses(server)["promo"]?["impressionsLeft"] as? Int, 5, "ann has her own count")
+                // And serve's own change of user is the CLI's: impressions land in that user's cache.
+                XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "bob", "idTrackingIdentifier": ""}"#).0, 200)
+                try TestSupport.hubhost(["messages", "impression", "promo"], manifest: manifest).expect()
+                XCTAssertEqual(try Self.statuses(server)["promo"]?["impressionsLeft"] as? Int, 4, "bob's impression")
+                XCTAssertEqual(try server.call("PUT", "/v1/campaigns/user", #"{"userId": "ann", "idTrackingIdentifier": "t1"}"#).0, 200)
+                XCTAssertEqual(try Self.statuses(server)["promo"]?["impressionsLeft"] as? Int, 5, "ann has her own count")
+            }
+        }
     }
 
-    func testConcurrentImpressionsFromTwoCLIStreamsAndServeEndWithTheExactTotal() throws {
-        let server = try ServeProcess(manifest: manifest)
+    func testConcurrentImpressionsFromTwoCLIStreamsAndServeEndWithTheExactTotal() async throws {
         final class Failures: @unchecked Sendable {
             let lock = NSLock()
             var list: [String] = []
         }
-        let failures = Failures()
-        let manifest = self.manifest
-        // Two CLI streams of 20 impressions each and 10 over HTTP, all at once.
-        DispatchQueue.concurrentPerform(iterations: 3) { stream in
-            for _ in 0..<(stream < 2 ? 20 : 10) {
-                do {
-                    if stream < 2 {
-                        let result = try TestSupport.hubhost(["messages", "impression", "bulk", "--manifest", manifest])
-                        if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
-                    } else {
-                        let status = try server.call("POST", "/v1/messages/bulk/impression").0
-                        if status != 200 { failures.lock.withLock { failures.list.append("HTTP \(status)") } }
+        let manifest = self.manifest  // for the closures below, which do not capture the test case
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                let failures = Failures()
+                // Two CLI streams of 20 impressions each and 10 over HTTP, all at once.
+                DispatchQueue.concurrentPerform(iterations: 3) { stream in
+                    for _ in 0..<(stream < 2 ? 20 : 10) {
+                        do {
+                            if stream < 2 {
+                                let result = try TestSupport.hubhost(["messages", "impression", "bulk", "--manifest", manifest])
+                                if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
+                            } else {
+                                let status = try server.call("POST", "/v1/messages/bulk/impression").0
+                                if status != 200 { failures.lock.withLock { failures.list.append("HTTP \(status)") } }
+                            }
+                        } catch {
+                            failures.lock.withLock { failures.list.append("\(error)") }
+                        }
                     }
-                } catch {
-                    failures.lock.withLock { failures.list.append("\(error)") }
                 }
+                XCTAssertEqual(failures.list, [])
+                XCTAssertEqual(try Self.statuses(server)["bulk"]?["impressionsLeft"] as? Int, 50, "100 - 20 - 20 - 10: none lost, none twice")
             }
         }
-        XCTAssertEqual(failures.list, [])
-        XCTAssertEqual(try statuses(server)["bulk"]?["impressionsLeft"] as? Int, 50, "100 - 20 - 20 - 10: none lost, none twice")
-        SharedDirectory.stop(server)
-        XCTAssertEqual(try statuses()["bulk"]?["impressionsLeft"] as? Int, 50)
+        // serve stopped: its services ended and its host shut down.
+        XCTAssertEqual(try Self.statuses(manifest: manifest)["bulk"]?["impressionsLeft"] as? Int, 50)
     }
 
     /// The same in one process: two hosts (two engines) on one data directory, as two apps would be.
@@ -212,7 +224,7 @@ final class SharedHubStateTests: XCTestCase {
 
     /// Makes the content service offer a signed bundle whose hub is titled "Hub v<version>"; returns its SHA-256.
     @discardableResult
-    private func publish(_ version: String) throws -> String {
+    private static func publish(_ version: String, folder: String, privateKey: String, service: TestContentService) throws -> String {
         let path = folder + "/build-\(version).sqlite3"
         let articles = (0..<3).map { TestBundle.Article("a\($0)", body: "<p>content v\(version) \($0)</p>") }
         try TestBundle.write(
@@ -228,141 +240,177 @@ final class SharedHubStateTests: XCTestCase {
         return sha
     }
 
-    private func status(_ server: ServeProcess) throws -> DeliveryStatus {
+    private static func status(_ server: any JSONCalls) throws -> DeliveryStatus {
         let response = try server.http.fetch("GET", server.base + "/v1/hub/status", timeoutSeconds: 10).get()
         XCTAssertEqual(response.status, 200)
         return try JSONDecoder().decode(DeliveryStatus.self, from: response.body)
     }
 
-    private func page(_ server: ServeProcess, _ path: String) throws -> (Int, String) {
+    private static func page(_ server: any JSONCalls, _ path: String) throws -> (Int, String) {
         let response = try server.http.fetch("GET", server.base + path, timeoutSeconds: 10).get()
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }
 
-    private var bundleDownloads: Int { service.requests.filter { $0.path == "/content/bundle" }.count }
+    private static func bundleDownloads(_ service: TestContentService) -> Int { service.requests.filter { $0.path == "/content/bundle" }.count }
 
-    func testACLISyncIsWhatTheRunningServeShowsAndNoBundleInUseIsDeleted() throws {
-        let server = try ServeProcess(manifest: manifest)
-        let v1 = try publish("1")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+    /// What a test's body has beside serve: its client, the manifest, the content service, and `publish`.
+    private struct Beside: Sendable {
+        let server: ListeningAPI
+        let manifest: String
+        let service: TestContentService
+        let folder: String
+        let privateKey: String
 
-        // serve shows the bundle the CLI installed, without a restart.
-        let first = try status(server)
-        XCTAssertEqual(first.activeBundle?.version, "1")
-        XCTAssertEqual(first.activeBundle?.sha256, v1)
-        XCTAssertTrue(first.state.isReady)
-        let v1Path = try XCTUnwrap(first.activeBundle?.path)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path))
-        let downloads = bundleDownloads
-        let sync = try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get()
-        XCTAssertEqual(sync.status, 200)
-        XCTAssertEqual(try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: sync.body).result, "current")
-        XCTAssertEqual(bundleDownloads, downloads, "serve's own sync finds the CLI's bundle current: nothing downloaded again")
-
-        // A hub session on v1 stays open while two CLI syncs install v2 and v3.
-        let (hubStatus, hubPage) = try page(server, "/hub")
-        XCTAssertEqual(hubStatus, 200)
-        XCTAssertTrue(hubPage.contains("Hub v1"), hubPage)
-        try publish("2")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-        let v3 = try publish("3")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-
-        let third = try status(server)
-        XCTAssertEqual(third.activeBundle?.version, "3")
-        XCTAssertEqual(third.activeBundle?.sha256, v3)
-        XCTAssertTrue(FileManager.default.fileExists(atPath: third.activeBundle?.path ?? ""), "serve never names a deleted bundle file")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path), "the bundle serve's open session reads is not pruned")
-        let (articleStatus, article) = try page(server, "/hub/article/news/main/a0")
-        XCTAssertEqual(articleStatus, 200)
-        XCTAssertTrue(article.contains("content v1 0"), "the open session keeps the bundle it was presented from: \(article)")
-        let (_, newPage) = try page(server, "/hub")
-        XCTAssertTrue(newPage.contains("Hub v3"), "a new session presents the bundle the CLI activated: \(newPage)")
-
-        // Once no session reads v1, the next install prunes it (the active bundle and the one before stay).
-        try publish("4")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released, then pruned")
-        let fourth = try status(server)
-        XCTAssertEqual(fourth.activeBundle?.version, "4")
-        XCTAssertEqual(fourth.lastSync?.bundleVersion, "4", "the CLI's sync is serve's last sync too")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: fourth.activeBundle?.path ?? ""))
-        let (_, fourthPage) = try page(server, "/hub")
-        XCTAssertTrue(fourthPage.contains("Hub v4"), fourthPage)
-    }
-
-    func testAfterTwoCLISyncsServeNeverNamesOrServesAPrunedBundleFile() throws {
-        let server = try ServeProcess(manifest: manifest)
-        try publish("1")
-        XCTAssertEqual(try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get().status, 200, "serve installs v1 itself")
-        let v1Path = try XCTUnwrap(try status(server).activeBundle?.path)
-        for version in ["2", "3"] {
-            try publish(version)
-            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+        @discardableResult
+        func publish(_ version: String) throws -> String {
+            try SharedHubStateTests.publish(version, folder: folder, privateKey: privateKey, service: service)
         }
-        let shown = try status(server)
-        XCTAssertEqual(shown.activeBundle?.version, "3")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: shown.activeBundle?.path ?? ""), "the file serve names exists")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path), "serve still had v1 open when v3 was installed: kept")
-        let (pageStatus, page) = try page(server, "/hub/article/news/main/a1")
-        XCTAssertEqual(pageStatus, 200)
-        XCTAssertTrue(page.contains("content v3 1"), page)
-        // serve now reads v3: the next install prunes v1 (and v2), keeping v4 and v3.
-        try publish("4")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-        XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released by serve, then pruned")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: try status(server).activeBundle?.path ?? ""))
     }
 
-    func testTheRemoteDisableFetchedByTheCLIIsServesState() throws {
-        let server = try ServeProcess(manifest: manifest)
-        try publish("1")
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-        // serve syncs once itself (finding the CLI's bundle current), so presenting starts no background sync.
-        XCTAssertEqual(try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get().status, 200)
-        XCTAssertEqual(try page(server, "/hub").0, 200)
-        service.settings = { _ in (200, #"{"isDisabled": true}"#) }
-        try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
-        XCTAssertTrue(try status(server).state.isDisabled, "the service's word fetched by the CLI holds in serve")
-        XCTAssertTrue(try page(server, "/hub").1.contains("disabled"))
-    }
-
-    func testUsersAndTagCountsChangedFromTheCLIAreServesAndAddUp() throws {
-        let server = try ServeProcess(manifest: manifest)
-        try TestSupport.hubhost(["users", "create", "--id", "bob", "--tags", "news"], manifest: manifest).expect()
-        try TestSupport.hubhost(["users", "activate", "bob"], manifest: manifest).expect()
-        let (status, active) = try server.call("GET", "/v1/users/active")
-        XCTAssertEqual(status, 200)
-        XCTAssertEqual((active as? [String: Any])?["active"] as? String, "bob")
-
-        final class Failures: @unchecked Sendable {
-            let lock = NSLock()
-            var list: [String] = []
-        }
-        let failures = Failures()
-        let manifest = self.manifest
-        DispatchQueue.concurrentPerform(iterations: 2) { stream in
-            for _ in 0..<5 {
-                do {
-                    if stream == 0 {
-                        let result = try TestSupport.hubhost(["users", "update-tag-counts", "news=+1", "--manifest", manifest])
-                        if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
-                    } else {
-                        let status = try server.call("POST", "/v1/users/active/tag-counts", #"{"news": 1}"#).0
-                        if status != 200 { failures.lock.withLock { failures.list.append("HTTP \(status)") } }
-                    }
-                } catch {
-                    failures.lock.withLock { failures.list.append("\(error)") }
-                }
+    /// serve's API in this process (its services running, as serve runs them) on the manifest,
+    /// while `body` runs off Swift concurrency's threads (InProcessAPI.listening).
+    private func withServe(_ body: @escaping @Sendable (Beside) throws -> Void) async throws {
+        let (manifest, folder, privateKey, service) = (self.manifest, self.folder, self.privateKey, self.service!)  // not the test case
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                try body(Beside(server: ListeningAPI(port: port), manifest: manifest, service: service, folder: folder, privateKey: privateKey))
             }
         }
-        XCTAssertEqual(failures.list, [])
-        let (_, counts) = try server.call("GET", "/v1/users/bob/tag-counts")
-        XCTAssertEqual(counts as? [String: Int], ["news": 11], "1 + 5 (CLI) + 5 (HTTP)")
-        try TestSupport.hubhost(["users", "create", "--id", "eve"], manifest: manifest).expect()
-        XCTAssertEqual(try server.call("POST", "/v1/users/eve/activate").0, 200)
-        let shown = try TestSupport.hubhost(["users", "active"], manifest: manifest).expect()
-        XCTAssertEqual(shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "eve", "serve's activation is the CLI's")
+    }
+
+    func testACLISyncIsWhatTheRunningServeShowsAndNoBundleInUseIsDeleted() async throws {
+        try await withServe { beside in
+            let (server, manifest, service) = (beside.server, beside.manifest, beside.service)
+            @discardableResult func publish(_ version: String) throws -> String { try beside.publish(version) }
+            let v1 = try publish("1")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+
+            // serve shows the bundle the CLI installed, without a restart.
+            let first = try Self.status(server)
+            XCTAssertEqual(first.activeBundle?.version, "1")
+            XCTAssertEqual(first.activeBundle?.sha256, v1)
+            XCTAssertTrue(first.state.isReady)
+            let v1Path = try XCTUnwrap(first.activeBundle?.path)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path))
+            let downloads = Self.bundleDownloads(service)
+            let sync = try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get()
+            XCTAssertEqual(sync.status, 200)
+            XCTAssertEqual(try JSONDecoder().decode(ContentDelivery.SyncReport.self, from: sync.body).result, "current")
+            XCTAssertEqual(Self.bundleDownloads(service), downloads, "serve's own sync finds the CLI's bundle current: nothing downloaded again")
+
+            // A hub session on v1 stays open while two CLI syncs install v2 and v3.
+            let (hubStatus, hubPage) = try Self.page(server, "/hub")
+            XCTAssertEqual(hubStatus, 200)
+            XCTAssertTrue(hubPage.contains("Hub v1"), hubPage)
+            try publish("2")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            let v3 = try publish("3")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+
+            let third = try Self.status(server)
+            XCTAssertEqual(third.activeBundle?.version, "3")
+            XCTAssertEqual(third.activeBundle?.sha256, v3)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: third.activeBundle?.path ?? ""), "serve never names a deleted bundle file")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path), "the bundle serve's open session reads is not pruned")
+            let (articleStatus, article) = try Self.page(server, "/hub/article/news/main/a0")
+            XCTAssertEqual(articleStatus, 200)
+            XCTAssertTrue(article.contains("content v1 0"), "the open session keeps the bundle it was presented from: \(article)")
+            let (_, newPage) = try Self.page(server, "/hub")
+            XCTAssertTrue(newPage.contains("Hub v3"), "a new session presents the bundle the CLI activated: \(newPage)")
+
+            // Once no session reads v1, the next install prunes it (the active bundle and the one before stay).
+            try publish("4")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released, then pruned")
+            let fourth = try Self.status(server)
+            XCTAssertEqual(fourth.activeBundle?.version, "4")
+            XCTAssertEqual(fourth.lastSync?.bundleVersion, "4", "the CLI's sync is serve's last sync too")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: fourth.activeBundle?.path ?? ""))
+            let (_, fourthPage) = try Self.page(server, "/hub")
+            XCTAssertTrue(fourthPage.contains("Hub v4"), fourthPage)
+        }
+    }
+
+    func testAfterTwoCLISyncsServeNeverNamesOrServesAPrunedBundleFile() async throws {
+        try await withServe { beside in
+            let (server, manifest) = (beside.server, beside.manifest)
+            @discardableResult func publish(_ version: String) throws -> String { try beside.publish(version) }
+            try publish("1")
+            XCTAssertEqual(
+                try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get().status, 200, "serve installs v1 itself")
+            let v1Path = try XCTUnwrap(try Self.status(server).activeBundle?.path)
+            for version in ["2", "3"] {
+                try publish(version)
+                try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            }
+            let shown = try Self.status(server)
+            XCTAssertEqual(shown.activeBundle?.version, "3")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: shown.activeBundle?.path ?? ""), "the file serve names exists")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: v1Path), "serve still had v1 open when v3 was installed: kept")
+            let (pageStatus, page) = try Self.page(server, "/hub/article/news/main/a1")
+            XCTAssertEqual(pageStatus, 200)
+            XCTAssertTrue(page.contains("content v3 1"), page)
+            // serve now reads v3: the next install prunes v1 (and v2), keeping v4 and v3.
+            try publish("4")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            XCTAssertFalse(FileManager.default.fileExists(atPath: v1Path), "released by serve, then pruned")
+            XCTAssertTrue(FileManager.default.fileExists(atPath: try Self.status(server).activeBundle?.path ?? ""))
+        }
+    }
+
+    func testTheRemoteDisableFetchedByTheCLIIsServesState() async throws {
+        try await withServe { beside in
+            let (server, manifest, service) = (beside.server, beside.manifest, beside.service)
+            @discardableResult func publish(_ version: String) throws -> String { try beside.publish(version) }
+            try publish("1")
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            // serve syncs once itself (finding the CLI's bundle current), so presenting starts no background sync.
+            XCTAssertEqual(try server.http.fetch("POST", server.base + "/v1/hub/sync", timeoutSeconds: 30).get().status, 200)
+            XCTAssertEqual(try Self.page(server, "/hub").0, 200)
+            service.settings = { _ in (200, #"{"isDisabled": true}"#) }
+            try TestSupport.hubhost(["hub", "sync"], manifest: manifest).expect()
+            XCTAssertTrue(try Self.status(server).state.isDisabled, "the service's word fetched by the CLI holds in serve")
+            XCTAssertTrue(try Self.page(server, "/hub").1.contains("disabled"))
+        }
+    }
+
+    func testUsersAndTagCountsChangedFromTheCLIAreServesAndAddUp() async throws {
+        try await withServe { beside in
+            let (server, manifest) = (beside.server, beside.manifest)
+            try TestSupport.hubhost(["users", "create", "--id", "bob", "--tags", "news"], manifest: manifest).expect()
+            try TestSupport.hubhost(["users", "activate", "bob"], manifest: manifest).expect()
+            let (status, active) = try server.call("GET", "/v1/users/active")
+            XCTAssertEqual(status, 200)
+            XCTAssertEqual((active as? [String: Any])?["active"] as? String, "bob")
+
+            final class Failures: @unchecked Sendable {
+                let lock = NSLock()
+                var list: [String] = []
+            }
+            let failures = Failures()
+            DispatchQueue.concurrentPerform(iterations: 2) { stream in
+                for _ in 0..<5 {
+                    do {
+                        if stream == 0 {
+                            let result = try TestSupport.hubhost(["users", "update-tag-counts", "news=+1", "--manifest", manifest])
+                            if result.status != 0 { failures.lock.withLock { failures.list.append(result.stderr) } }
+                        } else {
+                            let status = try server.call("POST", "/v1/users/active/tag-counts", #"{"news": 1}"#).0
+                            if status != 200 { failures.lock.withLock { failures.list.append("HTTP \(status)") } }
+                        }
+                    } catch {
+                        failures.lock.withLock { failures.list.append("\(error)") }
+                    }
+                }
+            }
+            XCTAssertEqual(failures.list, [])
+            let (_, counts) = try server.call("GET", "/v1/users/bob/tag-counts")
+            XCTAssertEqual(counts as? [String: Int], ["news": 11], "1 + 5 (CLI) + 5 (HTTP)")
+            try TestSupport.hubhost(["users", "create", "--id", "eve"], manifest: manifest).expect()
+            XCTAssertEqual(try server.call("POST", "/v1/users/eve/activate").0, 200)
+            let shown = try TestSupport.hubhost(["users", "active"], manifest: manifest).expect()
+            XCTAssertEqual(shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "eve", "serve's activation is the CLI's")
+        }
     }
 }
 

@@ -4,11 +4,12 @@ import XCTest
 @testable import HubHostKit
 @testable import HubHostTools
 
-/// The soak test: `hubhost serve` on loopback beside CLI writers on the
-/// same data directory, under a mix of valid and hostile requests from several clients at once.
+/// The soak test: serve's API and services on loopback (in this process, InProcessAPI) beside CLI
+/// writers (child processes) on the same data directory, under a mix of valid and hostile requests
+/// from several clients at once.
 /// It ends with every acknowledged event stored exactly once, nothing of a refused request stored,
 /// no CLI run failing with "database is locked", the collector never given one event twice, and
-/// the server alive and exiting cleanly on SIGTERM.
+/// the server alive and stopping cleanly as on SIGTERM (its services stopped without an error).
 ///
 /// Bounded: every loop runs a fixed number of times (no loop waits on the clock); the only waits
 /// are the socket and process bounds below, which end a stuck run instead of hanging the suite.
@@ -48,7 +49,7 @@ final class SoakTests: XCTestCase {
         folder = try TestSupport.temporaryFolder(self)
     }
 
-    func testValidAndHostileClientsAndCLIWritersBesideServe() throws {
+    func testValidAndHostileClientsAndCLIWritersBesideServe() async throws {
         let collector = try TestCollector()
         defer { collector.stop() }
         let manifest = folder + "/plugins.yaml"
@@ -59,54 +60,47 @@ final class SoakTests: XCTestCase {
             events: {cache_size: 4, collector_url: "\(collector.url)", flush_interval: 200 ms, retry_base_delay: 100 ms}
             plugins: []
             """, to: manifest)
-        let server = try ServeProcess(manifest: manifest)
-        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
-
         let ledger = Ledger()
-        // Connections that send half a request head and then say nothing: the server must carry on
-        // with everyone else and close them itself (idle_timeout).
-        let hanging = try (0..<Self.httpClients).map { _ -> RawHTTPClient in
-            let client = try RawHTTPClient(port: server.port)
-            client.send("POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
-            return client
-        }
+        try await InProcessAPI.listening(manifestPath: manifest, services: true) { port, _ in
+            try await TestSupport.offPool {
+                let server = ListeningAPI(port: port)
+                XCTAssertEqual(try server.call("GET", "/v1/health").0, 200)
 
-        let group = DispatchGroup()
-        for client in 0..<Self.httpClients {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                Self.httpClient(client, port: server.port, ledger: ledger)
+                // Connections that send half a request head and then say nothing: the server must carry on
+                // with everyone else and close them itself (idle_timeout).
+                let hanging = try (0..<Self.httpClients).map { _ -> RawHTTPClient in
+                    let client = try RawHTTPClient(port: server.port)
+                    client.send("POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+                    return client
+                }
+
+                let group = DispatchGroup()
+                for client in 0..<Self.httpClients {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        Self.httpClient(client, port: server.port, ledger: ledger)
+                    }
+                }
+                for writer in 0..<Self.cliWriters {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        Self.cliWriter(writer, manifest: manifest, ledger: ledger)
+                    }
+                }
+                // A bound for a stuck run, not a timing assertion: the work is ~10 s in a debug build.
+                XCTAssertEqual(group.wait(timeout: .now() + 240), .success, "the clients and writers finished")
+
+                for (index, client) in hanging.enumerated() {
+                    XCTAssertTrue(client.isClosedByServer(), "the half-sent request head \(index) was closed by the server")
+                }
+
+                // The server is alive and answers, then stops cleanly as on SIGTERM (a last flush included).
+                XCTAssertEqual(try server.call("GET", "/v1/health").0, 200, "serve is alive after the soak")
             }
         }
-        for writer in 0..<Self.cliWriters {
-            group.enter()
-            Thread.detachNewThread {
-                defer { group.leave() }
-                Self.cliWriter(writer, manifest: manifest, ledger: ledger)
-            }
-        }
-        // A bound for a stuck run, not a timing assertion: the work is ~10 s in a debug build.
-        XCTAssertEqual(group.wait(timeout: .now() + 240), .success, "the clients and writers finished")
-
-        for (index, client) in hanging.enumerated() {
-            XCTAssertTrue(client.isClosedByServer(), "the half-sent request head \(index) was closed by the server")
-        }
-
-        // The server is alive and answers, then stops cleanly on SIGTERM (a last flush included).
-        XCTAssertEqual(try server.call("GET", "/v1/health").0, 200, "serve is alive after the soak")
-        kill(server.process.processIdentifier, SIGTERM)
-        var waited = 0
-        while server.process.isRunning, waited < 600 {  // 60 s at most
-            Thread.sleep(forTimeInterval: 0.1)
-            waited += 1
-        }
-        XCTAssertFalse(server.process.isRunning, "serve exits after SIGTERM")
-        if server.process.isRunning { kill(server.process.processIdentifier, SIGKILL) }
-        server.process.waitUntilExit()
-        XCTAssertEqual(server.process.terminationReason, .exit)
-        XCTAssertEqual(server.process.terminationStatus, 0, "serve's exit status after SIGTERM")
-
+        // serve stopped: `listening` returns once its services stopped without an error (serve's exit 0).
         for problem in ledger.problems { XCTFail(problem) }
 
         let acknowledged = ledger.acknowledged
