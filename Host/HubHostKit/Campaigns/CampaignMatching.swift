@@ -46,42 +46,46 @@ extension CampaignEngine {
             var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
             var attributes = EventAttributes(names: compiled.names.count)
-            compiled.triggers.withUnsafeBufferPointer { triggers in
-                compiled.conditions.withUnsafeBufferPointer { conditions in
-                    for event in events {
-                        var byType: Int?
-                        var appStart = false
-                        switch event.type {
-                        case .appStart:
-                            if !appStartLogged {  // persistent for the launch: later logs are ignored
-                                appStartLogged = true
-                                appStart = true
-                                byType = 1
+            // Events are read in place (not copied out of the array, which retained and released
+            // each event's id and attributes).
+            events.withUnsafeBufferPointer { events in
+                compiled.triggers.withUnsafeBufferPointer { triggers in
+                    compiled.conditions.withUnsafeBufferPointer { conditions in
+                        for e in events.indices {
+                            var byType: Int?
+                            var appStart = false
+                            switch events[e].type {
+                            case .appStart:
+                                if !appStartLogged {  // persistent for the launch: later logs are ignored
+                                    appStartLogged = true
+                                    appStart = true
+                                    byType = 1
+                                }
+                            case .loginSuccessful: byType = 2
+                            case .purchaseSuccessful: byType = 3
+                            default: break
                             }
-                        case .loginSuccessful: byType = 2
-                        case .purchaseSuccessful: byType = 3
-                        default: break
-                        }
-                        touched.removeAll(keepingCapacity: true)
-                        attributes.forget()
-                        var ranges = 0
-                        if let byType, let range = compiled.byType[byType] {
-                            ranges += 1
-                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
-                        }
-                        if !event.name.isEmpty, let range = compiled.byName[event.name] {
-                            ranges += 1
-                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
-                        }
-                        if appStart {
-                            for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) {
-                                touched.append(c)
+                            touched.removeAll(keepingCapacity: true)
+                            attributes.forget()
+                            var ranges = 0
+                            if let byType, let range = compiled.byType[byType] {
+                                ranges += 1
+                                match(triggers[range], conditions, compiled, events[e], &attributes, &progress, &touched)
                             }
-                            ranges += 1
+                            if !events[e].name.isEmpty, let range = compiled.byName[events[e].name] {
+                                ranges += 1
+                                match(triggers[range], conditions, compiled, events[e], &attributes, &progress, &touched)
+                            }
+                            if appStart {
+                                for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) {
+                                    touched.append(c)
+                                }
+                                ranges += 1
+                            }
+                            // One event's campaigns in list order, as before (one range is in list order already).
+                            if ranges > 1 { touched.sort() }
+                            for c in touched { progress.touch(c) }
                         }
-                        // One event's campaigns in list order, as before (one range is in list order already).
-                        if ranges > 1 { touched.sort() }
-                        for c in touched { progress.touch(c) }
                     }
                 }
             }
@@ -218,19 +222,35 @@ extension CampaignEngine {
     /// Whether `apply` would change `cache`: a trigger not satisfied yet, or else (the satisfied
     /// triggers being the same) a touched campaign that is ready and would be queued.
     func changes(_ progress: Progress, _ cache: UserCache, queued: Set<String>, now: Int64) -> Bool {
+        // A local array: a campaign read from it is borrowed, where one read from the property was
+        // copied (every field retained and released) for each call below.
+        let loaded = self.loaded
         for (c, trigger) in progress.satisfied where !(cache.satisfied[loaded[c].id]?.contains(trigger) ?? false) { return true }
-        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
-            if let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) { return true }
+        for c in progress.touched {
+            let id = loaded[c].id
+            if !queued.contains(id), let position = positions[id], isReady(loaded[position], in: cache),
+                eligible(loaded[position], in: cache, now: now)
+            {
+                return true
+            }
         }
         return false
     }
 
     /// Adds `progress` to `cache`; returns whether anything changed.
     func apply(_ progress: Progress, to cache: inout UserCache, queued: inout Set<String>, now: Int64) -> Bool {
+        let loaded = self.loaded  // borrowed campaigns, as in `changes`
+        // Room for everything that may be added, made once: growing one insert at a time rehashed
+        // the whole dictionary and set again and again (a first batch satisfies thousands).
+        cache.satisfied.reserveCapacity(cache.satisfied.count + progress.satisfied.count)
+        queued.reserveCapacity(queued.count + progress.touched.count)
         var changed = false
         for (c, trigger) in progress.satisfied where cache.satisfied[loaded[c].id, default: []].insert(trigger).inserted { changed = true }
-        for id in progress.touched.map({ loaded[$0].id }) where !queued.contains(id) {
-            guard let position = positions[id], isReady(loaded[position], in: cache), eligible(loaded[position], in: cache, now: now) else {
+        for c in progress.touched {
+            let id = loaded[c].id
+            guard !queued.contains(id), let position = positions[id], isReady(loaded[position], in: cache),
+                eligible(loaded[position], in: cache, now: now)
+            else {
                 continue
             }
             cache.queue.append(id)
@@ -258,9 +278,14 @@ extension CampaignEngine {
                 let left = max(0, cache.impressionsLeft[campaign.id] ?? 0)
                 cache.impressionsLeft[campaign.id] = min(campaign.maxImpressions, max(0, left + campaign.maxImpressions - known!))
             }
-            cache.knownMaxImpressions[campaign.id] = campaign.maxImpressions
+            // Written only when it differs: `update` keeps the cache as read and compares it with
+            // this one afterwards, and a write copied the whole dictionary and made that
+            // comparison look up every entry, at every change of state.
+            if known != campaign.maxImpressions { cache.knownMaxImpressions[campaign.id] = campaign.maxImpressions }
         }
-        cache.queue = cache.queue.filter { id in positions[id].map { eligible(loaded[$0], in: cache, now: now) } ?? false }
+        // Likewise the queue is replaced only when something left it.
+        let kept = cache.queue.filter { id in positions[id].map { eligible(loaded[$0], in: cache, now: now) } ?? false }
+        if kept.count != cache.queue.count { cache.queue = kept }
         queuedIDs = Set(cache.queue)
         if let later = cache.later {
             let kept = later.filter(queuedIDs.contains)
