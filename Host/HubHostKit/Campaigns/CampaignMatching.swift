@@ -46,46 +46,42 @@ extension CampaignEngine {
             var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
             var attributes = EventAttributes(names: compiled.names.count)
-            // Events are read in place (not copied out of the array, which retained and released
-            // each event's id and attributes).
-            events.withUnsafeBufferPointer { events in
-                compiled.triggers.withUnsafeBufferPointer { triggers in
-                    compiled.conditions.withUnsafeBufferPointer { conditions in
-                        for e in events.indices {
-                            var byType: Int?
-                            var appStart = false
-                            switch events[e].type {
-                            case .appStart:
-                                if !appStartLogged {  // persistent for the launch: later logs are ignored
-                                    appStartLogged = true
-                                    appStart = true
-                                    byType = 1
-                                }
-                            case .loginSuccessful: byType = 2
-                            case .purchaseSuccessful: byType = 3
-                            default: break
+            compiled.triggers.withUnsafeBufferPointer { triggers in
+                compiled.conditions.withUnsafeBufferPointer { conditions in
+                    for event in events {
+                        var byType: Int?
+                        var appStart = false
+                        switch event.type {
+                        case .appStart:
+                            if !appStartLogged {  // persistent for the launch: later logs are ignored
+                                appStartLogged = true
+                                appStart = true
+                                byType = 1
                             }
-                            touched.removeAll(keepingCapacity: true)
-                            attributes.forget()
-                            var ranges = 0
-                            if let byType, let range = compiled.byType[byType] {
-                                ranges += 1
-                                match(triggers[range], conditions, compiled, events[e], &attributes, &progress, &touched)
-                            }
-                            if !events[e].name.isEmpty, let range = compiled.byName[events[e].name] {
-                                ranges += 1
-                                match(triggers[range], conditions, compiled, events[e], &attributes, &progress, &touched)
-                            }
-                            if appStart {
-                                for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) {
-                                    touched.append(c)
-                                }
-                                ranges += 1
-                            }
-                            // One event's campaigns in list order, as before (one range is in list order already).
-                            if ranges > 1 { touched.sort() }
-                            for c in touched { progress.touch(c) }
+                        case .loginSuccessful: byType = 2
+                        case .purchaseSuccessful: byType = 3
+                        default: break
                         }
+                        touched.removeAll(keepingCapacity: true)
+                        attributes.forget()
+                        var ranges = 0
+                        if let byType, let range = compiled.byType[byType] {
+                            ranges += 1
+                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                        }
+                        if !event.name.isEmpty, let range = compiled.byName[event.name] {
+                            ranges += 1
+                            match(triggers[range], conditions, compiled, event, &attributes, &progress, &touched)
+                        }
+                        if appStart {
+                            for (c, campaign) in loaded.enumerated() where campaign.triggers.contains(where: { $0.eventType == 1 }) {
+                                touched.append(c)
+                            }
+                            ranges += 1
+                        }
+                        // One event's campaigns in list order, as before (one range is in list order already).
+                        if ranges > 1 { touched.sort() }
+                        for c in touched { progress.touch(c) }
                     }
                 }
             }
