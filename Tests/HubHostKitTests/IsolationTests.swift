@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 
 @testable import HubHostKit
+@testable import HubHostTools
 
 /// `isolation: process`: plugins that crash, abort, hang, allocate without bound, return garbage or
 /// claim a wrong ABI run in worker processes, and hubhost survives each while handling events.
@@ -467,6 +468,46 @@ final class IsolationTests: FolderTestCase {
                 }
             }
             workers.forEach { $0.stop() }
+        }
+    }
+
+    /// A kind's calls are written in one place, and none can be left out: every wire op has a
+    /// server in the worker's table and belongs to exactly one kind, every kind serves at least one
+    /// op and has conformance tests, and the WebAssembly guest adapter branches on every op of each
+    /// kind it says it serves (and on none of the kinds it says it does not), so a new op cannot be
+    /// forgotten there.
+    func testEveryWireOpHasOneKindAServerAndItsBranchInTheWasmGuest() throws {
+        let ops = IsolatedCalls.ops
+        XCTAssertEqual(Set(ops.keys), Set(PluginKind.allCases), "IsolatedCalls.serversByKind lists every kind once")
+        for kind in PluginKind.allCases {
+            XCTAssertFalse(ops[kind, default: []].isEmpty, "\(kind) serves no WorkerOp")
+            XCTAssertFalse(ConformanceSuite.kindTests("p", kind).isEmpty, "the conformance suite has no test for \(kind)")
+        }
+        let listed = ops.values.flatMap { $0 }
+        XCTAssertEqual(listed.count, WorkerOp.allCases.count, "each op is served by exactly one kind")
+        XCTAssertEqual(Set(listed), Set(WorkerOp.allCases))
+        for op in WorkerOp.allCases { XCTAssertNotNil(IsolatedCalls.servers[op], "no server for WorkerOp.\(op)") }
+        XCTAssertEqual(IsolatedCalls.servers.count, WorkerOp.allCases.count)
+
+        let header = try String(contentsOfFile: "\(TestSupport.repository)/Protocols/include/hubhost/hubhost_wire_ops.h", encoding: .utf8)
+        let guest = try String(contentsOfFile: "\(TestSupport.repository)/Protocols/wasm/hubhost_wasm_guest.c", encoding: .utf8)
+        var names: [UInt8: String] = [:]
+        for match in header.matches(of: /(HH_WIRE_OP_[A-Z0-9_]+) = ([0-9]+)/) { names[UInt8(match.2)!] = String(match.1) }
+        XCTAssertEqual(Set(names.keys), Set(WorkerOp.allCases.map(\.rawValue)), "the header's ops are WorkerOp's")
+        // The guest's header comment names the kinds it serves; the others answer every call -1.
+        let served = try XCTUnwrap(guest.firstMatch(of: /Kinds served:([^.]*)\./), "the guest's \"Kinds served\" comment")
+        let servedKinds = Set(served.1.split(whereSeparator: { !$0.isLetter && $0 != "_" }).compactMap { PluginKind(rawValue: String($0)) })
+        XCTAssertFalse(servedKinds.isEmpty)
+        for (kind, kindOps) in ops {
+            for op in kindOps {
+                let name = try XCTUnwrap(names[op.rawValue], "WorkerOp.\(op) has no HH_WIRE_OP_* constant")
+                let branch = "kind == HH_KIND_\(kind.rawValue.uppercased()) && op == \(name))"
+                if servedKinds.contains(kind) {
+                    XCTAssertTrue(guest.contains(branch), "the Wasm guest serves \(kind) but has no `\(branch)` in hh_wasm_call")
+                } else {
+                    XCTAssertFalse(guest.contains("op == \(name)"), "the Wasm guest branches on \(name) but does not list \(kind) as served")
+                }
+            }
         }
     }
 }

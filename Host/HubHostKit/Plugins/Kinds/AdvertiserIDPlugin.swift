@@ -72,3 +72,45 @@ public final class AdvertiserIDPlugin: Sendable {
         }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func advertiserID(_ handle: PluginHandle) -> AdvertiserIDAnswer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .advertiserID, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0: return .id(try reader.string())
+                case 1: return .limitAdTracking
+                case 2: return AdvertiserIDAnswer.none
+                case 3: return .noOpinion
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    // The worker side: the answer's tag, then what the case carries.
+    static let advertiserIDServers: [WorkerOp: Server] = [
+        .advertiserID: { handle, _, out in
+            switch AdvertiserIDPlugin(handle).answer() {
+            case .id(let id):
+                out.u8(0)
+                out.string(id)
+            case .limitAdTracking: out.u8(1)
+            case .none: out.u8(2)
+            case .noOpinion: out.u8(3)
+            case .failed(let status, let message):
+                out.u8(4)
+                out.i32(status)
+                out.string(message)
+            }
+        }
+    ]
+}

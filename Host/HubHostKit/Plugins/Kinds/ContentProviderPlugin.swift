@@ -204,3 +204,30 @@ private final class SinkGate: @unchecked Sendable {
 
     func close() { open.withLock { $0 = false } }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func fetch(_ handle: PluginHandle, _ resource: String) -> ContentProviderPlugin.Fetched {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .fetch, { $0.string(resource) }) {
+        case .success(var reader):
+            guard let status = try? reader.i32(), let message = try? reader.string(), let data = try? reader.data() else {
+                return .init(status: HH_ERR_INTERNAL, message: "bad answer from the worker", data: Data(), progress: nil)
+            }
+            return .init(status: status, message: message, data: data, progress: nil)
+        case .failure(let failure):
+            return .init(status: HH_ERR_IO, message: failure.description, data: Data(), progress: nil)
+        }
+    }
+
+    // The worker side.
+    static let contentProviderServers: [WorkerOp: Server] = [
+        .fetch: { handle, request, out in
+            let fetched = ContentProviderPlugin(handle).fetch(try request.string())
+            out.i32(fetched.status)
+            out.string(fetched.message)
+            out.data(fetched.data)
+        }
+    ]
+}

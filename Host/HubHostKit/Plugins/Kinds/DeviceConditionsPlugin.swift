@@ -144,3 +144,46 @@ public final class DeviceConditionsPlugin: Sendable {
         }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func deviceConditions(_ handle: PluginHandle, dataDirectory: String) throws -> DeviceConditions {
+        try valueCall(handle, .deviceConditions, { $0.string(dataDirectory) }) { reader in
+            let network = try reader.i32()
+            let metered = try reader.bool()
+            let hasBattery = try reader.bool()
+            let level = try reader.f64()
+            let charging = try reader.i32()
+            let hasFree = try reader.bool()
+            let free = try reader.u64()
+            do {
+                return try DeviceConditions.checked(
+                    network: network, metered: metered, hasBattery: hasBattery, batteryLevel: level,
+                    charging: charging, hasFreeBytes: hasFree, freeBytes: free)
+            } catch let problem as DeviceConditionsProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
+            }
+        }
+    }
+
+    // The worker side: tag 0 and the conditions, or tag 1 and the error (see `valueCall`).
+    static let deviceConditionsServers: [WorkerOp: Server] = [
+        .deviceConditions: { handle, request, out in
+            do {
+                let c = try DeviceConditionsPlugin(handle).read(dataDirectory: try request.string())
+                out.u8(0)
+                out.i32(c.networkCode)
+                out.bool(c.metered)
+                out.bool(c.batteryLevel != nil)
+                out.f64(c.batteryLevel ?? 0)
+                out.i32(c.chargingCode)
+                out.bool(c.freeBytes != nil)
+                out.u64(c.freeBytes ?? 0)
+            } catch let error as PluginCallError {
+                out.u8(1)
+                out.callError(error)
+            }
+        }
+    ]
+}

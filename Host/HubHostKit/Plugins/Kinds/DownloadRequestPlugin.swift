@@ -80,3 +80,62 @@ public final class DownloadRequestPlugin: Sendable {
         }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func convertDownloadRequest(_ handle: PluginHandle, _ request: DownloadRequest) throws -> DownloadRequest {
+        try valueCall(handle, .convertDownloadRequest, { $0.downloadRequest(request) }) { reader in
+            var converted = try reader.downloadRequest()
+            // The item and the role are the host's: whatever the worker says, they stay.
+            converted.itemId = request.itemId
+            converted.fileRole = request.fileRole
+            do {
+                try DownloadRequestLimits.check(converted)
+            } catch let problem as DownloadRequestProblem {
+                throw PluginCallError.invalidAnswer(instance: handle.instanceID, reason: problem.reason)
+            }
+            return converted
+        }
+    }
+
+    // The worker side: tag 0 and the request, or tag 1 and the error (see `valueCall`).
+    static let downloadRequestServers: [WorkerOp: Server] = [
+        .convertDownloadRequest: { handle, request, out in
+            do {
+                let converted = try DownloadRequestPlugin(handle).convert(try request.downloadRequest())
+                out.u8(0)
+                out.downloadRequest(converted)
+            } catch let error as PluginCallError {
+                out.u8(1)
+                out.callError(error)
+            }
+        }
+    ]
+}
+
+extension WireWriter {
+    mutating func downloadRequest(_ r: DownloadRequest) {
+        string(r.url)
+        string(r.itemId)
+        string(r.fileRole)
+        u32(UInt32(r.headers.count))
+        for (name, value) in r.headers.sorted(by: { $0.key < $1.key }) {
+            string(name)
+            string(value)
+        }
+    }
+}
+
+extension WireReader {
+    mutating func downloadRequest() throws -> DownloadRequest {
+        let url = try string()
+        let itemId = try string()
+        let fileRole = try string()
+        let count = Int(try u32())
+        guard count <= DownloadRequestLimits.maxHeaders else { throw WireError(description: "\(count) headers") }
+        var headers: [String: String] = [:]
+        for _ in 0..<count { headers[try string()] = try string() }
+        return DownloadRequest(url: url, headers: headers, itemId: itemId, fileRole: fileRole)
+    }
+}

@@ -155,3 +155,93 @@ public final class EventSinkPlugin: Sendable {
         return SinkAnswer(status: HH_OK, message: "", outcomes: outcomes, undefinedOutcomes: undefined)
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    /// A sink batch in the worker: a crash or a hang there is a failed call, so every event of the
+    /// batch is a retry (the store keeps them) and the worker is restarted by the next call.
+    /// The events' traceparents follow the events (a count, then index and traceparent each),
+    /// for the plugin's `hubhost.event_trace.v1` in the worker; a reader that stops after the
+    /// events (the Wasm guest adapter) is not disturbed by them.
+    static func deliver(_ handle: PluginHandle, _ events: [SinkEvent], traceparents: [Int: String] = [:], timeoutMs: UInt32) -> SinkAnswer {
+        let (worker, index) = worker(handle)
+        let result = worker.call(index, .deliver) { out in
+            out.u32(timeoutMs)
+            out.u32(UInt32(events.count))
+            for event in events { out.sinkEvent(event) }
+            out.u32(UInt32(traceparents.count))
+            for (index, traceparent) in traceparents.sorted(by: { $0.key < $1.key }) {
+                out.u32(UInt32(index))
+                out.string(traceparent)
+            }
+        }
+        switch result {
+        case .success(var reader):
+            do {
+                let status = try reader.i32()
+                let message = try reader.string()
+                guard status == HH_OK else { return .failed(status, message, count: events.count) }
+                let count = Int(try reader.u32())
+                guard count == events.count else {
+                    return .failed(HH_ERR_INTERNAL, "the worker answered \(count) outcomes for \(events.count) events", count: events.count)
+                }
+                var raw: [(Int32, String)] = []
+                for _ in 0..<count { raw.append((try reader.i32(), try reader.string())) }
+                return EventSinkPlugin.outcomes(raw)
+            } catch {
+                return .failed(HH_ERR_INTERNAL, "bad answer from the worker: \(error)", count: events.count)
+            }
+        case .failure(let failure):
+            // A worker that crashed or hung may have sent part of the batch: a retry, never a wait.
+            return .failed(HH_ERR_INTERNAL, failure.description, count: events.count)
+        }
+    }
+
+    // The worker side.
+    static let eventSinkServers: [WorkerOp: Server] = [
+        .deliver: { handle, request, out in
+            let timeoutMs = try request.u32()
+            let count = Int(try request.u32())
+            guard (1...EventSinkPlugin.maxBatch).contains(count) else { throw WireError(description: "a sink batch of \(count) events") }
+            var batch = SinkBatch()
+            for _ in 0..<count { batch.append(try request.sinkEvent()) }
+            let traced = request.isAtEnd ? 0 : Int(try request.u32())
+            guard traced <= count else { throw WireError(description: "\(traced) traceparents for \(count) events") }
+            for _ in 0..<traced {
+                let index = Int(try request.u32())
+                guard let traceparent = HubTracing.validTraceparent(try request.string()) else { continue }
+                batch.setTraceparent(traceparent, at: index)
+            }
+            // The raw codes travel as the plugin wrote them: the host judges them, as in process.
+            let raw = EventSinkPlugin(handle).deliverRaw(batch, timeoutMs: timeoutMs)
+            out.i32(raw.status)
+            out.string(raw.message)
+            guard raw.status == HH_OK else { return }
+            out.u32(UInt32(raw.answers.count))
+            for (code, reason) in raw.answers {
+                out.i32(code)
+                out.string(reason)
+            }
+        }
+    ]
+}
+
+extension WireWriter {
+    mutating func sinkEvent(_ e: SinkEvent) {
+        string(e.idempotencyKey)
+        i32(e.typeCode)
+        i64(e.timeMs)
+        data(e.json)
+        string(e.mobileUserID)
+        string(e.anonymousID)
+    }
+}
+
+extension WireReader {
+    mutating func sinkEvent() throws -> SinkEvent {
+        SinkEvent(
+            idempotencyKey: try string(), typeCode: try i32(), timeMs: try i64(), json: try data(), mobileUserID: try string(),
+            anonymousID: try string())
+    }
+}

@@ -89,3 +89,55 @@ public final class LocationPlugin: Sendable {
         }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func location(_ handle: PluginHandle) -> LocationAnswer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .location, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0:
+                    return .location(
+                        Location(
+                            latitude: try reader.optionalDouble(), longitude: try reader.optionalDouble(),
+                            accuracyMeters: try reader.optionalDouble(),
+                            timeMs: try reader.bool() ? try reader.i64() : nil,
+                            locationID: try reader.optionalString(), name: try reader.optionalString(),
+                            address: try reader.optionalString()))
+                case 1: return .unavailable
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    // The worker side: the answer's tag, then what the case carries.
+    static let locationServers: [WorkerOp: Server] = [
+        .location: { handle, _, out in
+            switch LocationPlugin(handle).current() {
+            case .location(let l):
+                out.u8(0)
+                out.optionalDouble(l.latitude)
+                out.optionalDouble(l.longitude)
+                out.optionalDouble(l.accuracyMeters)
+                out.bool(l.timeMs != nil)
+                if let t = l.timeMs { out.i64(t) }
+                out.optionalString(l.locationID)
+                out.optionalString(l.name)
+                out.optionalString(l.address)
+            case .unavailable: out.u8(1)
+            case .failed(let status, let message):
+                out.u8(2)
+                out.i32(status)
+                out.string(message)
+            }
+        }
+    ]
+}

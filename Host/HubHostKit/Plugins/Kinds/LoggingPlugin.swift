@@ -52,3 +52,33 @@ public final class LoggingPlugin: LogDestination, Sendable {
         lock.withLock { flush(instance.handle) }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    // The host side is LoggingPlugin's write and flush above: neither reads an answer.
+    // The worker side, one server per call of the kind.
+    static let loggingServers: [WorkerOp: Server] = [
+        .log: { handle, request, _ in LoggingPlugin(handle).write(try request.logRecord()) },
+        .flush: { handle, _, _ in LoggingPlugin(handle).flush() }
+    ]
+}
+
+extension WireWriter {
+    mutating func logRecord(_ r: LogRecord) {
+        i32(r.severity.rawValue)
+        i32(r.verbosity.rawValue)
+        i64(r.timeMs)
+        string(r.source)
+        string(r.message)
+    }
+}
+
+extension WireReader {
+    mutating func logRecord() throws -> LogRecord {
+        guard let severity = LogSeverity(rawValue: try i32()), let verbosity = LogVerbosity(rawValue: try i32()) else {
+            throw WireError(description: "bad log levels")
+        }
+        return LogRecord(severity: severity, verbosity: verbosity, timeMs: try i64(), source: try string(), message: try string())
+    }
+}

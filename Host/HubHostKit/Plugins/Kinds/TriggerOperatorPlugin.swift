@@ -96,3 +96,51 @@ extension PluginValue {
         return body(&raw)
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func operatorInfo(_ handle: PluginHandle) -> (String, Int32) {
+        let (worker, index) = worker(handle)
+        guard case .success(var reader) = worker.call(index, .operatorInfo, { _ in }),
+            let name = try? reader.string(), let code = try? reader.i32()
+        else { return (handle.pluginID, 0) }
+        return (name, code)
+    }
+
+    static func compare(_ handle: PluginHandle, _ event: PluginValue, _ trigger: PluginValue) -> (result: Bool, status: Int32, reason: String) {
+        let (worker, index) = worker(handle)
+        switch worker.call(
+            index, .compare,
+            {
+                $0.value(event)
+                $0.value(trigger)
+            })
+        {
+        case .success(var reader):
+            guard let result = try? reader.bool(), let status = try? reader.i32(), let reason = try? reader.string() else {
+                return (false, HH_ERR_INTERNAL, "bad answer from the worker")
+            }
+            return (result, status, reason)
+        case .failure(let failure):
+            return (false, status(of: failure), failure.description)
+        }
+    }
+
+    // The worker side, one server per call of the kind.
+    static let triggerOperatorServers: [WorkerOp: Server] = [
+        .operatorInfo: { handle, _, out in
+            let op = TriggerOperatorPlugin(handle)
+            out.string(op.operatorName)
+            out.i32(op.wireCode)
+        },
+        .compare: { handle, request, out in
+            let event = try request.value()
+            let trigger = try request.value()
+            let answer = TriggerOperatorPlugin(handle).compare(event: event, trigger: trigger)
+            out.bool(answer.result)
+            out.i32(answer.status)
+            out.string(answer.reason)
+        }
+    ]
+}

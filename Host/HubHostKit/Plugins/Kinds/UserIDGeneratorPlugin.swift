@@ -77,3 +77,39 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
         }
     }
 }
+
+// MARK: Over the wire
+
+extension IsolatedCalls {
+    static func userID(_ handle: PluginHandle) -> UserIDGeneratorPlugin.Answer {
+        let (worker, index) = worker(handle)
+        switch worker.call(index, .userID, { _ in }) {
+        case .success(var reader):
+            do {
+                switch try reader.u8() {
+                case 0: return .id(try reader.string())
+                default: return .failed(status: try reader.i32(), message: try reader.string())
+                }
+            } catch {
+                return .failed(status: HH_ERR_INTERNAL, message: "bad answer from the worker: \(error)")
+            }
+        case .failure(let failure):
+            return .failed(status: HH_ERR_UNAVAILABLE, message: failure.description)
+        }
+    }
+
+    // The worker side: the answer's tag, then what the case carries.
+    static let userIDGeneratorServers: [WorkerOp: Server] = [
+        .userID: { handle, _, out in
+            switch UserIDGeneratorPlugin(handle).answer() {
+            case .id(let id):
+                out.u8(0)
+                out.string(id)
+            case .failed(let status, let message):
+                out.u8(1)
+                out.i32(status)
+                out.string(message)
+            }
+        }
+    ]
+}
