@@ -72,6 +72,15 @@ final class DocumentationLinkTests: XCTestCase {
         XCTAssertNil(DocumentationLinks.normalized("docs/../../shared/design.md"))
         XCTAssertEqual(DocumentationLinks.normalized("docs/../Protocols/include"), "Protocols/include")
     }
+
+    /// scripts/check-public-api on this build's HubHostKit module: every public symbol has a doc
+    /// comment, every public top-level type is in a Topics section of HubHostKit.docc, and
+    /// `docc convert` of the catalogue gives no warning. Builds nothing.
+    func testThePublicAPIIsDocumentedAndCurated() throws {
+        let script = TestSupport.repository + "/scripts/check-public-api"
+        let check = try TestSupport.run(script, [TestSupport.buildFolder], timeout: 600)
+        XCTAssertEqual(check.status, 0, "\(script) \(TestSupport.buildFolder):\n\(check.stdout)\(check.stderr)")
+    }
 }
 
 /// Reads links and heading anchors out of Markdown text (outside code spans and fenced blocks).
