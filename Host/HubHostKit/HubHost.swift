@@ -31,16 +31,24 @@ public final class HubHost: Sendable {
 
     /// Loads `manifestPath` and starts the runtime. Throws ManifestError only when the manifest
     /// cannot be used at all; problems inside it are logged and disable only what they touch.
-    public convenience init(
-        manifestPath: String = "plugins.yaml", locator: LibraryLocator = LibraryLocator(),
-        extraDestinations: [LogDestination] = []
-    ) throws {
+    public convenience init(manifestPath: String = "plugins.yaml", locator: LibraryLocator = LibraryLocator()) throws {
+        try self.init(manifest: HostManifest.load(path: manifestPath), locator: locator, extraDestinations: [])
+    }
+
+    /// Starts the runtime from a parsed manifest.
+    public convenience init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator()) throws {
+        try self.init(manifest: manifest, locator: locator, extraDestinations: [])
+    }
+
+    /// Loads `manifestPath` and starts the runtime; `extraDestinations` receive log records beside
+    /// the logging plugins (the CLI's console output, tests capturing records).
+    package convenience init(manifestPath: String, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination]) throws {
         try self.init(manifest: HostManifest.load(path: manifestPath), locator: locator, extraDestinations: extraDestinations)
     }
 
-    /// Starts the runtime from a parsed manifest. `extraDestinations` receive log records beside the
-    /// logging plugins (tests use it to capture records).
-    public init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination] = []) throws {
+    /// Starts the runtime from a parsed manifest; `extraDestinations` receive log records beside the
+    /// logging plugins.
+    package init(manifest: HostManifest, locator: LibraryLocator = LibraryLocator(), extraDestinations: [LogDestination]) throws {
         currentManifest = Mutex(manifest)
         self.extraDestinations = extraDestinations
         pipeline = LogPipeline(filter: manifest.logging)

@@ -21,7 +21,7 @@ import Foundation
 public final class PluginHarness: Sendable {
     public let manifest: PluginManifest?
     /// The library: a `.so` or a `.wasm` module.
-    public let library: PluginBinary
+    package let library: PluginBinary
     /// Every plugin created, one per exported plugin, in export order.
     public let plugins: [PluginHandle]
     /// A scratch data directory, removed by destroy().

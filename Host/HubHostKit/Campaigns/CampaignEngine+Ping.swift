@@ -37,7 +37,7 @@ extension CampaignEngine {
 
     /// Asks the configuration endpoint (when set) whether messaging is enabled and where to ping,
     /// then pings and loads the campaign list; the next ping is due after `nextPingMillis`.
-    public func sync(configURL: String?, pingURL: String?, http: HTTPFetcher, nowMs: Int64 = Clock.wallMs()) throws -> SyncReport {
+    package func sync(configURL: String?, pingURL: String?, http: HTTPFetcher, nowMs: Int64 = Clock.wallMs()) throws -> SyncReport {
         var ping = pingURL
         if let configURL {
             let response = try http.fetch("GET", configURL, timeoutSeconds: 15, maxBodyBytes: HTTPFetcher.maxSmallAnswerBytes).mapError {

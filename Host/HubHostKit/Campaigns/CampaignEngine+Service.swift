@@ -8,7 +8,7 @@ extension CampaignEngine {
     /// The campaign engine's background work: a sync (configuration, then ping) at start and
     /// whenever a ping is due or a reload changed the endpoints; nothing while `campaigns:` names
     /// no config or ping URL (nothing to ask).
-    public func pingService(settings: CampaignSettings, onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService {
+    package func pingService(settings: CampaignSettings, onError: @escaping @Sendable (String, Error) -> Void) -> PeriodicService {
         endpoints.withLock { $0 = (settings.configURL, settings.pingURL, false) }
         let http = HTTPFetcher()
         let service = PeriodicService(

@@ -99,7 +99,7 @@ public final class CampaignEngine: @unchecked Sendable {
     let lock = NSLock()
     let shared: CampaignSharedState
     /// The calls into the trigger operators, one evaluation of a batch at a time (logEvents(_:deadlineSeconds:)).
-    public let evaluation = PluginCallTracker()
+    package let evaluation = PluginCallTracker()
     /// Events not evaluated while an evaluation was stuck.
     let evaluationSkipped = Mutex(0)
     /// The trigger operators conditions call; replaced by a reload (under `lock`).

@@ -31,7 +31,7 @@ public final class CampaignImageCache: Sendable {
     /// The cache's size by default: 64 MiB.
     public static let defaultMaxCacheBytes = 64 << 20
 
-    public init(
+    package init(
         folder: String, allowedDomains: [String], allowedURLs: [String], http: HTTPFetcher = HTTPFetcher(),
         maxImageBytes: Int = CampaignImageCache.defaultMaxImageBytes, maxCacheBytes: Int = CampaignImageCache.defaultMaxCacheBytes,
         timeoutSeconds: Double = 15

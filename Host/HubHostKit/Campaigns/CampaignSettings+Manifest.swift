@@ -2,18 +2,18 @@ import Yams
 
 /// `campaigns:` in plugins.yaml, parsed by the campaign engine's own settings type.
 extension CampaignSettings: ManifestSection {
-    public static let sectionName = "campaigns"
-    public static let summary =
+    package static let sectionName = "campaigns"
+    package static let summary =
         "The campaign engine (Rakuten In-App Messaging): where the campaign list comes from and when a message with contexts may show."
 
     /// `frequency_caps` is a map of its own (`FrequencyCaps.schema`): documented as `campaigns.frequency_caps.KEY`.
-    public static var structuredKeys: [ConfigReferenceEntry] {
+    package static var structuredKeys: [ConfigReferenceEntry] {
         FrequencyCaps.schema.keys.map { ConfigReferenceEntry(section: "\(sectionName).\(Self.frequencyCapsKey)", key: $0) }
     }
 
     static let frequencyCapsKey = "frequency_caps"
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         self.init()
         // The frequency_caps map is checked against its own schema; the rest against the section's.
         var scalars = node
@@ -35,7 +35,7 @@ extension CampaignSettings: ManifestSection {
         if case .string(let rule)? = values["context_rule"], let parsed = CampaignEngine.ContextRule(rawValue: rule) { contextRule = parsed }
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         let values: [String: PluginValue] = [
             "enabled": .bool(enabled), "file": .string(file ?? ""), "config_url": .string(configURL ?? ""),
             "ping_url": .string(pingURL ?? ""), "context_rule": .string(contextRule.rawValue)
@@ -48,7 +48,7 @@ extension CampaignSettings: ManifestSection {
 
 extension HostManifest {
     /// The campaign engine's settings (`campaigns:`).
-    public var campaigns: CampaignSettings {
+    package var campaigns: CampaignSettings {
         get { section(CampaignSettings.self) }
         set { setSection(newValue) }
     }

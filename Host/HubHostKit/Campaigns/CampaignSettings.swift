@@ -1,6 +1,6 @@
 /// `campaigns:` in plugins.yaml.
-public struct CampaignSettings: Sendable, Equatable {
-    public static let schema = ConfigSchema(keys: [
+package struct CampaignSettings: Sendable, Equatable {
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(key: "enabled", type: .bool, defaultValue: .bool(true), doc: "false turns the engine off: its calls do nothing."),
         ConfigKey(
             key: "file", type: .string, defaultValue: .string(""),
@@ -20,18 +20,18 @@ public struct CampaignSettings: Sendable, Equatable {
             allowedValues: CampaignEngine.ContextRule.allCases.map(\.rawValue), live: true)
     ])
 
-    public var enabled = true
+    package var enabled = true
     /// Absolute path of the local campaign list, or nil.
-    public var file: String?
-    public var configURL: String?
-    public var pingURL: String?
-    public var contextRule: CampaignEngine.ContextRule = .all
+    package var file: String?
+    package var configURL: String?
+    package var pingURL: String?
+    package var contextRule: CampaignEngine.ContextRule = .all
     /// `frequency_caps`: the caps on how often messages show (none by default).
-    public var frequencyCaps = FrequencyCaps()
+    package var frequencyCaps = FrequencyCaps()
     /// The plugins.yaml line each key was given on (absent: the default).
-    public var lines: [String: Int] = [:]
+    package var lines: [String: Int] = [:]
     /// The same for the keys of `frequency_caps`.
-    public var frequencyCapsLines: [String: Int] = [:]
+    package var frequencyCapsLines: [String: Int] = [:]
 
-    public init() {}
+    package init() {}
 }

@@ -9,7 +9,7 @@ import Foundation
 /// the data directory: they hold across restarts and for every process on the data directory.
 public struct FrequencyCaps: Sendable, Equatable {
     /// The keys under `campaigns.frequency_caps`, written once: parsed, shown and documented from here.
-    public static let schema = ConfigSchema(keys: [
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "per_session", type: .int, defaultValue: .int(0),
             doc: "At most this many messages per session (the event engine's session, events.session_timeout); 0: no cap.",

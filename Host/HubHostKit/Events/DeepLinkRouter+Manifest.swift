@@ -7,8 +7,8 @@ extension DeepLinkRouter: ManifestSection {
     public static let summary =
         "Deep link routes (the Engage SDK's MobileDeepLinkingConfig): which parts of an opened URL are parameters, such as the current campaign. Query items are parameters too; a URL that matches no route still produces its event."
     /// deep_links has no scalar keys: its routes are described by `structuredKeys`.
-    public static let schema = ConfigSchema(keys: [])
-    public static var structuredKeys: [ConfigReferenceEntry] {
+    package static let schema = ConfigSchema(keys: [])
+    package static var structuredKeys: [ConfigReferenceEntry] {
         [
             ConfigReferenceEntry(
                 key: "deep_links.routes", type: "list of maps", defaultValue: "[]",
@@ -28,7 +28,7 @@ extension DeepLinkRouter: ManifestSection {
     }
 
     /// `deep_links: {routes: [{route: "campaign/:CurrentCampaign", parameters: {CurrentCampaign: {required: true, regex: ...}}}]}`
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         let reader = context.reader
         var router = DeepLinkRouter()
         defer { self = router }
@@ -65,7 +65,7 @@ extension DeepLinkRouter: ManifestSection {
         }
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         [
             EffectiveSetting(
                 key: "deep_links.routes",

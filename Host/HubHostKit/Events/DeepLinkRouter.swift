@@ -100,6 +100,6 @@ public struct DeepLinkRouter: Sendable {
     }
 }
 
-public struct DeepLinkConfigError: Error, CustomStringConvertible {
-    public var description: String
+package struct DeepLinkConfigError: Error, CustomStringConvertible {
+    package var description: String
 }

@@ -1,6 +1,6 @@
 /// What an acknowledged event survives (`events.durability` in plugins.yaml): the trade between
 /// the cost of each commit and what may be lost when the machine, not hubhost, goes down.
-public enum EventDurability: String, CaseIterable, Sendable {
+package enum EventDurability: String, CaseIterable, Sendable {
     /// Each commit is on disk before it returns (SQLite `synchronous = FULL`: the WAL is fsynced
     /// at every commit): an acknowledged event survives kill -9, a crash of the OS and a power
     /// loss. The default.

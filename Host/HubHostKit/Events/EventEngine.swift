@@ -14,7 +14,7 @@ import Synchronization
 public final class EventEngine: @unchecked Sendable {
     /// The `events:` settings: those the engine was opened with, and the live keys as the last
     /// reload set them (`HubHost.liveReloadKeys`).
-    public var settings: EventSettings { liveSettings.current }
+    package var settings: EventSettings { liveSettings.current }
     /// Shared with `delivery`: a reload replaces both at once.
     let liveSettings: LiveSettings<EventSettings>
     /// The durable event store (`events.sqlite` in the data directory).
@@ -71,7 +71,7 @@ public final class EventEngine: @unchecked Sendable {
     /// Opens (creating) `events.sqlite` in `dataDirectory`: a corrupt file is moved aside and logged,
     /// and events a dead process left in HOLD become EXPIRED. Throws when the store cannot be opened.
     /// `HubHost.events()` opens the host's engine; call this only to run an engine of your own.
-    public init(
+    package init(
         settings: EventSettings, dataDirectory: String, augmentations: [AugmentationPlugin], pipeline: LogPipeline,
         deepLinks: DeepLinkRouter = DeepLinkRouter(), http: HTTPFetcher = HTTPFetcher(), sink: EventSink? = nil
     ) throws {

@@ -9,14 +9,14 @@ import Foundation
 /// One event, a list of them, or `{"events": [...]}`. `type` is a name (`named_event`, `app_start`,
 /// ...) or a Universal Behavior code (`17`); `timestamp` is ms since epoch or an ISO 8601 text
 /// (default: now). Plain JSON values take their natural type; `{"type": ..., "value": ...}` is explicit.
-public enum EventInput {
-    public struct Problem: Error, CustomStringConvertible {
-        public var description: String
+package enum EventInput {
+    package struct Problem: Error, CustomStringConvertible {
+        package var description: String
         /// A size limit was passed (HTTP answers 413 rather than 400).
-        public var tooLarge = false
+        package var tooLarge = false
     }
 
-    public static func parse(_ data: Data) throws -> [Event] {
+    package static func parse(_ data: Data) throws -> [Event] {
         // Most bodies have one plain shape, read straight from the bytes (EventInput+CommonShape);
         // anything else, and every problem, goes to the general reader.
         if let events = parseCommonShape(data) { return events }
@@ -218,7 +218,7 @@ public enum EventInput {
 
     /// Milliseconds since epoch from a number or an ISO 8601 text, within SafeTime.validMs
     /// (1970 to 9999); anything else is refused before any arithmetic touches it.
-    public static func time(_ raw: Any, what: String) throws -> Int64 {
+    package static func time(_ raw: Any, what: String) throws -> Int64 {
         let usage = "\(what) must be milliseconds since 1970 or an ISO 8601 time like 2014-06-10T00:00:00.000Z"
         var ms: Int64?
         if let number = raw as? NSNumber, String(cString: number.objCType) != "c" {

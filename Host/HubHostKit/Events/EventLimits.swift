@@ -3,24 +3,24 @@ import Foundation
 /// The limits every event is checked against before anything of it is stored, whichever front end
 /// it came through (HTTP, CLI, Swift API): an event outside them is refused whole, with the limit
 /// in the message. Documented in README.md, "Limits and security".
-public enum EventLimits {
+package enum EventLimits {
     /// Attributes on one event, the caller's and hubhost's together.
-    public static let maxAttributes = 1_000
+    package static let maxAttributes = 1_000
     /// Bytes (UTF-8) of an event name or an attribute name.
-    public static let maxNameBytes = 1_024
+    package static let maxNameBytes = 1_024
     /// Bytes (UTF-8) of one string attribute value.
-    public static let maxStringValueBytes = 1 << 20
+    package static let maxStringValueBytes = 1 << 20
     /// Events in one request (`POST /v1/events`) or one `track --stdin` input.
-    public static let maxEventsPerRequest = 10_000
+    package static let maxEventsPerRequest = 10_000
 
     /// Why an event is refused. `tooLarge` limits answer 413 over HTTP, the others 400.
-    public struct Refusal: Error, CustomStringConvertible, Equatable {
-        public var description: String
-        public var tooLarge: Bool
+    package struct Refusal: Error, CustomStringConvertible, Equatable {
+        package var description: String
+        package var tooLarge: Bool
     }
 
     /// Checks the time, sizes and values of `event`.
-    public static func check(_ event: Event) throws {
+    package static func check(_ event: Event) throws {
         try checkTime(event.timestampMs, what: "the event's timestamp")
         if event.name.utf8.count > maxNameBytes {
             throw Refusal(description: "the event name is \(event.name.utf8.count) bytes; the limit is \(maxNameBytes)", tooLarge: true)
@@ -34,7 +34,7 @@ public enum EventLimits {
     }
 
     /// Checks one attribute (also what a plugin sets on an event).
-    public static func check(_ name: String, _ value: PluginValue) throws {
+    package static func check(_ name: String, _ value: PluginValue) throws {
         if name.isEmpty { throw Refusal(description: "an attribute name is empty", tooLarge: false) }
         if name.utf8.count > maxNameBytes {
             throw Refusal(description: "attribute name of \(name.utf8.count) bytes; the limit is \(maxNameBytes)", tooLarge: true)

@@ -3,9 +3,9 @@ import Foundation
 /// The event engine's settings: the Engage SDK's configuration values that apply here, with its
 /// defaults, overridden by the `events:` section of plugins.yaml. `hubhost config show` prints each
 /// effective value and where it came from.
-public struct EventSettings: Sendable {
+package struct EventSettings: Sendable {
     /// Every key of `events:`, its type, default and meaning.
-    public static let schema = ConfigSchema(keys: [
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "augmentation_timeout", type: .duration, defaultValue: .double(15),
             doc: "One timeout per event for all augmentation plugins together (Augmentation->augmentationTimeout).", range: durationRange, live: true),
@@ -81,11 +81,11 @@ public struct EventSettings: Sendable {
     /// The accepted durations: positive, and small enough for the clock arithmetic they feed.
     static let durationRange = ConfigRange.positive(atMost: SafeTime.maxDurationSeconds)
 
-    public var values: [String: PluginValue]
+    package var values: [String: PluginValue]
     /// The plugins.yaml line each value came from; absent: the built-in default.
-    public var lines: [String: Int]
+    package var lines: [String: Int]
 
-    public init(values: [String: PluginValue] = [:], lines: [String: Int] = [:]) {
+    package init(values: [String: PluginValue] = [:], lines: [String: Int] = [:]) {
         var filled = values
         for key in Self.schema.keys where filled[key.key] == nil { filled[key.key] = key.defaultValue }
         self.values = filled
@@ -96,30 +96,30 @@ public struct EventSettings: Sendable {
     func seconds(_ key: String) -> Double { if case .double(let d)? = values[key] { return d } else { return 0 } }
     func int(_ key: String) -> Int { if case .int(let i)? = values[key] { return Int(i) } else { return 0 } }
 
-    public var augmentationTimeout: Double { seconds("augmentation_timeout") }
-    public var durability: EventDurability { EventDurability(rawValue: string("durability")) ?? .fsync }
-    public var cacheSize: Int { max(1, int("cache_size")) }
-    public var flushInterval: Double { seconds("flush_interval") }
-    public var collectorURL: String { string("collector_url") }
+    package var augmentationTimeout: Double { seconds("augmentation_timeout") }
+    package var durability: EventDurability { EventDurability(rawValue: string("durability")) ?? .fsync }
+    package var cacheSize: Int { max(1, int("cache_size")) }
+    package var flushInterval: Double { seconds("flush_interval") }
+    package var collectorURL: String { string("collector_url") }
     /// The event_sink instance id; "" for the built-in HTTP collector.
-    public var sink: String { string("sink") == HTTPCollectorSink.sinkName ? "" : string("sink") }
+    package var sink: String { string("sink") == HTTPCollectorSink.sinkName ? "" : string("sink") }
     /// The sink events are delivered through, by name: the event_sink instance, or http-collector.
-    public var sinkName: String { sink.isEmpty ? HTTPCollectorSink.sinkName : sink }
-    public var maxNumRetries: Int { max(1, int("max_num_retries")) }
-    public var retryBaseDelay: Double { seconds("retry_base_delay") }
-    public var postTimeout: Double { seconds("post_timeout") }
-    public var expireLocalEventsAfter: Double { seconds("expire_local_events_after") }
-    public var sessionTimeout: Double { seconds("session_timeout") }
-    public var defaultCampaignExpiration: Double { seconds("default_current_campaign_expiration") }
-    public var paramCurrentCampaign: String { string("param_current_campaign") }
-    public var paramCampaignEndTime: String { string("param_campaign_end_time") }
-    public var eventNameField: String { string("event_name_field") }
-    public var sessionDurationField: String { string("session_duration_field") }
-    public var currentCampaignField: String { string("current_campaign_field") }
-    public var lastCampaignField: String { string("last_campaign_field") }
+    package var sinkName: String { sink.isEmpty ? HTTPCollectorSink.sinkName : sink }
+    package var maxNumRetries: Int { max(1, int("max_num_retries")) }
+    package var retryBaseDelay: Double { seconds("retry_base_delay") }
+    package var postTimeout: Double { seconds("post_timeout") }
+    package var expireLocalEventsAfter: Double { seconds("expire_local_events_after") }
+    package var sessionTimeout: Double { seconds("session_timeout") }
+    package var defaultCampaignExpiration: Double { seconds("default_current_campaign_expiration") }
+    package var paramCurrentCampaign: String { string("param_current_campaign") }
+    package var paramCampaignEndTime: String { string("param_campaign_end_time") }
+    package var eventNameField: String { string("event_name_field") }
+    package var sessionDurationField: String { string("session_duration_field") }
+    package var currentCampaignField: String { string("current_campaign_field") }
+    package var lastCampaignField: String { string("last_campaign_field") }
 
     /// The OAuth 2 refresh-token grant's credentials (auth_*), shared with the XMLAPI client.
-    public var oauthCredentials: OAuthTokenCache.Credentials {
+    package var oauthCredentials: OAuthTokenCache.Credentials {
         OAuthTokenCache.Credentials(
             tokenURL: string("auth_token_url"), clientID: string("auth_client_id"),
             clientSecret: string("auth_client_secret"), refreshToken: string("auth_refresh_token"))

@@ -25,7 +25,7 @@ public final class EventStore: Sendable {
     /// Opens (creating) the store at `path`. A file that is not a database, or is corrupt, is moved
     /// aside (`<path>.corrupt-<time>`), never overwritten, and a new store is started; the returned
     /// `movedAside` says where the old file went. An unreadable file is an error naming it.
-    public static func open(path: String, durability: EventDurability = .fsync) throws -> (store: EventStore, movedAside: String?) {
+    package static func open(path: String, durability: EventDurability = .fsync) throws -> (store: EventStore, movedAside: String?) {
         do {
             return (try EventStore(path: path, durability: durability), nil)
         } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode.primaryResultCode) {
@@ -45,7 +45,7 @@ public final class EventStore: Sendable {
     }
 
     /// What a commit survives (`events.durability`).
-    public let durability: EventDurability
+    package let durability: EventDurability
 
     private init(path: String, durability: EventDurability) throws {
         self.path = path

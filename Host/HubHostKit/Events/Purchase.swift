@@ -13,7 +13,7 @@ public struct Purchase: Codable, Equatable, Sendable {
         public static let numberOfItems = "numberOfItems"  // int, default: the item list's length
         public static let currencyCode = "currencyCode"  // string, ISO 4217: three letters
         public static let itemList = "itemList"  // string: the item ids joined with ","
-        public static let all: [String: ConfigType] = [amount: .int, numberOfItems: .int, currencyCode: .string, itemList: .string]
+        package static let all: [String: ConfigType] = [amount: .int, numberOfItems: .int, currencyCode: .string, itemList: .string]
     }
 
     public struct Invalid: Error, CustomStringConvertible {

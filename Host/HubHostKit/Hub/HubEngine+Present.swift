@@ -18,7 +18,7 @@ extension HubEngine {
     /// a bundle another process activates meanwhile cannot split a hub session between two bundles.
     /// With `track` false, "Hub Presented" is left to the caller (the web hub hands it to its
     /// page-view recorder, in order with the page views).
-    public func presentFromBundle(
+    package func presentFromBundle(
         tags: [String]? = nil, uri: String? = nil, waitForContent: Bool = true,
         track: Bool = true
     ) throws -> (presentation: Presentation, bundle: ContentBundle) {

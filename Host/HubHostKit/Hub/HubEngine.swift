@@ -10,7 +10,7 @@ import Synchronization
 public final class HubEngine: Sendable {
     /// The `hub:` settings: those the engine was opened with, and the live keys as the last
     /// reload set them (`HubHost.liveReloadKeys`).
-    public var settings: HubSettings { liveSettings.current }
+    package var settings: HubSettings { liveSettings.current }
     private let liveSettings: LiveSettings<HubSettings>
     /// Where the engine posts state changes and progress (the host's bus).
     public let notifications: HostNotifications
@@ -25,7 +25,7 @@ public final class HubEngine: Sendable {
     public let metrics: HubMetrics
     /// Page views' metrics and profile learning, recorded in order off the request path (the web
     /// hub hands views to it; the host's shutdown waits for it before the event pipeline's last write).
-    public let viewRecorder: HubViewRecorder
+    package let viewRecorder: HubViewRecorder
 
     /// Called first by `present`: content delivery's rule for presenting (download on demand, wait
     /// for fresh content when stale content may not show). HubHost passes it to `init`, since the
@@ -48,7 +48,7 @@ public final class HubEngine: Sendable {
     /// Opens (creating) `<dataDirectory>/hub` and its stores, and activates the stored bundle or the
     /// preloaded one. Throws when a directory or database cannot be opened. `HubHost.hub()` opens the
     /// host's engine.
-    public init(
+    package init(
         settings: HubSettings, dataDirectory: String, notifications: HostNotifications, pipeline: LogPipeline,
         metrics: HubMetrics = HubMetrics(), beforePresent: (@Sendable (_ wait: Bool) throws -> Void)? = nil
     ) throws {
@@ -141,13 +141,13 @@ public final class HubEngine: Sendable {
     /// active bundle and returns it. Throws BundleRejection (its `reason` is for people) when any
     /// check fails; the bundle active before stays active.
     @discardableResult
-    public func install(metadata: BundleMetadata, bundleAt path: String) throws -> ContentBundle {
+    package func install(metadata: BundleMetadata, bundleAt path: String) throws -> ContentBundle {
         try installed { try bundleStore.installOpened(bundleAt: path, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
     }
 
     /// The same for bundle bytes already in memory (e.g. a download).
     @discardableResult
-    public func install(metadata: BundleMetadata, bundleData data: Data) throws -> ContentBundle {
+    package func install(metadata: BundleMetadata, bundleData data: Data) throws -> ContentBundle {
         try installed { try bundleStore.installOpened(data, metadata: metadata, publicKeyPath: settings.publicKeyPath) }
     }
 

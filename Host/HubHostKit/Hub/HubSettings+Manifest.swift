@@ -3,10 +3,10 @@ import Yams
 
 /// `hub:` in plugins.yaml, parsed by the hub's own settings type.
 extension HubSettings: ManifestSection {
-    public static let sectionName = "hub"
-    public static let summary =
+    package static let sectionName = "hub"
+    package static let summary =
         "The Content Hub (the ZBiM SDK): where signed bundles come from, the key they must be signed with, and the web hub's security policy."
-    public static var structuredKeys: [ConfigReferenceEntry] {
+    package static var structuredKeys: [ConfigReferenceEntry] {
         [
             ConfigReferenceEntry(
                 key: "hub.whitelist_urls", type: "list of strings", defaultValue: "[]",
@@ -23,7 +23,7 @@ extension HubSettings: ManifestSection {
     }
 
     /// `hub:`: scalar keys through HubSettings.schema, the whitelists and schemes as lists of strings.
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         let reader = context.reader
         let anchor = context.anchor
         let folder = context.folder
@@ -69,7 +69,7 @@ extension HubSettings: ManifestSection {
         settings.customURLSchemes = list("custom_url_schemes").map { $0.hasSuffix("://") ? String($0.dropLast(3)) : $0 }
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         func setting(_ key: String, _ value: JSONValue) -> EffectiveSetting {
             EffectiveSetting(
                 key: "hub.\(key)", value: value, line: lines[key],
@@ -88,12 +88,12 @@ extension HubSettings: ManifestSection {
     }
 
     /// hub.db_service_url is handed to the hub's provider instance (Hub/Delivery/ProviderServiceURL).
-    public static func finish(_ manifest: inout HostManifest) { manifest.fillProviderServiceURL() }
+    package static func finish(_ manifest: inout HostManifest) { manifest.fillProviderServiceURL() }
 }
 
 extension HostManifest {
     /// The Content Hub's settings (`hub:`).
-    public var hub: HubSettings {
+    package var hub: HubSettings {
         get { section(HubSettings.self) }
         set { setSection(newValue) }
     }

@@ -1,8 +1,8 @@
 /// `hub:` in plugins.yaml: the Content Hub's local settings (the ZBiM SDK's zbimconfig.plist and its
 /// setters). The delivery modes and the pilot program are not here: the content service decides
 /// them (its settings document), and `hubhost hub status` shows them.
-public struct HubSettings: Sendable, Equatable {
-    public static let schema = ConfigSchema(keys: [
+package struct HubSettings: Sendable, Equatable {
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(key: "enabled", type: .bool, defaultValue: .bool(true), doc: "false turns the Content Hub off."),
         ConfigKey(
             key: "provider", type: .string, defaultValue: .string(""),
@@ -33,31 +33,31 @@ public struct HubSettings: Sendable, Equatable {
     /// Keys whose value is a list of strings.
     static let listKeys = ["whitelist_urls", "whitelist_domains", "custom_url_schemes"]
 
-    public enum ContentSource: String, Sendable, CaseIterable { case externalAllowed = "external_allowed", localOnly = "local_only" }
-    public enum ColorScheme: String, Sendable, CaseIterable { case dark, light }
+    package enum ContentSource: String, Sendable, CaseIterable { case externalAllowed = "external_allowed", localOnly = "local_only" }
+    package enum ColorScheme: String, Sendable, CaseIterable { case dark, light }
 
-    public var enabled = true
+    package var enabled = true
     /// The content_provider instance id; nil: the first content provider.
-    public var provider: String?
-    public var dbServiceURL: String?
+    package var provider: String?
+    package var dbServiceURL: String?
     /// Absolute path of pubkey.der, or nil (then no bundle can be verified, so none is activated).
-    public var publicKeyPath: String?
+    package var publicKeyPath: String?
     /// Absolute path of the preloaded bundle, or nil.
-    public var preloadedBundle: String?
-    public var contentSource: ContentSource = .externalAllowed
-    public var colorScheme: ColorScheme = .dark
-    public var downloadTimeout: Double = 120
+    package var preloadedBundle: String?
+    package var contentSource: ContentSource = .externalAllowed
+    package var colorScheme: ColorScheme = .dark
+    package var downloadTimeout: Double = 120
     /// URLs a local_only hub may still load, compared verbatim (query and fragment included).
-    public var whitelistURLs: [String] = []
+    package var whitelistURLs: [String] = []
     /// Domains a local_only hub may still load from.
-    public var whitelistDomains: [String] = []
+    package var whitelistDomains: [String] = []
     /// The CSP frame-ancestors sources of hub pages: by default only the hub's own origin may frame them.
-    public var frameAncestors = "'self'"
+    package var frameAncestors = "'self'"
     /// Schemes whose links are app actions for the integrating app, e.g. "myapp" (no "://").
-    public var customURLSchemes: [String] = []
+    package var customURLSchemes: [String] = []
 
     /// The plugins.yaml line each key was given on (absent: the default).
-    public var lines: [String: Int] = [:]
+    package var lines: [String: Int] = [:]
 
-    public init() {}
+    package init() {}
 }

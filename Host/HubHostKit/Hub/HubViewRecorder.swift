@@ -25,23 +25,23 @@ import Logging
 /// @unchecked: its state is guarded by an NSCondition (callers wait for room and for the drain), which
 /// Mutex cannot express. `queue`, `reserved`, `inFlight`, `running`, `recorderIdle`, `waiters` and `recordedCount` are read
 /// and written only while `condition` is locked; `capacity` and the @Sendable `record` are `let`s.
-public final class HubViewRecorder: @unchecked Sendable {
+package final class HubViewRecorder: @unchecked Sendable {
     /// One page view's records (each part optional: a hub page view has none of its own).
-    public struct View: Sendable {
+    package struct View: Sendable {
         /// The article the reader left with this view, and the time spent on it.
-        public var left: (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)?
+        package var left: (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)?
         /// A channel page shown.
-        public var channel: ContentBundle.Channel?
+        package var channel: ContentBundle.Channel?
         /// An article shown (not a reload of the one on screen): its tags teach the profile.
-        public var read: ContentBundle.Article?
+        package var read: ContentBundle.Article?
         /// A presentation (`/hub`), with the entry point set for it: "Hub Presented", tracked in
         /// order with the views (so the views before keep their session's entry point).
-        public var presented: (presentation: Presentation, entryPoint: String?)?
+        package var presented: (presentation: Presentation, entryPoint: String?)?
 
-        public init() {}
+        package init() {}
 
         /// A view that only leaves an article (a new presentation, closing the hub).
-        public init(leaving left: (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)?) {
+        package init(leaving left: (article: ContentBundle.Article, hubID: String?, timeSpentMs: Int64)?) {
             self.left = left
         }
 
@@ -50,9 +50,9 @@ public final class HubViewRecorder: @unchecked Sendable {
 
     /// Views that may wait at most: a few seconds of page views at tens of thousands per second,
     /// a few hundred bytes each.
-    public static let defaultCapacity = 16_384
+    package static let defaultCapacity = 16_384
 
-    public let capacity: Int
+    package let capacity: Int
     private let record: @Sendable ([View]) -> Void
     private let condition = NSCondition()
     // Guarded by `condition`.
@@ -70,7 +70,7 @@ public final class HubViewRecorder: @unchecked Sendable {
     private var recordedCount = 0
 
     /// `record` records a batch of views in order (on the recorder's thread, one batch at a time).
-    public init(capacity: Int = HubViewRecorder.defaultCapacity, record: @escaping @Sendable ([View]) -> Void) {
+    package init(capacity: Int = HubViewRecorder.defaultCapacity, record: @escaping @Sendable ([View]) -> Void) {
         self.capacity = max(1, capacity)
         self.record = record
     }
@@ -108,7 +108,7 @@ public final class HubViewRecorder: @unchecked Sendable {
     /// Reserves a place for one view; each reservation is then `submit`ted or `cancel`led. With
     /// `wait` false (the event loop), returns false at once when the queue is full; with `wait`
     /// true (the blocking pool), waits for room.
-    public func reserve(wait: Bool) -> Bool {
+    package func reserve(wait: Bool) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while queue.count + reserved >= capacity {
@@ -122,7 +122,7 @@ public final class HubViewRecorder: @unchecked Sendable {
     }
 
     /// Hands over a reserved view (never waits); the recording thread records it.
-    public func submit(_ view: View) {
+    package func submit(_ view: View) {
         condition.lock()
         reserved -= 1
         guard !view.isEmpty else {
@@ -146,10 +146,10 @@ public final class HubViewRecorder: @unchecked Sendable {
     }
 
     /// Gives a reservation back unused.
-    public func cancel() { submit(View()) }
+    package func cancel() { submit(View()) }
 
     /// Reserves (waiting for room) and submits: for callers on the blocking pool.
-    public func add(_ view: View) {
+    package func add(_ view: View) {
         guard !view.isEmpty else { return }
         _ = reserve(wait: true)
         submit(view)
@@ -197,7 +197,7 @@ public final class HubViewRecorder: @unchecked Sendable {
     /// Waits until every view submitted before the call is recorded, at most `timeoutSeconds`;
     /// false when the time ran out first. Blocks: call it on the blocking pool (or a test thread).
     @discardableResult
-    public func waitUntilDrained(timeoutSeconds: Double = 60) -> Bool {
+    package func waitUntilDrained(timeoutSeconds: Double = 60) -> Bool {
         let deadline = Date(timeIntervalSinceNow: max(0, min(timeoutSeconds, 86_400)))
         condition.lock()
         defer { condition.unlock() }
@@ -211,7 +211,7 @@ public final class HubViewRecorder: @unchecked Sendable {
     }
 
     /// Views waiting or being recorded now, and views recorded since the recorder was made.
-    public var counts: (pending: Int, recorded: Int) {
+    package var counts: (pending: Int, recorded: Int) {
         condition.lock()
         defer { condition.unlock() }
         return (queue.count + inFlight, recordedCount)

@@ -4,13 +4,13 @@ import Yams
 /// spellings ("Recipient->mobileUserIdColumn", "AuditRecord>newRecipientIdColumnName") are
 /// mapped to hubhost's key names.
 extension IdentitySettings: ManifestSection {
-    public static let sectionName = "identity"
-    public static let summary =
+    package static let sectionName = "identity"
+    package static let summary =
         "The mobile identity manager and its XMLAPI client (the Engage SDK): the recipient list, the mobile user id, merges and their audit records. Keys are also accepted with the Engage SDK's group prefixes (Recipient->, AuditRecord->, General->)."
 
-    public init() { self.init(values: [:], lines: [:]) }
+    package init() { self.init(values: [:], lines: [:]) }
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         var lines: [String: Int] = [:]
         let values = context.resolve(Self.seedKeysMapped(node), schema: Self.schema, lines: &lines)
         self.init(values: values, lines: lines)
@@ -34,7 +34,7 @@ extension IdentitySettings: ManifestSection {
         return .mapping(Node.Mapping(pairs, mapping.tag, mapping.style, mapping.mark))
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         Self.schema.effective(values, lines: lines, section: Self.sectionName).map { setting in
             var setting = setting
             if setting.key.lowercased().contains("secret") || setting.key.hasSuffix("RefreshToken"), case .string(let s) = setting.value, !s.isEmpty {
@@ -47,7 +47,7 @@ extension IdentitySettings: ManifestSection {
 
 extension HostManifest {
     /// The mobile identity manager's settings (`identity:`), defaults filled in.
-    public var identity: IdentitySettings {
+    package var identity: IdentitySettings {
         get { section(IdentitySettings.self) }
         set { setSection(newValue) }
     }

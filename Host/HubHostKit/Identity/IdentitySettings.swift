@@ -4,8 +4,8 @@ import Foundation
 /// configuration values under the SDK's names, with its defaults, plus what the SDK keeps elsewhere
 /// (General->databaseListId, the Engage host, the OAuth values) and the audit table's id, which its
 /// configuration documentation omits. `identity:` in plugins.yaml.
-public struct IdentitySettings: Sendable {
-    public static let schema = ConfigSchema(keys: [
+package struct IdentitySettings: Sendable {
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "host", type: .string, defaultValue: .string(""),
             doc: "The Engage base URL; XMLAPI requests go to {host}/XMLAPI (EngageSDK initializeSDKClient host:)."),
@@ -81,36 +81,36 @@ public struct IdentitySettings: Sendable {
 
     /// Keys accepted as the Engage SDK's documentation writes them, mapped to hubhost's: its group prefixes
     /// ("Recipient->", "AuditRecord->", "General->") and its misspelt "AuditRecord>newRecipientIdColumnName".
-    public static let seedPrefixes = ["Recipient->", "AuditRecord->", "AuditRecord>", "General->"]
+    package static let seedPrefixes = ["Recipient->", "AuditRecord->", "AuditRecord>", "General->"]
 
-    public var values: [String: PluginValue]
-    public var lines: [String: Int]
+    package var values: [String: PluginValue]
+    package var lines: [String: Int]
 
-    public init(values: [String: PluginValue] = [:], lines: [String: Int] = [:]) {
+    package init(values: [String: PluginValue] = [:], lines: [String: Int] = [:]) {
         self.values = Self.schema.withDefaults(values)
         self.lines = lines
     }
 
     /// A value by key, of the type the schema gives it (the schema checked it; "" / false / 0 otherwise).
-    public func string(_ key: String) -> String { values[key]?.stringValue ?? "" }
+    package func string(_ key: String) -> String { values[key]?.stringValue ?? "" }
     func bool(_ key: String) -> Bool { values[key]?.boolValue ?? false }
     func seconds(_ key: String) -> Double { values[key]?.doubleValue ?? 0 }
     func int(_ key: String) -> Int { values[key]?.intValue.map { Int(clamping: $0) } ?? 0 }
 
-    public var host: String { string("host") }
-    public var listID: String { string("databaseListId") }
-    public var autoAnonymousTracking: Bool { bool("enableAutoAnonymousTracking") }
-    public var mobileUserIdColumn: String { string("mobileUserIdColumn") }
-    public var mergedRecipientIdColumn: String { string("mergedRecipientIdColumn") }
-    public var mergedDateColumn: String { string("mergedDateColumn") }
-    public var mergeHistoryInMarketingDatabase: Bool { bool("mergeHistoryInMarketingDatabase") }
-    public var mergeHistoryInAuditRecordTable: Bool { bool("mergeHistoryInAuditRecordTable") }
-    public var auditRecordListID: String { string("auditRecordListId") }
-    public var createdFrom: Int { int("createdFrom") }
+    package var host: String { string("host") }
+    package var listID: String { string("databaseListId") }
+    package var autoAnonymousTracking: Bool { bool("enableAutoAnonymousTracking") }
+    package var mobileUserIdColumn: String { string("mobileUserIdColumn") }
+    package var mergedRecipientIdColumn: String { string("mergedRecipientIdColumn") }
+    package var mergedDateColumn: String { string("mergedDateColumn") }
+    package var mergeHistoryInMarketingDatabase: Bool { bool("mergeHistoryInMarketingDatabase") }
+    package var mergeHistoryInAuditRecordTable: Bool { bool("mergeHistoryInAuditRecordTable") }
+    package var auditRecordListID: String { string("auditRecordListId") }
+    package var createdFrom: Int { int("createdFrom") }
 
     /// The XMLAPI client's settings; the OAuth values fall back to the event engine's, so both
     /// share one token (OAuthTokenCache is keyed by the credentials).
-    public func clientSettings(events: EventSettings) -> XMLAPIClient.Settings {
+    package func clientSettings(events: EventSettings) -> XMLAPIClient.Settings {
         let fallback = events.oauthCredentials
         func pick(_ key: String, _ other: String) -> String { string(key).isEmpty ? other : string(key) }
         let credentials = OAuthTokenCache.Credentials(

@@ -141,7 +141,7 @@ public final class IdentityStore: Sendable {
 
     /// Journals a merge: the plan and all its steps in one transaction. Refused when another merge
     /// is pending (from this process or another on the same data directory).
-    public func beginMerge(
+    package func beginMerge(
         oldRecipientId: String, newRecipientId: String, newMobileUserId: String, mergedDate: String,
         steps: [(summary: String, resource: XMLAPIResource)]
     ) throws -> Merge {

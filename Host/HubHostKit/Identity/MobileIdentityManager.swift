@@ -11,7 +11,7 @@ import Synchronization
 /// Sendable: every field is a `let` of a Sendable type, and the `exclusive` Mutex serialises setup and checks.
 public final class MobileIdentityManager: Sendable {
     /// The `identity:` settings (list ids, column names, generators).
-    public let settings: IdentitySettings
+    package let settings: IdentitySettings
     /// The XMLAPI client the setup, check and merge calls go through.
     public let client: XMLAPIClient
     /// The identity and its merge journal (`identity.sqlite`), shared by processes on the data directory.
@@ -52,7 +52,7 @@ public final class MobileIdentityManager: Sendable {
 
     /// A manager over `store`; nothing is sent until a call. `onChange` hears every identity change.
     /// `HubHost.identity()` builds the host's manager from plugins.yaml.
-    public init(
+    package init(
         settings: IdentitySettings, client: XMLAPIClient, store: IdentityStore, mobileUserIDs: any IdentifierGenerator,
         auditKeys: any IdentifierGenerator, logger: Logger, onChange: @escaping @Sendable (IdentityChange) -> Void = { _ in }
     ) {

@@ -4,11 +4,11 @@ import Synchronization
 /// The worker side of `isolation: process`: `hubhost worker --fd 3` runs this. It loads one
 /// plugin library exactly as the host would (manifest agreement, ABI check, create with the
 /// checked config), then answers calls until the host says goodbye or goes away.
-public enum IsolationWorker {
+package enum IsolationWorker {
     /// Serves on `fd` and returns the process exit status. Long: the handshake, the library's
     /// checks and the call loop run in the order the host expects them, each failure answered on
     /// the socket before the worker exits.
-    public static func serve(fd: Int32) -> Int32 {
+    package static func serve(fd: Int32) -> Int32 {
         let reader = FrameReader(fd: fd)
         guard case .frame(let bytes) = reader.next(deadlineNs: nil) else { return 3 }
         var hello = WireReader(bytes)
@@ -211,7 +211,7 @@ public enum IsolationWorker {
 
 extension IsolationWorker {
     /// Closes every descriptor from `lowest` up (close_range, or each one /proc/self/fd lists).
-    public static func closeDescriptors(from lowest: Int32) {
+    package static func closeDescriptors(from lowest: Int32) {
         typealias CloseRange = @convention(c) (UInt32, UInt32, Int32) -> Int32
         if let symbol = dlsym(nil, "close_range"), unsafeBitCast(symbol, to: CloseRange.self)(UInt32(lowest), UInt32.max, 0) == 0 {
             return

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// Why an isolated call failed, in the words that go into the log and into the call's failure.
-public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
+package enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
     case crashed(String)
     case restarting(String)
     case gaveUp(String)
@@ -14,7 +14,7 @@ public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
     /// (the crash before it is what failed), which PluginEjection tells apart by it.
     static let restartingPrefix = "worker restarting after: "
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .timedOut(let cause): return cause
         case .crashed(let cause): return cause
@@ -35,37 +35,37 @@ public enum WorkerFailure: Error, Equatable, CustomStringConvertible, Sendable {
 /// @unchecked: it owns OS handles (the child process, its socket and shared call slot) and state that
 /// `lock` guards across a whole call (up to call_timeout), which a Mutex's closure cannot express;
 /// every mutable field is read and written under `lock`.
-public final class PluginWorker: @unchecked Sendable {
-    public struct Settings: Sendable {
-        public var instanceID: String
-        public var manifestPath: String
+package final class PluginWorker: @unchecked Sendable {
+    package struct Settings: Sendable {
+        package var instanceID: String
+        package var manifestPath: String
         /// The library as the host read and checked it: the worker loads this content, handed over
         /// as a sealed descriptor at every start and restart, never the file at its path again.
-        public var library: LibraryImage
+        package var library: LibraryImage
         /// The file the library was read from.
-        public var libraryPath: String { library.path }
-        public var dataDirectory: String
-        public var config: [String: PluginValue]
-        public var logFilter: LogFilter
+        package var libraryPath: String { library.path }
+        package var dataDirectory: String
+        package var config: [String: PluginValue]
+        package var logFilter: LogFilter
         /// Deadline of one call; a worker past it is killed (SIGKILL).
-        public var callTimeoutMs: Int = 5000
+        package var callTimeoutMs: Int = 5000
         /// Address-space limit of the worker (RLIMIT_AS), so unbounded allocation ends the worker.
-        public var memoryLimitMB: Int = 4096
+        package var memoryLimitMB: Int = 4096
         /// The HTTP policy of the plugin's instance, applied in the worker.
-        public var http = HostEnvironment.HTTPPolicy()
+        package var http = HostEnvironment.HTTPPolicy()
         /// The variables of the host's environment the worker gets beside `passedEnvironment`.
-        public var environment: [String] = []
-        public var maxCrashes: Int = 5
-        public var crashWindowSeconds: Int = 60
-        public var initialBackoffMs: Int = 100
-        public var maxBackoffMs: Int = 10_000
+        package var environment: [String] = []
+        package var maxCrashes: Int = 5
+        package var crashWindowSeconds: Int = 60
+        package var initialBackoffMs: Int = 100
+        package var maxBackoffMs: Int = 10_000
         /// The hubhost executable that runs `hubhost worker`.
-        public var executable: String
+        package var executable: String
         /// Calls cross a shared call slot; false sends them on the socket alone, as before the slot
         /// (`hubhost bench isolation` measures both).
-        public var sharedSlot = true
+        package var sharedSlot = true
 
-        public init(
+        package init(
             instanceID: String, manifestPath: String, library: LibraryImage, dataDirectory: String,
             config: [String: PluginValue], logFilter: LogFilter, executable: String
         ) {
@@ -79,15 +79,15 @@ public final class PluginWorker: @unchecked Sendable {
         }
     }
 
-    public enum State: Equatable, Sendable {
+    package enum State: Equatable, Sendable {
         case notStarted
         case running(pid: Int32)
         case restarting(cause: String)
         case gaveUp(crashes: Int, cause: String)
     }
 
-    public let settings: Settings
-    public var instanceID: String { settings.instanceID }
+    package let settings: Settings
+    package var instanceID: String { settings.instanceID }
     private let pipeline: LogPipeline
     private let logger: Logger
     /// Serializes the calls to the worker and guards the fields below. An NSLock, not a Mutex: `call` holds it
@@ -125,9 +125,9 @@ public final class PluginWorker: @unchecked Sendable {
         didSet { published.withLock { $0.crashes = crashCount } }
     }
     /// Crashes since start, for `plugins list`. Never waits for a call in flight.
-    public var totalCrashes: Int { published.withLock { $0.crashes } }
+    package var totalCrashes: Int { published.withLock { $0.crashes } }
 
-    public init(settings: Settings, pipeline: LogPipeline) {
+    package init(settings: Settings, pipeline: LogPipeline) {
         self.settings = settings
         self.pipeline = pipeline
         self.backoffMs = settings.initialBackoffMs
@@ -135,13 +135,13 @@ public final class PluginWorker: @unchecked Sendable {
     }
 
     /// The state now. Never waits for a call in flight (health asks it on every request).
-    public var currentState: State { published.withLock { $0.state } }
+    package var currentState: State { published.withLock { $0.state } }
 
     /// Whether calls go through a shared call slot (else on the socket alone).
     var usesSharedSlot: Bool { lock.withLock { slot != nil } }
 
     /// For `plugins list`: running (pid), restarting, or given up after N crashes in the window.
-    public var stateDescription: String {
+    package var stateDescription: String {
         switch currentState {
         case .notStarted: return "not started"
         case .running(let pid): return "running (pid \(pid))"
@@ -153,7 +153,7 @@ public final class PluginWorker: @unchecked Sendable {
 
     /// Starts the worker and loads the plugins in it. A failure here (the library does not load, a
     /// create fails, the worker dies at start) is final for this instance, like an in-process one.
-    public func start() throws -> [(id: String, kind: PluginKind)] {
+    package func start() throws -> [(id: String, kind: PluginKind)] {
         try lock.withLock {
             switch spawn() {
             case .success(let exports): return exports
@@ -169,7 +169,7 @@ public final class PluginWorker: @unchecked Sendable {
         didSet { published.withLock { $0.libraryABI = libraryABIVersion } }
     }
     /// The ABI version the library declares, as the worker read it (nil before a start).
-    public var libraryABI: ABIVersion? { published.withLock { $0.libraryABI } }
+    package var libraryABI: ABIVersion? { published.withLock { $0.libraryABI } }
 
     /// Sends one call and waits for its answer (feeding the worker's log records to the pipeline).
     func call(_ index: Int, _ op: WorkerOp, _ arguments: (inout WireWriter) -> Void) -> Result<WireReader, WorkerFailure> {
@@ -594,7 +594,7 @@ public final class PluginWorker: @unchecked Sendable {
     }
 
     /// Asks the worker to destroy its plugins and exit; kills it if it does not within a second.
-    public func stop() {
+    package func stop() {
         lock.withLock {
             guard fd >= 0, pid > 0 else { return }
             var bye = WireWriter()

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Something that receives filtered log records: a logging plugin instance, or a test's capture.
 /// Called from any thread, so safe to share.
-public protocol LogDestination: AnyObject, Sendable {
+package protocol LogDestination: AnyObject, Sendable {
     func write(_ record: LogRecord)
     func flush()
 }
@@ -59,7 +59,7 @@ public final class LogPipeline: Sendable {
     }
 
     /// Sets the destinations and replays the records kept since start-up (those that still pass the filter).
-    public func attach(_ newDestinations: [LogDestination]) {
+    package func attach(_ newDestinations: [LogDestination]) {
         let (replay, targets): ([LogRecord], [LogDestination]) = state.withLock { state in
             state.destinations = newDestinations
             let kept = state.early ?? []

@@ -2,24 +2,24 @@ import Logging
 
 /// A swift-log LogHandler that feeds the hubhost logging pipeline, so the host's own logging
 /// (which uses swift-log) reaches the same filter and logging delegates as plugin logging.
-public struct PipelineLogHandler: LogHandler {
-    public let label: String
-    public let pipeline: LogPipeline
-    public var metadata: Logger.Metadata = [:]
+package struct PipelineLogHandler: LogHandler {
+    package let label: String
+    package let pipeline: LogPipeline
+    package var metadata: Logger.Metadata = [:]
     /// swift-log's own level gate is left wide open: the pipeline's filter decides.
-    public var logLevel: Logger.Level = .trace
+    package var logLevel: Logger.Level = .trace
 
-    public init(label: String, pipeline: LogPipeline) {
+    package init(label: String, pipeline: LogPipeline) {
         self.label = label
         self.pipeline = pipeline
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let (severity, verbosity) = LogFilter.levels(for: event.level)
         guard pipeline.allows(severity: severity, verbosity: verbosity) else { return }
         var text = "\(event.message)"
@@ -33,7 +33,7 @@ public struct PipelineLogHandler: LogHandler {
 
 extension Logger {
     /// A logger whose records go through `pipeline`, without touching the process-wide LoggingSystem.
-    public init(label: String, pipeline: LogPipeline) {
+    package init(label: String, pipeline: LogPipeline) {
         self.init(label: label) { label in PipelineLogHandler(label: label, pipeline: pipeline) }
     }
 }

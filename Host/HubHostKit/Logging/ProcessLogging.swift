@@ -6,7 +6,7 @@ import Synchronization
 /// libraries log with) through a host's logging pipeline: the same severity/verbosity filter and
 /// the same logging plugins as hubhost's own records. `hubhost serve` calls it; an embedding app
 /// may, unless it bootstraps LoggingSystem itself (swift-log allows one bootstrap per process).
-public enum ProcessLogging {
+package enum ProcessLogging {
     private static let current = Mutex<LogPipeline?>(nil)
     private static let bootstrapped: Void = {
         LoggingSystem.bootstrap { label in RoutedLogHandler(label: label) }
@@ -14,7 +14,7 @@ public enum ProcessLogging {
 
     /// From now on, library records go to `pipeline`. Bootstraps LoggingSystem on the first call;
     /// later calls only switch the pipeline. [thread-safe]
-    public static func route(to pipeline: LogPipeline) {
+    package static func route(to pipeline: LogPipeline) {
         _ = bootstrapped
         current.withLock { $0 = pipeline }
     }

@@ -1,21 +1,21 @@
 import Foundation
 
 /// One documented key of plugins.yaml, as `hubhost config reference` prints it.
-public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
+package struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
     /// The key's full path (`events.cache_size`, `plugins[].isolation`).
-    public var key: String
-    public var type: String
+    package var key: String
+    package var type: String
     /// The default as written in plugins.yaml; empty: none.
-    public var defaultValue: String
+    package var defaultValue: String
     /// The accepted values: a range, a list, or empty for any value of the type.
-    public var accepted: String
-    public var doc: String
+    package var accepted: String
+    package var doc: String
     /// Whether a reload applies it to a running serve (ConfigKey.live).
-    public var live: Bool
+    package var live: Bool
 
     enum CodingKeys: String, CodingKey { case key, type, defaultValue = "default", accepted, doc, live }
 
-    public init(key: String, type: String, defaultValue: String = "", accepted: String = "", doc: String, live: Bool = false) {
+    package init(key: String, type: String, defaultValue: String = "", accepted: String = "", doc: String, live: Bool = false) {
         self.key = key
         self.type = type
         self.defaultValue = defaultValue
@@ -25,7 +25,7 @@ public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
     }
 
     /// The entry of a schema key of `section`.
-    public init(section: String, key: ConfigKey) {
+    package init(section: String, key: ConfigKey) {
         var accepted = key.range.map { $0.text + (key.type == .duration ? " s" : "") } ?? ""
         if let values = key.allowedValues { accepted = values.joined(separator: ", ") }
         let defaultText: String
@@ -41,18 +41,18 @@ public struct ConfigReferenceEntry: Encodable, Equatable, Sendable {
 }
 
 /// One section of the configuration reference.
-public struct ConfigReferenceSection: Encodable, Equatable, Sendable {
-    public var name: String
-    public var summary: String
-    public var entries: [ConfigReferenceEntry]
+package struct ConfigReferenceSection: Encodable, Equatable, Sendable {
+    package var name: String
+    package var summary: String
+    package var entries: [ConfigReferenceEntry]
 }
 
 /// The configuration reference: every key plugins.yaml accepts, read from the schemas the parser
 /// itself checks (the host's own sections and every engine's `ManifestSection`), so the document
 /// cannot drift from the code. docs/configuration.md is its Markdown form; a test compares them.
-public enum ConfigReference {
+package enum ConfigReference {
     /// The host's sections first, then the engines' in `HostManifest.sectionTypes` order.
-    public static var sections: [ConfigReferenceSection] {
+    package static var sections: [ConfigReferenceSection] {
         HostManifest.hostReference
             + HostManifest.sectionTypes.map { type in
                 ConfigReferenceSection(
@@ -62,7 +62,7 @@ public enum ConfigReference {
     }
 
     /// docs/configuration.md.
-    public static func markdown() -> String {
+    package static func markdown() -> String {
         var text = """
             # Configuration reference
 
@@ -98,13 +98,13 @@ public enum ConfigReference {
     }
 
     /// Every key a reload applies live (ConfigKey.live), in reference order.
-    public static var liveKeys: [String] {
+    package static var liveKeys: [String] {
         sections.flatMap(\.entries).filter(\.live).map(\.key)
     }
 
     /// The list of live keys by section that docs/reload.md carries between its
     /// `<!-- live keys -->` markers (`hubhost config reference --live --markdown`).
-    public static func liveKeysMarkdown() -> String {
+    package static func liveKeysMarkdown() -> String {
         var text = "| section | keys a reload applies live |\n| --- | --- |\n"
         for section in sections {
             let keys = section.entries.filter(\.live).map(\.key)
@@ -127,7 +127,7 @@ public enum ConfigReference {
 extension HostManifest {
     /// The host's own sections (`data_dir`, `logging`, `plugins`), documented beside the key lists
     /// `load(path:)` accepts: a test checks that every accepted key is documented.
-    public static var hostReference: [ConfigReferenceSection] {
+    package static var hostReference: [ConfigReferenceSection] {
         let defaults = LogFilter()
         return [
             ConfigReferenceSection(

@@ -2,7 +2,7 @@ import Foundation
 import Yams
 
 /// The type of one configuration key, as a plugin.yaml `config:` entry declares it.
-public enum ConfigType: String, Codable, CaseIterable, Sendable {
+package enum ConfigType: String, Codable, CaseIterable, Sendable {
     case string, int, double, bool
     /// Seconds or an Engage expiration string; plugins read it as a double of seconds.
     case duration
@@ -11,25 +11,25 @@ public enum ConfigType: String, Codable, CaseIterable, Sendable {
 }
 
 /// The numbers a numeric configuration key accepts (int, double, duration in seconds, time).
-public struct ConfigRange: Equatable, Sendable {
-    public var minimum: Double?
+package struct ConfigRange: Equatable, Sendable {
+    package var minimum: Double?
     /// True when the minimum itself is refused ("more than 0").
-    public var excludesMinimum: Bool
-    public var maximum: Double?
+    package var excludesMinimum: Bool
+    package var maximum: Double?
 
-    public init(minimum: Double?, excludesMinimum: Bool = false, maximum: Double?) {
+    package init(minimum: Double?, excludesMinimum: Bool = false, maximum: Double?) {
         self.minimum = minimum
         self.excludesMinimum = excludesMinimum
         self.maximum = maximum
     }
 
     /// `lower` to `upper`, both accepted.
-    public static func between(_ lower: Double, _ upper: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: upper) }
-    public static func atLeast(_ lower: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: nil) }
+    package static func between(_ lower: Double, _ upper: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: upper) }
+    package static func atLeast(_ lower: Double) -> ConfigRange { ConfigRange(minimum: lower, maximum: nil) }
     /// More than 0, and at most `upper` when given.
-    public static func positive(atMost upper: Double? = nil) -> ConfigRange { ConfigRange(minimum: 0, excludesMinimum: true, maximum: upper) }
+    package static func positive(atMost upper: Double? = nil) -> ConfigRange { ConfigRange(minimum: 0, excludesMinimum: true, maximum: upper) }
 
-    public func contains(_ value: Double) -> Bool {
+    package func contains(_ value: Double) -> Bool {
         guard value.isFinite else { return false }
         if let minimum, excludesMinimum ? value <= minimum : value < minimum { return false }
         if let maximum, value > maximum { return false }
@@ -37,7 +37,7 @@ public struct ConfigRange: Equatable, Sendable {
     }
 
     /// "between 1 and 64", "at least 0.1", "more than 0", "more than 0, at most 3600".
-    public var text: String {
+    package var text: String {
         func number(_ value: Double) -> String {
             value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
         }
@@ -55,30 +55,30 @@ public struct ConfigRange: Equatable, Sendable {
 /// section of plugins.yaml (declared by the engine's settings type). The schema is the one place a
 /// key's type, default, accepted values and meaning are written: the parser checks them, `config
 /// show` prints them and `hubhost config reference` documents them.
-public struct ConfigKey: Encodable, Equatable, Sendable {
-    public var key: String
-    public var type: ConfigType
-    public var defaultValue: PluginValue?
-    public var required: Bool
-    public var doc: String
+package struct ConfigKey: Encodable, Equatable, Sendable {
+    package var key: String
+    package var type: ConfigType
+    package var defaultValue: PluginValue?
+    package var required: Bool
+    package var doc: String
     /// The numbers accepted (numeric types); nil: any the type can hold.
-    public var range: ConfigRange?
+    package var range: ConfigRange?
     /// The strings accepted (string type); nil: any. An empty string always means "not set".
-    public var allowedValues: [String]?
+    package var allowedValues: [String]?
     /// True when an empty string is refused (a string the plugin cannot do without).
-    public var nonEmpty: Bool
+    package var nonEmpty: Bool
     /// A regular expression the whole string must match (string type); nil: any.
-    public var pattern: String?
+    package var pattern: String?
     /// A setting of a plugins.yaml section that a reload applies to a running serve (the other
     /// keys are read once, when their engine opens, and a reload that changes one is refused).
     /// The reload, `config reference` and docs/reload.md read it; a plugin's own keys leave it false.
-    public var live: Bool
+    package var live: Bool
 
     enum CodingKeys: String, CodingKey {
         case key, type, defaultValue = "default", required, doc, minimum, maximum, allowed, nonEmpty = "non_empty", pattern
     }
 
-    public init(
+    package init(
         key: String, type: ConfigType, defaultValue: PluginValue? = nil, required: Bool = false, doc: String = "",
         range: ConfigRange? = nil, allowedValues: [String]? = nil, nonEmpty: Bool = false, pattern: String? = nil,
         live: Bool = false
@@ -102,7 +102,7 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
     }
 
     /// Why `value` is refused by the key's range, allowed values, non-emptiness or pattern; nil when it is accepted.
-    public func refusal(of value: PluginValue) -> String? {
+    package func refusal(of value: PluginValue) -> String? {
         if let range {
             let number: Double?
             switch value {
@@ -128,7 +128,7 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
         return nil
     }
 
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(key, forKey: .key)
         try container.encode(type, forKey: .type)
@@ -144,13 +144,13 @@ public struct ConfigKey: Encodable, Equatable, Sendable {
 }
 
 /// A plugin's configuration schema: checks an instance's `config:` map from plugins.yaml and fills in defaults.
-public struct ConfigSchema: Equatable, Sendable {
-    public var keys: [ConfigKey]
+package struct ConfigSchema: Equatable, Sendable {
+    package var keys: [ConfigKey]
 
-    public init(keys: [ConfigKey]) { self.keys = keys }
+    package init(keys: [ConfigKey]) { self.keys = keys }
 
     /// `values` with every key's default where it has none (a settings type's stored values).
-    public func withDefaults(_ values: [String: PluginValue]) -> [String: PluginValue] {
+    package func withDefaults(_ values: [String: PluginValue]) -> [String: PluginValue] {
         var filled = values
         for key in keys where filled[key.key] == nil { filled[key.key] = key.defaultValue }
         return filled
@@ -215,7 +215,7 @@ public struct ConfigSchema: Equatable, Sendable {
 extension ConfigSchema {
     /// Checks a config given as values (the Swift API and PluginTestKit; plugins.yaml goes through
     /// YAML with positions instead). Fills in defaults; throws every problem at once.
-    public func resolve(values: [String: PluginValue], source: String = "config") throws -> [String: PluginValue] {
+    package func resolve(values: [String: PluginValue], source: String = "config") throws -> [String: PluginValue] {
         var problems: [String] = []
         var resolved: [String: PluginValue] = [:]
         let declared = Set(keys.map(\.key))

@@ -3,7 +3,7 @@ import Foundation
 /// Durations in manifests: plain seconds (`90`, `1.5`) or the Engage expiration-string form
 /// (`15 sec`, `1 day 15m`, `15m1d0seconds`, `65minutes`, `1d 7h 23m 15s`), from the Engage SDK's
 /// EngageExpirationParser. Numbers and units may be run together or spaced; units are summed.
-public enum EngageDuration {
+package enum EngageDuration {
     /// Unit spellings, each with its length in seconds. Matching is case-insensitive.
     static let units: [(names: [String], seconds: Double)] = [
         (["ms", "millisecond", "milliseconds", "msec", "msecs"], 0.001),
@@ -15,7 +15,7 @@ public enum EngageDuration {
     ]
 
     /// The duration in seconds, or an explanation of what is wrong.
-    public static func parse(_ text: String) -> Result<Double, DurationError> {
+    package static func parse(_ text: String) -> Result<Double, DurationError> {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.isEmpty { return .failure(.init(text: text, reason: "it is empty")) }
         if let plain = Double(trimmed) {
@@ -62,7 +62,7 @@ public enum EngageDuration {
     static let tooLong = "the longest duration is 100 years (\(Int(SafeTime.maxDurationSeconds)) seconds)"
 
     /// A duration in seconds as the shortest readable text, e.g. `1d 15m`.
-    public static func format(_ seconds: Double) -> String {
+    package static func format(_ seconds: Double) -> String {
         if seconds == 0 { return "0s" }
         var rest = seconds
         var parts: [String] = []
@@ -78,8 +78,8 @@ public enum EngageDuration {
     }
 }
 
-public struct DurationError: Error, Equatable, CustomStringConvertible {
-    public var text: String
-    public var reason: String
-    public var description: String { "'\(text)' is not a duration: \(reason)" }
+package struct DurationError: Error, Equatable, CustomStringConvertible {
+    package var text: String
+    package var reason: String
+    package var description: String { "'\(text)' is not a duration: \(reason)" }
 }

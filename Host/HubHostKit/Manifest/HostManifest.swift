@@ -42,14 +42,14 @@ public struct HostManifest: Sendable {
         /// What the instance may reach through the host's HTTP service (`http_allow`, `http_timeout`).
         public var http = HostEnvironment.HTTPPolicy()
         /// Fuel per call and memory ceiling of a `.wasm` plugin (`wasm_fuel`, `wasm_memory_limit`).
-        public var wasm = WasmBudget()
+        package var wasm = WasmBudget()
         /// When its plugins are ejected for failing calls in a row (`eject_after`, `eject_for`, `eject_max`).
-        public var ejection = EjectionPolicy()
+        package var ejection = EjectionPolicy()
         /// The variables of serve's environment an isolated plugin's worker also gets (`environment`),
         /// beside the few every worker gets (PluginWorker.passedEnvironment).
         public var environment: [String] = []
         /// The package it runs, when `use:` names a plugin installed by `hubhost plugins add`.
-        public var installed: InstalledPlugin?
+        package var installed: InstalledPlugin?
         /// `allow_unsigned`: an installed plugin from an unsigned package may run.
         public var allowUnsigned = false
         /// The file the entry is in: plugins.yaml, or an instance file it includes (plugins.d/).
@@ -71,7 +71,7 @@ public struct HostManifest: Sendable {
     public var logging: LogFilter
     public var instances: [Instance]
     /// plugins.lock beside plugins.yaml: the plugins installed from packages (empty when none).
-    public var pluginLock = PluginLock()
+    package var pluginLock = PluginLock()
     /// The engines' sections, parsed by their own settings types (ManifestSection), by section
     /// name; an absent section reads as the type's defaults (`section(_:)`).
     var sections: [String: any ManifestSection] = [:]
@@ -100,17 +100,17 @@ public struct HostManifest: Sendable {
     static var topKeys: [String] { ["data_dir", "logging", "plugins", "include"] + sectionTypes.map { $0.sectionName } }
 
     /// The settings of section `type`: as parsed, or its defaults when plugins.yaml has none.
-    public func section<T: ManifestSection>(_ type: T.Type) -> T {
+    package func section<T: ManifestSection>(_ type: T.Type) -> T {
         sections[T.sectionName] as? T ?? T()
     }
 
     /// Replaces a section's settings (embedding apps and tests adjust a manifest this way).
-    public mutating func setSection<T: ManifestSection>(_ settings: T) {
+    package mutating func setSection<T: ManifestSection>(_ settings: T) {
         sections[T.sectionName] = settings
     }
 
     /// Every section's effective values, in `sectionTypes` order.
-    public var effectiveSettings: [String: [EffectiveSetting]] {
+    package var effectiveSettings: [String: [EffectiveSetting]] {
         Dictionary(
             uniqueKeysWithValues: Self.sectionTypes.map { type in
                 (type.sectionName, (sections[type.sectionName] ?? type.init()).effectiveValues)

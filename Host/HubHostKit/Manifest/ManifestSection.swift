@@ -6,7 +6,7 @@ import Yams
 /// file, keeps positions for diagnostics, and knows no engine's settings type; each engine's
 /// settings type conforms to this protocol in the engine's own folder, and the runtime lists them
 /// (`HostManifest.sectionTypes`).
-public protocol ManifestSection: Sendable {
+package protocol ManifestSection: Sendable {
     /// The section's key in plugins.yaml.
     static var sectionName: String { get }
     /// One sentence on what the section configures (the configuration reference's lead).
@@ -30,19 +30,19 @@ public protocol ManifestSection: Sendable {
 }
 
 extension ManifestSection {
-    public static func finish(_ manifest: inout HostManifest) {}
-    public static var structuredKeys: [ConfigReferenceEntry] { [] }
+    package static func finish(_ manifest: inout HostManifest) {}
+    package static var structuredKeys: [ConfigReferenceEntry] { [] }
 }
 
 /// One effective setting of a section.
-public struct EffectiveSetting: Encodable, Sendable, Equatable {
-    public var key: String
-    public var value: JSONValue
+package struct EffectiveSetting: Encodable, Sendable, Equatable {
+    package var key: String
+    package var value: JSONValue
     /// The plugins.yaml line it was given on; nil when it is the default.
-    public var line: Int?
-    public var doc: String
+    package var line: Int?
+    package var doc: String
 
-    public init(key: String, value: JSONValue, line: Int?, doc: String = "") {
+    package init(key: String, value: JSONValue, line: Int?, doc: String = "") {
         self.key = key
         self.value = value
         self.line = line
@@ -52,12 +52,12 @@ public struct EffectiveSetting: Encodable, Sendable, Equatable {
 
 /// What a section's parser may use: the reader (diagnostics with positions), the key node to
 /// report a missing or wrong section at, and the folder relative paths are resolved from.
-public struct ManifestSectionContext {
+package struct ManifestSectionContext {
     let reader: YAMLReader
     /// The section's key node in plugins.yaml.
     let anchor: Node
     /// The folder of plugins.yaml.
-    public let folder: String
+    package let folder: String
 
     /// The section's scalar keys checked against `schema` (types, unknown keys with "did you
     /// mean"), defaults filled in; `lines` tells where each given key was.
@@ -73,7 +73,7 @@ public struct ManifestSectionContext {
     }
 
     /// An absolute path for a path written in plugins.yaml.
-    public func absolute(_ path: String) -> String { HostManifest.absolute(path, from: folder) }
+    package func absolute(_ path: String) -> String { HostManifest.absolute(path, from: folder) }
 }
 
 extension ConfigSchema {

@@ -66,13 +66,13 @@ public struct PluginManifest: Sendable {
     public var library: String
     public var capabilities: [String]
     public var exports: [Export]
-    public var config: ConfigSchema
+    package var config: ConfigSchema
     /// A valid config for `hubhost plugins test` (`test_config:`), checked against the schema with
     /// defaults filled in; just the defaults when plugin.yaml has none.
     public var testConfig: [String: PluginValue] = [:]
     /// `requires: { hubhost: ">=0.2 <0.3" }`: the hubhost versions the plugin runs on (nil: any).
     /// Checked when the plugin is packed and when an instance of it loads.
-    public var requiresHubhost: VersionRequirement?
+    package var requiresHubhost: VersionRequirement?
 
     /// Why this hubhost (`HubHostVersion.current`) does not meet `requires:`, or nil when it does.
     public var hubhostRequirementProblem: String? {

@@ -9,28 +9,28 @@ import Foundation
 ///
 /// The folders are read once per search path, when a first id is looked up (a manifest load makes
 /// one for all its instances), not once per instance.
-public final class PluginSearchPath {
+package final class PluginSearchPath {
     /// The folders searched, in order.
-    public let folders: [String]
+    package let folders: [String]
     /// Plugin id -> its plugin.yaml, the first found in folder order; built on first use.
     private lazy var index: [String: String] = Self.index(folders)
 
-    public init(folders: [String]) { self.folders = folders }
+    package init(folders: [String]) { self.folders = folders }
 
     /// The bundled plugins of the running hubhost, then `HUBHOST_PLUGIN_PATH`.
-    public static func standard(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginSearchPath {
+    package static func standard(environment: [String: String] = ProcessInfo.processInfo.environment) -> PluginSearchPath {
         let extra = (environment["HUBHOST_PLUGIN_PATH"] ?? "").split(separator: ":").map(String.init).filter { !$0.isEmpty }
         return PluginSearchPath(folders: HubHostInstallation.bundledPluginFolders() + extra)
     }
 
     /// Whether `use` names a plugin by id rather than by path: a plugin id, with no '/' and not a
     /// file name ending in .yaml or .yml.
-    public static func isPluginID(_ use: String) -> Bool {
+    package static func isPluginID(_ use: String) -> Bool {
         !use.contains("/") && !use.hasSuffix(".yaml") && !use.hasSuffix(".yml") && PluginManifest.isValidID(use)
     }
 
     /// The plugin.yaml of the plugin `id`, or nil.
-    public func manifest(of id: String) -> String? { index[id] }
+    package func manifest(of id: String) -> String? { index[id] }
 
     /// Every plugin in `folders`: in each folder, the subfolders holding a plugin.yaml, by the id
     /// it declares (a subfolder named after its id wins within its folder); an earlier folder wins.
@@ -64,9 +64,9 @@ public final class PluginSearchPath {
 /// Where the running hubhost keeps what it ships beside its executable: built from a package
 /// checkout, the package's folder (its `Plugins/` and `Examples/`); installed under a prefix,
 /// `<prefix>/share/hubhost`.
-public enum HubHostInstallation {
+package enum HubHostInstallation {
     /// The folders holding the bundled plugins, first found first.
-    public static func bundledPluginFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
+    package static func bundledPluginFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
         resourceFolders(executableFolder: executableFolder).compactMap { root in
             for name in ["Plugins", "plugins"] {
                 let folder = (root as NSString).appendingPathComponent(name)
@@ -79,7 +79,7 @@ public enum HubHostInstallation {
 
     /// The folders a relative path of plugins.yaml falls back to when it is not found beside the
     /// file: the package checkout the executable was built in, or `<prefix>/share/hubhost`.
-    public static func resourceFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
+    package static func resourceFolders(executableFolder: String? = LibraryLocator.runningExecutableFolder()) -> [String] {
         guard let executableFolder else { return [] }
         var found: [String] = []
         let installed = (((executableFolder as NSString).deletingLastPathComponent as NSString).appendingPathComponent("share") as NSString)

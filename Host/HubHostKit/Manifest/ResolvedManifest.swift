@@ -1,31 +1,31 @@
 /// The effective configuration of a host manifest, for `hubhost manifest check --resolved`: paths
 /// absolute, defaults filled in, durations as seconds, each library located.
-public struct ResolvedManifest: Encodable, Sendable {
-    public struct Instance: Encodable, Sendable {
-        public var id: String
-        public var use: String
-        public var plugin: String?
-        public var version: String?
-        public var kinds: [String]
-        public var enabled: Bool
-        public var sha256: String?
+package struct ResolvedManifest: Encodable, Sendable {
+    package struct Instance: Encodable, Sendable {
+        package var id: String
+        package var use: String
+        package var plugin: String?
+        package var version: String?
+        package var kinds: [String]
+        package var enabled: Bool
+        package var sha256: String?
         /// The library file it would load, or why none was found.
-        public var library: String?
-        public var libraryProblem: String?
-        public var config: [String: JSONValue]
+        package var library: String?
+        package var libraryProblem: String?
+        package var config: [String: JSONValue]
     }
 
-    public var file: String
-    public var dataDir: String
-    public var logging: LogFilter
-    public var plugins: [Instance]
+    package var file: String
+    package var dataDir: String
+    package var logging: LogFilter
+    package var plugins: [Instance]
     /// Every engine section (events, campaigns, hub, deep_links, server) with its effective values:
     /// the same values `hubhost config show` reports. Durations are seconds.
-    public var sections: [String: [String: JSONValue]]
+    package var sections: [String: [String: JSONValue]]
 
     enum CodingKeys: String, CodingKey { case file, dataDir = "data_dir", logging, plugins, sections }
 
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(file, forKey: .file)
         try container.encode(dataDir, forKey: .dataDir)
@@ -46,7 +46,7 @@ public struct ResolvedManifest: Encodable, Sendable {
         init?(intValue: Int) { nil }
     }
 
-    public init(_ manifest: HostManifest, locator: LibraryLocator = LibraryLocator()) {
+    package init(_ manifest: HostManifest, locator: LibraryLocator = LibraryLocator()) {
         file = manifest.file
         dataDir = manifest.dataDirectory
         sections = manifest.effectiveSettings.mapValues { settings in

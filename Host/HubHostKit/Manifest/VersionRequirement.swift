@@ -2,8 +2,8 @@
 /// more comparisons separated by spaces, all of which must hold. A comparison is `>=`, `>`, `<=`,
 /// `<` or `=` followed by a version of one to three numbers (`0.2` is `0.2.0`); a bare version means
 /// `=`. A pre-release or build suffix of the version compared (`0.2.0-beta`) is ignored.
-public struct VersionRequirement: Equatable, Sendable, CustomStringConvertible {
-    public enum Comparison: String, Sendable, CaseIterable {
+package struct VersionRequirement: Equatable, Sendable, CustomStringConvertible {
+    package enum Comparison: String, Sendable, CaseIterable {
         case atLeast = ">="
         case above = ">"
         case atMost = "<="
@@ -11,20 +11,20 @@ public struct VersionRequirement: Equatable, Sendable, CustomStringConvertible {
         case exactly = "="
     }
 
-    public struct Clause: Equatable, Sendable {
-        public var comparison: Comparison
-        public var version: [Int]
+    package struct Clause: Equatable, Sendable {
+        package var comparison: Comparison
+        package var version: [Int]
     }
 
     /// The text as plugin.yaml gives it.
-    public var text: String
-    public var clauses: [Clause]
+    package var text: String
+    package var clauses: [Clause]
 
     /// The largest number one part of a version may be (a range check, not a policy).
     static let maxPart = 999_999
 
     /// Parses `text`; throws a reason that can follow "'<text>' is not a version range: ".
-    public init(_ text: String) throws(Problem) {
+    package init(_ text: String) throws(Problem) {
         self.text = text
         let words = text.split(separator: " ", omittingEmptySubsequences: true)
         guard !words.isEmpty else { throw Problem(reason: "it is empty; write e.g. \">=0.1 <0.2\"") }
@@ -43,14 +43,14 @@ public struct VersionRequirement: Equatable, Sendable, CustomStringConvertible {
         if !clauses.isEmpty, !isSatisfiable { throw Problem(reason: "no version satisfies all of it") }
     }
 
-    public struct Problem: Error, Equatable {
-        public var reason: String
+    package struct Problem: Error, Equatable {
+        package var reason: String
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// Whether `version` (e.g. "0.1.0", "0.2.0-beta+7") is in the range; false for a version that is not one.
-    public func contains(_ version: String) -> Bool {
+    package func contains(_ version: String) -> Bool {
         let core = version.split(separator: "-", maxSplits: 1).first?.split(separator: "+", maxSplits: 1).first ?? ""
         guard let parts = Self.numbers(core) else { return false }
         return clauses.allSatisfy { clause in

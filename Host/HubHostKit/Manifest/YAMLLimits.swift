@@ -7,15 +7,15 @@ import Foundation
 /// for duplicates, or converting the document to values, walks every one of them and never ends.
 /// The check is one pass over libyaml's events (the parser Yams itself uses), counting each alias
 /// as the nodes of its anchor, and stops as soon as the count passes the limit.
-public enum YAMLLimits {
+package enum YAMLLimits {
     /// The largest YAML file hubhost reads (plugins.yaml, a plugin.yaml, a bundle's front matter).
-    public static let maxBytes = 4 << 20
+    package static let maxBytes = 4 << 20
     /// The most nodes a document may stand for, aliases expanded.
-    public static let maxExpandedNodes = 1_000_000
+    package static let maxExpandedNodes = 1_000_000
 
     /// Why `text` may not be parsed, or nil when it is within the limits. A document libyaml cannot
     /// parse is left to the caller's parser, which reports it with its position.
-    public static func problem(_ text: String, maxBytes: Int = YAMLLimits.maxBytes, maxExpandedNodes: Int = YAMLLimits.maxExpandedNodes)
+    package static func problem(_ text: String, maxBytes: Int = YAMLLimits.maxBytes, maxExpandedNodes: Int = YAMLLimits.maxExpandedNodes)
         -> String?
     {
         let bytes = Array(text.utf8)

@@ -3,23 +3,23 @@ import Foundation
 /// A plugin instance's package, when its `use:` names a plugin installed by `hubhost plugins add`:
 /// what plugins.lock says of it, and what the load found. Every surface that lists instances
 /// shows it (version, package, signer, verification).
-public struct InstalledPlugin: Equatable, Sendable {
+package struct InstalledPlugin: Equatable, Sendable {
     /// The lock's entry for the plugin.
-    public var lock: PluginLock.Entry
+    package var lock: PluginLock.Entry
     /// `<data_dir>/plugins/<id>/<version>`.
-    public var folder: String
+    package var folder: String
     /// What the manifest load found wrong with the package itself, each a sentence: its signer no
     /// longer trusted, plugin.yaml changed since it was installed, or plugin.yaml not the lock's.
     /// Empty when the package checks out (a library changed on disk is found when it loads).
-    public var problems: [String] = []
+    package var problems: [String] = []
 
-    public init(lock: PluginLock.Entry, folder: String) {
+    package init(lock: PluginLock.Entry, folder: String) {
         self.lock = lock
         self.folder = folder
     }
 
     /// "<signer> (key <id>)", or "unsigned".
-    public var signerText: String {
+    package var signerText: String {
         guard let signer = lock.signer else { return "unsigned" }
         return "\(signer) (key \(lock.keyID ?? "?"))"
     }
@@ -29,7 +29,7 @@ public struct InstalledPlugin: Equatable, Sendable {
     /// (or the package was unsigned and the instance says `allow_unsigned: true`). plugin.yaml's
     /// hash is checked as it is read (PluginManifest.load), and the library's as it is loaded (the
     /// lock's hash is the instance's pin). Returns the problems, each a sentence.
-    public func trustProblems(trust: TrustSettings, allowUnsigned: Bool) -> [String] {
+    package func trustProblems(trust: TrustSettings, allowUnsigned: Bool) -> [String] {
         guard let signer = lock.signer else {
             return allowUnsigned
                 ? []

@@ -3,24 +3,24 @@ import Foundation
 /// The instance files `hubhost plugins add` writes, one per instance, into `plugins.d/` beside
 /// plugins.yaml (which includes them with `include: plugins.d/*.yaml`), and the one line it adds to
 /// plugins.yaml when that include is missing. Nothing a person wrote is rewritten.
-public enum InstanceFile {
+package enum InstanceFile {
     /// The folder of instance files: `plugins.d/` beside plugins.yaml.
-    public static func folder(manifestFile: String) -> String {
+    package static func folder(manifestFile: String) -> String {
         ((manifestFile as NSString).deletingLastPathComponent as NSString).appendingPathComponent("plugins.d")
     }
 
     /// `plugins.d/<instance>.yaml`.
-    public static func path(manifestFile: String, instance: String) -> String {
+    package static func path(manifestFile: String, instance: String) -> String {
         (folder(manifestFile: manifestFile) as NSString).appendingPathComponent(instance + ".yaml")
     }
 
     /// The pattern added to plugins.yaml.
-    public static let includePattern = "plugins.d/*.yaml"
+    package static let includePattern = "plugins.d/*.yaml"
 
     /// The text of the file of one instance of the installed plugin `pluginID`, with `settings`
     /// as its config (each value written as YAML reads it: numbers and booleans as such, anything
     /// else quoted).
-    public static func text(
+    package static func text(
         instance: String, pluginID: String, version: String, package: String, settings: [(key: String, value: String)], allowUnsigned: Bool
     ) -> String {
         var lines = [
@@ -51,14 +51,14 @@ public enum InstanceFile {
     }
 
     /// Whether plugins.yaml's `text` has a top-level `include:` key.
-    public static func hasIncludeKey(_ text: String) -> Bool {
+    package static func hasIncludeKey(_ text: String) -> Bool {
         text.split(separator: "\n", omittingEmptySubsequences: false).contains { line in
             line.hasPrefix("include:") || line.hasPrefix("\"include\":") || line.hasPrefix("'include':")
         }
     }
 
     /// plugins.yaml's `text` with `include: plugins.d/*.yaml` appended (when it has no include: key).
-    public static func addingInclude(to text: String) -> String {
+    package static func addingInclude(to text: String) -> String {
         var result = text
         if !result.isEmpty && !result.hasSuffix("\n") { result += "\n" }
         if !result.isEmpty && !result.hasSuffix("\n\n") { result += "\n" }

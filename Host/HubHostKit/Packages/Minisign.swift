@@ -4,20 +4,20 @@ import Foundation
 /// and keys and signatures hubhost writes verify with `minisign -V`. The formats are in
 /// MinisignPublicKey, MinisignSignature and MinisignSecretKey; the cryptography is OpenSSL's
 /// (MinisignCrypto).
-public enum Minisign {
+package enum Minisign {
     /// What a successful verification vouches for.
-    public struct Verified: Equatable, Sendable {
-        public var keyID: String
-        public var algorithm: MinisignSignature.Algorithm
+    package struct Verified: Equatable, Sendable {
+        package var keyID: String
+        package var algorithm: MinisignSignature.Algorithm
         /// The trusted comment, signed with the file.
-        public var trustedComment: String
+        package var trustedComment: String
     }
 
     /// Checks `signature` of `data` against `publicKey`: the key ids match, the signature is the
     /// key's over the file (its BLAKE2b-512 hash, or the bytes for a legacy signature), and the
     /// global signature covers the trusted comment. Throws a MinisignError saying which failed.
     @discardableResult
-    public static func verify(_ data: [UInt8], signature: MinisignSignature, publicKey: MinisignPublicKey) throws -> Verified {
+    package static func verify(_ data: [UInt8], signature: MinisignSignature, publicKey: MinisignPublicKey) throws -> Verified {
         try checkKeyID(signature, publicKey)
         let message = try signature.algorithm == .legacy ? data : MinisignCrypto.blake2b512(data)
         return try verify(message: message, signature: signature, publicKey: publicKey)
@@ -25,7 +25,7 @@ public enum Minisign {
 
     /// Checks `signature` of the file at `path` (hashed in chunks unless the signature is legacy).
     @discardableResult
-    public static func verify(fileAt path: String, signature: MinisignSignature, publicKey: MinisignPublicKey) throws -> Verified {
+    package static func verify(fileAt path: String, signature: MinisignSignature, publicKey: MinisignPublicKey) throws -> Verified {
         try checkKeyID(signature, publicKey)
         let message: [UInt8]
         if signature.algorithm == .legacy {
@@ -39,7 +39,7 @@ public enum Minisign {
 
     /// Checks the file at `path` against `path.minisig` (or `signaturePath`) and the public key file.
     @discardableResult
-    public static func verify(fileAt path: String, signaturePath: String? = nil, publicKeyPath: String) throws -> Verified {
+    package static func verify(fileAt path: String, signaturePath: String? = nil, publicKeyPath: String) throws -> Verified {
         let signature = try MinisignSignature(contentsOf: signaturePath ?? path + ".minisig")
         return try verify(fileAt: path, signature: signature, publicKey: MinisignPublicKey(contentsOf: publicKeyPath))
     }
@@ -59,7 +59,7 @@ public enum Minisign {
     }
 
     /// minisign's default trusted comment: the signing time and the file's name.
-    public static func defaultTrustedComment(file: String, date: Date = Date()) -> String {
+    package static func defaultTrustedComment(file: String, date: Date = Date()) -> String {
         "timestamp:\(Int(date.timeIntervalSince1970))\tfile:\((file as NSString).lastPathComponent)"
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Why a minisign key or signature was refused, or a verification failed: each case says what was
 /// wrong in words a plugin publisher or operator can act on.
-public enum MinisignError: Error, CustomStringConvertible, Equatable, Sendable {
+package enum MinisignError: Error, CustomStringConvertible, Equatable, Sendable {
     case unreadable(path: String)
     /// A key or signature file larger than any real one (`limit` bytes).
     case tooLarge(what: String, limit: Int)
@@ -23,7 +23,7 @@ public enum MinisignError: Error, CustomStringConvertible, Equatable, Sendable {
     case invalidComment(String)
     case openSSL(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unreadable(let path): return "\(path) cannot be read"
         case .tooLarge(let what, let limit): return "the \(what) is larger than \(limit) bytes; no real one is"

@@ -3,28 +3,28 @@ import Foundation
 /// A minisign public key: base64 of "Ed", an 8-byte key id and a 32-byte Ed25519 public key,
 /// written as a file of two lines (an untrusted comment, then the base64) or as the bare base64
 /// line (`minisign -P`, a `trust:` entry's `key`).
-public struct MinisignPublicKey: Equatable, Sendable {
-    public let keyID: [UInt8]
-    public let key: [UInt8]
+package struct MinisignPublicKey: Equatable, Sendable {
+    package let keyID: [UInt8]
+    package let key: [UInt8]
 
     /// A public key file is two short lines; anything larger is refused unread.
-    public static let maximumFileSize = 4096
+    package static let maximumFileSize = 4096
     static let what = "public key"
 
-    public init(keyID: [UInt8], key: [UInt8]) {
+    package init(keyID: [UInt8], key: [UInt8]) {
         precondition(keyID.count == 8 && key.count == 32)
         self.keyID = keyID
         self.key = key
     }
 
     /// The bare base64 line, e.g. `RWQUucivEHVsFYRnMO2M...`.
-    public init(base64 line: String) throws {
+    package init(base64 line: String) throws {
         guard line.utf8.count <= Self.maximumFileSize else { throw MinisignError.tooLarge(what: Self.what, limit: Self.maximumFileSize) }
         try self.init(decodedLine: Array(line.utf8), number: 1)
     }
 
     /// A public key file's contents: `untrusted comment: ...` and the base64 line.
-    public init(fileContents bytes: [UInt8]) throws {
+    package init(fileContents bytes: [UInt8]) throws {
         let lines = try MinisignFile.lines(bytes, what: Self.what, limit: Self.maximumFileSize)
         guard lines.count == 2 else { throw MinisignError.lineCount(what: "public key file", expected: "2 lines", found: lines.count) }
         _ = try MinisignFile.after("untrusted comment: ", in: lines[0], number: 1, what: "public key file")
@@ -32,7 +32,7 @@ public struct MinisignPublicKey: Equatable, Sendable {
     }
 
     /// The public key file at `path`.
-    public init(contentsOf path: String) throws {
+    package init(contentsOf path: String) throws {
         try self.init(fileContents: MinisignFile.read(path, what: "public key file", limit: Self.maximumFileSize))
     }
 
@@ -45,11 +45,11 @@ public struct MinisignPublicKey: Equatable, Sendable {
     }
 
     /// The key id as minisign prints it (16 uppercase hex digits).
-    public var keyIDText: String { MinisignFile.keyIDText(keyID) }
+    package var keyIDText: String { MinisignFile.keyIDText(keyID) }
 
     /// The base64 line.
-    public var base64: String { Data(Array("Ed".utf8) + keyID + key).base64EncodedString() }
+    package var base64: String { Data(Array("Ed".utf8) + keyID + key).base64EncodedString() }
 
     /// The file minisign writes: its comment line, then the base64 line.
-    public var fileContents: String { "untrusted comment: minisign public key \(keyIDText)\n\(base64)\n" }
+    package var fileContents: String { "untrusted comment: minisign public key \(keyIDText)\n\(base64)\n" }
 }

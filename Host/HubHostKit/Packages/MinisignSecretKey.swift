@@ -8,18 +8,18 @@ import Foundation
 ///
 /// where the checksum is BLAKE2b-256 of "Ed" + key id + secret key. Password-protected keys
 /// (kdf "Sc", scrypt) are refused: hubhost does not decrypt them.
-public struct MinisignSecretKey: Sendable {
-    public let keyID: [UInt8]
+package struct MinisignSecretKey: Sendable {
+    package let keyID: [UInt8]
     /// The Ed25519 seed (the first half of minisign's 64-byte secret key).
     let seed: [UInt8]
-    public let publicKey: MinisignPublicKey
+    package let publicKey: MinisignPublicKey
 
-    public static let maximumFileSize = 4096
+    package static let maximumFileSize = 4096
     static let what = "secret key"
     static let encodedLength = 158
 
     /// A new key pair from OpenSSL's random generator.
-    public static func generate() throws -> MinisignSecretKey {
+    package static func generate() throws -> MinisignSecretKey {
         let seed = try MinisignCrypto.randomBytes(32)
         let keyID = try MinisignCrypto.randomBytes(8)
         return MinisignSecretKey(keyID: keyID, seed: seed, publicKey: try MinisignCrypto.publicKey(seed: seed))
@@ -32,7 +32,7 @@ public struct MinisignSecretKey: Sendable {
     }
 
     /// A secret key file's contents (`source` names it in messages).
-    public init(fileContents bytes: [UInt8], source: String = "the secret key") throws {
+    package init(fileContents bytes: [UInt8], source: String = "the secret key") throws {
         let lines = try MinisignFile.lines(bytes, what: "secret key file", limit: Self.maximumFileSize)
         guard lines.count == 2 else { throw MinisignError.lineCount(what: "secret key file", expected: "2 lines", found: lines.count) }
         _ = try MinisignFile.after("untrusted comment: ", in: lines[0], number: 1, what: "secret key file")
@@ -59,7 +59,7 @@ public struct MinisignSecretKey: Sendable {
     }
 
     /// The secret key file at `path`.
-    public init(contentsOf path: String) throws {
+    package init(contentsOf path: String) throws {
         try self.init(fileContents: MinisignFile.read(path, what: "secret key file", limit: Self.maximumFileSize), source: path)
     }
 
@@ -69,7 +69,7 @@ public struct MinisignSecretKey: Sendable {
 
     /// The file minisign writes for `-G -W`. The checksum is BLAKE2b-256 where OpenSSL offers it,
     /// else zero, as minisign 0.11 itself writes for an unencrypted key.
-    public var fileContents: String {
+    package var fileContents: String {
         let secret = seed + publicKey.key
         let checksum = Self.checksum(keyID: keyID, secret: secret) ?? [UInt8](repeating: 0, count: 32)
         let header = Array("Ed".utf8) + [0, 0] + Array("B2".utf8) + [UInt8](repeating: 0, count: 32 + 8 + 8)
@@ -79,7 +79,7 @@ public struct MinisignSecretKey: Sendable {
 
     /// Signs `data`: Ed25519 over its BLAKE2b-512 hash ("ED"), or over the bytes themselves
     /// (`legacy`, "Ed"); then the global signature over the signature and `trustedComment`.
-    public func sign(
+    package func sign(
         _ data: [UInt8], trustedComment: String, untrustedComment: String = "signature from minisign secret key", legacy: Bool = false
     ) throws -> MinisignSignature {
         try MinisignFile.checkComment(trustedComment, what: "trusted comment", limit: MinisignSignature.maximumTrustedComment)

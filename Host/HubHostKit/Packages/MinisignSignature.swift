@@ -10,36 +10,36 @@ import Foundation
 /// "ED" signs the BLAKE2b-512 hash of the file, the legacy "Ed" the file itself. The global
 /// signature signs the signature bytes followed by the trusted comment, so the trusted comment
 /// cannot be changed without the key.
-public struct MinisignSignature: Equatable, Sendable {
-    public enum Algorithm: String, Sendable {
+package struct MinisignSignature: Equatable, Sendable {
+    package enum Algorithm: String, Sendable {
         /// "ED": Ed25519 over BLAKE2b-512 of the file (minisign's default).
         case hashed = "ED"
         /// "Ed": Ed25519 over the file itself (`minisign -l`).
         case legacy = "Ed"
     }
 
-    public var algorithm: Algorithm
-    public var keyID: [UInt8]
-    public var signature: [UInt8]
-    public var untrustedComment: String
+    package var algorithm: Algorithm
+    package var keyID: [UInt8]
+    package var signature: [UInt8]
+    package var untrustedComment: String
     /// The trusted comment's bytes, exactly as signed.
-    public var trustedComment: [UInt8]
-    public var globalSignature: [UInt8]
+    package var trustedComment: [UInt8]
+    package var globalSignature: [UInt8]
 
     /// minisign's own bounds: comments of at most 1 KiB (untrusted) and 8 KiB (trusted) make a
     /// file well under 16 KiB; a larger one is refused unread.
-    public static let maximumFileSize = 16_384
-    public static let maximumUntrustedComment = 1024
-    public static let maximumTrustedComment = 8192
+    package static let maximumFileSize = 16_384
+    package static let maximumUntrustedComment = 1024
+    package static let maximumTrustedComment = 8192
     static let what = "signature file"
 
     /// The trusted comment as text.
-    public var trustedCommentText: String { String(decoding: trustedComment, as: UTF8.self) }
+    package var trustedCommentText: String { String(decoding: trustedComment, as: UTF8.self) }
 
     /// The key id as minisign prints it.
-    public var keyIDText: String { MinisignFile.keyIDText(keyID) }
+    package var keyIDText: String { MinisignFile.keyIDText(keyID) }
 
-    public init(
+    package init(
         algorithm: Algorithm, keyID: [UInt8], signature: [UInt8], untrustedComment: String, trustedComment: [UInt8], globalSignature: [UInt8]
     ) {
         self.algorithm = algorithm
@@ -51,7 +51,7 @@ public struct MinisignSignature: Equatable, Sendable {
     }
 
     /// A signature file's contents.
-    public init(fileContents bytes: [UInt8]) throws {
+    package init(fileContents bytes: [UInt8]) throws {
         let lines = try MinisignFile.lines(bytes, what: Self.what, limit: Self.maximumFileSize)
         guard lines.count == 4 else { throw MinisignError.lineCount(what: Self.what, expected: "4 lines", found: lines.count) }
         let untrusted = try MinisignFile.after("untrusted comment: ", in: lines[0], number: 1, what: Self.what)
@@ -71,12 +71,12 @@ public struct MinisignSignature: Equatable, Sendable {
     }
 
     /// The signature file at `path`.
-    public init(contentsOf path: String) throws {
+    package init(contentsOf path: String) throws {
         try self.init(fileContents: MinisignFile.read(path, what: Self.what, limit: Self.maximumFileSize))
     }
 
     /// The file, as minisign writes it.
-    public var fileContents: [UInt8] {
+    package var fileContents: [UInt8] {
         let first = Data(Array(algorithm.rawValue.utf8) + keyID + signature).base64EncodedString()
         let text = "untrusted comment: \(untrustedComment)\n\(first)\ntrusted comment: "
         return Array(text.utf8) + trustedComment + Array("\n\(Data(globalSignature).base64EncodedString())\n".utf8)

@@ -1,11 +1,11 @@
 /// A platform a package carries a native library for, named by its GNU triple: the library's
 /// folder in the package is `lib/<triple>/`.
-public enum PackagePlatform: String, CaseIterable, Sendable {
+package enum PackagePlatform: String, CaseIterable, Sendable {
     case x86_64 = "x86_64-linux-gnu"
     case aarch64 = "aarch64-linux-gnu"
 
     /// The ELF machine (e_machine) of its libraries.
-    public var elfMachine: Int {
+    package var elfMachine: Int {
         switch self {
         case .x86_64: return 62
         case .aarch64: return 183
@@ -13,14 +13,14 @@ public enum PackagePlatform: String, CaseIterable, Sendable {
     }
 
     /// The platform of this process, nil on one no package carries.
-    public static var host: PackagePlatform? { allCases.first { $0.elfMachine == ELFCheck.hostMachine } }
+    package static var host: PackagePlatform? { allCases.first { $0.elfMachine == ELFCheck.hostMachine } }
 
     /// The folder in a package that holds its library.
-    public var folder: String { "lib/\(rawValue)" }
+    package var folder: String { "lib/\(rawValue)" }
 
     /// The platform of a 64-bit little-endian ELF shared object (checked whole by ELFCheck, for any
     /// machine), or why it has none.
-    public static func of(elf bytes: [UInt8]) -> Result<PackagePlatform, PluginPackageError> {
+    package static func of(elf bytes: [UInt8]) -> Result<PackagePlatform, PluginPackageError> {
         if let problem = ELFCheck.problem(bytes, anyMachine: true) { return .failure(PluginPackageError(path: "", reason: problem)) }
         let machine = ELFCheck.machine(of: bytes) ?? -1
         guard let platform = allCases.first(where: { $0.elfMachine == machine }) else {

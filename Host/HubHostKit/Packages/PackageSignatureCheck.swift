@@ -5,9 +5,9 @@ import Foundation
 /// bytes of the archive that are then opened, with the trusted key of its key id; that key must
 /// also be trusted for the plugin's id. A package without a signature is unsigned, which the
 /// caller refuses unless unsigned packages are allowed.
-public enum PackageSignatureCheck {
+package enum PackageSignatureCheck {
     /// What the signature check came to.
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// Signed by the trusted key of `signer`, whose signature checked out.
         case signed(signer: TrustSettings.Entry, verified: Minisign.Verified)
         /// No `.minisig` beside the package.
@@ -15,12 +15,12 @@ public enum PackageSignatureCheck {
     }
 
     /// `<package>.minisig`.
-    public static func signaturePath(ofPackage package: String) -> String { package + ".minisig" }
+    package static func signaturePath(ofPackage package: String) -> String { package + ".minisig" }
 
     /// Checks the signature of `archive`, the bytes of the package at `package`. Throws
     /// PluginPackageError when a signature is there but does not parse, is by a key `trust:` does
     /// not hold, or does not verify.
-    public static func check(archive: [UInt8], package: String, trust: TrustSettings) throws(PluginPackageError) -> Outcome {
+    package static func check(archive: [UInt8], package: String, trust: TrustSettings) throws(PluginPackageError) -> Outcome {
         let signatureFile = signaturePath(ofPackage: package)
         func refuse(_ reason: String) -> PluginPackageError { PluginPackageError(path: signatureFile, reason: reason) }
         guard FileManager.default.fileExists(atPath: signatureFile) else { return .unsigned }
@@ -47,7 +47,7 @@ public enum PackageSignatureCheck {
 
     /// Throws unless the signer of `outcome` is trusted for `pluginID` (its `ids:` pattern), or,
     /// for an unsigned package, unless `allowUnsigned`.
-    public static func requireTrusted(_ outcome: Outcome, pluginID: String, package: String, allowUnsigned: Bool) throws(PluginPackageError) {
+    package static func requireTrusted(_ outcome: Outcome, pluginID: String, package: String, allowUnsigned: Bool) throws(PluginPackageError) {
         switch outcome {
         case .unsigned:
             guard allowUnsigned else {

@@ -4,16 +4,16 @@ import Foundation
 /// the package it was installed from and plugins.yaml's `trust:`.
 extension PluginInstaller {
     /// What `verify` found for one installed plugin.
-    public struct Verification: Codable, Sendable, Equatable {
-        public var id: String
-        public var version: String
+    package struct Verification: Codable, Sendable, Equatable {
+        package var id: String
+        package var version: String
         /// "<name> (key <id>)" or "unsigned".
-        public var signer: String
+        package var signer: String
         /// "verified", or "failed" with `problems`.
-        public var state: String
-        public var problems: [String]
+        package var state: String
+        package var problems: [String]
         /// The instances that use it.
-        public var instances: [String]
+        package var instances: [String]
     }
 
     /// Checks every plugin in plugins.lock: each file of its folder has the lock's SHA-256 and no
@@ -21,7 +21,7 @@ extension PluginInstaller {
     /// file's hash, `requires:`) and holds exactly the lock's files; its signature verifies with a
     /// key `trust:` holds for its id, or it is unsigned and every instance using it allows that.
     /// Takes the same lock as add, upgrade and remove, so it never sees one half done.
-    public func verify() throws(Refusal) -> [Verification] {
+    package func verify() throws(Refusal) -> [Verification] {
         let (manifest, exclusive) = try lockedManifest()
         defer { exclusive.release() }
         return manifest.pluginLock.plugins.values.sorted { $0.id < $1.id }.map { entry in

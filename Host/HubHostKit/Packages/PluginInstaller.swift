@@ -18,14 +18,14 @@ import Foundation
 ///
 /// When a step fails every file is put back as it was (InstallTransaction): for an upgrade the old
 /// version, which the running serve never stopped using, stays in place.
-public struct PluginInstaller: Sendable {
+package struct PluginInstaller: Sendable {
     /// A refusal, with what was done about it.
-    public struct Refusal: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    package struct Refusal: Error, CustomStringConvertible, Sendable {
+        package var description: String
         /// The change was made and undone (an upgrade rolled back).
-        public var rolledBack = false
+        package var rolledBack = false
 
-        public init(_ description: String, rolledBack: Bool = false) {
+        package init(_ description: String, rolledBack: Bool = false) {
             self.description = description
             self.rolledBack = rolledBack
         }
@@ -35,14 +35,14 @@ public struct PluginInstaller: Sendable {
     }
 
     /// How a change reached the host.
-    public struct Applied: Codable, Sendable, Equatable {
+    package struct Applied: Codable, Sendable, Equatable {
         /// "reloaded": the running serve reloaded (`generation` after it); "checked": no serve
         /// answered, the instances were loaded and created in this process and then let go.
-        public var how: String
-        public var generation: Int?
-        public var detail: String
+        package var how: String
+        package var generation: Int?
+        package var detail: String
 
-        public init(how: String, generation: Int? = nil, detail: String) {
+        package init(how: String, generation: Int? = nil, detail: String) {
             self.how = how
             self.generation = generation
             self.detail = detail
@@ -51,28 +51,28 @@ public struct PluginInstaller: Sendable {
 
     /// Applies the changed manifest to the host, checking `instances` (the ids added or changed);
     /// returns what happened, or throws a Refusal saying why it was not applied.
-    public typealias Apply = (_ manifest: HostManifest, _ instances: [String]) throws(Refusal) -> Applied
+    package typealias Apply = (_ manifest: HostManifest, _ instances: [String]) throws(Refusal) -> Applied
 
     /// What `add`, `upgrade` and `remove` did.
-    public struct Report: Codable, Sendable {
-        public var action: String
-        public var instance: String?
-        public var plugin: String
-        public var version: String?
-        public var previousVersion: String?
+    package struct Report: Codable, Sendable {
+        package var action: String
+        package var instance: String?
+        package var plugin: String
+        package var version: String?
+        package var previousVersion: String?
         /// "<name> (key <id>)" or "unsigned".
-        public var signer: String?
-        public var folder: String?
-        public var instanceFile: String?
-        public var applied: Applied?
+        package var signer: String?
+        package var folder: String?
+        package var instanceFile: String?
+        package var applied: Applied?
     }
 
     /// plugins.yaml, absolute.
-    public let manifestFile: String
+    package let manifestFile: String
     /// How long to wait for another add, upgrade, remove or verify on the same data directory.
-    public var lockWaitSeconds: Double = 120
+    package var lockWaitSeconds: Double = 120
 
-    public init(manifestFile: String) {
+    package init(manifestFile: String) {
         self.manifestFile = HostManifest.absolute(manifestFile, from: FileManager.default.currentDirectoryPath)
     }
 
@@ -80,7 +80,7 @@ public struct PluginInstaller: Sendable {
 
     /// Installs the package at `path` as a new instance `instanceID` (default: the plugin's id) with
     /// `settings` as its config. Throws a Refusal with nothing changed.
-    public func add(
+    package func add(
         package path: String, instanceID: String? = nil, settings: [(key: String, value: String)] = [], allowUnsigned: Bool = false,
         apply: Apply
     ) throws(Refusal) -> Report {
@@ -143,7 +143,7 @@ public struct PluginInstaller: Sendable {
     /// instance of it. When the new version does not load or create (in the running serve's
     /// reload, or in this process when none runs), rolls back to the old version by itself and
     /// throws a Refusal with `rolledBack`.
-    public func upgrade(package path: String, allowUnsigned: Bool = false, apply: Apply) throws(Refusal) -> Report {
+    package func upgrade(package path: String, allowUnsigned: Bool = false, apply: Apply) throws(Refusal) -> Report {
         let (manifest, exclusive) = try lockedManifest()
         defer { exclusive.release() }
         let users = { (id: String) in manifest.instances.filter { $0.installed?.lock.id == id } }
@@ -193,7 +193,7 @@ public struct PluginInstaller: Sendable {
     /// Retires the instance `id` that `plugins add` wrote (a reload, when serve runs), then, when no
     /// instance uses its plugin any more, removes the plugin from the lock and its files. `id` may
     /// also name an installed plugin no instance uses.
-    public func remove(_ id: String, apply: Apply) throws(Refusal) -> Report {
+    package func remove(_ id: String, apply: Apply) throws(Refusal) -> Report {
         let (manifest, exclusive) = try lockedManifest()
         defer { exclusive.release() }
         var pluginID: String?

@@ -10,25 +10,25 @@ import Foundation
 /// opened; `hubhost plugins verify` checks every file. Written only by `plugins add`, `upgrade`
 /// and `remove`, whole, through a temporary file renamed over it: a reader sees the old lock or
 /// the new one, never a mix. JSON (a subset of YAML), sorted, so that it diffs well under version control.
-public struct PluginLock: Codable, Equatable, Sendable {
+package struct PluginLock: Codable, Equatable, Sendable {
     /// One installed plugin.
-    public struct Entry: Codable, Equatable, Sendable {
+    package struct Entry: Codable, Equatable, Sendable {
         /// The plugin's id (plugin.yaml's `id:`), also its key in the lock.
-        public var id: String
-        public var version: String
+        package var id: String
+        package var version: String
         /// The package file it was installed from (its name only) and that file's SHA-256.
-        public var package: String
-        public var packageSHA256: String
+        package var package: String
+        package var packageSHA256: String
         /// The `trust:` entry whose key signed the package and that key's id; nil: unsigned,
         /// installed with `--allow-unsigned`.
-        public var signer: String?
-        public var keyID: String?
+        package var signer: String?
+        package var keyID: String?
         /// Every file of the package by its name in the package, with its SHA-256 (hex).
-        public var files: [String: String]
+        package var files: [String: String]
         /// The name of the library this machine loads: `lib/<triple>/<library>` or the `.wasm`.
-        public var library: String
+        package var library: String
 
-        public init(
+        package init(
             id: String, version: String, package: String, packageSHA256: String, signer: String?, keyID: String?, files: [String: String],
             library: String
         ) {
@@ -50,38 +50,38 @@ public struct PluginLock: Codable, Equatable, Sendable {
     }
 
     /// The format of this file; a lock from a newer hubhost is refused rather than misread.
-    public var lockVersion = 1
+    package var lockVersion = 1
     /// Installed plugins by id.
-    public var plugins: [String: Entry] = [:]
+    package var plugins: [String: Entry] = [:]
 
     enum CodingKeys: String, CodingKey {
         case lockVersion = "lock_version"
         case plugins
     }
 
-    public init() {}
+    package init() {}
 
-    public static let fileName = "plugins.lock"
+    package static let fileName = "plugins.lock"
     /// A lock holds a few hundred plugins at most; anything larger is refused unread.
-    public static let maxBytes = 4 << 20
+    package static let maxBytes = 4 << 20
 
     /// The lock of the plugins.yaml at `manifestFile`: beside it.
-    public static func path(forManifest manifestFile: String) -> String {
+    package static func path(forManifest manifestFile: String) -> String {
         ((manifestFile as NSString).deletingLastPathComponent as NSString).appendingPathComponent(fileName)
     }
 
     /// The folder installed packages go into: `<data_dir>/plugins`.
-    public static func installRoot(dataDirectory: String) -> String {
+    package static func installRoot(dataDirectory: String) -> String {
         (dataDirectory as NSString).appendingPathComponent("plugins")
     }
 
     /// Where the plugin `id` at `version` is installed: `<data_dir>/plugins/<id>/<version>`.
-    public static func folder(dataDirectory: String, id: String, version: String) -> String {
+    package static func folder(dataDirectory: String, id: String, version: String) -> String {
         ((installRoot(dataDirectory: dataDirectory) as NSString).appendingPathComponent(id) as NSString).appendingPathComponent(version)
     }
 
     /// Whether `version` may name a folder: letters, digits, '.', '-', '+', '_', not starting with '.', at most 64 bytes.
-    public static func isSafeVersion(_ version: String) -> Bool {
+    package static func isSafeVersion(_ version: String) -> Bool {
         guard let first = version.utf8.first, first != UInt8(ascii: "."), version.utf8.count <= 64 else { return false }
         return version.utf8.allSatisfy { byte in
             (0x61...0x7a).contains(byte) || (0x41...0x5a).contains(byte) || (0x30...0x39).contains(byte) || ".-+_".utf8.contains(byte)
@@ -89,15 +89,15 @@ public struct PluginLock: Codable, Equatable, Sendable {
     }
 
     /// A problem reading a lock.
-    public struct Problem: Error, CustomStringConvertible, Equatable {
-        public var path: String
-        public var reason: String
-        public var description: String { "\(path): \(reason)" }
+    package struct Problem: Error, CustomStringConvertible, Equatable {
+        package var path: String
+        package var reason: String
+        package var description: String { "\(path): \(reason)" }
     }
 
     /// The lock at `path`; an empty lock when there is no file. Throws when the file is there but
     /// cannot be read, is not a lock, or names a plugin in an unsafe way.
-    public static func read(path: String) throws(Problem) -> PluginLock {
+    package static func read(path: String) throws(Problem) -> PluginLock {
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return PluginLock() }
@@ -131,14 +131,14 @@ public struct PluginLock: Codable, Equatable, Sendable {
     }
 
     /// The lock as its file holds it.
-    public var fileContents: Data {
+    package var fileContents: Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(self)).map { $0 + Data("\n".utf8) } ?? Data()
     }
 
     /// Writes the lock to `path` whole: into a temporary file beside it, flushed, then renamed over it.
-    public func write(to path: String) throws(Problem) {
+    package func write(to path: String) throws(Problem) {
         do {
             try DurableFile.write(fileContents, to: path, atomically: true)
         } catch {

@@ -2,25 +2,25 @@ import Foundation
 
 extension PluginPackage {
     /// What `pack(folder:output:)` put in a package.
-    public struct PackReport: Codable, Equatable, Sendable {
-        public struct Entry: Codable, Equatable, Sendable {
-            public var name: String
-            public var bytes: Int
-            public var sha256: String
+    package struct PackReport: Codable, Equatable, Sendable {
+        package struct Entry: Codable, Equatable, Sendable {
+            package var name: String
+            package var bytes: Int
+            package var sha256: String
         }
 
-        public var output: String
-        public var id: String
-        public var version: String
+        package var output: String
+        package var id: String
+        package var version: String
         /// The platforms of its native libraries (empty for a `.wasm` plugin).
-        public var platforms: [String]
-        public var files: [Entry]
+        package var platforms: [String]
+        package var files: [Entry]
         /// What was not checked, e.g. a library for another platform that cannot be loaded here.
-        public var notes: [String]
+        package var notes: [String]
     }
 
     /// The default package name for `manifest`: `<id>-<version>.hhp`.
-    public static func defaultFileName(for manifest: PluginManifest) -> String { "\(manifest.id)-\(manifest.version).hhp" }
+    package static func defaultFileName(for manifest: PluginManifest) -> String { "\(manifest.id)-\(manifest.version).hhp" }
 
     /// Builds a package of the plugin in `folder` into `output` (replaced if it exists; written to a
     /// temporary file beside it, then renamed): its plugin.yaml (valid, its `requires:` met by this
@@ -29,7 +29,7 @@ extension PluginPackage {
     /// The library for this machine (or the `.wasm`) is opened and must agree with plugin.yaml (ids,
     /// kinds, versions, ABI), as `plugins inspect` checks; a library for another platform is checked
     /// as an ELF file of that platform only, which the report's notes say.
-    public static func pack(folder: String, output: String) throws(PluginPackageError) -> PackReport {
+    package static func pack(folder: String, output: String) throws(PluginPackageError) -> PackReport {
         func refuse(_ entry: String?, _ reason: String) -> PluginPackageError { PluginPackageError(path: folder, entry: entry, reason: reason) }
         let manifestPath = (folder as NSString).appendingPathComponent("plugin.yaml")
         let (parsed, diagnostics) = PluginManifest.load(path: manifestPath)

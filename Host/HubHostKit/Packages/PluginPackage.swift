@@ -16,40 +16,40 @@ import Foundation
 ///
 /// `open(path:)` reads one whole into memory and verifies all of it before anything is used;
 /// `extract(to:)` then writes it into a new folder, atomically. `pack(folder:output:)` builds one.
-public struct PluginPackage: Sendable {
+package struct PluginPackage: Sendable {
     /// One file of the package.
-    public struct File: Equatable, Sendable {
-        public var name: String
-        public var bytes: [UInt8]
+    package struct File: Equatable, Sendable {
+        package var name: String
+        package var bytes: [UInt8]
         /// Lowercase hex, as SHA256SUMS lists it (and verified against it).
-        public var sha256: String
+        package var sha256: String
     }
 
     /// How large a package may be: the whole file, each library, each text file, the entry count.
-    public struct Limits: Sendable {
-        public var maxPackageBytes = 1 << 30
-        public var maxLibraryBytes = LibraryFile.maxBytes
+    package struct Limits: Sendable {
+        package var maxPackageBytes = 1 << 30
+        package var maxLibraryBytes = LibraryFile.maxBytes
         /// plugin.yaml, README.md and SHA256SUMS.
-        public var maxTextBytes = YAMLLimits.maxBytes
-        public var maxEntries = 16
+        package var maxTextBytes = YAMLLimits.maxBytes
+        package var maxEntries = 16
 
-        public init() {}
+        package init() {}
     }
 
     /// The package file it was read from.
-    public var path: String
+    package var path: String
     /// Its plugin.yaml, parsed and valid; `file` is "<package>:plugin.yaml".
-    public var manifest: PluginManifest
+    package var manifest: PluginManifest
     /// Every file, in the archive's order (SHA256SUMS last).
-    public var files: [File]
+    package var files: [File]
 
     /// The platforms it carries a native library for (none for a `.wasm` plugin).
-    public var platforms: [PackagePlatform] {
+    package var platforms: [PackagePlatform] {
         PackagePlatform.allCases.filter { platform in files.contains { $0.name.hasPrefix(platform.folder + "/") } }
     }
 
     /// The entry name of the library this machine runs: the `.wasm`, or `lib/<host triple>/<library>`.
-    public var hostLibrary: String? {
+    package var hostLibrary: String? {
         if manifest.library.hasSuffix(".wasm") { return manifest.library }
         return PackagePlatform.host.map { "\($0.folder)/\(manifest.library)" }
     }
@@ -67,7 +67,7 @@ public struct PluginPackage: Sendable {
     ///
     /// `inspectArchive` sees the archive's bytes as read, before any of them is parsed (to check
     /// its signature over exactly those bytes, and keep them); what it throws is thrown.
-    public static func open(
+    package static func open(
         path: String, limits: Limits = Limits(), inspectArchive: (([UInt8]) throws(PluginPackageError) -> Void)? = nil
     ) throws(PluginPackageError) -> PluginPackage {
         func refuse(_ entry: String?, _ reason: String) -> PluginPackageError { PluginPackageError(path: path, entry: entry, reason: reason) }
@@ -231,7 +231,7 @@ public struct PluginPackage: Sendable {
     /// temporary folder beside it first, then renamed into place, so that `destination` appears
     /// whole or not at all. Libraries are written 0755, other files 0644. Nothing is written
     /// anywhere else. Throws PluginPackageError.
-    public func extract(to destination: String) throws(PluginPackageError) {
+    package func extract(to destination: String) throws(PluginPackageError) {
         func refuse(_ entry: String?, _ reason: String) -> PluginPackageError {
             PluginPackageError(path: destination, entry: entry, reason: reason)
         }

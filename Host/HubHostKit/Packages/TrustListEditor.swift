@@ -4,13 +4,13 @@ import Foundation
 /// the user's comments, order and formatting stay as they are. When there is no top-level
 /// `trust:` the section is appended at the end; otherwise the new item goes right after the
 /// list's last item (comments and blank lines that follow it stay after the new item).
-public enum TrustListEditor {
-    public struct Refusal: Error, CustomStringConvertible, Equatable {
-        public var description: String
+package enum TrustListEditor {
+    package struct Refusal: Error, CustomStringConvertible, Equatable {
+        package var description: String
     }
 
     /// `text` with `entry` added to its `trust:` list.
-    public static func adding(_ entry: TrustSettings.Entry, to text: String) throws -> String {
+    package static func adding(_ entry: TrustSettings.Entry, to text: String) throws -> String {
         var lines = text.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }  // the final newline
         guard let start = lines.firstIndex(where: isTrustKey) else {

@@ -8,18 +8,18 @@ import Yams
 ///       - name: acme
 ///         key: RWQUucivEHVsFYRnMO2MrqAd+d7W/3DZNach418AIP69L0vhXdlxXvEE
 ///         ids: "acme-*"
-public struct TrustSettings: ManifestSection, Equatable {
+package struct TrustSettings: ManifestSection, Equatable {
     /// One trusted key.
-    public struct Entry: Equatable, Sendable {
+    package struct Entry: Equatable, Sendable {
         /// A unique name for the key (its publisher).
-        public var name: String
-        public var key: MinisignPublicKey
+        package var name: String
+        package var key: MinisignPublicKey
         /// A glob over plugin ids (`*`, `?`, `[...]`); "*" trusts the key for every plugin.
-        public var ids: String
+        package var ids: String
         /// The plugins.yaml line the entry starts on (nil: not from a file).
-        public var line: Int?
+        package var line: Int?
 
-        public init(name: String, key: MinisignPublicKey, ids: String = "*", line: Int? = nil) {
+        package init(name: String, key: MinisignPublicKey, ids: String = "*", line: Int? = nil) {
             self.name = name
             self.key = key
             self.ids = ids
@@ -27,18 +27,18 @@ public struct TrustSettings: ManifestSection, Equatable {
         }
 
         /// Whether the entry's pattern covers `pluginID`.
-        public func covers(pluginID: String) -> Bool {
+        package func covers(pluginID: String) -> Bool {
             fnmatch(ids, pluginID, 0) == 0
         }
     }
 
-    public var entries: [Entry] = []
+    package var entries: [Entry] = []
 
-    public static let sectionName = "trust"
-    public static let summary =
+    package static let sectionName = "trust"
+    package static let summary =
         "The minisign public keys trusted to sign plugin packages (`hubhost plugins trust` adds one), each limited to the plugin ids its pattern matches."
-    public static let schema = ConfigSchema(keys: [])
-    public static var structuredKeys: [ConfigReferenceEntry] {
+    package static let schema = ConfigSchema(keys: [])
+    package static var structuredKeys: [ConfigReferenceEntry] {
         [
             ConfigReferenceEntry(key: "trust", type: "list of maps", defaultValue: "[]", doc: "The trusted keys; empty: none.", live: true),
             ConfigReferenceEntry(
@@ -53,12 +53,12 @@ public struct TrustSettings: ManifestSection, Equatable {
         ]
     }
 
-    public init() {}
+    package init() {}
 
-    public init(entries: [Entry]) { self.entries = entries }
+    package init(entries: [Entry]) { self.entries = entries }
 
     /// Whether `pattern` may be a `trust[].ids` glob: the characters of plugin ids and glob's own.
-    public static func isValidPattern(_ pattern: String) -> Bool {
+    package static func isValidPattern(_ pattern: String) -> Bool {
         !pattern.isEmpty && pattern.utf8.count <= 256
             && pattern.utf8.allSatisfy { byte in
                 (0x61...0x7a).contains(byte) || (0x41...0x5a).contains(byte) || (0x30...0x39).contains(byte) || "-_.*?[]!".utf8.contains(byte)
@@ -66,9 +66,9 @@ public struct TrustSettings: ManifestSection, Equatable {
     }
 
     /// The entries whose pattern covers `pluginID`.
-    public func keys(for pluginID: String) -> [Entry] { entries.filter { $0.covers(pluginID: pluginID) } }
+    package func keys(for pluginID: String) -> [Entry] { entries.filter { $0.covers(pluginID: pluginID) } }
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         let reader = context.reader
         guard let items = reader.sequence(node, key: "trust") else { return }
         var seen: [String: Int] = [:]
@@ -112,7 +112,7 @@ public struct TrustSettings: ManifestSection, Equatable {
         }
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         [
             EffectiveSetting(
                 key: "trust",
@@ -129,7 +129,7 @@ public struct TrustSettings: ManifestSection, Equatable {
 
 extension HostManifest {
     /// The keys trusted to sign plugin packages (`trust:`).
-    public var trust: TrustSettings {
+    package var trust: TrustSettings {
         get { section(TrustSettings.self) }
         set { setSection(newValue) }
     }

@@ -4,16 +4,16 @@
 /// of those pages kills the process with SIGBUS. So every offset and size the headers give is
 /// checked against the bytes there are, with overflow-checked arithmetic, and the class, byte
 /// order, type and machine against this process.
-public enum ELFCheck {
+package enum ELFCheck {
     /// Why `bytes` is not a shared object dlopen can map whole here, or nil when it is. With
     /// `anyMachine`, a whole shared object for another machine passes too (a package's library for
     /// another platform): `machine(of:)` then tells which.
-    public static func problem(_ bytes: [UInt8], anyMachine: Bool = false) -> String? {
+    package static func problem(_ bytes: [UInt8], anyMachine: Bool = false) -> String? {
         bytes.withUnsafeBytes { problem(UnsafeRawBufferPointer($0), anyMachine: anyMachine) }
     }
 
     /// The ELF machine (e_machine) of bytes that passed `problem`.
-    public static func machine(of bytes: [UInt8]) -> Int? {
+    package static func machine(of bytes: [UInt8]) -> Int? {
         bytes.count >= 20 ? Int(bytes[18]) | Int(bytes[19]) << 8 : nil
     }
 

@@ -21,9 +21,9 @@ public struct HostEnvironment: Sendable {
     /// The location service behind "hubhost.location.v1"; nil: not offered.
     public var location: LocationService?
     /// The OAuth token of event delivery behind "hubhost.event_auth.v1"; nil: not offered.
-    public var eventAuth: EventAuthTokens?
+    package var eventAuth: EventAuthTokens?
 
-    public init(http: HTTPPolicy = HTTPPolicy(), location: LocationService? = nil, eventAuth: EventAuthTokens? = nil) {
+    package init(http: HTTPPolicy = HTTPPolicy(), location: LocationService? = nil, eventAuth: EventAuthTokens? = nil) {
         self.http = http
         self.location = location
         self.eventAuth = eventAuth

@@ -11,18 +11,18 @@ import Foundation
 /// its run path is not the folder of its file, so a plugin finds its own dependencies by absolute
 /// path or on the system's library path (docs/plugin-authoring.md).
 /// Safe to share: every field is a `let`; the descriptor is closed only by deinit.
-public final class LibraryImage: Sendable {
+package final class LibraryImage: Sendable {
     /// The file it was read from (for messages and the library's init).
-    public let path: String
+    package let path: String
     /// SHA-256 (lowercase hex) of its content.
-    public let sha256: String
+    package let sha256: String
     /// Its size in bytes.
-    public let size: Int
+    package let size: Int
     /// The sealed memory file (close-on-exec; a worker gets a copy through dup2).
     let fd: Int32
 
     /// Whether dlopen maps the file at `path` itself instead of the sealed copy (`inPlace()`).
-    public let mapsFile: Bool
+    package let mapsFile: Bool
 
     /// The name dlopen opens it by, in this process.
     var loadPath: String { mapsFile ? path : "/proc/self/fd/\(fd)" }
@@ -39,7 +39,7 @@ public final class LibraryImage: Sendable {
     /// analysis needs the library's own file mapped (valgrind reads a library's symbols from the
     /// file it maps, and cannot read a memory file's). Nothing guards the file after the check: use
     /// it on a private copy (`hubhost plugins test --leaks` makes one), never in the host.
-    public func inPlace() -> LibraryImage {
+    package func inPlace() -> LibraryImage {
         let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
         return LibraryImage(path: path, sha256: sha256, size: size, fd: copy, mapsFile: true)
     }
@@ -49,7 +49,7 @@ public final class LibraryImage: Sendable {
     /// Reads and checks the library at `path`: when `pin` (a sha256 in hex) is given, its content
     /// must have that hash. Throws `.unreadableLibrary` (not a regular file, too large, unreadable),
     /// `.sha256Mismatch`, or `.notASharedObject` (not an ELF shared library for this machine, or cut short).
-    public static func read(path: String, pin: String? = nil) throws -> LibraryImage {
+    package static func read(path: String, pin: String? = nil) throws -> LibraryImage {
         let bytes = try LibraryFile.read(path: path)
         let sha256 = SHA256.hex(of: Data(bytes))
         if let pin, pin != sha256 { throw PluginLoadError.sha256Mismatch(path: path, expected: pin, actual: sha256) }

@@ -1,12 +1,12 @@
 /// The trigger operators the loaded plugins provide, by name ("EQUALS", "STARTS_WITH") and by
 /// wire code (1..8): what campaigns and `hubhost operators` use. Names compare case-insensitively;
 /// when two plugins claim one name or code, the first in plugins.yaml keeps it.
-public struct OperatorSet: Sendable {
-    public let operators: [TriggerOperatorPlugin]
+package struct OperatorSet: Sendable {
+    package let operators: [TriggerOperatorPlugin]
     /// Names or codes claimed twice, for a warning.
-    public let conflicts: [String]
+    package let conflicts: [String]
 
-    public init(_ handles: [PluginHandle]) {
+    package init(_ handles: [PluginHandle]) {
         var kept: [TriggerOperatorPlugin] = []
         var conflicts: [String] = []
         for handle in handles {
@@ -26,7 +26,7 @@ public struct OperatorSet: Sendable {
     }
 
     /// The operator named `text` (case-insensitive), or with the wire code `text`.
-    public func find(_ text: String) -> TriggerOperatorPlugin? {
+    package func find(_ text: String) -> TriggerOperatorPlugin? {
         if let code = Int32(text), code != 0 { return operators.first { $0.wireCode == code } }
         return operators.first { $0.operatorName.uppercased() == text.uppercased() }
     }

@@ -4,7 +4,7 @@ import Foundation
 /// PluginTestKit): a `.so` through the host's loader, or a `.wasm` module read and described as the
 /// registry reads it. Either way a plugin is created into a PluginHandle, so the kind adapters
 /// drive both alike.
-public enum PluginBinary: Sendable {
+package enum PluginBinary: Sendable {
     case native(PluginLibrary)
     /// The parsed module and what its hh_wasm_describe answered.
     case wasm(WasmModuleFile, WasmPluginInstance.Description)
@@ -13,7 +13,7 @@ public enum PluginBinary: Sendable {
     /// hh_wasm_describe run under the default budget), anything else is checked and dlopened from
     /// its sealed copy, or from the file itself with `mappingFile` (LibraryImage.inPlace: for the
     /// leak check's private copy, whose symbols valgrind must read).
-    public static func open(path: String, mappingFile: Bool = false) throws -> PluginBinary {
+    package static func open(path: String, mappingFile: Bool = false) throws -> PluginBinary {
         guard path.hasSuffix(".wasm") else {
             if mappingFile { return .native(try PluginLibrary.open(try LibraryImage.read(path: path).inPlace())) }
             return .native(try PluginLibrary.open(path: path))
@@ -22,13 +22,13 @@ public enum PluginBinary: Sendable {
         return .wasm(file, try WasmPluginInstance.describe(file))
     }
 
-    public var isWasm: Bool {
+    package var isWasm: Bool {
         if case .wasm = self { return true }
         return false
     }
 
     /// The library's ABI version, as its entry point says.
-    public var abiVersion: ABIVersion {
+    package var abiVersion: ABIVersion {
         switch self {
         case .native(let library): return library.abiVersion
         case .wasm(_, let description): return description.abi
@@ -36,7 +36,7 @@ public enum PluginBinary: Sendable {
     }
 
     /// Every plugin the library exports, in its order.
-    public var exports: [(id: String, kind: PluginKind, version: String)] {
+    package var exports: [(id: String, kind: PluginKind, version: String)] {
         switch self {
         case .native(let library): return library.descriptors.map { ($0.id, $0.kind, $0.version) }
         case .wasm(_, let description): return description.plugins.map { ($0.id, $0.kind, $0.version) }
@@ -44,14 +44,14 @@ public enum PluginBinary: Sendable {
     }
 
     /// How the library disagrees with `manifest` (ids, kinds, versions, ABI); empty when it agrees.
-    public func disagreements(with manifest: PluginManifest) -> [String] {
+    package func disagreements(with manifest: PluginManifest) -> [String] {
         PluginLibrary.disagreements(abiVersion: abiVersion, exported: exports, with: manifest)
     }
 
     /// Creates the plugin `id` as instance `instanceID`. A `.wasm` plugin gets a module instance of
     /// its own under the default fuel and memory budget and `environment`'s HTTP policy (the other
     /// host extensions do not reach a guest). Throws PluginLoadError as the registry would.
-    public func create(
+    package func create(
         _ id: String, instanceID: String, config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
         environment: HostEnvironment
     ) throws -> PluginHandle {

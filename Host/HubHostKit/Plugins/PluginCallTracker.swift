@@ -7,7 +7,7 @@ import Synchronization
 /// of starting more calls that would hang too, until the overdue call returns; then it is healthy
 /// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
 /// Sendable: the calls in flight and the last token live in a Mutex; the rest are `let` strings.
-public final class PluginCallTracker: Sendable {
+package final class PluginCallTracker: Sendable {
     private struct Call {
         var startedNs: UInt64
         var deadlineNs: UInt64
@@ -26,13 +26,13 @@ public final class PluginCallTracker: Sendable {
     /// The plugin's kind, the `kind` label of its call durations in /metrics.
     private let kind: String
 
-    public init(instance: String? = nil, kind: String = "") {
+    package init(instance: String? = nil, kind: String = "") {
         self.instance = instance
         self.kind = kind
     }
 
     /// Records a call starting now that should end within `deadlineSeconds`; returns its token.
-    public func begin(deadlineSeconds: Double) -> UInt64 {
+    package func begin(deadlineSeconds: Double) -> UInt64 {
         let now = Clock.monotonicNs()
         let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
         if let instance { RuntimeMetrics.pluginCall(instance: instance) }
@@ -47,7 +47,7 @@ public final class PluginCallTracker: Sendable {
     /// Records that the call of `token` returned; true when it returned past its deadline. One that
     /// returned late, and was not seen overdue before, counts as a timeout now.
     @discardableResult
-    public func end(_ token: UInt64) -> Bool {
+    package func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
         let (late, lateUncounted, startedNs) = state.withLock { state -> (Bool, Bool, UInt64?) in
             guard let call = state.inFlight.removeValue(forKey: token) else { return (false, false, nil) }
@@ -61,7 +61,7 @@ public final class PluginCallTracker: Sendable {
     /// When the oldest call past its deadline started (monotonic ns), or nil when none is overdue.
     /// An overdue call is counted as a timeout the first time it is seen here (a call that never
     /// returns is counted too, as soon as anyone asks whether the plugin is stuck).
-    public var stuckSinceNs: UInt64? {
+    package var stuckSinceNs: UInt64? {
         let now = Clock.monotonicNs()
         let (since, newlyOverdue): (UInt64?, Int) = state.withLock { state in
             var since: UInt64?
@@ -80,10 +80,10 @@ public final class PluginCallTracker: Sendable {
     }
 
     /// True while a call is past its deadline and has not returned.
-    public var isStuck: Bool { stuckSinceNs != nil }
+    package var isStuck: Bool { stuckSinceNs != nil }
 
     /// Calls in flight now (overdue or not).
-    public var callsInFlight: Int { state.withLock { $0.inFlight.count } }
+    package var callsInFlight: Int { state.withLock { $0.inFlight.count } }
 
     private func countTimeouts(_ count: Int) {
         guard let instance else { return }

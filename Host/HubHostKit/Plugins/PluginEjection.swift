@@ -8,21 +8,21 @@ import Synchronization
 /// most `maxSeconds`. As Envoy's outlier detection does for an upstream: a plugin that timed out
 /// the last five times will most likely time out again, and every call it is given costs the
 /// caller its whole deadline.
-public struct EjectionPolicy: Equatable, Sendable {
+package struct EjectionPolicy: Equatable, Sendable {
     /// Failed calls in a row that eject the plugin; 0 never ejects it.
-    public var afterFailures = EjectionPolicy.defaultAfterFailures
+    package var afterFailures = EjectionPolicy.defaultAfterFailures
     /// The first ejection's length.
-    public var forSeconds = EjectionPolicy.defaultForSeconds
+    package var forSeconds = EjectionPolicy.defaultForSeconds
     /// The longest an ejection gets by doubling.
-    public var maxSeconds = EjectionPolicy.defaultMaxSeconds
+    package var maxSeconds = EjectionPolicy.defaultMaxSeconds
 
-    public static let defaultAfterFailures = 5
-    public static let defaultForSeconds: Double = 30
-    public static let defaultMaxSeconds: Double = 300
+    package static let defaultAfterFailures = 5
+    package static let defaultForSeconds: Double = 30
+    package static let defaultMaxSeconds: Double = 300
     /// The largest `eject_after` accepted.
-    public static let maximumAfterFailures = 1_000_000
+    package static let maximumAfterFailures = 1_000_000
 
-    public init() {}
+    package init() {}
 
     /// The policy of a handle no plugins.yaml entry configured: it never ejects.
     static var unconfigured: EjectionPolicy {
@@ -39,15 +39,15 @@ public struct EjectionPolicy: Equatable, Sendable {
 /// Each ejection is logged once, at warning level, and counted in
 /// `hubhost_plugin_ejections_total{instance}`; a skipped call is neither.
 /// Sendable: every mutable field lives in `state`, a Mutex; the ids are `let` strings.
-public final class PluginEjection: Sendable {
+package final class PluginEjection: Sendable {
     /// An ejection, as the plugin list and health show it.
-    public struct Ejected: Equatable, Sendable {
+    package struct Ejected: Equatable, Sendable {
         /// When the probe is let through (wall clock).
-        public var until: Date
+        package var until: Date
         /// The last failure before the ejection.
-        public var reason: String
+        package var reason: String
         /// Ejections since the plugin last stayed healthy (1: the first).
-        public var count: Int
+        package var count: Int
     }
 
     private struct State {
@@ -77,7 +77,7 @@ public final class PluginEjection: Sendable {
     }
 
     /// Sets the policy (the instance's plugins.yaml entry) and where an ejection is logged.
-    public func configure(_ policy: EjectionPolicy, logger: Logger?) {
+    package func configure(_ policy: EjectionPolicy, logger: Logger?) {
         state.withLock {
             $0.policy = policy
             $0.logger = logger
@@ -86,7 +86,7 @@ public final class PluginEjection: Sendable {
 
     /// Whether the caller may call the plugin now: true when it is not ejected, or when its
     /// ejection is over and no other probe is in flight (this call is then the probe).
-    public func admit() -> Bool {
+    package func admit() -> Bool {
         let now = Clock.monotonicNs()
         return state.withLock {
             guard let until = $0.untilNs else { return true }
@@ -97,7 +97,7 @@ public final class PluginEjection: Sendable {
     }
 
     /// The admitted call answered as it should: the run of failures ends, and a probe un-ejects.
-    public func succeeded() {
+    package func succeeded() {
         let now = Clock.monotonicNs()
         let recovered: Bool = state.withLock {
             $0.failuresInARow = 0
@@ -116,7 +116,7 @@ public final class PluginEjection: Sendable {
     /// The admitted call failed (an error status, a trap, a crash, a timeout) for `why`: one more
     /// in the run, which ejects the plugin when it reaches `eject_after`; a failed probe ejects
     /// it again at once, for twice as long.
-    public func failed(_ why: String) {
+    package func failed(_ why: String) {
         let now = Clock.monotonicNs()
         let ejected: (seconds: Double, count: Int, failures: Int)? = state.withLock { state in
             state.failuresInARow += 1
@@ -145,19 +145,19 @@ public final class PluginEjection: Sendable {
 
     /// The admitted call never reached the plugin (its worker is in its restart backoff): nothing
     /// changes, except that a probe refused so leaves the probing to the next call.
-    public func notCalled() {
+    package func notCalled() {
         state.withLock {
             if $0.untilNs != nil, $0.probing { $0.probing = false }
         }
     }
 
     /// The ejection in force, nil when the plugin is called.
-    public var ejected: Ejected? {
+    package var ejected: Ejected? {
         state.withLock { $0.untilNs == nil ? nil : Ejected(until: $0.untilWall, reason: $0.reason, count: $0.ejections) }
     }
 
     /// Failed calls in a row so far.
-    public var consecutiveFailures: Int { state.withLock { $0.failuresInARow } }
+    package var consecutiveFailures: Int { state.withLock { $0.failuresInARow } }
 
     private func log(_ level: Logger.Level, _ message: String) {
         guard let logger = state.withLock({ $0.logger }) else { return }

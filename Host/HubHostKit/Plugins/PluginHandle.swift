@@ -5,7 +5,7 @@
 /// ejection state each guard their own).
 public final class PluginHandle: Sendable {
     /// Where the plugin runs.
-    public enum Backend: Sendable {
+    package enum Backend: Sendable {
         case inProcess(PluginInstance)
         /// The worker and the plugin's index among the plugins it created.
         case isolated(PluginWorker, index: Int)
@@ -20,11 +20,11 @@ public final class PluginHandle: Sendable {
     /// The plugin's kind.
     public let kind: PluginKind
     /// Where the plugin runs: an instance in this process, or a worker process.
-    public let backend: Backend
+    package let backend: Backend
     /// Its calls in flight and their deadlines: whether it is stuck in one.
-    public let calls: PluginCallTracker
+    package let calls: PluginCallTracker
     /// Its run of failed calls, and whether it is ejected for it (not called for a while).
-    public let ejection: PluginEjection
+    package let ejection: PluginEjection
 
     /// A handle on an instance created in this process.
     public init(_ instance: PluginInstance) {

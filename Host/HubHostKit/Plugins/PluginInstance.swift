@@ -10,9 +10,9 @@ public final class PluginInstance: @unchecked Sendable {
     /// The instance id from plugins.yaml.
     public let instanceID: String
     /// The plugin's descriptor in its library (id, kind, ABI).
-    public let descriptor: PluginDescriptor
+    package let descriptor: PluginDescriptor
     /// The loaded library; kept open while the instance lives.
-    public let library: PluginLibrary
+    package let library: PluginLibrary
     let services: HostServices
     package let handle: UnsafeMutableRawPointer?
     private let destroyed = Mutex(false)
@@ -33,7 +33,7 @@ public final class PluginInstance: @unchecked Sendable {
     /// plugin-call thread and is waited for at most `deadlineSeconds`: one that has not returned by
     /// then throws `.createTimedOut` (the load or reload goes on without the instance), and if it
     /// returns later its instance is destroyed at once, since no one holds it.
-    public static func create(
+    package static func create(
         _ descriptor: PluginDescriptor, of library: PluginLibrary, instanceID: String,
         config: [String: PluginValue], dataDirectory: String, pipeline: LogPipeline,
         environment: HostEnvironment = HostEnvironment(), deadlineSeconds: Double = HostManifest.Instance.defaultCreateTimeoutSeconds

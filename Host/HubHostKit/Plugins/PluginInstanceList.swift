@@ -1,33 +1,33 @@
 /// Every configured plugin instance as one running host has it: what `GET /v1/plugins` answers and
 /// `hubhost plugins list` reads back from the running serve, so both say the same.
-public struct PluginInstanceList: Codable, Sendable {
-    public struct Plugin: Codable, Sendable {
-        public var id: String
-        public var kind: String
+package struct PluginInstanceList: Codable, Sendable {
+    package struct Plugin: Codable, Sendable {
+        package var id: String
+        package var kind: String
         /// In a call past its deadline.
-        public var stuck: Bool?
+        package var stuck: Bool?
         /// Ejected after failing calls in a row: not called until `ejectedUntil` (ISO 8601), then probed.
-        public var ejected: Bool?
-        public var ejectedUntil: String?
+        package var ejected: Bool?
+        package var ejectedUntil: String?
     }
 
     /// Where an instance's plugin came from, when it was installed from a package (plugins add).
-    public struct Package: Codable, Sendable, Equatable {
+    package struct Package: Codable, Sendable, Equatable {
         /// The installed version and the package file it came from.
-        public var version: String
-        public var file: String
+        package var version: String
+        package var file: String
         /// "<trust name> (key <key id>)", or "unsigned".
-        public var signer: String
+        package var signer: String
         /// "verified": its files matched plugins.lock and its signer is trusted (or unsigned is
         /// allowed); "failed": they did not, and the instance did not load (`reason` says why).
         /// Decided by the package's checks alone: an instance refused for its config still runs
         /// (or would run) a verified package.
-        public var verification: String
+        package var verification: String
         /// The instance runs an unsigned package (`allow_unsigned: true`).
-        public var allowUnsigned: Bool
+        package var allowUnsigned: Bool
 
         /// The package of `entry`, or nil when its plugin was not installed from one.
-        public init?(_ entry: PluginRegistry.Entry) {
+        package init?(_ entry: PluginRegistry.Entry) {
             guard let installed = entry.configuration.installed else { return nil }
             version = installed.lock.version
             file = installed.lock.package
@@ -43,43 +43,43 @@ public struct PluginInstanceList: Codable, Sendable {
         }
     }
 
-    public struct Instance: Codable, Sendable {
-        public var id: String
+    package struct Instance: Codable, Sendable {
+        package var id: String
         /// loaded, failed or disabled (`PluginRegistry.Entry.state`), or ejected: loaded, but a
         /// plugin of it failed calls in a row and is not called for a while (`shown`).
-        public var state: String
+        package var state: String
         /// Why it failed, that it is disabled, or until when and why it is ejected.
-        public var reason: String?
+        package var reason: String?
         /// For an ejected instance: when its probe call is let through (ISO 8601).
-        public var ejectedUntil: String?
+        package var ejectedUntil: String?
         /// The reload that loaded it (0: at start).
-        public var generation: Int
-        public var library: String?
-        public var libraryHash: String?
+        package var generation: Int
+        package var library: String?
+        package var libraryHash: String?
         /// in_process, process or wasm.
-        public var isolation: String
-        public var plugins: [Plugin]
+        package var isolation: String
+        package var plugins: [Plugin]
         /// The plugin's id and version (plugin.yaml), the ABI its library declares, its kinds.
-        public var plugin: String?
-        public var version: String?
-        public var abi: String?
-        public var kinds: [String]?
-        public var enabled: Bool?
+        package var plugin: String?
+        package var version: String?
+        package var abi: String?
+        package var kinds: [String]?
+        package var enabled: Bool?
         /// For isolation: process: this host's worker, "running (pid N)", restarting or given up.
-        public var worker: String?
-        public var workerCrashes: Int?
+        package var worker: String?
+        package var workerCrashes: Int?
         /// Its package, when installed from one.
-        public var package: Package?
+        package var package: Package?
     }
 
     /// Reloads applied since start.
-    public var generation: Int
-    public var instances: [Instance]
+    package var generation: Int
+    package var instances: [Instance]
     /// The plugins.yaml the host runs (so a client can tell it asks the right one).
-    public var manifest: String?
+    package var manifest: String?
 
     /// The list of `registry`, a host running `manifest`.
-    public init(_ registry: PluginRegistry, manifest: String) {
+    package init(_ registry: PluginRegistry, manifest: String) {
         generation = registry.generation
         self.manifest = manifest
         instances = registry.entries.map { entry in

@@ -5,12 +5,12 @@ import Synchronization
 /// What a plugin descriptor in a library says about one plugin.
 /// Unchecked Sendable: `raw` is a C pointer, to the library's static, read-only descriptor, valid for the process's
 /// life (libraries are never unloaded); every field is a `let`.
-public struct PluginDescriptor: @unchecked Sendable {
-    public let id: String
-    public let name: String
-    public let description: String
-    public let version: String
-    public let kind: PluginKind
+package struct PluginDescriptor: @unchecked Sendable {
+    package let id: String
+    package let name: String
+    package let description: String
+    package let version: String
+    package let kind: PluginKind
     /// The descriptor itself: static memory inside the library, valid for the process's life.
     let raw: UnsafePointer<hh_plugin_descriptor_t>
 }
@@ -24,13 +24,13 @@ public struct PluginDescriptor: @unchecked Sendable {
 /// any path) returns the same object, so a library's `init` runs once per process for each content.
 /// Unchecked Sendable: `library` is a C pointer, to the library's static table, never unloaded; every field is a `let`,
 /// and the static cache of opened libraries is a Mutex.
-public final class PluginLibrary: @unchecked Sendable {
+package final class PluginLibrary: @unchecked Sendable {
     /// The file it was read from.
-    public let path: String
-    public let abiVersion: ABIVersion
-    public let descriptors: [PluginDescriptor]
+    package let path: String
+    package let abiVersion: ABIVersion
+    package let descriptors: [PluginDescriptor]
     /// The checked content it was loaded from (kept: the mapping outlives it anyway).
-    public let image: LibraryImage
+    package let image: LibraryImage
     let library: UnsafePointer<hh_library_t>
 
     private struct Cache {
@@ -44,7 +44,7 @@ public final class PluginLibrary: @unchecked Sendable {
     private static let cache = Mutex(Cache())
 
     /// How many distinct library contents this process has dlopened (each stays mapped for the process's life).
-    public static var openedCount: Int { cache.withLock { $0.libraries.count } }
+    package static var openedCount: Int { cache.withLock { $0.libraries.count } }
 
     private init(
         path: String, abiVersion: ABIVersion, descriptors: [PluginDescriptor], image: LibraryImage, library: UnsafePointer<hh_library_t>
@@ -57,17 +57,17 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 
     /// Whether this process already loaded `image`'s content (its init ran here).
-    public static func isOpen(_ image: LibraryImage) -> Bool { cache.withLock { $0.libraries[image.sha256] != nil } }
+    package static func isOpen(_ image: LibraryImage) -> Bool { cache.withLock { $0.libraries[image.sha256] != nil } }
 
     /// Reads the library at `path` (absolute) into a checked image and opens it (`open(_:)`).
     /// Throws PluginLoadError, never crashes on a file that is not a whole shared object.
-    public static func open(path: String) throws -> PluginLibrary {
+    package static func open(path: String) throws -> PluginLibrary {
         try open(try LibraryImage.read(path: (path as NSString).resolvingSymlinksInPath))
     }
 
     /// Opens the checked `image`: checks its ABI version before anything else, runs its optional
     /// init once, and reads its descriptors. Throws PluginLoadError.
-    public static func open(_ image: LibraryImage) throws -> PluginLibrary {
+    package static func open(_ image: LibraryImage) throws -> PluginLibrary {
         // A content loaded from its file (LibraryImage.inPlace) is a mapping of its own.
         let key = image.mapsFile ? image.sha256 + " " + image.path : image.sha256
         return try cache.withLock { cache in
@@ -154,7 +154,7 @@ public final class PluginLibrary: @unchecked Sendable {
     }
 
     /// Differences between this binary and its plugin.yaml (empty when they agree).
-    public func disagreements(with manifest: PluginManifest) -> [String] {
+    package func disagreements(with manifest: PluginManifest) -> [String] {
         Self.disagreements(abiVersion: abiVersion, exported: descriptors.map { ($0.id, $0.kind, $0.version) }, with: manifest)
     }
 

@@ -77,8 +77,8 @@ public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable
 }
 
 /// Names of hh_status_t values, for messages.
-public enum StatusCode {
-    public static func name(_ status: Int32) -> String {
+package enum StatusCode {
+    package static func name(_ status: Int32) -> String {
         switch status {
         case 0: return "HH_OK"
         case 1: return "HH_ERR_INVALID_ARGUMENT"

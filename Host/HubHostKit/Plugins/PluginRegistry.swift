@@ -46,7 +46,7 @@ public final class PluginRegistry: Sendable {
         /// One per exported plugin, when loaded.
         public var plugins: [PluginHandle]
         /// The worker process, for an instance with `isolation: process`.
-        public var worker: PluginWorker?
+        package var worker: PluginWorker?
         /// The reload that loaded it (0: at start).
         public var generation = 0
         /// SHA-256 (hex) of its library file as loaded, when it got that far.
@@ -72,7 +72,7 @@ public final class PluginRegistry: Sendable {
     /// The location service plugins reach through "hubhost.location.v1" (the location delegates).
     public let locationService = LocationService()
     /// The OAuth token event sinks reach through "hubhost.event_auth.v1", when `events.auth_token_url` is set.
-    public let eventAuth: EventAuthTokens?
+    package let eventAuth: EventAuthTokens?
     private let pipeline: LogPipeline
     private let locator: LibraryLocator
     private let logger: Logger

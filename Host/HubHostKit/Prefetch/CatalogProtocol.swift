@@ -8,14 +8,14 @@ import Foundation
 ///     prefetch/items?device_id=D&registration=R&source=S&content_id=A&content_id=B -> LookupAnswer
 ///
 /// Every number is range-checked by `validated()` before the engine uses it.
-public enum CatalogProtocol {
+package enum CatalogProtocol {
     /// The answer to registration: accepted with the server's policy defaults, or refused with a
     /// reason (a refused licence is an answer, not a transport failure: it is not retried).
-    public struct RegisterAnswer: Codable, Sendable, Equatable {
-        public var registered: Bool
-        public var registrationId: String?
-        public var reason: String?
-        public var policy: ServerPolicy?
+    package struct RegisterAnswer: Codable, Sendable, Equatable {
+        package var registered: Bool
+        package var registrationId: String?
+        package var reason: String?
+        package var policy: ServerPolicy?
 
         enum CodingKeys: String, CodingKey {
             case registered, reason, policy
@@ -24,18 +24,18 @@ public enum CatalogProtocol {
     }
 
     /// The server-side policy defaults (the PCD SDK's "default values ... set at the global level").
-    public struct ServerPolicy: Codable, Sendable, Equatable {
+    package struct ServerPolicy: Codable, Sendable, Equatable {
         /// wifi, cellular or both: the network selection when plugins.yaml and the API set none.
-        public var networkSelection: String?
+        package var networkSelection: String?
         /// At most this many items of one category are downloaded by policy (0 or absent: no limit).
-        public var itemsPerCategory: Int?
+        package var itemsPerCategory: Int?
         /// At most this many bytes are downloaded by policy per UTC day (absent: no limit).
-        public var dailyByteLimit: Int64?
+        package var dailyByteLimit: Int64?
         /// Files larger than this are not downloaded by policy (absent: no limit).
-        public var maxFileSize: Int64?
+        package var maxFileSize: Int64?
         /// Downloads by policy only between these local times, "HH:MM" (a window may cross midnight).
-        public var windowStart: String?
-        public var windowEnd: String?
+        package var windowStart: String?
+        package var windowEnd: String?
 
         enum CodingKeys: String, CodingKey {
             case networkSelection = "network_selection", itemsPerCategory = "items_per_category"
@@ -43,58 +43,58 @@ public enum CatalogProtocol {
             case windowStart = "window_start", windowEnd = "window_end"
         }
 
-        public init() {}
+        package init() {}
     }
 
-    public struct SourceEntry: Codable, Sendable, Equatable {
-        public var name: String
-        public var displayName: String?
-        public var subscribed: Bool?
+    package struct SourceEntry: Codable, Sendable, Equatable {
+        package var name: String
+        package var displayName: String?
+        package var subscribed: Bool?
         enum CodingKeys: String, CodingKey {
             case name, subscribed
             case displayName = "display_name"
         }
     }
 
-    public struct CategoryEntry: Codable, Sendable, Equatable {
-        public var id: String
-        public var name: String?
-        public var parent: String?
-        public var selected: Bool?
+    package struct CategoryEntry: Codable, Sendable, Equatable {
+        package var id: String
+        package var name: String?
+        package var parent: String?
+        package var selected: Bool?
         /// Whether the service suggests the category to the user (the PCD SDK's `suggestions:`
         /// filter). The service's to change at every sync; absent: not suggested.
-        public var suggested: Bool?
+        package var suggested: Bool?
     }
 
     /// One file of an item. `role`: main, hls_main_index, thumbnail or subtitle.
-    public struct FileEntry: Codable, Sendable, Equatable {
-        public var role: String
-        public var url: String
-        public var size: Int64?
-        public var sha256: String?
-        public var autoDownload: Bool?
+    package struct FileEntry: Codable, Sendable, Equatable {
+        package var role: String
+        package var url: String
+        package var size: Int64?
+        package var sha256: String?
+        package var autoDownload: Bool?
         /// The play length in seconds of a main video file, when the service knows it: what turns a
         /// partial download's seconds into bytes (videoPartialDownloadLength).
-        public var duration: Double?
+        package var duration: Double?
         enum CodingKeys: String, CodingKey {
             case role, url, size, sha256, duration
             case autoDownload = "auto_download"
         }
     }
 
-    public struct ItemEntry: Codable, Sendable, Equatable {
-        public var uniqueId: String
-        public var contentId: String
-        public var source: String
-        public var categories: [String]
-        public var title: String?
-        public var summary: String?
-        public var shareUrl: String?
-        public var type: String?
+    package struct ItemEntry: Codable, Sendable, Equatable {
+        package var uniqueId: String
+        package var contentId: String
+        package var source: String
+        package var categories: [String]
+        package var title: String?
+        package var summary: String?
+        package var shareUrl: String?
+        package var type: String?
         /// Seconds since 1970.
-        public var expiry: Int64?
-        public var sdkMetadataPassthrough: String?
-        public var files: [FileEntry]
+        package var expiry: Int64?
+        package var sdkMetadataPassthrough: String?
+        package var files: [FileEntry]
 
         enum CodingKeys: String, CodingKey {
             case source, categories, title, summary, type, expiry, files
@@ -103,34 +103,34 @@ public enum CatalogProtocol {
         }
     }
 
-    public struct Tombstones: Codable, Sendable, Equatable {
-        public var items: [String]?
-        public var categories: [String]?
-        public var sources: [String]?
+    package struct Tombstones: Codable, Sendable, Equatable {
+        package var items: [String]?
+        package var categories: [String]?
+        package var sources: [String]?
     }
 
     /// One page of changes since `since`: new or changed objects, ids deleted, the cursor to ask
     /// from next time, and `more` when another page follows at once.
-    public struct CatalogDelta: Codable, Sendable, Equatable {
+    package struct CatalogDelta: Codable, Sendable, Equatable {
         /// false: the service no longer knows this registration (didBecomeNotRegistered), with `reason`.
-        public var registered: Bool?
-        public var reason: String?
-        public var cursor: String?
-        public var more: Bool?
-        public var sources: [SourceEntry]?
-        public var categories: [CategoryEntry]?
-        public var items: [ItemEntry]?
-        public var deleted: Tombstones?
+        package var registered: Bool?
+        package var reason: String?
+        package var cursor: String?
+        package var more: Bool?
+        package var sources: [SourceEntry]?
+        package var categories: [CategoryEntry]?
+        package var items: [ItemEntry]?
+        package var deleted: Tombstones?
     }
 
     /// The answer to a look-up by contentIds: the items the service knows.
-    public struct LookupAnswer: Codable, Sendable, Equatable {
-        public var items: [ItemEntry]
+    package struct LookupAnswer: Codable, Sendable, Equatable {
+        package var items: [ItemEntry]
     }
 
     /// A document the service sent that hubhost refuses, with the reason.
-    public struct Invalid: Error, CustomStringConvertible {
-        public var description: String
+    package struct Invalid: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Roles a file may have; the main ones decide the item's state.

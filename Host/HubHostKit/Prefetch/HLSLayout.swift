@@ -7,26 +7,26 @@ import Foundation
 /// `m-<N>.<ext>` (the N-th resource of a media main index) and `v<K>-<N>.<ext>` (of playlist K);
 /// the same URL named twice gets one name. The names are the same whether the layout is built at
 /// download time (kept as `hls/layout.json` in the item's folder) or for playback from the origin.
-public struct HLSLayout: Codable, Sendable, Equatable {
+package struct HLSLayout: Codable, Sendable, Equatable {
     /// The catalog URL of the main index the layout was built from.
-    public var indexURL: String
+    package var indexURL: String
     /// Local playlist name → rewritten text.
-    public var playlists: [String: String]
+    package var playlists: [String: String]
     /// Local resource name → origin URL.
-    public var resources: [String: String]
+    package var resources: [String: String]
     /// Resource names in playlist order: the order a download fetches them.
-    public var order: [String]
+    package var order: [String]
     /// Resource name → seconds of play before it in its playlist (the earliest when named twice):
     /// a partial download by seconds fetches the resources that start before N.
-    public var starts: [String: Double]? = nil
+    package var starts: [String: Double]? = nil
 
     /// The local name of the main index.
-    public static let indexName = "index.m3u8"
+    package static let indexName = "index.m3u8"
 
     /// Builds the layout of the main index `indexText` fetched from `indexURL`; `fetch` gets the
     /// text of a playlist the main index names (a master playlist's variants), one after another.
     /// Throws HLSPlaylist.Invalid for a playlist that breaks the rules or limits.
-    public static func build(indexURL: String, indexText: String, fetch: (String) async throws -> String) async throws -> HLSLayout {
+    package static func build(indexURL: String, indexText: String, fetch: (String) async throws -> String) async throws -> HLSLayout {
         var builder = try Builder(indexURL: indexURL, indexText: indexText)
         for (index, variant) in builder.variants.enumerated() {
             try builder.addVariant(index, text: try await fetch(variant.url))
@@ -36,7 +36,7 @@ public struct HLSLayout: Codable, Sendable, Equatable {
 
     /// The same with `read` giving a variant's text at once: the playlists of a folder on this
     /// disk (PrefetchEngine's HLS import, whose `indexURL` is a file URL).
-    public static func build(indexURL: String, indexText: String, read: (String) throws -> String) throws -> HLSLayout {
+    package static func build(indexURL: String, indexText: String, read: (String) throws -> String) throws -> HLSLayout {
         var builder = try Builder(indexURL: indexURL, indexText: indexText)
         for (index, variant) in builder.variants.enumerated() {
             try builder.addVariant(index, text: try read(variant.url))
@@ -118,14 +118,14 @@ public struct HLSLayout: Codable, Sendable, Equatable {
 
     /// True for a name this layout may hold: the grammar above, so a request's name can be
     /// checked before any lookup (and never reaches the file system unless the layout lists it).
-    public static func isLocalName(_ name: String) -> Bool {
+    package static func isLocalName(_ name: String) -> Bool {
         guard (1...64).contains(name.utf8.count), name != "layout.json" else { return false }
         return name.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || $0 == "-" || $0 == "." }
             && !name.hasPrefix(".") && !name.contains("..")
     }
 
     /// The media type of a local name, by its extension.
-    public static func contentType(_ name: String) -> String {
+    package static func contentType(_ name: String) -> String {
         switch (name as NSString).pathExtension {
         case "m3u8": return "application/vnd.apple.mpegurl"
         case "ts": return "video/mp2t"

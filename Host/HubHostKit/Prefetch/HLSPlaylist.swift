@@ -10,23 +10,23 @@ import Foundation
 /// A file URL as the origin reads a folder on this disk instead (an imported HLS download): each
 /// URI must then be a relative name of a file in the origin's folder or below it (no scheme, no
 /// leading `/`, no `..` segment even percent-encoded, no query or fragment).
-public struct HLSPlaylist: Sendable, Equatable {
+package struct HLSPlaylist: Sendable, Equatable {
     /// The limits of what one playlist, and one item, may hold.
-    public enum Limits {
+    package enum Limits {
         /// The largest playlist text accepted (a two-hour VOD with 1 s segments is about 300 KiB).
-        public static let maxPlaylistBytes = 1 << 20
+        package static let maxPlaylistBytes = 1 << 20
         /// The most URIs (segments, keys, maps) one media playlist may name.
-        public static let maxURIsPerPlaylist = 20_000
+        package static let maxURIsPerPlaylist = 20_000
         /// The most playlists one master playlist may name (variants and renditions).
-        public static let maxVariants = 64
+        package static let maxVariants = 64
         /// The most resources (segments, keys, maps) of one item, all playlists together.
-        public static let maxResourcesPerItem = 100_000
+        package static let maxResourcesPerItem = 100_000
         /// The largest resource (segment, key, map) downloaded or relayed.
-        public static let maxResourceBytes: Int64 = 512 << 20
+        package static let maxResourceBytes: Int64 = 512 << 20
     }
 
-    public struct Invalid: Error, CustomStringConvertible, Equatable {
-        public var description: String
+    package struct Invalid: Error, CustomStringConvertible, Equatable {
+        package var description: String
     }
 
     /// Where a URI sits in the text: a line of its own, or the URI="..." attribute of a tag.
@@ -42,13 +42,13 @@ public struct HLSPlaylist: Sendable, Equatable {
     }
 
     /// A master playlist names playlists (variants, renditions); a media playlist names segments.
-    public let isMaster: Bool
+    package let isMaster: Bool
     let lines: [String]
     let references: [Reference]
 
     /// Parses `text`, fetched from `url`; `origin` is the URL whose scheme, host and port every
     /// URI must share (the item's main index).
-    public init(text: String, url: String, origin: String) throws {
+    package init(text: String, url: String, origin: String) throws {
         guard text.utf8.count <= Limits.maxPlaylistBytes else {
             throw Invalid(description: "playlist \(url.prefix(200)) is larger than \(Limits.maxPlaylistBytes) bytes")
         }
@@ -106,10 +106,10 @@ public struct HLSPlaylist: Sendable, Equatable {
     }
 
     /// The absolute URLs the playlist names, in order (a URL named twice is listed twice).
-    public var urls: [String] { references.map(\.url) }
+    package var urls: [String] { references.map(\.url) }
 
     /// The text with each URI replaced by `localName(url)`; the rest of every line kept as it is.
-    public func rewritten(_ localName: (String) -> String) -> String {
+    package func rewritten(_ localName: (String) -> String) -> String {
         var out = lines
         for reference in references {
             let name = localName(reference.url)

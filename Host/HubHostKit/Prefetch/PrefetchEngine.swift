@@ -21,10 +21,10 @@ public final class PrefetchEngine: Sendable {
 
     /// The `prefetch:` settings: those the engine was opened with, and the live keys as the last
     /// reload set them (`HubHost.liveReloadKeys`).
-    public var settings: PrefetchSettings { liveSettings.current }
+    package var settings: PrefetchSettings { liveSettings.current }
     private let liveSettings: LiveSettings<PrefetchSettings>
     /// The licence key registration uses, and where it came from.
-    public let license: PrefetchLicense
+    package let license: PrefetchLicense
     let store: PrefetchStore
     let itemsRoot: String
     let catalog: CatalogService?
@@ -220,7 +220,7 @@ public final class PrefetchEngine: Sendable {
         /// The item whose download failed last, when the last failure is a download's.
         public var lastFailureItem: String?
         /// Where the licence key came from.
-        public var licenseSource: PrefetchLicense.Source
+        package var licenseSource: PrefetchLicense.Source
         /// Why the licence key cannot be used, if so.
         public var licenseProblem: String?
         /// This installation's device id, made once and stored in the catalog.
@@ -234,15 +234,15 @@ public final class PrefetchEngine: Sendable {
         /// Item count per state (every state present).
         public var items: [String: Int]
         /// The `item_download_behavior` setting.
-        public var itemDownloadBehavior: PrefetchSettings.DownloadBehavior
+        package var itemDownloadBehavior: PrefetchSettings.DownloadBehavior
         /// The network selection in force.
-        public var networkSelection: PrefetchSettings.NetworkSelection
+        package var networkSelection: PrefetchSettings.NetworkSelection
         /// The API override, if set.
-        public var networkSelectionOverride: PrefetchSettings.NetworkSelection?
+        package var networkSelectionOverride: PrefetchSettings.NetworkSelection?
         /// The `max_concurrent_downloads` setting.
         public var maxConcurrentDownloads: Int
         /// The server's policy defaults, once registered.
-        public var serverPolicy: CatalogProtocol.ServerPolicy?
+        package var serverPolicy: CatalogProtocol.ServerPolicy?
         /// Whether policy-driven downloads may start now.
         public var downloadAllowed: Bool
         /// "InPolicy" or the reason (PrefetchWaitReason) policy-driven downloads wait now.
@@ -281,12 +281,12 @@ public final class PrefetchEngine: Sendable {
     }
 
     /// The stored network selection override, or nil. Throws on a database error.
-    public func networkSelectionOverride() throws -> PrefetchSettings.NetworkSelection? {
+    package func networkSelectionOverride() throws -> PrefetchSettings.NetworkSelection? {
         try store.meta("network_selection_override").flatMap(PrefetchSettings.NetworkSelection.init(rawValue:))
     }
 
     /// The PCD SDK's networkSelectionOverride: applies to downloads not yet started; nil clears it.
-    public func setNetworkSelectionOverride(_ selection: PrefetchSettings.NetworkSelection?) throws {
+    package func setNetworkSelectionOverride(_ selection: PrefetchSettings.NetworkSelection?) throws {
         try store.setMeta(["network_selection_override": selection?.rawValue])
     }
 

@@ -12,29 +12,29 @@ import Foundation
 /// - `PartiallyDownloaded`: only the metadata is imported: the item is Discovered.
 /// The item's uniqueId is `Provider:ContentId` (the service's id is not known yet); an item of the
 /// same source and contentId already in the catalog is refused. Works before and after registration.
-public struct PrefetchImportMetadata: Codable, Sendable, Equatable {
-    public enum Status: String, Codable, Sendable {
+package struct PrefetchImportMetadata: Codable, Sendable, Equatable {
+    package enum Status: String, Codable, Sendable {
         case fullyDownloaded = "FullyDownloaded", newlyAdding = "NewlyAdding", partiallyDownloaded = "PartiallyDownloaded"
     }
 
-    public var contentId: String
-    public var provider: String
-    public var downloadStatus: Status
-    public var filePath: String?
-    public var duration: Double?
-    public var size: Int64?
-    public var contentType: String?
-    public var contentUrl: String?
-    public var title: String?
-    public var summary: String?
-    public var thumbFile: String?
+    package var contentId: String
+    package var provider: String
+    package var downloadStatus: Status
+    package var filePath: String?
+    package var duration: Double?
+    package var size: Int64?
+    package var contentType: String?
+    package var contentUrl: String?
+    package var title: String?
+    package var summary: String?
+    package var thumbFile: String?
     /// Seconds since 1970.
-    public var expiryDate: Int64?
-    public var timeStamp: Int64?
-    public var downloadFinishedTime: Int64?
-    public var sdkPassthroughInfo: String?
+    package var expiryDate: Int64?
+    package var timeStamp: Int64?
+    package var downloadFinishedTime: Int64?
+    package var sdkPassthroughInfo: String?
 
-    public init(
+    package init(
         contentId: String, provider: String, downloadStatus: Status, filePath: String? = nil, duration: Double? = nil,
         size: Int64? = nil, contentType: String? = nil, contentUrl: String? = nil, title: String? = nil, summary: String? = nil,
         thumbFile: String? = nil, expiryDate: Int64? = nil, timeStamp: Int64? = nil, downloadFinishedTime: Int64? = nil,
@@ -68,7 +68,7 @@ public struct PrefetchImportMetadata: Codable, Sendable, Equatable {
 extension PrefetchEngine {
     /// Imports one item; returns it as stored. Throws PrefetchError.invalid with the reason.
     @discardableResult
-    public func addDownloadedItem(_ metadata: PrefetchImportMetadata) throws -> PrefetchItem {
+    package func addDownloadedItem(_ metadata: PrefetchImportMetadata) throws -> PrefetchItem {
         guard CatalogProtocol.isValidID(metadata.provider), CatalogProtocol.isValidID(metadata.contentId) else {
             throw PrefetchError.invalid("Provider and ContentId must be 1-256 letters, digits, '-', '_', '.' or ':'")
         }

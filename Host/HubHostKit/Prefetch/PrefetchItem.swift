@@ -38,7 +38,7 @@ public struct PrefetchItem: Sendable, Codable, Equatable {
     /// Failed attempts of the current download (a 4th failure, i.e. after 3 retries, is Failed).
     public var attempts: Int
     /// The per-item override of itemDownloadBehavior; nil follows the settings.
-    public var downloadBehavior: PrefetchSettings.DownloadBehavior?
+    package var downloadBehavior: PrefetchSettings.DownloadBehavior?
     /// Asked for by a user (download, fill): goes ahead of policy-driven downloads.
     public var userInitiated: Bool
     /// Bytes of its files on disk (done and partial).

@@ -5,8 +5,8 @@ import Yams
 /// then Info.plist, then a config file). hubhost's order: the Swift API option or `--license`,
 /// then `prefetch.license` in plugins.yaml, then the `license` key of the YAML or JSON file the
 /// environment variable HUBHOST_PREFETCH_CONFIG names. `prefetch status` prints `source`.
-public struct PrefetchLicense: Sendable, Equatable, Codable {
-    public enum Source: String, Sendable, Codable {
+package struct PrefetchLicense: Sendable, Equatable, Codable {
+    package enum Source: String, Sendable, Codable {
         /// The Swift API option (`HubHost.prefetch(license:)`) or the CLI's `--license`.
         case option
         /// `prefetch.license` in plugins.yaml.
@@ -17,18 +17,18 @@ public struct PrefetchLicense: Sendable, Equatable, Codable {
         case none
     }
 
-    public var key: String?
-    public var source: Source
+    package var key: String?
+    package var source: Source
     /// Why a source that was tried could not be used (an unreadable config file), for status.
-    public var problem: String?
+    package var problem: String?
 
     /// The environment variable naming the licence file.
-    public static let environmentVariable = "HUBHOST_PREFETCH_CONFIG"
+    package static let environmentVariable = "HUBHOST_PREFETCH_CONFIG"
     /// The largest licence file read: it holds one key.
     static let maxFileBytes = 64 * 1024
 
     /// Resolves the licence in precedence order. Blank values count as absent.
-    public static func resolve(
+    package static func resolve(
         option: String?, manifest: String?,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> PrefetchLicense {

@@ -56,7 +56,7 @@ final class PrefetchPlaybackState: Sendable {
 }
 
 /// What the HLS endpoint answers for one local name.
-public enum PrefetchHLSResource: Sendable {
+package enum PrefetchHLSResource: Sendable {
     /// A playlist, rewritten to local names.
     case playlist(String)
     /// A resource on disk (complete and in place).
@@ -66,15 +66,15 @@ public enum PrefetchHLSResource: Sendable {
 }
 
 /// A resource's answer from the origin, relayed by the HLS endpoint as it arrives.
-public struct PrefetchOriginStream: Sendable {
-    public let status: Int
-    public let contentLength: Int64?
-    public let contentRange: String?
+package struct PrefetchOriginStream: Sendable {
+    package let status: Int
+    package let contentLength: Int64?
+    package let contentRange: String?
     let body: HTTPClientResponse.Body
 
     /// Calls `write` with each chunk of the body; fails past `limit` bytes (by default
     /// HLSPlaylist.Limits.maxResourceBytes, an HLS resource's bound).
-    public func forEachChunk(limit: Int64 = HLSPlaylist.Limits.maxResourceBytes, _ write: (ByteBuffer) async throws -> Void) async throws {
+    package func forEachChunk(limit: Int64 = HLSPlaylist.Limits.maxResourceBytes, _ write: (ByteBuffer) async throws -> Void) async throws {
         var count: Int64 = 0
         for try await chunk in body {
             count += Int64(chunk.readableBytes)
@@ -87,17 +87,17 @@ public struct PrefetchOriginStream: Sendable {
 extension PrefetchEngine {
     /// The HLS endpoint's base URL (`<server>/v1/prefetch/hls/`) while `serve` offers it (the
     /// PCD SDK's hlsServerUrl), nil otherwise.
-    public var hlsServerURL: String? { playbackState.server.map { $0 + "/v1/prefetch/hls/" } }
+    package var hlsServerURL: String? { playbackState.server.map { $0 + "/v1/prefetch/hls/" } }
 
     /// Called by `hubhost serve` when its HTTP server listens at `serverURL` (`http://HOST:PORT`):
     /// the HLS endpoint is available; announces `PrefetchHLSServerStarted` `{"url"}`.
-    public func hlsServerStarted(serverURL: String) {
+    package func hlsServerStarted(serverURL: String) {
         playbackState.setServer(serverURL)
         notifications.post(PrefetchNotificationName.hlsServerStarted, ["url": .string(serverURL + "/v1/prefetch/hls/")])
     }
 
     /// Called by `hubhost serve` when it begins to shut down: announces `PrefetchHLSServerStopped` `{"url"}`.
-    public func hlsServerStopped() {
+    package func hlsServerStopped() {
         guard let url = playbackState.server else { return }
         playbackState.setServer(nil)
         notifications.post(PrefetchNotificationName.hlsServerStopped, ["url": .string(url + "/v1/prefetch/hls/")])
@@ -147,21 +147,21 @@ extension PrefetchEngine {
     /// else (partially cached, or a download stopped midway) the start on disk (`path` is the
     /// `.part` file, `onDisk` bytes of it) and the rest from `originURL`, asked with Range and the
     /// first answer's validator as If-Range, so the two halves are the same file.
-    public struct PlaybackFile: Sendable, Equatable {
-        public var path: String
-        public var contentType: String
+    package struct PlaybackFile: Sendable, Equatable {
+        package var path: String
+        package var contentType: String
         /// The file's length (the catalog's size when not cached).
-        public var size: Int64
+        package var size: Int64
         /// The bytes at the start of `path` to serve from disk; `size` when cached.
-        public var onDisk: Int64
-        public var originURL: String
-        public var validator: String?
-        public var complete: Bool { onDisk >= size }
+        package var onDisk: Int64
+        package var originURL: String
+        package var validator: String?
+        package var complete: Bool { onDisk >= size }
     }
 
     /// The main file of a non-HLS item for the file endpoint: cached, or partly on disk with the
     /// catalog's size known; refused otherwise (nothing on disk: play its origin URL).
-    public func playbackFile(_ id: String) throws -> PlaybackFile {
+    package func playbackFile(_ id: String) throws -> PlaybackFile {
         guard let item = try store.item(id) else { throw PrefetchError.unknownItem(id) }
         guard item.state != .deleted else { throw PrefetchError.refused(id: id, reason: "not playable: the item is deleted") }
         guard let main = item.files.first(where: { $0.role == "main" }) else {
@@ -203,7 +203,7 @@ extension PrefetchEngine {
     /// What the HLS endpoint answers for `name` of item `id`: a rewritten playlist, a resource on
     /// disk, or one to relay from the origin. Any state but deleted plays (segments not cached
     /// come from the origin). Unknown names are refused before anything touches the disk.
-    public func hlsResource(_ id: String, _ name: String) async throws -> PrefetchHLSResource {
+    package func hlsResource(_ id: String, _ name: String) async throws -> PrefetchHLSResource {
         guard CatalogProtocol.isValidID(id), let item = try await BlockingPool.run({ [self] in try store.item(id) }) else {
             throw PrefetchError.unknownItem(id)
         }
@@ -230,7 +230,7 @@ extension PrefetchEngine {
     /// Asks the origin for a resource of item `id` (through the download_request hook), passing a
     /// player's Range header on. The answer's body is relayed by the caller, not kept: the item's
     /// files belong to the download queue.
-    public func openOrigin(_ id: String, url: String, range: String?, ifRange: String? = nil) async throws -> PrefetchOriginStream {
+    package func openOrigin(_ id: String, url: String, range: String?, ifRange: String? = nil) async throws -> PrefetchOriginStream {
         let convert = convertRequest
         let (target, headers) = try await BlockingPool.run { try convert(url, [:], id, "hls_main_index") }
         var request = HTTPClientRequest(url: target)
@@ -258,7 +258,7 @@ extension PrefetchEngine {
     /// Bytes `from...to` of a partly downloaded file (PlaybackFile) from its origin: asked with
     /// Range and If-Range (the validator of the bytes on disk); only a 206 for exactly that range
     /// is accepted, so a file that changed at the origin is never spliced onto the bytes on disk.
-    public func openOriginRange(_ id: String, _ file: PlaybackFile, from: Int64, to: Int64) async throws -> PrefetchOriginStream {
+    package func openOriginRange(_ id: String, _ file: PlaybackFile, from: Int64, to: Int64) async throws -> PrefetchOriginStream {
         guard from >= 0, to >= from, to < file.size else { throw PrefetchError.invalid("bad range \(from)-\(to)") }
         let origin = try await openOrigin(id, url: file.originURL, range: "bytes=\(from)-\(to)", ifRange: file.validator)
         guard origin.status == 206, let range = origin.contentRange.flatMap(FileDownloader.contentRange), range.start == from, range.end == to,

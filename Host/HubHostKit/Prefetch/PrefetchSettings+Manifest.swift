@@ -3,11 +3,11 @@ import Yams
 
 /// `prefetch:` in plugins.yaml, parsed by the prefetch engine's own settings type.
 extension PrefetchSettings: ManifestSection {
-    public static let sectionName = "prefetch"
-    public static let summary =
+    package static let sectionName = "prefetch"
+    package static let summary =
         "Content prefetch (the PCD SDK): the catalog service, what downloads by itself, and the device conditions downloads wait for. Off unless enabled."
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         self.init()
         let values = context.resolve(node, schema: Self.schema, lines: &lines)
         func text(_ key: String) -> String? {
@@ -39,7 +39,7 @@ extension PrefetchSettings: ManifestSection {
         seconds("lookup_retry_delay", into: &lookupRetryDelay)
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         // The licence itself is a secret: config show says whether one is set, not what it is.
         let values: [String: PluginValue] = [
             "enabled": .bool(enabled), "license": .string(license == nil ? "" : "(set)"), "provider": .string(provider ?? ""),
@@ -57,7 +57,7 @@ extension PrefetchSettings: ManifestSection {
 
 extension HostManifest {
     /// The prefetch engine's settings (`prefetch:`).
-    public var prefetch: PrefetchSettings {
+    package var prefetch: PrefetchSettings {
         get { section(PrefetchSettings.self) }
         set { setSection(newValue) }
     }

@@ -5,7 +5,7 @@ import Foundation
 /// values the catalog service sends at registration (items per category, daily byte limit, largest
 /// file, time window, network default) are not here: they are the server policy (PrefetchPolicy).
 public struct PrefetchSettings: Sendable, Equatable {
-    public static let schema = ConfigSchema(keys: [
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "enabled", type: .bool, defaultValue: .bool(false),
             doc: "true turns the prefetch engine on (it is off unless asked for: it downloads on its own)."),
@@ -82,31 +82,31 @@ public struct PrefetchSettings: Sendable, Equatable {
         case wifi, cellular, both
     }
 
-    public var enabled = false
-    public var license: String?
-    public var provider: String?
-    public var deviceID: String?
-    public var maxConcurrentDownloads = 4
-    public var itemDownloadBehavior: DownloadBehavior = .fullAuto
-    public var networkSelection: NetworkSelection?
-    public var enableAutoPurge = true
-    public var cacheSizeLimit: Int = 0
-    public var syncInterval: Double = 900
-    public var readTimeout: Double = 30
-    public var retryDelay: Double = 10
-    public var registerRetry: Double = 30
-    public var lookupRetryDelay: Double = 10
-    public var requiresCharging = false
-    public var batteryLow = 0.15
-    public var storageLow: Int = 512 << 20
-    public var deviceConditions: String?
-    public var downloadRequest: String?
+    package var enabled = false
+    package var license: String?
+    package var provider: String?
+    package var deviceID: String?
+    package var maxConcurrentDownloads = 4
+    package var itemDownloadBehavior: DownloadBehavior = .fullAuto
+    package var networkSelection: NetworkSelection?
+    package var enableAutoPurge = true
+    package var cacheSizeLimit: Int = 0
+    package var syncInterval: Double = 900
+    package var readTimeout: Double = 30
+    package var retryDelay: Double = 10
+    package var registerRetry: Double = 30
+    package var lookupRetryDelay: Double = 10
+    package var requiresCharging = false
+    package var batteryLow = 0.15
+    package var storageLow: Int = 512 << 20
+    package var deviceConditions: String?
+    package var downloadRequest: String?
 
     /// The plugins.yaml line of each key given (for `config show`).
-    public var lines: [String: Int] = [:]
+    package var lines: [String: Int] = [:]
 
     /// The accepted durations: positive, and small enough for the clock arithmetic they feed.
     static let durationRange = ConfigRange.positive(atMost: SafeTime.maxDurationSeconds)
 
-    public init() {}
+    package init() {}
 }

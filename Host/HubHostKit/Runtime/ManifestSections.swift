@@ -10,7 +10,7 @@ extension HostManifest {
     public static var sectionNames: [String] { sectionTypes.map { $0.sectionName } }
 
     /// Where `hubhost serve` listens and who may talk to it (`server:`).
-    public var server: ServerSettings {
+    package var server: ServerSettings {
         get { section(ServerSettings.self) }
         set { setSection(newValue) }
     }

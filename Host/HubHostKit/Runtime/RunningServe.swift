@@ -9,7 +9,7 @@ public struct RunningServe: Sendable {
     /// The bearer token sent with every request (nil when none is configured).
     public let token: String?
     /// Its answer to `GET /v1/plugins` when it was found.
-    public let plugins: PluginInstanceList
+    package let plugins: PluginInstanceList
 
     /// Why no serve of the manifest was found, or why it did not answer a request.
     public enum Failure: Error, CustomStringConvertible, Sendable {

@@ -4,8 +4,8 @@ import Yams
 /// `server:` in plugins.yaml: where `hubhost serve` listens and who may talk to it. Loopback by
 /// default; any other address needs a bearer token (auth_token_env or auth_token_file), or serve
 /// refuses to start.
-public struct ServerSettings: Codable, Equatable, Sendable {
-    public static let schema = ConfigSchema(keys: [
+package struct ServerSettings: Codable, Equatable, Sendable {
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "host", type: .string, defaultValue: .string("127.0.0.1"),
             doc: "The address to listen on. Not a loopback address: a bearer token is required."),
@@ -40,25 +40,25 @@ public struct ServerSettings: Codable, Equatable, Sendable {
             doc: "The largest request body in bytes; a larger one is answered 413.", range: .between(1_024, Double(1 << 30)))
     ])
 
-    public var host = "127.0.0.1"
+    package var host = "127.0.0.1"
     /// 0 picks a free port.
-    public var port = 8420
-    public var allowedHosts: [String] = []
-    public var allowedOrigins: [String] = []
-    public var authTokenEnv: String?
-    public var authTokenFile: String?
-    public var tlsCertificate: String?
-    public var tlsKey: String?
-    public var idleTimeout: Double = 30
-    public var maxConnections = 512
-    public var maxBodySize = ServerSettings.defaultMaxBodySize
+    package var port = 8420
+    package var allowedHosts: [String] = []
+    package var allowedOrigins: [String] = []
+    package var authTokenEnv: String?
+    package var authTokenFile: String?
+    package var tlsCertificate: String?
+    package var tlsKey: String?
+    package var idleTimeout: Double = 30
+    package var maxConnections = 512
+    package var maxBodySize = ServerSettings.defaultMaxBodySize
     /// The default largest request body: 16 MiB.
-    public static let defaultMaxBodySize = 16 << 20
+    package static let defaultMaxBodySize = 16 << 20
 
-    public init() {}
+    package init() {}
 
     /// The plugins.yaml line each key was given on (absent: the default).
-    public var lines: [String: Int] = [:]
+    package var lines: [String: Int] = [:]
 
     /// The settings from the resolved `server:` section; `report(key, message)` hears out-of-range values.
     init(values: [String: PluginValue], relativeTo folder: String, report: (String, String) -> Void) {
@@ -91,10 +91,10 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     }
 
     /// True when serve speaks HTTPS (both TLS paths are set).
-    public var usesTLS: Bool { tlsCertificate != nil && tlsKey != nil }
+    package var usesTLS: Bool { tlsCertificate != nil && tlsKey != nil }
 
     /// True for addresses only this machine can reach.
-    public var isLoopback: Bool { Self.isLoopback(host) }
+    package var isLoopback: Bool { Self.isLoopback(host) }
 
     /// Whether `host` is an address only this machine can reach: `localhost`, an IPv4 address in
     /// 127.0.0.0/8, `::1` or `::ffff:127.x.x.x` (brackets allowed). Parsed as an address, so a DNS
@@ -115,7 +115,7 @@ public struct ServerSettings: Codable, Equatable, Sendable {
 
     /// The bearer token, read from the environment variable or the file; nil when none is
     /// configured. Throws when one is configured but cannot be read or is empty.
-    public func authToken(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+    package func authToken(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
         if let name = authTokenEnv {
             guard let token = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
                 throw ServerSettingsError(description: "server.auth_token_env names \(name), which is not set or empty")
@@ -134,7 +134,7 @@ public struct ServerSettings: Codable, Equatable, Sendable {
     }
 
     /// Checks that serving is safe as configured: a non-loopback address needs a token.
-    public func checkSafeToServe(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    package func checkSafeToServe(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let token = try authToken(environment: environment)
         if !isLoopback, token == nil {
             throw ServerSettingsError(
@@ -146,10 +146,10 @@ public struct ServerSettings: Codable, Equatable, Sendable {
 }
 
 extension ServerSettings: ManifestSection {
-    public static let sectionName = "server"
-    public static let summary = "Where `hubhost serve` listens and who may talk to it: loopback by default; any other address needs a bearer token."
+    package static let sectionName = "server"
+    package static let summary = "Where `hubhost serve` listens and who may talk to it: loopback by default; any other address needs a bearer token."
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         var lines: [String: Int] = [:]
         let values = context.resolve(node, schema: Self.schema, lines: &lines)
         self.init(values: values, relativeTo: context.folder) { key, message in
@@ -158,7 +158,7 @@ extension ServerSettings: ManifestSection {
         self.lines = lines
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         let values: [String: PluginValue] = [
             "host": .string(host), "port": .int(Int64(port)), "allowed_hosts": .string(allowedHosts.joined(separator: ", ")),
             "allowed_origins": .string(allowedOrigins.joined(separator: ", ")), "auth_token_env": .string(authTokenEnv ?? ""),
@@ -170,7 +170,7 @@ extension ServerSettings: ManifestSection {
     }
 }
 
-public struct ServerSettingsError: Error, CustomStringConvertible {
-    public var description: String
-    public init(description: String) { self.description = description }
+package struct ServerSettingsError: Error, CustomStringConvertible {
+    package var description: String
+    package init(description: String) { self.description = description }
 }

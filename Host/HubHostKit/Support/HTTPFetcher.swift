@@ -9,14 +9,14 @@ import NIOPosix
 /// Built on AsyncHTTPClient (connection pooling, whole-request deadlines) and one process-wide
 /// client. Call it from a thread that may block (the BlockingPool, a plugin's call, a CLI command),
 /// never from an event loop: there it refuses the request instead of deadlocking the loop.
-public final class HTTPFetcher: Sendable {
-    public struct Response: Sendable {
-        public var status: Int
-        public var headers: [String: String]
-        public var body: Data
+package final class HTTPFetcher: Sendable {
+    package struct Response: Sendable {
+        package var status: Int
+        package var headers: [String: String]
+        package var body: Data
     }
 
-    public enum Failure: Error, Equatable, CustomStringConvertible, Sendable {
+    package enum Failure: Error, Equatable, CustomStringConvertible, Sendable {
         case timedOut(String)
         case unreachable(String)
         case invalidURL(String)
@@ -24,7 +24,7 @@ public final class HTTPFetcher: Sendable {
         /// or one hop too many. Nothing was sent to the target.
         case redirectRefused(String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .timedOut(let url): return "no answer from \(url) before the deadline"
             case .unreachable(let why): return why
@@ -36,7 +36,7 @@ public final class HTTPFetcher: Sendable {
 
     /// Which redirects a request follows. Each hop is checked before anything is sent to it; at
     /// most `maxRedirects` are followed.
-    public enum Redirects: Sendable {
+    package enum Redirects: Sendable {
         /// Hops that stay on the host of the URL asked for (any port, http or https): what the
         /// host's own requests (collector, XMLAPI, OAuth, campaign endpoints, whitelisted pages) follow.
         case sameHost
@@ -48,7 +48,7 @@ public final class HTTPFetcher: Sendable {
     }
 
     /// The most redirects one request follows.
-    public static let maxRedirects = 5
+    package static let maxRedirects = 5
 
     /// Why `target`, a redirect from `from` (the URL asked for first), may not be followed; nil when it may.
     static func refusal(of target: URL, from first: URL, _ redirects: Redirects) -> String? {
@@ -89,12 +89,12 @@ public final class HTTPFetcher: Sendable {
 
     /// The largest response body a plugin's request reads (a bundle is fetched in Range chunks far
     /// below it); the host's own requests name smaller limits.
-    public static let maxBodyBytes = 256 << 20
+    package static let maxBodyBytes = 256 << 20
     /// The limit of the host's own requests whose answer is a status and a small document (the
     /// collector's answer, an OAuth token, an XMLAPI envelope, campaign endpoints).
-    public static let maxSmallAnswerBytes = 16 << 20
+    package static let maxSmallAnswerBytes = 16 << 20
 
-    public init() {}
+    package init() {}
 
     /// Sends one request and waits for the whole answer, at most `timeoutSeconds` for all of it,
     /// redirects included. Redirects are followed as `redirects` allows (after a 303, and a 301 or
@@ -103,7 +103,7 @@ public final class HTTPFetcher: Sendable {
     /// and the request ends as soon as it passes `maxBodyBytes` (a declared Content-Length past it
     /// ends it before any of the body is read): an answer past the limit never costs more memory than
     /// the limit.
-    public func fetch(
+    package func fetch(
         _ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil,
         timeoutSeconds: Double, redirects: Redirects = .sameHost, maxBodyBytes: Int = HTTPFetcher.maxBodyBytes
     ) -> Result<Response, Failure> {

@@ -5,13 +5,13 @@ import Synchronization
 /// a reload (`HubHost.reload`) that replaces it changes what they do from their next use on, with
 /// no restart. Only the keys a section lists as live are ever changed this way
 /// (`HubHost.liveReloadKeys`); the others keep the value the engine opened with.
-public final class LiveSettings<Value: Sendable>: Sendable {
+package final class LiveSettings<Value: Sendable>: Sendable {
     private let value: Mutex<Value>
 
-    public init(_ initial: Value) { value = Mutex(initial) }
+    package init(_ initial: Value) { value = Mutex(initial) }
 
     /// The settings now. Any thread; never waits on anything but the copy.
-    public var current: Value { value.withLock { $0 } }
+    package var current: Value { value.withLock { $0 } }
 
     /// Replaces the settings; readers see the new value from their next read.
     package func replace(_ new: Value) { value.withLock { $0 = new } }

@@ -5,15 +5,15 @@ import Synchronization
 /// that talks to Engage with the same credentials (event delivery and the XMLAPI client): one
 /// token, refreshed when it is about to expire or when a service answered 401.
 /// Sendable: the cached token and the static registry of caches each live in a Mutex.
-public final class OAuthTokenCache: Sendable {
+package final class OAuthTokenCache: Sendable {
     /// The credentials of one refresh-token grant.
-    public struct Credentials: Hashable, Sendable {
-        public var tokenURL: String
-        public var clientID: String
-        public var clientSecret: String
-        public var refreshToken: String
+    package struct Credentials: Hashable, Sendable {
+        package var tokenURL: String
+        package var clientID: String
+        package var clientSecret: String
+        package var refreshToken: String
 
-        public init(tokenURL: String, clientID: String, clientSecret: String, refreshToken: String) {
+        package init(tokenURL: String, clientID: String, clientSecret: String, refreshToken: String) {
             self.tokenURL = tokenURL
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -21,22 +21,22 @@ public final class OAuthTokenCache: Sendable {
         }
 
         /// No token endpoint: requests go without an Authorization header.
-        public var isEmpty: Bool { tokenURL.isEmpty }
+        package var isEmpty: Bool { tokenURL.isEmpty }
     }
 
     /// Why no token could be had. Not an attempt at the service itself: callers keep their work.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var description: String
     }
 
-    public let credentials: Credentials
+    package let credentials: Credentials
     /// The cached token; held through a refresh, so one refresh runs at a time and the others wait for its token.
     private let token = Mutex<(value: String, expiresAtMs: Int64)?>(nil)
 
     private static let caches = Mutex<[Credentials: OAuthTokenCache]>([:])
 
     /// The process's one cache for `credentials`.
-    public static func shared(_ credentials: Credentials) -> OAuthTokenCache {
+    package static func shared(_ credentials: Credentials) -> OAuthTokenCache {
         caches.withLock { caches in
             if let cache = caches[credentials] { return cache }
             let cache = OAuthTokenCache(credentials: credentials)
@@ -49,7 +49,7 @@ public final class OAuthTokenCache: Sendable {
 
     /// The cached access token, or a new one from the refresh-token grant. `forceRefresh` after a
     /// 401: the cached token may have been revoked. Blocks (HTTP): call it off the event loops.
-    public func accessToken(http: HTTPFetcher, timeoutSeconds: Double, forceRefresh: Bool = false) -> Result<String, Failure> {
+    package func accessToken(http: HTTPFetcher, timeoutSeconds: Double, forceRefresh: Bool = false) -> Result<String, Failure> {
         token.withLock { token in
             if !forceRefresh, let token, token.expiresAtMs > Clock.wallMs() + 5000 { return .success(token.value) }
             token = nil

@@ -4,13 +4,13 @@ import Foundation
 /// alive: its pid with its start time (from /proc), since a pid alone is reused after a process
 /// exits. Used to mark work a process holds in a shared data directory (events in HOLD), so that a
 /// restart recovers a dead process's work at once and never takes a live one's.
-public enum ProcessIdentity {
+package enum ProcessIdentity {
     /// This process, as `pid:starttime`.
-    public static let current: String = identity(of: getpid()) ?? "\(getpid()):0"
+    package static let current: String = identity(of: getpid()) ?? "\(getpid()):0"
 
     /// True when the process `identity` names is still running (same pid and start time). An
     /// identity that is not `pid:starttime` counts as not running.
-    public static func isRunning(_ identity: String) -> Bool {
+    package static func isRunning(_ identity: String) -> Bool {
         let parts = identity.split(separator: ":")
         guard parts.count == 2, let pid = Int32(parts[0]), pid > 0 else { return false }
         return Self.identity(of: pid) == identity

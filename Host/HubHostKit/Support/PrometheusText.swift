@@ -2,9 +2,9 @@ import Foundation
 
 /// Reading Prometheus text exposition (what `GET /metrics` answers) back: each sample by series,
 /// and a histogram's quantile between two samples. `hubhost top` reads serve's own metrics this way.
-public enum PrometheusText {
+package enum PrometheusText {
     /// A series' key: its name and its labels sorted, `name{a=x,b=y}` (as `samples` makes them).
-    public static func key(_ name: String, _ labels: [String: String]) -> String {
+    package static func key(_ name: String, _ labels: [String: String]) -> String {
         name + "{" + labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") + "}"
     }
 
@@ -12,7 +12,7 @@ public enum PrometheusText {
     /// not parse are skipped, and at most a million lines are read. Label values with an escaped
     /// quote are not ones hubhost writes (instance ids are letters, digits, '-', '_', '.'): such a
     /// line is skipped.
-    public static func samples(_ text: String) -> [String: Double] {
+    package static func samples(_ text: String) -> [String: Double] {
         var found: [String: Double] = [:]
         for line in text.split(separator: "\n").prefix(1_000_000) where !line.hasPrefix("#") {
             guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
@@ -37,7 +37,7 @@ public enum PrometheusText {
     /// samples: the upper bound of the first bucket (its cumulative counts summed over the other
     /// labels, such as `kind`) that holds that share of the observations made in between. Nil when
     /// there were none; infinity when the share lies past the last finite bound.
-    public static func quantile(
+    package static func quantile(
         _ quantile: Double, of name: String, instance: String, before: [String: Double], after: [String: Double]
     ) -> Double? {
         let prefix = name + "_bucket{"

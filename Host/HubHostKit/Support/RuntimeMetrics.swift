@@ -5,10 +5,10 @@ import Synchronization
 /// The runtime's metrics, through swift-metrics: whatever backend the front end bootstraps
 /// receives them (`hubhost serve` exports Prometheus text at GET /metrics); with none
 /// bootstrapped they cost a no-op call. Names follow Prometheus conventions.
-public enum RuntimeMetrics {
+package enum RuntimeMetrics {
     /// The HELP text of every metric below, by name: `GET /metrics` writes it before the metric's
     /// TYPE line (swift-metrics carries no help text), and a test holds the list to what is exported.
-    public static let help: [String: String] = [
+    package static let help: [String: String] = [
         "hubhost_events_tracked_total": "Events stored by the event engine, from any front end.",
         "hubhost_events_delivered_total": "Events a delivery attempt handled, by outcome (posted, retrying, failed).",
         "hubhost_plugin_call_duration_seconds":
@@ -45,7 +45,7 @@ public enum RuntimeMetrics {
     /// The upper bounds of `hubhost_plugin_call_duration_seconds`'s buckets, in seconds: from the
     /// microseconds of an in-process call to a sink's seconds-long post (a backend's defaults start
     /// at 5 ms, where every in-process call would fall into the first bucket).
-    public static let callDurationBuckets: [Double] = [
+    package static let callDurationBuckets: [Double] = [
         0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
     ]
 
@@ -100,13 +100,13 @@ public enum RuntimeMetrics {
     }
 
     /// An in-app message shown (an impression).
-    public static func messageShown() {
+    package static func messageShown() {
         Counter(label: "hubhost_messages_shown_total").increment()
     }
 
     /// The plugins stuck in a call past its deadline, as a gauge per instance and kind (1 while
     /// stuck, back to 0 once its call returned; set when metrics are read) beside their count.
-    public static func recordStuckPlugins(_ stuck: [StuckPlugin]) {
+    package static func recordStuckPlugins(_ stuck: [StuckPlugin]) {
         let now = Set(stuck.map { StuckKey(instance: $0.instance, kind: $0.kind) })
         let before = stuckReported.withLock { reported in
             defer { reported.formUnion(now) }
@@ -129,7 +129,7 @@ public enum RuntimeMetrics {
     /// Every configured instance's state, as a gauge set when metrics are read: `hubhost_plugin_up`
     /// and one `hubhost_plugin_state` series per state. Its call counters are made too (at 0), so
     /// an instance shows before its first call. An instance a reload removed loses its gauges.
-    public static func recordPluginStates(_ registry: PluginRegistry) {
+    package static func recordPluginStates(_ registry: PluginRegistry) {
         var states: [String: String] = [:]
         for entry in registry.entries {
             var state = entry.state.name
@@ -186,7 +186,7 @@ public enum RuntimeMetrics {
     private static let instancesReported = Mutex<Set<String>>([])
 
     /// The stored events by status, as a gauge per status (set when metrics are read).
-    public static func recordStoredEvents(_ counts: [EventStatus: Int]) {
+    package static func recordStoredEvents(_ counts: [EventStatus: Int]) {
         for (status, count) in counts {
             Gauge(label: "hubhost_events", dimensions: [("status", status.rawValue)]).record(count)
         }
@@ -194,7 +194,7 @@ public enum RuntimeMetrics {
 
     /// `hubhost_sink_backlog_events{sink}`: the events waiting for `sink` (NOT_POSTED), set when
     /// metrics are read; the series of a sink a reload replaced is removed.
-    public static func recordSinkBacklog(sink: String, events: Int) {
+    package static func recordSinkBacklog(sink: String, events: Int) {
         let stale = sinkReported.withLock { reported in
             defer { reported = sink }
             return reported == sink ? nil : reported

@@ -2,9 +2,9 @@ import COpenSSL
 import Foundation
 
 /// SHA-256 of files (library pins) and bytes (bundle digests), computed with OpenSSL's libcrypto.
-public enum SHA256 {
+package enum SHA256 {
     /// Lowercase hex digest of the file's bytes, or nil when it cannot be read.
-    public static func hex(ofFile path: String) -> String? {
+    package static func hex(ofFile path: String) -> String? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
         guard let context = EVP_MD_CTX_new() else { return nil }
@@ -24,12 +24,12 @@ public enum SHA256 {
     }
 
     /// Lowercase hex digest of `data`.
-    public static func hex(of data: Data) -> String {
+    package static func hex(of data: Data) -> String {
         hex(digest(of: data))
     }
 
     /// The 32 bytes of `data`'s digest.
-    public static func digest(of data: Data) -> [UInt8] {
+    package static func digest(of data: Data) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = data.withUnsafeBytes { bytes in
@@ -40,7 +40,7 @@ public enum SHA256 {
     }
 
     /// Lowercase hex of digest bytes.
-    public static func hex(_ digest: [UInt8]) -> String {
+    package static func hex(_ digest: [UInt8]) -> String {
         digest.map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -5,17 +5,17 @@ import Foundation
 /// Swift traps on overflow and on converting a non-finite or out-of-range Double to an integer,
 /// and one such trap on a stored value puts `serve` into a crash loop, so every conversion of
 /// an outside number to a time or a duration goes through here.
-public enum SafeTime {
+package enum SafeTime {
     /// The event times hubhost accepts, in ms since 1970: 1970-01-01T00:00:00.000Z through
     /// 9999-12-31T23:59:59.999Z (what ISO 8601 texts with a four-digit year can say).
-    public static let validMs: ClosedRange<Int64> = 0...253_402_300_799_999
+    package static let validMs: ClosedRange<Int64> = 0...253_402_300_799_999
 
     /// The longest duration hubhost works with (100 years, in seconds): timeouts, expirations and
     /// intervals are clamped to it so that adding one to a valid time stays representable.
-    public static let maxDurationSeconds: Double = 3_155_760_000
+    package static let maxDurationSeconds: Double = 3_155_760_000
 
     /// `seconds` as whole milliseconds when it is finite and the result is a valid time; else nil.
-    public static func milliseconds(epochSeconds seconds: Double) -> Int64? {
+    package static func milliseconds(epochSeconds seconds: Double) -> Int64? {
         guard seconds.isFinite else { return nil }
         let ms = (seconds * 1000).rounded(.towardZero)
         guard ms >= Double(validMs.lowerBound), ms <= Double(validMs.upperBound) else { return nil }
@@ -23,12 +23,12 @@ public enum SafeTime {
     }
 
     /// A duration in seconds as milliseconds, clamped to 0...maxDurationSeconds (NaN counts as 0).
-    public static func durationMs(_ seconds: Double) -> Int64 {
+    package static func durationMs(_ seconds: Double) -> Int64 {
         Int64(clampedSeconds(seconds) * 1000)
     }
 
     /// A duration in seconds as nanoseconds, clamped to 0...maxDurationSeconds (NaN counts as 0).
-    public static func durationNs(_ seconds: Double) -> UInt64 {
+    package static func durationNs(_ seconds: Double) -> UInt64 {
         UInt64(clampedSeconds(seconds) * 1e9)
     }
 

@@ -4,8 +4,8 @@ import Foundation
 /// text ISO8601DateFormatter's default options print, computed with integer arithmetic (the civil
 /// calendar from a day count, H. Hinnant's algorithm). Every event view prints one: creating an
 /// ISO8601DateFormatter per event was about a third of `POST /v1/events`' CPU time.
-public enum UTCTimestamp {
-    public static func text(ms: Int64) -> String {
+package enum UTCTimestamp {
+    package static func text(ms: Int64) -> String {
         // Outside 0000-9999 (a value an older version stored) the formatter still prints it.
         guard SafeTime.validMs.contains(ms) else {
             return ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(ms) / 1000))

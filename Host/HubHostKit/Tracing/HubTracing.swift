@@ -12,12 +12,12 @@ import Tracing
 /// Off by default, and then free: every span site first reads `isEnabled`, one relaxed atomic
 /// load, and makes no span, no context and no allocation when it is false; no tracer is
 /// bootstrapped (InstrumentationSystem keeps its no-op tracer).
-public enum HubTracing {
+package enum HubTracing {
     private static let enabled = Atomic<Bool>(false)
 
     /// True once `bootstrap` set up a tracer for this process.
     @inline(__always)
-    public static var isEnabled: Bool { enabled.load(ordering: .relaxed) }
+    package static var isEnabled: Bool { enabled.load(ordering: .relaxed) }
 
     /// For `bootstrap` (and tests that bootstrap a tracer of their own): span sites make spans from now on.
     package static func markEnabled() { enabled.store(true, ordering: .relaxed) }
@@ -26,7 +26,7 @@ public enum HubTracing {
     /// serve's ServiceGroup, ahead of the others so it stops last and exports their last spans);
     /// nil when tracing is off. Call once per process: the tracer is process-global.
     /// OTEL_* environment variables (e.g. OTEL_BSP_SCHEDULE_DELAY) override swift-otel's defaults.
-    public static func bootstrap(_ settings: TracingSettings, logger: Logger) throws -> (any Service)? {
+    package static func bootstrap(_ settings: TracingSettings, logger: Logger) throws -> (any Service)? {
         guard settings.isEnabled else { return nil }
         var configuration = OTel.Configuration.default
         configuration.serviceName = "hubhost"
@@ -48,12 +48,12 @@ public enum HubTracing {
     // MARK: W3C traceparent
 
     /// The longest `traceparent` header looked at; a longer one is ignored without being parsed.
-    public static let maxTraceparentLength = 256
+    package static let maxTraceparentLength = 256
 
     /// `header` as a valid W3C traceparent in version 00 form (`00-<32 hex>-<16 hex>-<2 hex>`,
     /// lowercase), or nil when it is not one (ignored, as the W3C asks; never an error). A later
     /// version is read as 00 (its first four fields), as the specification asks.
-    public static func validTraceparent(_ header: some StringProtocol) -> String? {
+    package static func validTraceparent(_ header: some StringProtocol) -> String? {
         guard header.utf8.count <= maxTraceparentLength else { return nil }
         var bytes = Array(header.utf8)
         while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
@@ -76,7 +76,7 @@ public enum HubTracing {
     }
 
     /// The trace id (32 hex digits) of a valid traceparent.
-    public static func traceID(ofTraceparent traceparent: String) -> String? {
+    package static func traceID(ofTraceparent traceparent: String) -> String? {
         guard let valid = validTraceparent(traceparent) else { return nil }
         return String(valid.dropFirst(3).prefix(32))
     }
@@ -92,7 +92,7 @@ public enum HubTracing {
     }
 
     /// A context whose parent is the span `traceparent` names (top level when it is nil or not valid).
-    public static func context(fromTraceparent traceparent: String?) -> InstrumentationContext {
+    package static func context(fromTraceparent traceparent: String?) -> InstrumentationContext {
         var context = InstrumentationContext.topLevel
         guard let traceparent else { return context }
         InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: DictionaryExtractor())
@@ -100,7 +100,7 @@ public enum HubTracing {
     }
 
     /// The traceparent of `context`'s span, or nil when it has none (or tracing is off).
-    public static func traceparent(of context: InstrumentationContext?) -> String? {
+    package static func traceparent(of context: InstrumentationContext?) -> String? {
         guard isEnabled, let context else { return nil }
         var headers: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &headers, using: DictionaryInjector())
@@ -108,7 +108,7 @@ public enum HubTracing {
     }
 
     /// The traceparent of the current task's span, or nil.
-    public static var currentTraceparent: String? { traceparent(of: InstrumentationContext.current) }
+    package static var currentTraceparent: String? { traceparent(of: InstrumentationContext.current) }
 
     /// Starts a span under the span `traceparent` names; nil when tracing is off.
     static func startSpan(_ name: String, parent traceparent: String?, kind: SpanKind = .internal) -> (any Span)? {

@@ -3,8 +3,8 @@ import Yams
 
 /// `tracing:` in plugins.yaml: where `hubhost serve` exports its spans (OTLP/HTTP) and how many
 /// traces it keeps. Off by default: with no endpoint no tracer is set up and no span is made.
-public struct TracingSettings: Sendable, Equatable {
-    public static let schema = ConfigSchema(keys: [
+package struct TracingSettings: Sendable, Equatable {
+    package static let schema = ConfigSchema(keys: [
         ConfigKey(
             key: "endpoint", type: .string, defaultValue: .string(""),
             doc:
@@ -18,28 +18,28 @@ public struct TracingSettings: Sendable, Equatable {
     ])
 
     /// The collector's base URL; empty when tracing is off.
-    public var endpoint = ""
-    public var sampleRatio = 1.0
+    package var endpoint = ""
+    package var sampleRatio = 1.0
     /// The plugins.yaml line each key was given on (absent: the default).
-    public var lines: [String: Int] = [:]
+    package var lines: [String: Int] = [:]
 
-    public init() {}
+    package init() {}
 
     /// True when serve exports spans.
-    public var isEnabled: Bool { !endpoint.isEmpty }
+    package var isEnabled: Bool { !endpoint.isEmpty }
 
     /// Where the spans are posted: the endpoint with `/v1/traces` added.
-    public var tracesURL: String {
+    package var tracesURL: String {
         endpoint.hasSuffix("/") ? endpoint + "v1/traces" : endpoint + "/v1/traces"
     }
 }
 
 extension TracingSettings: ManifestSection {
-    public static let sectionName = "tracing"
-    public static let summary =
+    package static let sectionName = "tracing"
+    package static let summary =
         "Traces: spans for HTTP requests, plugin calls, group commits and sink deliveries, exported over OTLP/HTTP (swift-otel). Off unless `endpoint` is set."
 
-    public init(section node: Node, context: ManifestSectionContext) {
+    package init(section node: Node, context: ManifestSectionContext) {
         var lines: [String: Int] = [:]
         let values = context.resolve(node, schema: Self.schema, lines: &lines)
         if case .string(let text)? = values["endpoint"] { endpoint = text.trimmingCharacters(in: .whitespaces) }
@@ -47,7 +47,7 @@ extension TracingSettings: ManifestSection {
         self.lines = lines
     }
 
-    public var effectiveValues: [EffectiveSetting] {
+    package var effectiveValues: [EffectiveSetting] {
         Self.schema.effective(
             ["endpoint": .string(endpoint), "sample_ratio": .double(sampleRatio)], lines: lines, section: Self.sectionName)
     }
@@ -55,7 +55,7 @@ extension TracingSettings: ManifestSection {
 
 extension HostManifest {
     /// Where serve's spans go (`tracing:`), defaults filled in.
-    public var tracing: TracingSettings {
+    package var tracing: TracingSettings {
         get { section(TracingSettings.self) }
         set { setSection(newValue) }
     }

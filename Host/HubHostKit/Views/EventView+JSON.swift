@@ -7,7 +7,7 @@ import Foundation
 /// except a number that is not finite, which is written as null where JSONEncoder fails.
 extension EventView {
     /// A JSON array of `views`.
-    public static func json(_ views: [EventView]) -> Data {
+    package static func json(_ views: [EventView]) -> Data {
         var out = [UInt8]()
         out.reserveCapacity(views.count * (320 + (views.first?.attributes.count ?? 0) * 40))
         out.append(UInt8(ascii: "["))

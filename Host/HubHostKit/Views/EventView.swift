@@ -1,21 +1,21 @@
 import Foundation
 
 /// An event as the CLI and the HTTP API print it: its id, status and every attribute.
-public struct EventView: Encodable, Equatable, Sendable {
-    public var id: String
-    public var type: String
-    public var typeCode: Int
-    public var name: String
-    public var timestamp: String
-    public var timestampMs: Int64
-    public var status: String
-    public var attempts: Int
-    public var attributes: [String: JSONValue]
-    public var lastError: String?
+package struct EventView: Encodable, Equatable, Sendable {
+    package var id: String
+    package var type: String
+    package var typeCode: Int
+    package var name: String
+    package var timestamp: String
+    package var timestampMs: Int64
+    package var status: String
+    package var attempts: Int
+    package var attributes: [String: JSONValue]
+    package var lastError: String?
     /// The W3C traceparent it was tracked under (its POST's), which its sink sends on; nil when none.
-    public var traceparent: String?
+    package var traceparent: String?
 
-    public init(_ event: Event, lastError: String? = nil) {
+    package init(_ event: Event, lastError: String? = nil) {
         id = event.id
         type = event.type.rawValue
         typeCode = event.type.code
@@ -29,7 +29,7 @@ public struct EventView: Encodable, Equatable, Sendable {
         traceparent = event.traceparent
     }
 
-    public init(_ stored: StoredEvent) {
+    package init(_ stored: StoredEvent) {
         self.init(stored.event, lastError: stored.lastError)
     }
 }

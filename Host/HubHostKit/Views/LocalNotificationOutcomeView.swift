@@ -1,13 +1,13 @@
 /// What handling a local notification did, as the CLI and the HTTP API print it.
-public struct LocalNotificationOutcomeView: Codable, Equatable, Sendable {
-    public var id: String
+package struct LocalNotificationOutcomeView: Codable, Equatable, Sendable {
+    package var id: String
     /// False when hubhost did not schedule this notification.
-    public var ours: Bool
-    public var uri: String?
-    public var showAlert: Bool?
-    public var message: String?
+    package var ours: Bool
+    package var uri: String?
+    package var showAlert: Bool?
+    package var message: String?
 
-    public init(_ outcome: LocalNotifications.Outcome) {
+    package init(_ outcome: LocalNotifications.Outcome) {
         switch outcome {
         case .handled(let notification, let uri, let showAlert):
             id = notification.id

@@ -3,27 +3,27 @@
 /// What one Wasm plugin instance may spend: fuel per call (about one unit per WebAssembly
 /// operator executed) and the most linear memory it may hold. plugins.yaml sets both per instance
 /// (`wasm_fuel`, `wasm_memory_limit`).
-public struct WasmBudget: Equatable, Sendable {
+package struct WasmBudget: Equatable, Sendable {
     /// Fuel for one call (create, augment, compare...): enough for milliseconds of ordinary work
     /// on this interpreter, and a loop without end stops in well under a second.
-    public static let defaultFuelPerCall: UInt64 = 50_000_000
+    package static let defaultFuelPerCall: UInt64 = 50_000_000
     /// Less would not cover a C module's start-up.
-    public static let minimumFuelPerCall: Int64 = 10_000
+    package static let minimumFuelPerCall: Int64 = 10_000
     /// The linear memory ceiling in MiB.
-    public static let defaultMemoryLimitMB = 64
+    package static let defaultMemoryLimitMB = 64
     /// Below this even a small C module (stack and static data) does not instantiate.
-    public static let minimumMemoryLimitMB = 1
-    public static let maximumMemoryLimitMB = 4096
+    package static let minimumMemoryLimitMB = 1
+    package static let maximumMemoryLimitMB = 4096
 
-    public var fuelPerCall: UInt64 = defaultFuelPerCall
-    public var memoryLimitMB: Int = defaultMemoryLimitMB
+    package var fuelPerCall: UInt64 = defaultFuelPerCall
+    package var memoryLimitMB: Int = defaultMemoryLimitMB
     /// The wall-clock deadline of one call (the instance's `call_timeout`). Fuel bounds what the
     /// guest computes; this bounds the time it spends in the host's imports, where it burns no
     /// fuel: an import called past it ends the call as a timeout, and an HTTP request gets at most
     /// the time left.
-    public var callTimeoutSeconds: Double = HostManifest.Instance.defaultCallTimeoutSeconds
+    package var callTimeoutSeconds: Double = HostManifest.Instance.defaultCallTimeoutSeconds
 
-    public init(
+    package init(
         fuelPerCall: UInt64 = defaultFuelPerCall, memoryLimitMB: Int = defaultMemoryLimitMB,
         callTimeoutSeconds: Double = HostManifest.Instance.defaultCallTimeoutSeconds
     ) {

@@ -5,37 +5,37 @@ import WasmParser
 /// A `.wasm` plugin file, parsed and validated but not run: what `plugins inspect` shows (its
 /// imports, its exports, the ABI version in its `hubhost_abi` custom section) and the module the
 /// instances are made from. Parsing once per load keeps a reload of an unchanged file cheap.
-public struct WasmModuleFile: Sendable {
+package struct WasmModuleFile: Sendable {
     /// One import or export, as the module declares it.
-    public struct Item: Sendable, Equatable, CustomStringConvertible {
+    package struct Item: Sendable, Equatable, CustomStringConvertible {
         /// "func", "memory", "table", "global" or "tag".
-        public var kind: String
+        package var kind: String
         /// "module.name" for an import, the name for an export.
-        public var name: String
+        package var name: String
         /// An imported function's signature, e.g. "(i32, i32) -> (i64)"; empty otherwise.
-        public var signature: String
+        package var signature: String
 
-        public var description: String { signature.isEmpty ? "\(kind) \(name)" : "\(kind) \(name) \(signature)" }
+        package var description: String { signature.isEmpty ? "\(kind) \(name)" : "\(kind) \(name) \(signature)" }
     }
 
-    public let path: String
+    package let path: String
     let module: Module
     /// The ABI version the guest adapter was compiled against, or nil without a `hubhost_abi` section.
-    public let abiVersion: ABIVersion?
-    public let imports: [Item]
-    public let exports: [Item]
+    package let abiVersion: ABIVersion?
+    package let imports: [Item]
+    package let exports: [Item]
 
     /// The custom section naming the ABI version: three little-endian u32 (major, minor, patch).
     static let abiSectionName = "hubhost_abi"
 
     /// Reads and parses the module at `path`. Throws `.notAWasmPlugin` for a file that is not a
     /// WebAssembly module.
-    public static func read(path: String) throws -> WasmModuleFile {
+    package static func read(path: String) throws -> WasmModuleFile {
         try parse(try LibraryFile.read(path: path), path: path)
     }
 
     /// Parses `bytes`, the content of the module file at `path`.
-    public static func parse(_ bytes: [UInt8], path: String) throws -> WasmModuleFile {
+    package static func parse(_ bytes: [UInt8], path: String) throws -> WasmModuleFile {
         let module: Module
         do {
             module = try parseWasm(bytes: bytes, features: .default)

@@ -14,24 +14,24 @@ import Synchronization
 /// Calls are serialized: a WasmKit store runs one call at a time.
 /// Sendable: the guest (a WasmKit store, not Sendable itself) and what changes with it live in the
 /// `guest` Mutex, which every call holds; the rest are `let`s of Sendable types.
-public final class WasmPluginInstance: Sendable {
-    public let instanceID: String
-    public let file: WasmModuleFile
-    public let budget: WasmBudget
+package final class WasmPluginInstance: Sendable {
+    package let instanceID: String
+    package let file: WasmModuleFile
+    package let budget: WasmBudget
     /// The library's ABI version, as its hubhost_library_entry says.
-    public let abiVersion: ABIVersion
+    package let abiVersion: ABIVersion
     /// The plugins created, in the manifest's order: id, kind and index in the library.
-    public let plugins: [(id: String, kind: PluginKind, libraryIndex: Int)]
+    package let plugins: [(id: String, kind: PluginKind, libraryIndex: Int)]
     /// How many times a trap or a timeout made the host instantiate the module again.
-    public var reinstantiations: Int { guest.withLock { $0.reinstantiations } }
+    package var reinstantiations: Int { guest.withLock { $0.reinstantiations } }
 
     /// The fuel its calls used so far and its linear memory after the last one, published after
     /// each call for /metrics, which reads them without waiting for a call in flight.
     private let usage = Mutex<(fuel: UInt64, memoryBytes: Int)>((0, 0))
     /// Fuel its calls have used since it was created (about one unit per instruction).
-    public var fuelConsumed: UInt64 { usage.withLock { $0.fuel } }
+    package var fuelConsumed: UInt64 { usage.withLock { $0.fuel } }
     /// The linear memory its guest held after its last call, in bytes.
-    public var memoryBytes: Int { usage.withLock { $0.memoryBytes } }
+    package var memoryBytes: Int { usage.withLock { $0.memoryBytes } }
 
     private let services: WasmHostImports
     private let logger: Logger
@@ -48,7 +48,7 @@ public final class WasmPluginInstance: Sendable {
 
     /// Instantiates `file`, reads its descriptors, checks them against `manifest` and creates every
     /// plugin the manifest exports. Throws PluginLoadError as a `.so` would.
-    public convenience init(
+    package convenience init(
         file: WasmModuleFile, manifest: PluginManifest, instanceID: String, config: [String: PluginValue], pipeline: LogPipeline,
         budget: WasmBudget, http: HostEnvironment.HTTPPolicy = .init()
     ) throws {
@@ -64,7 +64,7 @@ public final class WasmPluginInstance: Sendable {
 
     /// Instantiates `file` and creates only the plugins `ids` names (in that order), with no
     /// manifest to agree with: for testing one plugin at a time (`hubhost plugins test`, PluginTestKit).
-    public convenience init(
+    package convenience init(
         file: WasmModuleFile, creating ids: [String], instanceID: String, config: [String: PluginValue], pipeline: LogPipeline,
         budget: WasmBudget = WasmBudget(), http: HostEnvironment.HTTPPolicy = .init()
     ) throws {
@@ -102,21 +102,21 @@ public final class WasmPluginInstance: Sendable {
     }
 
     /// What a module's library says about itself (hh_wasm_describe), for `plugins inspect`.
-    public struct Description: Sendable {
-        public struct Plugin: Sendable {
-            public var id: String
-            public var name: String
-            public var description: String
-            public var kind: PluginKind
-            public var version: String
+    package struct Description: Sendable {
+        package struct Plugin: Sendable {
+            package var id: String
+            package var name: String
+            package var description: String
+            package var kind: PluginKind
+            package var version: String
         }
-        public var abi: ABIVersion
-        public var plugins: [Plugin]
+        package var abi: ABIVersion
+        package var plugins: [Plugin]
     }
 
     /// Instantiates `file` (under `budget`, creating nothing) and reads its descriptors: the only
     /// guest code that runs is the module's start-up and hh_wasm_describe, which reads static tables.
-    public static func describe(_ file: WasmModuleFile, budget: WasmBudget = WasmBudget()) throws -> Description {
+    package static func describe(_ file: WasmModuleFile, budget: WasmBudget = WasmBudget()) throws -> Description {
         if let version = file.abiVersion, version.major != ABIVersion.host.major {
             throw PluginLoadError.abiMismatch(path: file.path, plugin: version, host: .host)
         }
@@ -242,7 +242,7 @@ public final class WasmPluginInstance: Sendable {
     }
 
     /// Destroys the plugin at `index` (in `plugins`) once.
-    public func destroy(_ index: Int) {
+    package func destroy(_ index: Int) {
         guest.withLock { state in
             guard index < state.destroyed.count, !state.destroyed[index] else { return }
             state.destroyed[index] = true

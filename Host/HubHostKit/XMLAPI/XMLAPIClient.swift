@@ -10,13 +10,13 @@ public final class XMLAPIClient: Sendable {
     public struct Settings: Sendable {
         /// The Engage base URL (e.g. https://api-campaign-us-1.goacoustic.com); `/XMLAPI` is appended.
         public var host: String
-        public var credentials: OAuthTokenCache.Credentials
+        package var credentials: OAuthTokenCache.Credentials
         public var timeoutSeconds: Double
         /// Retries after the first attempt, for network failures and 5xx answers.
         public var maxRetries: Int
         public var retryBaseDelay: Double
 
-        public init(
+        package init(
             host: String, credentials: OAuthTokenCache.Credentials, timeoutSeconds: Double = 30,
             maxRetries: Int = 3, retryBaseDelay: Double = 1
         ) {
@@ -39,7 +39,7 @@ public final class XMLAPIClient: Sendable {
     let http: HTTPFetcher
     let logger: Logger
 
-    public init(settings: Settings, http: HTTPFetcher = HTTPFetcher(), logger: Logger) {
+    package init(settings: Settings, http: HTTPFetcher = HTTPFetcher(), logger: Logger) {
         self.settings = settings
         self.http = http
         self.logger = logger

@@ -123,9 +123,9 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
 }
 
 /// The operation names hubhost uses (the Engage SDK's `XMLAPIOperation` constants).
-public enum XMLAPIOperation {
-    public static let addRecipient = "AddRecipient"
-    public static let selectRecipientData = "SelectRecipientData"
-    public static let updateRecipient = "UpdateRecipient"
-    public static let insertUpdateRelationalTable = "InsertUpdateRelationalTable"
+package enum XMLAPIOperation {
+    package static let addRecipient = "AddRecipient"
+    package static let selectRecipientData = "SelectRecipientData"
+    package static let updateRecipient = "UpdateRecipient"
+    package static let insertUpdateRelationalTable = "InsertUpdateRelationalTable"
 }

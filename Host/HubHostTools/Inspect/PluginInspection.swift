@@ -14,7 +14,7 @@ public struct PluginInspection: Encodable, Sendable {
         public var description: String
         public var capabilities: [String]
         public var exports: [PluginManifest.Export]
-        public var config: [ConfigKey]
+        package var config: [ConfigKey]
     }
 
     public struct BinaryPart: Encodable, Sendable {

@@ -6,22 +6,22 @@ import Foundation
 /// extension "hubhost.event_auth.v1" (hubhost_event_sink.h), so no sink carries OAuth code.
 /// Sendable: immutable after init (two `let`s of Sendable types); the token itself lives in the shared
 /// OAuthTokenCache, which locks its own state.
-public final class EventAuthTokens: Sendable {
+package final class EventAuthTokens: Sendable {
     let settings: EventSettings
     let http: HTTPFetcher
 
-    public init(settings: EventSettings, http: HTTPFetcher) {
+    package init(settings: EventSettings, http: HTTPFetcher) {
         self.settings = settings
         self.http = http
     }
 
     /// True when `auth_token_url` is set: delivery then needs a token.
-    public var isConfigured: Bool { !settings.string("auth_token_url").isEmpty }
+    package var isConfigured: Bool { !settings.string("auth_token_url").isEmpty }
 
     /// The cached access token, or a new one from the refresh-token grant (always a new one when
     /// `forceRefresh`, after the destination refused the cached one). The cache is the process's
     /// `OAuthTokenCache` for these credentials, so the XMLAPI client shares the same token.
-    public func token(forceRefresh: Bool) -> Result<String, TokenFailure> {
+    package func token(forceRefresh: Bool) -> Result<String, TokenFailure> {
         OAuthTokenCache.shared(settings.oauthCredentials)
             .accessToken(http: http, timeoutSeconds: settings.postTimeout, forceRefresh: forceRefresh)
             .mapError { TokenFailure($0.description) }
@@ -29,7 +29,7 @@ public final class EventAuthTokens: Sendable {
 }
 
 /// Why no access token could be had (not an attempt: the events wait).
-public struct TokenFailure: Error, Sendable {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
+package struct TokenFailure: Error, Sendable {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
 }

@@ -39,7 +39,7 @@ public final class EventDelivery: @unchecked Sendable {
     private let liveSettings: LiveSettings<EventSettings>
     let store: EventStore
     /// Where batches go; a reload may replace it between flushes (`replaceSink`).
-    public var sink: EventSink { sinkLock.withLock { currentSink } }
+    package var sink: EventSink { sinkLock.withLock { currentSink } }
     private var currentSink: EventSink  // under sinkLock
     /// Guards `currentSink`; taken inside `lock` (replaceSink), never the reverse. An NSLock beside `lock`, so the pair
     /// keeps one kind of lock and one order.
@@ -69,7 +69,7 @@ public final class EventDelivery: @unchecked Sendable {
     public var times: Times { lock.withLock { flushTimes } }
     private var flushTimes = Times()
 
-    public convenience init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
+    package convenience init(settings: EventSettings, store: EventStore, sink: EventSink, logger: Logger) {
         self.init(liveSettings: LiveSettings(settings), store: store, sink: sink, logger: logger)
     }
 
@@ -82,7 +82,7 @@ public final class EventDelivery: @unchecked Sendable {
     }
 
     /// Delivery to the HTTP collector (`collector_url`), as before sinks existed.
-    public convenience init(settings: EventSettings, store: EventStore, http: HTTPFetcher, logger: Logger) {
+    package convenience init(settings: EventSettings, store: EventStore, http: HTTPFetcher, logger: Logger) {
         self.init(settings: settings, store: store, sink: HTTPCollectorSink(settings: settings, http: http), logger: logger)
     }
 

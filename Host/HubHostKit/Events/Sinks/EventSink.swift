@@ -2,7 +2,7 @@ import Foundation
 import HubHostABI
 
 /// What a sink did with one batch.
-public enum SinkBatchResult: Equatable, Sendable {
+package enum SinkBatchResult: Equatable, Sendable {
     /// One outcome per event, in the batch's order.
     case answered([SinkOutcome])
     /// Nothing was sent and it is not an attempt (no access token yet, the sink not loaded, a sink
@@ -13,7 +13,7 @@ public enum SinkBatchResult: Equatable, Sendable {
 /// Where tracked events leave hubhost: the built-in HTTP collector, or an `event_sink` plugin named
 /// by `events.sink`. EventDelivery owns the store, the batching, the statuses and the retries; a
 /// sink only sends one batch and says, per event, what became of it.
-public protocol EventSink: AnyObject, Sendable {
+package protocol EventSink: AnyObject, Sendable {
     /// For logs and reports: "http-collector", or the plugin instance's id.
     var name: String { get }
     /// Why there is nowhere to send now (events stay NOT_POSTED on disk, nothing is claimed), or
@@ -28,28 +28,28 @@ public protocol EventSink: AnyObject, Sendable {
 }
 
 extension EventSink {
-    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult { deliver(batch.events, timeoutMs: timeoutMs) }
+    package func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult { deliver(batch.events, timeoutMs: timeoutMs) }
 }
 
 /// An `event_sink` plugin instance as the delivery's sink.
 /// Sendable: immutable after init (a `let` Sendable plugin adapter and a `let` @Sendable closure).
-public final class PluginEventSink: EventSink, Sendable {
-    public let plugin: EventSinkPlugin
-    public var name: String { plugin.handle.instanceID }
-    public var unavailableReason: String? { nil }
+package final class PluginEventSink: EventSink, Sendable {
+    package let plugin: EventSinkPlugin
+    package var name: String { plugin.handle.instanceID }
+    package var unavailableReason: String? { nil }
     private let onUndefinedOutcome: @Sendable (String) -> Void
 
     /// `onUndefinedOutcome` hears of every outcome code the ABI does not define (the delivery logs it).
-    public init(_ plugin: EventSinkPlugin, onUndefinedOutcome: @escaping @Sendable (String) -> Void = { _ in }) {
+    package init(_ plugin: EventSinkPlugin, onUndefinedOutcome: @escaping @Sendable (String) -> Void = { _ in }) {
         self.plugin = plugin
         self.onUndefinedOutcome = onUndefinedOutcome
     }
 
-    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+    package func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         deliver(batch: SinkBatch(events), timeoutMs: timeoutMs)
     }
 
-    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
+    package func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
         // Tracked: a call past post_timeout makes the instance stuck for health and status.
         let token = plugin.handle.calls.begin(deadlineSeconds: Double(timeoutMs) / 1000 + PendingSinkDelivery.marginSeconds)
         let span = PluginCallSpan.start(plugin.handle)  // nil unless tracing is on (under the delivery's span)
@@ -76,16 +76,16 @@ public final class PluginEventSink: EventSink, Sendable {
 /// `events.sink` names an instance that is not a loaded event_sink: nothing is sent and nothing is
 /// lost; the reason is in every flush report until plugins.yaml is fixed.
 /// Sendable: immutable after init; both fields are `let` strings.
-public final class UnavailableEventSink: EventSink, Sendable {
-    public let name: String
-    public let unavailableReason: String?
+package final class UnavailableEventSink: EventSink, Sendable {
+    package let name: String
+    package let unavailableReason: String?
 
-    public init(name: String, reason: String) {
+    package init(name: String, reason: String) {
         self.name = name
         unavailableReason = reason
     }
 
-    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+    package func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         .notAttempted(reason: unavailableReason ?? "the sink is unavailable")
     }
 }

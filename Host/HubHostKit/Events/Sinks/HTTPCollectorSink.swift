@@ -7,27 +7,27 @@ import Foundation
 /// collector answers for the whole batch: 2xx delivers every event, anything else retries them all.
 /// Sendable: immutable after init; its fields are `let`s of Sendable types (EventSettings, HTTPFetcher,
 /// EventAuthTokens).
-public final class HTTPCollectorSink: EventSink, Sendable {
-    public static let sinkName = "http-collector"
-    public var name: String { Self.sinkName }
+package final class HTTPCollectorSink: EventSink, Sendable {
+    package static let sinkName = "http-collector"
+    package var name: String { Self.sinkName }
     let settings: EventSettings
     let http: HTTPFetcher
     let tokens: EventAuthTokens
 
-    public init(settings: EventSettings, http: HTTPFetcher) {
+    package init(settings: EventSettings, http: HTTPFetcher) {
         self.settings = settings
         self.http = http
         tokens = EventAuthTokens(settings: settings, http: http)
     }
 
-    public var unavailableReason: String? { settings.collectorURL.isEmpty ? "no collector_url" : nil }
+    package var unavailableReason: String? { settings.collectorURL.isEmpty ? "no collector_url" : nil }
 
-    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
+    package func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkBatchResult {
         deliver(batch: SinkBatch(events), timeoutMs: timeoutMs)
     }
 
     /// Posts the batch's body as it is laid out.
-    public func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
+    package func deliver(batch: SinkBatch, timeoutMs: UInt32) -> SinkBatchResult {
         let body = Data(batch.body)
         let count = batch.count
         var triedRefresh = false

@@ -15,28 +15,28 @@ import Yams
 /// Every problem is collected (file, and line for YAML) and reported together; nothing is silently
 /// dropped: a stray file, an empty folder, an unknown front-matter key or a folder too deep is an
 /// error naming it. Hidden files and folders (`.name`) are ignored.
-public enum BundleBuilder {
-    public struct Summary: Codable, Equatable, Sendable {
-        public var version: String
-        public var contentSource: String
-        public var created: String
-        public var hubs: Int
-        public var channels: Int
-        public var articles: Int
-        public var resources: Int
-        public var notifications: Int
+package enum BundleBuilder {
+    package struct Summary: Codable, Equatable, Sendable {
+        package var version: String
+        package var contentSource: String
+        package var created: String
+        package var hubs: Int
+        package var channels: Int
+        package var articles: Int
+        package var resources: Int
+        package var notifications: Int
     }
 
-    public struct Problem: Codable, Equatable, Sendable, CustomStringConvertible {
-        public var path: String
-        public var line: Int?
-        public var message: String
-        public var description: String { "\(path)\(line.map { ":\($0)" } ?? ""): \(message)" }
+    package struct Problem: Codable, Equatable, Sendable, CustomStringConvertible {
+        package var path: String
+        package var line: Int?
+        package var message: String
+        package var description: String { "\(path)\(line.map { ":\($0)" } ?? ""): \(message)" }
     }
 
-    public struct BuildError: Error, CustomStringConvertible {
-        public var problems: [Problem]
-        public var description: String {
+    package struct BuildError: Error, CustomStringConvertible {
+        package var problems: [Problem]
+        package var description: String {
             "the bundle was not built (\(problems.count) problem\(problems.count == 1 ? "" : "s")):\n"
                 + problems.map { "  \($0)" }.joined(separator: "\n")
         }
@@ -45,7 +45,7 @@ public enum BundleBuilder {
     /// Builds the bundle from `directory` into `output` (replaced). `version` overrides bundle.yaml's;
     /// with neither, the version is the creation time. Throws BuildError listing every problem.
     @discardableResult
-    public static func build(from directory: String, to output: String, version: String? = nil, now: Date = Date()) throws -> Summary {
+    package static func build(from directory: String, to output: String, version: String? = nil, now: Date = Date()) throws -> Summary {
         var reader = ContentFolderReader(root: directory)
         let content = reader.read()
         guard reader.problems.isEmpty, let content else { throw BuildError(problems: reader.problems) }
@@ -61,7 +61,7 @@ public enum BundleBuilder {
 
     /// Builds, signs with the PEM private key at `privateKeyPath` and writes the metadata document to
     /// `FILE.json` (BundleMetadata.path(besideBundle:)). The key is checked before anything is built.
-    public static func buildSigned(
+    package static func buildSigned(
         from directory: String, to output: String, privateKeyPath: String, version: String? = nil,
         now: Date = Date()
     ) throws -> (summary: Summary, metadata: BundleMetadata) {
@@ -122,7 +122,7 @@ public enum BundleBuilder {
     }
 
     /// The MIME type a resource is served with, from its extension.
-    public static func mimeType(forPath path: String) -> String {
+    package static func mimeType(forPath path: String) -> String {
         switch (path as NSString).pathExtension.lowercased() {
         case "css": return "text/css"
         case "js", "mjs": return "text/javascript"

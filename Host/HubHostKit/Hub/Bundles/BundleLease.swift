@@ -9,7 +9,7 @@ import Foundation
 /// The descriptor is close-on-exec, so plugin worker processes started meanwhile do not inherit
 /// (and so prolong) the claim.
 /// Sendable: its only field is a `let` file descriptor, closed once in deinit.
-public final class BundleLease: Sendable {
+package final class BundleLease: Sendable {
     private let descriptor: Int32
 
     /// Takes a shared lock on `path`; nil when the file is gone (deleted before the lock was taken:
@@ -36,7 +36,7 @@ public final class BundleLease: Sendable {
 /// What identifies one version of a file for "did another process change it?" checks: device,
 /// inode, size and modification time. Files hubhost shares (`active.json`, `delivery.json`) are
 /// replaced by rename, so each version is a new inode; a missing file has a stamp of its own.
-public struct FileStamp: Equatable, Sendable {
+package struct FileStamp: Equatable, Sendable {
     var device: UInt64 = 0
     var inode: UInt64 = 0
     var size: Int64 = -1
@@ -44,7 +44,7 @@ public struct FileStamp: Equatable, Sendable {
     var nanoseconds: Int = 0
 
     /// The stamp of `path` now (`missing` when it does not exist).
-    public init(path: String) {
+    package init(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return }
         device = UInt64(info.st_dev)

@@ -10,20 +10,20 @@ import Foundation
 /// `signature` is the signer's signature over the bundle file's bytes (SHA-256 digest; RSA PKCS#1
 /// v1.5, ECDSA or Ed25519), base64. A document without one (or with an empty one) describes an
 /// unsigned bundle, which the host rejects.
-public struct BundleMetadata: Codable, Equatable, Sendable {
-    public var version: String
+package struct BundleMetadata: Codable, Equatable, Sendable {
+    package var version: String
     /// The bundle file's size in bytes.
-    public var size: Int64
+    package var size: Int64
     /// Lowercase hex SHA-256 of the bundle file's bytes.
-    public var sha256: String
+    package var sha256: String
     /// Base64 signature over the bundle file's bytes; empty when unsigned.
-    public var signature: String
+    package var signature: String
     /// When the bundle was built (ISO 8601, UTC).
-    public var created: String
+    package var created: String
     /// The bundle schema's format (ContentBundle.schema is format 1).
-    public var format: Int
+    package var format: Int
 
-    public init(version: String, size: Int64, sha256: String, signature: String, created: String, format: Int = 1) {
+    package init(version: String, size: Int64, sha256: String, signature: String, created: String, format: Int = 1) {
         self.version = version
         self.size = size
         self.sha256 = sha256
@@ -36,7 +36,7 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
 
     /// version, size and sha256 are required; a missing signature reads as unsigned (rejected later
     /// with that reason rather than as a malformed document).
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         if let text = try? c.decode(String.self, forKey: .version) {
             version = text
@@ -50,9 +50,9 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
         format = try c.decodeIfPresent(Int.self, forKey: .format) ?? 1
     }
 
-    public enum DecodeError: Error, CustomStringConvertible {
+    package enum DecodeError: Error, CustomStringConvertible {
         case invalid(source: String, reason: String)
-        public var description: String {
+        package var description: String {
             switch self {
             case .invalid(let source, let reason):
                 return
@@ -62,7 +62,7 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
     }
 
     /// Decodes the JSON document; `source` names it in errors (a path or URL).
-    public static func decode(_ data: Data, source: String = "the metadata") throws -> BundleMetadata {
+    package static func decode(_ data: Data, source: String = "the metadata") throws -> BundleMetadata {
         do {
             return try JSONDecoder().decode(BundleMetadata.self, from: data)
         } catch let DecodingError.keyNotFound(key, _) {
@@ -75,7 +75,7 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
     }
 
     /// Reads and decodes the document at `path`.
-    public static func read(path: String) throws -> BundleMetadata {
+    package static func read(path: String) throws -> BundleMetadata {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw DecodeError.invalid(source: path, reason: "the file cannot be read")
         }
@@ -83,14 +83,14 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
     }
 
     /// The document as pretty JSON with sorted keys (what `bundle build` writes).
-    public func encoded() -> Data {
+    package func encoded() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return (try? encoder.encode(self)) ?? Data()
     }
 
     /// The metadata document for `bundle` (the file's bytes), signed with `signature` (empty: unsigned).
-    public static func describing(_ bundle: Data, version: String, created: String, signature: Data) -> BundleMetadata {
+    package static func describing(_ bundle: Data, version: String, created: String, signature: Data) -> BundleMetadata {
         BundleMetadata(
             version: version, size: Int64(bundle.count), sha256: SHA256.hex(of: bundle),
             signature: signature.base64EncodedString(), created: created)
@@ -98,5 +98,5 @@ public struct BundleMetadata: Codable, Equatable, Sendable {
 
     /// `FILE.json`: where `bundle build` writes the document for `FILE`, and where the host looks for
     /// a preloaded bundle's document.
-    public static func path(besideBundle bundlePath: String) -> String { bundlePath + ".json" }
+    package static func path(besideBundle bundlePath: String) -> String { bundlePath + ".json" }
 }

@@ -5,15 +5,15 @@ import Foundation
 /// private key (RSA, EC or Ed25519), the host verifies with the matching DER SubjectPublicKeyInfo
 /// public key (the ZBiM SDK's pubkey.der). RSA and EC sign a SHA-256 digest (RSA PKCS#1 v1.5,
 /// ECDSA); Ed25519 signs the bytes themselves, as the algorithm requires.
-public enum BundleSignature {
-    public enum KeyError: Error, CustomStringConvertible, Equatable {
+package enum BundleSignature {
+    package enum KeyError: Error, CustomStringConvertible, Equatable {
         case unreadable(path: String)
         case notAPrivateKey(source: String, openssl: String)
         case encryptedPrivateKey(source: String)
         case notAPublicKey(source: String, openssl: String)
         case signingFailed(openssl: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .unreadable(let path): return "\(path) cannot be read"
             case .notAPrivateKey(let source, let openssl):
@@ -31,7 +31,7 @@ public enum BundleSignature {
     }
 
     /// Signs `data` with the PEM private key `pem` (`source` names it in errors).
-    public static func sign(_ data: Data, privateKeyPEM pem: Data, source: String = "the private key") throws -> Data {
+    package static func sign(_ data: Data, privateKeyPEM pem: Data, source: String = "the private key") throws -> Data {
         let key = try privateKey(pem, source: source)
         defer { EVP_PKEY_free(key) }
         guard let context = EVP_MD_CTX_new() else { throw KeyError.signingFailed(openssl: openSSLErrors()) }
@@ -52,7 +52,7 @@ public enum BundleSignature {
     }
 
     /// Signs `data` with the PEM private key in the file at `path`.
-    public static func sign(_ data: Data, privateKeyAt path: String) throws -> Data {
+    package static func sign(_ data: Data, privateKeyAt path: String) throws -> Data {
         guard let pem = FileManager.default.contents(atPath: path) else { throw KeyError.unreadable(path: path) }
         return try sign(data, privateKeyPEM: pem, source: path)
     }
@@ -64,7 +64,7 @@ public enum BundleSignature {
     /// metadata first), is used for RSA and EC keys instead of hashing the bytes a second time:
     /// the signature is over that same digest, so verification costs one pass over the file.
     /// Ed25519 signs the bytes themselves and always reads them.
-    public static func verify(
+    package static func verify(
         _ data: Data, signature: Data, publicKeyDER der: Data, source: String = "the public key",
         sha256: [UInt8]? = nil
     ) throws -> Bool {
@@ -106,7 +106,7 @@ public enum BundleSignature {
     }
 
     /// Verifies with the DER public key in the file at `path`.
-    public static func verify(_ data: Data, signature: Data, publicKeyAt path: String) throws -> Bool {
+    package static func verify(_ data: Data, signature: Data, publicKeyAt path: String) throws -> Bool {
         guard let der = FileManager.default.contents(atPath: path) else { throw KeyError.unreadable(path: path) }
         return try verify(data, signature: signature, publicKeyDER: der, source: path)
     }

@@ -57,7 +57,7 @@ public final class BundleStore: Sendable {
     public func metadataPath(sha256: String) -> String { file("\(sha256).json") }
 
     /// Changes whenever a process activates a bundle (the pointer is replaced by rename).
-    public func activeStamp() -> FileStamp { FileStamp(path: activePointerPath) }
+    package func activeStamp() -> FileStamp { FileStamp(path: activePointerPath) }
 
     /// The pointer, nil when nothing was installed yet (or the pointer is unreadable).
     public func activePointer() -> ActivePointer? {
@@ -106,7 +106,7 @@ public final class BundleStore: Sendable {
     /// Verifies `data` against `metadata` and the public key, stores it and makes it the active
     /// bundle. Throws BundleRejection (and leaves the active bundle as it was) when any check fails.
     @discardableResult
-    public func install(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
+    package func install(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
         try installOpened(data, metadata: metadata, publicKeyPath: publicKeyPath).bundle
     }
 
@@ -197,7 +197,7 @@ public final class BundleStore: Sendable {
 
     /// Reads the bundle file at `path` and installs it (see install(_:metadata:publicKeyPath:)).
     @discardableResult
-    public func install(bundleAt path: String, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
+    package func install(bundleAt path: String, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
             throw BundleRejection(.unreadable, "the bundle \(path) cannot be read: \(error.localizedDescription)")

@@ -2,8 +2,8 @@ import Foundation
 
 /// Why the host refused a bundle. `reason` is written for people (CLI, logs, the hub's error view);
 /// `kind` is for code and tests.
-public struct BundleRejection: Error, CustomStringConvertible, Equatable, Sendable {
-    public enum Kind: String, Sendable, Codable {
+package struct BundleRejection: Error, CustomStringConvertible, Equatable, Sendable {
+    package enum Kind: String, Sendable, Codable {
         /// The bytes are fewer (or more) than the metadata's size: an interrupted download.
         case truncated
         /// The size matches but the SHA-256 does not: the bytes were changed.
@@ -26,25 +26,25 @@ public struct BundleRejection: Error, CustomStringConvertible, Equatable, Sendab
         case older
     }
 
-    public let kind: Kind
-    public let reason: String
+    package let kind: Kind
+    package let reason: String
 
-    public init(_ kind: Kind, _ reason: String) {
+    package init(_ kind: Kind, _ reason: String) {
         self.kind = kind
         self.reason = reason
     }
 
-    public var description: String { "bundle rejected (\(kind.rawValue)): \(reason)" }
+    package var description: String { "bundle rejected (\(kind.rawValue)): \(reason)" }
 }
 
 /// The host's checks on a bundle's bytes before it trusts them, in this order (the first failure is
 /// the reason): size (truncated), SHA-256 (tampered), a signature present (unsigned), a public key
 /// configured and readable, the signature verifies with it, the format is 1. Whether the bytes are a bundle is
 /// checked afterwards on the stored file (BundleStore), since SQLite needs a file.
-public enum BundleVerifier {
+package enum BundleVerifier {
     /// Throws BundleRejection when `data` does not match `metadata` or its signature does not verify
     /// with the DER public key at `publicKeyPath` (nil: none configured).
-    public static func verify(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws {
+    package static func verify(_ data: Data, metadata: BundleMetadata, publicKeyPath: String?) throws {
         if Int64(data.count) != metadata.size {
             throw BundleRejection(
                 .truncated,
@@ -89,7 +89,7 @@ public enum BundleVerifier {
 extension BundleVerifier {
     /// Verifies the bundle file at `path` with `metadata` (size, SHA-256, signature) and opens it:
     /// the same checks as an install, without storing anything (`hubhost bundle verify`).
-    public static func verifyFile(_ path: String, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
+    package static func verifyFile(_ path: String, metadata: BundleMetadata, publicKeyPath: String?) throws -> ContentBundle {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
             throw BundleRejection(.unreadable, "the bundle \(path) cannot be read: \(error.localizedDescription)")

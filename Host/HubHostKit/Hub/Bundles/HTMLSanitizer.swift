@@ -28,8 +28,8 @@ import Foundation
 /// escaped again; open elements are closed at the end and stray end tags dropped, so a body cannot
 /// leave its container. CSS is not script: styles stay, and the page's Content-Security-Policy
 /// governs what they load. One pass over the bytes, nesting bounded: linear in the input.
-public enum HTMLSanitizer {
-    public static func sanitize(_ html: String) -> String {
+package enum HTMLSanitizer {
+    package static func sanitize(_ html: String) -> String {
         var sanitizer = Sanitizer(Array(html.utf8))
         sanitizer.run()
         return String(decoding: sanitizer.out, as: UTF8.self)

@@ -16,11 +16,11 @@ import Foundation
 ///
 /// The scan is one pass over the bytes (fenced code blocks are skipped: cmark does not parse them),
 /// so with these refused, rendering any article is linear in its length.
-public struct MarkdownHazard: Equatable, Sendable, CustomStringConvertible {
+package struct MarkdownHazard: Equatable, Sendable, CustomStringConvertible {
     /// The line (1 = the first line of the text scanned).
-    public var line: Int
-    public var message: String
-    public var description: String { "line \(line): \(message)" }
+    package var line: Int
+    package var message: String
+    package var description: String { "line \(line): \(message)" }
 }
 
 enum MarkdownHazards {

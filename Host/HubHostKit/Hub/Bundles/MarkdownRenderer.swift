@@ -20,22 +20,22 @@ import Foundation
 /// unclosed links and emphasis runs, backticks); the few that Debian's 0.29.0.gfm.6 is quadratic on
 /// (MarkdownHazards) are found by a linear scan first and not parsed, so one hostile article cannot
 /// stall a build.
-public enum MarkdownRenderer {
+package enum MarkdownRenderer {
     /// The cmark-gfm extensions every article is rendered with.
-    public static let extensions = ["table", "strikethrough", "autolink", "tasklist"]
+    package static let extensions = ["table", "strikethrough", "autolink", "tasklist"]
 
     /// An article: its HTML and the plain text of its first level-1 heading (the default title).
-    public struct Article: Equatable, Sendable {
-        public var html: String
-        public var firstHeading: String?
+    package struct Article: Equatable, Sendable {
+        package var html: String
+        package var firstHeading: String?
         /// Raw HTML blocks and tags shown as text, and links and images with an unsafe URL shown as their text.
-        public var neutralized = 0
+        package var neutralized = 0
         /// What cmark-gfm would take more than linear time on (MarkdownHazards); when there is any,
         /// the article was not parsed and `html` is its text, escaped, in a `<pre>`. The bundle
         /// builder reports them as problems.
-        public var hazards: [MarkdownHazard] = []
+        package var hazards: [MarkdownHazard] = []
 
-        public init(html: String, firstHeading: String?, neutralized: Int = 0, hazards: [MarkdownHazard] = []) {
+        package init(html: String, firstHeading: String?, neutralized: Int = 0, hazards: [MarkdownHazard] = []) {
             self.html = html
             self.firstHeading = firstHeading
             self.neutralized = neutralized
@@ -43,10 +43,10 @@ public enum MarkdownRenderer {
         }
     }
 
-    public static func render(_ markdown: String) -> String { renderArticle(markdown).html }
+    package static func render(_ markdown: String) -> String { renderArticle(markdown).html }
 
     /// The article's HTML, or its escaped text when it holds an input cmark-gfm is not linear on.
-    public static func renderArticle(_ markdown: String) -> Article {
+    package static func renderArticle(_ markdown: String) -> Article {
         let hazards = MarkdownHazards.scan(markdown)
         guard hazards.isEmpty else {
             let text = escape(markdown).replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
@@ -56,7 +56,7 @@ public enum MarkdownRenderer {
     }
 
     /// `&`, `<`, `>`, `"` and `'` as entities: safe in text and in double-quoted attributes.
-    public static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
+    package static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
 
     /// The document's options: no CMARK_OPT_UNSAFE, so cmark's safe mode is on.
     static let options = CMARK_OPT_DEFAULT

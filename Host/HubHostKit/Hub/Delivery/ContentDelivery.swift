@@ -58,10 +58,10 @@ public final class ContentDelivery: @unchecked Sendable {
     // MARK: What is known
 
     /// The service's last settings document, or the defaults when none was fetched yet.
-    public var settings: DeliverySettings { currentRecord().settings ?? DeliverySettings() }
+    package var settings: DeliverySettings { currentRecord().settings ?? DeliverySettings() }
     /// What delivery remembers (also across runs, and what other processes on the data directory
     /// recorded).
-    public var lastRecord: DeliveryRecord { currentRecord() }
+    package var lastRecord: DeliveryRecord { currentRecord() }
 
     /// True until a sync succeeded in this run, and again once that is older than refreshInterval.
     public var isStale: Bool {
@@ -108,7 +108,7 @@ public final class ContentDelivery: @unchecked Sendable {
         /// "updated", "current" or "skipped" (disabled or not enrolled: nothing downloaded).
         public var result: String
         public var message: String
-        public var settings: DeliverySettings
+        package var settings: DeliverySettings
         /// The service's bundle, when its metadata was read.
         public var bundleVersion: String?
         public var bundleSHA256: String?
@@ -290,7 +290,7 @@ public final class ContentDelivery: @unchecked Sendable {
     /// Fetches and applies the settings document (with the location query). A provider that has
     /// none (HH_ERR_NOT_FOUND) means the defaults.
     @discardableResult
-    public func refreshSettings() throws -> DeliverySettings {
+    package func refreshSettings() throws -> DeliverySettings {
         try refreshSettings(deadline: deadline())
     }
 

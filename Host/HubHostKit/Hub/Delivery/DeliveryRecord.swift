@@ -9,27 +9,27 @@ import Foundation
 /// lock on `delivery.json.lock`, on the record as stored then), and ContentDelivery re-reads the file
 /// when its stamp changed, so `hubhost serve` sees the settings and the last sync of a
 /// `hubhost hub sync` run beside it.
-public struct DeliveryRecord: Codable, Equatable, Sendable {
+package struct DeliveryRecord: Codable, Equatable, Sendable {
     /// The last valid settings document; nil until one was fetched (the defaults apply).
-    public var settings: DeliverySettings?
+    package var settings: DeliverySettings?
     /// When `settings` was fetched (ms since 1970).
-    public var settingsFetchedMs: Int64?
+    package var settingsFetchedMs: Int64?
     /// The last sync that ended, successful or not.
-    public var lastSync: SyncOutcome?
+    package var lastSync: SyncOutcome?
     /// The last sync that succeeded (ms since 1970).
-    public var lastSuccessMs: Int64?
+    package var lastSuccessMs: Int64?
 
-    public init() {}
+    package init() {}
 
-    public struct SyncOutcome: Codable, Equatable, Sendable {
+    package struct SyncOutcome: Codable, Equatable, Sendable {
         /// "updated" (a new bundle is active), "current" (the active bundle is the service's),
         /// "skipped" (disabled or not enrolled: nothing downloaded) or "failed".
-        public var result: String
+        package var result: String
         /// What happened, for people (the failure's reason).
-        public var message: String
-        public var atMs: Int64
+        package var message: String
+        package var atMs: Int64
         /// The service's bundle version, when its metadata was read.
-        public var bundleVersion: String?
+        package var bundleVersion: String?
     }
 
     static func path(in hubDirectory: String) -> String { (hubDirectory as NSString).appendingPathComponent("delivery.json") }

@@ -10,9 +10,9 @@ import Foundation
 /// Every key is optional; a missing key takes its default. A value of the wrong type or an unknown
 /// mode makes the whole document invalid (DeliverySettings.Invalid), so a typo on the service never
 /// silently changes behavior: the last good document stays in use.
-public struct DeliverySettings: Codable, Equatable, Sendable {
+package struct DeliverySettings: Codable, Equatable, Sendable {
     /// When the first bundle is fetched.
-    public enum InitialDownloadMode: String, Codable, Sendable, CaseIterable {
+    package enum InitialDownloadMode: String, Codable, Sendable, CaseIterable {
         /// At `hubhost serve` start-up.
         case immediate
         /// At the first present (the default).
@@ -20,7 +20,7 @@ public struct DeliverySettings: Codable, Equatable, Sendable {
     }
 
     /// What present does with content that may be out of date.
-    public enum RefreshMode: String, Codable, Sendable, CaseIterable {
+    package enum RefreshMode: String, Codable, Sendable, CaseIterable {
         /// Present waits for the sync when the content is stale (or fails with the reason).
         case dontShowStale = "dont_show_stale"
         /// Present shows the active bundle at once and refreshes in the background (the default).
@@ -30,35 +30,35 @@ public struct DeliverySettings: Codable, Equatable, Sendable {
     }
 
     /// The service's pilot program: absent when there is none (everyone may present).
-    public struct PilotProgram: Codable, Equatable, Sendable {
+    package struct PilotProgram: Codable, Equatable, Sendable {
         /// The program's id; a new id means the service reset the program and everyone re-enrolls.
-        public var id: String
+        package var id: String
         /// Whether the service enrolled this instance (decided from the location it was sent).
-        public var enrolled: Bool
+        package var enrolled: Bool
 
-        public init(id: String, enrolled: Bool) {
+        package init(id: String, enrolled: Bool) {
             self.id = id
             self.enrolled = enrolled
         }
     }
 
-    public var initialDownloadMode: InitialDownloadMode = .onDemand
-    public var refreshMode: RefreshMode = .staleOK
+    package var initialDownloadMode: InitialDownloadMode = .onDemand
+    package var refreshMode: RefreshMode = .staleOK
     /// Seconds between re-syncs in `recurring` mode (default one hour).
-    public var refreshInterval: Double = 3600
+    package var refreshInterval: Double = 3600
     /// The service disabled the Content Hub remotely.
-    public var isDisabled = false
-    public var pilotProgram: PilotProgram?
+    package var isDisabled = false
+    package var pilotProgram: PilotProgram?
 
-    public init() {}
+    package init() {}
 
     /// True when the service runs a pilot program and did not enroll this instance.
-    public var refusedByPilotProgram: Bool { pilotProgram.map { !$0.enrolled } ?? false }
+    package var refusedByPilotProgram: Bool { pilotProgram.map { !$0.enrolled } ?? false }
 
     /// Why a settings document cannot be used.
-    public struct Invalid: Error, CustomStringConvertible, Equatable {
-        public var reason: String
-        public var description: String { "the content service's settings document is invalid: \(reason)" }
+    package struct Invalid: Error, CustomStringConvertible, Equatable {
+        package var reason: String
+        package var description: String { "the content service's settings document is invalid: \(reason)" }
     }
 
     /// The document as sent: every key optional, types checked by the decoder.
@@ -71,7 +71,7 @@ public struct DeliverySettings: Codable, Equatable, Sendable {
     }
 
     /// Parses the document (a JSON object), strictly on types and mode names.
-    public static func parse(_ data: Data) throws -> DeliverySettings {
+    package static func parse(_ data: Data) throws -> DeliverySettings {
         let document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: data)

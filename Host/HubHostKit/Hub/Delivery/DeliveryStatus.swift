@@ -2,31 +2,31 @@ import Foundation
 
 /// What `hubhost hub status` shows: the hub state, the active bundle and content delivery (the
 /// provider instance, the service's settings as last fetched, the last sync). Works offline.
-public struct DeliveryStatus: Codable, Equatable, Sendable {
-    public struct ActiveBundle: Codable, Equatable, Sendable {
-        public var version: String
-        public var created: String
-        public var contentSource: String
-        public var sha256: String?
-        public var path: String
+package struct DeliveryStatus: Codable, Equatable, Sendable {
+    package struct ActiveBundle: Codable, Equatable, Sendable {
+        package var version: String
+        package var created: String
+        package var contentSource: String
+        package var sha256: String?
+        package var path: String
     }
 
-    public var state: HubState
-    public var activeBundle: ActiveBundle?
+    package var state: HubState
+    package var activeBundle: ActiveBundle?
     /// The content_provider instance in use, or nil with `providerProblem` saying why.
-    public var provider: String?
-    public var providerProblem: String?
+    package var provider: String?
+    package var providerProblem: String?
     /// hub.db_service_url, when set.
-    public var serviceURL: String?
+    package var serviceURL: String?
     /// The service's settings document as last fetched, or the defaults (`settingsFetchedMs` nil).
-    public var settings: DeliverySettings
-    public var settingsFetchedMs: Int64?
-    public var lastSync: DeliveryRecord.SyncOutcome?
-    public var lastSuccessMs: Int64?
+    package var settings: DeliverySettings
+    package var settingsFetchedMs: Int64?
+    package var lastSync: DeliveryRecord.SyncOutcome?
+    package var lastSuccessMs: Int64?
 }
 
 extension ContentDelivery {
-    public func status() -> DeliveryStatus {
+    package func status() -> DeliveryStatus {
         let record = lastRecord
         let bundle = hub.activeBundle.map { bundle in
             DeliveryStatus.ActiveBundle(

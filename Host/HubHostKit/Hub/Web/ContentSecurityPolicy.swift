@@ -21,24 +21,24 @@ import Foundation
 /// `/hub/app-action?url=...` (same origin). Violations are reported to `report-uri
 /// /hub/csp-report` (report-uri rather than report-to: Chromium sends report-uri reports at once,
 /// while the Reporting API batches them for up to a minute; a policy with both uses only report-to).
-public struct ContentSecurityPolicy: Equatable, Sendable {
-    public static let reportPath = "/hub/csp-report"
+package struct ContentSecurityPolicy: Equatable, Sendable {
+    package static let reportPath = "/hub/csp-report"
 
-    public var contentSource: HubSettings.ContentSource
+    package var contentSource: HubSettings.ContentSource
     /// Who may frame hub pages (hub.frame_ancestors; default 'self', so another site cannot
     /// frame a hub page and trick its reader into clicks).
-    public var frameAncestors: String
+    package var frameAncestors: String
     /// Host sources for the whitelists (empty for external_allowed).
-    public var allowedSources: [String]
+    package var allowedSources: [String]
 
-    public init(settings: HubSettings) {
+    package init(settings: HubSettings) {
         contentSource = settings.contentSource
         frameAncestors = settings.frameAncestors
         allowedSources = settings.contentSource == .localOnly ? ContentSecurityPolicy.sources(settings) : []
     }
 
     /// The header's value.
-    public var header: String {
+    package var header: String {
         switch contentSource {
         case .externalAllowed:
             return "default-src * data: blob: 'unsafe-inline' 'unsafe-eval'; frame-ancestors \(frameAncestors); report-uri \(Self.reportPath)"
@@ -60,7 +60,7 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
     }
 
     /// X-Frame-Options for browsers without frame-ancestors: only 'self' and 'none' can be said there.
-    public var frameOptions: String? {
+    package var frameOptions: String? {
         switch frameAncestors.trimmingCharacters(in: .whitespaces) {
         case "'self'": return "SAMEORIGIN"
         case "'none'": return "DENY"
@@ -69,7 +69,7 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
     }
 
     /// The headers every hub page carries.
-    public var pageHeaders: [String: String] {
+    package var pageHeaders: [String: String] {
         var headers = ["Content-Security-Policy": header, "X-Content-Type-Options": "nosniff"]
         if let frameOptions { headers["X-Frame-Options"] = frameOptions }
         return headers
@@ -77,7 +77,7 @@ public struct ContentSecurityPolicy: Equatable, Sendable {
 
     /// Whether `url` (an attribute value as the page author wrote it) is a whitelisted URL that
     /// needs hubhost's verbatim check (it has a query) in local_only mode.
-    public static func needsVerbatimCheck(_ url: String, _ settings: HubSettings) -> Bool {
+    package static func needsVerbatimCheck(_ url: String, _ settings: HubSettings) -> Bool {
         settings.contentSource == .localOnly && url.contains("?") && settings.whitelistURLs.contains(url)
     }
 

@@ -9,24 +9,24 @@ import Foundation
 /// - in local_only mode, a whitelisted URL with a query, compared verbatim -> `/hub/whitelisted?url=...`
 ///   (see ContentSecurityPolicy for why).
 /// Everything else is left exactly as written.
-public struct HubLinkRewriter: Sendable {
-    public let settings: HubSettings
+package struct HubLinkRewriter: Sendable {
+    package let settings: HubSettings
     private let schemes: Set<String>
 
-    public init(settings: HubSettings) {
+    package init(settings: HubSettings) {
         self.settings = settings
         schemes = Set(settings.customURLSchemes.map { $0.lowercased() })
     }
 
     /// Whether `url` has one of the registered custom schemes.
-    public func isAppAction(_ url: String) -> Bool {
+    package func isAppAction(_ url: String) -> Bool {
         guard let colon = url.firstIndex(of: ":") else { return false }
         let scheme = url[..<colon].lowercased()
         return schemes.contains(scheme)
     }
 
     /// The URL a link or resource reference is rendered with; nil: unchanged.
-    public func replacement(for url: String, attribute: String) -> String? {
+    package func replacement(for url: String, attribute: String) -> String? {
         if attribute == "href", isAppAction(url) { return "/hub/app-action?url=" + HubLinkRewriter.queryEncode(url) }
         if let uri = ContentURI(url) {
             switch uri.kind {
@@ -43,7 +43,7 @@ public struct HubLinkRewriter: Sendable {
         pattern: #"(?<=[\s"'])(href|src)(\s*=\s*)("([^"]*)"|'([^']*)')"#, options: [.caseInsensitive])
 
     /// `html` with its `href`/`src` attribute values rewritten.
-    public func rewrite(_ html: String) -> String {
+    package func rewrite(_ html: String) -> String {
         let text = html as NSString
         var out = ""
         var last = 0

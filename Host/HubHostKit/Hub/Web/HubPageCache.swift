@@ -6,7 +6,7 @@ import Synchronization
 /// the session id (`<body data-session="...">`) and hubhost's chrome (back and forward enabled or
 /// not) are spliced in per request, in constant time, so that one rendering serves every session
 /// that shows the same page.
-public struct RenderedHubPage: Sendable {
+package struct RenderedHubPage: Sendable {
     /// From `<!DOCTYPE html>` to `data-session="`.
     let head: [UInt8]
     /// From the end of the session id to the end of the `<body>` line.
@@ -14,7 +14,7 @@ public struct RenderedHubPage: Sendable {
     /// From `<main>` to the end.
     let main: [UInt8]
     /// The page's title (for the ContentTypeChanged notification).
-    public let title: String
+    package let title: String
     /// The ContentTypeChanged notification's payload for a view of this page (type, url, path,
     /// title), made once when the page is rendered: percent-encoding the path per view was a
     /// few percent of a cached page's cost.
@@ -23,13 +23,13 @@ public struct RenderedHubPage: Sendable {
     var byteCount: Int { head.count + middle.count + main.count + title.utf8.count }
 
     /// The page for one request: the cached bytes around the session id and the chrome.
-    public func html(sessionID: String, chrome: String) -> Data {
+    package func html(sessionID: String, chrome: String) -> Data {
         Data(buffer(sessionID: sessionID, chrome: chrome).readableBytesView)
     }
 
     /// `html` as the buffer a server sends: the page is copied once, into the buffer, with no
     /// Data to copy it from again.
-    public func buffer(sessionID: String, chrome: String) -> ByteBuffer {
+    package func buffer(sessionID: String, chrome: String) -> ByteBuffer {
         let session = HubPageTemplates.escape(sessionID)
         var buffer = ByteBufferAllocator().buffer(capacity: head.count + middle.count + main.count + session.utf8.count + chrome.utf8.count)
         buffer.writeBytes(head)
@@ -48,15 +48,15 @@ public struct RenderedHubPage: Sendable {
 /// old ones; those age out. Bounded by bytes: beyond `byteLimit` the least recently used pages go.
 /// Lookups hold the lock for a dictionary access only, never while rendering.
 /// Sendable: the entries and their counters live in a Mutex; `byteLimit` is a `let`.
-public final class HubPageCache: Sendable {
+package final class HubPageCache: Sendable {
     /// What a tailored page (the hub, a channel) depends on besides the bundle: the hub presented
     /// and the tag counts that ordered its articles. Its hash is computed once per session.
-    public struct Tailoring: Hashable, Sendable {
-        public let hubID: String
-        public let counts: [String: Int]
+    package struct Tailoring: Hashable, Sendable {
+        package let hubID: String
+        package let counts: [String: Int]
         private let hash: Int
 
-        public init(hubID: String, counts: [String: Int]) {
+        package init(hubID: String, counts: [String: Int]) {
             self.hubID = hubID
             self.counts = counts
             var hasher = Hasher()
@@ -65,25 +65,25 @@ public final class HubPageCache: Sendable {
             hash = hasher.finalize()
         }
 
-        public func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+        package func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
-        public static func == (a: Tailoring, b: Tailoring) -> Bool {
+        package static func == (a: Tailoring, b: Tailoring) -> Bool {
             a.hash == b.hash && a.hubID == b.hubID && a.counts == b.counts
         }
     }
 
-    public struct Key: Hashable, Sendable {
-        public var bundle: Int
-        public var location: HubPageLocation
+    package struct Key: Hashable, Sendable {
+        package var bundle: Int
+        package var location: HubPageLocation
         /// nil for article pages: they are the same for every reader.
-        public var tailoring: Tailoring?
-        public var embed: Bool
+        package var tailoring: Tailoring?
+        package var embed: Bool
     }
 
     /// 64 MiB: thousands of pages (a page is a few KiB plus its article body).
-    public static let defaultByteLimit = 64 << 20
+    package static let defaultByteLimit = 64 << 20
 
-    public let byteLimit: Int
+    package let byteLimit: Int
     private struct State {
         var entries: [Key: (page: RenderedHubPage, lastUse: UInt64)] = [:]
         var uses: UInt64 = 0
@@ -93,14 +93,14 @@ public final class HubPageCache: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(byteLimit: Int = HubPageCache.defaultByteLimit) {
+    package init(byteLimit: Int = HubPageCache.defaultByteLimit) {
         self.byteLimit = max(1, byteLimit)
     }
 
     /// The page for `key`: cached, or rendered by `render` (outside the lock; two requests missing
     /// the same page at once may both render it, with the same bytes) and kept. nil when `render`
     /// finds no such page (nothing is kept then).
-    public func page(_ key: Key, render: () -> RenderedHubPage?) -> RenderedHubPage? {
+    package func page(_ key: Key, render: () -> RenderedHubPage?) -> RenderedHubPage? {
         if let cached = cached(key) { return cached }
         guard let page = render() else { return nil }
         insert(page, for: key)
@@ -108,7 +108,7 @@ public final class HubPageCache: Sendable {
     }
 
     /// The cached page for `key`, nil when it was not rendered yet (or was evicted).
-    public func cached(_ key: Key) -> RenderedHubPage? {
+    package func cached(_ key: Key) -> RenderedHubPage? {
         state.withLock { state in
             state.uses &+= 1
             guard let index = state.entries.index(forKey: key) else { return nil }
@@ -119,7 +119,7 @@ public final class HubPageCache: Sendable {
     }
 
     /// Pages served from memory and pages rendered, since the cache was made (for tests and tools).
-    public var counts: (hits: Int, renders: Int, pages: Int, bytes: Int) {
+    package var counts: (hits: Int, renders: Int, pages: Int, bytes: Int) {
         state.withLock { ($0.hitCount, $0.renderCount, $0.entries.count, $0.bytes) }
     }
 

@@ -2,18 +2,18 @@ import Foundation
 
 /// The parts of hub pages that do not come from a bundle: HTML escaping, the status views
 /// (checking, downloading, error) with their replaceable templates, hubhost's stylesheet and script.
-public enum HubPageTemplates {
+package enum HubPageTemplates {
     /// Escapes text for HTML element content and double- or single-quoted attribute values.
-    public static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
+    package static func escape(_ text: String) -> String { HTMLEscape.escape(text) }
 
     /// A status view: what the hub shows while it has no content to present.
-    public enum Status: String, CaseIterable, Sendable {
+    package enum Status: String, CaseIterable, Sendable {
         case checking, downloading, error
     }
 
     /// `<data_dir>/hub/templates/<status>.html` when it exists, else the built-in view, with
     /// `{{message}}` and `{{percent}}` replaced by the escaped values.
-    public static func statusView(
+    package static func statusView(
         _ status: Status, message: String, percent: Int?, templatesDirectory: String,
         colorScheme: HubSettings.ColorScheme, chrome: String
     ) -> String {
@@ -48,7 +48,7 @@ public enum HubPageTemplates {
 
     /// `/hub/hubhost.css`: the chrome, the page layout and both color schemes (the `<html>`
     /// element's class `scheme-dark` or `scheme-light`). Bundle-independent.
-    public static let stylesheet = """
+    package static let stylesheet = """
         html.scheme-dark { --bg: #121417; --fg: #e8eaed; --muted: #9aa0a6; --card: #1e2126; --accent: #8ab4f8; --line: #2e3238; color-scheme: dark; }
         html.scheme-light { --bg: #ffffff; --fg: #202124; --muted: #5f6368; --card: #f1f3f4; --accent: #1a73e8; --line: #dadce0; color-scheme: light; }
         html, body { margin: 0; padding: 0; background: var(--bg); color: var(--fg); font-family: system-ui, -apple-system, "Segoe UI", sans-serif; line-height: 1.5; }
@@ -81,7 +81,7 @@ public enum HubPageTemplates {
     /// would otherwise hand to the operating system. The schemes are in `<body data-app-schemes="...">`.
     /// `referrerPolicy: 'same-origin'` keeps the request's Origin the page's own even when the
     /// page asks for no referrer (which would send `Origin: null`, refused as foreign).
-    public static let script = """
+    package static let script = """
         (function () {
           var schemes = (document.body.getAttribute('data-app-schemes') || '').split(' ').filter(Boolean);
           document.addEventListener('click', function (event) {

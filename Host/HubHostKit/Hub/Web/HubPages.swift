@@ -9,12 +9,12 @@ import Foundation
 /// A page is rendered without its session (RenderedHubPage): what differs between sessions (the
 /// session id, the chrome's back and forward) is spliced in per request, so that the web hub
 /// renders each page once (HubPageCache).
-public struct HubPages: Sendable {
-    public let settings: HubSettings
-    public let templatesDirectory: String
+package struct HubPages: Sendable {
+    package let settings: HubSettings
+    package let templatesDirectory: String
     let rewriter: HubLinkRewriter
 
-    public init(settings: HubSettings, templatesDirectory: String) {
+    package init(settings: HubSettings, templatesDirectory: String) {
         self.settings = settings
         self.templatesDirectory = templatesDirectory
         rewriter = HubLinkRewriter(settings: settings)
@@ -23,7 +23,7 @@ public struct HubPages: Sendable {
     /// The page at `location` of a session presented as `presentation` from `bundle` (`embed`:
     /// the app brings its own chrome); nil when the bundle has no such item (the route answers 404).
     /// Hub and channel pages depend on the presentation's tailoring, article pages do not.
-    public func render(_ location: HubPageLocation, presentation: Presentation, bundle: ContentBundle, embed: Bool) -> RenderedHubPage? {
+    package func render(_ location: HubPageLocation, presentation: Presentation, bundle: ContentBundle, embed: Bool) -> RenderedHubPage? {
         let e = HubPageTemplates.escape
         switch location {
         case .hub:
@@ -53,7 +53,7 @@ public struct HubPages: Sendable {
     }
 
     /// Whether the session's bundle has the page's item.
-    public func contains(_ location: HubPageLocation, in session: HubSession) -> Bool {
+    package func contains(_ location: HubPageLocation, in session: HubSession) -> Bool {
         guard session.presentation != nil, let bundle = session.bundle else { return false }
         switch location {
         case .hub: return true
@@ -63,7 +63,7 @@ public struct HubPages: Sendable {
     }
 
     /// A status view (the hub has nothing to present yet, or cannot present).
-    public func status(_ status: HubPageTemplates.Status, message: String, percent: Int?, session: HubSession?) -> String {
+    package func status(_ status: HubPageTemplates.Status, message: String, percent: Int?, session: HubSession?) -> String {
         HubPageTemplates.statusView(
             status, message: message, percent: percent, templatesDirectory: templatesDirectory,
             colorScheme: settings.colorScheme,
@@ -71,7 +71,7 @@ public struct HubPages: Sendable {
     }
 
     /// The page after closing the hub.
-    public func closed() -> String {
+    package func closed() -> String {
         """
         <!DOCTYPE html>
         <html lang="en" class="scheme-\(settings.colorScheme.rawValue)"><head><meta charset="utf-8"><title>Content Hub closed</title>
@@ -102,7 +102,7 @@ public struct HubPages: Sendable {
 
     /// Close, back and forward (disabled where they lead nowhere); none in embed sessions. Status
     /// views show back and forward disabled.
-    public func chrome(embed: Bool, _ navigation: HubSession.Navigation) -> String {
+    package func chrome(embed: Bool, _ navigation: HubSession.Navigation) -> String {
         guard !embed else { return "" }
         return Self.chromes[(navigation.canGoBack ? 1 : 0) + (navigation.canGoForward ? 2 : 0)]
     }

@@ -2,12 +2,12 @@ import Foundation
 import Synchronization
 
 /// A page of the web Content Hub: the session's hub, a channel or an article (ids are bundle paths).
-public enum HubPageLocation: Hashable, Sendable {
+package enum HubPageLocation: Hashable, Sendable {
     case hub
     case channel(String)
     case article(String)
 
-    public var kind: ContentURI.Kind {
+    package var kind: ContentURI.Kind {
         switch self {
         case .hub: return .hub
         case .channel: return .channel
@@ -17,7 +17,7 @@ public enum HubPageLocation: Hashable, Sendable {
 
     /// The page's path on `hubhost serve`. The hub page of an open session is `/hub/home`
     /// (`/hub` itself presents again and so opens a new session).
-    public var path: String {
+    package var path: String {
         switch self {
         case .hub: return "/hub/home"
         case .channel(let id): return "/hub/channel/" + HubPageLocation.encodePath(id)
@@ -37,7 +37,7 @@ public enum HubPageLocation: Hashable, Sendable {
     /// `news/sports`), percent-decoded; nil for anything an id can never be: empty, `.` or `..`
     /// segments (also when encoded as `%2e%2e`), a leading `/`, backslashes or NUL. Ids are only
     /// ever looked up in the bundle's tables, so this is defence in depth, not the only guard.
-    public static func decodeID(_ raw: Substring) -> String? {
+    package static func decodeID(_ raw: Substring) -> String? {
         guard !raw.isEmpty else { return nil }
         // Percent-decoding (Foundation) only when there is a `%`: most paths have none, and this
         // runs for every page request.
@@ -72,26 +72,26 @@ public enum HubPageLocation: Hashable, Sendable {
 /// Every call is O(1) under the session's own small lock (never held across rendering): the
 /// history keeps the latest `historyLimit` pages, so a long session cannot grow it without bound.
 /// Sendable: the history lives in a Mutex; every other field is a `let` of a Sendable type.
-public final class HubSession: Sendable {
-    public let id = UUID().uuidString.lowercased()
+package final class HubSession: Sendable {
+    package let id = UUID().uuidString.lowercased()
     /// nil while the session shows a status view (no content yet, downloading, an error).
-    public let presentation: Presentation?
-    public let bundle: ContentBundle?
+    package let presentation: Presentation?
+    package let bundle: ContentBundle?
     /// `?embed=1`: no close/back/forward buttons (the app has its own).
-    public let embed: Bool
+    package let embed: Bool
     /// The entry point id set before presenting (used by this session only), if any.
-    public let entryPoint: String?
+    package let entryPoint: String?
     /// What the tailored pages (hub, channels) of this session depend on besides the bundle: the
     /// rendered-page cache shares them between sessions with the same tailoring.
     let tailoring: HubPageCache.Tailoring?
 
     /// The most pages the history keeps (the oldest are dropped first).
-    public static let historyLimit = 1_000
+    package static let historyLimit = 1_000
 
     /// Whether back and forward lead anywhere (the chrome shows them enabled or not).
-    public struct Navigation: Equatable, Sendable {
-        public var canGoBack: Bool
-        public var canGoForward: Bool
+    package struct Navigation: Equatable, Sendable {
+        package var canGoBack: Bool
+        package var canGoForward: Bool
     }
 
     private struct History {
@@ -108,7 +108,7 @@ public final class HubSession: Sendable {
     }
     private let history = Mutex(History())
 
-    public init(presentation: Presentation?, bundle: ContentBundle?, embed: Bool, entryPoint: String? = nil) {
+    package init(presentation: Presentation?, bundle: ContentBundle?, embed: Bool, entryPoint: String? = nil) {
         self.presentation = presentation
         self.bundle = bundle
         self.embed = embed
@@ -121,7 +121,7 @@ public final class HubSession: Sendable {
     /// the history already points at (reloading it, or the page a back/forward redirect leads to)
     /// does not add an entry; a new page drops the forward entries.
     @discardableResult
-    public func visit(_ location: HubPageLocation) -> Navigation {
+    package func visit(_ location: HubPageLocation) -> Navigation {
         history.withLock { h in
             if h.index < 0 || h.pages[h.index] != location {
                 if h.index + 1 < h.pages.count { h.pages.removeSubrange((h.index + 1)...) }
@@ -140,7 +140,7 @@ public final class HubSession: Sendable {
     }
 
     /// Steps back; the page to show, or nil at the start of the session.
-    public func back() -> HubPageLocation? {
+    package func back() -> HubPageLocation? {
         history.withLock { h in
             guard h.canGoBack else { return nil }
             h.index -= 1
@@ -149,7 +149,7 @@ public final class HubSession: Sendable {
     }
 
     /// Steps forward; the page to show, or nil when nothing lies ahead.
-    public func forward() -> HubPageLocation? {
+    package func forward() -> HubPageLocation? {
         history.withLock { h in
             guard h.canGoForward else { return nil }
             h.index += 1
@@ -157,11 +157,11 @@ public final class HubSession: Sendable {
         }
     }
 
-    public var current: HubPageLocation? { history.withLock { $0.index >= 0 ? $0.pages[$0.index] : nil } }
-    public var canGoBack: Bool { history.withLock { $0.canGoBack } }
-    public var canGoForward: Bool { history.withLock { $0.canGoForward } }
+    package var current: HubPageLocation? { history.withLock { $0.index >= 0 ? $0.pages[$0.index] : nil } }
+    package var canGoBack: Bool { history.withLock { $0.canGoBack } }
+    package var canGoForward: Bool { history.withLock { $0.canGoForward } }
     /// The history, oldest first, with the position of the current page (-1: none yet).
-    public var historySnapshot: (pages: [HubPageLocation], index: Int) {
+    package var historySnapshot: (pages: [HubPageLocation], index: Int) {
         history.withLock { (Array($0.pages[$0.first...]), $0.index < 0 ? -1 : $0.index - $0.first) }
     }
 }

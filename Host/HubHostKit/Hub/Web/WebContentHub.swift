@@ -4,13 +4,13 @@ import NIOCore
 import Synchronization
 
 /// An answer of the web Content Hub, independent of the HTTP server that sends it.
-public struct HubWebResponse: Sendable {
-    public var status: Int
-    public var contentType: String
-    public var body: Data
-    public var headers: [String: String]
+package struct HubWebResponse: Sendable {
+    package var status: Int
+    package var contentType: String
+    package var body: Data
+    package var headers: [String: String]
 
-    public init(status: Int, contentType: String = "text/html; charset=utf-8", body: Data = Data(), headers: [String: String] = [:]) {
+    package init(status: Int, contentType: String = "text/html; charset=utf-8", body: Data = Data(), headers: [String: String] = [:]) {
         self.status = status
         self.contentType = contentType
         self.body = body
@@ -45,16 +45,16 @@ extension HostNotification.Name {
 /// routes (Host/hubhost/Server/HubWebRoutes.swift) only translate requests to these calls.
 /// Sendable: the session, the status views' percent and error, the violation reports, the open
 /// article and the notification subscription live in a Mutex; the rest are `let`s.
-public final class WebContentHub: Sendable {
-    public let engine: HubEngine
-    public let pages: HubPages
-    public let policy: ContentSecurityPolicy
+package final class WebContentHub: Sendable {
+    package let engine: HubEngine
+    package let pages: HubPages
+    package let policy: ContentSecurityPolicy
     /// The pages rendered so far (see HubPageCache), shared by every session of this hub.
-    public let pageCache = HubPageCache()
+    package let pageCache = HubPageCache()
     /// The headers of every page: the security policy, and no-store (a page shows the session's
     /// chrome, and each view counts). `showFromMemory`'s answers always carry exactly these (and
     /// the HTML content type), so a server may convert them once.
-    public let pageHeaders: [String: String]
+    package let pageHeaders: [String: String]
     let events: EventEngine?
     let logger: Logger
 
@@ -69,9 +69,9 @@ public final class WebContentHub: Sendable {
     }
     private let state = Mutex(State())
     /// The most violation reports kept for `GET /v1/hub/csp-reports`.
-    public static let violationLimit = 200
+    package static let violationLimit = 200
 
-    public init(engine: HubEngine, events: EventEngine?) {
+    package init(engine: HubEngine, events: EventEngine?) {
         self.engine = engine
         self.events = events
         logger = Logger(label: "hubhost.hub.web", pipeline: engine.pipeline)
@@ -103,7 +103,7 @@ public final class WebContentHub: Sendable {
     deinit { if let subscription = state.withLock({ $0.subscription }) { engine.notifications.unsubscribe(subscription) } }
 
     /// The open hub session, if any.
-    public var currentSession: HubSession? { state.withLock { $0.session } }
+    package var currentSession: HubSession? { state.withLock { $0.session } }
 
     // MARK: Presenting and closing
 
@@ -113,7 +113,7 @@ public final class WebContentHub: Sendable {
     /// names (`zbimdb://...`, a registered custom scheme, or an article's source URL). The entry
     /// point, when given, is set just before and so used by this presentation only. Without
     /// content it shows a status view (checking, downloading with its percent, or the error).
-    public func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
+    package func present(tags: [String]? = nil, uri: String? = nil, entryPoint: String? = nil, embed: Bool = false) -> HubWebResponse {
         var leaving = HubViewRecorder.View(leaving: takeOpenArticle())
         let presentation: Presentation
         let bundle: ContentBundle
@@ -148,7 +148,7 @@ public final class WebContentHub: Sendable {
     }
 
     /// Closes the session (the hub's close button, or the app): isDisplayingContentHub becomes false.
-    public func close() -> HubWebResponse {
+    package func close() -> HubWebResponse {
         engine.viewRecorder.add(HubViewRecorder.View(leaving: takeOpenArticle()))
         state.withLock { $0.session = nil }
         engine.setState(\.isDisplayingContentHub, false)
@@ -192,7 +192,7 @@ public final class WebContentHub: Sendable {
     /// the page-view recorder (HubViewRecorder: metrics and profile learning, off the request
     /// path; this call waits only when its queue is full). Blocks (rendering reads the bundle):
     /// call it on the blocking pool; `showFromMemory` is the call for the event loop.
-    public func show(_ location: HubPageLocation) -> HubWebResponse {
+    package func show(_ location: HubPageLocation) -> HubWebResponse {
         guard let session = currentSession, let presentation = session.presentation, let bundle = session.bundle else {
             switch location {
             case .hub: return .redirect("/hub")
@@ -233,13 +233,13 @@ public final class WebContentHub: Sendable {
     /// held for a dictionary access or a few assignments, so the server answers a cached page on
     /// the thread that read the request, without the round trip to the blocking pool. The bytes
     /// are the same as `show`'s for the same view.
-    public func showFromMemory(_ location: HubPageLocation) -> HubWebResponse? {
+    package func showFromMemory(_ location: HubPageLocation) -> HubWebResponse? {
         pageFromMemory(location).map { HubWebResponse(status: 200, body: Data($0.readableBytesView), headers: pageHeaders) }
     }
 
     /// `showFromMemory`'s page as the buffer a server sends (a 200 HTML page with `pageHeaders`):
     /// the page's bytes are copied once per view, straight into the buffer.
-    public func pageFromMemory(_ location: HubPageLocation) -> ByteBuffer? {
+    package func pageFromMemory(_ location: HubPageLocation) -> ByteBuffer? {
         guard let session = currentSession, session.presentation != nil, let bundle = session.bundle,
             let page = pageCache.cached(pageKey(location, session: session, bundle: bundle)),
             engine.viewRecorder.reserve(wait: false)
@@ -310,20 +310,20 @@ public final class WebContentHub: Sendable {
     }
 
     /// `/hub/back`: a redirect to the previous page of the session (to the current one at the start).
-    public func back() -> HubWebResponse {
+    package func back() -> HubWebResponse {
         guard let session = currentSession else { return .redirect("/hub") }
         return .redirect((session.back() ?? session.current ?? .hub).path)
     }
 
     /// `/hub/forward`: a redirect to the next page of the session (to the current one at the end).
-    public func forward() -> HubWebResponse {
+    package func forward() -> HubWebResponse {
         guard let session = currentSession else { return .redirect("/hub") }
         return .redirect((session.forward() ?? session.current ?? .hub).path)
     }
 
     /// `/hub/resources/<path>`: from the resources table of the session's bundle (the active one
     /// without a session), looked up as `resources/<path>`, then as `<path>`. Never the filesystem.
-    public func resource(_ path: String) -> HubWebResponse {
+    package func resource(_ path: String) -> HubWebResponse {
         guard let bundle = currentSession?.bundle ?? engine.activeBundle else { return .notFound("no content bundle is active") }
         guard let found = bundle.resource("resources/" + path) ?? bundle.resource(path) else {
             return .notFound("resources/\(path) is not in the content bundle")
@@ -338,7 +338,7 @@ public final class WebContentHub: Sendable {
     /// A link to a registered custom scheme was clicked (`POST /hub/app-action?url=myapp://...`,
     /// sent by the hub page's script): the app action notification for the integrating app and
     /// an "App Action" event; 204. A URL without a registered scheme is refused (400).
-    public func appAction(_ url: String) -> HubWebResponse {
+    package func appAction(_ url: String) -> HubWebResponse {
         guard HubLinkRewriter(settings: engine.settings).isAppAction(url) else {
             return HubWebResponse(
                 status: 400, contentType: "text/plain; charset=utf-8",
@@ -359,11 +359,11 @@ public final class WebContentHub: Sendable {
     // MARK: Whitelisted URLs with a query
 
     /// The largest answer `/hub/whitelisted` passes on (it is held whole in memory to be answered).
-    public static let maxWhitelistedBytes = 16 << 20
+    package static let maxWhitelistedBytes = 16 << 20
 
     /// `/hub/whitelisted?url=...`: fetches `url` for a local_only page only when it is in
     /// `hub.whitelist_urls` verbatim (query included); 403 otherwise. See ContentSecurityPolicy.
-    public func fetchWhitelisted(_ url: String, http: HTTPFetcher) -> HubWebResponse {
+    package func fetchWhitelisted(_ url: String, http: HTTPFetcher) -> HubWebResponse {
         guard ContentSecurityPolicy.needsVerbatimCheck(url, engine.settings) else {
             logger.warning("refused /hub/whitelisted for \(url): not in hub.whitelist_urls verbatim")
             return HubWebResponse(status: 403, contentType: "text/plain; charset=utf-8", body: Data("'\(url)' is not a whitelisted URL\n".utf8))
@@ -381,7 +381,7 @@ public final class WebContentHub: Sendable {
 
     /// A browser's violation report (`POST /hub/csp-report`, `{"csp-report": {...}}` or a Reporting
     /// API list): logged, posted as ContentSecurityViolation, and kept (the latest 200).
-    public func recordViolation(_ body: Data) {
+    package func recordViolation(_ body: Data) {
         guard let object = try? JSONSerialization.jsonObject(with: body) else {
             logger.warning("a CSP violation report that is not JSON (\(body.count) bytes)")
             return
@@ -412,7 +412,7 @@ public final class WebContentHub: Sendable {
     }
 
     /// The kept violation reports, oldest first, as a JSON array.
-    public func violationReportsJSON() -> Data {
+    package func violationReportsJSON() -> Data {
         let kept = state.withLock { $0.violations }
         return Data(("[" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: ",") + "]").utf8)
     }

@@ -4,14 +4,14 @@ import Foundation
 /// an http(s) URL with a host, header names of HTTP token characters, values without CR/LF/NUL,
 /// bounded sizes. A request that passes cannot smuggle a header or a second request into the
 /// download, nor make the host hold unbounded text.
-public enum DownloadRequestLimits {
-    public static let maxURLBytes = 8192
-    public static let maxHeaderNameBytes = 256
-    public static let maxHeaderValueBytes = 8192
-    public static let maxHeaders = 100
-    public static let maxHeaderBytes = 65536
+package enum DownloadRequestLimits {
+    package static let maxURLBytes = 8192
+    package static let maxHeaderNameBytes = 256
+    package static let maxHeaderValueBytes = 8192
+    package static let maxHeaders = 100
+    package static let maxHeaderBytes = 65536
     /// Editor calls per convert, so a looping plugin cannot grow the host's memory without end.
-    public static let maxEdits = 1000
+    package static let maxEdits = 1000
 
     /// Throws the first problem of `request`, naming the field.
     static func check(_ request: DownloadRequest) throws(DownloadRequestProblem) {

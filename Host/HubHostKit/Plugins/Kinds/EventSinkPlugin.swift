@@ -3,16 +3,16 @@ import HubHostABI
 
 /// One event as a sink gets it (hh_sink_event_t): the collector format's JSON object and the
 /// fields a sink keys, routes or deduplicates by.
-public struct SinkEvent: Equatable, Sendable {
-    public var idempotencyKey: String
-    public var typeCode: Int32
-    public var timeMs: Int64
+package struct SinkEvent: Equatable, Sendable {
+    package var idempotencyKey: String
+    package var typeCode: Int32
+    package var timeMs: Int64
     /// One element of the collector format's "events" array, UTF-8.
-    public var json: Data
-    public var mobileUserID: String
-    public var anonymousID: String
+    package var json: Data
+    package var mobileUserID: String
+    package var anonymousID: String
 
-    public init(idempotencyKey: String, typeCode: Int32, timeMs: Int64, json: Data, mobileUserID: String = "", anonymousID: String = "") {
+    package init(idempotencyKey: String, typeCode: Int32, timeMs: Int64, json: Data, mobileUserID: String = "", anonymousID: String = "") {
         self.idempotencyKey = idempotencyKey
         self.typeCode = typeCode
         self.timeMs = timeMs
@@ -23,22 +23,22 @@ public struct SinkEvent: Equatable, Sendable {
 }
 
 /// A sink's answer for one event (HH_SINK_*).
-public enum SinkOutcome: Equatable, Sendable {
+package enum SinkOutcome: Equatable, Sendable {
     case delivered
     case retry(reason: String)
     case rejected(reason: String)
 }
 
 /// What one deliver call came to: the plugin's status and, on HH_OK, one outcome per event.
-public struct SinkAnswer: Equatable, Sendable {
-    public var status: Int32
-    public var message: String
+package struct SinkAnswer: Equatable, Sendable {
+    package var status: Int32
+    package var message: String
     /// One per event, in the batch's order (all `.retry` when status is not HH_OK).
-    public var outcomes: [SinkOutcome]
+    package var outcomes: [SinkOutcome]
     /// Outcome codes the ABI does not define, as the plugin wrote them (each counted as a retry).
-    public var undefinedOutcomes: [Int32]
+    package var undefinedOutcomes: [Int32]
 
-    public init(status: Int32, message: String, outcomes: [SinkOutcome], undefinedOutcomes: [Int32] = []) {
+    package init(status: Int32, message: String, outcomes: [SinkOutcome], undefinedOutcomes: [Int32] = []) {
         self.status = status
         self.message = message
         self.outcomes = outcomes
@@ -54,31 +54,31 @@ public struct SinkAnswer: Equatable, Sendable {
 /// An `event_sink` plugin (hubhost_event_sink.h): delivers batches of events and answers per event.
 /// Sendable: `handle` and `lock` are `let`s; every in-process `deliver` call (with the copy of its answers) runs
 /// under `lock`, as the header's [host-serialized] asks.
-public final class EventSinkPlugin: Sendable {
+package final class EventSinkPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
-    public let handle: PluginHandle
+    package let handle: PluginHandle
     private let lock = NSLock()  // deliver is [host-serialized]; an NSLock, not a Mutex: it guards the C call, no state
     /// The most events the header lets one call carry.
-    public static let maxBatch = Int(HH_SINK_MAX_BATCH)
+    package static let maxBatch = Int(HH_SINK_MAX_BATCH)
     /// A reason longer than this is cut: the plugin's length is a number from outside.
     static let maxReasonBytes = 4096
 
     /// Wraps an instance created in this process; the caller checks its kind first.
-    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+    package convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
     /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
-    public init(_ handle: PluginHandle) {
+    package init(_ handle: PluginHandle) {
         precondition(handle.kind == .eventSink, "EventSinkPlugin needs an event_sink plugin")
         self.handle = handle
     }
 
     /// Delivers `events` (at most `maxBatch`) and copies the plugin's answers at once.
-    public func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
+    package func deliver(_ events: [SinkEvent], timeoutMs: UInt32) -> SinkAnswer {
         deliver(SinkBatch(events), timeoutMs: timeoutMs)
     }
 
     /// The same for a batch laid out as one SinkBatch: the plugin's views point into its blocks.
-    public func deliver(_ batch: SinkBatch, timeoutMs: UInt32) -> SinkAnswer {
+    package func deliver(_ batch: SinkBatch, timeoutMs: UInt32) -> SinkAnswer {
         guard !batch.isEmpty else { return SinkAnswer(status: HH_OK, message: "", outcomes: []) }
         precondition(batch.count <= Self.maxBatch, "a sink batch holds at most \(Self.maxBatch) events")
         guard handle.instance != nil else {

@@ -3,7 +3,7 @@ import Foundation
 /// Why a plugin call that answers a value (`DeviceConditionsPlugin.read`,
 /// `DownloadRequestPlugin.convert`) gave none: the plugin failed, or it answered something outside
 /// its header's contract. Either way the host keeps running; the caller decides what to do.
-public enum PluginCallError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum PluginCallError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The plugin returned a failure status with the message it reported (for an isolated plugin,
     /// also a worker that died or timed out: HH_ERR_UNAVAILABLE with the worker's failure).
     case failed(instance: String, status: Int32, message: String)
@@ -12,14 +12,14 @@ public enum PluginCallError: Error, Equatable, Sendable, CustomStringConvertible
     case invalidAnswer(instance: String, reason: String)
 
     /// The plugin's status, HH_ERR_INTERNAL for an invalid answer.
-    public var status: Int32 {
+    package var status: Int32 {
         switch self {
         case .failed(_, let status, _): return status
         case .invalidAnswer: return 8  // HH_ERR_INTERNAL: the plugin broke its contract
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .failed(let instance, let status, let message):
             return "plugin instance '\(instance)' failed (\(StatusCode.name(status)))\(message.isEmpty ? "" : ": \(message)")"

@@ -6,46 +6,46 @@ import Foundation
 /// these two blocks, so building, posting or handing over a batch allocates per batch, never per
 /// event: a Data per message and the copies into a body and a block were most of the host's work
 /// per delivered event.
-public struct SinkBatch: Sendable, Equatable {
+package struct SinkBatch: Sendable, Equatable {
     /// Where one event's parts are.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// Its collector JSON object, in `body`.
-        public var json: Range<Int>
+        package var json: Range<Int>
         /// Its idempotency key and user ids, in `fields`.
-        public var idempotencyKey: Range<Int>
-        public var mobileUserID: Range<Int>
-        public var anonymousID: Range<Int>
-        public var typeCode: Int32
-        public var timeMs: Int64
+        package var idempotencyKey: Range<Int>
+        package var mobileUserID: Range<Int>
+        package var anonymousID: Range<Int>
+        package var typeCode: Int32
+        package var timeMs: Int64
     }
 
     /// `{"events":[e0,e1,...]}`, whole at every moment.
-    public private(set) var body: [UInt8] = Array(#"{"events":[]}"#.utf8)
-    public private(set) var fields: [UInt8] = []
-    public private(set) var entries: [Entry] = []
+    package private(set) var body: [UInt8] = Array(#"{"events":[]}"#.utf8)
+    package private(set) var fields: [UInt8] = []
+    package private(set) var entries: [Entry] = []
     /// The W3C traceparent of each event that has one, by its index (most have none: then this
     /// stays empty and costs nothing). Sinks send it on (HTTP header, Kafka and NATS message header).
-    public private(set) var traceparents: [Int: String] = [:]
+    package private(set) var traceparents: [Int: String] = [:]
 
-    public init() {}
+    package init() {}
 
     /// The batch of `events`, in order.
-    public init(_ events: [SinkEvent]) {
+    package init(_ events: [SinkEvent]) {
         reserve(events.count, bytesPerEvent: events.first.map { $0.json.count + 64 } ?? 0)
         for event in events { append(event) }
     }
 
-    public var count: Int { entries.count }
-    public var isEmpty: Bool { entries.isEmpty }
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
 
     /// Room for `count` events of about `bytesPerEvent` bytes of JSON each.
-    public mutating func reserve(_ count: Int, bytesPerEvent: Int) {
+    package mutating func reserve(_ count: Int, bytesPerEvent: Int) {
         entries.reserveCapacity(count)
         body.reserveCapacity(body.count + count * (bytesPerEvent + 1))
         fields.reserveCapacity(count * 48)
     }
 
-    public mutating func append(_ event: SinkEvent) {
+    package mutating func append(_ event: SinkEvent) {
         _ = append(idempotencyKey: event.idempotencyKey, typeCode: event.typeCode, timeMs: event.timeMs) { body in
             body.append(contentsOf: event.json)
             return (event.mobileUserID, event.anonymousID)
@@ -54,7 +54,7 @@ public struct SinkBatch: Sendable, Equatable {
 
     /// Appends one event whose JSON object `writeJSON` appends to the body it is given, answering
     /// the event's user ids; when it answers nil, the batch is left as it was and this returns false.
-    public mutating func append(
+    package mutating func append(
         idempotencyKey: String, typeCode: Int32, timeMs: Int64,
         writeJSON: (inout [UInt8]) -> (mobileUserID: String, anonymousID: String)?
     ) -> Bool {
@@ -97,25 +97,25 @@ public struct SinkBatch: Sendable, Equatable {
     }
 
     /// Gives event `index` `traceparent`; an index outside the batch changes nothing.
-    public mutating func setTraceparent(_ traceparent: String, at index: Int) {
+    package mutating func setTraceparent(_ traceparent: String, at index: Int) {
         guard entries.indices.contains(index) else { return }
         traceparents[index] = traceparent
     }
 
     /// Gives the event appended last `traceparent` (nothing for nil).
-    public mutating func setTraceparentOfLast(_ traceparent: String?) {
+    package mutating func setTraceparentOfLast(_ traceparent: String?) {
         guard let traceparent, !entries.isEmpty else { return }
         traceparents[entries.count - 1] = traceparent
     }
 
     /// The traceparent of the first event that has one: the parent of the batch's delivery span,
     /// and the header of a sink that sends the batch as one request.
-    public var firstTraceparent: String? {
+    package var firstTraceparent: String? {
         traceparents.isEmpty ? nil : traceparents.min { $0.key < $1.key }?.value
     }
 
     /// The batch as separate messages, for a sink that takes them one by one.
-    public var events: [SinkEvent] {
+    package var events: [SinkEvent] {
         entries.map { entry in
             SinkEvent(
                 idempotencyKey: text(entry.idempotencyKey), typeCode: entry.typeCode, timeMs: entry.timeMs, json: Data(body[entry.json]),

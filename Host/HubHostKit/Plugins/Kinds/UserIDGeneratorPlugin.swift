@@ -4,23 +4,23 @@ import HubHostABI
 /// A `user_id_generator` plugin (ABI 1.1): makes mobile user ids and audit record keys for the
 /// mobile identity manager.
 /// Sendable: its only field is the `let` handle, and `generate` is [thread-safe] in hubhost_user_id_generator.h.
-public final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
+package final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
-    public let handle: PluginHandle
+    package let handle: PluginHandle
 
     /// Wraps an instance created in this process; the caller checks its kind first.
-    public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
+    package convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
 
     /// Wraps a loaded plugin of this kind (e.g. from `PluginRegistry.plugins(of:)`).
-    public init(_ handle: PluginHandle) {
+    package init(_ handle: PluginHandle) {
         precondition(handle.kind == .userIDGenerator, "UserIDGeneratorPlugin needs a user_id_generator plugin")
         self.handle = handle
     }
 
-    public var name: String { "user_id_generator '\(handle.instanceID)'" }
+    package var name: String { "user_id_generator '\(handle.instanceID)'" }
 
     /// What one call answered.
-    public enum Answer: Equatable, Sendable {
+    package enum Answer: Equatable, Sendable {
         case id(String)
         case failed(status: Int32, message: String)
 
@@ -34,7 +34,7 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
     /// Calls `generate` once. [thread-safe], as the header promises. Isolated: a failed worker
     /// answers `.failed`. A plugin ejected after failing calls in a row answers `.failed`
     /// (HH_ERR_UNAVAILABLE) at once.
-    public func answer() -> Answer {
+    package func answer() -> Answer {
         handle.unlessEjected(answerInAnyRuntime, verdict: \.ejectionVerdict)
             ?? .failed(status: HH_ERR_UNAVAILABLE, message: handle.ejectedMessage)
     }
@@ -68,7 +68,7 @@ public final class UserIDGeneratorPlugin: IdentifierGenerator, Sendable {
         return .id(id)
     }
 
-    public func generate() throws -> String {
+    package func generate() throws -> String {
         switch answer() {
         case .id(let id): return id
         case .failed(let status, let message):
