@@ -11,7 +11,7 @@ let package = Package(
     name: "EmbedHubHost",
     platforms: [.macOS(.v13)],
     dependencies: [
-        .package(url: hubhost, from: "0.1.0")
+        .package(url: hubhost, from: "0.2.0")
     ],
     targets: [
         .executableTarget(

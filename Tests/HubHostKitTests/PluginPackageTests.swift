@@ -247,20 +247,20 @@ final class PluginPackageTests: FolderTestCase {
         let good = try goodPackage()
         let source = folder + "/src/GOOD"
         let yaml = try String(contentsOfFile: source + "/plugin.yaml", encoding: .utf8)
-        let requiringLater = yaml + "\nrequires: { hubhost: \">=0.2 <0.3\" }\n"
+        let requiringLater = yaml + "\nrequires: { hubhost: \">=0.3 <0.4\" }\n"
         try TestSupport.write(requiringLater, to: source + "/plugin.yaml")
         let (manifest, diagnostics) = PluginManifest.load(path: source + "/plugin.yaml")
         XCTAssertEqual(diagnostics, [])
-        XCTAssertEqual(manifest?.requiresHubhost?.text, ">=0.2 <0.3")
+        XCTAssertEqual(manifest?.requiresHubhost?.text, ">=0.3 <0.4")
 
         // pack refuses it, naming both versions.
         XCTAssertThrowsError(try PluginPackage.pack(folder: source, output: folder + "/x.hhp")) { error in
-            XCTAssertTrue("\(error)".contains("requires hubhost >=0.2 <0.3, but this is hubhost \(HubHostVersion.current)"), "\(error)")
+            XCTAssertTrue("\(error)".contains("requires hubhost >=0.3 <0.4, but this is hubhost \(HubHostVersion.current)"), "\(error)")
         }
         // So does open, for a package made elsewhere.
         var files = try entries(good)
         files[0].bytes = Array(requiringLater.utf8)
-        try assertRefused(archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.2 <0.3, but this is hubhost 0.1.0")
+        try assertRefused(archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.3 <0.4, but this is hubhost \(HubHostVersion.current)")
 
         // And plugins.yaml, for an instance of it: a manifest problem `manifest check` reports, and
         // the instance does not load.
@@ -268,12 +268,12 @@ final class PluginPackageTests: FolderTestCase {
         let hostManifest = try HostManifest.load(path: folder + "/plugins.yaml")
         XCTAssertEqual(
             hostManifest.diagnostics.map(\.message),
-            ["plugin 'faulty' requires hubhost >=0.2 <0.3; this is hubhost \(HubHostVersion.current)"])
+            ["plugin 'faulty' requires hubhost >=0.3 <0.4; this is hubhost \(HubHostVersion.current)"])
         let registry = PluginRegistry(manifest: hostManifest, pipeline: LogPipeline())
         registry.loadAll()
         defer { registry.shutdown() }
         guard case .failed(let error) = try XCTUnwrap(registry.entries.first).state else { return XCTFail("it loaded") }
-        XCTAssertTrue(error.description.contains("requires hubhost >=0.2 <0.3"), error.description)
+        XCTAssertTrue(error.description.contains("requires hubhost >=0.3 <0.4"), error.description)
 
         // A range this hubhost meets loads.
         try TestSupport.write(yaml + "\nrequires: { hubhost: \">=0.1 <0.2\" }\n", to: source + "/plugin.yaml")
