@@ -40,12 +40,18 @@ public struct Campaign: Codable, Equatable, Sendable {
     /// `messageBodyColor`, `backgroundColor`, `frameColor`): kept as sent, checked when the message
     /// is rendered (`CampaignPreview` shows only `#rgb`, `#rrggbb` and `#rrggbbaa`).
     public struct Colors: Codable, Equatable, Sendable {
+        /// The title's text colour (`titleColor`).
         public var title: String?
+        /// The header's text colour (`headerColor`).
         public var header: String?
+        /// The body text's colour (`messageBodyColor`).
         public var body: String?
+        /// The message box's fill (`backgroundColor`).
         public var background: String?
+        /// The fill of the screen around the message (`frameColor`).
         public var frame: String?
 
+        /// Colours as given, each a colour text such as `#rrggbb` or nil (not given); none is checked here.
         public init(title: String? = nil, header: String? = nil, body: String? = nil, background: String? = nil, frame: String? = nil) {
             self.title = title
             self.header = header

@@ -44,6 +44,7 @@ extension CampaignEngine {
         /// Set when a message is ready but held.
         public var held: HoldReason?
 
+        /// An answer; both nil (the default): no message is ready.
         public init(message: Campaign? = nil, held: HoldReason? = nil) {
             self.message = message
             self.held = held

@@ -27,6 +27,7 @@ extension CampaignEngine {
     public static let holdoutEventName = "Campaign Holdout"
     /// The attributes of both events.
     public static let campaignIDAttribute = "Campaign Id"
+    /// The attribute of both events naming the user's group (`Group`'s raw value: `treatment` or `control`).
     public static let groupAttribute = "Campaign Group"
 
     /// The bucket in [0, 100) of `user` for `campaign`, for `salt` ("rollout" or "holdout"): the

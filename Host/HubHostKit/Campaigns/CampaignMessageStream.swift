@@ -48,7 +48,9 @@ extension CampaignEngine {
     public struct StreamEvent: Codable, Equatable, Sendable {
         /// What the event says.
         public enum Name: String, Codable, Sendable {
+            /// The message that may show now, or why a ready one is held (`message`, `held`; both absent: none is ready).
             case message
+            /// A message sent before may no longer show (`id`, `reason`).
             case withdrawn
         }
 

@@ -38,13 +38,17 @@ public enum CampaignPreview {
 
     /// What a preview showed.
     public struct Summary: Codable, Equatable, Sendable {
+        /// The id of the campaign previewed (`Campaign.id`).
         public var campaignId: String
         /// The layout class: modal, full, slide-up or html.
         public var layout: String
+        /// The campaign's title as given (`Campaign.title`, [contexts] included), not HTML-escaped.
         public var title: String
+        /// How many buttons the page shows (all of the campaign's).
         public var buttons: Int
         /// `none`, `loaded` or `unavailable`.
         public var image: String
+        /// The image's URL (the one loaded or refused); nil when the message has no image.
         public var imageURL: String?
         /// Why the image is not shown (with `image: unavailable`).
         public var imageProblem: String?

@@ -18,7 +18,9 @@ import Tracing
 /// the current stage's finished calls); an answer that comes later changes nothing.
 /// Sendable: `lastStuckWarningNs`, its only mutable field, is a Mutex; the rest are `let`s of Sendable types.
 public final class AugmentationTimeline: Sendable {
+    /// The augmentation plugins, in plugins.yaml (manifest) order.
     public let plugins: [AugmentationPlugin]
+    /// The deadline of one event's whole augmentation, all plugins together, in seconds (`events.augmentation_timeout`).
     public let timeoutSeconds: Double
     private let logger: Logger
     /// Stages of plugin indexes, computed once (process_synchronously is constant per instance).
@@ -26,6 +28,8 @@ public final class AugmentationTimeline: Sendable {
     /// When the last "stuck" warning was logged (monotonic ns; 0: never): at most one per 10 s.
     private let lastStuckWarningNs = Mutex<UInt64>(0)
 
+    /// Runs `plugins` in the given order under one timeout of `timeoutSeconds` per event (all plugins together),
+    /// logging failed, stuck and skipped plugins and expired events to `logger`.
     public init(plugins: [AugmentationPlugin], timeoutSeconds: Double, logger: Logger) {
         self.plugins = plugins
         self.timeoutSeconds = timeoutSeconds
@@ -45,6 +49,7 @@ public final class AugmentationTimeline: Sendable {
         self.stages = stages
     }
 
+    /// Whether there is no plugin: events are then not augmented (tracked `NOT_POSTED`, not `HOLD`).
     public var isEmpty: Bool { plugins.isEmpty }
 
     /// The outcomes of one stage's calls, filled in as they answer, until the deadline closes it.

@@ -6,15 +6,21 @@ import Foundation
 /// value must match. Query items are parameters too. A URL that matches no route still produces its
 /// event, with its query parameters.
 public struct DeepLinkRouter: Sendable {
+    /// A parameter a route names (`deep_links.routes[].parameters.NAME`): a `:name` segment or a query item.
     public struct Parameter: Sendable, Equatable {
+        /// The parameter's name: the `:name` of a route segment, or a query item's name.
         public var name: String
+        /// true: a URL without this parameter does not match the route (the next route is tried).
         public var required: Bool
         /// The pattern source (for display); the value must match it whole.
         public var regex: String?
     }
 
+    /// One route of `deep_links.routes`, as `add(pattern:parameters:)` compiled it.
     public struct Route: Sendable {
+        /// The route as configured, e.g. `campaign/:CurrentCampaign`; `Match.route` names it.
         public var pattern: String
+        /// The parameters the route checks (required, regex); a `:name` segment not listed here is captured unchecked.
         public var parameters: [Parameter]
         let segments: [String]
         let expressions: [String: NSRegularExpressionBox]
@@ -28,6 +34,7 @@ public struct DeepLinkRouter: Sendable {
         init(_ expression: NSRegularExpression) { self.expression = expression }
     }
 
+    /// The routes, in the order added: `match` tries them in this order and the first that fits wins.
     public private(set) var routes: [Route] = []
 
     public init() {}
@@ -47,9 +54,12 @@ public struct DeepLinkRouter: Sendable {
         routes.append(Route(pattern: pattern, parameters: parameters, segments: segments, expressions: expressions))
     }
 
+    /// What `match` found in a URL: the route, the parameters, and why a route whose path fitted was refused.
     public struct Match: Equatable, Sendable {
         /// The route that matched, or nil.
         public var route: String?
+        /// The values by name: the URL's query items (an item without a value: "") and, when a route matched,
+        /// its `:name` segments percent-decoded, which win over a query item of the same name. Empty for a URL that does not parse.
         public var parameters: [String: String]
         /// Why the first route whose path matched was refused (a required parameter, a regex), if one was.
         public var refusal: String?

@@ -5,6 +5,8 @@ import Foundation
 /// they sort by creation time, so each insert into the store's unique index on `id` lands at the
 /// right-hand edge of the B-tree instead of on a random page: far fewer pages touched per batch.
 public enum EventID {
+    /// A new event id for an event created at `nowMs` (ms since 1970; a negative time counts as 0): a lowercase
+    /// UUIDv7 text of 36 characters, e.g. `0192f1e4-7a3b-7c1d-9e2f-0123456789ab`.
     public static func make(nowMs: Int64 = Clock.wallMs()) -> String {
         let millis = UInt64(max(0, nowMs)) & 0xFFFF_FFFF_FFFF
         let (high, low) = BufferedRandom.shared.nextPair()

@@ -1,18 +1,32 @@
 /// The kinds of event hubhost tracks: the Engage Universal Behavior types with their codes, and
 /// the in-app messaging types the campaign engine consumes.
 public enum EventType: String, Codable, CaseIterable, Sendable {
+    /// The app was installed (code 12).
     case installed
+    /// A session began (code 13): tracked by hubhost itself before an event that opens a session (the first, or the first
+    /// after `events.session_timeout` of inactivity).
     case sessionStarted = "session_started"
+    /// A session went stale (code 14): tracked by hubhost itself before the next event, with the session's duration in seconds
+    /// (`events.session_duration_field`).
     case sessionEnded = "session_ended"
+    /// The user gave up a goal the app tracks (code 15).
     case goalAbandoned = "goal_abandoned"
+    /// The user reached a goal the app tracks (code 16).
     case goalCompleted = "goal_completed"
+    /// Any event the app names (code 17), e.g. "PLAYER LOADED"; the default type of `hubhost track`.
     case namedEvent = "named_event"
+    /// A notification arrived (code 48): `EventEngine.notification(opened: false, payload:)` tracks it.
     case notificationReceived = "notification_received"
+    /// The user opened a notification (code 49): `EventEngine.notification(opened: true, payload:)` tracks it.
     case notificationOpened = "notification_opened"
     // In-app messaging (Rakuten) types.
+    /// The app started (sent as 17): satisfies app start triggers (wire type 1); only the first of a launch counts.
     case appStart = "app_start"
+    /// A user logged in (sent as 17): satisfies login successful triggers (wire type 2).
     case loginSuccessful = "login_successful"
+    /// A purchase was made (sent as 17): satisfies purchase successful triggers (wire type 3); its typed properties are `Purchase`'s.
     case purchaseSuccessful = "purchase_successful"
+    /// An in-app messaging custom event (sent as 17): custom triggers match it by its name.
     case custom
 
     /// The Universal Behavior event type code sent to the collector (`eventTypeCode`).

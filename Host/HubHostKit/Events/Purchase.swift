@@ -9,22 +9,33 @@ import Foundation
 public struct Purchase: Codable, Equatable, Sendable {
     /// Attribute names.
     public enum Field {
+        /// The purchase amount, an integer (`Purchase.amount`).
         public static let amount = "purchaseAmount"  // int
+        /// The number of items, an integer (`Purchase.numberOfItems`; the item list's length when not given).
         public static let numberOfItems = "numberOfItems"  // int, default: the item list's length
+        /// The ISO 4217 currency code, a string of three capital letters (`Purchase.currencyCode`).
         public static let currencyCode = "currencyCode"  // string, ISO 4217: three letters
+        /// The item ids joined with ",", a string (`Purchase.itemList`).
         public static let itemList = "itemList"  // string: the item ids joined with ","
         package static let all: [String: ConfigType] = [amount: .int, numberOfItems: .int, currencyCode: .string, itemList: .string]
     }
 
+    /// A purchase refused before anything is stored: a property of the wrong type, a negative amount or count, a bad currency
+    /// code or item id; `description` says which and why.
     public struct Invalid: Error, CustomStringConvertible {
         public var description: String
     }
 
+    /// The purchase amount, a whole number, 0 or more; campaign triggers compare it as sent (`purchaseAmount`).
     public var amount: Int64
+    /// The number of items, 0 or more; nil: the number of ids in `itemList`.
     public var numberOfItems: Int64?
+    /// The ISO 4217 currency code: three capital letters, e.g. `USD`.
     public var currencyCode: String
+    /// The ids of the items bought, in order; none may be empty or contain ",".
     public var itemList: [String]
 
+    /// A purchase; nothing is checked until `attributes()` (or `Event.purchaseSuccessful`) throws `Invalid`.
     public init(amount: Int64, numberOfItems: Int64? = nil, currencyCode: String, itemList: [String] = []) {
         self.amount = amount
         self.numberOfItems = numberOfItems

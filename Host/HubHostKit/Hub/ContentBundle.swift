@@ -32,60 +32,99 @@ public final class ContentBundle: Sendable {
 
     /// `metadata` keys.
     public enum MetadataKey {
+        /// The author's version string (`bundle.yaml` `version`; default: the build time), e.g. "2026.11.22-1".
         public static let version = "version"  // the author's version string, e.g. "2026.11.22-1"
+        /// When the bundle was built: ISO 8601, UTC. A bundle created before the active one is refused when installed.
         public static let created = "created"  // ISO 8601, UTC
+        /// The content source's name (`bundle.yaml` `content_source`; default: the content folder's name).
         public static let contentSource = "content_source"  // the content source's name
+        /// The version of `schema` the file follows: "1".
         public static let formatVersion = "format"  // this schema's version: "1"
     }
 
+    /// The bundle's `metadata` table, as read when it was opened; a key it lacks reads as "".
     public struct Metadata: Codable, Equatable, Sendable {
+        /// The author's version string (`MetadataKey.version`), e.g. "2026.11.22-1".
         public var version: String
+        /// When the bundle was built (`MetadataKey.created`): ISO 8601, UTC.
         public var created: String
+        /// The content source's name (`MetadataKey.contentSource`).
         public var contentSource: String
     }
 
+    /// A hub: a top-level folder of the content, with its channels.
     public struct Hub: Codable, Equatable, Sendable {
+        /// The hub's id: its folder name, e.g. `news` (`zbimdb://hub/news`).
         public var id: String
+        /// The hub's title, as presented (`_index` `title`; default: the folder name).
         public var title: String
+        /// The hub's tags (`_index` `tags`): a user's counts of them score the hub when the hub engine picks one.
         public var tags: [String]
+        /// The hub's place in bundle order among the hubs, from 0 (`order`, then the name).
         public var position: Int
+        /// The hub's channels in bundle order (never empty in a bundle `hubhost bundle build` wrote).
         public var channels: [Channel]
     }
 
+    /// A channel: a folder inside a hub, with its articles.
     public struct Channel: Codable, Equatable, Sendable {
+        /// The channel's id: its hub's id and its folder name, e.g. `news/sports` (`zbimdb://channel/news/sports`).
         public var id: String
+        /// The id of the hub the channel belongs to.
         public var hubID: String
+        /// The channel's title, as presented (`_index` `title`; default: the folder name).
         public var title: String
+        /// The channel's tags (`_index` `tags`).
         public var tags: [String]
+        /// The channel's place in bundle order within its hub, from 0 (`order`, then the name).
         public var position: Int
+        /// The channel's articles in bundle order (never empty in a bundle `hubhost bundle build` wrote).
         public var articles: [Article]
     }
 
     /// An article without its body (read it with `body(ofArticle:)`), so that a bundle of 100,000
     /// articles stays small in memory.
     public struct Article: Codable, Equatable, Sendable {
+        /// The article's id: its channel's id and its file name without extension, e.g. `news/sports/final-score`.
         public var id: String
+        /// The id of the channel the article belongs to.
         public var channelID: String
+        /// The article's title, as presented (front matter `title`; default: its first level-1 heading, else the file name).
         public var title: String
+        /// The article's tags (front matter `tags`): reading the article adds 1 to each in the active user's counts.
         public var tags: [String]
+        /// The article's place in bundle order within its channel, from 0 (`order`, then the name).
         public var position: Int
+        /// The original page the article comes from (front matter `source_url`, for app indexing); nil when not given.
         public var sourceURL: String?
     }
 
+    /// A local notification the bundle schedules (`notifications.yaml`).
     public struct ScheduledNotification: Codable, Equatable, Sendable {
+        /// The notification's id, unique in the bundle; `LocalNotifications` handles only ids a bundle scheduled.
         public var id: String
+        /// When the notification is due, in ms since 1970 (`at`).
         public var fireAtMs: Int64
+        /// The text shown to the user, e.g. as the alert before the action.
         public var message: String
+        /// The URI presented when the notification is handled, e.g. `zbimdb://article/news/sports/final-score`.
         public var actionURI: String
     }
 
+    /// A file stored in the bundle that articles use (CSS, an image).
     public struct Resource: Sendable {
+        /// The path articles reference it by, e.g. `resources/site.css`.
         public var path: String
+        /// The MIME type, from the file's extension when the bundle was built, e.g. `text/css`.
         public var mimeType: String
+        /// The file's bytes.
         public var data: Data
     }
 
+    /// Why a file cannot be opened as a content bundle (`init(path:)`).
     public enum OpenError: Error, CustomStringConvertible {
+        /// The file at `path` is not SQLite, lacks a table or column, holds a value of the wrong type or a dangling reference;
+        /// `reason` says which.
         case notABundle(path: String, reason: String)
 
         public var description: String {
@@ -95,14 +134,17 @@ public final class ContentBundle: Sendable {
         }
     }
 
+    /// The bundle file's path, as given to `init(path:)` (in the bundle store: `<sha256>.sqlite3`).
     public let path: String
     /// A number no other bundle opened by this process carries: what is derived from this bundle
     /// and kept in memory (the web hub's rendered pages) is keyed on it, so a newly activated
     /// bundle never meets pages of the one before, even when both have the same path or version.
     public let serial: Int = ContentBundle.nextSerial()
+    /// The bundle's version, creation time and content source.
     public let metadata: Metadata
     /// Hubs in bundle order, each with its channels and their articles in bundle order.
     public let hubs: [Hub]
+    /// The local notifications the bundle schedules, by due time (then id).
     public let notifications: [ScheduledNotification]
 
     private let database: DatabaseQueue
@@ -157,10 +199,13 @@ public final class ContentBundle: Sendable {
         }
     }
 
+    /// The hub with id `id` (e.g. `news`), nil when the bundle has none.
     public func hub(_ id: String) -> Hub? { hubIndex[id].map { hubs[$0] } }
 
+    /// The channel with id `id` (e.g. `news/sports`), nil when the bundle has none.
     public func channel(_ id: String) -> Channel? { channelIndex[id].map { hubs[$0.hub].channels[$0.channel] } }
 
+    /// The article with id `id` (e.g. `news/sports/final-score`), without its body; nil when the bundle has none.
     public func article(_ id: String) -> Article? {
         articleIndex[id].map { hubs[$0.hub].channels[$0.channel].articles[$0.article] }
     }

@@ -210,9 +210,13 @@ public final class HubEngine: Sendable {
 
     /// Why the hub cannot be presented.
     public enum PresentError: Error, Equatable, CustomStringConvertible {
+        /// The content service disabled the Content Hub (its settings' remote disable).
         case disabled
+        /// The content service runs a pilot program that did not enroll this instance.
         case notPartOfPilotProgram
+        /// No verified content bundle is active yet (none installed, and no usable preloaded bundle).
         case noContent
+        /// What was asked for is not in the active bundle; the text names it (a URI, a source URL, "a hub" for a bundle without hubs).
         case notFound(String)
 
         /// What the user or integrator is told.

@@ -16,35 +16,55 @@ import Synchronization
 /// session), then reset.
 /// Sendable: the two entry points live in a Mutex; the rest are `let`s of Sendable types (the closures are @Sendable).
 public final class HubMetrics: Sendable {
+    /// Tracks one metrics event and returns it as tracked (e.g. `EventEngine.trackInBackground`); a throw is logged, never
+    /// passed to the hub's caller.
     public typealias Track = @Sendable (Event) throws -> Event
+    /// Decides the advertiser ID events carry (the advertiser-ID delegates); no ID: the attribute is left out.
     public typealias DecideAdvertiserID = @Sendable () -> AdvertiserIDDecision
 
     /// Event names.
     public enum Name {
+        /// A hub was presented: `Hub`, `Title`, `Target` (the URI opened, if any), `Entry Point` (if set).
         public static let hubPresented = "Hub Presented"
+        /// A channel page was viewed: `Hub`, `Channel`, `Title`, `Entry Point` (the session's, if any).
         public static let channelViewed = "Channel Viewed"
+        /// An article page was viewed: `Hub`, `Channel`, `Article`, `Title`, `Time Spent`, `Entry Point` (the session's, if any).
         public static let articleViewed = "Article Viewed"
+        /// A local notification the bundle scheduled was handled: `Notification`, `Message`, `Action URI`, `Show Alert`.
         public static let localNotificationHandled = "Local Notification Handled"
     }
 
     /// Attribute names.
     public enum Attribute {
+        /// The hub's id (`ContentBundle.Hub.id`), e.g. `news`.
         public static let hub = "Hub"
+        /// The channel's id, e.g. `news/sports`.
         public static let channel = "Channel"
+        /// The article's id, e.g. `news/sports/final-score`.
         public static let article = "Article"
+        /// The title of the hub, channel or article presented or viewed.
         public static let title = "Title"
+        /// The URI a presentation was asked to open (`zbimdb://...`); absent when none was.
         public static let target = "Target"
+        /// The entry point the app set before presenting (`setEntryPoint`), on the presentation and its session's views.
         public static let entryPoint = "Entry Point"
+        /// How long the article was read, in ms (an integer, 0 or more); absent when not measured.
         public static let timeSpent = "Time Spent"
+        /// The advertiser ID the delegates decided; absent when ad tracking is limited or no delegate has one.
         public static let advertiserID = "Advertiser ID"
+        /// The handled notification's id (`ContentBundle.ScheduledNotification.id`).
         public static let notification = "Notification"
+        /// The handled notification's message.
         public static let message = "Message"
+        /// The handled notification's action URI, the one presented.
         public static let actionURI = "Action URI"
+        /// Whether the user was first shown the message as an alert (a bool; false: the user had already chosen to act).
         public static let showAlert = "Show Alert"
     }
 
     /// The event pipeline behind the sink is gone (its host was released).
     public struct SinkGone: Error, CustomStringConvertible {
+        /// For a `Track` closure whose host is gone to throw; the metrics sink logs it.
         public init() {}
         public var description: String { "the host that owned the event pipeline was shut down" }
     }

@@ -10,6 +10,7 @@ import GRDB
 /// What was announced and handled is kept in a small table of the users database, so a restart
 /// neither announces again nor forgets what was handled.
 public struct LocalNotifications: Sendable {
+    /// A notification the active bundle schedules: id, due time (ms since 1970), message and action URI.
     public typealias ScheduledNotification = ContentBundle.ScheduledNotification
 
     /// What handling a notification did.

@@ -3,11 +3,13 @@ import Logging
 
 /// What one flush did.
 public struct DeliveryReport: Codable, Equatable, Sendable {
+    /// Events the sink said delivered in this flush: now SUCCESSFULLY_POSTED.
     public var posted = 0
     /// Events whose attempt failed and that will be retried.
     public var retrying = 0
     /// Events that reached max_num_retries in this flush and are now FAILED_POST.
     public var failed = 0
+    /// Batches handed to the sink in this flush (at most `EventDelivery.batchSize` events each).
     public var batches = 0
     /// Why the last attempt failed, if one did.
     public var lastError: String?
@@ -66,6 +68,7 @@ public final class EventDelivery: @unchecked Sendable {
         /// The flush's thread waiting for the sink with its own part done: the pipeline was sink-bound then.
         public var waitingForSinkSeconds = 0.0
     }
+    /// The times added up so far; waits for a flush in progress to end.
     public var times: Times { lock.withLock { flushTimes } }
     private var flushTimes = Times()
 

@@ -25,6 +25,7 @@ public final class BundleStore: Sendable {
     public struct ActivePointer: Codable, Equatable, Sendable {
         /// The active bundle's SHA-256 (its file is `<sha256>.sqlite3`).
         public var sha256: String
+        /// The active bundle's version, from inside the signed file (`ContentBundle.Metadata.version`), e.g. `2026.11.22-1`.
         public var version: String
         /// When it was activated (ISO 8601, UTC).
         public var activated: String
@@ -35,25 +36,31 @@ public final class BundleStore: Sendable {
         public var created: String?
     }
 
+    /// The folder holding the bundles and `active.json` (the hub engine's is `<data_dir>/hub/bundles`).
     public let directory: String
     /// How many bundles to keep: the active one plus this many before it.
     public let keepPrevious: Int
     /// Held through an install: one at a time in this process.
     private let installing = Mutex(())
 
+    /// The store in `directory`, keeping the active bundle and `keepPrevious` before it (0 or more); creates the folder
+    /// (and its parents) when missing, and throws the file system's error when it cannot.
     public init(directory: String, keepPrevious: Int = 1) throws {
         self.directory = directory
         self.keepPrevious = keepPrevious
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
+    /// The path of `active.json`, the pointer to the active bundle (`ActivePointer`); the file is missing until a first install.
     public var activePointerPath: String { file("active.json") }
 
     /// The lock file installs hold (beside the directory, which holds only bundles and the pointer).
     var installLockPath: String { directory + ".lock" }
 
+    /// Where the bundle of SHA-256 `sha256` (64 lowercase hex digits) is or would be stored: `<sha256>.sqlite3`; it may not exist.
     public func bundlePath(sha256: String) -> String { file("\(sha256).sqlite3") }
 
+    /// Where the metadata document the bundle of `sha256` was installed with is or would be stored: `<sha256>.json`.
     public func metadataPath(sha256: String) -> String { file("\(sha256).json") }
 
     /// Changes whenever a process activates a bundle (the pointer is replaced by rename).
@@ -65,7 +72,10 @@ public final class BundleStore: Sendable {
         return try? JSONDecoder().decode(ActivePointer.self, from: data)
     }
 
+    /// Why the active bundle cannot be opened; the hub engine logs it and keeps what it presents (at start: the preloaded bundle, if any).
     public enum LoadError: Error, CustomStringConvertible {
+        /// The file at `path` (the bundle, or `active.json` when other processes kept replacing it) cannot be read, no longer
+        /// has its SHA-256, or is not a content bundle; `reason` says which. It stays inactive until a new bundle is installed.
         case damaged(path: String, reason: String)
         public var description: String {
             switch self {

@@ -15,10 +15,13 @@ import HubHostABI
 /// `syncGeneration`, `activeDigest` and `isClosed` are read and written under the `lock` condition; the rest are `let`s
 /// (the `location` closure only calls HubHost.location(), itself thread-safe).
 public final class ContentDelivery: @unchecked Sendable {
+    /// The hub engine this delivery serves: it installs the bundles and takes the service's remote disable and pilot program.
     public let hub: HubEngine
     /// The provider instance in use, nil when none is loaded (`providerProblem` says why).
     public let provider: ContentProviderPlugin?
+    /// The id of the content_provider instance in plugins.yaml in use (`hub.provider`); nil when none is loaded.
     public let providerInstance: String?
+    /// Why no provider is loaded (e.g. `hub.provider` names no instance in plugins.yaml); nil when one is loaded.
     public let providerProblem: String?
     private let location: () -> Location?
     private let pipeline: LogPipeline
@@ -39,6 +42,9 @@ public final class ContentDelivery: @unchecked Sendable {
     /// The most a small document (settings, metadata) may be.
     static let documentLimit = 4 << 20
 
+    /// Delivery for `hub` through `provider` (nil: every sync throws `noProvider` with `providerProblem`). Reads what delivery
+    /// recorded in the hub's directory (`delivery.json`) and applies the service's last settings at once. `location` gives the
+    /// device's place, sent with the settings request (`location_id`, else `latitude` and `longitude`); nil: none is sent.
     public init(
         hub: HubEngine, provider: ContentProviderPlugin?, providerInstance: String?, providerProblem: String? = nil,
         location: @escaping () -> Location? = { nil }, pipeline: LogPipeline
@@ -107,24 +113,35 @@ public final class ContentDelivery: @unchecked Sendable {
     public struct SyncReport: Codable, Equatable, Sendable {
         /// "updated", "current" or "skipped" (disabled or not enrolled: nothing downloaded).
         public var result: String
+        /// What happened, for a person, e.g. "bundle 2026.11.22-1 downloaded, verified and active".
         public var message: String
         package var settings: DeliverySettings
         /// The service's bundle, when its metadata was read.
         public var bundleVersion: String?
+        /// The SHA-256 of the service's bundle, 64 lowercase hex digits, when its metadata was read (nil when `skipped`).
         public var bundleSHA256: String?
     }
 
     /// Why a sync failed. The previous bundle stays active in every case.
     public enum SyncError: Error, Equatable, CustomStringConvertible {
+        /// No content_provider instance is loaded; the text says why.
         case noProvider(String)
+        /// The provider did not deliver `resource` (`settings`, `metadata` or `bundle`): `status` is the provider's status name
+        /// (e.g. `HH_ERR_NOT_FOUND`) or "too large" (a document over 4 MiB), `message` the provider's text (may be empty).
         case fetchFailed(resource: String, status: String, message: String)
+        /// Fetching `resource` took longer than `hub.download_timeout` (`seconds`), or a sync already running did not end in time.
         case timedOut(resource: String, seconds: Double)
+        /// The service's settings document is not valid; the text says why.
         case invalidSettings(String)
+        /// The service's metadata document (version, size, SHA-256, signature) is not valid; the text says why.
         case invalidMetadata(String)
+        /// The downloaded bundle failed verification or installation (size, SHA-256, signature, older than the active one, not a bundle).
         case rejected(String)
+        /// The download could not be written to its temporary file under the hub's directory; the text says why.
         case storage(String)
         /// The bundle transfer broke off after some of its bytes (the connection closed early).
         case truncated(received: Int64, expected: Int64, message: String)
+        /// The delivery was closed (`close()`, the host shutting down): the sync was cancelled or not started.
         case closed
 
         public var description: String {

@@ -9,6 +9,7 @@ import Synchronization
 /// Sendable: the active-user cache lives in a Mutex; `pool` (a DatabasePool) and `versionReader`
 /// (a DatabaseQueue) are `let`s, and GRDB makes both thread-safe.
 public final class UserStore: Sendable {
+    /// The SQLite file, as given to `init(path:)` (the host's is `<data_dir>/hub/users.sqlite`).
     public let path: String
     /// Shared with the local-notification log, which keeps its small table in the same file.
     let pool: DatabasePool
@@ -19,11 +20,17 @@ public final class UserStore: Sendable {
     /// The active user as last read, with the file's data_version on `versionReader` then.
     private let cachedActive = Mutex<(user: String?, dataVersion: Int64)?>(nil)
 
+    /// Why a user operation was refused; nothing was changed.
     public enum UserError: Error, Equatable, CustomStringConvertible {
+        /// The id is empty, longer than 256 characters, holds a line break or NUL, or is `active` (reserved); the text says which.
         case invalidID(String)
+        /// A user with this id exists already (`createUser`).
         case exists(String)
+        /// No user has this id.
         case unknown(String)
+        /// The operation needs an active user and none was activated (`activate`).
         case noActiveUser
+        /// A tag is empty or longer than 256 characters; the text says which.
         case invalidTag(String)
 
         public var description: String {
@@ -39,8 +46,11 @@ public final class UserStore: Sendable {
 
     /// One user as `list()` shows it.
     public struct User: Codable, Equatable, Sendable {
+        /// The user's id: given to `createUser`, or a generated lowercase UUID.
         public var id: String
+        /// When the user was created, in ms since 1970.
         public var createdMs: Int64
+        /// Whether the user is the active one, the user tailoring and tag updates use.
         public var isActive: Bool
     }
 
