@@ -13,12 +13,15 @@ import GRDB
 /// Sendable: `path` and `pool` are `let`s, and GRDB's DatabasePool is thread-safe (it serialises
 /// writes and hands each read its own connection).
 public final class IdentityStore: Sendable {
+    /// The SQLite file of the store, `<data_dir>/identity.sqlite` when `HubHost` opens it; `identity.lock` is made beside it.
     public let path: String
     let pool: DatabasePool
 
     /// The ids as stored.
     public struct Identity: Codable, Equatable, Sendable {
+        /// The Engage recipient id that AddRecipient (or a completed merge) gave this installation; nil before setup and after a reset.
         public var recipientId: String?
+        /// The mobile user id of this installation (generated or set), stored before AddRecipient is sent; nil before setup and after a reset.
         public var mobileUserId: String?
         /// "Already set up": both ids are present.
         public var isSetUp: Bool { !(recipientId ?? "").isEmpty && !(mobileUserId ?? "").isEmpty }
@@ -26,28 +29,44 @@ public final class IdentityStore: Sendable {
 
     /// A merge in the journal.
     public struct Merge: Codable, Equatable, Sendable {
+        /// The merge's number in the journal (increasing), as `hubhost identity show` and the errors name it.
         public var id: Int64
+        /// The recipient merged away: the current one when the merge was planned.
         public var oldRecipientId: String
+        /// The recipient merged into (the one found holding the checked columns); the current one once the merge completes.
         public var newRecipientId: String
+        /// The mobile user id once the merge completes: ours, moved onto the new recipient, or the one it already had.
         public var newMobileUserId: String
         /// The merged date written to the old recipient and the audit row (fixed at planning).
         public var mergedDate: String
+        /// The XMLAPI requests of the plan, in the order they are sent.
         public var steps: [Step]
+        /// Whether every step was confirmed and the ids switched; false while the merge is pending.
         public var completed: Bool
+        /// Why the last attempt stopped (the step and the error); nil when none failed, cleared when the merge completes.
         public var lastError: String?
     }
 
+    /// One XMLAPI request of a merge, journaled with its values fixed so that sending it again sends the same request.
     public struct Step: Codable, Equatable, Sendable {
+        /// The step's position in its merge, from 1.
         public var index: Int
+        /// What the step does, in words ("stamp recipient … merged into …"), as `identity show` and the errors put it.
         public var summary: String
+        /// The request sent for the step.
         public var resource: XMLAPIResource
+        /// Whether the service confirmed the step; a resumed merge sends only the steps not done.
         public var done: Bool
     }
 
+    /// A store call refused because it would leave the journal inconsistent: a reset or a new merge while one is pending,
+    /// or completing a merge with steps not confirmed. Its description says why and what to do.
     public struct Refused: Error, CustomStringConvertible {
         public var description: String
     }
 
+    /// Opens the store at `path`, creating the file and its tables when missing (one process at a time, so that processes
+    /// opening a fresh data directory together migrate it once). Throws when the file cannot be opened or migrated.
     public init(path: String) throws {
         self.path = path
         let opening = try SharedSQLite.openingLock(for: path)  // until migrated: see openingLock
@@ -87,6 +106,7 @@ public final class IdentityStore: Sendable {
         try migrator.migrate(pool)
     }
 
+    /// The stored ids; both nil before the first setup and after a reset. Throws on a database error.
     public func identity() throws -> Identity {
         try pool.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT recipient_id, mobile_user_id FROM identity WHERE slot = 1") else { return Identity() }
@@ -114,6 +134,7 @@ public final class IdentityStore: Sendable {
         try pool.read { db in try Bool.fetchOne(db, sql: "SELECT add_recipient_sent FROM identity WHERE slot = 1") ?? false }
     }
 
+    /// Records that an AddRecipient is about to be sent (true) or that its answer was stored (false); see `addRecipientSent()`.
     public func setAddRecipientSent(_ sent: Bool) throws {
         try pool.write { db in
             try ensureRow(db)
@@ -206,6 +227,7 @@ public final class IdentityStore: Sendable {
         }
     }
 
+    /// Stores `error` as the merge's `lastError` (the step that failed and why); the merge stays pending.
     public func recordError(merge: Int64, _ error: String) throws {
         try pool.write { db in try db.execute(sql: "UPDATE merges SET last_error = ? WHERE id = ?", arguments: [error, merge]) }
     }

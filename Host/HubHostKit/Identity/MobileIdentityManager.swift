@@ -397,9 +397,13 @@ public final class MobileIdentityManager: Sendable {
 public struct IdentityChange: Sendable, Equatable {
     /// What changed; the raw value is the tracked event's name.
     public enum Kind: String, Sendable {
+        /// A setup stored the recipient id that AddRecipient gave (or that a lost AddRecipient had made).
         case setUp = "Identity Set Up"
+        /// A check added the checked columns to the current recipient (no other recipient had them).
         case updated = "Identity Updated"
+        /// A merge completed: the ids switched to the recipient merged into; `mergedRecipientId` is the one merged away.
         case merged = "Identity Merged"
+        /// Both ids were forgotten (`reset`); the ids after it are nil.
         case reset = "Identity Reset"
     }
 

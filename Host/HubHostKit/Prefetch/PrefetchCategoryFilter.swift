@@ -8,7 +8,9 @@ import GRDB
 /// `suggested` in the catalog protocol). Beyond the PCD SDK: `source` (the categories the items of
 /// one source are in) and `ids`.
 public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
+    /// Only the categories with these ids; empty: any id.
     public var ids: [String] = []
+    /// Only categories the user selected (true) or did not select (false); nil: either (categoriesSelected is true).
     public var selected: Bool?
     /// Only categories the service suggests (true) or does not (false): the suggestions filter.
     public var suggested: Bool?
@@ -20,13 +22,27 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
     public var source: String?
     /// Only categories with at least one item that is not deleted.
     public var withContent = false
+    /// The order of the result, first descriptor first; ties, and an empty list, are ordered by id.
     public var sort: [Sort] = []
+    /// At most this many categories (after sorting); nil: all of them, 0 or less: none.
     public var limit: Int?
 
+    /// A sort descriptor over the category fields ("name", "name:desc").
     public typealias Sort = PrefetchSortDescriptor<Field>
 
+    /// The fields categories can be sorted by; the raw value is the name used on the command line and in query strings.
     public enum Field: String, Sendable, Codable, CaseIterable, PrefetchSortField {
-        case id, name, parent, selected, suggested
+        /// The category id.
+        case id
+        /// The display name, ignoring case.
+        case name
+        /// The parent category's id (nil, for top-level categories, sorts first when ascending).
+        case parent
+        /// Whether the user selected the category (false first when ascending).
+        case selected
+        /// Whether the service suggests the category (false first when ascending).
+        case suggested
+        /// The SQL the field orders by (`name` ignores case).
         public var column: String {
             switch self {
             case .id: return "id"
@@ -38,6 +54,7 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
         }
     }
 
+    /// A filter from the given fields; every field left at its default matches all categories (allWithSort).
     public init(
         ids: [String] = [], selected: Bool? = nil, suggested: Bool? = nil, parent: String? = nil, search: String? = nil,
         source: String? = nil, withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil
@@ -101,14 +118,18 @@ public struct PrefetchCategoryFilter: Sendable, Equatable, Codable {
 
 /// A sortable field of a filter: the column (or expression) it orders by.
 public protocol PrefetchSortField: RawRepresentable, CaseIterable, Sendable, Codable, Equatable where RawValue == String {
+    /// The SQL column or expression of the catalog table that the field orders by.
     var column: String { get }
 }
 
 /// One sort descriptor (the PCD SDK's NSSortDescriptor): a field, ascending unless `descending`.
 /// Written "name" or "name:desc" on the command line and in query strings.
 public struct PrefetchSortDescriptor<Field: PrefetchSortField>: Sendable, Equatable, Codable {
+    /// The field to order by.
     public var field: Field
+    /// Whether larger values come first (":desc"); false: ascending.
     public var descending: Bool
+    /// Orders by `field`, ascending unless `descending`.
     public init(field: Field, descending: Bool = false) {
         self.field = field
         self.descending = descending
@@ -122,6 +143,7 @@ public struct PrefetchSortDescriptor<Field: PrefetchSortField>: Sendable, Equata
         self.init(field: field, descending: parts.count == 2 && parts[1] == "desc")
     }
 
+    /// The descriptor as written on the command line and in query strings: "name", or "name:desc" when descending.
     public var text: String { field.rawValue + (descending ? ":desc" : "") }
     var sql: String { "\(field.column) \(descending ? "DESC" : "ASC")" }
 }

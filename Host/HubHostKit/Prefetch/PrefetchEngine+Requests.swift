@@ -221,7 +221,14 @@ extension PrefetchEngine {
 
     /// An item flag `set(_:_:on:)` changes: saved and locked protect it from purge (locked also from
     /// deletion); viewed marks it consumed.
-    public enum Flag: String, Sendable, CaseIterable { case saved, locked, viewed }
+    public enum Flag: String, Sendable, CaseIterable {
+        /// Kept by the user: never purged; cleared when the item is deleted.
+        case saved
+        /// Never purged, and deletion is refused while it is set.
+        case locked
+        /// Consumed (also set when consumption is recorded): under storage pressure, purge evicts viewed items first.
+        case viewed
+    }
 
     /// save/unsave, lock/unlock (and viewed): flags that protect items from purge and deletion.
     public func set(_ flag: Flag, _ value: Bool, on ids: [String]) -> [Answer] {

@@ -16,7 +16,14 @@ import Synchronization
 public final class PrefetchEngine: Sendable {
     /// The PCD SDK's VOCServiceState values.
     public enum ServiceState: String, Sendable, Codable {
-        case notRegistered = "NotRegistered", registering = "Registering", registered = "Registered", initialized = "Initialized"
+        /// No registration: none was made yet, the last one failed or was refused, or the service stopped knowing this device.
+        case notRegistered = "NotRegistered"
+        /// A registration request is under way.
+        case registering = "Registering"
+        /// Registered (a registration id is kept), and no catalog sync has succeeded yet.
+        case registered = "Registered"
+        /// Registered, and a catalog sync has succeeded.
+        case initialized = "Initialized"
     }
 
     /// The `prefetch:` settings: those the engine was opened with, and the live keys as the last

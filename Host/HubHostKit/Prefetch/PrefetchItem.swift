@@ -2,9 +2,24 @@ import Foundation
 
 /// The nine item states (the PCD SDK's VOCItemState).
 public enum PrefetchItemState: String, Sendable, Codable, CaseIterable {
-    case discovered, queued, downloading, idle, paused, cached
+    /// New in the catalog, nothing downloaded; also after a files-only `delete`.
+    case discovered
+    /// Waiting for a download slot: allowed by policy (full_auto), asked for, or an idle item whose retry time came.
+    case queued
+    /// Claimed by one process, whose download of the files is under way.
+    case downloading
+    /// An attempt failed (retried after `retry_delay`), its process died, or it was cancelled; queued again later.
+    case idle
+    /// Paused by the user; left only by a download request.
+    case paused
+    /// Every main file downloaded and verified (its size, and its sha256 when the catalog gives one).
+    case cached
+    /// The start of each main file is on disk (a partial download); a later full download resumes it to `cached`.
     case partiallyCached = "partially_cached"
-    case failed, deleted
+    /// A main file still failed after the retries: `downloadError` says why, the files are removed, no automatic retry.
+    case failed
+    /// Deleted, evicted by purge or withdrawn by the catalog: files removed, the row kept so the item does not come back.
+    case deleted
 }
 
 /// One content item (the PCD SDK's VocItem), as stored. `userInfo` (memory only) lives in the
@@ -129,21 +144,37 @@ public struct PrefetchSource: Sendable, Codable, Equatable {
 
 /// The machine-readable reasons a waiting item gives (README lists them).
 public enum PrefetchWaitReason: String, Sendable, Codable, CaseIterable {
+    /// No network connection (or the device reports one hubhost does not know); holds every download.
     case noNetwork = "no_network"
+    /// Cellular, or a metered wifi, under a wifi-only network selection; holds every download.
     case networkNotAllowed = "network_not_allowed"
+    /// The battery is below `battery_low` and not charging; holds policy-driven downloads.
     case lowBattery = "low_battery"
+    /// `requires_charging` is on and the device is not charging; holds policy-driven downloads.
     case notCharging = "not_charging"
+    /// The device's free bytes are below `storage_low`; holds every download.
     case storageLow = "storage_low"
+    /// Outside the server policy's download window (`window_start` to `window_end`, local time); holds policy-driven downloads.
     case outsideTimeWindow = "outside_time_window"
+    /// Policy-driven downloads reached the server policy's `daily_byte_limit` for the UTC day.
     case dailyLimitReached = "daily_limit_reached"
+    /// A file of the item is larger than the server policy's `max_file_size` (bytes); holds its policy-driven download.
     case fileTooLarge = "file_too_large"
+    /// A category of the item already has the server policy's `items_per_category` items queued, downloading or cached by policy.
     case categoryLimitReached = "category_limit_reached"
+    /// The engine is not registered with the catalog service.
     case notRegistered = "not_registered"
+    /// The item was paused (`pause`); a download request resumes it.
     case pausedByUser = "paused_by_user"
+    /// A failed attempt is retried at the item's `retryAtMs`.
     case waitingToRetry = "waiting_to_retry"
+    /// The item's download behavior (its own, else `item_download_behavior`) is `none`: downloaded only when asked.
     case downloadBehaviorNone = "download_behavior_none"
+    /// The item's download behavior is `thumbnail_only`: its thumbnails are fetched, never its main files by policy.
     case thumbnailOnly = "thumbnail_only"
+    /// Queued behind the downloads running (at most `max_concurrent_downloads` in one process).
     case waitingForSlot = "waiting_for_slot"
+    /// Cancelled (`cancelCurrentDownloads`): queued again after one `sync_interval`, or at once when asked.
     case cancelled
     /// The device_conditions instance failed or is not loaded: hubhost does not guess.
     case deviceConditionsUnavailable = "device_conditions_unavailable"

@@ -8,20 +8,32 @@ import GRDB
 /// ["video"]: videosDownloadedOrDownloadingWithCategory = types [video] + states [cached,
 /// downloading] + category. Deleted items are listed only when `states` names `deleted`.
 public struct PrefetchItemFilter: Sendable, Equatable, Codable {
+    /// Only items in these states; empty: every state but `deleted`.
     public var states: [PrefetchItemState] = []
+    /// Only items in the category with this id.
     public var category: String?
+    /// Only the items with these content ids (ids within their source: combine with `source`); empty: any.
     public var contentIds: [String] = []
+    /// Only the items of the source with this name.
     public var source: String?
+    /// Only saved (true) or unsaved (false) items; nil: either.
     public var saved: Bool?
+    /// Only items never consumed (`viewed` false); false: viewed or not.
     public var notViewed = false
     /// Only items of these types (the catalog's `type`, e.g. "video"); empty: any.
     public var types: [String] = []
+    /// The order of the result, first descriptor first; ties, and an empty list, are ordered by discovery time, then unique id.
     public var sort: [Sort] = []
+    /// At most this many items (after sorting); nil: all of them, 0 or less: none.
     public var limit: Int?
 
+    /// One sort descriptor over items: a field, ascending unless `descending`; written "title" or "size:desc".
     public struct Sort: Sendable, Equatable, Codable {
+        /// The field to order by.
         public var field: Field
+        /// Whether larger values come first (":desc"); false: ascending.
         public var descending: Bool
+        /// Orders by `field`, ascending unless `descending`.
         public init(field: Field, descending: Bool = false) {
             self.field = field
             self.descending = descending
@@ -38,7 +50,19 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
 
     /// Sortable fields, each an indexed or plain column of the catalog.
     public enum Field: String, Sendable, Codable, CaseIterable {
-        case title, discovered, updated, size, state, expiry
+        /// The title, ignoring case.
+        case title
+        /// When the item joined the catalog (`discoveredMs`).
+        case discovered
+        /// When the item last changed (`updatedMs`).
+        case updated
+        /// The item's size in bytes, as the catalog gives it.
+        case size
+        /// The state's name (`cached`, `deleted`, ...), alphabetically.
+        case state
+        /// When the item expires (`expiryMs`); items without an expiry come first when ascending.
+        case expiry
+        /// The content's id within its source.
         case contentId = "content_id"
         var column: String {
             switch self {
@@ -53,6 +77,7 @@ public struct PrefetchItemFilter: Sendable, Equatable, Codable {
         }
     }
 
+    /// A filter from the given fields; every field left at its default matches all items that are not deleted.
     public init(
         states: [PrefetchItemState] = [], category: String? = nil, contentIds: [String] = [], source: String? = nil,
         saved: Bool? = nil, notViewed: Bool = false, types: [String] = [], sort: [Sort] = [], limit: Int? = nil

@@ -11,7 +11,14 @@ import Synchronization
 /// Listeners of the same set (same kind, filter and poll interval) share one reading per change
 /// (PrefetchLiveSetGroup): one re-read and one diff, fanned out to each of them, so a change costs
 /// one re-read per distinct filter, not one per listener.
-public enum PrefetchSetPhase: String, Codable, Sendable { case initial, willChange, didChange }
+public enum PrefetchSetPhase: String, Codable, Sendable {
+    /// The first element of a stream: the set as it is, every object in it listed as added.
+    case initial
+    /// A change, announced first: the keys added, updated (any field) and removed, and the set after the change.
+    case willChange
+    /// The same change again, right after its `willChange` (the two calls of the PCD SDK's change listener).
+    case didChange
+}
 
 enum PrefetchLiveSet {
     /// One difference between two readings of a set.

@@ -6,7 +6,9 @@ import Foundation
 /// a constant-bitrate approximation, which is what a byte-range prefetch can know without parsing
 /// the container. Seconds need both the duration and the size from the catalog; bytes need neither.
 public enum PrefetchPartialLength: Sendable, Equatable {
+    /// The first N bytes of the main file (1 to 16 TiB); refused for HLS items.
     case bytes(Int64)
+    /// The first N seconds of play (more than 0, at most `maxSeconds`); needs the catalog's duration and size of the file.
     case seconds(Double)
 
     /// The largest number of seconds accepted (about 11 days), so arithmetic stays exact.

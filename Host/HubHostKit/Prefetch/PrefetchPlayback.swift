@@ -10,10 +10,19 @@ import Synchronization
 /// disk (the rest relayed from the origin), else from its origin URL (the PCD SDK's "not yet
 /// cached: play the file's URL").
 public struct PrefetchPlayback: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable { case hls, file }
+    /// How the item is played: decided by its files, not by its state.
+    public enum Kind: String, Codable, Sendable {
+        /// The item has an HLS main index (`hls_main_index` file): it plays through the HLS endpoint of `hubhost serve`.
+        case hls
+        /// The item's `main` file plays: from disk, through the server's file route, or from its origin URL.
+        case file
+    }
 
+    /// The item's unique id.
     public var id: String
+    /// The item's state when the answer was made (`cached` plays entirely from disk).
     public var state: PrefetchItemState
+    /// Whether the item plays as HLS or as one file.
     public var kind: Kind
     /// What a player opens: the HLS endpoint's URL, the local file's URL on the server, or (a file
     /// not cached) the origin URL; nil when no server address is known and the file is not cached.

@@ -74,12 +74,22 @@ public struct PrefetchSettings: Sendable, Equatable {
 
     /// The PCD SDK's itemDownloadBehavior (VOCItemDownloadFullAuto, ThumbnailOnly, None).
     public enum DownloadBehavior: String, Sendable, Codable, CaseIterable {
-        case fullAuto = "full_auto", thumbnailOnly = "thumbnail_only", none
+        /// Policy queues a discovered item and downloads it when the download policy allows.
+        case fullAuto = "full_auto"
+        /// Policy fetches only the item's thumbnail files; its main files download only when asked.
+        case thumbnailOnly = "thumbnail_only"
+        /// Policy downloads nothing of the item; it downloads only when asked.
+        case none
     }
 
     /// The PCD SDK's network selection (VOCNetworkSelection...): which networks downloads may use.
     public enum NetworkSelection: String, Sendable, Codable, CaseIterable {
-        case wifi, cellular, both
+        /// Wifi (or ethernet) only: a cellular network, or a metered wifi, holds downloads with `network_not_allowed`.
+        case wifi
+        /// Cellular allowed: downloads use any network, as with `both`.
+        case cellular
+        /// Any network: wifi, ethernet or cellular.
+        case both
     }
 
     package var enabled = false

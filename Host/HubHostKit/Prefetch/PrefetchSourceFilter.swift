@@ -6,19 +6,33 @@ import GRDB
 /// (name or display name), `category` (the sources of the items of one category) and
 /// `withContent` (at least one item that is not deleted).
 public struct PrefetchSourceFilter: Sendable, Equatable, Codable {
+    /// Only the sources with these names; empty: any name.
     public var names: [String] = []
+    /// Only sources the user subscribed to (true) or did not (false); nil: either.
     public var subscribed: Bool?
+    /// Only sources whose name or display name contains this text, ignoring ASCII case; nil or empty: any.
     public var search: String?
+    /// Only sources with at least one item (not deleted) in the category with this id.
     public var category: String?
+    /// Only sources with at least one item that is not deleted.
     public var withContent = false
+    /// The order of the result, first descriptor first; ties, and an empty list, are ordered by name.
     public var sort: [Sort] = []
+    /// At most this many sources (after sorting); nil: all of them, 0 or less: none.
     public var limit: Int?
 
+    /// A sort descriptor over the source fields ("display_name", "name:desc").
     public typealias Sort = PrefetchSortDescriptor<Field>
 
+    /// The fields sources can be sorted by; the raw value is the name used on the command line and in query strings.
     public enum Field: String, Sendable, Codable, CaseIterable, PrefetchSortField {
-        case name, subscribed
+        /// The source name items refer to.
+        case name
+        /// Whether the user subscribed to the source (false first when ascending).
+        case subscribed
+        /// The name to show, ignoring case.
         case displayName = "display_name"
+        /// The SQL the field orders by (`display_name` ignores case).
         public var column: String {
             switch self {
             case .name: return "name"
@@ -28,6 +42,7 @@ public struct PrefetchSourceFilter: Sendable, Equatable, Codable {
         }
     }
 
+    /// A filter from the given fields; every field left at its default matches all sources (allWithSort).
     public init(
         names: [String] = [], subscribed: Bool? = nil, search: String? = nil, category: String? = nil,
         withContent: Bool = false, sort: [Sort] = [], limit: Int? = nil

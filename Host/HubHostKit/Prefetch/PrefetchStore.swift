@@ -321,10 +321,15 @@ final class PrefetchStore: Sendable {
 
 /// The prefetch engine's errors: each says what was refused and why.
 public enum PrefetchError: Error, CustomStringConvertible, Equatable {
+    /// No item with this unique id in the catalog (HTTP 404).
     case unknownItem(String)
+    /// The request does not apply to the item in its state (already cached, locked, deleted, not playable...): the reason says why (HTTP 409).
     case refused(id: String, reason: String)
+    /// The engine is not registered with the catalog service, or the service refused or dropped the registration: why (HTTP 409).
     case notRegistered(String)
+    /// The catalog service or a file's origin failed or answered something unusable: what went wrong (HTTP 502).
     case service(String)
+    /// An argument was refused (a partial length, a consumption time, a range, an import path): what was wrong with it (HTTP 400).
     case invalid(String)
 
     public var description: String {

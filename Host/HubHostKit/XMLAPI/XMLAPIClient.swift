@@ -7,13 +7,17 @@ import Logging
 /// retried with exponential backoff and jitter (`maxRetries` more attempts); API faults and other
 /// 4xx are not. Blocking: call it from the BlockingPool, a CLI command or another thread that may wait.
 public final class XMLAPIClient: Sendable {
+    /// Where and how the client posts: from the `identity:` section of plugins.yaml (`host`, the OAuth credentials,
+    /// `requestTimeout`, `maxRetries`, `retryBaseDelay`).
     public struct Settings: Sendable {
         /// The Engage base URL (e.g. https://api-campaign-us-1.goacoustic.com); `/XMLAPI` is appended.
         public var host: String
         package var credentials: OAuthTokenCache.Credentials
+        /// The deadline of one request, in seconds (`identity.requestTimeout`, 30 s by default); the token request has the same.
         public var timeoutSeconds: Double
         /// Retries after the first attempt, for network failures and 5xx answers.
         public var maxRetries: Int
+        /// The wait before the first retry, in seconds (`identity.retryBaseDelay`, 1 s by default); doubled each retry, at most 60 s, with jitter.
         public var retryBaseDelay: Double
 
         package init(
@@ -35,6 +39,7 @@ public final class XMLAPIClient: Sendable {
         }
     }
 
+    /// The settings the client posts with, fixed when it was made.
     public let settings: Settings
     let http: HTTPFetcher
     let logger: Logger

@@ -17,6 +17,7 @@ public enum XMLAPIError: Error, CustomStringConvertible, Sendable {
     /// identity.host is not set: nowhere to post.
     case notConfigured(String)
 
+    /// The errorid of a fault (e.g. 128: no recipient matched); nil for a fault without one and for every service failure.
     public var errorID: Int? { if case .fault(_, let id, _) = self { return id } else { return nil } }
 
     /// True when the service may have carried the request out though no success was read: no

@@ -6,20 +6,30 @@ import Foundation
 /// XML-escaped, COLUMN values too (the reference SDK writes those raw, so a value such as
 /// `</VALUE><EMAIL>x` became markup); element names that are not XML names are refused.
 public struct XMLAPIResource: Equatable, Sendable, Codable {
+    /// The operation's name, the element inside `<Body>` (e.g. "AddRecipient"); the initialisers refuse one that is not an XML name.
     public var operation: String
+    /// The parameters, each an element inside the operation, in the order first added (`addParams`).
     public private(set) var params: [Param] = []
+    /// The `<COLUMN><NAME>…</NAME><VALUE>…</VALUE></COLUMN>` pairs written after the parameters, in the order first added (`addColumns`).
     public private(set) var columns: [Column] = []
     /// InsertUpdateRelationalTable's `<ROWS><ROW><COLUMN name="...">value</COLUMN>...`.
     public private(set) var rows: [[Column]] = []
 
+    /// One parameter, written `<name>value</name>`.
     public struct Param: Equatable, Sendable, Codable {
+        /// The element name (e.g. LIST_ID): letters, digits, '_', '-', '.', not starting with a digit.
         public var name: String
+        /// The element's text as given; escaped when the request is written.
         public var value: String
     }
 
+    /// One column name/value pair: of the recipient (`columns`) or of a relational-table row (`rows`).
     public struct Column: Equatable, Sendable, Codable {
+        /// The column's name in the list or table, any text; escaped when the request is written.
         public var name: String
+        /// The column's value as given; escaped when the request is written.
         public var value: String
+        /// The column `name` with `value`.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -28,6 +38,7 @@ public struct XMLAPIResource: Equatable, Sendable, Codable {
 
     /// A name that cannot be an XML element name (parameters become elements).
     public struct InvalidName: Error, CustomStringConvertible {
+        /// The name refused, as given.
         public var name: String
         public var description: String { "'\(name)' is not a valid XMLAPI element name (letters, digits, '_', '-', '.', not starting with a digit)" }
     }

@@ -11,11 +11,15 @@ import Foundation
 public struct XMLAPIResult: Sendable, Encodable {
     /// An element: its name, its text (whitespace at the ends trimmed) and its children.
     public struct Element: Sendable, Encodable, Equatable {
+        /// The element's name as in the answer (case kept; the look-ups ignore case).
         public var name: String
+        /// The element's own text (entities decoded, CDATA included, trimmed), not its children's; empty when it has none.
         public var text: String
+        /// The child elements, in document order.
         public var children: [Element]
     }
 
+    /// The answer's `<Envelope>` element, the root of the tree.
     public let root: Element
 
     /// Not an XML document, or no `<Envelope>`: a service failure, not a fault.
@@ -26,6 +30,8 @@ public struct XMLAPIResult: Sendable, Encodable {
     /// The largest answer parsed (a recipient's data is a few kilobytes).
     public static let maxBytes = 4 << 20
 
+    /// Parses an answer body. Throws `Malformed` when it is larger than `maxBytes`, is not XML, nests deeper than 64 elements,
+    /// or its root element is not `<Envelope>`.
     public init(data: Data) throws {
         guard data.count <= Self.maxBytes else { throw Malformed(description: "the answer is larger than \(Self.maxBytes) bytes") }
         let parser = XMLParser(data: data)
