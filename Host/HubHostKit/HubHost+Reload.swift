@@ -4,6 +4,8 @@ import Logging
 /// What a reload of plugins.yaml did (`HubHost.reload`, `hubhost reload`, `POST /v1/admin/reload`,
 /// SIGHUP to `hubhost serve`).
 public struct ReloadReport: Codable, Sendable, Equatable {
+    /// How a reload ended; its raw value (`applied`, `unchanged`, `refused`) is what the JSON answer,
+    /// the `PluginsReloaded` notification and the log say.
     public enum Outcome: String, Codable, Sendable {
         /// The difference was applied.
         case applied
@@ -13,12 +15,15 @@ public struct ReloadReport: Codable, Sendable, Equatable {
         case refused
     }
 
+    /// Whether the difference was applied, there was none, or the reload was refused.
     public var outcome: Outcome
     /// The plugin set's generation after the reload (unchanged when refused).
     public var generation: Int
     /// Instance ids, in plugins.yaml order.
     public var added: [String] = []
+    /// Ids of the instances the new manifest no longer names, now retired, in the old plugins.yaml's order.
     public var removed: [String] = []
+    /// Ids of the instances whose entry or library file changed, loaded anew, in plugins.yaml order.
     public var changed: [String] = []
     /// The live settings the reload changed (`events.flush_interval`, ...), sorted.
     public var settings: [String] = []

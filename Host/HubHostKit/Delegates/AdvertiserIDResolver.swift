@@ -4,6 +4,7 @@ import Logging
 public struct AdvertiserIDDecision: Codable, Equatable, Sendable {
     /// The advertiser ID to use; nil when none is used.
     public var advertiserID: String?
+    /// True when the deciding delegate said limit ad tracking is on: then `advertiserID` is nil.
     public var limitAdTracking: Bool
     /// The instance that decided, nil when no delegate had an opinion.
     public var decidedBy: String?

@@ -4,8 +4,18 @@ import Logging
 /// Severity, the ZBiM scale: None < CriticalError < Error < Warning < Info.
 /// As a setting it is the least important severity still logged; None turns logging off.
 public enum LogSeverity: Int32, CaseIterable, Comparable, Sendable {
-    case none = 0, criticalError = 1, error = 2, warning = 3, info = 4
+    /// As a setting: log nothing. Never the severity of a record.
+    case none = 0
+    /// The most severe records (swift-log's critical).
+    case criticalError = 1
+    /// Failures (swift-log's error); the default setting.
+    case error = 2
+    /// Warnings (swift-log's warning).
+    case warning = 3
+    /// The least severe records: what happened in the normal course (swift-log's notice, info, debug, trace).
+    case info = 4
 
+    /// The name plugins.yaml and JSON use: "none", "critical_error", "error", "warning", "info".
     public var name: String {
         switch self {
         case .none: return "none"
@@ -16,6 +26,8 @@ public enum LogSeverity: Int32, CaseIterable, Comparable, Sendable {
         }
     }
 
+    /// The severity named `name`, in any case, with `-`, `_` or nothing between words
+    /// ("critical-error", "CriticalError"); nil for an unknown name.
     public init?(name: String) {
         let key = name.lowercased().replacingOccurrences(of: "-", with: "_")
         guard let match = LogSeverity.allCases.first(where: { $0.name == key || $0.name.replacingOccurrences(of: "_", with: "") == key })
@@ -29,8 +41,14 @@ public enum LogSeverity: Int32, CaseIterable, Comparable, Sendable {
 /// Verbosity, the ZBiM scale: None < Debug < Info. As a setting it is the most detailed verbosity
 /// still logged; None turns logging off.
 public enum LogVerbosity: Int32, CaseIterable, Comparable, Sendable {
-    case none = 0, debug = 1, info = 2
+    /// As a setting: log nothing. Never the verbosity of a record.
+    case none = 0
+    /// Ordinary detail: every record but the most detailed; the default setting.
+    case debug = 1
+    /// The most detailed records (swift-log's debug and trace).
+    case info = 2
 
+    /// The name plugins.yaml and JSON use: "none", "debug", "info".
     public var name: String {
         switch self {
         case .none: return "none"
@@ -39,6 +57,7 @@ public enum LogVerbosity: Int32, CaseIterable, Comparable, Sendable {
         }
     }
 
+    /// The verbosity named `name`, in any case; nil for an unknown name.
     public init?(name: String) {
         guard let match = LogVerbosity.allCases.first(where: { $0.name == name.lowercased() }) else { return nil }
         self = match
@@ -53,14 +72,19 @@ public enum LogVerbosity: Int32, CaseIterable, Comparable, Sendable {
 /// the configured level in the ordered lists above, and nothing is logged when either setting is
 /// None. Defaults: severity Error, verbosity Debug.
 public struct LogFilter: Codable, Equatable, Sendable {
+    /// The least important severity still logged (`logging.severity`); `.none` turns logging off.
     public var severity: LogSeverity
+    /// The most detailed verbosity still logged (`logging.verbosity`); `.none` turns logging off.
     public var verbosity: LogVerbosity
 
+    /// A filter with these settings; the defaults are plugins.yaml's (severity Error, verbosity Debug).
     public init(severity: LogSeverity = .error, verbosity: LogVerbosity = .debug) {
         self.severity = severity
         self.verbosity = verbosity
     }
 
+    /// Whether a record of these levels is logged: both at or below the settings, and neither the
+    /// settings nor the record's levels `.none`.
     public func allows(severity recordSeverity: LogSeverity, verbosity recordVerbosity: LogVerbosity) -> Bool {
         guard severity != .none, verbosity != .none, recordSeverity != .none, recordVerbosity != .none else { return false }
         return recordSeverity <= severity && recordVerbosity <= verbosity
@@ -90,15 +114,20 @@ public struct LogFilter: Codable, Equatable, Sendable {
 
 /// One record on its way through the logging pipeline.
 public struct LogRecord: Equatable, Sendable {
+    /// How important the record is (never `.none` for a record that is logged).
     public var severity: LogSeverity
+    /// How detailed the record is (never `.none` for a record that is logged).
     public var verbosity: LogVerbosity
+    /// When it was logged, in milliseconds since 1970 (wall clock).
     public var timeMs: Int64
     /// "hubhost", an engine label ("hubhost.loader") or a plugin instance id.
     public var source: String
+    /// The text of the record, as a logging plugin receives it.
     public var message: String
     /// The record of something the operator did (a reload): logged at any severity setting but None.
     public var isOperatorAction: Bool
 
+    /// A record with these fields; `isOperatorAction` is false unless the record reports an operator's action.
     public init(
         severity: LogSeverity, verbosity: LogVerbosity, timeMs: Int64, source: String, message: String, isOperatorAction: Bool = false
     ) {

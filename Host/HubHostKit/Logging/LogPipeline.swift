@@ -22,6 +22,8 @@ public final class LogPipeline: Sendable {
     private let state: Mutex<State>
     private static let earlyLimit = 1000
 
+    /// A pipeline with no destinations yet, filtering with `filter` (plugins.yaml's defaults unless
+    /// given): until its destinations are attached, the records that pass are kept, up to 1000.
     public init(filter: LogFilter = LogFilter()) { state = Mutex(State(filter: filter)) }
 
     /// True when a record of these levels would reach the destinations; callers may skip building it.
@@ -29,6 +31,8 @@ public final class LogPipeline: Sendable {
         state.withLock { $0.filter.allows(severity: severity, verbosity: verbosity) }
     }
 
+    /// Logs `message` from `source` ("hubhost", an engine label or a plugin instance id), stamped with
+    /// the wall clock now; dropped unless the filter allows its levels. Any thread.
     public func log(_ severity: LogSeverity, _ verbosity: LogVerbosity = .debug, source: String, _ message: String) {
         log(LogRecord(severity: severity, verbosity: verbosity, timeMs: Clock.wallMs(), source: source, message: message))
     }
@@ -39,6 +43,8 @@ public final class LogPipeline: Sendable {
         log(LogRecord(severity: severity, verbosity: .debug, timeMs: Clock.wallMs(), source: source, message: message, isOperatorAction: true))
     }
 
+    /// Passes `record` to every destination in order, when the filter allows it. A record logged from
+    /// inside a destination (a logging plugin logging) is dropped, so logging never recurses. Any thread.
     public func log(_ record: LogRecord) {
         // A logging plugin that logs from inside its own log call would recurse forever: drop it.
         guard !LoggingReentrancy.isInside else { return }
@@ -69,6 +75,8 @@ public final class LogPipeline: Sendable {
         for record in replay { deliver(record, to: targets) }
     }
 
+    /// Asks every destination to write out what it buffered (a logging plugin's `flush`), e.g. before
+    /// shutdown. Blocks until each has returned.
     public func flush() {
         for destination in state.withLock({ $0.destinations }) { destination.flush() }
     }

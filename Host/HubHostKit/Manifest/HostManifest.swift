@@ -11,9 +11,12 @@ import Yams
 public struct HostManifest: Sendable {
     /// One entry of `plugins:`.
     public struct Instance: Sendable {
+        /// The instance's unique id (`id:`): lowercase letters, digits, '-', '_' and '.'; `#N` (its
+        /// position, from 1) when the entry has none, which is a problem.
         public var id: String
         /// Absolute path of the plugin.yaml named by `use:`.
         public var use: String
+        /// `enabled:` (default true); false keeps the entry but does not load it.
         public var enabled: Bool
         /// Expected SHA-256 (hex) of the library file, checked before dlopen.
         public var sha256: String?
@@ -34,8 +37,11 @@ public struct HostManifest: Sendable {
         /// Deadline of an in-process plugin's create (`create_timeout`).
         public var createTimeoutSeconds: Double = Instance.defaultCreateTimeoutSeconds
 
+        /// `call_timeout` when the entry has none, in seconds.
         public static let defaultCallTimeoutSeconds: Double = 5
+        /// `create_timeout` when the entry has none, in seconds.
         public static let defaultCreateTimeoutSeconds: Double = 30
+        /// `memory_limit` when the entry has none, in MiB.
         public static let defaultMemoryLimitMB = 4096
         /// Below this a worker cannot even start the Swift runtime.
         public static let minimumMemoryLimitMB = 64
@@ -68,7 +74,10 @@ public struct HostManifest: Sendable {
     public var file: String
     /// Absolute path of the data directory (default `.hubhost` beside the manifest).
     public var dataDirectory: String
+    /// The log filter of `logging:` (severity Error, verbosity Debug when absent).
     public var logging: LogFilter
+    /// Every entry of `plugins:`, then those of the instance files `include:` names, in order;
+    /// disabled entries and entries with problems included.
     public var instances: [Instance]
     /// plugins.lock beside plugins.yaml: the plugins installed from packages (empty when none).
     package var pluginLock = PluginLock()
@@ -78,6 +87,7 @@ public struct HostManifest: Sendable {
     /// Every problem found, in plugins.yaml and in the plugin.yaml files it uses.
     public var diagnostics: [ManifestDiagnostic]
 
+    /// True when no problem was found (`diagnostics` is empty), as `hubhost manifest check` requires.
     public var isValid: Bool { diagnostics.isEmpty }
 
     /// The problems in the sections named (`identity`, `events`, ...): keys inside them, the

@@ -3,16 +3,26 @@ import Yams
 
 /// A plugin kind of ABI v1, as plugin.yaml spells it.
 public enum PluginKind: String, Codable, CaseIterable, Sendable {
+    /// Fetches named resources (the Content Hub's settings, metadata and bundle; the prefetch catalog)
+    /// and streams their bytes to the host (hubhost_content_provider.h).
     case contentProvider = "content_provider"
+    /// Adds attributes to each event before it is stored (hubhost_augmentation.h).
     case augmentation
+    /// Compares an event's value with a campaign trigger's value (hubhost_trigger_operator.h).
     case triggerOperator = "trigger_operator"
+    /// Decides the advertiser ID, or that none is used (hubhost_advertiser_id.h).
     case advertiserID = "advertiser_id"
+    /// Writes the log records that passed the host's filter (hubhost_logging.h).
     case logging
+    /// Answers where the device is (hubhost_location.h).
     case location
     /// ABI 1.1: where tracked events leave hubhost (hubhost_event_sink.h).
     case eventSink = "event_sink"
+    /// ABI 1.1: makes new identifiers, such as mobile user ids and audit record keys (hubhost_user_id_generator.h).
     case userIDGenerator = "user_id_generator"
+    /// ABI 1.1: tells the network, battery and free space, for the prefetch policy (hubhost_device_conditions.h).
     case deviceConditions = "device_conditions"
+    /// ABI 1.1: rewrites the prefetch engine's file requests, URL and headers (hubhost_download_request.h).
     case downloadRequest = "download_request"
 
     /// The HH_KIND_* code in hubhost_plugin.h.
@@ -40,6 +50,7 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
         }
     }
 
+    /// The kind whose HH_KIND_* code is `code`; nil for a code this host does not know.
     public init?(code: Int32) {
         guard let kind = PluginKind.allCases.first(where: { $0.code == code }) else { return nil }
         self = kind
@@ -49,22 +60,31 @@ public enum PluginKind: String, Codable, CaseIterable, Sendable {
 /// A `plugin.yaml`: describes a plugin library without loading it (id, version, ABI, the library
 /// file, the plugins it exports and their configuration schema).
 public struct PluginManifest: Sendable {
+    /// One entry of `exports:`: a plugin the library exports.
     public struct Export: Codable, Equatable, Sendable {
+        /// The plugin's id, which must match a descriptor id in the library.
         public var id: String
+        /// What the plugin does, which must match its descriptor's kind.
         public var kind: PluginKind
     }
 
     /// Absolute path of the plugin.yaml.
     public var file: String
+    /// The plugin's id (`id:`): lowercase letters, digits, '-', '_' and '.'; what `use:` may name.
     public var id: String
+    /// The plugin's human-readable name (`name:`), e.g. "Fixed location".
     public var name: String
+    /// The plugin's semantic version (`version:`, e.g. "1.0.0"), which every descriptor in the library must report.
     public var version: String
+    /// What the plugin does (`description:`); empty when plugin.yaml has none.
     public var description: String
     /// The ABI version the library was built against, e.g. "1.0".
     public var abi: String
     /// The library's file name (e.g. `libhubhost-console-logger.so`), looked up as the README says.
     public var library: String
+    /// Free-form tags (`capabilities:`, e.g. `thread-safe`, `network`), shown by `hubhost plugins inspect`; hubhost does not act on them.
     public var capabilities: [String]
+    /// The plugins the library exports (`exports:`), in plugin.yaml order; at least one.
     public var exports: [Export]
     package var config: ConfigSchema
     /// A valid config for `hubhost plugins test` (`test_config:`), checked against the schema with
@@ -80,12 +100,14 @@ public struct PluginManifest: Sendable {
         return "plugin '\(id)' requires hubhost \(requirement), but this is hubhost \(HubHostVersion.current)"
     }
 
+    /// The kinds of the plugins it exports, each once, in the order `exports` first names them.
     public var kinds: [PluginKind] {
         var seen: [PluginKind] = []
         for export in exports where !seen.contains(export.kind) { seen.append(export.kind) }
         return seen
     }
 
+    /// Absolute path of the folder holding the plugin.yaml, where its library is looked up first.
     public var folder: String { (file as NSString).deletingLastPathComponent }
 
     static let topKeys = ["abi", "id", "name", "version", "description", "library", "capabilities", "exports", "config", "test_config", "requires"]

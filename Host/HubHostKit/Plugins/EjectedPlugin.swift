@@ -2,8 +2,11 @@ import Foundation
 
 /// A plugin that is ejected (PluginEjection), as `GET /v1/health` names it.
 public struct EjectedPlugin: Codable, Equatable, Sendable {
+    /// The id of its instance in plugins.yaml.
     public var instance: String
+    /// The plugin's id in its library (an `exports:` id of its plugin.yaml).
     public var plugin: String
+    /// The plugin's kind as plugin.yaml spells it (`PluginKind.rawValue`, e.g. "augmentation").
     public var kind: String
     /// When its probe call is let through (ISO 8601, UTC).
     public var until: String

@@ -9,14 +9,17 @@ public struct HostEnvironment: Sendable {
     public struct HTTPPolicy: Sendable, Equatable {
         /// Host names (lowercase), compared exactly; empty refuses every request.
         public var allowedHosts: [String]
+        /// Deadline of one request, in seconds (`http_timeout`, default 10).
         public var timeoutSeconds: Double
 
+        /// A policy allowing `allowedHosts` (lowercased here; default none) with `timeoutSeconds` per request.
         public init(allowedHosts: [String] = [], timeoutSeconds: Double = 10) {
             self.allowedHosts = allowedHosts.map { $0.lowercased() }
             self.timeoutSeconds = timeoutSeconds
         }
     }
 
+    /// What the instance may reach through "hubhost.http.v1" (`http_allow`, `http_timeout`).
     public var http: HTTPPolicy
     /// The location service behind "hubhost.location.v1"; nil: not offered.
     public var location: LocationService?
@@ -41,6 +44,7 @@ public final class LocationService: Sendable {
     private let state = Mutex(State())
     private let fixed: Location?
 
+    /// A service with no delegates: it answers `.unavailable` until `use(_:)` gives it the location plugins.
     public init() { fixed = nil }
 
     /// A service that always answers `location`, with no delegates: for `hubhost plugins test` and
@@ -57,6 +61,8 @@ public final class LocationService: Sendable {
         }
     }
 
+    /// True when the service can answer: it has location plugins, or a fixed location. The host offers
+    /// "hubhost.location.v1" to plugins only then.
     public var hasDelegates: Bool { fixed != nil || state.withLock { !$0.delegates.isEmpty } }
 
     /// A cached location no older than `maxAgeMs`, or a new answer within `timeoutMs`.

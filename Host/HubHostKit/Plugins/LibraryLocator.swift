@@ -5,9 +5,13 @@ import Foundation
 /// (colon-separated), then in the folder of the running executable (where `swift build` puts the
 /// bundled plugins' `.so` files).
 public struct LibraryLocator: Sendable {
+    /// The folders of `HUBHOST_PLUGIN_PATH`, in order, searched after the plugin.yaml's folder.
     public var searchPath: [String]
+    /// The folder searched last, the running executable's by default; nil: none.
     public var executableFolder: String?
 
+    /// A locator whose search path is `environment`'s `HUBHOST_PLUGIN_PATH` (colon-separated, empty entries
+    /// skipped), the process's by default.
     public init(
         environment: [String: String] = ProcessInfo.processInfo.environment, executableFolder: String? = LibraryLocator.runningExecutableFolder()
     ) {
@@ -61,6 +65,7 @@ public struct LibraryLocator: Sendable {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 
+    /// The folder of the running executable (from /proc/self/exe, else the main bundle); nil when neither says.
     public static func runningExecutableFolder() -> String? {
         guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
             return Bundle.main.executablePath.map { ($0 as NSString).deletingLastPathComponent }

@@ -93,8 +93,11 @@ package final class PluginCallTracker: Sendable {
 
 /// A plugin that is stuck, as health reports it.
 public struct StuckPlugin: Codable, Equatable, Sendable {
+    /// The id of its instance in plugins.yaml; "campaigns" for a stuck campaign evaluation.
     public var instance: String
+    /// The plugin's id in its library (an `exports:` id); "trigger operators" for a stuck campaign evaluation.
     public var plugin: String
+    /// The plugin's kind as plugin.yaml spells it (`PluginKind.rawValue`, e.g. "location").
     public var kind: String
     /// How long its overdue call has been running, in milliseconds.
     public var runningMs: Int64
@@ -103,7 +106,9 @@ public struct StuckPlugin: Codable, Equatable, Sendable {
 /// An instance that failed while serving (its worker given up after repeated crashes), as
 /// `GET /v1/health` names it.
 public struct FailedInstance: Codable, Equatable, Sendable {
+    /// The instance's id in plugins.yaml.
     public var instance: String
+    /// Why, in full: its worker given up, after how many crashes, and the last one's cause (`PluginLoadError.workerGivenUp`).
     public var reason: String
 }
 

@@ -1,27 +1,44 @@
 /// Why a plugin library or instance did not load. Each case names the file or instance and says
 /// what to do, because this text is what an integrator sees in `hubhost plugins list`.
 public enum PluginLoadError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Problems in the instance's plugins.yaml entry or in its plugin.yaml, each at its file:line:column.
     case manifestProblems([ManifestDiagnostic])
+    /// The file `library:` names is in none of the folders `searched`, in search order (for an absolute path, its folder).
     case libraryNotFound(library: String, searched: [String])
+    /// The library at `path` hashes to `actual` (SHA-256, hex), not the `sha256` pin `expected`: it changed since it was pinned.
     case sha256Mismatch(path: String, expected: String, actual: String)
     /// A library file that is not read at all: not a regular file, too large, or unreadable.
     case unreadableLibrary(path: String, reason: String)
+    /// dlopen refused the file; `reason` is dlerror's message, without the path.
     case notASharedObject(path: String, reason: String)
     /// A `.wasm` library that is not a module, does not instantiate or lacks the guest adapter.
     case notAWasmPlugin(path: String, reason: String)
+    /// The library does not export the entry symbol `hubhost_library_entry`: it is not a hubhost plugin.
     case missingEntrySymbol(path: String)
+    /// The library's `hubhost_library_entry()` returned NULL.
     case nullLibrary(path: String)
+    /// The library was built for ABI `plugin`, whose major version is not the `host`'s; nothing else of it was read.
     case abiMismatch(path: String, plugin: ABIVersion, host: ABIVersion)
+    /// The library's optional `init` answered `status` (an hh_status_t other than HH_OK); `message` may be empty.
     case libraryInitFailed(path: String, status: Int32, message: String)
+    /// The library's plugin descriptors are invalid: descriptor `index` (0 also for the table as a whole), and why.
     case invalidDescriptor(path: String, index: Int, reason: String)
+    /// The library and its plugin.yaml disagree (ids, kinds, versions, ABI major), as `reason` lists; also an
+    /// unexpected error while loading, with the entry's `use:` as `path`.
     case manifestMismatch(path: String, reason: String)
+    /// The create of plugin `plugin` (an export id) of `instance` answered `status` (an hh_status_t) with `message`,
+    /// its report_error; the instance is disabled.
     case createFailed(instance: String, plugin: String, status: Int32, message: String)
+    /// The in-process create of plugin `plugin` of `instance` did not return within `seconds` (`create_timeout`);
+    /// its thread is left to finish and the instance is disabled.
     case createTimedOut(instance: String, plugin: String, seconds: Double)
+    /// The worker process of an isolated instance (`isolation: process`) did not start; `reason` says why.
     case workerFailed(instance: String, reason: String)
     /// A library new to a running host failed when it was tried in a worker before loading in process.
     case trialFailed(instance: String, reason: String)
     /// An isolated instance whose worker crashed too often and was given up while serving.
     case workerGivenUp(instance: String, crashes: Int, cause: String)
+    /// The entry says `enabled: false`: not loaded, and no failure (the registry records it as `.disabled`).
     case disabled
 
     public var description: String {

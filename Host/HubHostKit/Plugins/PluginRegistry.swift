@@ -11,8 +11,11 @@ import Synchronization
 public final class PluginRegistry: Sendable {
     /// What became of a configured instance.
     public enum State: Equatable, Sendable {
+        /// Every plugin the instance's library exports was created; they serve calls.
         case loaded
+        /// It did not load, or its worker was given up after repeated crashes; the error says why.
         case failed(PluginLoadError)
+        /// `enabled: false` in plugins.yaml: kept as an entry, not loaded.
         case disabled
 
         /// "loaded", "failed" or "disabled", as `hubhost plugins list` shows it.
@@ -246,8 +249,11 @@ public final class PluginRegistry: Sendable {
     public struct Change: Sendable {
         /// Instance ids, in plugins.yaml order.
         public var added: [String] = []
+        /// Ids of the instances the new manifest no longer names, in the old plugins.yaml's order.
         public var removed: [String] = []
+        /// Ids of the instances whose entry or library file's content changed, in plugins.yaml order.
         public var changed: [String] = []
+        /// Ids of the instances kept as they are, running untouched, in plugins.yaml order.
         public var unchanged: [String] = []
         /// The entries taken out: retire them (`retire`) once nothing uses them.
         public var retired: [Entry] = []

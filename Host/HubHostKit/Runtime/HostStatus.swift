@@ -6,11 +6,17 @@ import Foundation
 /// its generation. `GET /v1/status` answers it and `hubhost status` reads it back from the running
 /// serve, so the command shows serve's truth rather than a second host's.
 public struct HostStatus: Codable, Sendable {
+    /// Absolute path of the manifest (plugins.yaml) the host runs on; empty for a manifest with no file.
     public var manifest: String
+    /// Absolute path of the host's data directory (`data_dir`).
     public var dataDirectory: String
+    /// The log filter in force (`logging:`, as the last reload left it).
     public var logging: LogFilter
+    /// Every problem of the manifest in force (file:line:column); empty when it is valid.
     public var diagnostics: [ManifestDiagnostic]
+    /// What the advertiser-ID delegates decided now, and which one decided.
     public var advertiserID: AdvertiserIDDecision
+    /// Where the location delegates say the device is now; nil when none answered.
     public var location: Location?
     /// The process the host runs in (serve's, when serve answered).
     public var pid: Int32

@@ -23,9 +23,13 @@ public final class PeriodicService: Service, Sendable {
     private let signals: AsyncStream<Void>
 
     /// - Parameters:
+    ///   - name: the service's name, passed to `onError` with each failed round's error.
+    ///   - interval: seconds between rounds, clamped to at least 0.01; the first round comes one interval
+    ///     after `first` has run, or sooner when woken.
     ///   - first: runs once before the first round (e.g. a content download at start-up).
     ///   - final: runs once after graceful shutdown (e.g. the last flush).
     ///   - onError: hears a round's error; the service goes on with the next round.
+    ///   - round: one round of blocking work, run on the BlockingPool; rounds never overlap.
     public init(
         name: String, every interval: Double, first: (@Sendable () throws -> Void)? = nil,
         final: (@Sendable () throws -> Void)? = nil, onError: @escaping @Sendable (String, Error) -> Void,

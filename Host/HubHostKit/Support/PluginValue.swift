@@ -3,19 +3,29 @@ import Foundation
 /// A typed value as it crosses the plugin boundary (hh_value_t): string, int64, double, bool,
 /// time in milliseconds, or null.
 public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
+    /// No value (HH_VALUE_NULL).
     case null
+    /// A UTF-8 string.
     case string(String)
+    /// A signed 64-bit integer.
     case int(Int64)
+    /// A double.
     case double(Double)
+    /// A boolean.
     case bool(Bool)
+    /// A time, in milliseconds since 1970 (a config `time`).
     case timeMs(Int64)
 
     /// The payload when the value is of that type, else nil (settings read their schema-checked values so).
     public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    /// The payload of a `.bool`, else nil.
     public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    /// The payload of a `.double`, else nil (an `.int` is not converted).
     public var doubleValue: Double? { if case .double(let d) = self { return d } else { return nil } }
+    /// The payload of an `.int`, else nil (a `.timeMs` is not one).
     public var intValue: Int64? { if case .int(let i) = self { return i } else { return nil } }
 
+    /// The type's name for messages, as config schemas spell types: "null", "string", "int", "double", "bool" or "time".
     public var typeName: String {
         switch self {
         case .null: return "null"
@@ -56,11 +66,17 @@ public enum PluginValue: Equatable, Sendable, CustomStringConvertible {
 public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral
 {
+    /// JSON `null`.
     case null
+    /// A JSON string.
     case string(String)
+    /// A JSON number; written as an integer when it is a whole number below 9e15 in magnitude.
     case number(Double)
+    /// JSON `true` or `false`.
     case bool(Bool)
+    /// A JSON array, in order.
     case array([JSONValue])
+    /// A JSON object; key order is not kept.
     case object([String: JSONValue])
 
     public func encode(to encoder: Encoder) throws {

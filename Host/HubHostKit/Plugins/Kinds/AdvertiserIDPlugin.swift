@@ -21,7 +21,9 @@ public enum AdvertiserIDAnswer: Equatable, Sendable {
     }
 }
 
-// Sendable: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
+/// An `advertiser_id` plugin: decides the advertiser ID the host uses in metrics, or that none is
+/// used. The host asks these delegates in plugins.yaml order (`HubHost.advertiserID()`).
+/// Sendable: its only field is the `let` handle, and `advertiser_id` is [thread-safe] in hubhost_advertiser_id.h.
 public final class AdvertiserIDPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

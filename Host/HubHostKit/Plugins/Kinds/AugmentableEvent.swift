@@ -1,12 +1,18 @@
 /// The part of an event an augmentation plugin sees and may change: its id, type code, name, time
 /// and typed attributes, in order. The event engine converts its events to and from this.
 public struct AugmentableEvent: Equatable, Sendable {
+    /// The host's id for the event, for log messages.
     public var id: String
+    /// The event's Universal Behavior type code (e.g. 17 for a named event).
     public var typeCode: Int32
+    /// The event's name; may be empty.
     public var name: String
+    /// When the event happened, in milliseconds since 1970.
     public var timeMs: Int64
+    /// The event's attributes, in order; names are exact and case-sensitive.
     public var attributes: [(name: String, value: PluginValue)]
 
+    /// An event with these fields; `timeMs` in milliseconds since 1970.
     public init(id: String, typeCode: Int32, name: String, timeMs: Int64, attributes: [(name: String, value: PluginValue)] = []) {
         self.id = id
         self.typeCode = typeCode
@@ -15,6 +21,7 @@ public struct AugmentableEvent: Equatable, Sendable {
         self.attributes = attributes
     }
 
+    /// The value of the first attribute named exactly `name`; nil when there is none.
     public subscript(attribute name: String) -> PluginValue? {
         attributes.first { $0.name == name }?.value
     }
@@ -33,6 +40,7 @@ public struct AugmentableEvent: Equatable, Sendable {
         }
     }
 
+    /// Removes the first attribute named exactly `name`; false when there was none.
     public mutating func remove(_ name: String) -> Bool {
         guard let index = attributes.firstIndex(where: { $0.name == name }) else { return false }
         attributes.remove(at: index)

@@ -1,5 +1,7 @@
 /// What one augmentation call did.
 public struct AugmentationOutcome: Equatable, Sendable {
+    /// The plugin's hh_status_t: HH_OK (0) keeps its edits, any other drops them. A failed isolated worker
+    /// answers HH_ERR_UNAVAILABLE (HH_ERR_TIMEOUT past its `call_timeout`).
     public var status: Int32
     /// The plugin's report_error message when status is not HH_OK.
     public var message: String

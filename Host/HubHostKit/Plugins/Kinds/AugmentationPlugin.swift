@@ -24,6 +24,8 @@ public final class AugmentationPlugin: Sendable {
         return instance.api(hh_augmentation_v1_t.self).pointee.process_synchronously(instance.handle)
     }
 
+    /// Whether the plugin's supplemental data is available now (`is_supplemental_data_ready`); hubhost
+    /// does not act on it today. Isolated: a failed worker answers false.
     public var isSupplementalDataReady: Bool {
         guard let instance = handle.instance else { return IsolatedCalls.flag(handle, .isSupplementalDataReady) }
         return instance.api(hh_augmentation_v1_t.self).pointee.is_supplemental_data_ready(instance.handle)

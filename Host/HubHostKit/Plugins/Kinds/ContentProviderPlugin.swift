@@ -19,9 +19,15 @@ public final class ContentProviderPlugin: Sendable {
         self.handle = handle
     }
 
+    /// What `fetch` brought back: the plugin's status and message, the bytes it wrote and its last progress.
     public struct Fetched: Equatable, Sendable {
+        /// The plugin's hh_status_t: HH_OK (0) when every byte was written, HH_ERR_NOT_FOUND for no such resource;
+        /// HH_ERR_TIMEOUT when an in-process plugin overran, HH_ERR_UNAVAILABLE when it is ejected, HH_ERR_IO when
+        /// an isolated one's worker failed.
         public var status: Int32
+        /// Why it failed (the plugin's report_error, then why the host's HTTP service failed, if it did); empty on HH_OK.
         public var message: String
+        /// The bytes the plugin wrote (in process, at most `fetch`'s `limit`); use them only when `status` is HH_OK.
         public var data: Data
         /// The last (done, total) the plugin reported, if any.
         public var progress: (done: UInt64, total: UInt64)?
@@ -107,10 +113,14 @@ public final class ContentProviderPlugin: Sendable {
     /// Where `stream` sends what the plugin fetched. `write` answers false to stop the fetch (the
     /// plugin then gets HH_ERR_IO); `isCancelled` is polled by the plugin between chunks.
     public struct Sink {
+        /// Takes each chunk the plugin writes, borrowed for the call only; answers false to stop the fetch.
         public var write: (UnsafeRawBufferPointer) -> Bool
+        /// Hears the plugin's progress: bytes done and the total (0 when unknown).
         public var progress: (_ done: UInt64, _ total: UInt64) -> Void
+        /// Answers true to ask the plugin to stop early; polled between chunks, so it must be cheap.
         public var isCancelled: () -> Bool
 
+        /// A sink writing with `write`; by default progress is ignored and the fetch is never cancelled.
         public init(
             write: @escaping (UnsafeRawBufferPointer) -> Bool, progress: @escaping (UInt64, UInt64) -> Void = { _, _ in },
             isCancelled: @escaping () -> Bool = { false }

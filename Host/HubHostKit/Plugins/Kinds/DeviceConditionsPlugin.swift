@@ -3,10 +3,19 @@ import HubHostABI
 
 /// What the device can afford now, as a `device_conditions` plugin answered it (range-checked).
 public struct DeviceConditions: Sendable, Equatable, Codable {
+    /// The network a download would go over (HH_NETWORK_*); the raw value is what JSON says.
     public enum Network: String, Sendable, Codable {
-        case none, wifi, cellular, ethernet
+        /// No network: every download waits.
+        case none
+        /// Wi-Fi; a metered one (a phone's hotspot) counts as cellular for a wifi-only policy.
+        case wifi
+        /// A mobile network: a wifi-only policy holds downloads.
+        case cellular
+        /// A wired network, treated as Wi-Fi.
+        case ethernet
     }
 
+    /// The network downloads would go over now.
     public var network: Network
     /// The network is billed by volume.
     public var metered: Bool
@@ -17,6 +26,7 @@ public struct DeviceConditions: Sendable, Equatable, Codable {
     /// Bytes free for an unprivileged writer on the data directory's file system; nil: unknown.
     public var freeBytes: UInt64?
 
+    /// Conditions with these values; `batteryLevel` 0...1 (nil: no battery), `freeBytes` in bytes (nil: unknown).
     public init(network: Network, metered: Bool, batteryLevel: Double? = nil, charging: Bool? = nil, freeBytes: UInt64? = nil) {
         self.network = network
         self.metered = metered

@@ -4,13 +4,16 @@ import HubHostABI
 /// A file download request as the prefetch engine would send it, before and after a
 /// `download_request` plugin converts it (the PCD SDK's convertDownloadRequest).
 public struct DownloadRequest: Sendable, Equatable {
+    /// The file's URL; a plugin may rewrite it (a signed CDN URL, a mirror) to another absolute http or https URL.
     public var url: String
+    /// The request's headers by name (a plugin's edits match names without regard to case); a plugin may add, replace or remove them.
     public var headers: [String: String]
     /// The content item's uniqueId; a plugin cannot change it.
     public var itemId: String
     /// Which file of the item ("main", "hls_main_index", "thumbnail", "subtitle"); a plugin cannot change it.
     public var fileRole: String
 
+    /// A request for file `fileRole` of item `itemId` at `url`, with `headers` (default none).
     public init(url: String, headers: [String: String] = [:], itemId: String, fileRole: String) {
         self.url = url
         self.headers = headers

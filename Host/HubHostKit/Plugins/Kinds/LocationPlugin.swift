@@ -3,14 +3,22 @@ import HubHostABI
 
 /// A location as a `location` plugin answered it, copied into host memory.
 public struct Location: Codable, Equatable, Sendable {
+    /// Degrees north (WGS84, -90...90); nil when the answer has no coordinates.
     public var latitude: Double?
+    /// Degrees east (WGS84, -180...180); nil when the answer has no coordinates.
     public var longitude: Double?
+    /// Radius of uncertainty of the coordinates, in meters; nil when unknown or without coordinates.
     public var accuracyMeters: Double?
+    /// When the fix was taken, in milliseconds since 1970; nil when unknown.
     public var timeMs: Int64?
+    /// An opaque id of the place, compared verbatim; nil: none.
     public var locationID: String?
+    /// The place's name, e.g. "Pike Place Market"; nil: none.
     public var name: String?
+    /// A postal address on one line; nil: none.
     public var address: String?
 
+    /// A location with the fields given; every field is optional.
     public init(
         latitude: Double? = nil, longitude: Double? = nil, accuracyMeters: Double? = nil, timeMs: Int64? = nil,
         locationID: String? = nil, name: String? = nil, address: String? = nil
@@ -25,9 +33,13 @@ public struct Location: Codable, Equatable, Sendable {
     }
 }
 
+/// A `location` plugin's answer, or the location service's.
 public enum LocationAnswer: Equatable, Sendable {
+    /// Where the device is (it may still have neither coordinates nor a location id).
     case location(Location)
+    /// No location now (HH_ERR_UNAVAILABLE, e.g. no fix yet, or no delegate at all): go on without one.
     case unavailable
+    /// The plugin failed (HH_ERR_TIMEOUT when it overran its deadline); its status and message.
     case failed(status: Int32, message: String)
 
     /// What this answer says about the plugin, for its ejection.
@@ -37,8 +49,10 @@ public enum LocationAnswer: Equatable, Sendable {
     }
 }
 
-// Sendable: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
-// hubhost_location.h.
+/// A `location` plugin: answers where the device is. The host's `LocationService` asks these delegates
+/// in plugins.yaml order and caches the answer.
+/// Sendable: its only field is the `let` handle, and `get_location` and `release_location` are [thread-safe] in
+/// hubhost_location.h.
 public final class LocationPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle

@@ -42,6 +42,8 @@ public final class LoggingPlugin: LogDestination, Sendable {
         }
     }
 
+    /// Calls the plugin's optional `flush` (before shutdown and when a user asks); nothing when it has none.
+    /// Isolated: a failed worker ignores it.
     public func flush() {
         guard let instance = handle.instance else {
             let (channel, index) = IsolatedCalls.worker(handle)

@@ -9,6 +9,7 @@ public final class TriggerOperatorPlugin: @unchecked Sendable {
     public let handle: PluginHandle
     /// The operator's name and wire code, read once (from the worker when isolated).
     public let operatorName: String
+    /// The operator's In-App Messaging wire code, 1 to 8; 0 for an operator named by string only.
     public let wireCode: Int32
     /// In-process: the operator table and the instance's handle, read once, so that a comparison
     /// (the campaign engine makes millions) is one indirect call with no lookup on the way.
