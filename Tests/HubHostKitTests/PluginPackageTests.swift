@@ -276,7 +276,7 @@ final class PluginPackageTests: FolderTestCase {
         XCTAssertTrue(error.description.contains("requires hubhost >=0.3 <0.4"), error.description)
 
         // A range this hubhost meets loads.
-        try TestSupport.write(yaml + "\nrequires: { hubhost: \">=0.1 <0.2\" }\n", to: source + "/plugin.yaml")
+        try TestSupport.write(yaml + "\nrequires: { hubhost: \">=0.2 <0.3\" }\n", to: source + "/plugin.yaml")
         XCTAssertNoThrow(try PluginPackage.pack(folder: source, output: folder + "/ok.hhp"))
     }
 
