@@ -14,6 +14,13 @@ public struct DeepLinkRouter: Sendable {
         public var required: Bool
         /// The pattern source (for display); the value must match it whole.
         public var regex: String?
+
+        /// A parameter named `name`; `regex`, when given, is a pattern its value must match whole.
+        public init(name: String, required: Bool = false, regex: String? = nil) {
+            self.name = name
+            self.required = required
+            self.regex = regex
+        }
     }
 
     /// One route of `deep_links.routes`, as `add(pattern:parameters:)` compiled it.

@@ -73,11 +73,11 @@ public final class BundleStore: Sendable {
     }
 
     /// Why the active bundle cannot be opened; the hub engine logs it and keeps what it presents (at start: the preloaded bundle, if any).
-    public enum LoadError: Error, CustomStringConvertible {
+    package enum LoadError: Error, CustomStringConvertible {
         /// The file at `path` (the bundle, or `active.json` when other processes kept replacing it) cannot be read, no longer
         /// has its SHA-256, or is not a content bundle; `reason` says which. It stays inactive until a new bundle is installed.
         case damaged(path: String, reason: String)
-        public var description: String {
+        package var description: String {
             switch self {
             case .damaged(let path, let reason):
                 return "the stored bundle \(path) is damaged (\(reason)); it stays inactive until a new bundle is installed"
