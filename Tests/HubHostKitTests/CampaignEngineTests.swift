@@ -59,18 +59,7 @@ final class CampaignEngineTests: FolderTestCase {
     }
 
     private func host() throws -> (HubHost, CampaignEngine, EventEngine) {
-        try TestSupport.write(
-            """
-            data_dir: data
-            events: {cache_size: 1000}
-            campaigns: {file: campaigns.json}
-            plugins:
-              - id: operators
-                use: \(TestSupport.plugin("StandardOperators"))
-              - id: extra
-                use: \(TestSupport.plugin("ExtraOperators"))
-            """, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let host = try TestSupport.campaignsHost(in: folder, sections: "events: {cache_size: 1000}", extraOperators: true)
         addTeardownBlock { host.shutdown() }
         let campaigns = try XCTUnwrap(try host.campaigns())
         return (host, campaigns, try host.events())
@@ -282,16 +271,7 @@ final class CampaignEngineTests: FolderTestCase {
 
     func testSkippedCampaignsAreErrorNotificationsOnTheStream() throws {
         try writeCampaigns()
-        try TestSupport.write(
-            """
-            data_dir: data
-            logging: {severity: warning}
-            campaigns: {file: campaigns.json}
-            plugins:
-              - id: operators
-                use: \(TestSupport.plugin("StandardOperators"))
-            """, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let host = try TestSupport.campaignsHost(in: folder, sections: "logging: {severity: warning}")
         defer { host.shutdown() }
         final class Heard: @unchecked Sendable { var list: [HostNotification] = [] }
         let heard = Heard()

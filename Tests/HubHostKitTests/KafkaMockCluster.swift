@@ -26,6 +26,20 @@ final class KafkaMockCluster {
 
     struct Failure: Error, CustomStringConvertible { var description: String }
 
+    /// A `plugins:` entry (its lines start at column 2) for an instance `kafka` of the Kafka sink
+    /// plugin delivering to this cluster, with librdkafka's `clientSettings`.
+    func sinkInstance(clientSettings: String) -> String {
+        """
+          - id: kafka
+            use: \(TestSupport.plugin("KafkaSink"))
+            config:
+              bootstrap_servers: "\(bootstrap)"
+              topic: \(topic)
+              message_timeout: 2 sec
+              client_settings: "\(clientSettings)"
+        """
+    }
+
     static func helper(in folder: String) throws -> String {
         try TestSupport.compileProgram("kafka_mock_cluster.c", to: folder + "/kafka_mock_cluster", libraries: ["rdkafka"])
     }

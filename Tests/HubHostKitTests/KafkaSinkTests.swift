@@ -32,13 +32,7 @@ final class KafkaSinkTests: XCTestCase {
           post_timeout: 3 sec
         \(events)
         plugins:
-          - id: kafka
-            use: \(TestSupport.plugin("KafkaSink"))
-            config:
-              bootstrap_servers: "\(cluster.bootstrap)"
-              topic: \(cluster.topic)
-              message_timeout: 2 sec
-              client_settings: "linger.ms=2; retry.backoff.ms=50; reconnect.backoff.max.ms=500"
+        \(cluster.sinkInstance(clientSettings: "linger.ms=2; retry.backoff.ms=50; reconnect.backoff.max.ms=500"))
         """
     }
 

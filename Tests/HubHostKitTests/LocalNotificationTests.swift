@@ -10,22 +10,14 @@ final class LocalNotificationTests: XCTestCase {
     override func setUpWithError() throws { folder = try TestSupport.temporaryFolder(self) }
 
     private func host() throws -> (HubHost, HubEngine) {
-        try TestSupport.write("data_dir: data\nplugins: []\n", to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
-        addTeardownBlock { host.shutdown() }
-        let hub = try XCTUnwrap(try host.hub())
-        let path = folder + "/bundle.sqlite3"
-        if !FileManager.default.fileExists(atPath: path) {
-            try TestBundle.write(
-                to: path, hubs: [.init("news", channels: [.init("sports", articles: [.init("final")])])],
-                notifications: [
-                    .init(id: "n1", fireAtMs: 1_000, message: "The final is on", actionURI: "zbimdb://article/news/sports/final"),
-                    .init(id: "n2", fireAtMs: 2_000, message: "Sports news", actionURI: "zbimdb://channel/news/sports"),
-                    .init(id: "n3", fireAtMs: 9_000, message: "Later", actionURI: "zbimdb://hub/news")
-                ])
-        }
-        hub.activate(try ContentBundle(path: path))
-        return (host, hub)
+        try TestBundle.host(
+            in: folder, manifest: "data_dir: data\nplugins: []\n", for: self,
+            hubs: [.init("news", channels: [.init("sports", articles: [.init("final")])])],
+            notifications: [
+                .init(id: "n1", fireAtMs: 1_000, message: "The final is on", actionURI: "zbimdb://article/news/sports/final"),
+                .init(id: "n2", fireAtMs: 2_000, message: "Sports news", actionURI: "zbimdb://channel/news/sports"),
+                .init(id: "n3", fireAtMs: 9_000, message: "Later", actionURI: "zbimdb://hub/news")
+            ])
     }
 
     func testDueAtTheirTimeAnnouncedOnceAndHandled() throws {

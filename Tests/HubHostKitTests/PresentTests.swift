@@ -11,38 +11,16 @@ final class PresentTests: XCTestCase {
 
     /// A host whose hub has the test bundle active; `advertiser` is the static delegate's config.
     private func host(advertiser: String = "{advertiser_id: ad-123}") throws -> (HubHost, HubEngine) {
-        try TestSupport.write(
-            """
-            data_dir: data
-            hub: {custom_url_schemes: [myapp]}
-            plugins:
-              - id: ads
-                use: \(TestSupport.plugin("StaticAdvertiserID"))
-                config: \(advertiser)
-            """, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
-        addTeardownBlock { host.shutdown() }
-        let hub = try XCTUnwrap(try host.hub())
-        let path = folder + "/bundle.sqlite3"
-        if !FileManager.default.fileExists(atPath: path) {
-            try TestBundle.write(
-                to: path,
-                hubs: [
-                    .init(
-                        "news", tags: ["news"],
-                        channels: [
-                            .init(
-                                "sports",
-                                articles: [
-                                    .init("a", tags: ["golf"], sourceURL: "https://example.com/golf?id=1"),
-                                    .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])
-                                ])
-                        ]),
-                    .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking", "baking"])])])
-                ])
-        }
-        hub.activate(try ContentBundle(path: path))
-        return (host, hub)
+        try TestBundle.host(
+            in: folder,
+            manifest: """
+                data_dir: data
+                hub: {custom_url_schemes: [myapp]}
+                plugins:
+                  - id: ads
+                    use: \(TestSupport.plugin("StaticAdvertiserID"))
+                    config: \(advertiser)
+                """, for: self, hubs: TestBundle.newsAndFood)
     }
 
     private func events(_ host: HubHost, named name: String) throws -> [Event] {

@@ -64,15 +64,7 @@ final class PurchaseTests: XCTestCase {
             ]
         ]
         try JSONSerialization.data(withJSONObject: campaigns).write(to: URL(fileURLWithPath: folder + "/campaigns.json"))
-        try TestSupport.write(
-            """
-            data_dir: data
-            campaigns: {file: campaigns.json}
-            plugins:
-              - id: operators
-                use: \(TestSupport.plugin("StandardOperators"))
-            """, to: folder + "/plugins.yaml")
-        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let host = try TestSupport.campaignsHost(in: folder)
         defer { host.shutdown() }
         let engine = try host.events()
         let campaignEngine = try XCTUnwrap(try host.campaigns())

@@ -27,17 +27,7 @@ final class ServeProcess: JSONCalls, @unchecked Sendable {
     init(command: [String], scheme: String = "http") throws {
         process.executableURL = URL(fileURLWithPath: TestSupport.hubhostExecutable)
         process.arguments = command
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var banner = ""
-        let start = Date()
-        while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            banner += String(decoding: chunk, as: UTF8.self)
-        }
+        let banner = try TestSupport.startReadingFirstLine(process)
         guard let address = banner.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines),
             address.hasPrefix("\(scheme)://127.0.0.1:"), let port = Int(address.split(separator: ":").last ?? "")
         else {

@@ -5,19 +5,7 @@ import XCTest
 final class TailoringTests: XCTestCase {
     private func bundle() throws -> ContentBundle {
         let folder = try TestSupport.temporaryFolder(self)
-        return try ContentBundle(
-            path: TestBundle.write(
-                to: folder + "/b.sqlite3",
-                hubs: [
-                    .init(
-                        "news", tags: ["news"],
-                        channels: [
-                            .init(
-                                "sports",
-                                articles: [.init("a", tags: ["golf"]), .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])])
-                        ]),
-                    .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread")])])
-                ]))
+        return try ContentBundle(path: TestBundle.write(to: folder + "/b.sqlite3", hubs: TestBundle.newsAndFood))
     }
 
     func testHubSelectionAndArticleOrder() throws {

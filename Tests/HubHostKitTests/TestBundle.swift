@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import XCTest
 
 @testable import HubHostKit
 
@@ -37,6 +38,38 @@ enum TestBundle {
             self.tags = tags
             self.channels = channels
         }
+    }
+
+    /// Two hubs: `news` (tagged news; channel `sports` with `a` golf, `b` football, `c` both) and
+    /// `food` (tagged cooking and recipes; channel `baking` with `bread`).
+    static let newsAndFood: [Hub] = [
+        .init(
+            "news", tags: ["news"],
+            channels: [
+                .init(
+                    "sports",
+                    articles: [
+                        .init("a", tags: ["golf"], sourceURL: "https://example.com/golf?id=1"),
+                        .init("b", tags: ["football"]), .init("c", tags: ["football", "golf"])
+                    ])
+            ]),
+        .init("food", tags: ["cooking", "recipes"], channels: [.init("baking", articles: [.init("bread", tags: ["cooking", "baking"])])])
+    ]
+
+    /// A host on `manifest` (written to `folder/plugins.yaml`) whose hub has the bundle of `hubs` and
+    /// `notifications` active (written once, to `folder/bundle.sqlite3`); shut down when `test` ends.
+    static func host(
+        in folder: String, manifest: String, for test: XCTestCase, hubs: [Hub],
+        notifications: [ContentBundle.ScheduledNotification] = []
+    ) throws -> (HubHost, HubEngine) {
+        try TestSupport.write(manifest, to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        test.addTeardownBlock { host.shutdown() }
+        let hub = try XCTUnwrap(try host.hub())
+        let path = folder + "/bundle.sqlite3"
+        if !FileManager.default.fileExists(atPath: path) { try write(to: path, hubs: hubs, notifications: notifications) }
+        hub.activate(try ContentBundle(path: path))
+        return (host, hub)
     }
 
     /// Writes the bundle (positions follow the arrays' order) and returns `path`.

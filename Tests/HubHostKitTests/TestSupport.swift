@@ -154,6 +154,35 @@ enum TestSupport {
             currentDirectory: folder ?? repository, timeout: timeout, input: input)
     }
 
+    /// A host in `folder` whose campaigns come from `folder/campaigns.json`, with the standard trigger
+    /// operators (and the extra ones when `extraOperators`) and `sections`, more top-level YAML lines
+    /// of plugins.yaml. The caller shuts it down.
+    static func campaignsHost(in folder: String, sections: String = "", extraOperators: Bool = false) throws -> HubHost {
+        let extra = extraOperators ? "\n  - id: extra\n    use: \(plugin("ExtraOperators"))" : ""
+        try write(
+            "data_dir: data\ncampaigns: {file: campaigns.json}\n\(sections)\nplugins:\n  - id: operators\n    use: \(plugin("StandardOperators"))\(extra)\n",
+            to: folder + "/plugins.yaml")
+        return try HubHost(manifestPath: folder + "/plugins.yaml")
+    }
+
+    /// Starts `process` with its standard output on a pipe (its standard error discarded) and returns
+    /// the first line it prints, read for `seconds` at most: what it printed by then when no line
+    /// came, or nothing when it ended first.
+    static func startReadingFirstLine(_ process: Process, seconds: Double = 30) throws -> String {
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var banner = ""
+        let start = Date()
+        while !banner.contains("\n"), Date().timeIntervalSince(start) < seconds {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            banner += String(decoding: chunk, as: UTF8.self)
+        }
+        return banner
+    }
+
     /// `text` parsed as JSON; a top-level string, number or null too. Throws when it is not JSON.
     static func json(_ text: String) throws -> Any {
         try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])

@@ -37,18 +37,8 @@ final class TracingTests: XCTestCase {
             self.output = output
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["python3", TestSupport.repository + "/Tests/Fixtures/otlp_receiver.py", output, "240"]
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
             process.standardInput = input
-            try process.run()
-            var banner = ""
-            let start = Date()
-            while !banner.contains("\n"), Date().timeIntervalSince(start) < 30 {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                banner += String(decoding: chunk, as: UTF8.self)
-            }
+            let banner = try TestSupport.startReadingFirstLine(process)
             guard banner.hasPrefix("port "), let port = Int(banner.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 process.terminate()
                 // Never skipped: scripts/bootstrap (which .ci/run runs) installs opentelemetry-proto.
@@ -119,13 +109,7 @@ final class TracingTests: XCTestCase {
               retry_base_delay: 0
               post_timeout: 3 sec
             plugins:
-              - id: kafka
-                use: \(TestSupport.plugin("KafkaSink"))
-                config:
-                  bootstrap_servers: "\(cluster.bootstrap)"
-                  topic: \(cluster.topic)
-                  message_timeout: 2 sec
-                  client_settings: "linger.ms=2"
+            \(cluster.sinkInstance(clientSettings: "linger.ms=2"))
               - id: tagger
                 use: \(try TestSupport.faultyFixture(nil, in: folder + "/tagger"))
             """, to: folder + "/plugins.yaml")
