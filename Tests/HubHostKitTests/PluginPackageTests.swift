@@ -260,7 +260,8 @@ final class PluginPackageTests: FolderTestCase {
         // So does open, for a package made elsewhere.
         var files = try entries(good)
         files[0].bytes = Array(requiringLater.utf8)
-        try assertRefused(archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.3 <0.4, but this is hubhost \(HubHostVersion.current)")
+        try assertRefused(
+            archive(files, resum: true), entry: "plugin.yaml", "requires hubhost >=0.3 <0.4, but this is hubhost \(HubHostVersion.current)")
 
         // And plugins.yaml, for an instance of it: a manifest problem `manifest check` reports, and
         // the instance does not load.

@@ -311,13 +311,17 @@ final class ReloadTests: XCTestCase {
             Thread {
                 let result = Result {
                     try TestSupport.hubhost(
-                        ["hub", "watch", "--url", base, "--name", "PluginsReloaded", "--json", "--count", "50", "--timeout", "100"], timeout: 130)
+                        ["hub", "watch", "--url", base, "--name", "PluginsReloaded", "--json", "--count", "50", "--timeout", "100", "--replay"],
+                        timeout: 130)
                 }
                 followed.lock.withLock { followed.values[index] = result }
                 followers.leave()
             }.start()
         }
-        usleep(500_000)  // connected before the first reload
+        // --replay: a follower whose process starts late (a loaded machine) still gets the reloads
+        // before it connected, from the server's recent notifications; from then on only a
+        // connection kept through every reload hears the rest.
+        usleep(500_000)
         let crowd = EventCrowd(serve: serve, perClient: 2_000)
         func libraryHash() throws -> String? {
             let (_, plugins) = try serve.call("GET", "/v1/plugins")
