@@ -210,7 +210,7 @@ extension BenchCommand {
         }
 
         static func hub(quick: Bool, say: @escaping (String) -> Void) throws -> [Row] {
-            let arguments = quick ? ["--hubs", "100", "--articles", "10000", "--selections", "50", "--seconds", "2", "--views", "2000"] : []
+            let arguments = quick ? ["--hubs", "100", "--articles", "10000", "--selections", "50", "--seconds", "2"] : []
             let report = try Hub.parse(arguments).measure(say: say)
             let selection = report.selection
             var rows = [
@@ -222,10 +222,7 @@ extension BenchCommand {
             if let pages = report.pages {
                 // The goal is against the HTTP framework alone serving the same pages from memory
                 // (the most any route of serve could reach); nginx is shown beside both.
-                // With the page's own work measured in process (page step + recorder + middlewares, µs per page).
-                let hubhost =
-                    "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms"
-                    + (report.pageStep.map { "; own work in process \(number($0.totalMicroseconds, 2)) µs/page" } ?? "")
+                let hubhost = "\(number(pages.hubhost.requestsPerSecond)), p99 \(number(pages.hubhost.p99Ms, 2)) ms"
                 if let floor = pages.floor, let toFloor = pages.hubhostToFloor {
                     rows.append(
                         Row(

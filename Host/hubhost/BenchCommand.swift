@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
 import HubHostKit
-import HubHostServer
 import HubHostTools
-import Synchronization
 
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -347,11 +345,7 @@ struct BenchCommand: ParsableCommand {
                 query over the bundle. Pages: starts `hubhost serve` on that bundle (hub.preloaded_bundle), exports the \
                 presented hub's pages as static files, serves them with nginx on 127.0.0.1, and runs the same wrk load \
                 against both, and against the HTTP framework alone serving the same pages from memory (`bench \
-                floor-server`: the most any route of serve could reach). Before serve starts, the page's own work is \
-                measured in process on the same bundle: --views page views from memory in rotation (session history, the \
-                view's notification, the view handed to the recorder, the page's bytes copied), in CPU time per view; the \
-                view recorder's background work (metrics, learning) per view; and serve's middlewares alone per request. \
-                Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
+                floor-server`: the most any route of serve could reach). Needs wrk and nginx (apt-get install wrk nginx-light); --skip-pages measures selection only.
                 """)
 
         @Option(parsing: .unconditional, help: "Hubs in the generated bundle.")
@@ -369,10 +363,7 @@ struct BenchCommand: ParsableCommand {
         @Option(parsing: .unconditional, help: "wrk connections.")
         var connections: Int = 16
 
-        @Option(parsing: .unconditional, help: "Page views measured in process (the page's own work, before serve starts).")
-        var views: Int = 20_000
-
-        @Flag(help: "Measure hub selection only (no page step, hubhost serve, nginx or wrk).")
+        @Flag(help: "Measure hub selection only (no hubhost serve, nginx or wrk).")
         var skipPages = false
 
         @OptionGroup var output: JSONFlag
@@ -381,14 +372,11 @@ struct BenchCommand: ParsableCommand {
             guard hubs > 0, articles >= hubs * 5, selections > 0, seconds > 0, connections > 0 else {
                 throw ValidationError("--hubs, --selections, --seconds and --connections must be positive, --articles at least 5 per hub")
             }
-            guard (1...10_000_000).contains(views) else { throw ValidationError("--views must be 1 to 10000000") }
         }
 
         struct Report: Encodable {
             var selection: HubSelectionBenchmark.Result
             var pages: PageServingBenchmark.Result?
-            /// The page's own work in process (nil with --skip-pages).
-            var pageStep: PageStepBenchmark.Result?
         }
 
         func run() throws {
@@ -404,17 +392,12 @@ struct BenchCommand: ParsableCommand {
         func measure(say: @escaping (String) -> Void) throws -> Report {
             let selection = try HubSelectionBenchmark(hubs: hubs, articles: articles, selections: selections).run(progress: say)
             var pages: PageServingBenchmark.Result?
-            var pageStep: PageStepBenchmark.Result?
             if !skipPages {
                 let folder = NSTemporaryDirectory() + "hubhost-bench-hub-serve-" + UUID().uuidString
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(atPath: folder) }
                 say("writing the bundle for hubhost serve")
                 let bundlePath = try HubSelectionBenchmark(hubs: hubs, articles: articles).writeBundle(to: folder + "/bundle.sqlite3")
-                // In process, before serve starts: the two never share the cores.
-                var step = PageStepBenchmark(bundlePath: bundlePath, views: views)
-                step.middlewareStep = { requests in try Self.middlewareMicroseconds(requests: requests) }
-                pageStep = try step.run(progress: say)
                 let server = try BenchServe.start(folder: folder, bundle: bundlePath)
                 defer { server.stop() }
                 let bundle = try ContentBundle(path: bundlePath)
@@ -431,19 +414,7 @@ struct BenchCommand: ParsableCommand {
                 }
                 pages = try benchmark.run(progress: say)
             }
-            return Report(selection: selection, pages: pages, pageStep: pageStep)
-        }
-
-        /// Serve's middlewares alone (HubHostServer's MiddlewareStep), µs per request, run on
-        /// Swift concurrency's threads while this one waits.
-        static func middlewareMicroseconds(requests: Int) throws -> Double {
-            final class Figure: Sendable { let microseconds = Mutex(0.0) }
-            let figure = Figure()
-            try runAsync {
-                let value = try await MiddlewareStep.microsecondsPerRequest(requests: requests)
-                figure.microseconds.withLock { $0 = value }
-            }
-            return figure.microseconds.withLock { $0 }
+            return Report(selection: selection, pages: pages)
         }
 
         private func show(_ report: Report) {
@@ -498,33 +469,6 @@ struct BenchCommand: ParsableCommand {
                             floorToNginx, hubhostToFloor))
                 }
             }
-            if let step = report.pageStep { showPageStep(step) }
-        }
-
-        /// The page's own work, in process: the page step, the recorder, the middlewares, their sum.
-        private func showPageStep(_ step: PageStepBenchmark.Result) {
-            print("\nThe page's own work, in process (\(step.views) views over \(step.pages) pages, before serve started):")
-            var rows: [[String]] = [
-                [
-                    "page step from memory, per page (history, notification, view handed over, bytes copied)",
-                    String(format: "%.2f", step.pageStepMicroseconds)
-                ],
-                [
-                    "view recorder in the background, per view (metrics to events.sqlite, learning)",
-                    String(format: "%.2f", step.recorderMicrosecondsPerView)
-                ]
-            ]
-            if let middleware = step.middlewareMicroseconds {
-                rows.append(["serve's middlewares alone, per request (wall time)", String(format: "%.2f", middleware)])
-            }
-            rows.append(["sum", String(format: "%.2f", step.totalMicroseconds)])
-            Output.table(["step", "µs CPU"], rows)
-            print(
-                String(
-                    format:
-                        "page step wall time: %.2f µs per page; %d of %d views went through show (the recorder's queue was full); drained in %.2f s",
-                    step.pageStepWallMicroseconds, step.fellBackToShow, step.views, step.drainSeconds))
-            print("security headers: converted to HTTP fields once per server (WebContentHub.pageHeaders), nothing per request")
         }
     }
 }

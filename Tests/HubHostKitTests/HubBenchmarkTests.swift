@@ -61,55 +61,6 @@ final class HubBenchmarkTests: XCTestCase {
         XCTAssertTrue(empty.stderr.contains("no <path>/index.html"), empty.stderr)
     }
 
-    /// The page's own work in process: every presented page in rotation, each view recorded by
-    /// the time it returns, and the middleware figure (set by the CLI) in the sum.
-    func testPageStepMeasuresThePagesOfThePresentedHub() throws {
-        let folder = try TestSupport.temporaryFolder(self)
-        let bundlePath = try HubSelectionBenchmark(hubs: 4, articles: 40).writeBundle(to: folder + "/bundle.sqlite3")
-        var benchmark = PageStepBenchmark(bundlePath: bundlePath, views: 300)
-        benchmark.middlewareStep = { requests in
-            XCTAssertEqual(requests, 300)
-            return 1.5
-        }
-        let result = try benchmark.run()
-        let presented = try XCTUnwrap(Presentation(bundle: try ContentBundle(path: bundlePath), counts: [:]))
-        XCTAssertEqual(result.pages, 1 + presented.channels.count + presented.channels.flatMap(\.articles).count)
-        XCTAssertEqual(result.views, 300)
-        XCTAssertGreaterThan(result.pageStepMicroseconds, 0)
-        XCTAssertGreaterThan(result.pageStepWallMicroseconds, 0)
-        XCTAssertGreaterThanOrEqual(result.recorderMicrosecondsPerView, 0)
-        XCTAssertTrue((0...300).contains(result.fellBackToShow), "\(result)")
-        XCTAssertEqual(result.middlewareMicroseconds, 1.5)
-        XCTAssertEqual(
-            result.totalMicroseconds, result.pageStepMicroseconds + result.recorderMicrosecondsPerView + 1.5, accuracy: 1e-9)
-        XCTAssertThrowsError(try PageStepBenchmark(bundlePath: bundlePath, views: 0).run())
-    }
-
-    /// A short real run of `bench hub` (serve, wrk, nginx, the floor): the JSON carries the page's
-    /// own work, measured in process before serve started; --skip-pages leaves it out.
-    func testAShortRunOfBenchHubReportsThePageStep() throws {
-        let small = ["bench", "hub", "--hubs", "4", "--articles", "40", "--selections", "5"]
-        let result = try TestSupport.hubhost(small + ["--seconds", "1", "--connections", "2", "--views", "500", "--json"], timeout: 180)
-        XCTAssertEqual(result.status, 0, result.stderr)
-        let report = try result.json(as: [String: Any].self)
-        XCTAssertNotNil(report["pages"] as? [String: Any], "\(report)")
-        let step = try XCTUnwrap(report["pageStep"] as? [String: Any], "\(report)")
-        XCTAssertEqual(step["views"] as? Int, 500)
-        XCTAssertGreaterThan(step["pages"] as? Int ?? 0, 1, "\(step)")
-        XCTAssertGreaterThan(step["pageStepMicroseconds"] as? Double ?? 0, 0, "\(step)")
-        XCTAssertGreaterThan(step["pageStepWallMicroseconds"] as? Double ?? 0, 0, "\(step)")
-        XCTAssertGreaterThanOrEqual(step["recorderMicrosecondsPerView"] as? Double ?? -1, 0, "\(step)")
-        XCTAssertGreaterThan(step["middlewareMicroseconds"] as? Double ?? 0, 0, "serve's middlewares measured: \(step)")
-        XCTAssertGreaterThan(step["totalMicroseconds"] as? Double ?? 0, 0, "\(step)")
-
-        let selectionOnly = try TestSupport.hubhost(small + ["--skip-pages", "--json"], timeout: 60)
-        XCTAssertEqual(selectionOnly.status, 0, selectionOnly.stderr)
-        XCTAssertNil(try selectionOnly.json(as: [String: Any].self)["pageStep"])
-        let refused = try TestSupport.hubhost(small + ["--skip-pages", "--views", "0"], timeout: 60)
-        XCTAssertEqual(refused.status, 64)
-        XCTAssertTrue(refused.stderr.contains("--views must be 1 to 10000000"), refused.stderr)
-    }
-
     func testWrkOutputIsRead() throws {
         let output = """
             Running 5s test @ http://127.0.0.1:8080
