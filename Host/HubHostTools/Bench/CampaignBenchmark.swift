@@ -61,20 +61,9 @@ public struct CampaignBenchmark {
         }
     }
 
-    public func run(progress: (String) -> Void = { _ in }) throws -> Result {
-        let folder = NSTemporaryDirectory() + "hubhost-bench-campaigns-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let quiet = LogPipeline(filter: LogFilter(severity: .none))
-        let library = try PluginLibrary.open(path: operatorsLibrary)
-        let handles = try library.descriptors.map {
-            PluginHandle(try PluginInstance.create($0, of: library, instanceID: "bench", config: [:], dataDirectory: folder, pipeline: quiet))
-        }
-        defer { handles.forEach { $0.destroy() } }
-        let operators = OperatorSet(handles)
-        let names = max(1, campaignCount / 10)  // ten campaigns per event name
-
-        // Campaigns: one custom trigger each, on one of `names` event names, "level" GREATER_THAN a threshold.
+    /// The campaigns list (campaigns.json's form): one custom trigger each, on one of `names` event
+    /// names, "level" GREATER_THAN a threshold; with the number given a rollout or a holdout.
+    private func campaignList(names: Int) throws -> (list: Data, bucketed: Int) {
         var bucketed = 0
         let data: [[String: Any]] = (0..<campaignCount).map { i in
             var campaign: [String: Any] = [
@@ -95,19 +84,55 @@ public struct CampaignBenchmark {
             }
             return ["campaignData": campaign]
         }
-        let list = try JSONSerialization.data(withJSONObject: ["data": data])
-        var caps = FrequencyCaps()
-        if capsAndBuckets {
-            // As `hubhost serve` sets them: campaigns.frequency_caps read from plugins.yaml.
-            let manifestPath = folder + "/plugins.yaml"
-            try "campaigns:\n  frequency_caps: \(Self.frequencyCapsYAML)\n".write(toFile: manifestPath, atomically: true, encoding: .utf8)
-            let manifest = try HostManifest.load(path: manifestPath)
-            let refused = manifest.diagnostics.filter { $0.key.hasPrefix("campaigns") }
-            guard refused.isEmpty, !manifest.campaigns.frequencyCaps.isEmpty else {
-                throw BenchmarkSetupError(description: "campaigns.frequency_caps not accepted: \(refused)")
-            }
-            caps = manifest.campaigns.frequencyCaps
+        return (try JSONSerialization.data(withJSONObject: ["data": data]), bucketed)
+    }
+
+    /// campaigns.frequency_caps as `hubhost serve` sets them: read from a plugins.yaml in `folder`.
+    private static func frequencyCaps(in folder: String) throws -> FrequencyCaps {
+        let manifestPath = folder + "/plugins.yaml"
+        try "campaigns:\n  frequency_caps: \(Self.frequencyCapsYAML)\n".write(toFile: manifestPath, atomically: true, encoding: .utf8)
+        let manifest = try HostManifest.load(path: manifestPath)
+        let refused = manifest.diagnostics.filter { $0.key.hasPrefix("campaigns") }
+        guard refused.isEmpty, !manifest.campaigns.frequencyCaps.isEmpty else {
+            throw BenchmarkSetupError(description: "campaigns.frequency_caps not accepted: \(refused)")
         }
+        return manifest.campaigns.frequencyCaps
+    }
+
+    /// The yardstick: every campaign's triggers checked for every event; the campaigns satisfied and
+    /// the seconds it took.
+    private static func naive(_ events: [Event], _ campaigns: [Campaign], _ operators: OperatorSet) -> (Set<Int>, Double) {
+        var satisfied = Set<Int>()
+        let start = Clock.monotonicNs()
+        for event in events {
+            for (c, campaign) in campaigns.enumerated() {
+                for trigger in campaign.triggers where trigger.eventType == 4 && trigger.eventName == event.name {
+                    let all = trigger.attributes.allSatisfy { attribute in
+                        guard let value = event[attribute: attribute.name], let op = operators.find(attribute.op) else { return false }
+                        return op.compare(event: value, trigger: attribute.value).result
+                    }
+                    if all { satisfied.insert(c) }
+                }
+            }
+        }
+        return (satisfied, Double(Clock.monotonicNs() - start) / 1e9)
+    }
+
+    public func run(progress: (String) -> Void = { _ in }) throws -> Result {
+        let folder = NSTemporaryDirectory() + "hubhost-bench-campaigns-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let quiet = LogPipeline(filter: LogFilter(severity: .none))
+        let library = try PluginLibrary.open(path: operatorsLibrary)
+        let handles = try library.descriptors.map {
+            PluginHandle(try PluginInstance.create($0, of: library, instanceID: "bench", config: [:], dataDirectory: folder, pipeline: quiet))
+        }
+        defer { handles.forEach { $0.destroy() } }
+        let operators = OperatorSet(handles)
+        let names = max(1, campaignCount / 10)  // ten campaigns per event name
+
+        let (list, bucketed) = try campaignList(names: names)
+        let caps = capsAndBuckets ? try Self.frequencyCaps(in: folder) : FrequencyCaps()
         var generator = SplitMix(seed: 42)
         let events = (0..<eventCount).map { _ in
             Event(
@@ -144,20 +169,7 @@ public struct CampaignBenchmark {
         let queued = statuses.filter(\.ready).count
 
         progress("naive: every campaign's triggers for every event")
-        var satisfied = Set<Int>()
-        let start = Clock.monotonicNs()
-        for event in events {
-            for (c, campaign) in campaigns.enumerated() {
-                for trigger in campaign.triggers where trigger.eventType == 4 && trigger.eventName == event.name {
-                    let all = trigger.attributes.allSatisfy { attribute in
-                        guard let value = event[attribute: attribute.name], let op = operators.find(attribute.op) else { return false }
-                        return op.compare(event: value, trigger: attribute.value).result
-                    }
-                    if all { satisfied.insert(c) }
-                }
-            }
-        }
-        let naiveSeconds = Double(Clock.monotonicNs() - start) / 1e9
+        let (satisfied, naiveSeconds) = Self.naive(events, campaigns, operators)
         let engineRate = Double(eventCount) / engineSeconds
         let naiveRate = Double(eventCount) / naiveSeconds
         return Result(
