@@ -17,6 +17,7 @@ enum MetricsRoutes {
             .nanoseconds(Int64(($0 * 1e9).rounded()))
         }
         MetricsSystem.bootstrap(factory)
+        RuntimeMetrics.backendChanged()
         return registry
     }()
 

@@ -24,6 +24,23 @@ final class StuckPluginTests: XCTestCase {
         XCTAssertTrue(calls.isStuck)
     }
 
+    /// A tracker keeps its instance's call metrics rather than making them per call, and makes
+    /// them again once a metrics backend is bootstrapped after them (as `serve` bootstraps
+    /// Prometheus after the host made its plugins' trackers): kept ones would count into the old one.
+    func testATrackerRemakesItsMetricsWhenABackendIsBootstrapped() {
+        let calls = PluginCallTracker(instance: "tracker-metrics-\(UUID().uuidString)", kind: "augmentation")
+        XCTAssertNil(calls.metricsGeneration, "none made before the first call")
+        calls.end(calls.begin(deadlineSeconds: 60))
+        let before = RuntimeMetrics.generation
+        XCTAssertEqual(calls.metricsGeneration, before)
+        RuntimeMetrics.backendChanged()
+        XCTAssertEqual(calls.metricsGeneration, before, "kept until the next call")
+        calls.end(calls.begin(deadlineSeconds: 60))
+        XCTAssertEqual(calls.metricsGeneration, RuntimeMetrics.generation)
+        XCTAssertNotEqual(calls.metricsGeneration, before)
+        XCTAssertNil(PluginCallTracker().metricsGeneration, "a tracker of no instance counts nothing")
+    }
+
     /// A job that never returns (here: until released) never delays another: each waits for no
     /// one, and finished threads beyond the idle limit end.
     func testABlockedPluginCallThreadNeverDelaysTheNext() {

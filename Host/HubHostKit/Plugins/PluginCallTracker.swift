@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import Synchronization
 
 /// The calls in flight into one plugin of one instance, each with the deadline its caller gave it.
@@ -6,7 +7,7 @@ import Synchronization
 /// cannot be stopped, so callers skip a stuck plugin at once (as if its call had timed out) instead
 /// of starting more calls that would hang too, until the overdue call returns; then it is healthy
 /// again. `GET /v1/health`, `hubhost status` and /metrics report stuck instances.
-/// Sendable: the calls in flight and the last token live in a Mutex; the rest are `let` strings.
+/// Sendable: the calls in flight, the last token and the kept metrics live in a Mutex; the rest are `let` strings.
 package final class PluginCallTracker: Sendable {
     private struct Call {
         var startedNs: UInt64
@@ -15,9 +16,33 @@ package final class PluginCallTracker: Sendable {
         var timeoutCounted = false
     }
 
+    /// The instance's call counter and duration timer, kept rather than made per call (making one
+    /// looks it up in the backend's registry by label and dimensions: most of the host's cost of a
+    /// short call), and made again when a backend is bootstrapped after them.
+    private struct CallMetrics {
+        let generation: Int
+        let calls: Counter
+        let duration: Timer
+
+        init(instance: String, kind: String) {
+            generation = RuntimeMetrics.generation
+            calls = RuntimeMetrics.pluginCallCounter(instance: instance)
+            duration = RuntimeMetrics.pluginCallDurationTimer(instance: instance, kind: kind)
+        }
+    }
+
     private struct State {
         var inFlight: [UInt64: Call] = [:]
         var nextToken: UInt64 = 0
+        var metrics: CallMetrics?
+
+        /// The metrics to record a call of `instance` in, made (again) when missing or stale.
+        mutating func metrics(instance: String?, kind: String) -> CallMetrics? {
+            guard let instance else { return nil }
+            if let metrics, metrics.generation == RuntimeMetrics.generation { return metrics }
+            metrics = CallMetrics(instance: instance, kind: kind)
+            return metrics
+        }
     }
     private let state = Mutex(State())
     /// The instance whose calls these are, for its calls and timeouts in /metrics; nil for a
@@ -35,13 +60,14 @@ package final class PluginCallTracker: Sendable {
     package func begin(deadlineSeconds: Double) -> UInt64 {
         let now = Clock.monotonicNs()
         let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
-        if let instance { RuntimeMetrics.pluginCall(instance: instance) }
-        return state.withLock {
-            $0.nextToken &+= 1
-            let token = $0.nextToken
-            $0.inFlight[token] = Call(startedNs: now, deadlineNs: max(deadline, now))
-            return token
+        let (token, metrics) = state.withLock { [instance, kind] state -> (UInt64, CallMetrics?) in
+            state.nextToken &+= 1
+            let token = state.nextToken
+            state.inFlight[token] = Call(startedNs: now, deadlineNs: max(deadline, now))
+            return (token, state.metrics(instance: instance, kind: kind))
         }
+        metrics?.calls.increment()
+        return token
     }
 
     /// Records that the call of `token` returned; true when it returned past its deadline. One that
@@ -49,12 +75,14 @@ package final class PluginCallTracker: Sendable {
     @discardableResult
     package func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
-        let (late, lateUncounted, startedNs) = state.withLock { state -> (Bool, Bool, UInt64?) in
-            guard let call = state.inFlight.removeValue(forKey: token) else { return (false, false, nil) }
-            return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs)
+        let (late, lateUncounted, startedNs, metrics) = state.withLock { [instance, kind] state -> (Bool, Bool, UInt64, CallMetrics?) in
+            guard let call = state.inFlight.removeValue(forKey: token) else { return (false, false, 0, nil) }
+            return (
+                call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs, state.metrics(instance: instance, kind: kind)
+            )
         }
         if lateUncounted { countTimeouts(1) }
-        if let instance, let startedNs { RuntimeMetrics.pluginCallDuration(instance: instance, kind: kind, nanoseconds: now &- startedNs) }
+        metrics?.duration.recordNanoseconds(Int64(clamping: now &- startedNs))
         return late
     }
 
@@ -81,6 +109,10 @@ package final class PluginCallTracker: Sendable {
 
     /// True while a call is past its deadline and has not returned.
     package var isStuck: Bool { stuckSinceNs != nil }
+
+    /// The backend generation (`RuntimeMetrics.generation`) its kept metrics were made in; nil
+    /// before its first call, and for a tracker of no instance.
+    package var metricsGeneration: Int? { state.withLock { $0.metrics?.generation } }
 
     /// Calls in flight now (overdue or not).
     package var callsInFlight: Int { state.withLock { $0.inFlight.count } }

@@ -49,10 +49,24 @@ package enum RuntimeMetrics {
         0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
     ]
 
-    /// One plugin call of an instance that returned (PluginCallTracker): its latency.
-    static func pluginCallDuration(instance: String, kind: String, nanoseconds: UInt64) {
+    /// The timer of one instance's plugin call durations (`hubhost_plugin_call_duration_seconds`):
+    /// PluginCallTracker keeps it (`CallMetrics`) rather than making one per call.
+    static func pluginCallDurationTimer(instance: String, kind: String) -> Timer {
         Timer(label: "hubhost_plugin_call_duration_seconds", dimensions: [("instance", instance), ("kind", kind)])
-            .recordNanoseconds(Int64(clamping: nanoseconds))
+    }
+
+    /// Bumped each time a front end bootstraps a metrics backend (`backendChanged()`): a metric kept
+    /// from before it was made by the backend before (with none bootstrapped, the no-op one) and
+    /// is made again.
+    private static let backendGeneration = Atomic<Int>(0)
+
+    /// The current backend's generation: metrics a caller keeps are good while it is unchanged.
+    package static var generation: Int { backendGeneration.load(ordering: .acquiring) }
+
+    /// Says that a metrics backend was just bootstrapped (`MetricsSystem.bootstrap`): metrics kept
+    /// since before it are made again through it. The front end that bootstraps calls this.
+    package static func backendChanged() {
+        backendGeneration.add(1, ordering: .releasing)
     }
 
     /// One augmentation call of a plugin instance that failed.
@@ -65,9 +79,10 @@ package enum RuntimeMetrics {
         Counter(label: "hubhost_reloads_total", dimensions: [("outcome", outcome)]).increment()
     }
 
-    /// One call into a plugin instance that the host made with a deadline (PluginCallTracker).
-    static func pluginCall(instance: String) {
-        Counter(label: "hubhost_plugin_calls_total", dimensions: [("instance", instance)]).increment()
+    /// The counter of one instance's calls that the host made with a deadline
+    /// (`hubhost_plugin_calls_total`): PluginCallTracker keeps it (`CallMetrics`).
+    static func pluginCallCounter(instance: String) -> Counter {
+        Counter(label: "hubhost_plugin_calls_total", dimensions: [("instance", instance)])
     }
 
     /// The kinds of failure `hubhost_plugin_call_errors_total` counts.
