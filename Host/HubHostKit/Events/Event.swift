@@ -72,13 +72,10 @@ public struct Event: Codable, Equatable, Sendable {
         if self[attribute: name] == nil { attributes.append(Attribute(name, value)) }
     }
 
-    /// The event as a plugin sees it, with room for a few more attributes: a plugin appends its
-    /// own, and the edit session (which owns this copy) appends them in place.
+    /// The event as a plugin sees it, sharing this event's attributes: the edit session copies
+    /// them (with room for the plugin's own) at its first edit, and only then.
     var augmentable: AugmentableEvent {
-        var list: [(name: String, value: PluginValue)] = []
-        list.reserveCapacity(attributes.count + 8)
-        for attribute in attributes { list.append((attribute.name, attribute.value)) }
-        return AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs, attributes: list)
+        AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs, list: attributes)
     }
 }
 

@@ -132,7 +132,7 @@ extension WireWriter {
     mutating func event(_ e: AugmentableEvent) {
         // Sized once: growing the buffer attribute by attribute was a tenth of a WebAssembly call.
         var size = 24 + e.id.utf8.count + e.name.utf8.count
-        for attribute in e.attributes {
+        for attribute in e.list {
             size += 14 + attribute.name.utf8.count
             if case .string(let text) = attribute.value { size += text.utf8.count }
         }
@@ -141,8 +141,8 @@ extension WireWriter {
         i32(e.typeCode)
         string(e.name)
         i64(e.timeMs)
-        u32(UInt32(e.attributes.count))
-        for attribute in e.attributes {
+        u32(UInt32(e.list.count))
+        for attribute in e.list {
             string(attribute.name)
             value(attribute.value)
         }
@@ -156,9 +156,9 @@ extension WireReader {
         let name = try string()
         let timeMs = try i64()
         let count = Int(try u32())
-        var attributes: [(name: String, value: PluginValue)] = []
+        var attributes: [Event.Attribute] = []
         attributes.reserveCapacity(min(count, 4096))
-        for _ in 0..<count { attributes.append((try string(), try value())) }
-        return AugmentableEvent(id: id, typeCode: typeCode, name: name, timeMs: timeMs, attributes: attributes)
+        for _ in 0..<count { attributes.append(Event.Attribute(try string(), try value())) }
+        return AugmentableEvent(id: id, typeCode: typeCode, name: name, timeMs: timeMs, list: attributes)
     }
 }
