@@ -143,4 +143,55 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(session.working[attribute: last], .int(-1))
         XCTAssertNil(session.working[attribute: "one more"])
     }
+
+    /// An event handed to a plugin shares the engine's attributes: the session's edits never show
+    /// in the event it was made from, nor in another session made from the same event.
+    func testAnEditSessionNeverChangesTheEventItWasMadeFrom() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        let first = EventEditSession(input.augmentable)
+        let second = EventEditSession(input.augmentable)
+        defer {
+            first.release()
+            second.release()
+        }
+        var value = hh_value_t()
+        value.type = HH_VALUE_INT64
+        value.of.int64 = 9
+        XCTAssertEqual("Added".withCString { first.set(hh_string_t(data: $0, length: 5), &value) }, HH_OK)
+        XCTAssertEqual("Level".withCString { second.set(hh_string_t(data: $0, length: 5), &value) }, HH_OK)
+        XCTAssertEqual(input.attributes, [.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        XCTAssertEqual(first.working.list, [.init("Level", .int(1)), .init("Mode", .string("arcade")), .init("Added", .int(9))])
+        XCTAssertEqual(second.working.list, [.init("Level", .int(9)), .init("Mode", .string("arcade"))])
+    }
+
+    /// Sessions of one plugin share its kept names: a name set again is the kept String, a name
+    /// that is not UTF-8 is refused and not kept, and no more than the capacity are kept.
+    func testAPluginsKeptNamesAreValidatedOnceAndBounded() {
+        let names = AttributeNames()
+        let input = event([])
+        var value = hh_value_t()
+        value.type = HH_VALUE_BOOL
+        value.of.boolean = true
+        for round in 0..<3 {
+            let session = EventEditSession(input.augmentable, names: names)
+            XCTAssertEqual("Temperature C".withCString { session.set(hh_string_t(data: $0, length: 13), &value) }, HH_OK)
+            let invalid: [CChar] = [0x41, -1, 0x42]  // "A", 0xFF, "B"
+            XCTAssertEqual(
+                invalid.withUnsafeBufferPointer { session.set(hh_string_t(data: $0.baseAddress, length: 3), &value) }, HH_ERR_INVALID_ARGUMENT)
+            XCTAssertEqual(session.working.list.map(\.name), ["Temperature C"], "round \(round)")
+            session.release()
+        }
+        XCTAssertEqual(names.count, 1, "kept once, and the invalid name not at all")
+        let many = EventEditSession(input.augmentable, names: names)
+        defer { many.release() }
+        for i in 0..<(AttributeNames.capacity * 2) {
+            let name = "n\(i)"
+            XCTAssertEqual(name.withCString { many.set(hh_string_t(data: $0, length: name.utf8.count), &value) }, HH_OK)
+        }
+        XCTAssertEqual(names.count, AttributeNames.capacity)
+        XCTAssertEqual(many.working.list.count, AttributeNames.capacity * 2, "a name not kept is still set")
+        let long = String(repeating: "x", count: AttributeNames.maxLength + 1)
+        XCTAssertEqual(long.withCString { many.set(hh_string_t(data: $0, length: long.utf8.count), &value) }, HH_OK)
+        XCTAssertEqual(many.working[attribute: long], .bool(true))
+    }
 }

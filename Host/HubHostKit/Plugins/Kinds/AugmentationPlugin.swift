@@ -3,11 +3,13 @@ import HubHostABI
 
 /// An `augmentation` plugin. The event is exposed through hh_event_view_t and changed only through
 /// hh_event_editor_t; edits are kept only when the plugin answers HH_OK.
-/// Sendable: its only field is the `let` handle, and every function it calls is [thread-safe] in
-/// hubhost_augmentation.h.
+/// Sendable: its fields are the `let` handle and the names it keeps (a Mutex), and every function it
+/// calls is [thread-safe] in hubhost_augmentation.h.
 public final class AugmentationPlugin: Sendable {
     /// The plugin this adapter calls, in this process or in a worker.
     public let handle: PluginHandle
+    /// The attribute names its calls set and read, kept from one call to the next.
+    let names = AttributeNames()
 
     /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
@@ -44,7 +46,7 @@ public final class AugmentationPlugin: Sendable {
     private func call(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
         guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
         let api = instance.api(hh_augmentation_v1_t.self)
-        let session = EventEditSession(consume event)  // the session owns the event: the failure below answers its original
+        let session = EventEditSession(consume event, names: names)  // the session owns the event: the failure below answers its original
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
         if status == HH_OK { return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true) }

@@ -30,12 +30,23 @@ final class EventEditSession {
     /// writes (the common case) costs no copies beyond the first.
     private var stale = false
 
+    /// The plugin's names kept as Strings (`AugmentationPlugin.names`); nil: each made anew.
+    private let names: AttributeNames?
+
     /// Nothing is copied up front: a plugin that reads attributes by name gets just those
-    /// converted, and the full C copy is built only for reads by index.
-    init(_ event: consuming AugmentableEvent) {
+    /// converted, and the full C copy is built only for reads by index. `names` keeps the names
+    /// the plugin sets and reads from one call to the next.
+    init(_ event: consuming AugmentableEvent, names: AttributeNames? = nil) {
         givenCount = event.list.count
         working = event
+        self.names = names
         stale = true
+    }
+
+    /// The text of a name the plugin hands over, when it is valid UTF-8.
+    private func name(_ s: hh_string_t) -> String? {
+        guard let names else { return validUTF8(s) }
+        return names.text(s)
     }
 
     /// The event as it was given, whatever the plugin edited: what a failed call answers.
@@ -153,16 +164,17 @@ final class EventEditSession {
     }
 
     func attribute(named name: hh_string_t, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
-        let key = lossyUTF8(name)
+        let key = self.name(name) ?? lossyUTF8(name)
+        let keyLength = key.utf8.count
         return lock.withLock { _ in
-            guard let attribute = working.list.first(where: { $0.name == key }) else { return HH_ERR_NOT_FOUND }
+            guard let attribute = working.list.first(where: { $0.name.utf8.count == keyLength && $0.name == key }) else { return HH_ERR_NOT_FOUND }
             value?.pointee = cValue(attribute.value)
             return HH_OK
         }
     }
 
     func set(_ name: hh_string_t, _ value: UnsafePointer<hh_value_t>?) -> hh_status_t {
-        guard let value, name.length > 0, let key = validUTF8(name) else { return HH_ERR_INVALID_ARGUMENT }
+        guard let value, name.length > 0, let key = self.name(name) else { return HH_ERR_INVALID_ARGUMENT }
         let converted: PluginValue
         switch value.pointee.type {
         case HH_VALUE_NULL: converted = .null
