@@ -459,14 +459,37 @@ final class AttributeJSONTests: XCTestCase {
     /// reuse keeps, 0.0 beside -0.0) give the same bytes as each event encoded alone.
     func testReusedDoubleTextsGiveTheSameBytes() {
         let values: [Double] = [47.6097, -122.3422, 11.5, 52.7, 0.0, -0.0, 0.1, 1e-5, 1e300, -1.7976931348623157e+308, 5e-324, 3, 1.5, 2.25]
-        var doubles: FormattedDoubles? = FormattedDoubles()
+        var run: EncodingRun? = EncodingRun()
         for i in 0..<400 {
             let attributes: [Event.Attribute] = [
                 .init("Score", .double(Double(i) * 1.5)), .init("a", .double(values[i % values.count])),
                 .init("b", .double(values[(i * 7) % values.count])), .init("c", .double(values[(i / 3) % values.count])),
                 .init("nan", .double(.nan)), .init("s", .string("x"))
             ]
-            XCTAssertEqual(AttributeJSON.encode(attributes, reusing: &doubles), AttributeJSON.encode(attributes), "event \(i)")
+            XCTAssertEqual(AttributeJSON.encode(attributes, run: &run), AttributeJSON.encode(attributes), "event \(i)")
+        }
+    }
+
+    /// Attributes copied from the previous event's text when they are written the same give the
+    /// same bytes as each event encoded alone: also for values Swift calls equal that are written
+    /// differently (0.0 and -0.0, "é" precomposed and decomposed), NaN, and attributes that move,
+    /// appear, change kind or go away from one event to the next.
+    func testAttributesReusedFromThePreviousEventGiveTheSameBytes() {
+        let values: [PluginValue] = [
+            .string("Pike Place Market"), .string("é"), .string("e\u{301}"), .string("a\"b\\c\n"), .string(""), .double(0.0), .double(-0.0),
+            .double(.nan), .double(47.6097), .int(3), .int(-3), .timeMs(3), .bool(true), .bool(false), .null
+        ]
+        let names = ["Location Name", "é", "e\u{301}", "Latitude", "x"]
+        var run: EncodingRun? = EncodingRun()
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<600 {
+            // Mostly the same attributes at the same places, as a batch's events are, with changes.
+            var attributes: [Event.Attribute] = (0..<6).map { k in .init(names[(k + i / 50) % names.count], values[(k * 3 + i / 20) % values.count]) }
+            if i % 7 == 0 { attributes.swapAt(1, 4) }
+            if i % 11 == 0 { attributes.removeLast(Int.random(in: 0...6, using: &generator)) }
+            if i % 13 == 0 { attributes.append(.init("Score", .double(Double(i) * 1.5))) }
+            if i % 5 == 0, !attributes.isEmpty { attributes[0].value = values[Int.random(in: 0..<values.count, using: &generator)] }
+            XCTAssertEqual(AttributeJSON.encode(attributes, run: &run), AttributeJSON.encode(attributes), "event \(i): \(attributes)")
         }
     }
 }

@@ -221,18 +221,19 @@ public final class EventEngine: @unchecked Sendable {
                         // A small chunk (a group commit of single-event requests) is encoded here:
                         // waking the other cores costs more than the few microseconds it spreads.
                         if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encode($0.attributes) }) }
-                        // In runs of 64 events, each with its own FormattedDoubles (the runs'
-                        // doubles are mostly the same few values): runs, not single events, so
-                        // the formatted doubles are reused; several per core, so a core the
-                        // writer holds for a while does not leave the others waiting for its run.
+                        // In runs of 64 events, each with its own EncodingRun (the events of a
+                        // run mostly carry the same attributes at the same places): runs, not
+                        // single events, so the text written for the event before is reused;
+                        // several per core, so a core the writer holds for a while does not leave
+                        // the others waiting for its run.
                         let run = 64
                         var encoded = [String](repeating: "", count: prepared.count)
                         encoded.withUnsafeMutableBufferPointer { buffer in
                             nonisolated(unsafe) let output = buffer.baseAddress!
                             DispatchQueue.concurrentPerform(iterations: (prepared.count + run - 1) / run) { part in
-                                var doubles: FormattedDoubles? = FormattedDoubles()
+                                var encoding: EncodingRun? = EncodingRun()
                                 for i in part * run..<min(prepared.count, (part + 1) * run) {
-                                    output[i] = AttributeJSON.encode(prepared[i].attributes, reusing: &doubles)
+                                    output[i] = AttributeJSON.encode(prepared[i].attributes, run: &encoding)
                                 }
                             }
                         }

@@ -1,5 +1,5 @@
 /// The last few doubles `AttributeJSON` formatted, with their text: what encoding a run of events
-/// reuses instead of calling `description` again for a value it just wrote. Augmentation gives every
+/// (`EncodingRun`) reuses instead of calling `description` again for a value it just wrote. Augmentation gives every
 /// event the same coordinates and temperatures, so most of a batch's doubles are repeats; the
 /// text is `description`'s own, so the stored bytes are the same with or without it. Keyed by
 /// the bit pattern (0.0 and -0.0 differ). Not shared: one per encoding thread.
