@@ -491,6 +491,15 @@ final class AttributeJSONTests: XCTestCase {
             if i % 5 == 0, !attributes.isEmpty { attributes[0].value = values[Int.random(in: 0..<values.count, using: &generator)] }
             XCTAssertEqual(AttributeJSON.encode(attributes, run: &run), AttributeJSON.encode(attributes), "event \(i): \(attributes)")
         }
+        XCTAssertGreaterThan(run!.copied, 1000, "most attributes were copied from the event before")
+        // The same text in another String's storage is written anew, never copied by mistake.
+        var fresh: EncodingRun? = EncodingRun()
+        let first = [Event.Attribute(String(repeating: "n", count: 20), .string(String(repeating: "v", count: 20)))]
+        let second = [Event.Attribute(String(repeating: "n", count: 20), .string(String(repeating: "v", count: 20)))]
+        XCTAssertEqual(AttributeJSON.encode(first, run: &fresh), AttributeJSON.encode(first))
+        XCTAssertEqual(AttributeJSON.encode(second, run: &fresh), AttributeJSON.encode(second))
+        XCTAssertEqual(AttributeJSON.encode(second, run: &fresh), AttributeJSON.encode(second))
+        XCTAssertEqual(fresh!.copied, 1, "only the attribute that was the same storage")
     }
 }
 

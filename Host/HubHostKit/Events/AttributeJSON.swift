@@ -26,18 +26,26 @@ package enum AttributeJSON {
         let text = String(unsafeUninitializedCapacity: bound) { buffer in
             var out = Writer(base: buffer.baseAddress!)
             out.byte(UInt8(ascii: "["))
-            if let previous = run {
+            if run != nil {
+                let before = run!.attributes
+                var beforeText = run!.text
+                let beforeFragments = run!.fragments
                 fragments.reserveCapacity(attributes.count)
-                previous.withPrevious { before, beforeText, beforeFragments in
-                    for (index, attribute) in attributes.enumerated() {
-                        if index > 0 { out.byte(UInt8(ascii: ",")) }
-                        let start = out.count
-                        if index < before.count, EncodingRun.sameText(attribute, before[index]) {
-                            out.bytes(UnsafeBufferPointer(rebasing: beforeText[beforeFragments[index]]))
-                        } else {
-                            out.attribute(attribute, &run!.doubles)
+                attributes.withUnsafeBufferPointer { now in
+                    before.withUnsafeBufferPointer { previous in
+                        beforeText.withUTF8 { previousText in
+                            for index in now.indices {
+                                if index > 0 { out.byte(UInt8(ascii: ",")) }
+                                let start = out.count
+                                if index < previous.count, EncodingRun.sameBits(now.baseAddress! + index, previous.baseAddress! + index) {
+                                    out.bytes(UnsafeBufferPointer(rebasing: previousText[beforeFragments[index]]))
+                                    run!.countCopied()
+                                } else {
+                                    out.attribute(now[index], &run!.doubles)
+                                }
+                                fragments.append(start..<out.count)
+                            }
                         }
-                        fragments.append(start..<out.count)
                     }
                 }
             } else {
