@@ -21,6 +21,7 @@ struct BundleCommand: ParsableCommand {
 
     struct Build: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "build",
             abstract: "Build a bundle from a content folder, sign it, and write FILE and its metadata document FILE.json.",
             discussion: """
                 Every problem in the folder is listed with its file (and line for front matter) and nothing is \
@@ -80,6 +81,7 @@ struct BundleCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "verify",
             abstract: "Check a bundle as the host does before activating it; print \"valid\" (exit 0) or the reason (exit 1).",
             discussion: """
                 Checks, in order: the size (truncated), the SHA-256 (tampered), a signature (unsigned), the \
@@ -139,6 +141,7 @@ struct BundleCommand: ParsableCommand {
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "inspect",
             abstract: "Print a bundle's metadata, hubs, channels and articles (in bundle order), resources and notifications, without verifying it.")
 
         @Argument(help: ArgumentHelp("The bundle file.", valueName: "file"))

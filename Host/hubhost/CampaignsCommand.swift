@@ -31,6 +31,7 @@ struct CampaignsCommand: ParsableCommand {
 
     struct Sync: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sync",
             abstract: "Load the campaigns: from --file, else from campaigns.config_url / ping_url, else from campaigns.file.")
 
         @Option(help: ArgumentHelp("A campaign list in the ping response format.", valueName: "path"))
@@ -71,7 +72,7 @@ struct CampaignsCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Every loaded campaign with its state for the current user.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Every loaded campaign with its state for the current user.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -101,7 +102,7 @@ struct CampaignsCommand: ParsableCommand {
     }
 
     struct Ready: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The queue of campaigns ready to show, in order.")
+        static let configuration = CommandConfiguration(commandName: "ready", abstract: "The queue of campaigns ready to show, in order.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -126,6 +127,7 @@ struct CampaignsCommand: ParsableCommand {
 
     struct Preview: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "preview",
             abstract: "Render a campaign's message from a file as an HTML page, without loading it or counting an impression.",
             discussion: """
                 FILE is a campaign list in the ping response format (what `campaigns sync --file` loads), one \
@@ -223,7 +225,7 @@ struct CampaignsCommand: ParsableCommand {
             subcommands: [Set.self])
 
         struct Set: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Set the user; both ids empty is the anonymous user.")
+            static let configuration = CommandConfiguration(commandName: "set", abstract: "Set the user; both ids empty is the anonymous user.")
 
             @Option(name: .customLong("user-id"), help: "The user id.")
             var userID: String = ""

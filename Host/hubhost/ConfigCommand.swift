@@ -9,6 +9,7 @@ struct ConfigCommand: ParsableCommand {
 
     struct Reference: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reference",
             abstract: "Every key plugins.yaml accepts: type, default, accepted values and meaning.",
             discussion:
                 "Read from the schemas the manifest parser checks. `--markdown` prints docs/configuration.md exactly; `--json` prints the sections and their keys. LIVE marks the keys a reload applies to a running serve; `--live` lists only those (with `--markdown`, the table docs/reload.md carries)."
@@ -44,6 +45,7 @@ struct ConfigCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract:
                 "Every section's settings (server, events, deep_links, campaigns, hub, identity, prefetch): effective value and where it came from.",
             discussion: "The same values as `hubhost manifest check --resolved`; SOURCE is the plugins.yaml line or 'default'.")

@@ -9,7 +9,7 @@ struct EventsCommand: ParsableCommand {
         subcommands: [List.self, Stats.self, Flush.self, Purge.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List stored events, newest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List stored events, newest first.")
 
         @Option(help: ArgumentHelp("Only this status: \(EventStatus.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "status"))
         var status: String?
@@ -41,7 +41,7 @@ struct EventsCommand: ParsableCommand {
     }
 
     struct Stats: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Count stored events by status.")
+        static let configuration = CommandConfiguration(commandName: "stats", abstract: "Count stored events by status.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -63,6 +63,7 @@ struct EventsCommand: ParsableCommand {
 
     struct Flush: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "flush",
             abstract: "Post every event that is due to the collector now.",
             discussion: "Exits 1 when a batch failed.")
 
@@ -92,7 +93,8 @@ struct EventsCommand: ParsableCommand {
     }
 
     struct Purge: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete SUCCESSFULLY_POSTED events older than expire_local_events_after.")
+        static let configuration = CommandConfiguration(
+            commandName: "purge", abstract: "Delete SUCCESSFULLY_POSTED events older than expire_local_events_after.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag

@@ -24,6 +24,7 @@ struct HubCommand: ParsableCommand {
 
     struct Sync: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sync",
             abstract: "Fetch the service's settings and metadata; download, verify and activate a newer bundle.",
             discussion: "Shows the download's percent on stderr. Exits 1 with the reason when the sync fails (the previous bundle stays active).")
 
@@ -54,6 +55,7 @@ struct HubCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "The hub state, the active bundle and content delivery (provider, the service's modes, pilot program, last sync).",
             discussion: "Works offline: the service's settings are the last ones fetched.")
 

@@ -45,6 +45,7 @@ struct IdentityCommand: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print the recipient id, the mobile user id and any merge pending in the journal (no request is sent).")
 
         @OptionGroup var manifestOption: ManifestOption
@@ -70,6 +71,7 @@ struct IdentityCommand: ParsableCommand {
 
     struct Setup: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "setup",
             abstract: "Set up the recipient: make a mobile user id if there is none, add a recipient holding it (AddRecipient).",
             discussion: "Nothing is sent when both ids are already present. Exits 1 on a fault or service failure.")
 
@@ -96,6 +98,7 @@ struct IdentityCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Check an identity: find the recipient with ALL the columns; update the current one, or merge into the found one.",
             discussion: """
                 Outcomes: updated_current (no recipient has them: they are added to ours), \
@@ -131,6 +134,7 @@ struct IdentityCommand: ParsableCommand {
 
     struct Reset: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "Forget the recipient id and mobile user id (the next setup adds a new recipient).",
             discussion: "Refused while a merge is pending in the journal, unless --force (which drops that merge, possibly half done).")
 
@@ -156,6 +160,7 @@ struct XMLAPICommand: ParsableCommand {
 
     struct Call: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "call",
             abstract: "Post one operation and print isSuccess, the fault (errorid, FaultString) and the answer's values.",
             discussion: """
                 Every value is XML-escaped. Exits 0 on SUCCESS=true, 3 on an API fault (SUCCESS=false in a 2xx answer), \

@@ -36,7 +36,8 @@ struct LocalNotificationsCommand: ParsableCommand {
     typealias OutcomeView = LocalNotificationOutcomeView
 
     struct Due: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the notifications that are due and not handled yet, by time.")
+        static let configuration = CommandConfiguration(
+            commandName: "due", abstract: "List the notifications that are due and not handled yet, by time.")
 
         @OptionGroup var preview: BundlePreviewOption
         @OptionGroup var manifestOption: ManifestOption
@@ -60,6 +61,7 @@ struct LocalNotificationsCommand: ParsableCommand {
 
     struct Handle: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "handle",
             abstract: "Handle a local notification the app received: perform its action.",
             discussion: """
                 For a notification the content bundle scheduled, prints the URI to present (its action) \

@@ -10,6 +10,7 @@ struct ManifestCommand: ParsableCommand {
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "check",
             abstract: "Check a host manifest; list every problem with file:line:column.",
             discussion: """
                 Every enabled instance's library must be found, as the host would look it up here: next to its \

@@ -11,6 +11,7 @@ struct MessagesCommand: ParsableCommand {
 
     struct Next: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "next",
             abstract: "The next message that may show now (it stays current until shown or closed).",
             discussion:
                 "Exits 1 when no message may show; when one is ready but held by a pause or a frequency cap, says which (--json: {\"held\": REASON})."
@@ -48,6 +49,7 @@ struct MessagesCommand: ParsableCommand {
 
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "watch",
             abstract: "Print each message the moment it may show, and why one sent is withdrawn.",
             discussion: """
                 The message stream of GET /v1/messages/stream, read in this process: first the answer of \
@@ -125,7 +127,8 @@ struct MessagesCommand: ParsableCommand {
     }
 
     struct Impression: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Report that a message was shown: it counts one impression.")
+        static let configuration = CommandConfiguration(
+            commandName: "impression", abstract: "Report that a message was shown: it counts one impression.")
 
         @Argument(help: "The campaign id.")
         var id: String
@@ -136,7 +139,7 @@ struct MessagesCommand: ParsableCommand {
     }
 
     struct Close: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Close the current message without counting an impression.")
+        static let configuration = CommandConfiguration(commandName: "close", abstract: "Close the current message without counting an impression.")
 
         @Flag(name: .customLong("clear-queued-campaigns"), help: "Also remove every queued message.")
         var clearQueuedCampaigns = false
@@ -152,6 +155,7 @@ struct MessagesCommand: ParsableCommand {
 
     struct Later: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "later",
             abstract: "Put a message back in the queue instead of showing it now.",
             discussion:
                 "It is no longer the current message; when it next comes up, its end time, opt-out, impressions, the frequency caps and its triggers are checked again. Exits 1 for an unknown campaign or one neither current nor queued."
@@ -174,6 +178,7 @@ struct MessagesCommand: ParsableCommand {
 
     struct Pause: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Hold every message (e.g. while a checkout runs), until --until / --for or `messages resume`.",
             discussion:
                 "Every process on the data directory holds its messages: `messages next` and GET /v1/messages/next answer none, reason paused. Without --until or --for the pause lasts until `hubhost messages resume`; --status prints the pause without changing it."
@@ -219,7 +224,7 @@ struct MessagesCommand: ParsableCommand {
     }
 
     struct Resume: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "End a pause: messages show again.")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "End a pause: messages show again.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag

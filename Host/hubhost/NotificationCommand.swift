@@ -42,6 +42,7 @@ struct NotificationCommand: ParsableCommand {
 
     struct Received: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "received",
             abstract: "A push notification was received: track it, and take its CurrentCampaign (JSON object on stdin, or key=value arguments).")
 
         @OptionGroup var payload: Payload
@@ -51,6 +52,7 @@ struct NotificationCommand: ParsableCommand {
 
     struct Opened: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "opened",
             abstract: "A push notification was opened: track it, and take its CurrentCampaign (JSON object on stdin, or key=value arguments).")
 
         @OptionGroup var payload: Payload

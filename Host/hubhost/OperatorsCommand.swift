@@ -9,7 +9,7 @@ struct OperatorsCommand: ParsableCommand {
         subcommands: [List.self, Test.self])
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the operators: name, wire code, plugin and instance.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the operators: name, wire code, plugin and instance.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -43,6 +43,7 @@ struct OperatorsCommand: ParsableCommand {
 
     struct Test: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Compare one event value with one trigger value using one operator; print true or false.",
             discussion: """
                 Types: string, int (integer), double, bool (boolean), time (ms since epoch), or a wire code 1..5.

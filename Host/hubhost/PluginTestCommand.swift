@@ -14,6 +14,7 @@ struct PluginCommand: ParsableCommand {
 
     struct Test: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "test",
             abstract: "Run the conformance suite on a plugin (plugin.yaml or .so), each test in its own process.",
             discussion: """
                 Every plugin the library exports is tested by its kind: the lifecycle (create/destroy, \

@@ -15,6 +15,7 @@ struct PluginsCommand: ParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "Show every plugin instance and its state, as the running serve has it.",
             discussion: """
                 Asks the hubhost serve of the manifest (its server: address) for its instances, so \
@@ -50,6 +51,7 @@ struct PluginsCommand: ParsableCommand {
 
     struct Inspect: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "inspect",
             abstract: "Describe a plugin from its plugin.yaml or .so, and check that binary and manifest agree.",
             discussion: """
                 The plugin.yaml is read without loading the binary, so this works on a broken binary too.

@@ -7,6 +7,7 @@ import HubHostKit
 extension PluginsCommand {
     struct Keygen: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "keygen",
             abstract: "Make a minisign key pair for signing plugin packages.",
             discussion: """
                 Writes a public key (share it; `plugins trust` adds it to a plugins.yaml) and an unencrypted secret key \
@@ -68,6 +69,7 @@ extension PluginsCommand {
 
     struct Sign: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sign",
             abstract: "Sign a file (a plugin package) with a minisign secret key; writes FILE.minisig.",
             discussion: """
                 The signature is minisign's: Ed25519 over the file's BLAKE2b-512 hash, and a global signature over the \
@@ -118,6 +120,7 @@ extension PluginsCommand {
 
     struct Trust: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "trust",
             abstract: "Trust a minisign public key to sign plugin packages: add it to the trust: list of plugins.yaml.",
             discussion: """
                 The rest of the file is left as written (comments included): the entry is added after the trust: list's \

@@ -65,6 +65,7 @@ enum PrefetchFilterParsing {
 extension PrefetchCommand {
     struct Categories: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "categories",
             abstract: "List categories, filtered and sorted; --select/--deselect change which are selected first.",
             discussion: """
                 The PCD SDK's category filters: all (no option), categoriesSelected (--selected), categoriesSelectedWithContent \
@@ -113,6 +114,7 @@ extension PrefetchCommand {
 
     struct Sources: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sources",
             abstract: "List sources, filtered and sorted; --subscribe/--unsubscribe toggle sources first.",
             discussion: """
                 The PCD SDK's source filter is allWithSort (no option); hubhost adds --subscribed / --not-subscribed, --name N, \

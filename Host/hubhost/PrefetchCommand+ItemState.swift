@@ -7,6 +7,7 @@ import HubHostKit
 extension PrefetchCommand {
     struct Pause: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Pause queued, downloading or idle items (they resume only with download or resume).")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
@@ -18,7 +19,7 @@ extension PrefetchCommand {
     }
 
     struct Resume: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Resume paused items (the same as download).")
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume paused items (the same as download).")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws {
@@ -30,6 +31,7 @@ extension PrefetchCommand {
 
     struct Cancel: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "cancel",
             abstract: "Cancel every download in progress: the items go idle and are queued again after one sync interval.")
         @OptionGroup var common: Common
         func run() throws {
@@ -41,6 +43,7 @@ extension PrefetchCommand {
 
     struct Fill: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "fill",
             abstract: "Force fill: sync, then queue every discovered and idle item as user-initiated (not those set to none).")
         @OptionGroup var common: Common
         func run() throws {
@@ -53,6 +56,7 @@ extension PrefetchCommand {
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete items (files and metadata: state deleted), or with --files-only only their files.",
             discussion:
                 "After --files-only an item is discovered again with downloadBehavior none: it downloads only when asked. Locked items are refused.")
@@ -68,28 +72,29 @@ extension PrefetchCommand {
     }
 
     struct Save: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Mark items saved (never purged).")
+        static let configuration = CommandConfiguration(commandName: "save", abstract: "Mark items saved (never purged).")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws { try PrefetchCommand.flag(common, .saved, true, ids) }
     }
 
     struct Unsave: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Clear items' saved mark.")
+        static let configuration = CommandConfiguration(commandName: "unsave", abstract: "Clear items' saved mark.")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws { try PrefetchCommand.flag(common, .saved, false, ids) }
     }
 
     struct Lock: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lock items while they are consumed (never purged or deleted).")
+        static let configuration = CommandConfiguration(
+            commandName: "lock", abstract: "Lock items while they are consumed (never purged or deleted).")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws { try PrefetchCommand.flag(common, .locked, true, ids) }
     }
 
     struct Unlock: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Unlock items.")
+        static let configuration = CommandConfiguration(commandName: "unlock", abstract: "Unlock items.")
         @OptionGroup var common: Common
         @Argument(help: "Item uniqueIds.") var ids: [String]
         func run() throws { try PrefetchCommand.flag(common, .locked, false, ids) }

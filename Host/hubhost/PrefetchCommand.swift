@@ -67,6 +67,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Register: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "register",
             abstract: "Register with the catalog service now (licence and device id); receives the server's policy defaults.",
             discussion: "Exits 1 with the reason when the service refuses or cannot be reached.")
         @OptionGroup var common: Common
@@ -84,6 +85,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "The service state, which licence source won, the policy in force and item counts per state.")
         @OptionGroup var common: Common
 
@@ -115,6 +117,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Sync: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "sync",
             abstract: "Fetch the catalog's changes since the last sync (registering first when needed).",
             discussion: "Exits 1 with the reason when the service fails; the catalog keeps what it had.")
         @OptionGroup var common: Common
@@ -142,6 +145,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Items: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "items",
             abstract: "List items, filtered and sorted (deleted items only with --state deleted).",
             discussion: "Sort fields: \(PrefetchItemFilter.Field.allCases.map(\.rawValue).joined(separator: ", ")); add :desc to reverse.")
         @OptionGroup var common: Common
@@ -171,7 +175,7 @@ struct PrefetchCommand: ParsableCommand {
     }
 
     struct Item: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show one item with its files.")
+        static let configuration = CommandConfiguration(commandName: "item", abstract: "Show one item with its files.")
         @OptionGroup var common: Common
         @Argument(help: "The item's uniqueId.") var id: String
 
@@ -199,6 +203,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Download: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "download",
             abstract: "Queue items for download ahead of policy-driven ones (also resumes paused and failed items).",
             discussion: """
                 Refused, with the reason, for cached, deleted and downloading items (exit status 1). With --wait the \
@@ -298,6 +303,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Consume: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "consume",
             abstract: "Record a consumption (recordConsumption): the item is marked viewed and a 'Prefetch Consumption' event is tracked.")
         @OptionGroup var common: Common
         @Argument(help: "The item's uniqueId.") var id: String
@@ -319,6 +325,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract: "Import items (addDownloadedItem) from a JSON file: one object or an array, with the PCD SDK's VocImportFileMetadata keys.",
             discussion:
                 "DownloadStatus FullyDownloaded copies FilePath in (Cached), NewlyAdding queues a download of ContentUrl, PartiallyDownloaded imports the metadata only. Exit 1 when one was refused."
@@ -359,6 +366,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Lookup: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "lookup",
             abstract: "Items of a source by contentId; those not in the catalog are asked of the catalog service (3 attempts) and join it.",
             discussion: "Exit 1 when some contentIds are unknown to the catalog and the service (listed on stderr).")
         @OptionGroup var common: Common
@@ -387,6 +395,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "purge",
             abstract:
                 "Run the purge rules now: expired items, then under storage pressure or above cache_size_limit consumed before unconsumed, least recently used first; never saved or locked items."
         )
@@ -406,6 +415,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Policy: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "policy",
             abstract: "Show the download policy in force, or set the network selection override (wifi, cellular, both, or default to clear it).")
         @OptionGroup var common: Common
         @Option(help: "wifi, cellular, both, or default (clears the override).") var network: String?
@@ -452,6 +462,7 @@ struct PrefetchCommand: ParsableCommand {
 
     struct Watch: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "watch",
             abstract:
                 "Print the prefetch notifications of a running hubhost serve, or with --items, --categories or --sources the changes of a live set.",
             discussion: """

@@ -42,6 +42,7 @@ struct UsersCommand: ParsableCommand {
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Create a user (it is not made active; use `users activate`).",
             discussion: "Without --id, an anonymous id is generated. Each initial tag starts with a usage count of 1. Prints the id.")
 
@@ -83,7 +84,7 @@ struct UsersCommand: ParsableCommand {
     }
 
     struct Activate: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make a user the active one (an unknown id is an error).")
+        static let configuration = CommandConfiguration(commandName: "activate", abstract: "Make a user the active one (an unknown id is an error).")
 
         @Argument(help: "The user id.")
         var id: String
@@ -98,7 +99,8 @@ struct UsersCommand: ParsableCommand {
     }
 
     struct Active: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the active user.", discussion: "Exits 1 when no user is active.")
+        static let configuration = CommandConfiguration(
+            commandName: "active", abstract: "Print the active user.", discussion: "Exits 1 when no user is active.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -111,7 +113,7 @@ struct UsersCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the users, oldest first; the active one is marked.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List the users, oldest first; the active one is marked.")
 
         @OptionGroup var manifestOption: ManifestOption
         @OptionGroup var output: JSONFlag
@@ -136,7 +138,7 @@ struct UsersCommand: ParsableCommand {
     }
 
     struct Tags: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a user's tags, one a line, sorted.")
+        static let configuration = CommandConfiguration(commandName: "tags", abstract: "Print a user's tags, one a line, sorted.")
 
         @Argument(help: "The user id.")
         var id: String

@@ -13,6 +13,36 @@ final class CLITests: XCTestCase {
         }
     }
 
+    /// Every command names itself: a command without `commandName` has ArgumentParser derive its
+    /// name from its type's with `String(describing:)`, a runtime conformance scan of the whole
+    /// binary per command (about 2.4 M instructions each), which was three quarters of every
+    /// `hubhost` start's instructions (237 M for `--version`, callgrind).
+    func testEveryCommandConfigurationNamesItsCommand() throws {
+        let folder = TestSupport.repository + "/Host/hubhost"
+        var configurations = 0
+        var unnamed: [String] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: folder) where file.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: folder + "/" + file, encoding: .utf8)
+            var rest = Substring(text)
+            while let start = rest.range(of: "CommandConfiguration(") {
+                configurations += 1
+                // The arguments up to the matching parenthesis.
+                var depth = 1
+                var end = start.upperBound
+                while depth > 0, end < rest.endIndex {
+                    if rest[end] == "(" { depth += 1 } else if rest[end] == ")" { depth -= 1 }
+                    end = rest.index(after: end)
+                }
+                if !rest[start.upperBound..<end].contains("commandName:") {
+                    unnamed.append(file + ": " + rest[start.upperBound..<end].prefix(60))
+                }
+                rest = rest[end...]
+            }
+        }
+        XCTAssertGreaterThan(configurations, 100, "the CLI's commands were read")
+        XCTAssertEqual(unnamed, [], "give these commands a commandName")
+    }
+
     func testManifestCheckValidDefault() throws {
         let result = try TestSupport.hubhost(["manifest", "check"])
         XCTAssertEqual(result.status, 0, result.stderr)
