@@ -215,6 +215,23 @@ final class EventEngineTests: FolderTestCase {
         XCTAssertEqual(ended.timestampMs, t0 + 50_000)
     }
 
+    /// A batch that starts and ends sessions stores their events between the caller's, and answers
+    /// the caller's alone, in order.
+    func testABatchAnswersTheCallersEventsWithoutTheSessionsItStarted() throws {
+        let (host, _) = try host(events: "  cache_size: 100\n  session_timeout: 60")
+        let engine = try host.events()
+        let t0: Int64 = 1_700_000_000_000
+        let given = ["A", "B", "C"].enumerated().map { i, name in
+            Event(id: "caller-\(i)", type: .namedEvent, name: name, timestampMs: t0 + Int64(i) * 3_600_000)  // an hour apart: a session each
+        }
+        let answered = try engine.trackBatch(given)
+        XCTAssertEqual(answered.map(\.id), ["caller-0", "caller-1", "caller-2"])
+        XCTAssertEqual(answered.map(\.name), ["A", "B", "C"])
+        let stored = try engine.store.list(limit: 100).map(\.event)
+        XCTAssertEqual(stored.filter { $0.type == .sessionStarted }.count, 3, "\(stored.map(\.type))")
+        XCTAssertEqual(stored.filter { $0.type == .sessionEnded }.count, 2, "\(stored.map(\.type))")
+    }
+
     /// The session state lives in memory between tracks while no other connection writes the store
     /// (EventStore.committedByAnotherConnection); a batch that is rolled back must not leave its
     /// session change there: the next event sees the session as stored, and the one that another

@@ -74,10 +74,19 @@ final class EventSafetyTests: FolderTestCase {
         ) {
             XCTAssertTrue($0 is EventEngine.DuplicateEventID, "\($0)")
         }
-        XCTAssertThrowsError(try engine.trackBatch([Event(id: "twice", type: .namedEvent), Event(id: "twice", type: .namedEvent)]))
+        // Found by the store's unique index, then named as the input's own repeat.
+        XCTAssertThrowsError(
+            try engine.trackBatch([
+                Event(id: "twice", type: .namedEvent), Event(id: "other", type: .namedEvent), Event(id: "twice", type: .namedEvent)
+            ])
+        ) {
+            let duplicate = $0 as? EventEngine.DuplicateEventID
+            XCTAssertEqual(duplicate?.id, "twice", "\($0)")
+            XCTAssertEqual(duplicate?.reason, "it appears twice in the input")
+        }
         XCTAssertThrowsError(try engine.track(Event(id: "same", type: .namedEvent, name: "c"))) { XCTAssertTrue($0 is EventEngine.DuplicateEventID) }
         let ids = Set(try engine.store.list().map(\.event.id))
-        XCTAssertFalse(ids.contains("new-1") || ids.contains("twice"), "\(ids)")
+        XCTAssertFalse(ids.contains("new-1") || ids.contains("twice") || ids.contains("other"), "\(ids)")
         // The engine still works, with its session state as stored.
         XCTAssertNoThrow(try engine.trackBatch([Event(id: "new-2", type: .namedEvent, name: "d")]))
     }

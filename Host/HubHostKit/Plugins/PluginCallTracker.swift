@@ -10,6 +10,7 @@ import Synchronization
 /// Sendable: the calls in flight, the last token and the kept metrics live in a Mutex; the rest are `let` strings.
 package final class PluginCallTracker: Sendable {
     private struct Call {
+        var token: UInt64
         var startedNs: UInt64
         var deadlineNs: UInt64
         /// Counted as a timeout already (once per call, whenever it is first seen overdue).
@@ -32,7 +33,10 @@ package final class PluginCallTracker: Sendable {
     }
 
     private struct State {
-        var inFlight: [UInt64: Call] = [:]
+        /// In no order. An array, not a dictionary by token: a plugin has a few calls in flight
+        /// at most (one per calling thread), and hashing each token in and out was most of the
+        /// tracker's cost of a call.
+        var inFlight: [Call] = []
         var nextToken: UInt64 = 0
         var metrics: CallMetrics?
 
@@ -63,7 +67,7 @@ package final class PluginCallTracker: Sendable {
         let (token, metrics) = state.withLock { [instance, kind] state -> (UInt64, CallMetrics?) in
             state.nextToken &+= 1
             let token = state.nextToken
-            state.inFlight[token] = Call(startedNs: now, deadlineNs: max(deadline, now))
+            state.inFlight.append(Call(token: token, startedNs: now, deadlineNs: max(deadline, now)))
             return (token, state.metrics(instance: instance, kind: kind))
         }
         metrics?.calls.increment()
@@ -76,7 +80,9 @@ package final class PluginCallTracker: Sendable {
     package func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
         let (late, lateUncounted, startedNs, metrics) = state.withLock { [instance, kind] state -> (Bool, Bool, UInt64, CallMetrics?) in
-            guard let call = state.inFlight.removeValue(forKey: token) else { return (false, false, 0, nil) }
+            guard let index = state.inFlight.firstIndex(where: { $0.token == token }) else { return (false, false, 0, nil) }
+            state.inFlight.swapAt(index, state.inFlight.count - 1)
+            let call = state.inFlight.removeLast()  // keeps the array's capacity for the next call
             return (
                 call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs, state.metrics(instance: instance, kind: kind)
             )
@@ -90,14 +96,16 @@ package final class PluginCallTracker: Sendable {
     /// An overdue call is counted as a timeout the first time it is seen here (a call that never
     /// returns is counted too, as soon as anyone asks whether the plugin is stuck).
     package var stuckSinceNs: UInt64? {
-        let now = Clock.monotonicNs()
         let (since, newlyOverdue): (UInt64?, Int) = state.withLock { state in
+            // Asked before every call: with none in flight (the usual answer) there is no clock to read.
+            guard !state.inFlight.isEmpty else { return (nil, 0) }
+            let now = Clock.monotonicNs()
             var since: UInt64?
             var newlyOverdue = 0
-            for (token, call) in state.inFlight where call.deadlineNs < now {
-                since = min(since ?? call.startedNs, call.startedNs)
-                if !call.timeoutCounted {
-                    state.inFlight[token]?.timeoutCounted = true
+            for index in state.inFlight.indices where state.inFlight[index].deadlineNs < now {
+                since = min(since ?? state.inFlight[index].startedNs, state.inFlight[index].startedNs)
+                if !state.inFlight[index].timeoutCounted {
+                    state.inFlight[index].timeoutCounted = true
                     newlyOverdue += 1
                 }
             }
