@@ -194,4 +194,51 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(long.withCString { many.set(hh_string_t(data: $0, length: long.utf8.count), &value) }, HH_OK)
         XCTAssertEqual(many.working[attribute: long], .bool(true))
     }
+    /// A text value set again with the same bytes under a kept name is the String made the first
+    /// time (the same storage, so the store's encoding can copy its JSON); a changed value, one
+    /// that is not UTF-8, and values that change at every call each give their own text.
+    func testAPluginsRepeatedTextValueIsTheKeptString() throws {
+        let names = AttributeNames()
+        let input = event([])
+        func set(_ session: EventEditSession, _ name: String, _ bytes: [UInt8]) -> Int32 {
+            bytes.withUnsafeBufferPointer { valueBytes in
+                var value = hh_value_t()
+                value.type = HH_VALUE_STRING
+                value.of.string = hh_string_t(
+                    data: UnsafeRawPointer(valueBytes.baseAddress!).assumingMemoryBound(to: CChar.self), length: bytes.count)
+                return name.withCString { session.set(hh_string_t(data: $0, length: name.utf8.count), &value) }
+            }
+        }
+        func storage(_ value: PluginValue?) -> UnsafePointer<UInt8>? {
+            guard case .string(let text) = value else { return nil }
+            return text.utf8.withContiguousStorageIfAvailable { $0.baseAddress } ?? nil
+        }
+        let place = "Pike Place Market, Seattle"  // longer than a String holds inline
+        var values: [PluginValue?] = []  // every value alive until compared: a freed String's storage could be reused
+        for _ in 0..<3 {
+            let session = EventEditSession(input.augmentable, names: names)
+            XCTAssertEqual(set(session, "Place", Array(place.utf8)), HH_OK)
+            XCTAssertEqual(session.working[attribute: "Place"], .string(place))
+            values.append(session.working[attribute: "Place"])
+            session.release()
+        }
+        let kept = values.map(storage)
+        XCTAssertNotNil(kept[0])
+        XCTAssertEqual(kept[1], kept[0], "the same bytes give the kept String")
+        XCTAssertEqual(kept[2], kept[0])
+
+        let session = EventEditSession(input.augmentable, names: names)
+        defer { session.release() }
+        XCTAssertEqual(set(session, "Place", [0x41, 0xFF, 0x42]), HH_ERR_INVALID_ARGUMENT, "not UTF-8")
+        XCTAssertEqual(set(session, "Place", Array("Space Needle, Seattle, WA".utf8)), HH_OK)
+        XCTAssertEqual(session.working[attribute: "Place"], .string("Space Needle, Seattle, WA"))
+        for i in 0..<(AttributeNames.maxValueMisses * 3) {
+            let text = "a value that changes at every call: \(i)"
+            XCTAssertEqual(set(session, "Counter", Array(text.utf8)), HH_OK)
+            XCTAssertEqual(session.working[attribute: "Counter"], .string(text))
+        }
+        let long = String(repeating: "é", count: AttributeNames.maxValueLength)  // too long to keep
+        XCTAssertEqual(set(session, "Place", Array(long.utf8)), HH_OK)
+        XCTAssertEqual(session.working[attribute: "Place"], .string(long))
+    }
 }

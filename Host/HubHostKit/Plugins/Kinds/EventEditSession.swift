@@ -43,10 +43,17 @@ final class EventEditSession {
         stale = true
     }
 
-    /// The text of a name the plugin hands over, when it is valid UTF-8.
-    private func name(_ s: hh_string_t) -> String? {
+    /// The text of a name the plugin hands over, when it is valid UTF-8, and where the plugin's
+    /// kept names hold it (nil: not kept).
+    private func name(_ s: hh_string_t) -> (text: String, slot: Int?)? {
+        guard let names else { return validUTF8(s).map { ($0, nil) } }
+        return names.name(s)
+    }
+
+    /// The text of a text value the plugin sets under the name at `slot`, when it is valid UTF-8.
+    private func textValue(_ s: hh_string_t, slot: Int?) -> String? {
         guard let names else { return validUTF8(s) }
-        return names.text(s)
+        return names.value(s, slot: slot)
     }
 
     /// The event as it was given, whatever the plugin edited: what a failed call answers.
@@ -164,7 +171,7 @@ final class EventEditSession {
     }
 
     func attribute(named name: hh_string_t, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
-        let key = self.name(name) ?? lossyUTF8(name)
+        let key = self.name(name)?.text ?? lossyUTF8(name)
         let keyLength = key.utf8.count
         return lock.withLock { _ in
             guard let attribute = working.list.first(where: { $0.name.utf8.count == keyLength && $0.name == key }) else { return HH_ERR_NOT_FOUND }
@@ -174,12 +181,12 @@ final class EventEditSession {
     }
 
     func set(_ name: hh_string_t, _ value: UnsafePointer<hh_value_t>?) -> hh_status_t {
-        guard let value, name.length > 0, let key = self.name(name) else { return HH_ERR_INVALID_ARGUMENT }
+        guard let value, name.length > 0, let (key, slot) = self.name(name) else { return HH_ERR_INVALID_ARGUMENT }
         let converted: PluginValue
         switch value.pointee.type {
         case HH_VALUE_NULL: converted = .null
         case HH_VALUE_STRING:
-            guard let text = validUTF8(value.pointee.of.string) else { return HH_ERR_INVALID_ARGUMENT }
+            guard let text = textValue(value.pointee.of.string, slot: slot) else { return HH_ERR_INVALID_ARGUMENT }
             converted = .string(text)
         case HH_VALUE_INT64: converted = .int(value.pointee.of.int64)
         case HH_VALUE_DOUBLE: converted = .double(value.pointee.of.real)
