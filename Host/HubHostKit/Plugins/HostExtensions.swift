@@ -42,7 +42,9 @@ enum HostExtensions {
     }
 
     static func copy(_ text: String) -> hh_string_t {
-        let pointer = strdup(text)!
+        // withCString lends a native String's own NUL-terminated storage: no intermediate array
+        // (a String passed to strdup as is was converted to one, allocated and freed, per copy).
+        let pointer = text.withCString { strdup($0)! }
         return hh_string_t(data: UnsafePointer(pointer), length: strlen(pointer))
     }
 
