@@ -152,10 +152,19 @@ public final class AugmentationTimeline: Sendable {
     /// instead of one per event. Events not finished at the deadline (by default the timeout from
     /// now) are EXPIRED with the edits of the plugins that answered in time.
     public func run(batch events: [Event], deadline: DispatchTime? = nil) -> [Event] {
-        guard !plugins.isEmpty, !events.isEmpty else { return events }
+        var events = events
+        run(inPlace: &events, deadline: deadline)
+        return events
+    }
+
+    /// `run(batch:deadline:)` on the caller's array: each event is moved into its progress and
+    /// its result moved back, with no copy either way (a copy of an event retains each of its
+    /// strings and its attributes, and releasing it again frees them).
+    func run(inPlace events: inout [Event], deadline: DispatchTime? = nil) {
+        guard !plugins.isEmpty, !events.isEmpty else { return }
         let shared = UntilDeadline<Void>(())
-        let progress = events.map(Progress.init)
         let contexts = HubTracing.isEnabled ? events.map(Self.spanContext(of:)) : []
+        let progress = events.indices.map { Progress(exchange(&events[$0], with: .placeholder)) }
         let (_, completed) = waitForWork(shared, deadline: deadline) {
             for stage in self.stages {
                 // Each event's input to the stage: the plugins of a stage see the same event.
@@ -167,7 +176,7 @@ public final class AugmentationTimeline: Sendable {
                 // the concurrency.
                 for index in stage {
                     if shared.state.withLock({ $0.timedOut }) { return }
-                    Self.concurrently(events.count, estimate: self.eventSpread) { i in
+                    Self.concurrently(progress.count, estimate: self.eventSpread) { i in
                         if shared.state.withLock({ $0.timedOut }) { return }
                         guard let outcome = self.augment(index, inputs[i].augmentable, context: contexts.isEmpty ? nil : contexts[i]) else { return }
                         guard outcome.status == 0 else {
@@ -189,14 +198,15 @@ public final class AugmentationTimeline: Sendable {
             }
         }
         var unfinished = 0
-        let results = progress.map { box in
-            box.state.withLock { box -> Event in
-                box.closed = true
-                if box.done { return box.event }
-                unfinished += 1
-                var expired = box.event
-                expired.status = .expired
-                return expired
+        for (index, box) in progress.enumerated() {
+            events[index] = box.state.withLock { box -> Event in
+                box.closed = true  // from now on a late answer changes nothing
+                var event = exchange(&box.event, with: .placeholder)
+                if !box.done {
+                    unfinished += 1
+                    event.status = .expired
+                }
+                return event
             }
         }
         if !completed {
@@ -204,7 +214,6 @@ public final class AugmentationTimeline: Sendable {
                 "augmentation of a batch of \(events.count) events did not finish within \(EngageDuration.format(timeoutSeconds)); \(unfinished) unfinished events are EXPIRED and sent with the edits of the plugins that answered in time"
             )
         }
-        return results
     }
 
     /// What the waiting thread and the working thread share: a value under one lock, and whether
