@@ -16,17 +16,13 @@ final class AttributeNames: Sendable {
         let text: String
     }
 
-    /// The last text value set under one kept name, and how often the next one matched it.
-    private struct KeptValue {
-        var entry: Entry
-        var hits = 0
-        var misses = 0
-    }
-
     private struct State {
         var names: [Entry] = []
-        /// `values[i]`: the value kept under `names[i]`, nil until one is.
-        var values: [KeptValue?] = []
+        /// `values[i]`: the text value last kept under `names[i]`, nil until one is; how often the
+        /// next value had the same bytes (`hits[i]`) and how often not (`misses[i]`).
+        var values: [Entry?] = []
+        var hits: [Int] = []
+        var misses: [Int] = []
     }
 
     /// At most this many names are kept, each of at most `maxLength` bytes: a plugin whose names
@@ -50,8 +46,11 @@ final class AttributeNames: Sendable {
         guard let data = s.data, s.length > 0, s.length <= Self.maxLength else { return validUTF8(s).map { ($0, nil) } }
         let bytes = UnsafeRawBufferPointer(start: data, count: s.length)
         let kept: (String, Int)? = state.withLock { state in
-            for (index, entry) in state.names.enumerated() where Self.same(entry, bytes) { return (entry.text, index) }
-            return nil
+            // Through the buffer: iterating the array itself copied each entry (two retains and releases).
+            state.names.withUnsafeBufferPointer { names in
+                for index in names.indices where Self.same(names[index], bytes) { return (names[index].text, index) }
+                return nil
+            }
         }
         if let kept { return kept }
         guard let text = validUTF8(s) else { return nil }
@@ -59,6 +58,8 @@ final class AttributeNames: Sendable {
             guard state.names.count < Self.capacity else { return nil }
             state.names.append(Entry(bytes: Array(bytes), text: text))
             state.values.append(nil)
+            state.hits.append(0)
+            state.misses.append(0)
             return state.names.count - 1
         }
         return (text, slot)
@@ -71,17 +72,17 @@ final class AttributeNames: Sendable {
         guard let slot, let data = s.data, s.length > 0, s.length <= Self.maxValueLength else { return validUTF8(s) }
         let bytes = UnsafeRawBufferPointer(start: data, count: s.length)
         let kept: String?? = state.withLock { state in
-            guard slot < state.values.count else { return .some(nil) }
-            guard var value = state.values[slot] else { return nil }
-            guard value.misses <= value.hits + Self.maxValueMisses else { return .some(nil) }  // no longer kept
-            if Self.same(value.entry, bytes) {
-                value.hits += 1
-                state.values[slot] = value
-                return .some(value.entry.text)
+            guard slot < state.values.count, state.misses[slot] <= state.hits[slot] + Self.maxValueMisses else { return .some(nil) }  // not kept
+            let same: String? = state.values.withUnsafeBufferPointer { values in
+                guard let entry = values[slot], Self.same(entry, bytes) else { return nil }
+                return entry.text
             }
-            value.misses += 1
-            state.values[slot] = value
-            return nil
+            guard let same else {
+                if state.values[slot] != nil { state.misses[slot] += 1 }
+                return nil
+            }
+            state.hits[slot] += 1
+            return .some(same)
         }
         switch kept {
         case .some(.some(let text)): return text
@@ -89,15 +90,8 @@ final class AttributeNames: Sendable {
         case .none: break
         }
         guard let text = validUTF8(s) else { return nil }
-        state.withLock { state in
-            let entry = Entry(bytes: Array(bytes), text: text)
-            if var value = state.values[slot] {
-                value.entry = entry
-                state.values[slot] = value
-            } else {
-                state.values[slot] = KeptValue(entry: entry)
-            }
-        }
+        let entry = Entry(bytes: Array(bytes), text: text)
+        state.withLock { $0.values[slot] = entry }
         return text
     }
 
