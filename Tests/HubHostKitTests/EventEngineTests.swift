@@ -483,7 +483,7 @@ final class AttributeJSONTests: XCTestCase {
                 .init("b", .double(values[(i * 7) % values.count])), .init("c", .double(values[(i / 3) % values.count])),
                 .init("nan", .double(.nan)), .init("s", .string("x"))
             ]
-            XCTAssertEqual(AttributeJSON.encode(attributes, run: &run), AttributeJSON.encode(attributes), "event \(i)")
+            XCTAssertEqual(AttributeJSON.encodeUTF8(attributes, run: &run), Array(AttributeJSON.encode(attributes).utf8), "event \(i)")
         }
     }
 
@@ -506,16 +506,16 @@ final class AttributeJSONTests: XCTestCase {
             if i % 11 == 0 { attributes.removeLast(Int.random(in: 0...6, using: &generator)) }
             if i % 13 == 0 { attributes.append(.init("Score", .double(Double(i) * 1.5))) }
             if i % 5 == 0, !attributes.isEmpty { attributes[0].value = values[Int.random(in: 0..<values.count, using: &generator)] }
-            XCTAssertEqual(AttributeJSON.encode(attributes, run: &run), AttributeJSON.encode(attributes), "event \(i): \(attributes)")
+            XCTAssertEqual(AttributeJSON.encodeUTF8(attributes, run: &run), Array(AttributeJSON.encode(attributes).utf8), "event \(i): \(attributes)")
         }
         XCTAssertGreaterThan(run!.copied, 1000, "most attributes were copied from the event before")
         // The same text in another String's storage is written anew, never copied by mistake.
         var fresh: EncodingRun? = EncodingRun()
         let first = [Event.Attribute(String(repeating: "n", count: 20), .string(String(repeating: "v", count: 20)))]
         let second = [Event.Attribute(String(repeating: "n", count: 20), .string(String(repeating: "v", count: 20)))]
-        XCTAssertEqual(AttributeJSON.encode(first, run: &fresh), AttributeJSON.encode(first))
-        XCTAssertEqual(AttributeJSON.encode(second, run: &fresh), AttributeJSON.encode(second))
-        XCTAssertEqual(AttributeJSON.encode(second, run: &fresh), AttributeJSON.encode(second))
+        XCTAssertEqual(AttributeJSON.encodeUTF8(first, run: &fresh), Array(AttributeJSON.encode(first).utf8))
+        XCTAssertEqual(AttributeJSON.encodeUTF8(second, run: &fresh), Array(AttributeJSON.encode(second).utf8))
+        XCTAssertEqual(AttributeJSON.encodeUTF8(second, run: &fresh), Array(AttributeJSON.encode(second).utf8))
         XCTAssertEqual(fresh!.copied, 1, "only the attribute that was the same storage")
     }
 }

@@ -9,58 +9,83 @@ package enum AttributeJSON {
     /// cost more than SQLite's insert of the row.
     package static func encode(_ attributes: [Event.Attribute]) -> String {
         var none: EncodingRun?
-        return encode(attributes, run: &none)
+        var fragments: [Range<Int>] = []
+        let bound = Self.bound(attributes)
+        return String(unsafeUninitializedCapacity: bound) { write(attributes, run: &none, fragments: &fragments, into: $0, bound: bound) }
     }
 
-    /// The same text as `encode(_:)`, for one event of a run encoded one after the other on this
-    /// thread (`run`): an attribute written as the previous event's at the same place is copied
-    /// from its text, and doubles are formatted through the run's `FormattedDoubles` (formatting
-    /// one, `description`, was a quarter of the encoding's cost).
-    package static func encode(_ attributes: [Event.Attribute], run: inout EncodingRun?) -> String {
+    /// The same text as `encode(_:)` as its UTF-8 bytes, which is how the store binds it: no
+    /// String is made (making one checks that the bytes written are UTF-8, which they are by
+    /// construction, and that check was a sixth of the encoding's cost).
+    package static func encodeUTF8(_ attributes: [Event.Attribute]) -> [UInt8] {
+        var none: EncodingRun?
+        return encodeUTF8(attributes, run: &none)
+    }
+
+    /// The same bytes as `encodeUTF8(_:)`, for one event of a run encoded one after the other on
+    /// this thread (`run`): an attribute written as the previous event's at the same place is
+    /// copied from its text, and doubles are formatted through the run's `FormattedDoubles`
+    /// (formatting one, `description`, was a quarter of the encoding's cost).
+    package static func encodeUTF8(_ attributes: [Event.Attribute], run: inout EncodingRun?) -> [UInt8] {
+        var fragments: [Range<Int>] = []
+        let bound = Self.bound(attributes)
+        let text = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            count = write(attributes, run: &run, fragments: &fragments, into: buffer, bound: bound)
+        }
+        run?.remember(attributes, text, fragments)
+        return text
+    }
+
+    /// The most bytes `attributes` can take (see `Writer`).
+    private static func bound(_ attributes: [Event.Attribute]) -> Int {
         var bound = 2
         for attribute in attributes {
             bound += 96 + 6 * attribute.name.utf8.count
             if case .string(let text) = attribute.value { bound += 6 * text.utf8.count }
         }
-        var fragments: [Range<Int>] = []
-        let text = String(unsafeUninitializedCapacity: bound) { buffer in
-            var out = Writer(base: buffer.baseAddress!)
-            out.byte(UInt8(ascii: "["))
-            if run != nil {
-                let before = run!.attributes
-                var beforeText = run!.text
-                let beforeFragments = run!.fragments
-                fragments.reserveCapacity(attributes.count)
-                attributes.withUnsafeBufferPointer { now in
-                    before.withUnsafeBufferPointer { previous in
-                        beforeText.withUTF8 { previousText in
-                            for index in now.indices {
-                                if index > 0 { out.byte(UInt8(ascii: ",")) }
-                                let start = out.count
-                                if index < previous.count, EncodingRun.sameBits(now.baseAddress! + index, previous.baseAddress! + index) {
-                                    out.bytes(UnsafeBufferPointer(rebasing: previousText[beforeFragments[index]]))
-                                    run!.countCopied()
-                                } else {
-                                    out.attribute(now[index], &run!.doubles)
-                                }
-                                fragments.append(start..<out.count)
+        return bound
+    }
+
+    /// Writes the JSON of `attributes` into `buffer` (at least `bound` bytes) and returns how many
+    /// bytes it wrote; with a `run`, where each attribute's text is (`fragments`).
+    private static func write(
+        _ attributes: [Event.Attribute], run: inout EncodingRun?, fragments: inout [Range<Int>], into buffer: UnsafeMutableBufferPointer<UInt8>,
+        bound: Int
+    ) -> Int {
+        var out = Writer(base: buffer.baseAddress!)
+        out.byte(UInt8(ascii: "["))
+        if run != nil {
+            let before = run!.attributes
+            let beforeText = run!.text
+            let beforeFragments = run!.fragments
+            fragments.reserveCapacity(attributes.count)
+            attributes.withUnsafeBufferPointer { now in
+                before.withUnsafeBufferPointer { previous in
+                    beforeText.withUnsafeBufferPointer { previousText in
+                        for index in now.indices {
+                            if index > 0 { out.byte(UInt8(ascii: ",")) }
+                            let start = out.count
+                            if index < previous.count, EncodingRun.sameBits(now.baseAddress! + index, previous.baseAddress! + index) {
+                                out.bytes(UnsafeBufferPointer(rebasing: previousText[beforeFragments[index]]))
+                                run!.countCopied()
+                            } else {
+                                out.attribute(now[index], &run!.doubles)
                             }
+                            fragments.append(start..<out.count)
                         }
                     }
                 }
-            } else {
-                var none: FormattedDoubles?
-                for (index, attribute) in attributes.enumerated() {
-                    if index > 0 { out.byte(UInt8(ascii: ",")) }
-                    out.attribute(attribute, &none)
-                }
             }
-            out.byte(UInt8(ascii: "]"))
-            precondition(out.count <= bound, "AttributeJSON: the size bound was wrong")
-            return out.count
+        } else {
+            var none: FormattedDoubles?
+            for (index, attribute) in attributes.enumerated() {
+                if index > 0 { out.byte(UInt8(ascii: ",")) }
+                out.attribute(attribute, &none)
+            }
         }
-        run?.remember(attributes, text, fragments)
-        return text
+        out.byte(UInt8(ascii: "]"))
+        precondition(out.count <= bound, "AttributeJSON: the size bound was wrong")
+        return out.count
     }
 
     /// A cursor over memory sized in advance by `encode`.

@@ -13,8 +13,8 @@ package struct EncodingRun {
     var doubles: FormattedDoubles? = FormattedDoubles()
     /// The previous event's attributes and its text.
     private(set) var attributes: [Event.Attribute] = []
-    /// A native String (made by `AttributeJSON.encode`): its UTF-8 is contiguous.
-    private(set) var text = ""
+    /// Its JSON, as `AttributeJSON.encodeUTF8` wrote it.
+    private(set) var text: [UInt8] = []
     /// Where each of the previous event's attributes is in `text` (its `{"name":...}` object).
     private(set) var fragments: [Range<Int>] = []
 
@@ -27,7 +27,7 @@ package struct EncodingRun {
     mutating func countCopied() { copied += 1 }
 
     /// Keeps the event just encoded (`attributes` as `text`, attribute `i` at `fragments[i]`).
-    mutating func remember(_ attributes: [Event.Attribute], _ text: String, _ fragments: [Range<Int>]) {
+    mutating func remember(_ attributes: [Event.Attribute], _ text: [UInt8], _ fragments: [Range<Int>]) {
         self.attributes = attributes
         self.text = text
         self.fragments = fragments

@@ -189,7 +189,7 @@ public final class EventEngine: @unchecked Sendable {
             /// before it signals `ready` and read only after `ready.wait()`; `ready` is a `let`.
             final class Slot: @unchecked Sendable {
                 /// `own`: where the caller's events are in `events` (the sessions' come between).
-                var done: Result<(events: [Event], attributes: [String], own: [Int]), Error>?
+                var done: Result<(events: [Event], attributes: [[UInt8]], own: [Int]), Error>?
                 let ready = DispatchSemaphore(value: 0)
             }
             let slots = (0..<chunkCount).map { _ in Slot() }
@@ -218,24 +218,24 @@ public final class EventEngine: @unchecked Sendable {
                             own.append(chunk.count)
                             chunk.append(event)
                         }
-                        if !timeline.isEmpty { chunk = timeline.run(batch: chunk, deadline: deadline) }
+                        if !timeline.isEmpty { timeline.run(inPlace: &chunk, deadline: deadline) }
                         let prepared = chunk
                         // A small chunk (a group commit of single-event requests) is encoded here:
                         // waking the other cores costs more than the few microseconds it spreads.
-                        if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encode($0.attributes) }, own) }
+                        if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encodeUTF8($0.attributes) }, own) }
                         // In runs of 64 events, each with its own EncodingRun (the events of a
                         // run mostly carry the same attributes at the same places): runs, not
                         // single events, so the text written for the event before is reused;
                         // several per core, so a core the writer holds for a while does not leave
                         // the others waiting for its run.
                         let run = 64
-                        var encoded = [String](repeating: "", count: prepared.count)
+                        var encoded = [[UInt8]](repeating: [], count: prepared.count)
                         encoded.withUnsafeMutableBufferPointer { buffer in
                             nonisolated(unsafe) let output = buffer.baseAddress!
                             DispatchQueue.concurrentPerform(iterations: (prepared.count + run - 1) / run) { part in
                                 var encoding: EncodingRun? = EncodingRun()
                                 for i in part * run..<min(prepared.count, (part + 1) * run) {
-                                    output[i] = AttributeJSON.encode(prepared[i].attributes, run: &encoding)
+                                    output[i] = AttributeJSON.encodeUTF8(prepared[i].attributes, run: &encoding)
                                 }
                             }
                         }

@@ -19,7 +19,8 @@ package struct EventRowWriter {
         var type: String
         var name: String
         package var timestampMs: Int64
-        var attributes: String
+        /// The attributes column's JSON (`AttributeJSON.encodeUTF8`), bound as text.
+        var attributes: [UInt8]
         var status: String
         var attempts: Int
         /// NULL when the event has none (the usual case).
@@ -61,7 +62,7 @@ package struct EventRowWriter {
         let code: Int32 = bindText(handle, 1, &row.id) {
             bindText(handle, 2, &row.type) {
                 bindText(handle, 3, &row.name) {
-                    bindText(handle, 5, &row.attributes) {
+                    bindText(handle, 5, row.attributes) {
                         bindText(handle, 6, &row.status) {
                             sqlite3_bind_int64(handle, 4, row.timestampMs)
                             sqlite3_bind_int64(handle, 7, Int64(row.attempts))
@@ -84,18 +85,25 @@ package struct EventRowWriter {
     /// Binds `text` as parameter `index` for the duration of `body` (the storage is borrowed, so the
     /// statement must be stepped inside `body`).
     private func bindText(_ handle: OpaquePointer, _ index: Int32, _ text: inout String, _ body: () -> Int32) -> Int32 {
-        text.withUTF8 { utf8 in
-            // An empty string has no storage; a NULL pointer would bind SQL NULL, so point at a static "".
-            let base: UnsafePointer<CChar> = utf8.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) } ?? Self.empty
-            let bound = sqlite3_bind_text(handle, index, base, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
-            guard bound == SQLITE_OK else { return bound }
-            return body()
-        }
+        text.withUTF8 { bindText(handle, index, $0, body) }
+    }
+
+    /// Binds UTF-8 `bytes` as text parameter `index` for the duration of `body`, as above.
+    private func bindText(_ handle: OpaquePointer, _ index: Int32, _ bytes: [UInt8], _ body: () -> Int32) -> Int32 {
+        bytes.withUnsafeBufferPointer { bindText(handle, index, $0, body) }
+    }
+
+    private func bindText(_ handle: OpaquePointer, _ index: Int32, _ utf8: UnsafeBufferPointer<UInt8>, _ body: () -> Int32) -> Int32 {
+        // An empty text has no storage; a NULL pointer would bind SQL NULL, so point at a static "".
+        let base: UnsafePointer<CChar> = utf8.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) } ?? Self.empty
+        let bound = sqlite3_bind_text(handle, index, base, Int32(utf8.count), nil)  // nil: SQLITE_STATIC
+        guard bound == SQLITE_OK else { return bound }
+        return body()
     }
 }
 
 extension EventRowWriter.Row {
-    package init(_ event: Event, attributes: String) {
+    package init(_ event: Event, attributes: [UInt8]) {
         self.init(
             id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
             status: event.status.rawValue, attempts: event.attempts, traceparent: event.traceparent)

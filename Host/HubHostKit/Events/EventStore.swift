@@ -177,12 +177,12 @@ public final class EventStore: Sendable {
     public func insert(_ events: [Event]) throws { try insert(events, states: []) }
 
     func insert(_ events: [Event], states: [(key: String, json: String)]) throws {
-        try insert(events, encodedAttributes: events.map { AttributeJSON.encode($0.attributes) }, states: states)
+        try insert(events, encodedAttributes: events.map { AttributeJSON.encodeUTF8($0.attributes) }, states: states)
     }
 
     /// Inserts events whose attributes column was already encoded (`encodedAttributes[i]` for
     /// `events[i]`), so a batch can encode them in parallel before the single writer commits.
-    func insert(_ events: [Event], encodedAttributes: [String], states: [(key: String, json: String)]) throws {
+    func insert(_ events: [Event], encodedAttributes: [[UInt8]], states: [(key: String, json: String)]) throws {
         let now = Clock.wallMs()
         try pool.write { db in
             for state in states { try KeyValueState.write(db, key: state.key, json: state.json) }
@@ -202,7 +202,7 @@ public final class EventStore: Sendable {
     /// k+1, so the two costs overlap instead of adding up. Returns when everything is on disk.
     /// `states()` is asked after the last chunk (producing the chunks may change it) and written in
     /// the same transaction.
-    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [String])?) throws {
+    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [[UInt8]])?) throws {
         let now = Clock.wallMs()
         try pool.write { db in
             var writer = try EventRowWriter(db)

@@ -107,7 +107,7 @@ public struct EventBenchmark {
         let rows = (0..<count).map { i -> EventRowWriter.Row in
             var e = event(i)
             e.attributes = warm.attributes  // the same augmented rows
-            return EventRowWriter.Row(e, attributes: AttributeJSON.encode(e.attributes))  // a new id, NOT_POSTED, no attempts
+            return EventRowWriter.Row(e, attributes: AttributeJSON.encodeUTF8(e.attributes))  // a new id, NOT_POSTED, no attempts
         }
         let baseline = try EventStore.open(path: folder + "/baseline.sqlite").store
         let baselineStart = Clock.monotonicNs()

@@ -42,7 +42,7 @@ struct SinkStoreCeiling {
     /// returns events per second. Throws when an event is left unposted.
     func run(events: [Event], path: String) throws -> Double {
         let store = try EventStore.open(path: path).store  // the real schema, index and settings
-        let rows = events.map { EventRowWriter.Row($0, attributes: AttributeJSON.encode($0.attributes)) }
+        let rows = events.map { EventRowWriter.Row($0, attributes: AttributeJSON.encodeUTF8($0.attributes)) }
         for start in stride(from: 0, to: rows.count, by: 1000) {
             try store.pool.write { db in
                 var writer = try EventRowWriter(db)
