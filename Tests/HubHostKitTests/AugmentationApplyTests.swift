@@ -91,6 +91,58 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(done[attribute: "Other"], .int(8))
     }
 
+    /// A session that only appended answers its attributes apart, leaving the given ones as they
+    /// were (also after replacing or removing one of its own), and applying them gives the same
+    /// event as the general path; after an edit in place or a removal of a given attribute it
+    /// answers a whole edited event.
+    func testAnAppendingSessionAnswersItsAttributesApart() {
+        let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
+        func text(_ s: StaticString) -> hh_string_t {
+            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
+        }
+        var value = hh_value_t()
+        value.type = HH_VALUE_INT64
+        value.of.int64 = 7
+        let appending = EventEditSession(input.augmentable)
+        defer { appending.release() }
+        XCTAssertEqual(appending.set(text("Added"), &value), HH_OK)
+        XCTAssertEqual(appending.set(text("Other"), &value), HH_OK)
+        XCTAssertEqual(appending.set(text("Gone"), &value), HH_OK)
+        XCTAssertEqual(appending.remove(text("Gone")), HH_OK)
+        value.of.int64 = 8
+        XCTAssertEqual(appending.set(text("Added"), &value), HH_OK, "one of its own, in place")
+        XCTAssertEqual(appending.count, 4)
+        XCTAssertEqual(appending.appended, [.init("Added", .int(8)), .init("Other", .int(7))])
+        XCTAssertEqual(appending.original, input.augmentable)
+        var apart = AugmentationOutcome(status: 0, message: "", event: input.augmentable, appendsOnlyNewNames: true)
+        apart.appended = appending.appended
+        var byAppending = input
+        AugmentationTimeline.apply(apart, over: input, to: &byAppending)
+        var alone = input
+        AugmentationTimeline.apply(apart, toItsInput: &alone)
+        var bySet = input
+        AugmentationTimeline.apply(AugmentationOutcome(status: 0, message: "", event: appending.working), over: input, to: &bySet)
+        XCTAssertEqual(byAppending, bySet)
+        XCTAssertEqual(alone, bySet)
+        XCTAssertEqual(bySet.attributes.map(\.name), ["Level", "Mode", "Added", "Other"])
+        XCTAssertEqual(input.attributes.count, 2, "the input is not changed")
+
+        let edits: [(EventEditSession) -> Void] = [
+            { _ = $0.set(text("Level"), &value) },  // a given attribute, in place
+            { _ = $0.remove(text("Mode")) }
+        ]
+        for (i, edit) in edits.enumerated() {
+            let session = EventEditSession(input.augmentable)
+            XCTAssertEqual(session.set(text("Before"), &value), HH_OK)
+            edit(session)
+            XCTAssertEqual(session.set(text("After"), &value), HH_OK)
+            XCTAssertNil(session.appended, "edit \(i)")
+            XCTAssertEqual(session.working.list.suffix(2).map(\.name), ["Before", "After"], "edit \(i)")
+            XCTAssertEqual(session.original, input.augmentable, "edit \(i)")
+            session.release()
+        }
+    }
+
     /// A failed call answers the event as it was given: the session keeps no copy of it while the
     /// plugin only appends (it cuts the appended ones off), and saves one before the first edit in
     /// place, whatever came before or after that edit.

@@ -167,8 +167,12 @@ public final class AugmentationTimeline: Sendable {
         let progress = events.indices.map { Progress(exchange(&events[$0], with: .placeholder)) }
         let (_, completed) = waitForWork(shared, deadline: deadline) {
             for stage in self.stages {
-                // Each event's input to the stage: the plugins of a stage see the same event.
-                let inputs = progress.map { box in box.state.withLock { $0.event } }
+                // Each event's input to the stage: the plugins of a stage see the same event. A
+                // plugin alone in its stage is given its event's own (the event does not change
+                // while it runs), and no copy is kept beside it: when the call returns, the event
+                // is the only holder of its attributes and takes the plugin's appended ones in place.
+                let alone = stage.count == 1
+                let inputs = alone ? [] : progress.map { box in box.state.withLock { $0.event } }
                 // One plugin over every event, then the next: a slow plugin holds up only the
                 // plugins after it, never a faster one's edits to the batch's other events. (Event
                 // by event, the first event's slow call spent the shared deadline and the events
@@ -178,13 +182,17 @@ public final class AugmentationTimeline: Sendable {
                     if shared.state.withLock({ $0.timedOut }) { return }
                     Self.concurrently(progress.count, estimate: self.eventSpread) { i in
                         if shared.state.withLock({ $0.timedOut }) { return }
-                        guard let outcome = self.augment(index, inputs[i].augmentable, context: contexts.isEmpty ? nil : contexts[i]) else { return }
+                        let box = progress[i]
+                        let given = alone ? box.state.withLock { $0.event.augmentable } : inputs[i].augmentable
+                        guard let outcome = self.augment(index, given, context: contexts.isEmpty ? nil : contexts[i]) else { return }
                         guard outcome.status == 0 else {
-                            self.logFailure(of: self.plugins[index], on: inputs[i].id, outcome)
+                            self.logFailure(of: self.plugins[index], on: outcome.event.id, outcome)
                             return
                         }
-                        let box = progress[i]
-                        box.state.withLock { if !$0.closed { Self.apply(outcome, over: inputs[i], to: &$0.event) } }
+                        box.state.withLock {
+                            guard !$0.closed else { return }
+                            if alone { Self.apply(outcome, toItsInput: &$0.event) } else { Self.apply(outcome, over: inputs[i], to: &$0.event) }
+                        }
                     }
                 }
             }
@@ -304,7 +312,7 @@ public final class AugmentationTimeline: Sendable {
         let token = handle.calls.begin(deadlineSeconds: timeoutSeconds)
         let span = context.flatMap { PluginCallSpan.start(handle, context: $0) }
         let startedNs = span == nil ? 0 : Clock.monotonicNs()
-        let outcome = plugin.augment(consume event)
+        let outcome = plugin.augment(consume event, appendedApart: true)
         let overran = handle.calls.end(token)
         if let span { PluginCallSpan.end(span, outcome: overran ? "late" : outcome.status == 0 ? "ok" : "error", startedNs: startedNs) }
         if overran {
@@ -379,8 +387,30 @@ public final class AugmentationTimeline: Sendable {
         )
     }
 
+    /// Applies what the plugin of a stage of its own changed to the event it was given, `event`
+    /// (unchanged since): attributes it only appended go after the event's own, in place.
+    static func apply(_ outcome: AugmentationOutcome, toItsInput event: inout Event) {
+        if let appended = outcome.appended {
+            if !appended.isEmpty { event.attributes.append(contentsOf: appended) }
+            return
+        }
+        let input = event
+        apply(outcome, over: input, to: &event)
+    }
+
     /// Applies what one plugin changed (relative to `input`) to `working`.
     static func apply(_ outcome: AugmentationOutcome, over input: Event, to working: inout Event) {
+        if let appended = outcome.appended {
+            // Names new to the input: after its attributes as they are while `working` still holds
+            // them (the first plugin of a stage), else set by name (another plugin of the stage
+            // may have set the same name).
+            if Self.sameStorage(working.attributes, input.attributes) {
+                working.attributes.append(contentsOf: appended)
+            } else {
+                for attribute in appended { working.set(attribute.name, attribute.value) }
+            }
+            return
+        }
         let output = outcome.event.list
         // The common case: the plugin kept every attribute in place and appended its own. Compare
         // position by position, with no hashing, and set only the appended ones.

@@ -476,6 +476,9 @@ public final class EventEngine: @unchecked Sendable {
     }
 
     private func fillCoreValues(_ event: inout Event) {
+        // The event's own attributes, with room for the augmentation plugins' (each appends a few,
+        // in place when there is room): copied once here rather than grown again by each.
+        if !timeline.isEmpty { event.attributes.reserveCapacity(event.attributes.count + identityValues.count + coreValues.count + 16) }
         for (field, value) in identityValues { event.fill(field, value) }  // before the configured mobile_user_id: the set-up one wins
         for (field, value) in coreValues { event.fill(field, value) }
     }

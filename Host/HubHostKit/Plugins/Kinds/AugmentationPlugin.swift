@@ -38,19 +38,33 @@ public final class AugmentationPlugin: Sendable {
     /// Takes `event` (consuming): a caller that hands over its only copy lets the plugin's edits
     /// append in place instead of copying every attribute first.
     public func augment(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
-        let outcome = call(consume event)
+        augment(consume event, appendedApart: false)
+    }
+
+    /// `augment(_:)`; with `appendedApart`, an in-process plugin that only appended answers its
+    /// attributes apart (`AugmentationOutcome.appended`) rather than in a new whole event, so that
+    /// the caller's copy of the event, no longer shared once the call returns, can take them in place.
+    func augment(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationOutcome {
+        let outcome = call(consume event, appendedApart: appendedApart)
         if outcome.status != HH_OK { RuntimeMetrics.augmentationFailed(instance: handle.instanceID) }
         return outcome
     }
 
-    private func call(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
+    private func call(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationOutcome {
         guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
         let api = instance.api(hh_augmentation_v1_t.self)
         let session = EventEditSession(consume event, names: names)  // the session owns the event: the failure below answers its original
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
-        if status == HH_OK { return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true) }
-        return AugmentationOutcome(status: status, message: instance.takeError(), event: session.original)
+        guard status == HH_OK else { return AugmentationOutcome(status: status, message: instance.takeError(), event: session.original) }
+        if appendedApart, let appended = session.appended {
+            var given = session.original
+            given.list = []  // not kept: the caller has the event
+            var outcome = AugmentationOutcome(status: status, message: "", event: given, appendsOnlyNewNames: true)
+            outcome.appended = appended
+            return outcome
+        }
+        return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true)
     }
 }
 

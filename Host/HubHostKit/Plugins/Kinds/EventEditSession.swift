@@ -7,15 +7,20 @@ import Synchronization
 /// out stay valid until `release`, even after an edit replaces them, as the header promises
 /// ("valid until the augment call returns").
 final class EventEditSession {
-    /// Not checked for exclusive access at run time: every access is under `lock` or after the
-    /// call, and the checks were a tenth of the host's cost of an attribute a plugin sets.
-    @exclusivity(unchecked) private(set) var working: AugmentableEvent
-    /// How many attributes the event had when given: while edits only append, the event as given
-    /// is `working` cut back to them, so no copy of it is kept (a copy would make the first append
-    /// copy every attribute, a sixth of the host's cost of a call).
-    private let givenCount: Int
-    /// The event as given, saved before the first edit that changes or removes an attribute in place.
-    private var saved: AugmentableEvent?
+    /// The event as given, never changed: what a failed call answers. While the plugin's edits
+    /// only append, the edited event is this one with `added` after its attributes, so the given
+    /// attributes are neither copied nor changed (the caller's copy of the event shares them, and
+    /// appending to it would have copied every attribute, the largest part of the host's cost of
+    /// a call).
+    let given: AugmentableEvent
+    /// The attributes appended to the given event, in order: names new to it and to each other.
+    /// Not checked for exclusive access at run time (nor is `edited`): every access is under
+    /// `lock` or after the call, and the checks were a tenth of the host's cost of an attribute a
+    /// plugin sets.
+    @exclusivity(unchecked) private var added: [Event.Attribute] = []
+    /// The whole edited event, made at the first edit that changes or removes one of the given
+    /// attributes (from then on every edit goes to it, and `added` is no longer used).
+    @exclusivity(unchecked) private var edited: AugmentableEvent?
     /// Made at the first string value a plugin reads: most calls (plugins that only write, or read
     /// numbers) need none.
     private var copies: HostStringCopies?
@@ -23,7 +28,7 @@ final class EventEditSession {
     /// The view and editor are [any-thread] during the call: their callbacks run under this lock.
     /// It guards the session's fields by convention rather than holding them (a `Mutex<Void>`
     /// inside the object, not an NSLock: no second object to allocate and free per call): the
-    /// caller reads `working` without it once the call has returned.
+    /// caller reads the edits without it once the call has returned.
     private let lock = Mutex<Void>(())
 
     /// The C copies are rebuilt only when the plugin reads after an edit: a plugin that only
@@ -37,8 +42,7 @@ final class EventEditSession {
     /// converted, and the full C copy is built only for reads by index. `names` keeps the names
     /// the plugin sets and reads from one call to the next.
     init(_ event: consuming AugmentableEvent, names: AttributeNames? = nil) {
-        givenCount = event.list.count
-        working = event
+        given = event
         self.names = names
         stale = true
     }
@@ -56,21 +60,40 @@ final class EventEditSession {
         return names.value(s, slot: slot)
     }
 
+    /// The event with the plugin's edits (a new event when it appended: read it once, after the call).
+    var working: AugmentableEvent {
+        lock.withLock { _ in
+            if let edited { return edited }
+            guard !added.isEmpty else { return given }
+            var event = given
+            event.list.append(contentsOf: added)
+            return event
+        }
+    }
+
+    /// What the plugin appended to the given event, when that is all it did (its edits changed
+    /// and removed none of the given attributes); nil when it did more.
+    var appended: [Event.Attribute]? {
+        lock.withLock { _ in edited == nil ? added : nil }
+    }
+
     /// The event as it was given, whatever the plugin edited: what a failed call answers.
-    var original: AugmentableEvent {
-        lock.withLock { _ in originalLocked }
+    var original: AugmentableEvent { given }
+
+    /// The attributes as edited so far, for reads (caller holds `lock`).
+    private var currentList: [Event.Attribute] {
+        if let edited { return edited.list }
+        return added.isEmpty ? given.list : given.list + added
     }
 
-    private var originalLocked: AugmentableEvent {
-        if let saved { return saved }
-        var given = working
-        given.list.removeLast(given.list.count - givenCount)
-        return given
-    }
-
-    /// Called under `lock` before an edit changes or removes an attribute in place.
-    private func saveOriginal() {
-        if saved == nil { saved = originalLocked }
+    /// Called under `lock` before an edit changes or removes one of the given attributes: from
+    /// then on the edits go to a whole copy of the event.
+    private func makeEdited() {
+        guard edited == nil else { return }
+        var event = given
+        event.list.append(contentsOf: added)
+        edited = event
+        added = []
     }
 
     private func refresh() {
@@ -90,7 +113,7 @@ final class EventEditSession {
     }
 
     private func rebuild() {
-        cAttributes = working.list.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
+        cAttributes = currentList.map { attribute in (copy(attribute.name), cValue(attribute.value)) }
     }
 
     /// A C copy of one value; a string's bytes live until `release`.
@@ -122,12 +145,12 @@ final class EventEditSession {
         // The id and name are lent as the bytes of local copies of the two Strings, valid for the
         // whole call: edits change only attributes, so nothing replaces them meanwhile. Two heap
         // copies per call (and freeing them) were about a sixth of the host's cost of a call.
-        var id = working.id
-        var name = working.name
+        var id = given.id
+        var name = given.name
         return id.withUTF8 { idBytes in
             name.withUTF8 { nameBytes in
                 var view = hh_event_view_t(
-                    event_data: me, event_id: Self.lent(idBytes), type_code: working.typeCode, name: Self.lent(nameBytes), time_ms: working.timeMs,
+                    event_data: me, event_id: Self.lent(idBytes), type_code: given.typeCode, name: Self.lent(nameBytes), time_ms: given.timeMs,
                     attribute_count: { view in EventEditSession.from(view?.pointee.event_data).count },
                     attribute_at: { view, index, name, value in EventEditSession.from(view?.pointee.event_data).attribute(at: index, name, value) },
                     get_attribute: { view, name, value in EventEditSession.from(view?.pointee.event_data).attribute(named: name, value) })
@@ -158,7 +181,7 @@ final class EventEditSession {
         Unmanaged<EventEditSession>.fromOpaque(data!).takeUnretainedValue()
     }
 
-    var count: Int { lock.withLock { _ in working.list.count } }
+    var count: Int { lock.withLock { _ in edited?.list.count ?? given.list.count + added.count } }
 
     func attribute(at index: Int, _ name: UnsafeMutablePointer<hh_string_t>?, _ value: UnsafeMutablePointer<hh_value_t>?) -> hh_status_t {
         lock.withLock { _ in
@@ -174,8 +197,16 @@ final class EventEditSession {
         let key = self.name(name)?.text ?? lossyUTF8(name)
         let keyLength = key.utf8.count
         return lock.withLock { _ in
-            guard let attribute = working.list.first(where: { $0.name.utf8.count == keyLength && $0.name == key }) else { return HH_ERR_NOT_FOUND }
-            value?.pointee = cValue(attribute.value)
+            let found: Event.Attribute?
+            if let edited {
+                found = edited.list.first { $0.name.utf8.count == keyLength && $0.name == key }
+            } else {
+                found =
+                    given.list.first { $0.name.utf8.count == keyLength && $0.name == key }
+                    ?? added.first { $0.name.utf8.count == keyLength && $0.name == key }
+            }
+            guard let found else { return HH_ERR_NOT_FOUND }
+            value?.pointee = cValue(found.value)
             return HH_OK
         }
     }
@@ -201,15 +232,22 @@ final class EventEditSession {
             // One search by name (a String comparison per attribute of the same length in bytes,
             // which native Strings know without counting): replace in place, else append within the limit.
             let keyLength = key.utf8.count
-            if let index = working.list.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
-                saveOriginal()
-                working.list[index].value = converted
+            if edited == nil {
+                if let index = added.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+                    added[index].value = converted  // one of its own: the given attributes stay as they are
+                } else if let index = given.list.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+                    makeEdited()  // the given attributes come first in it, at the same places
+                    edited!.list[index].value = converted
+                } else {
+                    guard given.list.count + added.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
+                    if added.isEmpty { added.reserveCapacity(8) }  // a plugin's usual few attributes
+                    added.append(Event.Attribute(key, converted))
+                }
+            } else if let index = edited!.list.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+                edited!.list[index].value = converted
             } else {
-                guard working.list.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
-                // The list is still the caller's at the first append: copied once, with room for
-                // a plugin's usual few attributes.
-                if working.list.count == givenCount { working.list.reserveCapacity(givenCount + 8) }
-                working.list.append(Event.Attribute(key, converted))
+                guard edited!.list.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
+                edited!.list.append(Event.Attribute(key, converted))
             }
             stale = true
             return HH_OK
@@ -219,9 +257,16 @@ final class EventEditSession {
     func remove(_ name: hh_string_t) -> hh_status_t {
         let key = lossyUTF8(name)
         return lock.withLock { _ in
-            guard working[attribute: key] != nil else { return HH_ERR_NOT_FOUND }
-            saveOriginal()
-            guard working.remove(key) else { return HH_ERR_NOT_FOUND }
+            if edited == nil {
+                if let index = added.firstIndex(where: { $0.name == key }) {
+                    added.remove(at: index)  // one of its own: the given attributes stay as they are
+                    stale = true
+                    return HH_OK
+                }
+                guard given[attribute: key] != nil else { return HH_ERR_NOT_FOUND }
+                makeEdited()
+            }
+            guard edited!.remove(key) else { return HH_ERR_NOT_FOUND }
             stale = true
             return HH_OK
         }
