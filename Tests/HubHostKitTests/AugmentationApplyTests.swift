@@ -3,6 +3,11 @@ import XCTest
 
 @testable import HubHostKit
 
+/// A literal as a plugin hands the editor a string.
+private func text(_ s: StaticString) -> hh_string_t {
+    hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
+}
+
 /// `AugmentationTimeline.apply`: the shortcut for an edit session's output (appended attributes
 /// appended directly when the working event still holds the input's attributes) gives the same
 /// event as setting each attribute by name, in every case the shortcut can meet.
@@ -74,9 +79,6 @@ final class AugmentationApplyTests: XCTestCase {
         let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
         let session = EventEditSession(input.augmentable)
         defer { session.release() }
-        func text(_ s: StaticString) -> hh_string_t {
-            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
-        }
         var value = hh_value_t()
         value.type = HH_VALUE_INT64
         value.of.int64 = 7
@@ -97,9 +99,6 @@ final class AugmentationApplyTests: XCTestCase {
     /// answers a whole edited event.
     func testAnAppendingSessionAnswersItsAttributesApart() {
         let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
-        func text(_ s: StaticString) -> hh_string_t {
-            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
-        }
         var value = hh_value_t()
         value.type = HH_VALUE_INT64
         value.of.int64 = 7
@@ -143,14 +142,11 @@ final class AugmentationApplyTests: XCTestCase {
         }
     }
 
-    /// A failed call answers the event as it was given: the session keeps no copy of it while the
-    /// plugin only appends (it cuts the appended ones off), and saves one before the first edit in
-    /// place, whatever came before or after that edit.
+    /// A failed call answers the event as it was given: the session never changes it (appended
+    /// attributes are kept apart, an edit in place goes to a copy), whatever came before or after
+    /// that edit.
     func testAnEditSessionAnswersTheEventAsGivenAfterAnyEdits() {
         let input = event([.init("Level", .int(1)), .init("Mode", .string("arcade"))])
-        func text(_ s: StaticString) -> hh_string_t {
-            hh_string_t(data: UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), length: s.utf8CodeUnitCount)
-        }
         var value = hh_value_t()
         value.type = HH_VALUE_INT64
         value.of.int64 = 7
