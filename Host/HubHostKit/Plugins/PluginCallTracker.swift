@@ -40,12 +40,13 @@ package final class PluginCallTracker: Sendable {
         var nextToken: UInt64 = 0
         var metrics: CallMetrics?
 
-        /// The metrics to record a call of `instance` in, made (again) when missing or stale.
-        mutating func metrics(instance: String?, kind: String) -> CallMetrics? {
-            guard let instance else { return nil }
-            if let metrics, metrics.generation == RuntimeMetrics.generation { return metrics }
-            metrics = CallMetrics(instance: instance, kind: kind)
-            return metrics
+        /// Makes the metrics to record a call of `instance` in (again) when missing or stale; false
+        /// for a tracker of no instance. The caller records in `metrics` under the lock: taking the
+        /// counter and timer out of it was a retain and a release of each per call.
+        mutating func refreshMetrics(instance: String?, kind: String) -> Bool {
+            guard let instance else { return false }
+            if metrics?.generation != RuntimeMetrics.generation { metrics = CallMetrics(instance: instance, kind: kind) }
+            return true
         }
     }
     private let state = Mutex(State())
@@ -64,14 +65,13 @@ package final class PluginCallTracker: Sendable {
     package func begin(deadlineSeconds: Double) -> UInt64 {
         let now = Clock.monotonicNs()
         let deadline = now &+ SafeTime.durationNs(deadlineSeconds)
-        let (token, metrics) = state.withLock { [instance, kind] state -> (UInt64, CallMetrics?) in
+        return state.withLock { [instance, kind] state -> UInt64 in
             state.nextToken &+= 1
             let token = state.nextToken
             state.inFlight.append(Call(token: token, startedNs: now, deadlineNs: max(deadline, now)))
-            return (token, state.metrics(instance: instance, kind: kind))
+            if state.refreshMetrics(instance: instance, kind: kind) { state.metrics?.calls.increment() }
+            return token
         }
-        metrics?.calls.increment()
-        return token
     }
 
     /// Records that the call of `token` returned; true when it returned past its deadline. One that
@@ -79,16 +79,16 @@ package final class PluginCallTracker: Sendable {
     @discardableResult
     package func end(_ token: UInt64) -> Bool {
         let now = Clock.monotonicNs()
-        let (late, lateUncounted, startedNs, metrics) = state.withLock { [instance, kind] state -> (Bool, Bool, UInt64, CallMetrics?) in
-            guard let index = state.inFlight.firstIndex(where: { $0.token == token }) else { return (false, false, 0, nil) }
+        let (late, lateUncounted) = state.withLock { [instance, kind] state -> (Bool, Bool) in
+            guard let index = state.inFlight.firstIndex(where: { $0.token == token }) else { return (false, false) }
             state.inFlight.swapAt(index, state.inFlight.count - 1)
             let call = state.inFlight.removeLast()  // keeps the array's capacity for the next call
-            return (
-                call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted, call.startedNs, state.metrics(instance: instance, kind: kind)
-            )
+            if state.refreshMetrics(instance: instance, kind: kind) {
+                state.metrics?.duration.recordNanoseconds(Int64(clamping: now &- call.startedNs))
+            }
+            return (call.deadlineNs < now, call.deadlineNs < now && !call.timeoutCounted)
         }
         if lateUncounted { countTimeouts(1) }
-        metrics?.duration.recordNanoseconds(Int64(clamping: now &- startedNs))
         return late
     }
 

@@ -37,9 +37,6 @@ final class AttributeNames: Sendable {
 
     private let state = Mutex(State())
 
-    /// The name `s` holds when it is valid UTF-8 (kept or newly made), nil when it is not.
-    func text(_ s: hh_string_t) -> String? { name(s)?.text }
-
     /// The name `s` holds when it is valid UTF-8 (kept or newly made) and where it is kept (nil
     /// when it is not: no room, or too long); nil when it is not valid UTF-8.
     func name(_ s: hh_string_t) -> (text: String, slot: Int?)? {

@@ -15,7 +15,7 @@ public struct AugmentationOutcome: Equatable, Sendable {
     var appendsOnlyNewNames = false
     /// Set when the plugin only appended these attributes to the event it was given (names new to
     /// it and to each other; `AugmentationPlugin.augment(_:appendedApart:)`): `event` is then
-    /// the given event without its attributes. Not part of the outcome's value (==).
+    /// empty (`AugmentableEvent.placeholder`). Not part of the outcome's value (==).
     var appended: [Event.Attribute]?
 
     init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false) {

@@ -58,9 +58,9 @@ public final class AugmentationPlugin: Sendable {
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
         guard status == HH_OK else { return AugmentationOutcome(status: status, message: instance.takeError(), event: session.original) }
         if appendedApart, let appended = session.appended {
-            var given = session.original
-            given.list = []  // not kept: the caller has the event
-            var outcome = AugmentationOutcome(status: status, message: "", event: given, appendsOnlyNewNames: true)
+            // The event is not answered: the caller has it (copying its strings in was a retain
+            // and a release of each per call).
+            var outcome = AugmentationOutcome(status: status, message: "", event: .placeholder, appendsOnlyNewNames: true)
             outcome.appended = appended
             return outcome
         }
