@@ -212,6 +212,44 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(second.working.list, [.init("Level", .int(9)), .init("Mode", .string("arcade"))])
     }
 
+    /// A set or get by name finds the given attribute of exactly that name (the search skips
+    /// names of another length before comparing): a name of the same length as a given one but
+    /// absent is appended, one 64 bytes longer than a given one too, and a given name is
+    /// replaced in place and read back.
+    func testASessionFindsGivenNamesWhateverTheirLengths() {
+        let long = String(repeating: "L", count: 66)  // 64 bytes longer than "ab"
+        let input = event([.init("ab", .int(1)), .init("Mode", .string("arcade")), .init(long, .int(3))])
+        let session = EventEditSession(input.augmentable, names: AttributeNames())
+        defer { session.release() }
+        func set(_ name: String, _ number: Int64) -> Int32 {
+            var value = hh_value_t()
+            value.type = HH_VALUE_INT64
+            value.of.int64 = number
+            return name.withCString { session.set(hh_string_t(data: $0, length: name.utf8.count), &value) }
+        }
+        func get(_ name: String) -> Int64? {
+            var value = hh_value_t()
+            let status = name.withCString { session.attribute(named: hh_string_t(data: $0, length: name.utf8.count), &value) }
+            return status == HH_OK && value.type == HH_VALUE_INT64 ? value.of.int64 : nil
+        }
+        XCTAssertEqual(set("cd", 4), HH_OK)  // the length of "ab", absent
+        let other = String(repeating: "x", count: 66)
+        XCTAssertEqual(set(other, 5), HH_OK)  // the length of `long`, absent
+        XCTAssertEqual(set("abc", 6), HH_OK)  // a length no given name has
+        XCTAssertEqual(get("ab"), 1)
+        XCTAssertEqual(get(long), 3)
+        XCTAssertNil(get("zz"))
+        XCTAssertEqual(set(long, 7), HH_OK)  // given: replaced in place
+        XCTAssertEqual(get(long), 7)
+        XCTAssertEqual(
+            session.working.list,
+            [
+                .init("ab", .int(1)), .init("Mode", .string("arcade")), .init(long, .int(7)), .init("cd", .int(4)), .init(other, .int(5)),
+                .init("abc", .int(6))
+            ])
+        XCTAssertEqual(input.attributes.count, 3, "the given event is not changed")
+    }
+
     /// Sessions of one plugin share its kept names: a name set again is the kept String, a name
     /// that is not UTF-8 is refused and not kept, and no more than the capacity are kept.
     func testAPluginsKeptNamesAreValidatedOnceAndBounded() {

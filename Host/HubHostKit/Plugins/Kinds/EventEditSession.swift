@@ -197,16 +197,16 @@ final class EventEditSession {
         let key = self.name(name)?.text ?? lossyUTF8(name)
         let keyLength = key.utf8.count
         return lock.withLock { _ in
-            let found: Event.Attribute?
+            let found: PluginValue?
             if let edited {
-                found = edited.list.first { $0.name.utf8.count == keyLength && $0.name == key }
+                found = Self.index(of: key, keyLength, in: edited.list).map { edited.list[$0].value }
             } else {
                 found =
-                    given.list.first { $0.name.utf8.count == keyLength && $0.name == key }
-                    ?? added.first { $0.name.utf8.count == keyLength && $0.name == key }
+                    Self.index(of: key, keyLength, in: given.list).map { given.list[$0].value }
+                    ?? Self.index(of: key, keyLength, in: added).map { added[$0].value }
             }
             guard let found else { return HH_ERR_NOT_FOUND }
-            value?.pointee = cValue(found.value)
+            value?.pointee = cValue(found)
             return HH_OK
         }
     }
@@ -233,9 +233,9 @@ final class EventEditSession {
             // which native Strings know without counting): replace in place, else append within the limit.
             let keyLength = key.utf8.count
             if edited == nil {
-                if let index = added.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+                if let index = Self.index(of: key, keyLength, in: added) {
                     added[index].value = converted  // one of its own: the given attributes stay as they are
-                } else if let index = given.list.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+                } else if let index = Self.index(of: key, keyLength, in: given.list) {
                     makeEdited()  // the given attributes come first in it, at the same places
                     edited!.list[index].value = converted
                 } else {
@@ -243,7 +243,7 @@ final class EventEditSession {
                     if added.isEmpty { added.reserveCapacity(8) }  // a plugin's usual few attributes
                     added.append(Event.Attribute(key, converted))
                 }
-            } else if let index = edited!.list.firstIndex(where: { $0.name.utf8.count == keyLength && $0.name == key }) {
+            } else if let index = Self.index(of: key, keyLength, in: edited!.list) {
                 edited!.list[index].value = converted
             } else {
                 guard edited!.list.count < EventLimits.maxAttributes else { return HH_ERR_INVALID_ARGUMENT }
@@ -251,6 +251,16 @@ final class EventEditSession {
             }
             stale = true
             return HH_OK
+        }
+    }
+
+    /// Where the attribute named `key` (of `keyLength` UTF-8 bytes) is in `list`, if it is there.
+    /// Through the buffer, names of another length skipped before any String comparison:
+    /// `firstIndex(where:)` on the array retained and released each name it passed.
+    private static func index(of key: String, _ keyLength: Int, in list: [Event.Attribute]) -> Int? {
+        list.withUnsafeBufferPointer { attributes in
+            for index in attributes.indices where attributes[index].name.utf8.count == keyLength && attributes[index].name == key { return index }
+            return nil
         }
     }
 
