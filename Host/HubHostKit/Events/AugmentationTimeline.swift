@@ -304,29 +304,32 @@ public final class AugmentationTimeline: Sendable {
     private func augment(_ index: Int, _ event: consuming AugmentableEvent, context: InstrumentationContext?) -> AugmentationOutcome? {
         let plugin = plugins[index]
         let handle = plugin.handle
-        if handle.calls.isStuck {
+        // Read once: each read through the handle was a retain and a release.
+        let calls = handle.calls
+        let ejection = handle.ejection
+        if calls.isStuck {
             warnStuck(plugin)
             return nil
         }
-        guard handle.ejection.admit() else { return nil }
-        let token = handle.calls.begin(deadlineSeconds: timeoutSeconds)
+        guard ejection.admit() else { return nil }
+        let token = calls.begin(deadlineSeconds: timeoutSeconds)
         let span = context.flatMap { PluginCallSpan.start(handle, context: $0) }
         let startedNs = span == nil ? 0 : Clock.monotonicNs()
         let outcome = plugin.augment(consume event, appendedApart: true)
-        let overran = handle.calls.end(token)
+        let overran = calls.end(token)
         if let span { PluginCallSpan.end(span, outcome: overran ? "late" : outcome.status == 0 ? "ok" : "error", startedNs: startedNs) }
         if overran {
-            handle.ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
+            ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
         } else if outcome.status != 0 {
             // Any failed augmentation counts (the event goes on without its edits), except a call
             // refused during its worker's restart backoff: the crash before it counted already.
             if PluginEjection.verdict(status: outcome.status, message: outcome.message) == .notCalled {
-                handle.ejection.notCalled()
+                ejection.notCalled()
             } else {
-                handle.ejection.failed("\(StatusCode.name(outcome.status))\(outcome.message.isEmpty ? "" : ": \(outcome.message)")")
+                ejection.failed("\(StatusCode.name(outcome.status))\(outcome.message.isEmpty ? "" : ": \(outcome.message)")")
             }
         } else {
-            handle.ejection.succeeded()
+            ejection.succeeded()
         }
         return outcome
     }

@@ -10,6 +10,17 @@ public final class AugmentationPlugin: Sendable {
     public let handle: PluginHandle
     /// The attribute names its calls set and read, kept from one call to the next.
     let names = AttributeNames()
+    /// The plugin in this process and its augmentation functions, read once: reading them through
+    /// the handle at each call copied its backend and the instance's descriptor (a retain and a
+    /// release of each). Nil for a plugin in a worker or a WebAssembly module.
+    private let inProcess: InProcess?
+
+    /// Sendable although it holds a pointer: `api` points at the plugin's function table, static
+    /// in its library (hubhost_plugin.h), which stays loaded while `instance` holds it.
+    private struct InProcess: @unchecked Sendable {
+        let instance: PluginInstance
+        let api: UnsafePointer<hh_augmentation_v1_t>
+    }
 
     /// Wraps an instance created in this process; the caller checks its kind first.
     public convenience init(_ instance: PluginInstance) { self.init(PluginHandle(instance)) }
@@ -18,6 +29,7 @@ public final class AugmentationPlugin: Sendable {
     public init(_ handle: PluginHandle) {
         precondition(handle.kind == .augmentation, "AugmentationPlugin needs an augmentation plugin")
         self.handle = handle
+        inProcess = handle.instance.map { InProcess(instance: $0, api: $0.api(hh_augmentation_v1_t.self)) }
     }
 
     /// Isolated: a failed worker answers false.
@@ -51,8 +63,9 @@ public final class AugmentationPlugin: Sendable {
     }
 
     private func call(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationOutcome {
-        guard let instance = handle.instance else { return IsolatedCalls.augment(handle, event) }
-        let api = instance.api(hh_augmentation_v1_t.self)
+        guard let inProcess else { return IsolatedCalls.augment(handle, event) }
+        let instance = inProcess.instance
+        let api = inProcess.api
         let session = EventEditSession(consume event, names: names)  // the session owns the event: the failure below answers its original
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
