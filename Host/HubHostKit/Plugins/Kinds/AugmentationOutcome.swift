@@ -18,11 +18,12 @@ public struct AugmentationOutcome: Equatable, Sendable {
     /// empty (`AugmentableEvent.placeholder`). Not part of the outcome's value (==).
     var appended: [Event.Attribute]?
 
-    init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false) {
+    init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false, appended: [Event.Attribute]? = nil) {
         self.status = status
         self.message = message
         self.event = event
         self.appendsOnlyNewNames = appendsOnlyNewNames
+        self.appended = appended
     }
 
     public static func == (a: AugmentationOutcome, b: AugmentationOutcome) -> Bool {

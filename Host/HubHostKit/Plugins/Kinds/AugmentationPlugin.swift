@@ -73,9 +73,7 @@ public final class AugmentationPlugin: Sendable {
         if appendedApart, let appended = session.appended {
             // The event is not answered: the caller has it (copying its strings in was a retain
             // and a release of each per call).
-            var outcome = AugmentationOutcome(status: status, message: "", event: .placeholder, appendsOnlyNewNames: true)
-            outcome.appended = appended
-            return outcome
+            return AugmentationOutcome(status: status, message: "", event: .placeholder, appendsOnlyNewNames: true, appended: appended)
         }
         return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true)
     }
