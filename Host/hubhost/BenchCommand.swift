@@ -408,9 +408,10 @@ struct BenchCommand: ParsableCommand {
                 var benchmark = PageServingBenchmark(baseURL: server.baseURL, paths: paths)
                 benchmark.seconds = seconds
                 benchmark.connections = connections
+                benchmark.serverPID = server.process.processIdentifier
                 benchmark.startFloor = { root in
                     let floor = try BenchServe.startFloor(pages: root, folder: folder)
-                    return .init(baseURL: floor.baseURL, stop: floor.stop)
+                    return .init(baseURL: floor.baseURL, pid: floor.process.processIdentifier, stop: floor.stop)
                 }
                 pages = try benchmark.run(progress: say)
             }
@@ -467,6 +468,10 @@ struct BenchCommand: ParsableCommand {
                         String(
                             format: "Hummingbird alone / nginx: %.2f (the most hubhost / nginx could reach); hubhost / Hummingbird alone: %.2f",
                             floorToNginx, hubhostToFloor))
+                }
+                if let cpu = pages.hubhostCPU {
+                    print("CPU per page, by thread (from /proc): hubhost serve \(cpu.summary)")
+                    if let floor = pages.floorCPU { print("  Hummingbird alone \(floor.summary)") }
                 }
             }
         }

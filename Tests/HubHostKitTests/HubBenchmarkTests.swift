@@ -1,3 +1,4 @@
+import Synchronization
 import XCTest
 
 @testable import HubHostKit
@@ -83,5 +84,55 @@ final class HubBenchmarkTests: XCTestCase {
         XCTAssertEqual(figures.p99Ms, 1.25, accuracy: 1e-9)
         XCTAssertEqual(figures.non2xx, 12)
         XCTAssertThrowsError(try PageServingBenchmark.parseWrk("unable to connect"))
+    }
+
+    /// A /proc stat line is read from the last ')' on (a thread's name may hold spaces and
+    /// parentheses); a line that is not one is refused.
+    func testAThreadsStatLineIsRead() {
+        let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 75 0 0 20 0 9 0 100 1000000 300"
+        XCTAssertEqual(ThreadCPU.parse(stat: line), ThreadCPU.Thread(name: "a (weird) name", ticks: 325))
+        XCTAssertNil(ThreadCPU.parse(stat: "4242 (short) S 1 2 3"))
+        XCTAssertNil(ThreadCPU.parse(stat: "no name here"))
+        XCTAssertEqual(ThreadCPU.Role(threadName: "NIO-ELT-0-#3"), .eventLoops)
+        XCTAssertEqual(ThreadCPU.Role(threadName: "oot.default-qos"), .tasks)
+        XCTAssertEqual(ThreadCPU.Role(threadName: HubViewRecorder.threadName), .viewRecorder)
+        XCTAssertEqual(ThreadCPU.Role(threadName: GroupCommit.threadName), .eventWriter)
+        XCTAssertEqual(ThreadCPU.Role(threadName: PluginCallThreads.threadName), .pluginCalls)
+        XCTAssertEqual(ThreadCPU.Role(threadName: "TP-#1"), .other)
+    }
+
+    /// A thread named with `ThreadName` shows that name in /proc (cut to 15 bytes), and the CPU it
+    /// spends between two snapshots is counted under its role: here a thread named as the page-view
+    /// recorder spins for at least 300 ms of its own CPU time.
+    func testANamedThreadsCPUIsCountedUnderItsRole() throws {
+        let before = ThreadCPU.of(pid: getpid())
+        XCTAssertFalse(before.threads.isEmpty, "this process's threads are listed")
+        let done = DispatchSemaphore(value: 0)
+        let names = Mutex<[String]>([])
+        let thread = Thread {
+            ThreadName.set("a name longer than fifteen bytes")
+            names.withLock { $0.append((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "") }
+            ThreadName.set(HubViewRecorder.threadName)
+            // This thread's own CPU time, in milliseconds.
+            func cpuMs() -> Int {
+                var now = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+                return now.tv_sec * 1000 + now.tv_nsec / 1_000_000
+            }
+            var spun = 0
+            repeat {  // bounded: at most 5e9 additions
+                for _ in 0..<100_000 { spun &+= 1 }
+            } while cpuMs() < 300 && spun < 5_000_000_000
+            let after = ThreadCPU.of(pid: getpid())
+            names.withLock { $0.append(String(after.seconds(since: before)[.viewRecorder] ?? 0)) }
+            done.signal()
+        }
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        let seen = names.withLock { $0 }
+        XCTAssertEqual(seen.first, "a name longer t\n", "cut to 15 bytes")
+        let seconds = try XCTUnwrap(Double(seen.last ?? ""))
+        XCTAssertGreaterThanOrEqual(seconds, 0.25, "the spinning thread's CPU, counted as the recorder's")
+        XCTAssertLessThan(seconds, 30)
     }
 }

@@ -13,7 +13,10 @@ import Foundation
 /// @unchecked: its state is guarded by an NSCondition (callers wait for their group), which Mutex
 /// cannot express. `pending` and `writerRunning` are read and written only while `condition` is locked, and
 /// `writerRunning` keeps a single writer thread, the only caller of the `let` closures `track` and `committed`.
-final class GroupCommit: @unchecked Sendable {
+package final class GroupCommit: @unchecked Sendable {
+    /// The writer thread's name, as `top -H` and /proc show it (`ThreadName`).
+    package static let threadName = "hubhost-commit"
+
     /// One caller's batch and how to answer it.
     struct Submission {
         var events: [Event]
@@ -50,8 +53,11 @@ final class GroupCommit: @unchecked Sendable {
         if start {
             // A thread of its own, not the blocking pool: it lives while requests keep coming and
             // must never wait behind the work it is there to finish.
-            let thread = Thread { [self] in writerLoop() }
-            thread.name = "hubhost-group-commit"
+            let thread = Thread { [self] in
+                ThreadName.set(Self.threadName)
+                writerLoop()
+            }
+            thread.name = Self.threadName
             thread.start()
         }
     }

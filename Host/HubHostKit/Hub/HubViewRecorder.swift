@@ -52,6 +52,9 @@ package final class HubViewRecorder: @unchecked Sendable {
     /// a few hundred bytes each.
     package static let defaultCapacity = 16_384
 
+    /// The recorder thread's name, as `top -H` and /proc show it (`ThreadName`).
+    package static let threadName = "hubhost-views"
+
     package let capacity: Int
     private let record: @Sendable ([View]) -> Void
     private let condition = NSCondition()
@@ -139,8 +142,11 @@ package final class HubViewRecorder: @unchecked Sendable {
         }
         condition.unlock()
         if start {
-            let thread = Thread { [self] in recordUntilIdle() }
-            thread.name = "hubhost hub views"
+            let thread = Thread { [self] in
+                ThreadName.set(Self.threadName)
+                recordUntilIdle()
+            }
+            thread.name = Self.threadName
             thread.start()
         }
     }

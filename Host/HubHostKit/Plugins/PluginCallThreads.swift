@@ -6,7 +6,10 @@ import Foundation
 /// route of `hubhost serve` on a 2-core machine). A job starts at once on an idle thread, or on a
 /// new one when none is idle, so a thread held by a call that never returns never delays another
 /// job. Up to `idleLimit` finished threads wait for the next job; more end.
-enum PluginCallThreads {
+package enum PluginCallThreads {
+    /// The threads' name, as `top -H` and /proc show it (`ThreadName`).
+    package static let threadName = "hubhost-plugins"
+
     /// Finished threads kept waiting for work (a thread is cheap to keep, dearer to start).
     static let idleLimit = 8
 
@@ -24,8 +27,11 @@ enum PluginCallThreads {
         condition.signal()
         condition.unlock()
         if spawn {
-            let thread = Thread { work() }
-            thread.name = "hubhost-plugin-call"
+            let thread = Thread {
+                ThreadName.set(threadName)
+                work()
+            }
+            thread.name = Self.threadName
             thread.stackSize = 1 << 20
             thread.start()
         }

@@ -31,14 +31,43 @@ public struct PageServingBenchmark {
         public var floorToNginx: Double?
         /// hubhost / floor requests per second.
         public var hubhostToFloor: Double?
+        /// The CPU time serve spent per page during its wrk run, by kind of thread (when its
+        /// process id was given): where a page's cost goes beside the framework's.
+        public var hubhostCPU: CPUPerRequest?
+        /// The same for the framework alone (when its process id was given).
+        public var floorCPU: CPUPerRequest?
+    }
+
+    /// CPU time per request of a server process during a wrk run, from its threads' counters
+    /// (`ThreadCPU`), in microseconds: in all, and by kind of thread (only kinds that spent any).
+    public struct CPUPerRequest: Encodable, Sendable {
+        public var microseconds: Double
+        public var byThreads: [String: Double]
+
+        /// `spent` CPU seconds by role over `requests` requests.
+        init(_ spent: [ThreadCPU.Role: Double], requests: Double) {
+            let perRequest = 1e6 / max(requests, 1)
+            microseconds = spent.values.reduce(0, +) * perRequest
+            byThreads = Dictionary(uniqueKeysWithValues: spent.map { ($0.key.rawValue, $0.value * perRequest) })
+        }
+
+        /// "59.1 µs: event loops 25.0, page views recorder 20.1, ..." (largest first).
+        public var summary: String {
+            let parts = ThreadCPU.Role.allCases.compactMap { role in byThreads[role.rawValue].map { (role.rawValue, $0) } }
+                .sorted { $0.1 > $1.1 }.map { String(format: "%@ %.1f", $0.0, $0.1) }
+            return String(format: "%.1f µs", microseconds) + (parts.isEmpty ? "" : ": " + parts.joined(separator: ", "))
+        }
     }
 
     /// A server started on the exported pages' folder: its base URL and how to stop it.
     public struct StartedServer {
         public var baseURL: String
         public var stop: () -> Void
-        public init(baseURL: String, stop: @escaping () -> Void) {
+        /// Its process id, for the CPU it spends per page (`Result.floorCPU`); nil: not measured.
+        public var pid: Int32?
+        public init(baseURL: String, pid: Int32? = nil, stop: @escaping () -> Void) {
             self.baseURL = baseURL
+            self.pid = pid
             self.stop = stop
         }
     }
@@ -63,6 +92,9 @@ public struct PageServingBenchmark {
     /// Starts the HTTP framework alone on the folder of exported pages (`hubhost bench
     /// floor-server --pages`); nil: no floor row.
     public var startFloor: ((String) throws -> StartedServer)?
+    /// The process id of the server at `baseURL`, for the CPU it spends per page
+    /// (`Result.hubhostCPU`); nil: not measured.
+    public var serverPID: Int32?
 
     public init(baseURL: String, paths: [String]) {
         self.baseURL = baseURL
@@ -110,27 +142,34 @@ public struct PageServingBenchmark {
         """.write(toFile: script, atomically: true, encoding: .utf8)
 
         progress("wrk: hubhost, \(seconds) s, \(connections) connections")
-        let hubhost = try runWrk(wrk, url: baseURL, script: script)
+        let (hubhost, hubhostCPU) = try runWrk(wrk, url: baseURL, script: script, pid: serverPID)
         var floor: Figures?
+        var floorCPU: CPUPerRequest?
         if let startFloor {
             progress("wrk: the HTTP framework alone (the same pages from memory), \(seconds) s, \(connections) connections")
             let floorServer = try startFloor(root)
             defer { floorServer.stop() }
-            floor = try runWrk(wrk, url: floorServer.baseURL, script: script)
+            (floor, floorCPU) = try runWrk(wrk, url: floorServer.baseURL, script: script, pid: floorServer.pid)
         }
         progress("wrk: nginx (static export of the same pages), \(seconds) s, \(connections) connections")
-        let nginxFigures = try runWrk(wrk, url: nginxURL, script: script)
+        let nginxFigures = try runWrk(wrk, url: nginxURL, script: script, pid: nil).figures
         let nginxRate = max(nginxFigures.requestsPerSecond, 1e-9)
         return Result(
             pages: paths.count, connections: connections, threads: threads, seconds: seconds, hubhost: hubhost,
             nginx: nginxFigures, ratio: hubhost.requestsPerSecond / nginxRate, floor: floor,
             floorToNginx: floor.map { $0.requestsPerSecond / nginxRate },
-            hubhostToFloor: floor.map { hubhost.requestsPerSecond / max($0.requestsPerSecond, 1e-9) })
+            hubhostToFloor: floor.map { hubhost.requestsPerSecond / max($0.requestsPerSecond, 1e-9) }, hubhostCPU: hubhostCPU,
+            floorCPU: floorCPU)
     }
 
-    private func runWrk(_ wrk: String, url: String, script: String) throws -> Figures {
-        try Self.parseWrk(
+    /// wrk's figures against `url`, and the CPU the server of `pid` spent per request meanwhile.
+    private func runWrk(_ wrk: String, url: String, script: String, pid: Int32?) throws -> (figures: Figures, cpu: CPUPerRequest?) {
+        let before = pid.map(ThreadCPU.of(pid:))
+        let figures = try Self.parseWrk(
             try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
+        guard let pid, let before else { return (figures, nil) }
+        let spent = ThreadCPU.of(pid: pid).seconds(since: before)
+        return (figures, CPUPerRequest(spent, requests: figures.requestsPerSecond * Double(seconds)))
     }
 
     /// Reads "Requests/sec:", the --latency distribution's 50% and 99% lines and "Non-2xx".
