@@ -157,6 +157,32 @@ final class EventEngineTests: FolderTestCase {
         XCTAssertEqual(waiting.map(\.event.attempts), [0, 0], "not counted as attempts")
     }
 
+    /// A batch whose augmentation passes the timeout: every event of it comes back EXPIRED, in
+    /// order, with its own attributes, and is stored; the warning names the batch (with the
+    /// session start the batch began).
+    func testAHangingAugmentationExpiresABatchAndItIsStored() throws {
+        let fixture = try TestSupport.faultyFixture("HANG", in: folder)
+        let (host, capture) = try host(
+            events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms",
+            plugins: """
+                  - id: slow
+                    use: \(fixture)
+                    isolation: process
+                    call_timeout: 2s
+                """)
+        let engine = try host.events()
+        let batch = (1...3).map { named("SLOW \($0)", [.init("Level", .int(Int64($0)))]) }
+        let tracked = try engine.trackBatch(batch)
+        XCTAssertEqual(tracked.map(\.id), batch.map(\.id), "the caller's events, in order")
+        XCTAssertEqual(tracked.map(\.status), [.expired, .expired, .expired])
+        XCTAssertEqual(tracked.map { $0[attribute: "Level"] }, [.int(1), .int(2), .int(3)])
+        XCTAssertEqual(tracked.map { $0[attribute: "Fixture"] }, [nil, nil, nil])
+        XCTAssertTrue(
+            capture.messages.contains { $0.contains("augmentation of a batch of") && $0.contains("events did not finish within 0.3s") },
+            "\(capture.messages)")
+        for event in tracked { XCTAssertEqual(try engine.store.event(id: event.id)?.event.status, .expired) }
+    }
+
     func testAHangingAugmentationExpiresTheEventAndItIsDelivered() throws {
         let fixture = try TestSupport.faultyFixture("HANG", in: folder)
         let (host, capture) = try host(
