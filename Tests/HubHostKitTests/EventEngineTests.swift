@@ -157,12 +157,11 @@ final class EventEngineTests: FolderTestCase {
         XCTAssertEqual(waiting.map(\.event.attempts), [0, 0], "not counted as attempts")
     }
 
-    /// A batch whose augmentation passes the timeout: every event of it comes back EXPIRED, in
-    /// order, with its own attributes, and is stored; the warning names the batch (with the
-    /// session start the batch began).
-    func testAHangingAugmentationExpiresABatchAndItIsStored() throws {
+    /// A host whose one augmentation plugin (in a worker) never answers, under a 300 ms
+    /// augmentation_timeout.
+    private func hangingAugmentationHost() throws -> (HubHost, LogCapture) {
         let fixture = try TestSupport.faultyFixture("HANG", in: folder)
-        let (host, capture) = try host(
+        return try host(
             events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms",
             plugins: """
                   - id: slow
@@ -170,6 +169,13 @@ final class EventEngineTests: FolderTestCase {
                     isolation: process
                     call_timeout: 2s
                 """)
+    }
+
+    /// A batch whose augmentation passes the timeout: every event of it comes back EXPIRED, in
+    /// order, with its own attributes, and is stored; the warning names the batch (with the
+    /// session start the batch began).
+    func testAHangingAugmentationExpiresABatchAndItIsStored() throws {
+        let (host, capture) = try hangingAugmentationHost()
         let engine = try host.events()
         let batch = (1...3).map { named("SLOW \($0)", [.init("Level", .int(Int64($0)))]) }
         let tracked = try engine.trackBatch(batch)
@@ -184,15 +190,7 @@ final class EventEngineTests: FolderTestCase {
     }
 
     func testAHangingAugmentationExpiresTheEventAndItIsDelivered() throws {
-        let fixture = try TestSupport.faultyFixture("HANG", in: folder)
-        let (host, capture) = try host(
-            events: "  collector_url: \(collector.url)\n  cache_size: 100\n  augmentation_timeout: 300ms",
-            plugins: """
-                  - id: slow
-                    use: \(fixture)
-                    isolation: process
-                    call_timeout: 2s
-                """)
+        let (host, capture) = try hangingAugmentationHost()
         let engine = try host.events()
         let original = named("SLOW", [.init("Level", .int(1))])
         let tracked = try engine.track(original)
