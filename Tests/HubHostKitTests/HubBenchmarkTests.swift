@@ -90,7 +90,7 @@ final class HubBenchmarkTests: XCTestCase {
     /// parentheses); a line that is not one is refused.
     func testAThreadsStatLineIsRead() {
         let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 1200 0 0 0 250 75 0 0 20 0 9 0 100 1000000 300"
-        XCTAssertEqual(ThreadCPU.parse(stat: line), ThreadCPU.Thread(name: "a (weird) name", ticks: 325))
+        XCTAssertEqual(ThreadCPU.parse(stat: line), ThreadCPU.ThreadTime(name: "a (weird) name", ticks: 325))
         XCTAssertNil(ThreadCPU.parse(stat: "4242 (short) S 1 2 3"))
         XCTAssertNil(ThreadCPU.parse(stat: "no name here"))
         XCTAssertEqual(ThreadCPU.Role(threadName: "NIO-ELT-0-#3"), .eventLoops)

@@ -8,13 +8,13 @@ import HubHostKit
 /// background work a request leaves behind).
 public struct ThreadCPU: Sendable {
     /// One thread: its name (comm, at most 15 bytes) and the CPU time it has used so far.
-    public struct Thread: Sendable, Equatable {
+    public struct ThreadTime: Sendable, Equatable {
         public var name: String
         public var ticks: UInt64
     }
 
     /// The threads by id, as read; empty when the process is gone or /proc is not there.
-    public var threads: [Int32: Thread]
+    public var threads: [Int32: ThreadTime]
 
     /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
     public static let ticksPerSecond = Double(max(1, sysconf(Int32(_SC_CLK_TCK))))
@@ -22,7 +22,7 @@ public struct ThreadCPU: Sendable {
     /// A snapshot of the threads of `pid` now.
     public static func of(pid: Int32) -> ThreadCPU {
         let folder = "/proc/\(pid)/task"
-        var threads: [Int32: Thread] = [:]
+        var threads: [Int32: ThreadTime] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
             guard let tid = Int32(entry), let text = try? String(contentsOfFile: "\(folder)/\(entry)/stat", encoding: .utf8),
                 let thread = parse(stat: text)
@@ -34,13 +34,13 @@ public struct ThreadCPU: Sendable {
 
     /// One stat line: "tid (comm) state ppid ... utime stime ...". The name may hold spaces and
     /// parentheses, so the fields are counted from the last ')'. Nil when the line is not one.
-    static func parse(stat text: String) -> Thread? {
+    static func parse(stat text: String) -> ThreadTime? {
         guard let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close else { return nil }
         let name = String(text[text.index(after: open)..<close])
         // After the name: state (field 3) ... utime (field 14) and stime (field 15).
         let fields = text[text.index(after: close)...].split(separator: " ", omittingEmptySubsequences: true)
         guard fields.count > 12, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
-        return Thread(name: name, ticks: user &+ system)
+        return ThreadTime(name: name, ticks: user &+ system)
     }
 
     /// The kinds of thread a server of hubhost's runs, told apart by name.
@@ -64,7 +64,7 @@ public struct ThreadCPU: Sendable {
         public init(threadName name: String) {
             if name.hasPrefix("NIO-ELT") || name.hasPrefix("NIO-SGLTN") {
                 self = .eventLoops
-            } else if name.contains("default-qos") || name.hasPrefix("swift") {
+            } else if name.contains("default-qos") {
                 self = .tasks
             } else if name == HubViewRecorder.threadName {
                 self = .viewRecorder
