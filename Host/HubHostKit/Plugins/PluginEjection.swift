@@ -87,10 +87,9 @@ package final class PluginEjection: Sendable {
     /// Whether the caller may call the plugin now: true when it is not ejected, or when its
     /// ejection is over and no other probe is in flight (this call is then the probe).
     package func admit() -> Bool {
-        let now = Clock.monotonicNs()
-        return state.withLock {
-            guard let until = $0.untilNs else { return true }
-            guard now >= until, !$0.probing else { return false }
+        state.withLock {
+            guard let until = $0.untilNs else { return true }  // not ejected: no clock to read (asked before every call)
+            guard Clock.monotonicNs() >= until, !$0.probing else { return false }
             $0.probing = true
             return true
         }
@@ -98,14 +97,13 @@ package final class PluginEjection: Sendable {
 
     /// The admitted call answered as it should: the run of failures ends, and a probe un-ejects.
     package func succeeded() {
-        let now = Clock.monotonicNs()
         let recovered: Bool = state.withLock {
             $0.failuresInARow = 0
             // A call let through before the ejection that answers late decides nothing: the probe does.
             guard $0.untilNs != nil, $0.probing else { return false }
             $0.untilNs = nil
             $0.probing = false
-            $0.lastEndNs = now
+            $0.lastEndNs = Clock.monotonicNs()  // read only here: most calls recover nothing
             return true
         }
         if recovered {
