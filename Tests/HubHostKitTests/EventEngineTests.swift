@@ -523,6 +523,10 @@ final class AttributeJSONTests: XCTestCase {
         let names = ["Location Name", "é", "e\u{301}", "Latitude", "x"]
         var run: EncodingRun? = EncodingRun()
         var generator = SystemRandomNumberGenerator()
+        // One array for the run's texts, as a batch's runs are encoded: each event's bytes where
+        // appendUTF8 says, none overwritten by the events after it.
+        var output: [UInt8] = []
+        var places: [(Range<Int>, [UInt8])] = []
         for i in 0..<600 {
             // Mostly the same attributes at the same places, as a batch's events are, with changes.
             var attributes: [Event.Attribute] = (0..<6).map { k in .init(names[(k + i / 50) % names.count], values[(k * 3 + i / 20) % values.count]) }
@@ -530,8 +534,12 @@ final class AttributeJSONTests: XCTestCase {
             if i % 11 == 0 { attributes.removeLast(Int.random(in: 0...6, using: &generator)) }
             if i % 13 == 0 { attributes.append(.init("Score", .double(Double(i) * 1.5))) }
             if i % 5 == 0, !attributes.isEmpty { attributes[0].value = values[Int.random(in: 0..<values.count, using: &generator)] }
-            XCTAssertEqual(AttributeJSON.encodeUTF8(attributes, run: &run), Array(AttributeJSON.encode(attributes).utf8), "event \(i): \(attributes)")
+            let place = AttributeJSON.appendUTF8(attributes, run: &run, to: &output)
+            XCTAssertEqual(Array(output[place]), Array(AttributeJSON.encode(attributes).utf8), "event \(i): \(attributes)")
+            places.append((place, Array(output[place])))
         }
+        XCTAssertEqual(places.last?.0.upperBound, output.count, "appended one after the other")
+        for (i, (place, bytes)) in places.enumerated() { XCTAssertEqual(Array(output[place]), bytes, "event \(i), after the run") }
         XCTAssertGreaterThan(run!.copied, 1000, "most attributes were copied from the event before")
         // The same text in another String's storage is written anew, never copied by mistake.
         var fresh: EncodingRun? = EncodingRun()

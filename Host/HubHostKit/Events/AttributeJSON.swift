@@ -19,21 +19,35 @@ package enum AttributeJSON {
     /// construction, and that check was a sixth of the encoding's cost).
     package static func encodeUTF8(_ attributes: [Event.Attribute]) -> [UInt8] {
         var none: EncodingRun?
-        return encodeUTF8(attributes, run: &none)
+        var fragments: [Range<Int>] = []
+        let bound = Self.bound(attributes)
+        return [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+            count = write(attributes, run: &none, fragments: &fragments, into: buffer, bound: bound)
+        }
     }
 
     /// The same bytes as `encodeUTF8(_:)`, for one event of a run encoded one after the other on
-    /// this thread (`run`): an attribute written as the previous event's at the same place is
-    /// copied from its text, and doubles are formatted through the run's `FormattedDoubles`
-    /// (formatting one, `description`, was a quarter of the encoding's cost).
-    package static func encodeUTF8(_ attributes: [Event.Attribute], run: inout EncodingRun?) -> [UInt8] {
-        var fragments: [Range<Int>] = []
+    /// this thread (`run`), appended to `output` (a run's events share one array rather than
+    /// allocate one each); returns where they are in it. An attribute written as the previous
+    /// event's at the same place is copied from its text, and doubles are formatted through the
+    /// run's `FormattedDoubles` (formatting one, `description`, was a quarter of the encoding's cost).
+    package static func appendUTF8(_ attributes: [Event.Attribute], run: inout EncodingRun?, to output: inout [UInt8]) -> Range<Int> {
+        precondition(run != nil, "AttributeJSON.appendUTF8 needs a run")
         let bound = Self.bound(attributes)
-        let text = [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
-            count = write(attributes, run: &run, fragments: &fragments, into: buffer, bound: bound)
-        }
-        run?.remember(attributes, text, fragments)
-        return text
+        var fragments = run!.takeFragments()
+        var scratch = run!.takeScratch(atLeast: bound)
+        let written = scratch.withUnsafeMutableBufferPointer { write(attributes, run: &run, fragments: &fragments, into: $0, bound: bound) }
+        let start = output.count
+        scratch.withUnsafeBufferPointer { output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<written])) }
+        run!.remember(attributes, written: scratch, fragments)
+        return start..<output.count
+    }
+
+    /// `appendUTF8` into an array of its own.
+    package static func encodeUTF8(_ attributes: [Event.Attribute], run: inout EncodingRun?) -> [UInt8] {
+        var output: [UInt8] = []
+        _ = appendUTF8(attributes, run: &run, to: &output)
+        return output
     }
 
     /// The most bytes `attributes` can take (see `Writer`).

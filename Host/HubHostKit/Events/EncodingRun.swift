@@ -13,7 +13,7 @@ package struct EncodingRun {
     var doubles: FormattedDoubles? = FormattedDoubles()
     /// The previous event's attributes and its text.
     private(set) var attributes: [Event.Attribute] = []
-    /// Its JSON, as `AttributeJSON.encodeUTF8` wrote it.
+    /// Its JSON, as `AttributeJSON.appendUTF8` wrote it: the first bytes of this memory.
     private(set) var text: [UInt8] = []
     /// Where each of the previous event's attributes is in `text` (its `{"name":...}` object).
     private(set) var fragments: [Range<Int>] = []
@@ -21,16 +21,39 @@ package struct EncodingRun {
     /// How many attributes were copied from the event before rather than written.
     private(set) var copied = 0
 
+    /// Where the next event's JSON is written (then appended to the caller's output), while
+    /// `text` holds the previous one's; the two change places after each event. Written in
+    /// place, the bound an event's JSON is sized by is several times its length, and a block
+    /// that size allocated per event (freed by the writer thread, never back into this thread's
+    /// cache of small blocks) cost more than writing the JSON.
+    private var scratch: [UInt8] = []
+    /// The `fragments` of the event before the previous one, kept for their capacity.
+    private var spareFragments: [Range<Int>] = []
+
     package init() {}
 
     /// Counts one attribute copied from the event before.
     mutating func countCopied() { copied += 1 }
 
-    /// Keeps the event just encoded (`attributes` as `text`, attribute `i` at `fragments[i]`).
-    mutating func remember(_ attributes: [Event.Attribute], _ text: [UInt8], _ fragments: [Range<Int>]) {
+    /// Memory of at least `bound` bytes to write the next event's JSON in, lent until `remember`.
+    mutating func takeScratch(atLeast bound: Int) -> [UInt8] {
+        if scratch.count < bound { scratch = [UInt8](repeating: 0, count: max(bound, 4096)) }
+        return exchange(&scratch, with: [])
+    }
+
+    /// An empty fragments array with room (the one the event before the previous one used).
+    mutating func takeFragments() -> [Range<Int>] {
+        var fragments = exchange(&spareFragments, with: [])
+        fragments.removeAll(keepingCapacity: true)
+        return fragments
+    }
+
+    /// Keeps the event just encoded: `attributes` written at the start of `written` (memory from
+    /// `takeScratch`), attribute `i` at `fragments[i]`. The previous event's memory is the next scratch.
+    mutating func remember(_ attributes: [Event.Attribute], written: consuming [UInt8], _ fragments: consuming [Range<Int>]) {
         self.attributes = attributes
-        self.text = text
-        self.fragments = fragments
+        scratch = exchange(&text, with: written)
+        spareFragments = exchange(&self.fragments, with: fragments)
     }
 
     /// Whether two attributes are the same bits: the same String storage (or the same short

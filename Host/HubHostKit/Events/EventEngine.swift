@@ -189,7 +189,7 @@ public final class EventEngine: @unchecked Sendable {
             /// before it signals `ready` and read only after `ready.wait()`; `ready` is a `let`.
             final class Slot: @unchecked Sendable {
                 /// `own`: where the caller's events are in `events` (the sessions' come between).
-                var done: Result<(events: [Event], attributes: [[UInt8]], own: [Int]), Error>?
+                var done: Result<(events: [Event], attributes: [ArraySlice<UInt8>], own: [Int]), Error>?
                 let ready = DispatchSemaphore(value: 0)
             }
             let slots = (0..<chunkCount).map { _ in Slot() }
@@ -222,21 +222,28 @@ public final class EventEngine: @unchecked Sendable {
                         let prepared = chunk
                         // A small chunk (a group commit of single-event requests) is encoded here:
                         // waking the other cores costs more than the few microseconds it spreads.
-                        if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encodeUTF8($0.attributes) }, own) }
+                        if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encodeUTF8($0.attributes)[...] }, own) }
                         // In runs of 64 events, each with its own EncodingRun (the events of a
                         // run mostly carry the same attributes at the same places): runs, not
                         // single events, so the text written for the event before is reused;
                         // several per core, so a core the writer holds for a while does not leave
-                        // the others waiting for its run.
+                        // the others waiting for its run. A run's texts share one array.
                         let run = 64
-                        var encoded = [[UInt8]](repeating: [], count: prepared.count)
+                        var encoded = [ArraySlice<UInt8>](repeating: [], count: prepared.count)
                         encoded.withUnsafeMutableBufferPointer { buffer in
                             nonisolated(unsafe) let output = buffer.baseAddress!
                             DispatchQueue.concurrentPerform(iterations: (prepared.count + run - 1) / run) { part in
+                                let events = part * run..<min(prepared.count, (part + 1) * run)
                                 var encoding: EncodingRun? = EncodingRun()
-                                for i in part * run..<min(prepared.count, (part + 1) * run) {
-                                    output[i] = AttributeJSON.encodeUTF8(prepared[i].attributes, run: &encoding)
+                                var text: [UInt8] = []
+                                var places: [Range<Int>] = []
+                                places.reserveCapacity(events.count)
+                                for i in events {
+                                    places.append(AttributeJSON.appendUTF8(prepared[i].attributes, run: &encoding, to: &text))
+                                    // Room for the run from its first event's size: one allocation, not one per doubling.
+                                    if i == events.lowerBound { text.reserveCapacity(text.count * (events.count + events.count / 4)) }
                                 }
+                                for (k, place) in places.enumerated() { output[events.lowerBound + k] = text[place] }
                             }
                         }
                         return (prepared, encoded, own)

@@ -19,8 +19,9 @@ package struct EventRowWriter {
         var type: String
         var name: String
         package var timestampMs: Int64
-        /// The attributes column's JSON (`AttributeJSON.encodeUTF8`), bound as text.
-        var attributes: [UInt8]
+        /// The attributes column's JSON (`AttributeJSON.encodeUTF8`), bound as text: a slice, as
+        /// a batch's events are encoded into one array per run (`AttributeJSON.appendUTF8`).
+        var attributes: ArraySlice<UInt8>
         var status: String
         var attempts: Int
         /// NULL when the event has none (the usual case).
@@ -89,7 +90,7 @@ package struct EventRowWriter {
     }
 
     /// Binds UTF-8 `bytes` as text parameter `index` for the duration of `body`, as above.
-    private func bindText(_ handle: OpaquePointer, _ index: Int32, _ bytes: [UInt8], _ body: () -> Int32) -> Int32 {
+    private func bindText(_ handle: OpaquePointer, _ index: Int32, _ bytes: ArraySlice<UInt8>, _ body: () -> Int32) -> Int32 {
         bytes.withUnsafeBufferPointer { bindText(handle, index, $0, body) }
     }
 
@@ -103,7 +104,9 @@ package struct EventRowWriter {
 }
 
 extension EventRowWriter.Row {
-    package init(_ event: Event, attributes: [UInt8]) {
+    package init(_ event: Event, attributes: [UInt8]) { self.init(event, attributes: attributes[...]) }
+
+    package init(_ event: Event, attributes: ArraySlice<UInt8>) {
         self.init(
             id: event.id, type: event.type.rawValue, name: event.name, timestampMs: event.timestampMs, attributes: attributes,
             status: event.status.rawValue, attempts: event.attempts, traceparent: event.traceparent)

@@ -202,7 +202,7 @@ public final class EventStore: Sendable {
     /// k+1, so the two costs overlap instead of adding up. Returns when everything is on disk.
     /// `states()` is asked after the last chunk (producing the chunks may change it) and written in
     /// the same transaction.
-    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [[UInt8]])?) throws {
+    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [ArraySlice<UInt8>])?) throws {
         let now = Clock.wallMs()
         try pool.write { db in
             var writer = try EventRowWriter(db)
