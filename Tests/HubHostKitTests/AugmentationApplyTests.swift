@@ -219,8 +219,12 @@ final class AugmentationApplyTests: XCTestCase {
     func testASessionFindsGivenNamesWhateverTheirLengths() {
         let long = String(repeating: "L", count: 66)  // 64 bytes longer than "ab"
         let input = event([.init("ab", .int(1)), .init("Mode", .string("arcade")), .init(long, .int(3))])
-        let session = EventEditSession(input.augmentable, names: AttributeNames())
-        defer { session.release() }
+        let names = AttributeNames()  // kept for as long as the session, as a plugin keeps its own
+        let session = EventEditSession(input.augmentable, names: names)
+        defer {
+            session.release()
+            withExtendedLifetime(names) {}
+        }
         func set(_ name: String, _ number: Int64) -> Int32 {
             var value = hh_value_t()
             value.type = HH_VALUE_INT64
@@ -314,7 +318,10 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(kept[2], kept[0])
 
         let session = EventEditSession(input.augmentable, names: names)
-        defer { session.release() }
+        defer {
+            session.release()
+            withExtendedLifetime(names) {}  // a session does not keep its names alive: the plugin does
+        }
         XCTAssertEqual(set(session, "Place", [0x41, 0xFF, 0x42]), HH_ERR_INVALID_ARGUMENT, "not UTF-8")
         XCTAssertEqual(set(session, "Place", Array("Space Needle, Seattle, WA".utf8)), HH_OK)
         XCTAssertEqual(session.working[attribute: "Place"], .string("Space Needle, Seattle, WA"))

@@ -36,11 +36,14 @@ final class EventEditSession {
     private var stale = false
 
     /// The plugin's names kept as Strings (`AugmentationPlugin.names`); nil: each made anew.
-    private let names: AttributeNames?
+    /// Not retained: the plugin holds them for as long as its call, and a session lives only for
+    /// the call (`init`'s caller promises it). Retained, each lookup was a retain and a release.
+    private unowned(unsafe) let names: AttributeNames?
 
     /// Nothing is copied up front: a plugin that reads attributes by name gets just those
     /// converted, and the full C copy is built only for reads by index. `names` keeps the names
-    /// the plugin sets and reads from one call to the next.
+    /// the plugin sets and reads from one call to the next; the caller keeps it alive for as long
+    /// as the session.
     init(_ event: consuming AugmentableEvent, names: AttributeNames? = nil) {
         given = event
         self.names = names
@@ -226,8 +229,9 @@ final class EventEditSession {
         default: return HH_ERR_INVALID_ARGUMENT
         }
         // Plugin output is outside input too: the same limits as an event from HTTP (a time in
-        // range, a finite double, sizes), so nothing a plugin sets can poison the store.
-        guard (try? EventLimits.check(key, converted)) != nil else { return HH_ERR_INVALID_ARGUMENT }
+        // range, a finite double, sizes), so nothing a plugin sets can poison the store. A kept
+        // name (`slot`) was checked when it was kept: 1 to `AttributeNames.maxLength` bytes.
+        guard slot == nil ? (try? EventLimits.check(key, converted)) != nil : EventLimits.allows(converted) else { return HH_ERR_INVALID_ARGUMENT }
         return lock.withLock { _ in
             // One search by name (a String comparison per attribute of the same length in bytes,
             // which native Strings know without counting): replace in place, else append within the limit.
