@@ -113,8 +113,7 @@ final class AugmentationApplyTests: XCTestCase {
         XCTAssertEqual(appending.count, 4)
         XCTAssertEqual(appending.appended, [.init("Added", .int(8)), .init("Other", .int(7))])
         XCTAssertEqual(appending.original, input.augmentable)
-        var apart = AugmentationOutcome(status: 0, message: "", event: input.augmentable, appendsOnlyNewNames: true)
-        apart.appended = appending.appended
+        let apart = AugmentationAnswer.appended(appending.appended ?? [])
         var byAppending = input
         AugmentationTimeline.apply(apart, over: input, to: &byAppending)
         var alone = input

@@ -56,7 +56,7 @@ public final class AugmentationTimeline: Sendable {
     /// Sendable: `list` and `closed` live in a Mutex; `input` and `indexes` are `let`s.
     private final class StageOutcomes: Sendable {
         private struct State {
-            var list: [AugmentationOutcome?]
+            var list: [AugmentationAnswer?]
             var closed = false
         }
         let input: Event
@@ -68,11 +68,11 @@ public final class AugmentationTimeline: Sendable {
             state = Mutex(State(list: Array(repeating: nil, count: indexes.count)))
         }
         /// Records an answer, unless the deadline closed the stage (a late answer changes nothing).
-        func record(_ i: Int, _ outcome: AugmentationOutcome?) {
-            state.withLock { if !$0.closed { $0.list[i] = outcome } }
+        func record(_ i: Int, _ answer: AugmentationAnswer?) {
+            state.withLock { if !$0.closed { $0.list[i] = answer } }
         }
         /// Closes the stage: the answers so far, and no more.
-        func close() -> [AugmentationOutcome?] {
+        func close() -> [AugmentationAnswer?] {
             state.withLock {
                 $0.closed = true
                 return $0.list
@@ -182,17 +182,17 @@ public final class AugmentationTimeline: Sendable {
                             alone
                             ? shared.state.withLock { $0.timedOut ? nil : $0.value.events[i].augmentable }
                             : shared.state.withLock({ $0.timedOut }) ? nil : inputs[i].augmentable
-                        guard let given, let outcome = self.augment(index, given, context: contexts.isEmpty ? nil : contexts[i]) else { return }
-                        guard outcome.status == 0 else {
+                        guard let given, let answer = self.augment(index, given, context: contexts.isEmpty ? nil : contexts[i]) else { return }
+                        if case .outcome(let outcome) = answer, outcome.status != 0 {
                             self.logFailure(of: self.plugins[index], on: outcome.event.id, outcome)
                             return
                         }
                         shared.state.withLock {
                             guard !$0.timedOut else { return }
                             if alone {
-                                Self.apply(outcome, toItsInput: &$0.value.events[i])
+                                Self.apply(answer, toItsInput: &$0.value.events[i])
                             } else {
-                                Self.apply(outcome, over: inputs[i], to: &$0.value.events[i])
+                                Self.apply(answer, over: inputs[i], to: &$0.value.events[i])
                             }
                         }
                     }
@@ -292,7 +292,7 @@ public final class AugmentationTimeline: Sendable {
     /// counts towards ejecting it. Nil when the plugin is not called: it is ejected, or stuck in
     /// an earlier call (a new call would only hang beside it). Tracing on, the call is a
     /// `plugin augmentation` span under `context` (the event's POST's span).
-    private func augment(_ index: Int, _ event: consuming AugmentableEvent, context: InstrumentationContext?) -> AugmentationOutcome? {
+    private func augment(_ index: Int, _ event: consuming AugmentableEvent, context: InstrumentationContext?) -> AugmentationAnswer? {
         let plugin = plugins[index]
         let handle = plugin.handle
         // Read once: each read through the handle was a retain and a release.
@@ -306,12 +306,12 @@ public final class AugmentationTimeline: Sendable {
         let token = calls.begin(deadlineSeconds: timeoutSeconds)
         let span = context.flatMap { PluginCallSpan.start(handle, context: $0) }
         let startedNs = span == nil ? 0 : Clock.monotonicNs()
-        let outcome = plugin.augment(consume event, appendedApart: true)
+        let answer = plugin.augment(consume event, appendedApart: true)
         let overran = calls.end(token)
-        if let span { PluginCallSpan.end(span, outcome: overran ? "late" : outcome.status == 0 ? "ok" : "error", startedNs: startedNs) }
+        if let span { PluginCallSpan.end(span, outcome: overran ? "late" : answer.status == 0 ? "ok" : "error", startedNs: startedNs) }
         if overran {
             ejection.failed("no answer within augmentation_timeout (\(EngageDuration.format(timeoutSeconds)))")
-        } else if outcome.status != 0 {
+        } else if case .outcome(let outcome) = answer, outcome.status != 0 {
             // Any failed augmentation counts (the event goes on without its edits), except a call
             // refused during its worker's restart backoff: the crash before it counted already.
             if PluginEjection.verdict(status: outcome.status, message: outcome.message) == .notCalled {
@@ -322,7 +322,7 @@ public final class AugmentationTimeline: Sendable {
         } else {
             ejection.succeeded()
         }
-        return outcome
+        return answer
     }
 
     /// The context the augmentations of `event` are spans in: its traceparent, read once per event
@@ -355,14 +355,14 @@ public final class AugmentationTimeline: Sendable {
 
     /// Applies one stage's outcomes in manifest order over its `input`: the failures are logged and
     /// dropped, a plugin not called or not answered adds nothing.
-    private func apply(_ outcomes: [AugmentationOutcome?], of stage: [Int], over input: Event, to working: inout Event, eventID: String) {
-        for (i, outcome) in outcomes.enumerated() {
-            guard let outcome else { continue }
-            guard outcome.status == 0 else {
+    private func apply(_ answers: [AugmentationAnswer?], of stage: [Int], over input: Event, to working: inout Event, eventID: String) {
+        for (i, answer) in answers.enumerated() {
+            guard let answer else { continue }
+            if case .outcome(let outcome) = answer, outcome.status != 0 {
                 logFailure(of: plugins[stage[i]], on: eventID, outcome)
                 continue
             }
-            Self.apply(outcome, over: input, to: &working)
+            Self.apply(answer, over: input, to: &working)
         }
     }
 
@@ -383,18 +383,20 @@ public final class AugmentationTimeline: Sendable {
 
     /// Applies what the plugin of a stage of its own changed to the event it was given, `event`
     /// (unchanged since): attributes it only appended go after the event's own, in place.
-    static func apply(_ outcome: AugmentationOutcome, toItsInput event: inout Event) {
-        if let appended = outcome.appended {
+    static func apply(_ answer: AugmentationAnswer, toItsInput event: inout Event) {
+        switch answer {
+        case .appended(let appended):
             if !appended.isEmpty { event.attributes.append(contentsOf: appended) }
-            return
+        case .outcome(let outcome):
+            let input = event
+            apply(outcome, over: input, to: &event)
         }
-        let input = event
-        apply(outcome, over: input, to: &event)
     }
 
-    /// Applies what one plugin changed (relative to `input`) to `working`.
-    static func apply(_ outcome: AugmentationOutcome, over input: Event, to working: inout Event) {
-        if let appended = outcome.appended {
+    /// Applies what one plugin answered (relative to `input`) to `working`.
+    static func apply(_ answer: AugmentationAnswer, over input: Event, to working: inout Event) {
+        switch answer {
+        case .appended(let appended):
             // Names new to the input: after its attributes as they are while `working` still holds
             // them (the first plugin of a stage), else set by name (another plugin of the stage
             // may have set the same name).
@@ -403,8 +405,12 @@ public final class AugmentationTimeline: Sendable {
             } else {
                 for attribute in appended { working.set(attribute.name, attribute.value) }
             }
-            return
+        case .outcome(let outcome): apply(outcome, over: input, to: &working)
         }
+    }
+
+    /// Applies what one plugin changed (relative to `input`) to `working`.
+    static func apply(_ outcome: AugmentationOutcome, over input: Event, to working: inout Event) {
         let output = outcome.event.list
         // The common case: the plugin kept every attribute in place and appended its own. Compare
         // position by position, with no hashing, and set only the appended ones.

@@ -13,17 +13,12 @@ public struct AugmentationOutcome: Equatable, Sendable {
     /// needs no search by name. False for an answer read from an isolated worker (not trusted with
     /// that). Not part of the outcome's value (==).
     var appendsOnlyNewNames = false
-    /// Set when the plugin only appended these attributes to the event it was given (names new to
-    /// it and to each other; `AugmentationPlugin.augment(_:appendedApart:)`): `event` is then
-    /// empty (`AugmentableEvent.placeholder`). Not part of the outcome's value (==).
-    var appended: [Event.Attribute]?
 
-    init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false, appended: [Event.Attribute]? = nil) {
+    init(status: Int32, message: String, event: AugmentableEvent, appendsOnlyNewNames: Bool = false) {
         self.status = status
         self.message = message
         self.event = event
         self.appendsOnlyNewNames = appendsOnlyNewNames
-        self.appended = appended
     }
 
     public static func == (a: AugmentationOutcome, b: AugmentationOutcome) -> Bool {

@@ -50,32 +50,33 @@ public final class AugmentationPlugin: Sendable {
     /// Takes `event` (consuming): a caller that hands over its only copy lets the plugin's edits
     /// append in place instead of copying every attribute first.
     public func augment(_ event: consuming AugmentableEvent) -> AugmentationOutcome {
-        augment(consume event, appendedApart: false)
+        switch augment(consume event, appendedApart: false) {
+        case .outcome(let outcome): return outcome
+        case .appended: preconditionFailure("attributes are answered apart only when asked for")
+        }
     }
 
     /// `augment(_:)`; with `appendedApart`, an in-process plugin that only appended answers its
-    /// attributes apart (`AugmentationOutcome.appended`) rather than in a new whole event, so that
+    /// attributes apart (`AugmentationAnswer.appended`) rather than in a new whole event, so that
     /// the caller's copy of the event, no longer shared once the call returns, can take them in place.
-    func augment(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationOutcome {
-        let outcome = call(consume event, appendedApart: appendedApart)
-        if outcome.status != HH_OK { RuntimeMetrics.augmentationFailed(instance: handle.instanceID) }
-        return outcome
+    func augment(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationAnswer {
+        let answer = call(consume event, appendedApart: appendedApart)
+        if answer.status != HH_OK { RuntimeMetrics.augmentationFailed(instance: handle.instanceID) }
+        return answer
     }
 
-    private func call(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationOutcome {
-        guard let inProcess else { return IsolatedCalls.augment(handle, event) }
+    private func call(_ event: consuming AugmentableEvent, appendedApart: Bool) -> AugmentationAnswer {
+        guard let inProcess else { return .outcome(IsolatedCalls.augment(handle, event)) }
         let instance = inProcess.instance
         let api = inProcess.api
         let session = EventEditSession(consume event, names: names)  // the session owns the event: the failure below answers its original
         defer { session.release() }
         let status = session.withView { view, editor in api.pointee.augment(instance.handle, view, editor) }
-        guard status == HH_OK else { return AugmentationOutcome(status: status, message: instance.takeError(), event: session.original) }
-        if appendedApart, let appended = session.appended {
-            // The event is not answered: the caller has it (copying its strings in was a retain
-            // and a release of each per call).
-            return AugmentationOutcome(status: status, message: "", event: .placeholder, appendsOnlyNewNames: true, appended: appended)
-        }
-        return AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true)
+        guard status == HH_OK else { return .outcome(AugmentationOutcome(status: status, message: instance.takeError(), event: session.original)) }
+        // The event is not answered when the plugin only appended: the caller has it (copying its
+        // strings in was a retain and a release of each per call).
+        if appendedApart, let appended = session.appended { return .appended(appended) }
+        return .outcome(AugmentationOutcome(status: status, message: "", event: session.working, appendsOnlyNewNames: true))
     }
 }
 
