@@ -40,17 +40,26 @@ public final class LocationService: Sendable {
     private struct State {
         var delegates: [LocationPlugin] = []
         var cached: (location: Location, atMs: Int64)?
+        /// The cached location as C text, made at its first C answer (`currentText`), with the
+        /// time it was cached.
+        var text: (text: LocationCText, atMs: Int64)?
     }
     private let state = Mutex(State())
     private let fixed: Location?
+    /// `fixed` as C text.
+    private let fixedText: LocationCText?
 
     /// A service with no delegates: it answers `.unavailable` until `use(_:)` gives it the location plugins.
-    public init() { fixed = nil }
+    public init() {
+        fixed = nil
+        fixedText = nil
+    }
 
     /// A service that always answers `location`, with no delegates: for `hubhost plugins test` and
     /// PluginTestKit, which test one plugin with no others loaded.
     public init(fixed location: Location) {
         fixed = location
+        fixedText = LocationCText(location)
     }
 
     /// Set once the location plugins are loaded.
@@ -58,6 +67,7 @@ public final class LocationService: Sendable {
         state.withLock {
             $0.delegates = plugins
             $0.cached = nil
+            $0.text = nil
         }
     }
 
@@ -90,8 +100,33 @@ public final class LocationService: Sendable {
             return .failed(status: HH_ERR_TIMEOUT, message: "no location delegate answered within \(timeoutMs) ms")
         }
         if case .location(let location) = answer {
-            state.withLock { $0.cached = (location, Clock.wallMs()) }
+            state.withLock {
+                $0.cached = (location, Clock.wallMs())
+                $0.text = nil
+            }
         }
         return answer
+    }
+
+    /// `current`, for "hubhost.location.v1": the location as C text, one block per location
+    /// shared by every call it answers (see `LocationCText`), with HH_OK; or nil with the status
+    /// a failure answers (HH_ERR_TIMEOUT when no delegate answered in time, else HH_ERR_UNAVAILABLE).
+    func currentText(maxAgeMs: Int64, timeoutMs: Int64) -> (text: LocationCText?, status: hh_status_t) {
+        if let fixedText { return (fixedText, HH_OK) }
+        let hit: LocationCText? = state.withLock { state in
+            // The text made already, checked first: reading the cached entry (or `fixed`) copied
+            // the location, a retain and a release of each of its strings.
+            if let made = state.text { return Clock.wallMs() - made.atMs <= maxAgeMs ? made.text : nil }
+            guard let cached = state.cached, Clock.wallMs() - cached.atMs <= maxAgeMs else { return nil }
+            let made = LocationCText(cached.location)
+            state.text = (made, cached.atMs)
+            return made
+        }
+        if let hit { return (hit, HH_OK) }
+        switch current(maxAgeMs: maxAgeMs, timeoutMs: timeoutMs) {
+        case .location(let location): return (LocationCText(location), HH_OK)
+        case .failed(let status, _) where status == HH_ERR_TIMEOUT: return (nil, HH_ERR_TIMEOUT)
+        case .failed, .unavailable: return (nil, HH_ERR_UNAVAILABLE)
+        }
     }
 }

@@ -106,32 +106,14 @@ private let httpRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutabl
 private let locationGet: @convention(c) (UnsafePointer<hh_host_t>?, Int64, Int64, UnsafeMutablePointer<hh_location_t>?) -> hh_status_t = {
     host, maxAge, timeout, out in
     guard let services = HostServices.from(host), let out, let service = services.environment.location else { return HH_ERR_UNAVAILABLE }
-    switch service.current(maxAgeMs: maxAge, timeoutMs: timeout) {
-    case .location(let l):
-        var result = hh_location_t()
-        if let lat = l.latitude, let lon = l.longitude {
-            result.has_coordinates = true
-            result.latitude = lat
-            result.longitude = lon
-            result.accuracy_m = l.accuracyMeters ?? 0
-        }
-        result.time_ms = l.timeMs ?? 0
-        result.location_id = l.locationID.map(HostExtensions.copy) ?? hh_string_t()
-        result.name = l.name.map(HostExtensions.copy) ?? hh_string_t()
-        result.address = l.address.map(HostExtensions.copy) ?? hh_string_t()
-        out.pointee = result
-        return HH_OK
-    case .unavailable: return HH_ERR_UNAVAILABLE
-    case .failed(let status, _): return status == HH_ERR_TIMEOUT ? HH_ERR_TIMEOUT : HH_ERR_UNAVAILABLE
-    }
+    let (text, status) = service.currentText(maxAgeMs: maxAge, timeoutMs: timeout)
+    text?.lend(to: out)
+    return status
 }
 
 private let locationRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutablePointer<hh_location_t>?) -> Void = { _, location in
     guard let location else { return }
-    HostExtensions.free(location.pointee.location_id)
-    HostExtensions.free(location.pointee.name)
-    HostExtensions.free(location.pointee.address)
-    location.pointee = hh_location_t()
+    LocationCText.release(location)
 }
 
 /// "hubhost.event_auth.v1" get_token: the delivery's access token into the plugin's buffer.
