@@ -43,6 +43,13 @@ extension CampaignEngine {
             refreshQuietly()
             guard enabled else { return }
             let compiled = self.compiled
+            guard !compiled.triggers.isEmpty else {
+                // No trigger to match (no campaign, or none with triggers): an app start is only
+                // noted, as below, and no event is looked at further. Looking each up by type and
+                // name in empty tables was most of the event path's cost of a host without campaigns.
+                if !appStartLogged, events.contains(where: { $0.type == .appStart }) { appStartLogged = true }
+                return
+            }
             var progress = Progress(slots: compiled.triggers.count, campaigns: loaded.count)
             var touched: [Int] = []
             var attributes = EventAttributes(names: compiled.names.count)
