@@ -16,6 +16,7 @@ extension BenchCommand {
                 per request at each of --batch-connections. Every request is acknowledged only once its events are on \
                 disk. Then the same one-event loads run against the HTTP framework alone (`bench floor-server`: \
                 Hummingbird answering 201 with the body, nothing parsed or stored), the rate no route of serve can pass. \
+                Each server's CPU time per request is read from its threads' counters in /proc around each run. \
                 Run from the repository root with a release build; needs wrk (apt-get install wrk).
                 """)
 
@@ -75,6 +76,13 @@ extension BenchCommand {
             /// folder (median of 200): the floor under every one-event request.
             var durableCommitMs: Double
 
+            /// hubhost's CPU per request over the framework alone's under the same load; nil
+            /// without both figures.
+            static func cpuRatio(hubhost: PageServingBenchmark.CPUPerRequest?, framework: PageServingBenchmark.CPUPerRequest?) -> Double? {
+                guard let hubhost, let framework, framework.microseconds > 0 else { return nil }
+                return hubhost.microseconds / framework.microseconds
+            }
+
             /// IngestBenchmark.durableBound at `connections`; nil without a framework figure there.
             func durableBound(connections: Int) -> Double? {
                 floor.first { $0.connections == connections && $0.eventsPerRequest == 1 }.flatMap {
@@ -109,6 +117,7 @@ extension BenchCommand {
             defer { server.stop() }
 
             var benchmark = IngestBenchmark(baseURL: server.baseURL)
+            benchmark.serverPID = server.process.processIdentifier
             benchmark.seconds = quick ? 2 : seconds
             benchmark.connections = quick ? [1, 32] : Self.counts(connections) ?? []
             benchmark.batchConnections = Self.counts(batchConnections) ?? []
@@ -121,6 +130,7 @@ extension BenchCommand {
             defer { floorServer.stop() }
             var floor = benchmark
             floor.baseURL = floorServer.baseURL
+            floor.serverPID = floorServer.process.processIdentifier
             floor.batchConnections = []
             let floorRuns = try floor.run(progress: { say("floor: " + $0) })
             let bestBatched = runs.filter { $0.eventsPerRequest > 1 }.map(\.eventsPerSecond).max()
@@ -147,16 +157,27 @@ extension BenchCommand {
                 } + [["in-process bench events (yardstick)", "1000", "-", String(format: "%.0f", report.inProcessEventsPerSecond), "-", "-", "-"]])
             print("\nThe HTTP framework alone (Hummingbird answering 201 with the body, nothing parsed or stored), the same load:")
             Output.table(
-                ["connections", "events/request", "requests/s", "hubhost / framework alone", "durable bound", "p50 ms", "p99 ms", "errors"],
+                [
+                    "connections", "events/request", "requests/s", "hubhost / framework alone", "durable bound", "p50 ms", "p99 ms", "errors",
+                    "CPU µs/request", "hubhost's CPU / framework's"
+                ],
                 report.floor.map { run in
                     let hubhost = report.runs.first { $0.connections == run.connections && $0.eventsPerRequest == run.eventsPerRequest }
                     return [
                         String(run.connections), String(run.eventsPerRequest), String(format: "%.0f", run.requestsPerSecond),
                         hubhost.map { String(format: "%.2f", $0.requestsPerSecond / max(run.requestsPerSecond, 1e-9)) } ?? "-",
                         report.durableBound(connections: run.connections).map { String(format: "%.2f", $0) } ?? "-",
-                        String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors)
+                        String(format: "%.2f", run.p50Ms), String(format: "%.2f", run.p99Ms), String(run.non2xx + run.socketErrors),
+                        run.cpu.map { String(format: "%.1f", $0.microseconds) } ?? "-",
+                        Report.cpuRatio(hubhost: hubhost?.cpu, framework: run.cpu).map { String(format: "%.2f", $0) } ?? "-"
                     ]
                 })
+            for run in report.runs {
+                guard let cpu = run.cpu else { continue }
+                print(
+                    "hubhost's CPU per request at \(run.connections) connection\(run.connections == 1 ? "" : "s"), \(run.eventsPerRequest) event\(run.eventsPerRequest == 1 ? "" : "s") per request: \(cpu.summary)"
+                )
+            }
             print(
                 String(
                     format:

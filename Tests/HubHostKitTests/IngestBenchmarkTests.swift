@@ -46,9 +46,12 @@ final class IngestBenchmarkTests: XCTestCase {
         let runs = try XCTUnwrap(report["runs"] as? [[String: Any]])
         XCTAssertEqual(runs.map { $0["connections"] as? Int }, [1, 4, 2])
         XCTAssertEqual(runs.map { $0["eventsPerRequest"] as? Int }, [1, 1, 10])
+        // Each server's CPU per request, read from its threads' counters around each run.
+        func cpuMicroseconds(_ run: [String: Any]) -> Double { (run["cpu"] as? [String: Any])?["microseconds"] as? Double ?? 0 }
         for run in runs {
             XCTAssertGreaterThan(run["requestsPerSecond"] as? Double ?? 0, 0, "\(run)")
             XCTAssertEqual(run["non2xx"] as? Int, 0, "\(run)")
+            XCTAssertGreaterThan(cpuMicroseconds(run), 0, "\(run)")
         }
         XCTAssertGreaterThan(report["inProcessEventsPerSecond"] as? Double ?? 0, 0)
         // The HTTP framework alone under the same one-event loads (no batched run).
@@ -57,6 +60,7 @@ final class IngestBenchmarkTests: XCTestCase {
         for run in floor {
             XCTAssertGreaterThan(run["requestsPerSecond"] as? Double ?? 0, 0, "\(run)")
             XCTAssertEqual(run["non2xx"] as? Int, 0, "\(run)")
+            XCTAssertGreaterThan(cpuMicroseconds(run), 0, "\(run)")
         }
         // The durable floor was measured in the same scratch folder.
         XCTAssertGreaterThan(report["durableCommitMs"] as? Double ?? 0, 0)

@@ -18,6 +18,9 @@ public struct IngestBenchmark {
         /// Answers other than 201, and socket errors (timeouts, resets): each one is a failure.
         public var non2xx: Int
         public var socketErrors: Int
+        /// The server's CPU time per request during the run, by kind of thread (when
+        /// `serverPID` was given).
+        public var cpu: PageServingBenchmark.CPUPerRequest?
     }
 
     public var baseURL: String
@@ -27,6 +30,8 @@ public struct IngestBenchmark {
     public var batchConnections: [Int] = [8]
     public var eventsPerBatch = 100
     public var seconds = 5
+    /// The server's process id, to read the CPU its threads spend per request (`Run.cpu`); nil: not measured.
+    public var serverPID: Int32?
 
     public init(baseURL: String) {
         self.baseURL = baseURL
@@ -104,17 +109,21 @@ public struct IngestBenchmark {
 
     private func measure(_ wrk: String, script: String, connections: Int, eventsPerRequest: Int, seconds: Int? = nil) throws -> Run {
         let threads = min(2, connections)  // wrk needs at least one connection per thread
-        let output = try BenchTool.run(
-            wrk,
-            [
-                "-t", String(threads), "-c", String(connections), "-d", "\(seconds ?? self.seconds)s", "--timeout", "5s",
-                "--latency", "-s", script, baseURL + "/v1/events"
-            ])
+        let duration = seconds ?? self.seconds
+        let (output, spent) = try ThreadCPU.spent(by: serverPID) {
+            try BenchTool.run(
+                wrk,
+                [
+                    "-t", String(threads), "-c", String(connections), "-d", "\(duration)s", "--timeout", "5s",
+                    "--latency", "-s", script, baseURL + "/v1/events"
+                ])
+        }
         let figures = try PageServingBenchmark.parseWrk(output)
         return Run(
             connections: connections, eventsPerRequest: eventsPerRequest, requestsPerSecond: figures.requestsPerSecond,
             eventsPerSecond: figures.requestsPerSecond * Double(eventsPerRequest), p50Ms: figures.p50Ms, p99Ms: figures.p99Ms,
-            non2xx: figures.non2xx, socketErrors: Self.socketErrors(output))
+            non2xx: figures.non2xx, socketErrors: Self.socketErrors(output),
+            cpu: spent.map { PageServingBenchmark.CPUPerRequest($0, requests: figures.requestsPerSecond * Double(duration)) })
     }
 
     /// wrk's "Socket errors: connect 0, read 0, write 0, timeout 3" line, summed (0 when absent).

@@ -164,12 +164,11 @@ public struct PageServingBenchmark {
 
     /// wrk's figures against `url`, and the CPU the server of `pid` spent per request meanwhile.
     private func runWrk(_ wrk: String, url: String, script: String, pid: Int32?) throws -> (figures: Figures, cpu: CPUPerRequest?) {
-        let before = pid.map(ThreadCPU.of(pid:))
-        let figures = try Self.parseWrk(
-            try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
-        guard let pid, let before else { return (figures, nil) }
-        let spent = ThreadCPU.of(pid: pid).seconds(since: before)
-        return (figures, CPUPerRequest(spent, requests: figures.requestsPerSecond * Double(seconds)))
+        let (figures, spent) = try ThreadCPU.spent(by: pid) {
+            try Self.parseWrk(
+                try BenchTool.run(wrk, ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--latency", "-s", script, url]))
+        }
+        return (figures, spent.map { CPUPerRequest($0, requests: figures.requestsPerSecond * Double(seconds)) })
     }
 
     /// Reads "Requests/sec:", the --latency distribution's 50% and 99% lines and "Non-2xx".

@@ -78,6 +78,15 @@ public struct ThreadCPU: Sendable {
         }
     }
 
+    /// Runs `body` and returns what it returned with the CPU seconds the threads of `pid` spent
+    /// meanwhile, by role; nil seconds without a `pid`.
+    public static func spent<T>(by pid: Int32?, during body: () throws -> T) rethrows -> (T, [Role: Double]?) {
+        let before = pid.map(ThreadCPU.of(pid:))
+        let result = try body()
+        guard let pid, let before else { return (result, nil) }
+        return (result, ThreadCPU.of(pid: pid).seconds(since: before))
+    }
+
     /// The CPU seconds each role's threads spent between `before` and this snapshot (a thread
     /// started since counts from zero; one that ended since is not counted).
     public func seconds(since before: ThreadCPU) -> [Role: Double] {
