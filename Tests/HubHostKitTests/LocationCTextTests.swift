@@ -81,4 +81,39 @@ final class LocationCTextTests: XCTestCase {
         XCTAssertNil(missing)
         XCTAssertEqual(status, HH_ERR_UNAVAILABLE, "no delegate")
     }
+
+    /// Through the C table a plugin gets ("hubhost.location.v1"): `out` is zero-filled whatever the
+    /// answer (a location left from before included), two answers lend the same bytes, and each
+    /// release zero-fills the location it was given.
+    func testTheExtensionZeroFillsAndLendsTheSameBytes() throws {
+        let table = HostExtensions.location.pointee
+        let none = HostServices(
+            instanceID: "t", config: [:], dataDirectory: NSTemporaryDirectory(), pipeline: LogPipeline(),
+            environment: HostEnvironment(location: LocationService()))
+        var stale = hh_location_t()
+        stale.has_coordinates = true
+        stale.latitude = 9
+        stale.time_ms = 9
+        XCTAssertEqual(table.get_location(none.table, 1000, 10, &stale), HH_ERR_UNAVAILABLE, "no delegate")
+        XCTAssertFalse(stale.has_coordinates)
+        XCTAssertEqual(stale.time_ms, 0)
+        XCTAssertNil(stale.location_id.data)
+        XCTAssertEqual(table.get_location(none.table, 1000, 10, nil), HH_ERR_INVALID_ARGUMENT)
+
+        let here = HostServices(
+            instanceID: "t", config: [:], dataDirectory: NSTemporaryDirectory(), pipeline: LogPipeline(),
+            environment: HostEnvironment(location: LocationService(fixed: Location(latitude: 1, longitude: 2, name: "Here"))))
+        var first = hh_location_t()
+        var second = hh_location_t()
+        XCTAssertEqual(table.get_location(here.table, 1000, 10, &first), HH_OK)
+        XCTAssertEqual(table.get_location(here.table, 1000, 10, &second), HH_OK)
+        XCTAssertEqual(Self.text(first.name), "Here")
+        XCTAssertEqual(first.latitude, 1)
+        XCTAssertEqual(first.name.data, second.name.data, "one block lent to both")
+        table.release_location(here.table, &first)
+        XCTAssertNil(first.name.data)
+        XCTAssertEqual(Self.text(second.name), "Here", "still lent to the second")
+        table.release_location(here.table, &second)
+        XCTAssertNil(second.location_id.data)
+    }
 }

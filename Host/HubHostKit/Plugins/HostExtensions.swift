@@ -105,7 +105,9 @@ private let httpRelease: @convention(c) (UnsafePointer<hh_host_t>?, UnsafeMutabl
 
 private let locationGet: @convention(c) (UnsafePointer<hh_host_t>?, Int64, Int64, UnsafeMutablePointer<hh_location_t>?) -> hh_status_t = {
     host, maxAge, timeout, out in
-    guard let services = HostServices.from(host), let out, let service = services.environment.location else { return HH_ERR_UNAVAILABLE }
+    guard let out else { return HH_ERR_INVALID_ARGUMENT }
+    out.pointee = hh_location_t()  // zero-filled first, as the header promises, whatever the answer
+    guard let services = HostServices.from(host), let service = services.environment.location else { return HH_ERR_UNAVAILABLE }
     let (text, status) = service.currentText(maxAgeMs: maxAge, timeoutMs: timeout)
     text?.lend(to: out)
     return status

@@ -61,13 +61,16 @@ typedef struct hh_location_v1 {
 typedef struct hh_host_location_v1 {
     /* Fill *out with the current location: a cached answer no older than `max_age_ms`, else a new
      * one asked of the delegates, waiting at most `timeout_ms`. The host zero-fills *out first;
-     * its strings are host-owned and valid until release_location. HH_OK: *out is the answer;
-     * HH_ERR_UNAVAILABLE: no delegate has a location; HH_ERR_TIMEOUT: none answered in time.
+     * its strings are host-owned and valid until release_location (a string of length 0 may
+     * still point at bytes). HH_OK: *out is the answer; HH_ERR_UNAVAILABLE: no delegate has a
+     * location; HH_ERR_TIMEOUT: none answered in time; HH_ERR_INVALID_ARGUMENT: `out` is NULL.
      * [thread-safe] */
     hh_status_t (*get_location)(const hh_host_t *host, int64_t max_age_ms, int64_t timeout_ms,
                                 hh_location_t *out);
 
-    /* Release the strings of a location obtained from get_location. [thread-safe] */
+    /* Release the strings of a location obtained from get_location: once per HH_OK answer, with
+     * *location as get_location filled it (the host finds its strings through it); the host
+     * zero-fills it then. A zero-filled location is left as it is. [thread-safe] */
     void (*release_location)(const hh_host_t *host, hh_location_t *location);
 } hh_host_location_v1_t;
 
