@@ -45,8 +45,8 @@ extension CampaignEngine {
             let compiled = self.compiled
             guard !compiled.triggers.isEmpty else {
                 // No trigger to match (no campaign, or none with triggers): an app start is only
-                // noted, as below, and no event is looked at further. Looking each up by type and
-                // name in empty tables was most of the event path's cost of a host without campaigns.
+                // noted, as below, and no event is looked at further (looking each one up by type
+                // and name in empty tables cost a hash of its name, for nothing).
                 if !appStartLogged, events.contains(where: { $0.type == .appStart }) { appStartLogged = true }
                 return
             }
