@@ -189,6 +189,24 @@ final class SharedCampaignStateTests: XCTestCase {
         XCTAssertEqual(campaignsB.campaigns.map(\.id), ["fresh"])
         _ = try b.events().track(Event(type: .loginSuccessful))
         XCTAssertEqual(campaignsA.ready().map(\.id), ["fresh"], "b matched its event against the list a loaded")
+
+        // b's event path has looked at the state since (and skips reading it while no other
+        // connection commits): a list a loads after that is still the one b's next events meet.
+        _ = try b.events().track(Event(type: .namedEvent, name: "nothing to match"))
+        let later: [String: Any] = [
+            "data": [
+                [
+                    "campaignData": [
+                        "campaignId": "later", "maxImpressions": 3,
+                        "triggers": [["type": 1, "eventType": 4, "eventName": "show_later", "attributes": []]],
+                        "messagePayload": ["title": "Later"]
+                    ]
+                ]
+            ]
+        ]
+        try campaignsA.load(try JSONSerialization.data(withJSONObject: later))
+        _ = try b.events().track(Event(type: .namedEvent, name: "show_later"))
+        XCTAssertEqual(campaignsA.ready().map(\.id), ["later"], "b matched its next event against the list a loaded after b looked")
     }
 }
 

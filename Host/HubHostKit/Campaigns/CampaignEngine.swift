@@ -142,6 +142,8 @@ public final class CampaignEngine: @unchecked Sendable {
     /// The `campaigns.version` and `campaigns.listVersion` this memory reflects; -1: read everything.
     var seenVersion: Int64 = -1
     var seenListVersion: Int64 = -1
+    /// The event store's data_version when the event path last looked (`refreshForEvents`); nil: never.
+    var seenDataVersion: Int64?
 
     // The launch (this engine's life), never shared.
     var appStartLogged = false

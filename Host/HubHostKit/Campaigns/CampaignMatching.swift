@@ -40,7 +40,7 @@ extension CampaignEngine {
     /// write nothing: the event path costs a commit only when the state really changes.
     public func logEvents(_ events: [Event]) {
         lock.withLock {
-            refreshQuietly()
+            refreshForEvents()
             guard enabled else { return }
             let compiled = self.compiled
             guard !compiled.triggers.isEmpty else {

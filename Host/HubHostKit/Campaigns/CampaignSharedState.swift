@@ -105,6 +105,24 @@ extension CampaignEngine {
         do { try refresh() } catch { logger.warning("campaign state not re-read (the last state read is used): \(error)") }
     }
 
+    /// `refreshQuietly()` for the event path, which asks before every tracked batch: while the event
+    /// store's data_version says no other connection committed since the last look, the stored
+    /// state is what this engine last read or wrote (every write of it in this process goes through
+    /// `update` on the store's writer connection, and `update` keeps `seenVersion`), so the version
+    /// is not read: a read transaction on a pooled connection, GRDB's part of it most of the cost,
+    /// was the largest fixed cost of a small group commit. After a failed write (`seenVersion` -1)
+    /// the state is re-read whatever the data_version says. The caller holds `lock`.
+    func refreshForEvents() {
+        do {
+            let dataVersion = try shared.state.store.dataVersion()
+            if dataVersion == seenDataVersion, seenVersion >= 0 { return }
+            try refresh()
+            seenDataVersion = dataVersion  // read before the version: a commit in between shows as a change next time
+        } catch {
+            logger.warning("campaign state not re-read (the last state read is used): \(error)")
+        }
+    }
+
     /// Reads every part of the state that changed since `seenVersion` (inside a transaction).
     private func load(_ db: Database) throws {
         let version = try shared.version(db)

@@ -219,13 +219,21 @@ public final class EventStore: Sendable {
     /// committed to the database since the previous call; true on the first call. `PRAGMA
     /// data_version` on the writer connection, which this store's own commits never change.
     func committedByAnotherConnection() throws -> Bool {
-        let version = try pool.writeWithoutTransaction { db in try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) } ?? -1
+        let version = try dataVersion()
         return seenDataVersion.withLock { seen in
             defer { seen = version }
             return seen != version
         }
     }
     private let seenDataVersion = Mutex<Int64?>(nil)
+
+    /// `PRAGMA data_version` on the writer connection: it changes when another connection (another
+    /// process, or another EventStore on the same file) commits, and never for this store's own
+    /// commits. For a caller that keeps the value it last saw (`committedByAnotherConnection` keeps
+    /// the event engine's).
+    func dataVersion() throws -> Int64 {
+        try pool.writeWithoutTransaction { db in try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) } ?? -1
+    }
 
     /// Replaces an event's attributes and status (after augmentation).
     public func update(_ event: Event) throws {
