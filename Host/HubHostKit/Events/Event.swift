@@ -74,10 +74,6 @@ public struct Event: Codable, Equatable, Sendable {
 
     /// The event as a plugin sees it, sharing this event's attributes: the edit session copies
     /// them (with room for the plugin's own) at its first edit, and only then.
-    /// An empty event that costs nothing to copy or free (empty strings and array are static):
-    /// what an array slot holds while its event is moved out (`exchange`).
-    static let placeholder = Event(id: "", type: .namedEvent, name: "", timestampMs: 0)
-
     var augmentable: AugmentableEvent {
         AugmentableEvent(id: id, typeCode: Int32(type.code), name: name, timeMs: timestampMs, list: attributes)
     }

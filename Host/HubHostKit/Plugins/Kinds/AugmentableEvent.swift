@@ -33,9 +33,6 @@ public struct AugmentableEvent: Equatable, Sendable {
         self.list = list
     }
 
-    /// An empty event that costs nothing to copy or free (empty strings and array are static).
-    static let placeholder = AugmentableEvent(id: "", typeCode: 0, name: "", timeMs: 0, list: [])
-
     /// The value of the first attribute named exactly `name`; nil when there is none.
     public subscript(attribute name: String) -> PluginValue? {
         list.first { $0.name == name }?.value

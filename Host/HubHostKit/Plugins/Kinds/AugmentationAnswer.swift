@@ -18,5 +18,4 @@ enum AugmentationAnswer {
         case .outcome(let outcome): outcome.status
         }
     }
-
 }
