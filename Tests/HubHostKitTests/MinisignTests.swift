@@ -65,6 +65,37 @@ final class MinisignTests: XCTestCase {
         }
     }
 
+    /// minisign prints a key id without leading zeros (one key in sixteen has fewer than 16 digits):
+    /// hubhost prints ids the same way and still matches an id written padded to 16 digits.
+    func testKeyIDsWithLeadingZerosPrintAsMinisignPrintsThem() throws {
+        try requireMinisign()
+        let folder = try TestSupport.temporaryFolder(self)
+        let signer = try MinisignSecretKey.generate()
+        // A public key whose id's most significant byte (the last of the 8, little-endian) is 0x0a.
+        let generated = try MinisignSecretKey.generate().publicKey
+        let zeroLed = MinisignPublicKey(keyID: Array(generated.keyID.dropLast()) + [0x0a], key: generated.key)
+        XCTAssertEqual(zeroLed.keyIDText.count, 15)
+        XCTAssertFalse(zeroLed.keyIDText.hasPrefix("0"))
+        try Data(zeroLed.fileContents.utf8).write(to: URL(fileURLWithPath: folder + "/z.pub"))
+        try write(Array("x".utf8), to: folder + "/f")
+        try write(try signer.sign(Array("x".utf8), trustedComment: "t").fileContents, to: folder + "/f.minisig")
+        // minisign refuses the other key's signature and prints both ids: they are hubhost's texts.
+        let checked = try TestSupport.run(Self.minisign, ["-V", "-p", folder + "/z.pub", "-m", folder + "/f"])
+        XCTAssertNotEqual(checked.status, 0)
+        let printed = checked.stdout + checked.stderr
+        XCTAssertTrue(printed.contains("is \(signer.publicKey.keyIDText)\n"), printed)
+        XCTAssertTrue(printed.hasSuffix("is \(zeroLed.keyIDText)\n"), printed)
+        // Padded, lower-case or unpadded, the id names the key; another id, junk or nothing does not.
+        XCTAssertTrue(zeroLed.hasKeyID("0" + zeroLed.keyIDText))
+        XCTAssertTrue(zeroLed.hasKeyID(zeroLed.keyIDText.lowercased()))
+        XCTAssertTrue(zeroLed.hasKeyID(zeroLed.keyIDText))
+        XCTAssertFalse(zeroLed.hasKeyID(signer.publicKey.keyIDText))
+        XCTAssertFalse(zeroLed.hasKeyID("+" + zeroLed.keyIDText))
+        XCTAssertFalse(zeroLed.hasKeyID("00" + zeroLed.keyIDText))
+        XCTAssertFalse(zeroLed.hasKeyID(""))
+        XCTAssertFalse(zeroLed.hasKeyID(nil))
+    }
+
     /// A key minisign made signs in hubhost too, and minisign verifies that.
     func testMinisignSecretKeySignsInHubhost() throws {
         try requireMinisign()

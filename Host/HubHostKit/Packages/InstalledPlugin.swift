@@ -37,7 +37,7 @@ package struct InstalledPlugin: Equatable, Sendable {
                     "plugin '\(lock.id)' \(lock.version) was installed from an unsigned package; give the instance allow_unsigned: true to run it anyway, or add a signed package"
                 ]
         }
-        let trusted = trust.keys(for: lock.id).contains { $0.key.keyIDText == lock.keyID }
+        let trusted = trust.keys(for: lock.id).contains { $0.key.hasKeyID(lock.keyID) }
         guard trusted else {
             return [
                 "plugin '\(lock.id)' \(lock.version) was installed signed by '\(signer)' (key \(lock.keyID ?? "?")), which trust: no longer trusts for '\(lock.id)'; trust the key again (hubhost plugins trust) or remove the plugin"

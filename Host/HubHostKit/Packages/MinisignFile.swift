@@ -46,9 +46,24 @@ enum MinisignFile {
         bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7f } ? String(decoding: bytes, as: UTF8.self) : bytes.map { String(format: "%02x", $0) }.joined()
     }
 
-    /// A key id as minisign prints it: the 8 bytes as a little-endian number in uppercase hex.
+    /// A key id as minisign prints it: the 8 bytes as a little-endian number in uppercase hex,
+    /// without leading zeros (minisign's `%" PRIX64 "`; one key in sixteen prints 15 digits or fewer).
     static func keyIDText(_ keyID: [UInt8]) -> String {
-        keyID.reversed().map { String(format: "%02X", $0) }.joined()
+        String(keyIDNumber(keyID), radix: 16, uppercase: true)
+    }
+
+    /// The 8 key id bytes as the little-endian number minisign prints.
+    static func keyIDNumber(_ keyID: [UInt8]) -> UInt64 {
+        keyID.reversed().reduce(0) { ($0 << 8) | UInt64($1) }
+    }
+
+    /// Whether `text` names this key id: hex in either case, with or without leading zeros (so a
+    /// plugins.lock written when hubhost padded ids to 16 digits still matches).
+    static func keyID(_ keyID: [UInt8], isNamedBy text: String?) -> Bool {
+        guard let text, (1...16).contains(text.utf8.count), text.allSatisfy(\.isHexDigit), let number = UInt64(text, radix: 16) else {
+            return false
+        }
+        return number == keyIDNumber(keyID)
     }
 
     /// A one-line comment: no line breaks, bounded.

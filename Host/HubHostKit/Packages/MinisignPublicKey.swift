@@ -47,6 +47,9 @@ package struct MinisignPublicKey: Equatable, Sendable {
     /// The key id as minisign prints it (16 uppercase hex digits).
     package var keyIDText: String { MinisignFile.keyIDText(keyID) }
 
+    /// Whether `text` (a key id as written in plugins.lock or printed by minisign) names this key.
+    package func hasKeyID(_ text: String?) -> Bool { MinisignFile.keyID(keyID, isNamedBy: text) }
+
     /// The base64 line.
     package var base64: String { Data(Array("Ed".utf8) + keyID + key).base64EncodedString() }
 

@@ -85,7 +85,7 @@ extension PluginInstaller {
         problems += packageProblems
         switch signature {
         case .signed(let signer, _):
-            if signer.name != entry.signer || signer.key.keyIDText != entry.keyID {
+            if signer.name != entry.signer || !signer.key.hasKeyID(entry.keyID) {
                 problems.append(
                     "signed by '\(signer.name)' (key \(signer.key.keyIDText)), but plugins.lock says \(entry.signer ?? "unsigned") (key \(entry.keyID ?? "none"))"
                 )
