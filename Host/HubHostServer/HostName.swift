@@ -19,30 +19,34 @@ enum HostName {
     /// number, text after the brackets, brackets around something that is not an IPv6 address),
     /// so that nothing malformed can pass for an allowed name.
     static func of(authority: String) -> String? {
+        // Every request passes here: bytes are scanned, not Characters (and no Foundation
+        // `contains`, which bridges to NSString).
         let text = authority.lowercased()
-        if text.hasPrefix("[") {
+        let bytes = text.utf8
+        let colonByte = UInt8(ascii: ":")
+        if bytes.first == UInt8(ascii: "[") {
             guard let close = text.firstIndex(of: "]"), isPort(text[text.index(after: close)...]) else { return nil }
             return canonicalIPv6(text[text.index(after: text.startIndex)..<close])
         }
-        guard let colon = text.firstIndex(of: ":") else { return text.isEmpty ? nil : text }
-        let rest = text[text.index(after: colon)...]
+        guard let colon = bytes.firstIndex(of: colonByte) else { return text.isEmpty ? nil : text }
+        let rest = bytes[bytes.index(after: colon)...]
         // More than one colon without brackets: only an IPv6 literal alone (no port) is read.
-        if rest.contains(":") { return canonicalIPv6(Substring(text)) }
-        guard colon != text.startIndex, isPort(text[colon...]) else { return nil }
+        if rest.contains(colonByte) { return canonicalIPv6(Substring(text)) }
+        guard colon != bytes.startIndex, isPort(text[colon...]) else { return nil }
         return String(text[..<colon])
     }
 
-    /// `` (no port) or `:` followed by digits only, as after an authority's host.
+    /// `` (no port) or `:` followed by ASCII digits only, as after an authority's host.
     private static func isPort(_ text: Substring) -> Bool {
-        if text.isEmpty { return true }
-        guard text.first == ":" else { return false }
-        return text.dropFirst().allSatisfy { $0.isASCII && $0.isNumber }
+        let bytes = text.utf8
+        guard let first = bytes.first else { return true }
+        return first == UInt8(ascii: ":") && bytes.dropFirst().allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     /// The canonical text of an IPv6 address (inet_ntop of what inet_pton read); nil when `text`
     /// is not one.
     private static func canonicalIPv6(_ text: Substring) -> String? {
-        guard text.contains(":") else { return nil }
+        guard text.utf8.contains(UInt8(ascii: ":")) else { return nil }
         var address = in6_addr()
         guard inet_pton(AF_INET6, String(text), &address) == 1 else { return nil }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))

@@ -39,18 +39,17 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let authority = (request.head.authority ?? "").lowercased()
+        let authority = request.head.authority ?? ""
         guard let host = HostName.of(authority: authority), allowedHosts.contains(host) else {
-            throw APIError(.misdirectedRequest, "the Host '\(authority)' is not one this server answers for (server.allowed_hosts)")
+            throw APIError(.misdirectedRequest, "the Host '\(authority.lowercased())' is not one this server answers for (server.allowed_hosts)")
         }
         let path = request.uri.path
+        let length = request.headers[.contentLength].flatMap { Int($0) }
         if Self.isStateChanging(request.method) {
-            if let origin = request.headers[.origin]?.lowercased(), origin != "http://\(authority)", origin != "https://\(authority)",
-                !allowedOrigins.contains(origin)
+            if let origin = request.headers[.origin]?.lowercased(), !Self.isOwnOrigin(origin, authority: authority), !allowedOrigins.contains(origin)
             {
                 throw APIError(.forbidden, "requests from the web origin \(origin) are not allowed (server.allowed_origins)", code: "foreign_origin")
             }
-            let length = request.headers[.contentLength].flatMap { Int($0) }
             let hasBody = (length ?? 0) > 0 || request.headers[.transferEncoding] != nil
             if path.hasPrefix("/v1/"), hasBody {
                 let type = request.headers[.contentType]?.lowercased() ?? ""
@@ -59,7 +58,7 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
             }
         }
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maxBodySize {
+        if let length, length > maxBodySize {
             throw APIError.bodyTooLarge(declared: length, limit: maxBodySize)
         }
         if let token, (path.hasPrefix("/v1/") && path != "/v1/health") || path == "/metrics" {
@@ -72,6 +71,15 @@ struct RequestGuardMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         }
         return try await HTTPAPI.$maxBodySize.withValue(maxBodySize) { try await next(request, context) }
+    }
+
+    /// Whether a (lowercased) Origin is `http://` or `https://` followed by the request's own
+    /// authority, compared without regard to case.
+    static func isOwnOrigin(_ origin: String, authority: String) -> Bool {
+        for scheme in ["http://", "https://"] where origin.hasPrefix(scheme) {
+            return origin.utf8.dropFirst(scheme.utf8.count).elementsEqual(authority.lowercased().utf8)
+        }
+        return false
     }
 
     /// Compares without an early exit, so the time taken does not tell how much of a guess matched.

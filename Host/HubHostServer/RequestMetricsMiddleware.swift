@@ -26,7 +26,7 @@ enum RequestMetrics {
 /// event loop and three flushes instead of one. Any other response (a stream, a file) is still
 /// counted after its body is written.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    let cache = Cache()
+    let cache = RequestMetricsCache()
 
     /// The HELP text of the metrics above, by name (see RuntimeMetrics.help).
     static var help: [String: String] {
@@ -45,7 +45,7 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         let scope = RequestMetrics.Scope()
         do {
             var response = try await RequestMetrics.$scope.withValue(scope) { try await next(request, context) }
-            let id = Cache.EndpointID(endpoint: context.endpointPath ?? "Unknown", method: request.method, status: response.status)
+            let id = RequestMetricsCache.EndpointID(endpoint: context.endpointPath ?? "Unknown", method: request.method, status: response.status)
             if scope.complete.load(ordering: .relaxed) {
                 Self.record(cache.endpoint(id), since: startTime, activeRequests)
             } else {
@@ -66,55 +66,57 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     /// One response answered: counted, timed, no longer active.
-    static func record(_ metrics: Cache.EndpointMetrics, since startTime: UInt64, _ activeRequests: Meter) {
+    static func record(_ metrics: RequestMetricsCache.EndpointMetrics, since startTime: UInt64, _ activeRequests: Meter) {
         metrics.counter.increment()
         metrics.timer.recordNanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds &- startTime))
         activeRequests.decrement()
     }
+}
 
-    /// The metric objects by method and by (route, method, status), made once each: the factory's
-    /// own lookup by label and dimensions costs more than a dictionary access.
-    final class Cache: Sendable {
-        struct EndpointID: Hashable {
-            let endpoint: String
-            let method: HTTPRequest.Method
-            let status: HTTPResponse.Status
-        }
-        struct EndpointMetrics: Sendable {
-            let counter: Counter
-            let timer: Metrics.Timer
-            let errorCounter: Counter
-        }
-        private let methods = Mutex([HTTPRequest.Method: Meter]())
-        private let endpoints = Mutex([EndpointID: EndpointMetrics]())
+/// The metric objects by method and by (route, method, status), made once each: the factory's
+/// own lookup by label and dimensions costs more than a dictionary access. Not nested in the
+/// generic middleware: a type nested there is generic too, and its metadata was looked up at
+/// every request.
+final class RequestMetricsCache: Sendable {
+    struct EndpointID: Hashable {
+        let endpoint: String
+        let method: HTTPRequest.Method
+        let status: HTTPResponse.Status
+    }
+    struct EndpointMetrics: Sendable {
+        let counter: Counter
+        let timer: Metrics.Timer
+        let errorCounter: Counter
+    }
+    private let methods = Mutex([HTTPRequest.Method: Meter]())
+    private let endpoints = Mutex([EndpointID: EndpointMetrics]())
 
-        func activeRequests(_ method: HTTPRequest.Method) -> Meter {
-            methods.withLock { cached in
-                if let meter = cached[method] { return meter }
-                let meter = Meter(label: "hubhost_http_active_requests", dimensions: [("http.request.method", method.description)])
-                cached[method] = meter
-                return meter
-            }
+    func activeRequests(_ method: HTTPRequest.Method) -> Meter {
+        methods.withLock { cached in
+            if let meter = cached[method] { return meter }
+            let meter = Meter(label: "hubhost_http_active_requests", dimensions: [("http.request.method", method.description)])
+            cached[method] = meter
+            return meter
         }
+    }
 
-        func endpoint(_ id: EndpointID) -> EndpointMetrics {
-            endpoints.withLock { cached in
-                if let metrics = cached[id] { return metrics }
-                let dimensions = [
-                    ("http.route", id.endpoint), ("http.request.method", id.method.description),
-                    ("http.response.status_code", id.status.code.description)
-                ]
-                let metrics = EndpointMetrics(
-                    counter: Counter(label: "hubhost_http_requests_total", dimensions: dimensions),
-                    timer: Metrics.Timer(label: "hubhost_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds),
-                    errorCounter: Counter(
-                        label: "hubhost_http_request_errors_total",
-                        dimensions: [
-                            ("http.route", id.endpoint), ("http.request.method", id.method.description), ("error.type", id.status.code.description)
-                        ]))
-                cached[id] = metrics
-                return metrics
-            }
+    func endpoint(_ id: EndpointID) -> EndpointMetrics {
+        endpoints.withLock { cached in
+            if let metrics = cached[id] { return metrics }
+            let dimensions = [
+                ("http.route", id.endpoint), ("http.request.method", id.method.description),
+                ("http.response.status_code", id.status.code.description)
+            ]
+            let metrics = EndpointMetrics(
+                counter: Counter(label: "hubhost_http_requests_total", dimensions: dimensions),
+                timer: Metrics.Timer(label: "hubhost_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds),
+                errorCounter: Counter(
+                    label: "hubhost_http_request_errors_total",
+                    dimensions: [
+                        ("http.route", id.endpoint), ("http.request.method", id.method.description), ("error.type", id.status.code.description)
+                    ]))
+            cached[id] = metrics
+            return metrics
         }
     }
 }
