@@ -23,6 +23,10 @@ final class EventViewJSONTests: XCTestCase {
                 id: "id/\(n)-\(text)", type: n % 2 == 0 ? .namedEvent : .purchaseSuccessful, name: text,
                 timestampMs: 1_402_358_400_000 + Int64(n), attributes: attributes, status: .notPosted, attempts: n)
             if n % 2 == 1 { event.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0\(n % 10)" }
+            // Written from the event itself, as POST /v1/events answers: the view's bytes.
+            XCTAssertEqual(
+                String(decoding: EventView.json(events: [event]), as: UTF8.self), String(decoding: EventView.json([EventView(event)]), as: UTF8.self),
+                "text #\(n)")
             let view = EventView(event, lastError: n % 3 == 0 ? nil : "failed: \(text)")
             views.append(view)
             XCTAssertEqual(
@@ -31,5 +35,24 @@ final class EventViewJSONTests: XCTestCase {
         }
         XCTAssertEqual(String(decoding: EventView.json(views), as: UTF8.self), String(decoding: try encoder.encode(views), as: UTF8.self))
         XCTAssertEqual(String(decoding: EventView.json([]), as: UTF8.self), "[]")
+        XCTAssertEqual(String(decoding: EventView.json(events: []), as: UTF8.self), "[]")
+    }
+
+    /// Attributes written from an event come out sorted by name, and of two with one name the
+    /// later, as the view's dictionary writes them; several events are one array.
+    func testAnEventsAttributesAreSortedAndTheLaterOfOneNameKept() throws {
+        let attributes: [Event.Attribute] = [
+            .init("b", .int(1)), .init("a", .string("first")), .init("é", .bool(true)), .init("a", .string("second")), .init("B", .null),
+            .init("", .double(0.5)), .init("b", .int(2)), .init("a", .string("third"))
+        ]
+        let events = (0..<3).map { n in
+            Event(
+                id: "e\(n)", type: .namedEvent, name: "n", timestampMs: 1_000 * Int64(n), attributes: n == 1 ? [] : attributes,
+                status: .notPosted, attempts: 0)
+        }
+        let written = String(decoding: EventView.json(events: events), as: UTF8.self)
+        XCTAssertEqual(written, String(decoding: EventView.json(events.map { EventView($0) }), as: UTF8.self))
+        XCTAssertTrue(written.hasPrefix(#"[{"attempts":0,"attributes":{"":0.5,"B":null,"a":"third","b":2,"é":true},"id":"e0""#), written)
+        XCTAssertTrue(written.contains(#""attributes":{},"id":"e1""#), written)
     }
 }
