@@ -217,6 +217,10 @@ final class HTTPAPIRouteTests: FolderTestCase {
         func value(_ series: String) -> Double? {
             lines.first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
         }
+        // The registry is the process's (other tests tracked too): at least this test's batch, and
+        // never more batches than events.
+        XCTAssertGreaterThanOrEqual(value("hubhost_event_batches_total") ?? 0, 1, text)
+        XCTAssertLessThanOrEqual(value("hubhost_event_batches_total") ?? .infinity, value("hubhost_events_tracked_total") ?? 0, text)
         XCTAssertEqual(value(#"hubhost_plugin_up{instance="promtool-noop"}"#), 1, text)
         XCTAssertEqual(value(#"hubhost_plugin_up{instance="promtool-spare"}"#), 0, text)
         XCTAssertEqual(value(#"hubhost_plugin_state{instance="promtool-spare",state="disabled"}"#), 1, text)

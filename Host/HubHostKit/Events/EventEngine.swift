@@ -293,6 +293,7 @@ public final class EventEngine: @unchecked Sendable {
 
     /// The first id that appears twice in `events`, if one does.
     private static func firstRepeatedID(in events: [Event]) -> String? {
+        guard events.count > 1 else { return nil }  // most requests hold one event: no set to build
         var seen = Set<String>(minimumCapacity: events.count)
         return events.first { !seen.insert($0.id).inserted }?.id
     }
@@ -314,7 +315,9 @@ public final class EventEngine: @unchecked Sendable {
             committer = made
             return made
         }
-        return try await withCheckedThrowingContinuation { continuation in
+        // Unsafe (not checked): GroupCommit answers each submission exactly once, and a checked
+        // continuation allocated a box per request on top of the task's own.
+        return try await withUnsafeThrowingContinuation { continuation in
             committer.submit(.init(events: events, answer: { continuation.resume(with: $0) }))
         }
     }

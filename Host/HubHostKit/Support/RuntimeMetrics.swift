@@ -10,6 +10,8 @@ package enum RuntimeMetrics {
     /// TYPE line (swift-metrics carries no help text), and a test holds the list to what is exported.
     package static let help: [String: String] = [
         "hubhost_events_tracked_total": "Events stored by the event engine, from any front end.",
+        "hubhost_event_batches_total":
+            "Batches of tracked events the event engine stored (POST /v1/events stores concurrent requests' events as one): events tracked over batches is the mean batch size.",
         "hubhost_events_delivered_total": "Events a delivery attempt handled, by outcome (posted, retrying, failed).",
         "hubhost_plugin_call_duration_seconds":
             "Time one plugin call the host made with a deadline took (augmentations, sinks, and the kinds requests wait on), by instance and kind.",
@@ -31,9 +33,10 @@ package enum RuntimeMetrics {
         "hubhost_sink_backlog_events": "Stored events waiting for delivery (NOT_POSTED) through the sink in use, by sink."
     ].merging(PluginResourceMetrics.help) { first, _ in first }
 
-    /// Events stored by the engine (any front end).
+    /// Events stored by the engine (any front end), in one commit.
     static func eventsTracked(_ count: Int) {
         Counter(label: "hubhost_events_tracked_total").increment(by: count)
+        Counter(label: "hubhost_event_batches_total").increment()
     }
 
     /// What a delivery attempt did to events: posted, retrying or failed.
