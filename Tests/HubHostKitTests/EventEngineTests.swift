@@ -256,6 +256,33 @@ final class EventEngineTests: FolderTestCase {
         XCTAssertEqual(stored.filter { $0.type == .sessionEnded }.count, 2, "\(stored.map(\.type))")
     }
 
+    /// Small batches (a group commit's) are encoded through one run kept from batch to batch:
+    /// each stored event reads back with exactly the attributes it was tracked with, whether its
+    /// attributes were the batch before's (the same String storage), changed, or went away, and
+    /// after a batch with an event large enough that the kept run is let go.
+    func testSmallBatchesStoreTheirOwnAttributesThoughTheRunIsKeptBetweenBatches() throws {
+        let (host, _) = try host(events: "  cache_size: 100000")
+        let engine = try host.events()
+        let place = "Pike Place Market"
+        let large = String(repeating: "x", count: 200_000)
+        var tracked: [String: [Event.Attribute]] = [:]
+        for batch in 0..<40 {
+            let events = (0..<(1 + batch % 5)).map { k -> Event in
+                var attributes: [Event.Attribute] = [.init("Location Name", .string(place)), .init("Latitude", .double(47.6097))]
+                if batch % 3 == 0 { attributes.append(.init("Score", .int(Int64(batch * 10 + k)))) }
+                if batch % 4 == 1 { attributes[0].value = .string("é \"quoted\" \(batch)") }
+                if batch % 7 == 2 { attributes.removeFirst() }
+                if batch == 20, k == 0 { attributes.append(.init("Large", .string(large))) }
+                return Event(
+                    id: "b\(batch)-\(k)", type: .namedEvent, name: "n", timestampMs: 1_700_000_000_000 + Int64(batch), attributes: attributes)
+            }
+            for event in try engine.trackBatch(events) { tracked[event.id] = event.attributes }
+        }
+        let stored = try engine.store.list(limit: 1_000).map(\.event).filter { $0.id.hasPrefix("b") }
+        XCTAssertEqual(stored.count, tracked.count)
+        for event in stored { XCTAssertEqual(event.attributes, tracked[event.id], event.id) }
+    }
+
     /// The session state lives in memory between tracks while no other connection writes the store
     /// (EventStore.committedByAnotherConnection); a batch that is rolled back must not leave its
     /// session change there: the next event sees the session as stored, and the one that another

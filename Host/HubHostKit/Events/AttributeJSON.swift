@@ -43,6 +43,20 @@ package enum AttributeJSON {
         return start..<output.count
     }
 
+    /// The attributes of `events`, one event after the other through `run`, in one array: event
+    /// `i`'s bytes (those `encodeUTF8` gives it) are `text[places[i - events.startIndex]]`.
+    package static func encodeUTF8(_ events: ArraySlice<Event>, run: inout EncodingRun?) -> (text: [UInt8], places: [Range<Int>]) {
+        var text: [UInt8] = []
+        var places: [Range<Int>] = []
+        places.reserveCapacity(events.count)
+        for i in events.indices {
+            places.append(appendUTF8(events[i].attributes, run: &run, to: &text))
+            // Room for the run from its first event's size: one allocation, not one per doubling.
+            if i == events.startIndex { text.reserveCapacity(text.count * (events.count + events.count / 4)) }
+        }
+        return (text, places)
+    }
+
     /// `appendUTF8` into an array of its own.
     package static func encodeUTF8(_ attributes: [Event.Attribute], run: inout EncodingRun?) -> [UInt8] {
         var output: [UInt8] = []

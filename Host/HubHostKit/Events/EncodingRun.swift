@@ -32,6 +32,9 @@ package struct EncodingRun {
 
     package init() {}
 
+    /// The bytes of memory this run keeps between events (its two texts).
+    var heldBytes: Int { scratch.capacity + text.capacity }
+
     /// Counts one attribute copied from the event before.
     mutating func countCopied() { copied += 1 }
 

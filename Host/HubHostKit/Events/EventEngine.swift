@@ -222,7 +222,13 @@ public final class EventEngine: @unchecked Sendable {
                         let prepared = chunk
                         // A small chunk (a group commit of single-event requests) is encoded here:
                         // waking the other cores costs more than the few microseconds it spreads.
-                        if prepared.count < 64 { return (prepared, prepared.map { AttributeJSON.encodeUTF8($0.attributes)[...] }, own) }
+                        // Through the run kept from the batches before: the requests' events carry
+                        // the same attributes, which it copies rather than writes again.
+                        if prepared.count < 64 {
+                            let (text, places) = AttributeJSON.encodeUTF8(prepared[...], run: &smallChunkRun)
+                            if smallChunkRun!.heldBytes > Self.smallChunkRunLimit { smallChunkRun = EncodingRun() }  // after a large event
+                            return (prepared, places.map { text[$0] }, own)
+                        }
                         // In runs of 64 events, each with its own EncodingRun (the events of a
                         // run mostly carry the same attributes at the same places): runs, not
                         // single events, so the text written for the event before is reused;
@@ -235,14 +241,7 @@ public final class EventEngine: @unchecked Sendable {
                             DispatchQueue.concurrentPerform(iterations: (prepared.count + run - 1) / run) { part in
                                 let events = part * run..<min(prepared.count, (part + 1) * run)
                                 var encoding: EncodingRun? = EncodingRun()
-                                var text: [UInt8] = []
-                                var places: [Range<Int>] = []
-                                places.reserveCapacity(events.count)
-                                for i in events {
-                                    places.append(AttributeJSON.appendUTF8(prepared[i].attributes, run: &encoding, to: &text))
-                                    // Room for the run from its first event's size: one allocation, not one per doubling.
-                                    if i == events.lowerBound { text.reserveCapacity(text.count * (events.count + events.count / 4)) }
-                                }
+                                let (text, places) = AttributeJSON.encodeUTF8(prepared[events], run: &encoding)
                                 for (k, place) in places.enumerated() { output[events.lowerBound + k] = text[place] }
                             }
                         }
@@ -500,6 +499,14 @@ public final class EventEngine: @unchecked Sendable {
         get { observers.withLock { $0.identityProvider } }
         set { observers.withLock { $0.identityProvider = newValue } }
     }
+    /// The encoding run of small chunks (`trackBatch`), kept from one batch to the next (caller
+    /// holds trackLock; one producer at a time): consecutive requests' events carry the same
+    /// attributes, so a batch of a few events copies their text from the batch before.
+    private var smallChunkRun: EncodingRun? = EncodingRun()
+    /// The memory a kept run may hold between batches (its two texts); a larger one, left by a
+    /// large event, is let go.
+    static let smallChunkRunLimit = 256 * 1024
+
     /// The identity values of the event being tracked (caller holds trackLock).
     private var identityValues: [(field: String, value: PluginValue)] = []
 
