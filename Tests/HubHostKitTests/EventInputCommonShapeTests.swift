@@ -60,6 +60,7 @@ final class EventInputCommonShapeTests: XCTestCase {
             #"{"attributes":{"l":[1]}}"#, #"{"events":[{"name":"a"}]}"#,
             #"{"type":"purchase_successful","purchase":{"amount":5,"currency_code":"USD"}}"#,
             #"{"name":"a","name":"b"}"#, #"{"attributes":{"a":1,"a":2}}"#,  // a key twice
+            #"{"attributes":{"a":1,"b":2,"a":3}}"#, #"{"attributes":{"\u00e9":1,"e\u0301":2}}"#, #"{"type":"named_event","type":"named_event"}"#,
             #"{"bogus":1}"#, "[]", "[1]", "\"text\"", "", "{", #"{"name":"a"} x"#, #"{"name":"a",}"#,  // refusals
             #"{"type":"nope"}"#, #"{"timestamp":253402300800000}"#, #"{"timestamp":-1}"#,
             "{\"id\":\"\(String(repeating: "i", count: 129))\"}"

@@ -76,31 +76,31 @@ private struct CommonShapeReader {
         var id: String?
         var timestamp: Int64?
         var attributes: [Event.Attribute]?
-        var seen = Set<String>()
         skipWhitespace()
         if peek() == Self.closeBrace {
             position += 1
         } else {
             while true {
-                guard let key = string(), seen.insert(key).inserted else { return nil }
+                guard let key = string() else { return nil }
                 skipWhitespace()
                 guard take() == Self.colon else { return nil }
                 skipWhitespace()
+                // A key given twice is refused: each of the five is read at most once (no set of keys).
                 switch key {
                 case "type":
-                    guard let text = string() else { return nil }
+                    guard typeText == nil, let text = string() else { return nil }
                     typeText = text
                 case "name":
-                    guard let text = string() else { return nil }
+                    guard name == nil, let text = string() else { return nil }
                     name = text
                 case "id":
-                    guard let text = string() else { return nil }
+                    guard id == nil, let text = string() else { return nil }
                     id = text
                 case "timestamp":
-                    guard case .int(let value)? = number() else { return nil }
+                    guard timestamp == nil, case .int(let value)? = number() else { return nil }
                     timestamp = value
                 case "attributes":
-                    guard let list = attributeObject() else { return nil }
+                    guard attributes == nil, let list = attributeObject() else { return nil }
                     attributes = list
                 default: return nil  // purchase, events, or a key the general reader refuses
                 }
@@ -122,25 +122,27 @@ private struct CommonShapeReader {
             event.timestampMs = ms
         }
         if let attributes {  // at most EventLimits.maxAttributes (attributeObject)
-            // The general reader appends them in the order of their sorted names.
-            event.attributes = attributes.sorted { $0.name < $1.name }
+            // The general reader appends them in the order of their sorted names. Sorted, a name
+            // given twice is next to itself: refused here rather than through a set of names.
+            let sorted = attributes.sorted { $0.name < $1.name }
+            guard !zip(sorted, sorted.dropFirst()).contains(where: { $0.name == $1.name }) else { return nil }
+            event.attributes = sorted
         }
         guard (try? EventLimits.check(event)) != nil, (try? Purchase.validate(event)) != nil else { return nil }
         return event
     }
 
-    /// `{"name": value, ...}` of plain values, each name once.
+    /// `{"name": value, ...}` of plain values (a name given twice is refused by `event`, once sorted).
     private mutating func attributeObject() -> [Event.Attribute]? {
         guard take() == Self.openBrace else { return nil }
         var attributes: [Event.Attribute] = []
-        var names = Set<String>()
         skipWhitespace()
         if peek() == Self.closeBrace {
             position += 1
             return attributes
         }
         while true {
-            guard let name = string(), names.insert(name).inserted, names.count <= EventLimits.maxAttributes else { return nil }
+            guard let name = string(), attributes.count < EventLimits.maxAttributes else { return nil }
             skipWhitespace()
             guard take() == Self.colon else { return nil }
             skipWhitespace()

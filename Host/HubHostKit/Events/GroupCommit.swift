@@ -107,7 +107,8 @@ package final class GroupCommit: @unchecked Sendable {
         var ids = Set<String>()
         var together: [Submission] = []
         var after: [Submission] = []
-        for submission in group {
+        if group.count == 1 { together = group }  // one submission: no id to look for in another
+        for submission in group where group.count > 1 {
             if submission.events.contains(where: { ids.contains($0.id) }) {
                 after.append(submission)
             } else {
