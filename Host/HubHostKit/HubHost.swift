@@ -242,10 +242,11 @@ public final class HubHost: Sendable {
                     return try self.events().trackInBackground(event)
                 },
                 // The page-view recorder's batches: many views' events in one transaction, on
-                // the recorder's own thread (never a request's).
+                // the recorder's own thread (never a request's), committed without waiting for
+                // the disk: no one waits on them (the page was answered already).
                 trackBatch: { [weak self] events in
                     guard let self else { throw HubMetrics.SinkGone() }
-                    return try self.events().trackBatch(events)
+                    return try self.events().trackBatch(events, waitForDisk: false)
                 },
                 advertiserID: { [weak self] in
                     self?.advertiserID()

@@ -36,4 +36,38 @@ final class StoreDurabilityTests: XCTestCase {
         try store.insert([Event(type: .namedEvent, name: "DURABLE")])
         XCTAssertEqual(try store.pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }, full)
     }
+
+    /// A write that does not wait for the disk (page-view metrics, the profile learning, events
+    /// tracked in the background) commits at NORMAL on the writer and puts the pool's own setting
+    /// back, committed or rolled back: the acknowledged commits after it still sync.
+    func testAWriteWithoutWaitingForDiskRestoresTheWritersSetting() throws {
+        let folder = try TestSupport.temporaryFolder(self)
+        for (durability, restored) in [(EventDurability.fsync, 2), (.process, 1)] {
+            let store = try EventStore.open(path: folder + "/events-\(durability.rawValue).sqlite", durability: durability).store
+            let during = try SharedSQLite.writeWithoutWaitingForDisk(store.pool, restoring: durability.synchronous) { db in
+                try db.execute(sql: "INSERT INTO state (key, value) VALUES ('k', 'v')")
+                return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            XCTAssertEqual(during, 1, "NORMAL for the write itself")
+            XCTAssertEqual(try synchronous(store.pool).writer, restored, "\(durability): the writer's own setting again")
+            XCTAssertEqual(try store.pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'k'") }, "v")
+            // A write that throws is rolled back, and the setting is restored all the same.
+            struct Refused: Error {}
+            XCTAssertThrowsError(
+                try SharedSQLite.writeWithoutWaitingForDisk(store.pool, restoring: durability.synchronous) { db -> Void in
+                    try db.execute(sql: "INSERT INTO state (key, value) VALUES ('gone', 'v')")
+                    throw Refused()
+                })
+            XCTAssertEqual(try synchronous(store.pool).writer, restored)
+            XCTAssertEqual(try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM state WHERE key = 'gone'") }, 0)
+        }
+        // Through the engine: events tracked in the background are stored, and the writer is FULL after.
+        try TestSupport.write("data_dir: data\nevents: {cache_size: 1000000}\n", to: folder + "/plugins.yaml")
+        let host = try HubHost(manifestPath: folder + "/plugins.yaml")
+        let engine = try host.events()
+        for n in 0..<20 { engine.trackInBackground(Event(type: .namedEvent, name: "background \(n)")) }
+        engine.waitForBackgroundWrites()
+        XCTAssertEqual(try engine.store.list(limit: 100).filter { $0.event.name.hasPrefix("background") }.count, 20)
+        XCTAssertEqual(try synchronous(engine.store.pool).writer, 2)
+    }
 }

@@ -176,6 +176,15 @@ public final class EventEngine: @unchecked Sendable {
     /// encoding and the one transaction are steps of one batch that share its events and states.
     @discardableResult
     public func trackBatch(_ events: [Event]) throws -> [Event] {
+        try trackBatch(events, waitForDisk: true)
+    }
+
+    /// `trackBatch`, committed without waiting for the disk when `waitForDisk` is false (the
+    /// commit survives kill -9 of hubhost, not a power loss: `events.durability: process` for this
+    /// batch alone): for events nobody waits on, tracked in the background (`trackInBackground`,
+    /// the hub's page views).
+    @discardableResult
+    package func trackBatch(_ events: [Event], waitForDisk: Bool) throws -> [Event] {
         for event in events { try Self.check(event) }  // all or nothing, before anything is stored
         // An id given twice is found by the store's unique index (the whole batch rolls back),
         // then named below: a set of every id up front was a tenth of the writer's own work.
@@ -266,7 +275,7 @@ public final class EventEngine: @unchecked Sendable {
                     }
                     producerDone.wait()
                 }
-                try store.insertStreaming(states: { self.pendingStates() }) {
+                try store.insertStreaming(states: { self.pendingStates() }, waitForDisk: waitForDisk) {
                     guard next < chunkCount else { return nil }
                     slots[next].ready.wait()
                     let chunk = try slots[next].done!.get()
@@ -341,7 +350,7 @@ public final class EventEngine: @unchecked Sendable {
         backgroundTracker.withLock { tracker in
             if let tracker { return tracker }
             let made = BackgroundTracker(
-                write: { [unowned self] events in try self.trackBatch(events) },
+                write: { [unowned self] events in try self.trackBatch(events, waitForDisk: false) },  // nobody waits on these
                 failed: { [unowned self] error, events in  // unowned, as `write`: the drain thread must own nothing heavy
                     self.logger.error(
                         "\(events.count) event\(events.count == 1 ? "" : "s") tracked in the background could not be stored: \(error)")

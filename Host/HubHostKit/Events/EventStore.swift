@@ -202,9 +202,13 @@ public final class EventStore: Sendable {
     /// k+1, so the two costs overlap instead of adding up. Returns when everything is on disk.
     /// `states()` is asked after the last chunk (producing the chunks may change it) and written in
     /// the same transaction.
-    func insertStreaming(states: () -> [(key: String, json: String)], next: () throws -> (events: [Event], attributes: [ArraySlice<UInt8>])?) throws {
+    /// `waitForDisk` false: committed without waiting for the disk (`SharedSQLite.writeWithoutWaitingForDisk`).
+    func insertStreaming(
+        states: () -> [(key: String, json: String)], waitForDisk: Bool = true,
+        next: () throws -> (events: [Event], attributes: [ArraySlice<UInt8>])?
+    ) throws {
         let now = Clock.wallMs()
-        try pool.write { db in
+        let insert = { (db: Database) throws in
             var writer = try EventRowWriter(db)
             while let chunk = try next() {
                 for (event, attributes) in zip(chunk.events, chunk.attributes) {
@@ -212,6 +216,11 @@ public final class EventStore: Sendable {
                 }
             }
             for state in states() { try KeyValueState.write(db, key: state.key, json: state.json) }
+        }
+        if waitForDisk {
+            try pool.write(insert)
+        } else {
+            try SharedSQLite.writeWithoutWaitingForDisk(pool, restoring: durability.synchronous, insert)
         }
     }
 

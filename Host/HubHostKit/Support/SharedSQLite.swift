@@ -36,6 +36,31 @@ enum SharedSQLite {
         return pool
     }
 
+    /// A write transaction on `pool`'s writer committed without waiting for the disk: the
+    /// connection is `synchronous = NORMAL` for it (in WAL mode the commit reaches the OS's page
+    /// cache, not the disk: it survives kill -9 or a crash of hubhost; a power loss may lose it,
+    /// never corrupting the file), then `restoring` (the pool's own setting) again. For records
+    /// that nobody waits on (page-view metrics and the profile learning written after a page was
+    /// answered): the next commit that does wait for the disk syncs the log, these frames with it.
+    static func writeWithoutWaitingForDisk<T>(_ pool: DatabasePool, restoring synchronous: String, _ body: (Database) throws -> T) throws -> T {
+        precondition(["FULL", "NORMAL"].contains(synchronous), "synchronous is FULL or NORMAL")
+        return try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            let outcome = Result { () throws -> T in
+                var value: T?
+                try db.inTransaction {
+                    value = try body(db)
+                    return .commit
+                }
+                return value!
+            }
+            // Restored whatever the transaction did: a connection left at NORMAL would skip the
+            // fsync of every commit after it, the acknowledged ones too.
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            return try outcome.get()
+        }
+    }
+
     /// Held while a store's file is opened and migrated, so that processes opening a fresh data
     /// directory at the same moment do so one after another: each then finds the schema the first
     /// made, instead of two creating the same table ("table events already exists", "UNIQUE
