@@ -14,7 +14,7 @@ package enum EventDurability: String, CaseIterable, Sendable {
     /// The `PRAGMA synchronous` value of the store's connections.
     var synchronous: String {
         switch self {
-        case .fsync: return "FULL"
+        case .fsync: return SharedSQLite.durableSynchronous
         case .process: return "NORMAL"
         }
     }

@@ -44,7 +44,7 @@ package struct MinisignPublicKey: Equatable, Sendable {
         self.init(keyID: Array(bytes[2..<10]), key: Array(bytes[10..<42]))
     }
 
-    /// The key id as minisign prints it (16 uppercase hex digits).
+    /// The key id as minisign prints it (uppercase hex, up to 16 digits, no leading zeros).
     package var keyIDText: String { MinisignFile.keyIDText(keyID) }
 
     /// Whether `text` (a key id as written in plugins.lock or printed by minisign) names this key.

@@ -7,13 +7,17 @@ import GRDB
 /// and a busy timeout, so that a writer waits for another process's transaction instead of
 /// failing with "database is locked".
 enum SharedSQLite {
+    /// The `synchronous` setting of every store but an event store with `events.durability:
+    /// process`: a commit is on disk before it returns.
+    static let durableSynchronous = "FULL"
+
     /// How long a write waits for another process's transaction before it fails.
     static let busyTimeoutSeconds: TimeInterval = 30
 
     /// `mmapBytes` > 0: each connection reads up to that much of the file through a memory map
     /// (`PRAGMA mmap_size`) instead of copying every page it reads with a system call.
     /// `synchronous`: FULL or NORMAL (EventDurability.synchronous).
-    static func configuration(label: String, mmapBytes: Int = 0, synchronous: String = "FULL") -> Configuration {
+    static func configuration(label: String, mmapBytes: Int = 0, synchronous: String = durableSynchronous) -> Configuration {
         var configuration = Configuration()
         configuration.label = label
         configuration.busyMode = .timeout(busyTimeoutSeconds)
@@ -25,7 +29,7 @@ enum SharedSQLite {
     }
 
     /// Opens (creating) the pool at `path` and makes its files owner-only (0600): they hold user data.
-    static func open(path: String, label: String, mmapBytes: Int = 0, synchronous: String = "FULL") throws -> DatabasePool {
+    static func open(path: String, label: String, mmapBytes: Int = 0, synchronous: String = durableSynchronous) throws -> DatabasePool {
         precondition(["FULL", "NORMAL"].contains(synchronous), "synchronous is FULL or NORMAL")
         let pool = try DatabasePool(path: path, configuration: configuration(label: label, mmapBytes: mmapBytes, synchronous: synchronous))
         // GRDB's pool turns WAL on with `synchronous = NORMAL` on its writer AFTER prepareDatabase

@@ -190,7 +190,7 @@ public final class UserStore: Sendable {
         guard !deltas.isEmpty else { return nil }
         for read in deltas { for tag in read.keys { try UserStore.validate(tag: tag) } }
         // Written after the page was answered (HubViewRecorder), so without waiting for the disk.
-        return try SharedSQLite.writeWithoutWaitingForDisk(pool, restoring: "FULL") { db -> String? in
+        return try SharedSQLite.writeWithoutWaitingForDisk(pool, restoring: SharedSQLite.durableSynchronous) { db -> String? in
             guard let id = try String.fetchOne(db, sql: "SELECT user_id FROM active_user WHERE slot = 1") else { return nil }
             for read in deltas { try UserStore.add(read, to: id, db) }
             return id
