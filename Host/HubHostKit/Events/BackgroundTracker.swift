@@ -3,9 +3,11 @@ import Foundation
 /// Tracks events without making the caller wait for the disk: for high-rate events of low value
 /// each (the Content Hub's page-view metrics), where one durable commit per event would bound a web
 /// page to the disk's fsync rate. Events wait in memory and one worker writes whatever has gathered
-/// with one batch (one commit) at a time, so they are durable within milliseconds; a crash in that
+/// with one batch (one commit) at a time, so they are stored within milliseconds; a crash in that
 /// window loses them, which is why `EventEngine.track` (durable before it returns) stays the
-/// default. `waitUntilWritten()` returns once everything enqueued before it is on disk.
+/// default. The commits do not wait for the disk either (`EventEngine.trackBatch(_:waitForDisk:)`):
+/// stored, they survive kill -9, not a power loss before the next sync. `waitUntilWritten()`
+/// returns once everything enqueued before it is stored.
 /// @unchecked: its state is guarded by an NSCondition (waitUntilWritten waits), which Mutex cannot
 /// express. `pending` and `writing`, its only mutable fields, are read and written only while `condition` is
 /// locked; the closures are `let` and @Sendable.

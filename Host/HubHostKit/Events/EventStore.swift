@@ -217,7 +217,7 @@ public final class EventStore: Sendable {
             }
             for state in states() { try KeyValueState.write(db, key: state.key, json: state.json) }
         }
-        if waitForDisk {
+        if waitForDisk || durability == .process {  // with `process`, no commit waits for the disk already
             try pool.write(insert)
         } else {
             try SharedSQLite.writeWithoutWaitingForDisk(pool, restoring: durability.synchronous, insert)

@@ -69,7 +69,8 @@ public final class HubMetrics: Sendable {
         public var description: String { "the host that owned the event pipeline was shut down" }
     }
 
-    /// Tracks events many at once: whole or not at all, durable when it returns (EventEngine.trackBatch).
+    /// Tracks events many at once: whole or not at all, stored when it returns (the host's commits
+    /// without waiting for the disk: `EventEngine.trackBatch(_:waitForDisk:)`).
     public typealias TrackBatch = @Sendable ([Event]) throws -> [Event]
 
     private let track: Track?
