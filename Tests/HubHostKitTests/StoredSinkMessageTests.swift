@@ -71,6 +71,34 @@ final class StoredSinkMessageTests: XCTestCase {
         }
     }
 
+    /// The rows that grow the most when written out fit the memory sized for them, and still give
+    /// the decoded event's bytes: every byte a control character (6 bytes each once escaped), and
+    /// the values stored shortest against written longest (a time of 0 or past the year 9999, a
+    /// double stored as `1`, a null), in the name field, the name, the id and the attributes.
+    func testRowsThatGrowTheMostWhenWrittenFitTheirBound() throws {
+        let control = String(repeating: "\u{01}", count: 40)
+        let times: [Int64] = [0, 1, -1, Int64.max, Int64.min, 253_402_300_800_000, -62_135_596_800_001]
+        let attributes =
+            times.enumerated().map { Event.Attribute(String($0.offset), .timeMs($0.element)) }
+            + [.init("", .null), .init(control, .string(control)), .init("d", .double(1)), .init("/", .string("/"))]
+        let events = times.map { time in
+            Event(id: control, type: .namedEvent, name: control, timestampMs: time, attributes: attributes)
+        }
+        var forms = events.map { AttributeJSON.encode($0.attributes) }
+        forms[0] = forms[0].replacingOccurrences(of: #""type":"double","value":1.0"#, with: #""type":"double","value":1"#)
+        XCTAssertTrue(forms[0].contains(#""value":1}"#), "the double is stored as its shortest token")
+        let batch = claimed(events, attributesJSON: forms)
+        let messages = PreparedSinkMessages.build(batch, nameField: control)
+        XCTAssertTrue(messages.unreadable.isEmpty)
+        for index in batch.events.indices {
+            var out: [UInt8] = []
+            XCTAssertNotNil(CollectorJSON.appendEvent(index, of: batch, nameField: control, to: &out), "event \(index)")
+            let wanted = EventDelivery.sinkEvent(try batch.event(at: index), nameField: control)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), String(decoding: wanted.json, as: UTF8.self), "event \(index)")
+            XCTAssertEqual(messages.batch.events[index], wanted, "event \(index)")
+        }
+    }
+
     /// Rows written by JSONEncoder (keys in its order), with whitespace, or with a number the copy
     /// does not read: the message is the decoded event's.
     func testOtherFormsOfTheColumnGoThroughTheDecodedEvent() throws {

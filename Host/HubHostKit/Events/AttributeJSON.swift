@@ -64,7 +64,7 @@ package enum AttributeJSON {
         return output
     }
 
-    /// The most bytes `attributes` can take (see `Writer`).
+    /// The most bytes `attributes` can take (see `ByteWriter.attribute`).
     private static func bound(_ attributes: [Event.Attribute]) -> Int {
         var bound = 2
         for attribute in attributes {
@@ -80,7 +80,7 @@ package enum AttributeJSON {
         _ attributes: [Event.Attribute], run: inout EncodingRun?, fragments: inout [Range<Int>], into buffer: UnsafeMutableBufferPointer<UInt8>,
         bound: Int
     ) -> Int {
-        var out = Writer(base: buffer.baseAddress!)
+        var out = ByteWriter(base: buffer.baseAddress!)
         out.byte(UInt8(ascii: "["))
         if run != nil {
             let before = run!.attributes
@@ -115,139 +115,94 @@ package enum AttributeJSON {
         precondition(out.count <= bound, "AttributeJSON: the size bound was wrong")
         return out.count
     }
+}
 
-    /// A cursor over memory sized in advance by `encode`.
-    private struct Writer {
-        let base: UnsafeMutablePointer<UInt8>
-        var count = 0
-
-        /// One attribute's object, `{"name":...,"value":{...}}`; doubles through `doubles` when given.
-        mutating func attribute(_ attribute: Event.Attribute, _ doubles: inout FormattedDoubles?) {
-            literal("{\"name\":")
-            string(attribute.name)
-            literal(",\"value\":{\"type\":\"")
-            switch attribute.value {
-            case .null: literal("null\"}")
-            case .string(let text):
-                literal("string\",\"value\":")
-                string(text)
+/// The attribute JSON's pieces, written into memory sized in advance by `AttributeJSON.bound`.
+extension ByteWriter {
+    /// One attribute's object, `{"name":...,"value":{...}}`; doubles through `doubles` when given.
+    fileprivate mutating func attribute(_ attribute: Event.Attribute, _ doubles: inout FormattedDoubles?) {
+        literal("{\"name\":")
+        string(attribute.name)
+        literal(",\"value\":{\"type\":\"")
+        switch attribute.value {
+        case .null: literal("null\"}")
+        case .string(let text):
+            literal("string\",\"value\":")
+            string(text)
+            byte(UInt8(ascii: "}"))
+        case .int(let i):
+            literal("int\",\"value\":")
+            integer(i)
+            byte(UInt8(ascii: "}"))
+        case .double(let d):
+            // JSON has no NaN or infinity: such a value is stored as null.
+            if d.isFinite {
+                literal("double\",\"value\":")
+                if doubles != nil { doubles!.withText(of: d) { bytes($0) } } else { text(d.description) }
                 byte(UInt8(ascii: "}"))
-            case .int(let i):
-                literal("int\",\"value\":")
-                integer(i)
-                byte(UInt8(ascii: "}"))
-            case .double(let d):
-                // JSON has no NaN or infinity: such a value is stored as null.
-                if d.isFinite {
-                    literal("double\",\"value\":")
-                    if doubles != nil { doubles!.withText(of: d) { bytes($0) } } else { text(d.description) }
-                    byte(UInt8(ascii: "}"))
-                } else {
-                    literal("null\"}")
-                }
-            case .bool(let b): literal(b ? "bool\",\"value\":true}" : "bool\",\"value\":false}")
-            case .timeMs(let t):
-                literal("time\",\"value\":")
-                integer(t)
-                byte(UInt8(ascii: "}"))
+            } else {
+                literal("null\"}")
             }
+        case .bool(let b): literal(b ? "bool\",\"value\":true}" : "bool\",\"value\":false}")
+        case .timeMs(let t):
+            literal("time\",\"value\":")
+            integer(t)
             byte(UInt8(ascii: "}"))
         }
+        byte(UInt8(ascii: "}"))
+    }
 
-        @inline(__always) mutating func byte(_ value: UInt8) {
-            base[count] = value
-            count += 1
-        }
-
-        @inline(__always) mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) {
-            guard let start = source.baseAddress, source.count > 0 else { return }
-            (base + count).update(from: start, count: source.count)
-            count += source.count
-        }
-
-        @inline(__always) mutating func literal(_ text: StaticString) {
-            text.withUTF8Buffer { bytes($0) }
-        }
-
-        mutating func text(_ text: String) {
-            var text = text
-            text.withUTF8 { bytes($0) }
-        }
-
-        mutating func integer(_ value: Int64) {
-            if value == 0 {
-                byte(UInt8(ascii: "0"))
+    /// A JSON string: quoted, with `"`, `\\` and control characters escaped; other UTF-8 as is.
+    fileprivate mutating func string(_ text: String) {
+        byte(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { source in
+            // Most texts need no escaping: copy them whole.
+            guard ByteWriter.needsEscaping(source) else {
+                bytes(source)
                 return
             }
-            if value < 0 { byte(UInt8(ascii: "-")) }
-            var magnitude = value.magnitude
-            var digits = 0
-            var scan = magnitude
-            while scan > 0 {
-                digits += 1
-                scan /= 10
-            }
-            var position = count + digits - 1
-            while magnitude > 0 {
-                base[position] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                position -= 1
-            }
-            count += digits
-        }
-
-        /// A JSON string: quoted, with `"`, `\\` and control characters escaped; other UTF-8 as is.
-        mutating func string(_ text: String) {
-            byte(UInt8(ascii: "\""))
-            var text = text
-            text.withUTF8 { source in
-                // Most texts need no escaping: copy them whole.
-                guard Writer.needsEscaping(source) else {
-                    bytes(source)
-                    return
-                }
-                for value in source {
-                    switch value {
-                    case UInt8(ascii: "\""): literal("\\\"")
-                    case UInt8(ascii: "\\"): literal("\\\\")
-                    case UInt8(ascii: "\n"): literal("\\n")
-                    case UInt8(ascii: "\r"): literal("\\r")
-                    case UInt8(ascii: "\t"): literal("\\t")
-                    case 0..<0x20:
-                        literal("\\u00")
-                        byte(Writer.hex[Int(value >> 4)])
-                        byte(Writer.hex[Int(value & 0x0F)])
-                    default: byte(value)  // UTF-8 passes through unchanged (JSON is UTF-8)
-                    }
+            for value in source {
+                switch value {
+                case UInt8(ascii: "\""): literal("\\\"")
+                case UInt8(ascii: "\\"): literal("\\\\")
+                case UInt8(ascii: "\n"): literal("\\n")
+                case UInt8(ascii: "\r"): literal("\\r")
+                case UInt8(ascii: "\t"): literal("\\t")
+                case 0..<0x20:
+                    literal("\\u00")
+                    byte(ByteWriter.hex[Int(value >> 4)])
+                    byte(ByteWriter.hex[Int(value & 0x0F)])
+                default: byte(value)  // UTF-8 passes through unchanged (JSON is UTF-8)
                 }
             }
-            byte(UInt8(ascii: "\""))
         }
+        byte(UInt8(ascii: "\""))
+    }
 
-        static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    fileprivate static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-        /// Whether `source` holds a byte below 0x20, a `"` or a `\\`. Eight bytes at a time (the
-        /// classic "has a zero byte" test, exact for whether any byte matches): a closure per byte
-        /// made this scan the encoder's largest cost, names and texts being short but many.
-        static func needsEscaping(_ source: UnsafeBufferPointer<UInt8>) -> Bool {
-            guard let base = source.baseAddress else { return false }
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            var offset = 0
-            while offset + 8 <= source.count {
-                let word = UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let control = (word &- ones &* 0x20) & ~word
-                if (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs != 0 { return true }
-                offset += 8
-            }
-            while offset < source.count {
-                let value = base[offset]
-                if value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\") { return true }
-                offset += 1
-            }
-            return false
+    /// Whether `source` holds a byte below 0x20, a `"` or a `\\`. Eight bytes at a time (the
+    /// classic "has a zero byte" test, exact for whether any byte matches): a closure per byte
+    /// made this scan the encoder's largest cost, names and texts being short but many.
+    fileprivate static func needsEscaping(_ source: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = source.baseAddress else { return false }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var offset = 0
+        while offset + 8 <= source.count {
+            let word = UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let control = (word &- ones &* 0x20) & ~word
+            if (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs != 0 { return true }
+            offset += 8
         }
+        while offset < source.count {
+            let value = base[offset]
+            if value < 0x20 || value == UInt8(ascii: "\"") || value == UInt8(ascii: "\\") { return true }
+            offset += 1
+        }
+        return false
     }
 }

@@ -141,41 +141,56 @@ enum CollectorJSON {
     /// The same time's 24 characters (a year past 9999 takes its digits) appended to `out`, with
     /// no string in between: nothing in it needs escaping.
     static func isoTime(_ ms: Int64, into out: inout [UInt8]) {
-        let (seconds, millis) = ms.quotientAndRemainder(dividingBy: 1000)
-        let wholeSeconds = millis < 0 ? seconds - 1 : seconds
-        let fraction = millis < 0 ? millis + 1000 : millis
-        // 1970 to 9999 (SafeTime.validMs: every time an event holds): the date by arithmetic and
-        // its 24 bytes written at once. gmtime_r, below for the rest, took glibc's time zone lock
-        // per call, and each time is written for every event sent.
-        if (0..<253_402_300_800).contains(wholeSeconds) {
-            let (days, second) = wholeSeconds.quotientAndRemainder(dividingBy: 86_400)
-            let (year, month, day) = UTCTimestamp.civilDate(days: days)
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
-                func put(_ value: Int64, at end: Int, width: Int) {
-                    var rest = value
-                    for index in stride(from: end, to: end - width, by: -1) {
-                        text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
-                        rest /= 10
-                    }
-                }
-                put(year, at: 3, width: 4)
-                text[4] = UInt8(ascii: "-")
-                put(month, at: 6, width: 2)
-                text[7] = UInt8(ascii: "-")
-                put(day, at: 9, width: 2)
-                text[10] = UInt8(ascii: "T")
-                put(second / 3_600, at: 12, width: 2)
-                text[13] = UInt8(ascii: ":")
-                put(second / 60 % 60, at: 15, width: 2)
-                text[16] = UInt8(ascii: ":")
-                put(second % 60, at: 18, width: 2)
-                text[19] = UInt8(ascii: ".")
-                put(fraction, at: 22, width: 3)
-                text[23] = UInt8(ascii: "Z")
-                out.append(contentsOf: UnsafeBufferPointer(text))
-            }
-            return
+        let written = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            guard isoTime(ms, to: text.baseAddress!) else { return false }
+            out.append(contentsOf: UnsafeBufferPointer(text))
+            return true
         }
+        if !written { isoTimeOutsideYears1970To9999(ms, into: &out) }
+    }
+
+    /// The same 24 bytes written at `text` when the time is in 1970 to 9999 (SafeTime.validMs:
+    /// every time an event holds); false, with nothing written, for any other.
+    static func isoTime(_ ms: Int64, to text: UnsafeMutablePointer<UInt8>) -> Bool {
+        let (wholeSeconds, fraction) = secondsAndMillis(ms)
+        // The date by arithmetic and its 24 bytes written at once. gmtime_r, for the other times,
+        // took glibc's time zone lock per call, and each time is written for every event sent.
+        guard (0..<253_402_300_800).contains(wholeSeconds) else { return false }
+        let (days, second) = wholeSeconds.quotientAndRemainder(dividingBy: 86_400)
+        let (year, month, day) = UTCTimestamp.civilDate(days: days)
+        func put(_ value: Int64, at end: Int, width: Int) {
+            var rest = value
+            for index in stride(from: end, to: end - width, by: -1) {
+                text[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            }
+        }
+        put(year, at: 3, width: 4)
+        text[4] = UInt8(ascii: "-")
+        put(month, at: 6, width: 2)
+        text[7] = UInt8(ascii: "-")
+        put(day, at: 9, width: 2)
+        text[10] = UInt8(ascii: "T")
+        put(second / 3_600, at: 12, width: 2)
+        text[13] = UInt8(ascii: ":")
+        put(second / 60 % 60, at: 15, width: 2)
+        text[16] = UInt8(ascii: ":")
+        put(second % 60, at: 18, width: 2)
+        text[19] = UInt8(ascii: ".")
+        put(fraction, at: 22, width: 3)
+        text[23] = UInt8(ascii: "Z")
+        return true
+    }
+
+    /// Whole seconds since 1970 and the milliseconds after them (0...999, also before 1970).
+    private static func secondsAndMillis(_ ms: Int64) -> (seconds: Int64, millis: Int64) {
+        let (seconds, millis) = ms.quotientAndRemainder(dividingBy: 1000)
+        return millis < 0 ? (seconds - 1, millis + 1000) : (seconds, millis)
+    }
+
+    /// A time before 1970 or after 9999 through gmtime_r (digits as many as the year takes).
+    private static func isoTimeOutsideYears1970To9999(_ ms: Int64, into out: inout [UInt8]) {
+        let (wholeSeconds, fraction) = secondsAndMillis(ms)
         var time = time_t(wholeSeconds)
         var parts = tm()
         guard gmtime_r(&time, &parts) != nil else {
