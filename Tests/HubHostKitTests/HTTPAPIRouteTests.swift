@@ -100,6 +100,43 @@ final class HTTPAPIRouteTests: FolderTestCase {
         }
     }
 
+    /// A field sent twice counts as HTTPFields joins it ("a, b"): a second Content-Type or a second
+    /// Origin cannot slip past the guard behind a first one it accepts, and a second Authorization
+    /// spoils the token. The guard's one-pass reading agrees with HTTPFields' subscript field by field.
+    func testRepeatedFieldsAreReadJoinedAsHTTPFieldsJoinsThem() async throws {
+        var fields: HTTPFields = [.contentType: "application/json", .origin: "http://localhost"]
+        fields.append(HTTPField(name: .contentType, value: "text/plain"))
+        fields.append(HTTPField(name: .origin, value: "http://evil.example"))
+        fields.append(HTTPField(name: .authorization, value: "Bearer s3cret"))
+        fields.append(HTTPField(name: .accept, value: "*/*"))
+        let read = RequestGuardMiddleware<BasicRequestContext>.GuardedHeaders(fields)
+        XCTAssertEqual(read.contentType, fields[.contentType])
+        XCTAssertEqual(read.contentType, "application/json, text/plain")
+        XCTAssertEqual(read.origin, fields[.origin])
+        XCTAssertEqual(read.authorization, fields[.authorization])
+        XCTAssertNil(read.contentLength)
+        XCTAssertNil(read.transferEncoding)
+
+        try TestSupport.write("s3cret\n", to: folder + "/token")
+        try await InProcessAPI.test(manifest: manifest(server: "{port: 0, auth_token_file: token}"), in: folder) { client, _ in
+            var twoTypes: HTTPFields = [.contentType: "application/json", .authorization: "Bearer s3cret"]
+            twoTypes.append(HTTPField(name: .contentType, value: "text/plain"))
+            var answer = try await client.execute(uri: "/v1/events", method: .post, headers: twoTypes, body: ByteBuffer(string: #"{"name":"x"}"#))
+            XCTAssertEqual(answer.status, .unsupportedMediaType, answer.text)
+            var twoOrigins: HTTPFields = [.origin: "http://localhost", .authorization: "Bearer s3cret"]
+            twoOrigins.append(HTTPField(name: .origin, value: "http://evil.example"))
+            answer = try await client.send(.post, "/v1/events", json: #"{"name":"x"}"#, headers: twoOrigins)
+            XCTAssertEqual(answer.status, .forbidden, answer.text)
+            var twoTokens: HTTPFields = [.authorization: "Bearer s3cret"]
+            twoTokens.append(HTTPField(name: .authorization, value: "Bearer s3cret"))
+            answer = try await client.send(.get, "/v1/events", headers: twoTokens)
+            XCTAssertEqual(answer.status, .unauthorized, answer.text)
+            answer = try await client.send(.get, "/v1/events/stats", headers: [.authorization: "Bearer s3cret"])
+            XCTAssertEqual(answer.status, .ok, answer.text)
+            XCTAssertEqual(((answer.json as? [String: Int]) ?? [:]).values.reduce(0, +), 0, "none of the refused requests stored its event")
+        }
+    }
+
     /// What another site's page can make a browser send to `/hub/app-action` (a GET from an
     /// `<img>` or a link, a POST from a form with its own or a `null` Origin) never reaches the
     /// app, with a token set or not; only a POST from the hub's own origin (hubhost.js) does.
