@@ -55,4 +55,29 @@ final class EventViewJSONTests: XCTestCase {
         XCTAssertTrue(written.hasPrefix(#"[{"attempts":0,"attributes":{"":0.5,"B":null,"a":"third","b":2,"é":true},"id":"e0""#), written)
         XCTAssertTrue(written.contains(#""attributes":{},"id":"e1""#), written)
     }
+
+    /// The events that grow the most when written fit the memory sized for them (`jsonByteBound`)
+    /// and give the views' bytes: every text byte a control character (6 bytes once escaped), the
+    /// longest numbers, times outside 0000-9999 (the formatter's longer text), a traceparent; and
+    /// the answer `POST /v1/events` writes into its buffer is the same bytes.
+    func testTheEventsThatGrowTheMostFitTheirBound() throws {
+        let control = String(repeating: "\u{01}", count: 50)
+        let numbers: [PluginValue] = [
+            .double(-1.7976931348623157e308), .double(-2.2250738585072014e-308), .int(Int64.min), .timeMs(Int64.min), .double(.nan), .null
+        ]
+        let events = [Int64.min, Int64.max, -62_167_219_200_001, 0].enumerated().map { n, time in
+            var event = Event(
+                id: control, type: .namedEvent, name: control, timestampMs: time,
+                attributes: [.init(control, .string(control))] + numbers.enumerated().map { .init("\($0.offset)", $0.element) },
+                status: .notPosted, attempts: Int.max)
+            event.traceparent = control
+            return event
+        }
+        for count in 0...events.count {
+            let some = Array(events.prefix(count))
+            let written = EventView.json(events: some)
+            XCTAssertLessThanOrEqual(written.count, EventView.jsonByteBound(events: some))
+            XCTAssertEqual(String(decoding: written, as: UTF8.self), String(decoding: EventView.json(some.map { EventView($0) }), as: UTF8.self))
+        }
+    }
 }

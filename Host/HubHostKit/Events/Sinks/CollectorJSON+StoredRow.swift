@@ -120,19 +120,6 @@ extension CollectorJSON {
         }
     }
 
-    /// `string(utf8:into:)` through the writer: bytes with nothing to escape copied as they are.
-    private static func string(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout ByteWriter) {
-        guard needsEscape(bytes) else {
-            out.byte(UInt8(ascii: "\""))
-            out.bytes(bytes)
-            out.byte(UInt8(ascii: "\""))
-            return
-        }
-        var escaped: [UInt8] = []
-        string(utf8: bytes, into: &escaped)
-        escaped.withUnsafeBufferPointer { out.bytes($0) }
-    }
-
     /// `isoTime(_:into:)` through the writer.
     private static func time(_ ms: Int64, to out: inout ByteWriter) {
         var inYears1970To9999 = false

@@ -50,6 +50,26 @@ enum CollectorJSON {
         text.withUTF8 { string(utf8: $0, into: &out) }
     }
 
+    /// `string(_:into:)` through a ByteWriter (memory sized for 6 bytes per text byte, 2 for the
+    /// quotes): a text with nothing to escape is copied as it is.
+    static func string(_ text: String, to out: inout ByteWriter) {
+        var text = text
+        text.withUTF8 { string(utf8: $0, to: &out) }
+    }
+
+    /// The same from a text's UTF-8 bytes.
+    static func string(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout ByteWriter) {
+        guard needsEscape(bytes) else {
+            out.byte(UInt8(ascii: "\""))
+            out.bytes(bytes)
+            out.byte(UInt8(ascii: "\""))
+            return
+        }
+        var escaped: [UInt8] = []
+        string(utf8: bytes, into: &escaped)
+        escaped.withUnsafeBufferPointer { out.bytes($0) }
+    }
+
     /// The same from a text's UTF-8 bytes (valid UTF-8: they are copied as they are).
     static func string(utf8 bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
