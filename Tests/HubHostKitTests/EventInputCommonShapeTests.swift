@@ -139,6 +139,18 @@ final class EventInputCommonShapeTests: XCTestCase {
         XCTAssertGreaterThan(read, 150, "the common-shape reader read too few of the generated inputs")
         XCTAssertLessThan(read, 2_850, "the common-shape reader gave up on too few of the generated inputs")
     }
+
+    /// An event type is read from its name (the default first), a dashed or upper-case spelling,
+    /// or its code; anything else is no type.
+    func testEventTypesAreReadFromNamesSpellingsAndCodes() {
+        for type in EventType.allCases {
+            XCTAssertEqual(EventType(text: type.rawValue), type)
+            XCTAssertEqual(EventType(text: type.rawValue.uppercased().replacingOccurrences(of: "_", with: "-")), type)
+        }
+        XCTAssertEqual(EventType(text: "17"), .namedEvent)
+        XCTAssertEqual(EventType(text: "13"), .sessionStarted)
+        for text in ["", "named_event ", "named", "named__event", "18", "1e1"] { XCTAssertNil(EventType(text: text), text) }
+    }
 }
 
 /// The draws the generated inputs need, over HubHostTools' seeded SplitMix (a failure reproduces).
@@ -150,4 +162,5 @@ extension SplitMix {
         if let good, below(2) == 0 { return list[below(good)] }
         return list[below(list.count)]
     }
+
 }
