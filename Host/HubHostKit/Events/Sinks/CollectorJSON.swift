@@ -106,21 +106,6 @@ enum CollectorJSON {
         }
     }
 
-    /// Appends a literal's bytes: one copy from a StaticString's buffer, where appending a
-    /// String's UTF-8 view went through the generic path, about a dozen times per event.
-    @inline(__always)
-    static func literal(_ text: StaticString, into out: inout [UInt8]) {
-        text.withUTF8Buffer { out.append(contentsOf: $0) }
-    }
-
-    /// Appends a short text's bytes (a number's digits) through its UTF-8 buffer: appending the
-    /// UTF-8 view of a small String (up to 15 bytes, kept inline) went byte by byte.
-    @inline(__always)
-    static func ascii(_ text: String, into out: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { out.append(contentsOf: $0) }
-    }
-
     /// Whether `bytes` hold a control character, `"`, `\` or `/`, read eight at a time: every
     /// string of every event written passes here, and the byte-by-byte test was the largest single
     /// part of building a batch's messages. The word tests are the usual ones: a byte below 0x20
