@@ -116,6 +116,10 @@ final class HTTPAPIRouteTests: FolderTestCase {
         XCTAssertEqual(read.authorization, fields[.authorization])
         XCTAssertNil(read.contentLength)
         XCTAssertNil(read.transferEncoding)
+        // Many repeats are joined as the subscript joins them (appended in place, not copied each time).
+        var many = HTTPFields()
+        for n in 0..<5_000 { many.append(HTTPField(name: .origin, value: "http://o\(n).example")) }
+        XCTAssertEqual(RequestGuardMiddleware<BasicRequestContext>.GuardedHeaders(many).origin, many[.origin])
 
         try TestSupport.write("s3cret\n", to: folder + "/token")
         try await InProcessAPI.test(manifest: manifest(server: "{port: 0, auth_token_file: token}"), in: folder) { client, _ in
