@@ -1,11 +1,11 @@
 import Foundation
 
 /// A cursor writing bytes front to back into memory its user sized beforehand from an upper bound
-/// of what it writes: the writers of the event paths (the stored attributes' JSON, a sink
-/// message from a stored row) write a few dozen pieces per event, and appending each to an Array
-/// cost a call with a capacity and a uniqueness check, more than copying its bytes. Nothing is
-/// checked per piece: each user proves its bound in a comment and checks `count` against it once
-/// written (a precondition).
+/// of what it writes: the writers of the event paths (the stored attributes' JSON, a sink message
+/// from a stored row, `POST /v1/events`' answer) write a few dozen pieces per event, and appending
+/// each to an Array cost a call with a capacity and a uniqueness check, more than copying its
+/// bytes. Nothing is checked per piece: each user proves its bound in a comment and checks `count`
+/// against it once written (a precondition).
 package struct ByteWriter {
     package let base: UnsafeMutablePointer<UInt8>
     /// The bytes written so far, at `base`.
