@@ -98,9 +98,9 @@ enum HTTPAPI {
         return json(bytes: (try? encoder.encode(value)) ?? Data("null".utf8), status: status)
     }
 
-    /// An answer of JSON already encoded (e.g. by `EventView.json`, written by hand for the event
-    /// routes). Complete in memory, so the request metrics let it go out in one write
-    /// (RequestMetrics.inMemory): every JSON answer of the API, `POST /v1/events`' among them.
+    /// An answer of JSON already encoded. Complete in memory, so the request metrics let it go out
+    /// in one write (RequestMetrics.inMemory), as every JSON answer of the API (`json(events:status:)`
+    /// too).
     static func json(bytes data: Data, status: HTTPResponse.Status = .ok) -> Response {
         RequestMetrics.inMemory()
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

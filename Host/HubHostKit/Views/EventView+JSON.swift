@@ -2,24 +2,11 @@ import Foundation
 
 /// Events as JSON, written by hand because `POST /v1/events` answers every request with them:
 /// JSONEncoder was a large part of a one-event request's time. The bytes are what JSONEncoder with
-/// `.sortedKeys` writes for the same views (keys sorted, "/" escaped as "\/", control characters as
-/// \b \f \n \r \t or \u00xx, whole numbers below 9e15 without a fraction; a test compares the two),
-/// except a number that is not finite, which is written as null where JSONEncoder fails.
+/// `.sortedKeys` writes for the events' views (keys sorted, "/" escaped as "\/", control characters
+/// as \b \f \n \r \t or \u00xx, whole numbers below 9e15 without a fraction; a test compares the
+/// two), except a number that is not finite, which is written as null where JSONEncoder fails.
 extension EventView {
-    /// A JSON array of `views`.
-    package static func json(_ views: [EventView]) -> Data {
-        var out = [UInt8]()
-        out.reserveCapacity(views.count * (320 + (views.first?.attributes.count ?? 0) * 40))
-        out.append(UInt8(ascii: "["))
-        for (n, view) in views.enumerated() {
-            if n > 0 { out.append(UInt8(ascii: ",")) }
-            view.write(into: &out)
-        }
-        out.append(UInt8(ascii: "]"))
-        return Data(out)
-    }
-
-    /// `events` as `json(_:)` writes their views (with no last error), without making the views:
+    /// `events` as JSONEncoder writes their views (with no last error), without making the views:
     /// what `POST /v1/events` answers, so no dictionary of attributes is built per event.
     package static func json(events: [Event]) -> Data {
         let bound = jsonByteBound(events: events)
@@ -85,8 +72,8 @@ extension EventView {
     }
 
     /// An event's attributes as the view's dictionary writes them: sorted by name, and of two with
-    /// one name the later (the dictionary keeps the last); each value as `JSONValue.write` writes
-    /// the view's number, text, boolean or null.
+    /// one name the later (the dictionary keeps the last); each value as JSONEncoder writes the
+    /// view's number, text, boolean or null.
     private static func writeAttributes(_ attributes: [Event.Attribute], to out: inout ByteWriter) {
         var order = Array(attributes.indices)
         order.sort { attributes[$0].name < attributes[$1].name || (attributes[$0].name == attributes[$1].name && $0 < $1) }
@@ -110,8 +97,8 @@ extension EventView {
         out.byte(UInt8(ascii: "}"))
     }
 
-    /// A number as `JSONValue.write` writes it: whole below 9e15 without a fraction, else Swift's
-    /// text of it; not finite as null.
+    /// A number as JSONEncoder writes the view's: whole below 9e15 without a fraction, else Swift's
+    /// text of it; not finite as null (where JSONEncoder fails).
     private static func number(_ d: Double, to out: inout ByteWriter) {
         if d == d.rounded(), abs(d) < 9e15 {
             out.integer(Int64(d))
@@ -119,92 +106,6 @@ extension EventView {
             out.text(d.description)
         } else {
             out.literal("null")
-        }
-    }
-
-    /// This view as one JSON object, keys in JSONEncoder's sorted order.
-    func write(into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "{"))
-        Self.key("attempts", first: true, into: &out)
-        out.append(contentsOf: String(attempts).utf8)
-        Self.key("attributes", into: &out)
-        JSONValue.object(attributes).write(into: &out)
-        Self.writeRest(
-            id: id, lastError: lastError, name: name, status: status, timestamp: timestamp, timestampMs: timestampMs,
-            traceparent: traceparent, type: type, typeCode: typeCode, into: &out)
-    }
-
-    /// `"name":`, after a comma unless it is the object's first key.
-    private static func key(_ name: StaticString, first: Bool = false, into out: inout [UInt8]) {
-        if !first { out.append(UInt8(ascii: ",")) }
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        out.append(UInt8(ascii: "\""))
-        out.append(UInt8(ascii: ":"))
-    }
-
-    /// The keys after "attributes", in sorted order, and the object's end.
-    private static func writeRest(
-        id: String, lastError: String?, name: String, status: String, timestamp: String, timestampMs: Int64, traceparent: String?,
-        type: String, typeCode: Int, into out: inout [UInt8]
-    ) {
-        key("id", into: &out)
-        CollectorJSON.string(id, into: &out)
-        if let lastError {
-            key("lastError", into: &out)
-            CollectorJSON.string(lastError, into: &out)
-        }
-        key("name", into: &out)
-        CollectorJSON.string(name, into: &out)
-        key("status", into: &out)
-        CollectorJSON.string(status, into: &out)
-        key("timestamp", into: &out)
-        CollectorJSON.string(timestamp, into: &out)
-        key("timestampMs", into: &out)
-        out.append(contentsOf: String(timestampMs).utf8)
-        if let traceparent {
-            key("traceparent", into: &out)
-            CollectorJSON.string(traceparent, into: &out)
-        }
-        key("type", into: &out)
-        CollectorJSON.string(type, into: &out)
-        key("typeCode", into: &out)
-        out.append(contentsOf: String(typeCode).utf8)
-        out.append(UInt8(ascii: "}"))
-    }
-}
-
-extension JSONValue {
-    /// This value as JSONEncoder with `.sortedKeys` writes it (see `EventView.json`).
-    func write(into out: inout [UInt8]) {
-        switch self {
-        case .null: out.append(contentsOf: "null".utf8)
-        case .string(let s): CollectorJSON.string(s, into: &out)
-        case .number(let d):
-            if d == d.rounded(), abs(d) < 9e15 {
-                out.append(contentsOf: String(Int64(d)).utf8)
-            } else if d.isFinite {
-                out.append(contentsOf: d.description.utf8)
-            } else {
-                out.append(contentsOf: "null".utf8)
-            }
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (n, item) in items.enumerated() {
-                if n > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            for (n, name) in members.keys.sorted().enumerated() {
-                if n > 0 { out.append(UInt8(ascii: ",")) }
-                CollectorJSON.string(name, into: &out)
-                out.append(UInt8(ascii: ":"))
-                members[name]!.write(into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
         }
     }
 }
